@@ -1,0 +1,36 @@
+//! # emco-core
+//!
+//! The model of EMCO, the Edge Multi-Cluster Orchestrator, with no I/O and no async runtime:
+//!
+//! - [`model`]: serde types for every object of EMCO's REST API (projects, composite apps, apps,
+//!   profiles, deployment intent groups and their intents, cluster providers, clusters, labels,
+//!   kv-pairs, logical clouds, controllers), with JSON field names as EMCO's current API.
+//! - [`validate`]: EMCO's schema rules, with errors that carry a kind and the offending field path.
+//! - [`placement`]: resolution of app placement intents against a cluster inventory, as a pure
+//!   function, and the final choice per anyOf group after placement controllers filtered.
+//! - [`lifecycle`]: the deployment intent group and AppContext/rsync state machines as pure
+//!   transition functions.
+//! - [`error`]: the [`ErrorKind`]s every library error of the workspace maps onto.
+//!
+//! ```
+//! use emco_core::{Metadata, Validate, ErrorKind};
+//!
+//! let ok = Metadata::named("my-project");
+//! assert!(ok.validate().is_ok());
+//!
+//! let bad = Metadata::named("-bad");
+//! let err = bad.validate().unwrap_err().within("metadata");
+//! assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+//! assert_eq!(err.field(), Some("metadata.name"));
+//! ```
+
+pub mod error;
+pub mod lifecycle;
+pub mod metadata;
+pub mod model;
+pub mod placement;
+pub mod validate;
+
+pub use error::{Error, ErrorKind, HasKind, Result};
+pub use metadata::Metadata;
+pub use validate::Validate;

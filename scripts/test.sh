@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs every check and test of emco-rs on a fresh Debian machine with Rust and Python 3.11.
+#
+# Installs what is missing (Debian's etcd and protoc, a Python venv with the nx-27017 MongoDB
+# wire-protocol server, maturin and pytest), starts etcd and nx-27017 on free loopback ports with
+# temporary data dirs, exports their addresses to the tests, runs fmt, clippy and every test, and
+# stops what it started, also when a step fails.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
+
+install_test_deps
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/emco-test.XXXXXX")
+PIDS=()
+cleanup() {
+  local status=$?
+  for pid in "${PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${PIDS[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$WORK"
+  exit "$status"
+}
+trap cleanup EXIT INT TERM
+
+start_etcd "$WORK/etcd"
+PIDS+=("$ETCD_PID")
+start_mongo "$WORK/mongo"
+PIDS+=("$MONGO_PID")
+export EMCO_TEST_ETCD EMCO_TEST_MONGO
+log "etcd at $EMCO_TEST_ETCD, nx-27017 at $EMCO_TEST_MONGO"
+
+if [ "${CI:-}" = "true" ]; then
+  # A clean build gains nothing from incremental compilation and pays for it.
+  export CARGO_INCREMENTAL=0
+fi
+
+step "cargo fmt --check" cargo fmt --all --check
+step "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
+if cargo nextest --version >/dev/null 2>&1; then
+  step "tests (nextest)" cargo nextest run --workspace --locked --no-fail-fast --profile ci
+else
+  step "tests (cargo test)" cargo test --workspace --locked --no-fail-fast --lib --bins --tests
+fi
+step "doc tests" cargo test --workspace --locked --doc
+log "all checks passed"
