@@ -79,7 +79,12 @@ impl fmt::Display for Error {
 impl Error {
     /// A new error of `kind` with `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into(), field: None, source: None }
+        Self {
+            kind,
+            message: message.into(),
+            field: None,
+            source: None,
+        }
     }
 
     /// [`ErrorKind::NotFound`].
@@ -177,7 +182,9 @@ mod tests {
 
     #[test]
     fn field_paths_nest() {
-        let e = Error::invalid("must not be empty").with_field("name").within("metadata");
+        let e = Error::invalid("must not be empty")
+            .with_field("name")
+            .within("metadata");
         assert_eq!(e.field(), Some("metadata.name"));
         assert_eq!(e.to_string(), "metadata.name: must not be empty");
         let e = Error::invalid("bad").with_field("[2]").within("spec.allOf");

@@ -26,7 +26,10 @@ pub struct Metadata {
 impl Metadata {
     /// Metadata with just a name.
     pub fn named(name: impl Into<String>) -> Self {
-        Self { name: name.into(), ..Self::default() }
+        Self {
+            name: name.into(),
+            ..Self::default()
+        }
     }
 }
 
@@ -67,6 +70,9 @@ mod tests {
         assert_eq!(m.validate().unwrap_err().field(), Some("description"));
         m.description.clear();
         m.name = "bad name".into();
-        assert_eq!(m.validate().unwrap_err().within("metadata").field(), Some("metadata.name"));
+        assert_eq!(
+            m.validate().unwrap_err().within("metadata").field(),
+            Some("metadata.name")
+        );
     }
 }

@@ -48,14 +48,15 @@ pub fn check_name(field: &str, name: &str) -> Result<()> {
         return Err(Error::invalid("name is required").with_field(field));
     }
     if name.chars().count() > NAME_MAX {
-        return Err(Error::invalid(format!("name is longer than {NAME_MAX} characters")).with_field(field));
+        return Err(
+            Error::invalid(format!("name is longer than {NAME_MAX} characters")).with_field(field),
+        );
     }
     let bytes = name.as_bytes();
     let edge_ok = |b: u8| b.is_ascii_alphanumeric();
     let inner_ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
-    let valid = edge_ok(bytes[0])
-        && edge_ok(bytes[bytes.len() - 1])
-        && bytes.iter().all(|&b| inner_ok(b));
+    let valid =
+        edge_ok(bytes[0]) && edge_ok(bytes[bytes.len() - 1]) && bytes.iter().all(|&b| inner_ok(b));
     if valid {
         Ok(())
     } else {
@@ -97,7 +98,9 @@ where
     T: PartialOrd + std::fmt::Display + Copy,
 {
     if value < min || value > max {
-        return Err(Error::invalid(format!("{value} is out of range {min}..={max}")).with_field(field));
+        return Err(
+            Error::invalid(format!("{value} is out of range {min}..={max}")).with_field(field),
+        );
     }
     Ok(())
 }
@@ -137,7 +140,10 @@ mod tests {
         assert!(check_range("wait", 4097, 0, 4096).is_err());
         assert!(check_one_of("opStatus", "Ready", &["Ready", "Deployed"]).is_ok());
         let e = check_one_of("opStatus", "Up", &["Ready", "Deployed"]).unwrap_err();
-        assert_eq!(e.to_string(), "opStatus: \"Up\" is not one of Ready, Deployed");
+        assert_eq!(
+            e.to_string(),
+            "opStatus: \"Up\" is not one of Ready, Deployed"
+        );
     }
 
     #[test]
@@ -145,10 +151,17 @@ mod tests {
         struct V(bool);
         impl Validate for V {
             fn validate(&self) -> Result<()> {
-                if self.0 { Ok(()) } else { Err(Error::invalid("bad").with_field("x")) }
+                if self.0 {
+                    Ok(())
+                } else {
+                    Err(Error::invalid("bad").with_field("x"))
+                }
             }
         }
-        let e = vec![V(true), V(false)].validate().unwrap_err().within("items");
+        let e = vec![V(true), V(false)]
+            .validate()
+            .unwrap_err()
+            .within("items");
         assert_eq!(e.field(), Some("items[1].x"));
     }
 }

@@ -1,0 +1,595 @@
+//! The status query of a deployment intent group (`GET DIG/status`): its query parameters and
+//! its response bodies, with EMCO's exact JSON field names.
+//!
+//! ```
+//! use emco_core::model::status::{StatusMode, StatusOutput, StatusQuery, StatusType};
+//!
+//! let q = StatusQuery::from_pairs([("status", "deployed"), ("app", "collectd"), ("cluster", "p1+c1")]).unwrap();
+//! assert_eq!(q.status, StatusType::Deployed);
+//! assert_eq!(q.output, StatusOutput::All);
+//! assert_eq!(q.mode, StatusMode::Full);
+//! assert!(q.matches_app("collectd") && !q.matches_app("other"));
+//! assert!(q.matches_cluster("p1", "c1"));
+//!
+//! let err = StatusQuery::from_pairs([("output", "everything")]).unwrap_err();
+//! assert_eq!(err.field(), Some("output"));
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::lifecycle::StateInfo;
+use crate::placement::ClusterRef;
+use crate::validate::check_name;
+
+/// Which status the query reports (`status=`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum StatusType {
+    /// What the clusters report: resources ready or not (`status=ready`, the default).
+    #[default]
+    Ready,
+    /// What rsync did: resources applied, failed, ... (`status=deployed`).
+    Deployed,
+}
+
+/// How much the query returns (`output=`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum StatusOutput {
+    /// Only the counts and overall status; no `apps`.
+    Summary,
+    /// The counts and every resource's status (the default).
+    #[default]
+    All,
+    /// Like `All`, plus each resource's `detail` as the cluster reports it.
+    Detail,
+}
+
+/// Which kind of answer the query asks for. The list modes are given as bare parameters (`?apps`)
+/// and take precedence in the order apps > clusters > resources.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum StatusMode {
+    /// The full status ([`DigStatus`]).
+    #[default]
+    Full,
+    /// The names of the apps ([`AppsList`]).
+    Apps,
+    /// The clusters of each app ([`ClustersByApp`]), filtered by `app`.
+    Clusters,
+    /// The resources of each app and cluster ([`ResourcesByApp`]), filtered by `app` and `cluster`.
+    Resources,
+}
+
+/// The parsed query parameters of `GET DIG/status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusQuery {
+    /// `instance=`: the AppContext id to report on; `None` means the current one.
+    pub instance: Option<String>,
+    /// `status=`: ready (default) or deployed.
+    pub status: StatusType,
+    /// `output=`: summary, all (default) or detail.
+    pub output: StatusOutput,
+    /// Which answer to give.
+    pub mode: StatusMode,
+    /// `app=` filters (repeatable); empty means every app.
+    pub apps: Vec<String>,
+    /// `cluster=` filters (repeatable); empty means every cluster.
+    pub clusters: Vec<ClusterRef>,
+    /// `resource=` filters (repeatable); empty means every resource.
+    pub resources: Vec<String>,
+}
+
+impl StatusQuery {
+    /// Parses the query parameters, given as decoded `(key, value)` pairs in URL order.
+    ///
+    /// As EMCO does: only the first `instance`, `status` and `output` count; `apps`, `clusters`
+    /// and `resources` count by presence, whatever their value; unknown parameters are ignored.
+    /// The legacy `type=rsync|cluster` is read as `status=deployed|ready` when `status` is absent.
+    ///
+    /// # Errors
+    /// InvalidArgument with the parameter's name as the field: an empty `instance`, a `status` or
+    /// `output` outside its values, an `app` or `resource` that is not a valid name, a `cluster`
+    /// that is not `provider+cluster`.
+    pub fn from_pairs<I, K, V>(pairs: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut q = Self::default();
+        let mut instance: Option<String> = None;
+        let mut status: Option<String> = None;
+        let mut legacy_type: Option<String> = None;
+        let mut output: Option<String> = None;
+        let (mut apps_mode, mut clusters_mode, mut resources_mode) = (false, false, false);
+        for (key, value) in pairs {
+            let value = value.as_ref();
+            match key.as_ref() {
+                "instance" => {
+                    instance.get_or_insert_with(|| value.to_owned());
+                }
+                "status" => {
+                    status.get_or_insert_with(|| value.to_owned());
+                }
+                "type" => {
+                    legacy_type.get_or_insert_with(|| value.to_owned());
+                }
+                "output" => {
+                    output.get_or_insert_with(|| value.to_owned());
+                }
+                "apps" => apps_mode = true,
+                "clusters" => clusters_mode = true,
+                "resources" => resources_mode = true,
+                "app" => {
+                    check_name("app", value)?;
+                    q.apps.push(value.to_owned());
+                }
+                "resource" => {
+                    check_name("resource", value)?;
+                    q.resources.push(value.to_owned());
+                }
+                "cluster" => q.clusters.push(parse_cluster(value)?),
+                _ => {}
+            }
+        }
+        if let Some(instance) = instance {
+            if instance.is_empty() {
+                return Err(Error::invalid("must not be empty").with_field("instance"));
+            }
+            q.instance = Some(instance);
+        }
+        q.status = match (status.as_deref(), legacy_type.as_deref()) {
+            (Some("ready"), _) => StatusType::Ready,
+            (Some("deployed"), _) => StatusType::Deployed,
+            (Some(other), _) => return Err(invalid_value("status", other, "ready, deployed")),
+            (None, Some("cluster")) => StatusType::Ready,
+            (None, Some("rsync")) => StatusType::Deployed,
+            (None, Some(other)) => return Err(invalid_value("type", other, "cluster, rsync")),
+            (None, None) => StatusType::Ready,
+        };
+        q.output = match output.as_deref() {
+            None | Some("all") => StatusOutput::All,
+            Some("summary") => StatusOutput::Summary,
+            Some("detail") => StatusOutput::Detail,
+            Some(other) => return Err(invalid_value("output", other, "summary, all, detail")),
+        };
+        q.mode = if apps_mode {
+            StatusMode::Apps
+        } else if clusters_mode {
+            StatusMode::Clusters
+        } else if resources_mode {
+            StatusMode::Resources
+        } else {
+            StatusMode::Full
+        };
+        Ok(q)
+    }
+
+    /// Whether the `app` filters let `app` through.
+    #[must_use]
+    pub fn matches_app(&self, app: &str) -> bool {
+        self.apps.is_empty() || self.apps.iter().any(|a| a == app)
+    }
+
+    /// Whether the `cluster` filters let `provider+cluster` through.
+    #[must_use]
+    pub fn matches_cluster(&self, provider: &str, cluster: &str) -> bool {
+        self.clusters.is_empty()
+            || self
+                .clusters
+                .iter()
+                .any(|c| c.provider() == provider && c.cluster() == cluster)
+    }
+
+    /// Whether the `resource` filters let the resource named `name` through.
+    #[must_use]
+    pub fn matches_resource(&self, name: &str) -> bool {
+        self.resources.is_empty() || self.resources.iter().any(|r| r == name)
+    }
+}
+
+fn invalid_value(field: &str, value: &str, allowed: &str) -> Error {
+    Error::invalid(format!("{value:?} is not one of {allowed}")).with_field(field)
+}
+
+/// Parses `provider+cluster`, both valid names.
+fn parse_cluster(value: &str) -> Result<ClusterRef> {
+    let cluster: ClusterRef = value.parse().map_err(|e: Error| e.with_field("cluster"))?;
+    check_name("cluster", cluster.provider())?;
+    check_name("cluster", cluster.cluster())?;
+    Ok(cluster)
+}
+
+/// Kubernetes group, version and kind, written `{"Group", "Version", "Kind"}` as EMCO does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Gvk {
+    /// API group; empty for the core group.
+    #[serde(default)]
+    pub group: String,
+    /// API version.
+    #[serde(default)]
+    pub version: String,
+    /// Kind.
+    #[serde(default)]
+    pub kind: String,
+}
+
+/// The full answer of `GET DIG/status` ([`StatusMode::Full`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DigStatus {
+    /// The project.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub project: String,
+    /// The composite app.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub composite_app: String,
+    /// The composite app version.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub composite_app_version: String,
+    /// The DIG's composite profile.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub composite_profile: String,
+    /// The DIG's name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// The DIG's lifecycle record.
+    #[serde(default)]
+    pub states: StateInfo,
+    /// Overall deployed status (the AppContext status: `Instantiated`, ...), with `status=deployed`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub deployed_status: String,
+    /// Overall ready status (`Ready`, `NotReady`), with `status=ready`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ready_status: String,
+    /// Resources per deployed status (`Applied`, `Failed`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub deployed_counts: BTreeMap<String, i64>,
+    /// Resources per ready status (`Ready`, `NotReady`, `NotPresent`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ready_counts: BTreeMap<String, i64>,
+    /// Per app, cluster and resource; absent with `output=summary`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub apps: Vec<AppStatus>,
+}
+
+/// One app of [`DigStatus::apps`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppStatus {
+    /// The app.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Its clusters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<ClusterStatus>,
+}
+
+/// One cluster of [`AppStatus::clusters`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStatus {
+    /// The cluster provider.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cluster_provider: String,
+    /// The cluster.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cluster: String,
+    /// Whether rsync reaches the cluster (`Available`, `Retrying`, `Unknown`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub connectivity: String,
+    /// Its resources.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceStatus>,
+}
+
+/// One resource of [`ClusterStatus::resources`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceStatus {
+    /// Group, version and kind.
+    #[serde(default, rename = "GVK")]
+    pub gvk: Gvk,
+    /// The resource's name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// The object's status as the cluster reports it, with `output=detail`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<serde_json::Value>,
+    /// Deployed status (`Pending`, `Applied`, `Failed`, `Retrying`, `Deleted`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub deployed_status: String,
+    /// Ready status (`Ready`, `NotReady`, `NotPresent`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ready_status: String,
+}
+
+/// The answer of `?apps` ([`StatusMode::Apps`]): `{name, apps:[...]}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppsList {
+    /// The DIG's name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// The app names.
+    #[serde(default)]
+    pub apps: Vec<String>,
+}
+
+/// The answer of `?clusters` ([`StatusMode::Clusters`]): `{name, clustersByApp:[...]}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClustersByApp {
+    /// The DIG's name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Per app.
+    #[serde(default)]
+    pub clusters_by_app: Vec<ClustersOfApp>,
+}
+
+/// One app of [`ClustersByApp`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClustersOfApp {
+    /// The app.
+    #[serde(default)]
+    pub app: String,
+    /// Its clusters.
+    #[serde(default)]
+    pub clusters: Vec<ClusterEntry>,
+}
+
+/// `{clusterProvider, cluster}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterEntry {
+    /// The cluster provider.
+    #[serde(default)]
+    pub cluster_provider: String,
+    /// The cluster.
+    #[serde(default)]
+    pub cluster: String,
+}
+
+/// The answer of `?resources` ([`StatusMode::Resources`]): `{name, resourcesByApp:[...]}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcesByApp {
+    /// The DIG's name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Per app and cluster.
+    #[serde(default)]
+    pub resources_by_app: Vec<ResourcesOfApp>,
+}
+
+/// One app and cluster of [`ResourcesByApp`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcesOfApp {
+    /// The app.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub app: String,
+    /// The cluster provider.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cluster_provider: String,
+    /// The cluster.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cluster: String,
+    /// The resources.
+    #[serde(default)]
+    pub resources: Vec<ResourceEntry>,
+}
+
+/// `{name, GVK}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ResourceEntry {
+    /// The resource's name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Group, version and kind.
+    #[serde(default, rename = "GVK")]
+    pub gvk: Gvk,
+}
+
+/// Any answer of `GET DIG/status`, as selected by [`StatusQuery::mode`]; serializes as the inner
+/// body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum StatusResponse {
+    /// [`StatusMode::Full`] (boxed: it is much larger than the list answers).
+    Full(Box<DigStatus>),
+    /// [`StatusMode::Apps`].
+    Apps(AppsList),
+    /// [`StatusMode::Clusters`].
+    Clusters(ClustersByApp),
+    /// [`StatusMode::Resources`].
+    Resources(ResourcesByApp),
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::ErrorKind;
+
+    #[test]
+    fn defaults() {
+        let q = StatusQuery::from_pairs(Vec::<(String, String)>::new()).unwrap();
+        assert_eq!(q, StatusQuery::default());
+        assert_eq!(
+            (q.status, q.output, q.mode),
+            (StatusType::Ready, StatusOutput::All, StatusMode::Full)
+        );
+        assert!(q.instance.is_none());
+        assert!(q.matches_app("x") && q.matches_cluster("p", "c") && q.matches_resource("r"));
+    }
+
+    #[test]
+    fn values_and_filters() {
+        let q = StatusQuery::from_pairs([
+            ("instance", "2541224287352718787"),
+            ("instance", "ignored"),
+            ("status", "deployed"),
+            ("output", "detail"),
+            ("app", "a1"),
+            ("app", "a2"),
+            ("cluster", "provider1+cluster1"),
+            ("resource", "collectd-config"),
+            ("unknown", "x"),
+        ])
+        .unwrap();
+        assert_eq!(q.instance.as_deref(), Some("2541224287352718787"));
+        assert_eq!(q.status, StatusType::Deployed);
+        assert_eq!(q.output, StatusOutput::Detail);
+        assert_eq!(q.apps, vec!["a1", "a2"]);
+        assert_eq!(q.clusters, vec![ClusterRef::new("provider1", "cluster1")]);
+        assert!(q.matches_app("a2") && !q.matches_app("a3"));
+        assert!(
+            q.matches_cluster("provider1", "cluster1")
+                && !q.matches_cluster("provider1", "cluster2")
+        );
+        assert!(q.matches_resource("collectd-config") && !q.matches_resource("other"));
+        let s = StatusQuery::from_pairs([("output", "summary"), ("status", "ready")]).unwrap();
+        assert_eq!(
+            (s.output, s.status),
+            (StatusOutput::Summary, StatusType::Ready)
+        );
+    }
+
+    #[test]
+    fn list_mode_precedence() {
+        let mode =
+            |pairs: &[(&str, &str)]| StatusQuery::from_pairs(pairs.iter().copied()).unwrap().mode;
+        assert_eq!(
+            mode(&[("resources", ""), ("clusters", ""), ("apps", "")]),
+            StatusMode::Apps
+        );
+        assert_eq!(
+            mode(&[("resources", ""), ("clusters", "yes")]),
+            StatusMode::Clusters
+        );
+        assert_eq!(mode(&[("resources", "")]), StatusMode::Resources);
+        assert_eq!(mode(&[("app", "a")]), StatusMode::Full);
+    }
+
+    #[test]
+    fn legacy_type_parameter() {
+        let q = StatusQuery::from_pairs([("type", "rsync")]).unwrap();
+        assert_eq!(q.status, StatusType::Deployed);
+        let q = StatusQuery::from_pairs([("type", "cluster")]).unwrap();
+        assert_eq!(q.status, StatusType::Ready);
+        let q = StatusQuery::from_pairs([("type", "rsync"), ("status", "ready")]).unwrap();
+        assert_eq!(q.status, StatusType::Ready);
+    }
+
+    #[test]
+    fn errors_name_the_parameter() {
+        for (pairs, field) in [
+            (vec![("instance", "")], "instance"),
+            (vec![("status", "up")], "status"),
+            (vec![("type", "x")], "type"),
+            (vec![("output", "full")], "output"),
+            (vec![("app", "bad app")], "app"),
+            (vec![("resource", "-r")], "resource"),
+            (vec![("cluster", "nocluster")], "cluster"),
+            (vec![("cluster", "a+b+c")], "cluster"),
+            (vec![("cluster", "a+")], "cluster"),
+            (vec![("cluster", "a b+c")], "cluster"),
+        ] {
+            let err = StatusQuery::from_pairs(pairs.clone()).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{pairs:?}");
+            assert_eq!(err.field(), Some(field), "{pairs:?}");
+        }
+    }
+
+    #[test]
+    fn full_status_field_names() {
+        let body = json!({
+            "project": "proj1",
+            "compositeApp": "ca",
+            "compositeAppVersion": "v1",
+            "compositeProfile": "cp",
+            "name": "dig",
+            "states": {"statusctxid": "123", "actions": [
+                {"state": "Created", "instance": "", "time": "2026-11-21T10:00:00Z", "revision": 0},
+                {"state": "Instantiated", "instance": "123", "time": "2026-11-21T10:01:00Z", "revision": 1}
+            ]},
+            "deployedStatus": "Instantiated",
+            "deployedCounts": {"Applied": 3},
+            "apps": [{"name": "collectd", "clusters": [{
+                "clusterProvider": "provider1", "cluster": "cluster1", "connectivity": "Available",
+                "resources": [{"GVK": {"Group": "apps", "Version": "v1", "Kind": "DaemonSet"},
+                               "name": "collectd", "deployedStatus": "Applied"},
+                              {"GVK": {"Group": "", "Version": "v1", "Kind": "ConfigMap"},
+                               "name": "collectd-config", "deployedStatus": "Applied", "detail": {"data": 1}}]
+            }]}]
+        });
+        let s: DigStatus = serde_json::from_value(body.clone()).unwrap();
+        assert_eq!(s.apps[0].clusters[0].resources[0].gvk.kind, "DaemonSet");
+        assert_eq!(s.states.actions[1].revision, 1);
+        assert_eq!(serde_json::to_value(&s).unwrap(), body);
+        let summary = DigStatus {
+            apps: Vec::new(),
+            ..s
+        };
+        let json = serde_json::to_value(StatusResponse::Full(Box::new(summary))).unwrap();
+        assert!(json.get("apps").is_none());
+        assert!(json.get("readyStatus").is_none());
+        assert_eq!(json["states"]["statusctxid"], "123");
+    }
+
+    #[test]
+    fn list_answers_field_names() {
+        let apps = StatusResponse::Apps(AppsList {
+            name: "dig".into(),
+            apps: vec!["a1".into()],
+        });
+        assert_eq!(
+            serde_json::to_value(apps).unwrap(),
+            json!({"name": "dig", "apps": ["a1"]})
+        );
+        let clusters = ClustersByApp {
+            name: "dig".into(),
+            clusters_by_app: vec![ClustersOfApp {
+                app: "a1".into(),
+                clusters: vec![ClusterEntry {
+                    cluster_provider: "p".into(),
+                    cluster: "c".into(),
+                }],
+            }],
+        };
+        let json = serde_json::to_value(StatusResponse::Clusters(clusters.clone())).unwrap();
+        assert_eq!(
+            json,
+            json!({"name": "dig", "clustersByApp": [{"app": "a1", "clusters": [{"clusterProvider": "p", "cluster": "c"}]}]})
+        );
+        assert_eq!(
+            serde_json::from_value::<ClustersByApp>(json).unwrap(),
+            clusters
+        );
+        let res = ResourcesByApp {
+            name: "dig".into(),
+            resources_by_app: vec![ResourcesOfApp {
+                app: "a1".into(),
+                cluster_provider: "p".into(),
+                cluster: "c".into(),
+                resources: vec![ResourceEntry {
+                    name: "r".into(),
+                    gvk: Gvk {
+                        group: "apps".into(),
+                        version: "v1".into(),
+                        kind: "Deployment".into(),
+                    },
+                }],
+            }],
+        };
+        assert_eq!(
+            serde_json::to_value(StatusResponse::Resources(res)).unwrap(),
+            json!({"name": "dig", "resourcesByApp": [{"app": "a1", "clusterProvider": "p", "cluster": "c",
+                   "resources": [{"name": "r", "GVK": {"Group": "apps", "Version": "v1", "Kind": "Deployment"}}]}]})
+        );
+    }
+}
