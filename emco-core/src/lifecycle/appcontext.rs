@@ -44,7 +44,8 @@ pub enum AppContextStatus {
     Updating,
     /// The update was applied.
     Updated,
-    /// The update failed or was stopped.
+    /// The update failed or was stopped. Some EMCO versions write `UpdatedFailed`; both are read.
+    #[serde(alias = "UpdatedFailed")]
     UpdateFailed,
 }
 

@@ -1,0 +1,919 @@
+//! The typed AppContext API: EMCO's run-time context of one deployment, laid out key for key and
+//! value for value as EMCO's Go code does, so EMCO controllers pointed at the same etcd read our
+//! contexts and write into them.
+//!
+//! Layout (`<id>` is a random positive int63 in decimal; every key ends with `/`):
+//!
+//! | key under `/context/<id>/` | value (JSON) |
+//! |---|---|
+//! | (the root itself) | `"<id>"` |
+//! | `meta/` | [`CompositeAppMeta`] |
+//! | `app/instruction/order/` | a string holding `{"apporder":[...]}` |
+//! | `app/instruction/dependency/` | a string holding `{"appdependency":{"<app>":"go"}}` |
+//! | `app/<app>/` | `"<app>"` |
+//! | `app/<app>/instruction/dependency/` | a string holding `[{"app":..,"opStatus":..,"wait":..}]` |
+//! | `app/<app>/cluster/<provider+cluster>/` | `"<provider+cluster>"` |
+//! | `.../cluster/<c>/!@#metaGrp/` | the anyOf group number as a string |
+//! | `.../cluster/<c>/resource/<name+Kind>/` | the resource YAML as a string |
+//! | `.../cluster/<c>/resource/instruction/order/` | a string holding `{"resorder":[...]}` |
+//! | `.../cluster/<c>/resource/instruction/dependency/` | a string holding `{"resdependency":{...}}` |
+//! | `.../resource/<name+Kind>/status/` | `{"Status":"Pending"}` |
+//! | `.../cluster/<c>/readystatus/` | `"Available"` / `"Retrying"` / `"Unknown"` |
+//! | `.../cluster/<c>/status/` | the collected cluster status |
+//! | `status/` | `{"Status":"Instantiating"}` |
+//! | `stopflag/` | `true` / `false` |
+//! | `rsync/AppContextEventQueue/` | `{"AcQueue":[{"event":"Instantiate","status":"Pending"}]}` |
+//! | `rsync/state/CurrentState/`, `rsync/state/DesiredState/` | `{"Status":...}` |
+//! | `rsync/state/PendingTerminateFlag/` | `true` / `false` |
+//!
+//! and `/activecontext/<id>/` -> `"<id>"` for the contexts rsync is working on. Instructions are
+//! JSON strings whose text is JSON because EMCO's Go code formats them with `%v` before storing.
+//! EMCO spells the update failure status `UpdatedFailed`; we write that and read both spellings.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use bytes::Bytes;
+// The status types are emco-core's; re-exported so context users need one import.
+pub use emco_core::lifecycle::{AppContextStatus, ClusterReadiness, ResourceStatus, RsyncEvent};
+use emco_core::{Error, ErrorKind, Result};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::kv::{AppContextStore, Op, Txn};
+
+/// At most this many operations go into one transaction (etcd's default `--max-txn-ops`).
+pub const MAX_TXN_OPS: usize = 128;
+/// At most this many request bytes go into one transaction, below etcd's default
+/// `--max-request-bytes` of 1.5 MiB (1,572,864) to leave room for framing.
+pub const MAX_TXN_BYTES: usize = 1_500_000;
+
+const CONTEXT_PREFIX: &str = "/context/";
+const ACTIVE_PREFIX: &str = "/activecontext/";
+const META_GROUP: &str = "!@#metaGrp";
+/// How often a read-modify-write of the event queue is retried when a writer races it.
+const CAS_RETRIES: usize = 32;
+
+/// The metadata of a context (`meta/`), field for field as EMCO's `CompositeAppMeta`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompositeAppMeta {
+    /// The project.
+    #[serde(rename = "Project", default)]
+    pub project: String,
+    /// The composite app.
+    #[serde(rename = "CompositeApp", default)]
+    pub composite_app: String,
+    /// The composite app version.
+    #[serde(rename = "Version", default)]
+    pub version: String,
+    /// The release name.
+    #[serde(rename = "Release", default)]
+    pub release: String,
+    /// The deployment intent group.
+    #[serde(rename = "DeploymentIntentGroup", default)]
+    pub deployment_intent_group: String,
+    /// The namespace resources are deployed into.
+    #[serde(rename = "Namespace", default)]
+    pub namespace: String,
+    /// The logical cloud level (`"0"` admin, `"1"` user).
+    #[serde(rename = "Level", default)]
+    pub level: String,
+    /// Child contexts (`null` when none, as Go writes a nil slice).
+    #[serde(rename = "ChildContextIDs", default)]
+    pub child_context_ids: Option<Vec<String>>,
+    /// The logical cloud.
+    #[serde(rename = "LogicalCloud", default)]
+    pub logical_cloud: String,
+    /// The logical cloud's namespace.
+    #[serde(rename = "LogicalCloudNamespace", default)]
+    pub logical_cloud_namespace: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StatusDoc<T> {
+    #[serde(rename = "Status")]
+    status: T,
+}
+
+/// The processing status of a queued event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum QueueStatus {
+    /// Waiting.
+    Pending,
+    /// Processed.
+    Done,
+    /// Processing failed.
+    Error,
+    /// Skipped (invalid in the context's state, or superseded by a terminate).
+    #[serde(alias = "skip")]
+    Skip,
+}
+
+/// One element of the event queue (`rsync/AppContextEventQueue/`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueElement {
+    /// The event.
+    pub event: RsyncEvent,
+    /// The other context of an update event.
+    #[serde(rename = "uCID", default, skip_serializing_if = "Option::is_none")]
+    pub ucid: Option<String>,
+    /// Pending, Done, Error or Skip.
+    pub status: QueueStatus,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct EventQueue {
+    #[serde(rename = "AcQueue", default)]
+    ac_queue: Option<Vec<QueueElement>>,
+}
+
+/// A dependency of an app on another app (`app/<app>/instruction/dependency/`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppDependency {
+    /// The app depended on.
+    pub app: String,
+    /// What the other app must reach: `Deployed` or `Ready`.
+    #[serde(rename = "opStatus")]
+    pub op_status: String,
+    /// Seconds to wait after that.
+    #[serde(default)]
+    pub wait: u64,
+}
+
+/// The Helm hook groups of a cluster's resources (`resource/instruction/dependency/`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookGroups {
+    /// CRDs installed first.
+    #[serde(rename = "crd-install", default)]
+    pub crd_install: Vec<String>,
+    /// Run (and awaited) before the resources.
+    #[serde(rename = "pre-install", default)]
+    pub pre_install: Vec<String>,
+    /// Run after the resources.
+    #[serde(rename = "post-install", default)]
+    pub post_install: Vec<String>,
+    /// Run before terminate deletes the resources.
+    #[serde(rename = "pre-delete", default)]
+    pub pre_delete: Vec<String>,
+    /// Run after terminate.
+    #[serde(rename = "post-delete", default)]
+    pub post_delete: Vec<String>,
+}
+
+fn json<T: Serialize + ?Sized>(v: &T) -> Result<Bytes> {
+    serde_json::to_vec(v)
+        .map(Bytes::from)
+        .map_err(|e| Error::internal("cannot encode an AppContext value").with_source(e))
+}
+
+/// A JSON string whose text is the JSON of `v`: how EMCO stores instructions.
+fn json_in_string<T: Serialize + ?Sized>(v: &T) -> Result<Bytes> {
+    let inner = serde_json::to_string(v)
+        .map_err(|e| Error::internal("cannot encode an instruction").with_source(e))?;
+    json(&inner)
+}
+
+fn parse<T: DeserializeOwned>(key: &str, raw: &[u8]) -> Result<T> {
+    serde_json::from_slice(raw).map_err(|e| {
+        Error::internal(format!("AppContext value at {key} is malformed")).with_source(e)
+    })
+}
+
+fn parse_in_string<T: DeserializeOwned>(key: &str, raw: &[u8]) -> Result<T> {
+    let inner: String = parse(key, raw)?;
+    parse(key, inner.as_bytes())
+}
+
+fn check_name(what: &str, name: &str) -> Result<()> {
+    if name.is_empty() || name.contains('/') {
+        return Err(Error::invalid(format!(
+            "{what} name {name:?} must be non-empty and contain no '/'"
+        ))
+        .with_field(what));
+    }
+    Ok(())
+}
+
+/// The names `n` of the keys `<base><n>/` among `keys` (one level below `base`).
+fn children(keys: impl IntoIterator<Item = String>, base: &str) -> Vec<String> {
+    keys.into_iter()
+        .filter_map(|k| {
+            let rest = k.strip_prefix(base)?.strip_suffix('/')?;
+            (!rest.is_empty() && !rest.contains('/')).then(|| rest.to_owned())
+        })
+        .collect()
+}
+
+/// A handle on one context in an [`AppContextStore`].
+#[derive(Debug, Clone)]
+pub struct AppContext {
+    store: Arc<dyn AppContextStore>,
+    id: u64,
+    root: String,
+}
+
+impl AppContext {
+    /// Creates a context with a fresh random id, its root key and its metadata.
+    ///
+    /// # Errors
+    /// The store's errors.
+    pub async fn create(store: Arc<dyn AppContextStore>, meta: &CompositeAppMeta) -> Result<Self> {
+        loop {
+            // A positive int63, as EMCO's rand.Int63n; ids are never 0.
+            let id = rand::random::<u64>() >> 1;
+            if id == 0 {
+                continue;
+            }
+            let ctx = Self::handle(Arc::clone(&store), id);
+            let txn = Txn::new()
+                .when(crate::kv::Compare::absent(ctx.root.clone()))
+                .op(Op::put(ctx.root.clone(), json(&id.to_string())?))
+                .op(Op::put(ctx.key("meta/"), json(meta)?));
+            // A clash with an existing id is astronomically rare; pick another.
+            if store.txn(txn).await?.succeeded {
+                return Ok(ctx);
+            }
+        }
+    }
+
+    /// Opens the existing context `id`.
+    ///
+    /// # Errors
+    /// `NotFound` when there is no such context.
+    pub async fn load(store: Arc<dyn AppContextStore>, id: u64) -> Result<Self> {
+        let ctx = Self::handle(store, id);
+        if ctx.store.get(&ctx.root).await?.is_none() {
+            return Err(Error::not_found(format!("AppContext {id} does not exist")));
+        }
+        Ok(ctx)
+    }
+
+    fn handle(store: Arc<dyn AppContextStore>, id: u64) -> Self {
+        Self {
+            store,
+            id,
+            root: format!("{CONTEXT_PREFIX}{id}/"),
+        }
+    }
+
+    /// The context id.
+    #[must_use]
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The root key, `/context/<id>/`.
+    #[must_use]
+    pub fn root_key(&self) -> &str {
+        &self.root
+    }
+
+    /// The store the context lives in.
+    #[must_use]
+    pub fn store(&self) -> &Arc<dyn AppContextStore> {
+        &self.store
+    }
+
+    fn key(&self, rest: &str) -> String {
+        format!("{}{rest}", self.root)
+    }
+
+    fn cluster_key(&self, app: &str, cluster: &str, rest: &str) -> String {
+        self.key(&format!("app/{app}/cluster/{cluster}/{rest}"))
+    }
+
+    /// A writer that batches many keys into few transactions.
+    #[must_use]
+    pub fn writer(&self) -> ContextWriter {
+        ContextWriter {
+            ctx: self.clone(),
+            ops: Vec::new(),
+            resources: HashSet::new(),
+        }
+    }
+
+    async fn get_raw(&self, key: &str) -> Result<Option<Bytes>> {
+        Ok(self.store.get(key).await?.map(|kv| kv.value))
+    }
+
+    async fn get_json<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+        self.get_raw(key)
+            .await?
+            .map(|raw| parse(key, &raw))
+            .transpose()
+    }
+
+    async fn get_instruction<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+        self.get_raw(key)
+            .await?
+            .map(|raw| parse_in_string(key, &raw))
+            .transpose()
+    }
+
+    async fn put_json<T: Serialize + ?Sized>(&self, key: &str, v: &T) -> Result<()> {
+        self.store.put(key, json(v)?).await.map(drop)
+    }
+
+    async fn child_names(&self, base: &str) -> Result<Vec<String>> {
+        let keys = self
+            .store
+            .list_all(base, true)
+            .await?
+            .into_iter()
+            .map(|kv| kv.key);
+        Ok(children(keys, base))
+    }
+
+    /// The metadata.
+    ///
+    /// # Errors
+    /// `NotFound` when the context has none.
+    pub async fn meta(&self) -> Result<CompositeAppMeta> {
+        let key = self.key("meta/");
+        self.get_json(&key)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("{key} is missing")))
+    }
+
+    /// The apps.
+    pub async fn apps(&self) -> Result<Vec<String>> {
+        self.child_names(&self.key("app/")).await
+    }
+
+    /// The clusters of `app`.
+    pub async fn clusters(&self, app: &str) -> Result<Vec<String>> {
+        self.child_names(&self.key(&format!("app/{app}/cluster/")))
+            .await
+    }
+
+    /// The anyOf group of a cluster of `app`, if it has one.
+    pub async fn cluster_group(&self, app: &str, cluster: &str) -> Result<Option<String>> {
+        self.get_json(&self.cluster_key(app, cluster, &format!("{META_GROUP}/")))
+            .await
+    }
+
+    /// The clusters of `app` by anyOf group (clusters without a group are left out).
+    pub async fn cluster_groups(&self, app: &str) -> Result<BTreeMap<String, Vec<String>>> {
+        let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for c in self.clusters(app).await? {
+            if let Some(g) = self.cluster_group(app, &c).await? {
+                groups.entry(g).or_default().push(c);
+            }
+        }
+        Ok(groups)
+    }
+
+    /// The resources (`name+Kind`) of `app` on `cluster`.
+    pub async fn resources(&self, app: &str, cluster: &str) -> Result<Vec<String>> {
+        let base = self.cluster_key(app, cluster, "resource/");
+        let mut names = self.child_names(&base).await?;
+        names.retain(|n| n != "instruction");
+        Ok(names)
+    }
+
+    /// The YAML text of a resource.
+    pub async fn resource(&self, app: &str, cluster: &str, name: &str) -> Result<Option<String>> {
+        self.get_json(&self.cluster_key(app, cluster, &format!("resource/{name}/")))
+            .await
+    }
+
+    /// The app order.
+    pub async fn app_order(&self) -> Result<Option<Vec<String>>> {
+        #[derive(Deserialize)]
+        struct Order {
+            apporder: Vec<String>,
+        }
+        let order: Option<Order> = self
+            .get_instruction(&self.key("app/instruction/order/"))
+            .await?;
+        Ok(order.map(|o| o.apporder))
+    }
+
+    /// The composite-level app dependency instruction (`{"<app>":"go"}`).
+    pub async fn app_dependency_instruction(&self) -> Result<Option<BTreeMap<String, String>>> {
+        #[derive(Deserialize)]
+        struct Dep {
+            appdependency: BTreeMap<String, String>,
+        }
+        let dep: Option<Dep> = self
+            .get_instruction(&self.key("app/instruction/dependency/"))
+            .await?;
+        Ok(dep.map(|d| d.appdependency))
+    }
+
+    /// What `app` depends on.
+    pub async fn app_dependencies(&self, app: &str) -> Result<Option<Vec<AppDependency>>> {
+        self.get_instruction(&self.key(&format!("app/{app}/instruction/dependency/")))
+            .await
+    }
+
+    /// The resource order of `app` on `cluster`.
+    pub async fn resource_order(&self, app: &str, cluster: &str) -> Result<Option<Vec<String>>> {
+        #[derive(Deserialize)]
+        struct Order {
+            resorder: Vec<String>,
+        }
+        let key = self.cluster_key(app, cluster, "resource/instruction/order/");
+        Ok(self
+            .get_instruction::<Order>(&key)
+            .await?
+            .map(|o| o.resorder))
+    }
+
+    /// The hook groups of `app` on `cluster`.
+    pub async fn hook_groups(&self, app: &str, cluster: &str) -> Result<Option<HookGroups>> {
+        #[derive(Deserialize)]
+        struct Dep {
+            resdependency: HookGroups,
+        }
+        let key = self.cluster_key(app, cluster, "resource/instruction/dependency/");
+        Ok(self
+            .get_instruction::<Dep>(&key)
+            .await?
+            .map(|d| d.resdependency))
+    }
+
+    /// Sets the deploy status of a resource.
+    pub async fn set_resource_status(
+        &self,
+        app: &str,
+        cluster: &str,
+        resource: &str,
+        status: ResourceStatus,
+    ) -> Result<()> {
+        let key = self.cluster_key(app, cluster, &format!("resource/{resource}/status/"));
+        self.put_json(&key, &StatusDoc { status }).await
+    }
+
+    /// The deploy status of a resource.
+    pub async fn resource_status(
+        &self,
+        app: &str,
+        cluster: &str,
+        resource: &str,
+    ) -> Result<Option<ResourceStatus>> {
+        let key = self.cluster_key(app, cluster, &format!("resource/{resource}/status/"));
+        Ok(self
+            .get_json::<StatusDoc<ResourceStatus>>(&key)
+            .await?
+            .map(|d| d.status))
+    }
+
+    /// Sets whether rsync can reach a cluster.
+    pub async fn set_cluster_ready_status(
+        &self,
+        app: &str,
+        cluster: &str,
+        s: ClusterReadiness,
+    ) -> Result<()> {
+        self.put_json(&self.cluster_key(app, cluster, "readystatus/"), &s)
+            .await
+    }
+
+    /// Whether rsync can reach a cluster (`Unknown` when never set).
+    pub async fn cluster_ready_status(&self, app: &str, cluster: &str) -> Result<ClusterReadiness> {
+        let s = self
+            .get_json(&self.cluster_key(app, cluster, "readystatus/"))
+            .await?;
+        Ok(s.unwrap_or(ClusterReadiness::Unknown))
+    }
+
+    /// Stores the collected status of a cluster.
+    pub async fn set_cluster_status(&self, app: &str, cluster: &str, status: &Value) -> Result<()> {
+        self.put_json(&self.cluster_key(app, cluster, "status/"), status)
+            .await
+    }
+
+    /// The collected status of a cluster.
+    pub async fn cluster_status(&self, app: &str, cluster: &str) -> Result<Option<Value>> {
+        self.get_json(&self.cluster_key(app, cluster, "status/"))
+            .await
+    }
+
+    /// Sets the context status.
+    pub async fn set_status(&self, status: AppContextStatus) -> Result<()> {
+        self.put_json(&self.key("status/"), &StatusDoc { status })
+            .await
+    }
+
+    /// The context status.
+    pub async fn status(&self) -> Result<Option<AppContextStatus>> {
+        Ok(self
+            .get_json::<StatusDoc<AppContextStatus>>(&self.key("status/"))
+            .await?
+            .map(|d| d.status))
+    }
+
+    /// Sets rsync's current state.
+    pub async fn set_current_state(&self, status: AppContextStatus) -> Result<()> {
+        self.put_json(
+            &self.key("rsync/state/CurrentState/"),
+            &StatusDoc { status },
+        )
+        .await
+    }
+
+    /// Rsync's current state.
+    pub async fn current_state(&self) -> Result<Option<AppContextStatus>> {
+        let key = self.key("rsync/state/CurrentState/");
+        Ok(self
+            .get_json::<StatusDoc<AppContextStatus>>(&key)
+            .await?
+            .map(|d| d.status))
+    }
+
+    /// Sets rsync's desired state.
+    pub async fn set_desired_state(&self, status: AppContextStatus) -> Result<()> {
+        self.put_json(
+            &self.key("rsync/state/DesiredState/"),
+            &StatusDoc { status },
+        )
+        .await
+    }
+
+    /// Rsync's desired state.
+    pub async fn desired_state(&self) -> Result<Option<AppContextStatus>> {
+        let key = self.key("rsync/state/DesiredState/");
+        Ok(self
+            .get_json::<StatusDoc<AppContextStatus>>(&key)
+            .await?
+            .map(|d| d.status))
+    }
+
+    /// Sets the pending-terminate flag.
+    pub async fn set_pending_terminate(&self, on: bool) -> Result<()> {
+        self.put_json(&self.key("rsync/state/PendingTerminateFlag/"), &on)
+            .await
+    }
+
+    /// The pending-terminate flag (false when never set).
+    pub async fn pending_terminate(&self) -> Result<bool> {
+        let key = self.key("rsync/state/PendingTerminateFlag/");
+        Ok(self.get_json(&key).await?.unwrap_or(false))
+    }
+
+    /// Sets the stop flag.
+    pub async fn set_stop_flag(&self, stop: bool) -> Result<()> {
+        self.put_json(&self.key("stopflag/"), &stop).await
+    }
+
+    /// The stop flag (false when never set).
+    pub async fn stop_flag(&self) -> Result<bool> {
+        Ok(self
+            .get_json(&self.key("stopflag/"))
+            .await?
+            .unwrap_or(false))
+    }
+
+    /// The event queue, oldest first.
+    pub async fn event_queue(&self) -> Result<Vec<QueueElement>> {
+        let key = self.key("rsync/AppContextEventQueue/");
+        let q: Option<EventQueue> = self.get_json(&key).await?;
+        Ok(q.and_then(|q| q.ac_queue).unwrap_or_default())
+    }
+
+    /// Read-modify-write of the event queue with compare-and-set, retried when raced.
+    async fn update_queue<T>(
+        &self,
+        mut f: impl FnMut(&mut Vec<QueueElement>) -> Result<T>,
+    ) -> Result<T> {
+        let key = self.key("rsync/AppContextEventQueue/");
+        for _ in 0..CAS_RETRIES {
+            let current = self.store.get(&key).await?;
+            let (mut queue, rev) = match &current {
+                Some(kv) => {
+                    let q: EventQueue = parse(&key, &kv.value)?;
+                    (q.ac_queue.unwrap_or_default(), kv.mod_revision)
+                }
+                None => (Vec::new(), 0),
+            };
+            let out = f(&mut queue)?;
+            let value = json(&EventQueue {
+                ac_queue: Some(queue),
+            })?;
+            match self.store.compare_and_set(&key, value, rev).await {
+                Ok(_) => return Ok(out),
+                Err(e) if e.kind() == ErrorKind::Conflict => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::conflict(format!(
+            "the event queue of context {} kept changing",
+            self.id
+        )))
+    }
+
+    /// Appends an event to the queue; returns its index.
+    pub async fn enqueue_event(&self, element: QueueElement) -> Result<usize> {
+        self.update_queue(|q| {
+            q.push(element.clone());
+            Ok(q.len() - 1)
+        })
+        .await
+    }
+
+    /// Sets the status of the queued event at `index`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when there is no such element.
+    pub async fn set_event_status(&self, index: usize, status: QueueStatus) -> Result<()> {
+        self.update_queue(|q| match q.get_mut(index) {
+            Some(e) => {
+                e.status = status;
+                Ok(())
+            }
+            None => Err(Error::invalid(format!(
+                "no event at index {index} of the queue"
+            ))),
+        })
+        .await
+    }
+
+    /// Records this context as active (rsync is working on it).
+    pub async fn mark_active(&self) -> Result<()> {
+        self.put_json(
+            &format!("{ACTIVE_PREFIX}{}/", self.id),
+            &self.id.to_string(),
+        )
+        .await
+    }
+
+    /// Removes this context from the active registry; returns whether it was there.
+    pub async fn unmark_active(&self) -> Result<bool> {
+        self.store
+            .delete(&format!("{ACTIVE_PREFIX}{}/", self.id))
+            .await
+    }
+
+    /// The ids of the active contexts (the ones rsync resumes after a restart).
+    pub async fn active_contexts(store: &dyn AppContextStore) -> Result<Vec<u64>> {
+        let keys = store
+            .list_all(ACTIVE_PREFIX, true)
+            .await?
+            .into_iter()
+            .map(|kv| kv.key);
+        children(keys, ACTIVE_PREFIX)
+            .into_iter()
+            .map(|id| {
+                id.parse().map_err(|e| {
+                    Error::internal(format!("active context id {id:?} is not a number"))
+                        .with_source(e)
+                })
+            })
+            .collect()
+    }
+
+    /// Deletes the context and every key under it (not its active-registry entry).
+    pub async fn delete(&self) -> Result<()> {
+        self.store.delete_prefix(&self.root).await.map(drop)
+    }
+}
+
+/// Collects the keys of a context and writes them in transactions of at most [`MAX_TXN_OPS`]
+/// operations and [`MAX_TXN_BYTES`] bytes, so a context of 100,000 keys costs about 800 round
+/// trips, not 100,000. Nothing is written before [`ContextWriter::flush`].
+#[derive(Debug)]
+pub struct ContextWriter {
+    ctx: AppContext,
+    ops: Vec<Op>,
+    /// (app, cluster, resource) added by this writer, to reject `name+Kind` collisions.
+    resources: HashSet<(String, String, String)>,
+}
+
+impl ContextWriter {
+    fn push(&mut self, key: String, value: Bytes) {
+        self.ops.push(Op::put(key, value));
+    }
+
+    /// Adds an app.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an empty name or one with `/`.
+    pub fn add_app(&mut self, app: &str) -> Result<()> {
+        check_name("app", app)?;
+        let v = json(app)?;
+        self.push(self.ctx.key(&format!("app/{app}/")), v);
+        Ok(())
+    }
+
+    /// Adds a cluster (`provider+cluster`) to `app`, with its anyOf group number if any.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad name.
+    pub fn add_cluster(&mut self, app: &str, cluster: &str, group: Option<&str>) -> Result<()> {
+        check_name("app", app)?;
+        check_name("cluster", cluster)?;
+        self.push(self.ctx.cluster_key(app, cluster, ""), json(cluster)?);
+        if let Some(g) = group {
+            self.push(
+                self.ctx
+                    .cluster_key(app, cluster, &format!("{META_GROUP}/")),
+                json(g)?,
+            );
+        }
+        Ok(())
+    }
+
+    /// Adds a resource (`name+Kind`) with its YAML text.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad name; `AlreadyExists` when this writer already added the same
+    /// `name+Kind` for the app and cluster (EMCO's key cannot tell two namespaces apart).
+    pub fn add_resource(&mut self, app: &str, cluster: &str, name: &str, yaml: &str) -> Result<()> {
+        check_name("app", app)?;
+        check_name("cluster", cluster)?;
+        check_name("resource", name)?;
+        if name == "instruction" {
+            return Err(Error::invalid("\"instruction\" is reserved").with_field("resource"));
+        }
+        if !self
+            .resources
+            .insert((app.to_owned(), cluster.to_owned(), name.to_owned()))
+        {
+            return Err(Error::already_exists(format!(
+                "resource {name} is added twice to app {app} on cluster {cluster}; \
+                 resources are identified by name+Kind, so same-named resources of one kind \
+                 in two namespaces collide"
+            )));
+        }
+        self.push(
+            self.ctx
+                .cluster_key(app, cluster, &format!("resource/{name}/")),
+            json(yaml)?,
+        );
+        Ok(())
+    }
+
+    /// Sets the app order.
+    pub fn set_app_order(&mut self, apps: &[&str]) -> Result<()> {
+        let v = json_in_string(&serde_json::json!({ "apporder": apps }))?;
+        self.push(self.ctx.key("app/instruction/order/"), v);
+        Ok(())
+    }
+
+    /// Sets the composite-level app dependency instruction; EMCO writes `"go"` for every app.
+    pub fn set_app_dependency_instruction(
+        &mut self,
+        deps: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        let v = json_in_string(&serde_json::json!({ "appdependency": deps }))?;
+        self.push(self.ctx.key("app/instruction/dependency/"), v);
+        Ok(())
+    }
+
+    /// Sets what `app` depends on.
+    pub fn set_app_dependencies(&mut self, app: &str, deps: &[AppDependency]) -> Result<()> {
+        check_name("app", app)?;
+        let v = json_in_string(deps)?;
+        self.push(
+            self.ctx.key(&format!("app/{app}/instruction/dependency/")),
+            v,
+        );
+        Ok(())
+    }
+
+    /// Sets the resource order of `app` on `cluster`.
+    pub fn set_resource_order(&mut self, app: &str, cluster: &str, order: &[&str]) -> Result<()> {
+        check_name("app", app)?;
+        check_name("cluster", cluster)?;
+        let v = json_in_string(&serde_json::json!({ "resorder": order }))?;
+        self.push(
+            self.ctx
+                .cluster_key(app, cluster, "resource/instruction/order/"),
+            v,
+        );
+        Ok(())
+    }
+
+    /// Sets the hook groups of `app` on `cluster`.
+    pub fn set_hook_groups(&mut self, app: &str, cluster: &str, hooks: &HookGroups) -> Result<()> {
+        check_name("app", app)?;
+        check_name("cluster", cluster)?;
+        let v = json_in_string(&serde_json::json!({ "resdependency": hooks }))?;
+        self.push(
+            self.ctx
+                .cluster_key(app, cluster, "resource/instruction/dependency/"),
+            v,
+        );
+        Ok(())
+    }
+
+    /// Sets the initial context status.
+    pub fn set_status(&mut self, status: AppContextStatus) -> Result<()> {
+        let v = json(&StatusDoc { status })?;
+        self.push(self.ctx.key("status/"), v);
+        Ok(())
+    }
+
+    /// How many keys wait to be written.
+    #[must_use]
+    pub fn pending(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Writes everything collected, in as few transactions as the limits allow; returns how many
+    /// transactions it took. A key written twice keeps its last value.
+    ///
+    /// # Errors
+    /// The store's errors; keys of the batches before the failing one are written.
+    pub async fn flush(&mut self) -> Result<usize> {
+        let ops = dedup_last(std::mem::take(&mut self.ops));
+        let mut txns = 0;
+        for batch in batches(ops) {
+            self.ctx
+                .store
+                .txn(Txn {
+                    compares: Vec::new(),
+                    ops: batch,
+                })
+                .await?;
+            txns += 1;
+        }
+        Ok(txns)
+    }
+}
+
+/// Keeps the last put of every key (a transaction may write a key once), in first-seen order.
+fn dedup_last(ops: Vec<Op>) -> Vec<Op> {
+    let mut last = std::collections::HashMap::new();
+    for (i, op) in ops.iter().enumerate() {
+        if let Op::Put { key, .. } = op {
+            last.insert(key.clone(), i);
+        }
+    }
+    ops.into_iter()
+        .enumerate()
+        .filter(|(i, op)| match op {
+            Op::Put { key, .. } => last.get(key) == Some(i),
+            _ => true,
+        })
+        .map(|(_, op)| op)
+        .collect()
+}
+
+/// Splits `ops` into transactions within [`MAX_TXN_OPS`] and [`MAX_TXN_BYTES`]. An operation
+/// bigger than the byte limit goes alone (the store then decides).
+pub(crate) fn batches(ops: Vec<Op>) -> Vec<Vec<Op>> {
+    let mut out = Vec::new();
+    let mut current: Vec<Op> = Vec::new();
+    let mut bytes = 0;
+    for op in ops {
+        let size = op.request_bytes();
+        if !current.is_empty() && (current.len() == MAX_TXN_OPS || bytes + size > MAX_TXN_BYTES) {
+            out.push(std::mem::take(&mut current));
+            bytes = 0;
+        }
+        bytes += size;
+        current.push(op);
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_respect_both_limits() {
+        let small: Vec<Op> = (0..300).map(|i| Op::put(format!("k{i}"), "v")).collect();
+        let b = batches(small);
+        assert_eq!(
+            b.iter().map(Vec::len).collect::<Vec<_>>(),
+            vec![128, 128, 44]
+        );
+        let big: Vec<Op> = (0..5)
+            .map(|i| Op::put(format!("k{i}"), vec![0u8; 600_000]))
+            .collect();
+        let b = batches(big);
+        assert!(
+            b.iter()
+                .all(|t| t.iter().map(Op::request_bytes).sum::<usize>() <= MAX_TXN_BYTES)
+        );
+        assert_eq!(b.iter().map(Vec::len).sum::<usize>(), 5);
+        assert_eq!(b.len(), 3);
+    }
+
+    #[test]
+    fn children_picks_one_level() {
+        let keys = ["/b/a/", "/b/a/x/", "/b/c/", "/b/", "/b/d/e/"].map(str::to_owned);
+        assert_eq!(children(keys, "/b/"), vec!["a".to_owned(), "c".to_owned()]);
+    }
+
+    #[test]
+    fn update_failed_reads_both_spellings() {
+        let s = serde_json::to_string(&StatusDoc {
+            status: AppContextStatus::UpdateFailed,
+        })
+        .unwrap();
+        assert_eq!(s, r#"{"Status":"UpdateFailed"}"#);
+        for spelling in ["UpdateFailed", "UpdatedFailed"] {
+            let d: StatusDoc<AppContextStatus> =
+                serde_json::from_str(&format!(r#"{{"Status":"{spelling}"}}"#)).unwrap();
+            assert_eq!(d.status, AppContextStatus::UpdateFailed);
+        }
+    }
+}

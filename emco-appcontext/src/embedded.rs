@@ -1,0 +1,647 @@
+//! The embedded file backends on [redb](https://docs.rs/redb): the server's default, so a fresh
+//! machine needs no external service. One file holds both stores:
+//!
+//! ```no_run
+//! # fn main() -> emco_core::Result<()> {
+//! let db = emco_appcontext::embedded::RedbBuilder::new().with_path("/var/lib/emco/emco.redb").build()?;
+//! let contexts = db.app_context_store();
+//! let resources = db.resource_store();
+//! # Ok(()) }
+//! ```
+//!
+//! Every AppContext transaction and every resource write is one redb write transaction committed
+//! with immediate durability (fsync) before it is acknowledged. Blobs are written in 1 MiB chunks,
+//! each in its own non-durable transaction, and published by a final durable transaction that
+//! points the blob at the new chunks; chunks left by a crash mid-upload are removed on open.
+
+use std::fmt;
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use emco_core::{Error, Result};
+use futures::StreamExt;
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use serde_json::Value;
+
+use crate::kv::{KeyValue, ListOptions, ListPage, Txn, WatchEvent};
+use crate::local::{self, Engine, KvView, LocalStore, Revs};
+use crate::resource::{
+    BLOB_CHUNK, BlobStream, Filter, PutMode, ResourceKey, ResourceStore, check_put, matches_all,
+    rechunk,
+};
+
+const KV: TableDefinition<&str, &[u8]> = TableDefinition::new("appcontext");
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+const RES: TableDefinition<&str, &[u8]> = TableDefinition::new("resources");
+/// (encoded key, blob name) -> (upload id, size, chunk count)
+const BLOB_META: TableDefinition<(&str, &str), (u64, u64, u32)> = TableDefinition::new("blob_meta");
+/// (encoded key, blob name, upload id, chunk index) -> bytes
+const BLOB_CHUNKS: TableDefinition<(&str, &str, u64, u32), &[u8]> =
+    TableDefinition::new("blob_chunks");
+
+const REVISION: &str = "revision";
+
+fn db_err(e: impl Into<redb::Error>) -> Error {
+    let e: redb::Error = e.into();
+    Error::unavailable(format!("embedded store: {e}")).with_source(e)
+}
+
+fn corrupt(what: &str) -> Error {
+    Error::internal(format!("embedded store: corrupt {what}"))
+}
+
+/// Builds a [`Redb`] database handle.
+#[derive(Debug, Clone, Default)]
+pub struct RedbBuilder {
+    path: Option<PathBuf>,
+    log_capacity: Option<usize>,
+}
+
+impl RedbBuilder {
+    /// A builder with no path.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A builder whose path comes from `EMCO_DATA_DIR` (file `emco.redb` in it).
+    #[must_use]
+    pub fn from_env() -> Self {
+        let path = std::env::var_os("EMCO_DATA_DIR").map(|d| PathBuf::from(d).join("emco.redb"));
+        Self {
+            path,
+            log_capacity: None,
+        }
+    }
+
+    /// The database file (created if missing).
+    #[must_use]
+    pub fn with_path(mut self, path: impl AsRef<Path>) -> Self {
+        self.path = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// How many changes the AppContext store keeps for watches that start in the past
+    /// (default 100,000). History before opening is never available.
+    #[must_use]
+    pub fn with_log_capacity(mut self, capacity: usize) -> Self {
+        self.log_capacity = Some(capacity);
+        self
+    }
+
+    /// Opens (or creates) the database and removes blob chunks left by an interrupted upload.
+    ///
+    /// # Errors
+    /// `InvalidArgument` without a path; `Unavailable` when the file cannot be opened (for
+    /// example because another process holds it).
+    pub fn build(self) -> Result<Redb> {
+        let path = self
+            .path
+            .ok_or_else(|| Error::invalid("the redb store needs a path"))?;
+        let db = Database::create(&path).map_err(db_err)?;
+        let tx = db.begin_write().map_err(db_err)?;
+        let revision = {
+            tx.open_table(KV).map_err(db_err)?;
+            tx.open_table(RES).map_err(db_err)?;
+            let meta = tx.open_table(BLOB_META).map_err(db_err)?;
+            let mut chunks = tx.open_table(BLOB_CHUNKS).map_err(db_err)?;
+            let mut orphans = Vec::new();
+            for row in chunks.iter().map_err(db_err)? {
+                let (k, _) = row.map_err(db_err)?;
+                let (key, name, upload, n) = k.value();
+                let live = meta.get((key, name)).map_err(db_err)?.map(|m| m.value().0);
+                if live != Some(upload) {
+                    orphans.push((key.to_owned(), name.to_owned(), upload, n));
+                }
+            }
+            for (key, name, upload, n) in &orphans {
+                chunks
+                    .remove((key.as_str(), name.as_str(), *upload, *n))
+                    .map_err(db_err)?;
+            }
+            let revs = tx.open_table(META).map_err(db_err)?;
+            revs.get(REVISION)
+                .map_err(db_err)?
+                .map(|g| g.value())
+                .unwrap_or(0)
+        };
+        tx.commit().map_err(db_err)?;
+        let db = Arc::new(db);
+        let engine = KvEngine {
+            db: Arc::clone(&db),
+        };
+        let capacity = self.log_capacity.unwrap_or(local::DEFAULT_LOG_CAPACITY);
+        Ok(Redb {
+            path,
+            app_contexts: Arc::new(RedbAppContextStore(LocalStore::new(
+                engine, revision, capacity,
+            ))),
+            resources: Arc::new(RedbResourceStore { db }),
+        })
+    }
+}
+
+/// An open redb file holding both stores.
+#[derive(Debug, Clone)]
+pub struct Redb {
+    path: PathBuf,
+    app_contexts: Arc<RedbAppContextStore>,
+    resources: Arc<RedbResourceStore>,
+}
+
+impl Redb {
+    /// The AppContext store in this file.
+    #[must_use]
+    pub fn app_context_store(&self) -> Arc<RedbAppContextStore> {
+        Arc::clone(&self.app_contexts)
+    }
+
+    /// The resource store in this file.
+    #[must_use]
+    pub fn resource_store(&self) -> Arc<RedbResourceStore> {
+        Arc::clone(&self.resources)
+    }
+
+    /// The size of the database file in bytes.
+    ///
+    /// # Errors
+    /// `Unavailable` when the file cannot be read.
+    pub fn file_size(&self) -> Result<u64> {
+        std::fs::metadata(&self.path)
+            .map(|m| m.len())
+            .map_err(|e| Error::unavailable("embedded store: cannot stat file").with_source(e))
+    }
+}
+
+struct KvEngine {
+    db: Arc<Database>,
+}
+
+impl fmt::Debug for KvEngine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KvEngine").finish_non_exhaustive()
+    }
+}
+
+/// Stored form of a key: create, mod and version revisions (little endian), then the value.
+fn encode_entry(revs: Revs, value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24 + value.len());
+    out.extend_from_slice(&revs.create.to_le_bytes());
+    out.extend_from_slice(&revs.modified.to_le_bytes());
+    out.extend_from_slice(&revs.version.to_le_bytes());
+    out.extend_from_slice(value);
+    out
+}
+
+fn decode_revs(raw: &[u8]) -> Result<Revs> {
+    let word = |i: usize| -> Result<u64> {
+        raw.get(i * 8..i * 8 + 8)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(u64::from_le_bytes)
+            .ok_or_else(|| corrupt("entry"))
+    };
+    Ok(Revs {
+        create: word(0)?,
+        modified: word(1)?,
+        version: word(2)?,
+    })
+}
+
+fn decode_kv(key: &str, raw: &[u8], keys_only: bool) -> Result<KeyValue> {
+    let revs = decode_revs(raw)?;
+    let value = if keys_only {
+        Bytes::new()
+    } else {
+        Bytes::copy_from_slice(&raw[24..])
+    };
+    Ok(KeyValue {
+        key: key.to_owned(),
+        value,
+        create_revision: revs.create,
+        mod_revision: revs.modified,
+        version: revs.version,
+    })
+}
+
+fn from(start: &str) -> (Bound<&str>, Bound<&str>) {
+    (Bound::Included(start), Bound::Unbounded)
+}
+
+struct TableView<'t>(redb::Table<'t, &'static str, &'static [u8]>);
+
+impl KvView for TableView<'_> {
+    fn revs(&mut self, key: &str) -> Result<Option<Revs>> {
+        match self.0.get(key).map_err(db_err)? {
+            Some(g) => decode_revs(g.value()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn store(&mut self, key: &str, revs: Revs, value: &[u8]) -> Result<()> {
+        self.0
+            .insert(key, encode_entry(revs, value).as_slice())
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn remove(&mut self, key: &str) -> Result<bool> {
+        Ok(self.0.remove(key).map_err(db_err)?.is_some())
+    }
+
+    fn keys_with_prefix(&mut self, prefix: &str) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for row in self.0.range::<&str>(from(prefix)).map_err(db_err)? {
+            let (k, _) = row.map_err(db_err)?;
+            if !k.value().starts_with(prefix) {
+                break;
+            }
+            out.push(k.value().to_owned());
+        }
+        Ok(out)
+    }
+}
+
+impl Engine for KvEngine {
+    const BLOCKING: bool = true;
+
+    fn revision(&self) -> Result<u64> {
+        let tx = self.db.begin_read().map_err(db_err)?;
+        let meta = tx.open_table(META).map_err(db_err)?;
+        Ok(meta
+            .get(REVISION)
+            .map_err(db_err)?
+            .map(|g| g.value())
+            .unwrap_or(0))
+    }
+
+    fn get(&self, key: &str) -> Result<Option<KeyValue>> {
+        let tx = self.db.begin_read().map_err(db_err)?;
+        let table = tx.open_table(KV).map_err(db_err)?;
+        match table.get(key).map_err(db_err)? {
+            Some(g) => decode_kv(key, g.value(), false).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn list(&self, prefix: &str, options: &ListOptions) -> Result<ListPage> {
+        let tx = self.db.begin_read().map_err(db_err)?;
+        let revision = tx
+            .open_table(META)
+            .map_err(db_err)?
+            .get(REVISION)
+            .map_err(db_err)?
+            .map(|g| g.value())
+            .unwrap_or(0);
+        let table = tx.open_table(KV).map_err(db_err)?;
+        let rows = table
+            .range::<&str>(from(local::list_start(prefix, options)))
+            .map_err(db_err)?;
+        let iter = rows
+            .map(|row| row.map_err(db_err))
+            .take_while(|row| {
+                row.as_ref()
+                    .map_or(true, |(k, _)| k.value().starts_with(prefix))
+            })
+            .map(|row| row.and_then(|(k, v)| decode_kv(k.value(), v.value(), options.keys_only)));
+        local::page(iter, options, revision)
+    }
+
+    fn apply(&self, txn: &Txn, next: u64) -> Result<(bool, u64, Vec<WatchEvent>)> {
+        let mut tx = self.db.begin_write().map_err(db_err)?;
+        tx.set_durability(Durability::Immediate)
+            .map_err(|e| db_err(redb::Error::from(e)))?;
+        let out = {
+            let mut view = TableView(tx.open_table(KV).map_err(db_err)?);
+            local::evaluate(&mut view, txn, next)?
+        };
+        if out.2.is_empty() {
+            // Nothing changed: dropping the transaction aborts it.
+            return Ok(out);
+        }
+        tx.open_table(META)
+            .map_err(db_err)?
+            .insert(REVISION, next)
+            .map_err(db_err)?;
+        tx.commit().map_err(db_err)?;
+        Ok(out)
+    }
+}
+
+/// The embedded AppContext store. Revisions survive restarts; watch history starts at open.
+#[derive(Debug)]
+pub struct RedbAppContextStore(LocalStore<KvEngine>);
+
+crate::local::delegate_app_context_store!(RedbAppContextStore);
+
+/// The embedded resource store.
+pub struct RedbResourceStore {
+    db: Arc<Database>,
+}
+
+impl fmt::Debug for RedbResourceStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedbResourceStore").finish_non_exhaustive()
+    }
+}
+
+impl RedbResourceStore {
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Database) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let db = Arc::clone(&self.db);
+        tokio::task::spawn_blocking(move || f(&db))
+            .await
+            .map_err(|e| Error::internal("store task failed").with_source(e))?
+    }
+}
+
+fn durable_write(db: &Database) -> Result<redb::WriteTransaction> {
+    let mut tx = db.begin_write().map_err(db_err)?;
+    tx.set_durability(Durability::Immediate)
+        .map_err(|e| db_err(redb::Error::from(e)))?;
+    Ok(tx)
+}
+
+fn remove_chunks(
+    chunks: &mut redb::Table<'_, (&'static str, &'static str, u64, u32), &'static [u8]>,
+    key: &str,
+    name: &str,
+    upload: u64,
+) -> Result<()> {
+    chunks
+        .retain_in(
+            (key, name, upload, 0)..=(key, name, upload, u32::MAX),
+            |_, _| false,
+        )
+        .map_err(db_err)
+}
+
+#[async_trait]
+impl ResourceStore for RedbResourceStore {
+    async fn put(&self, key: &ResourceKey, value: &Value, mode: PutMode) -> Result<()> {
+        let enc = key.encode()?;
+        let parent = match key.parent() {
+            Some(p) if !p.is_root() => Some(p.encode()?),
+            _ => None,
+        };
+        let doc = serde_json::to_vec(value)
+            .map_err(|e| Error::invalid("the document is not serializable").with_source(e))?;
+        let key = key.clone();
+        self.blocking(move |db| {
+            let tx = durable_write(db)?;
+            {
+                let mut table = tx.open_table(RES).map_err(db_err)?;
+                let parent_exists = match &parent {
+                    Some(p) => table.get(p.as_str()).map_err(db_err)?.is_some(),
+                    None => true,
+                };
+                let exists = table.get(enc.as_str()).map_err(db_err)?.is_some();
+                check_put(&key, mode, parent_exists, exists)?;
+                table.insert(enc.as_str(), doc.as_slice()).map_err(db_err)?;
+            }
+            tx.commit().map_err(db_err)
+        })
+        .await
+    }
+
+    async fn get(&self, key: &ResourceKey) -> Result<Option<Value>> {
+        let enc = key.encode()?;
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(db_err)?;
+            let table = tx.open_table(RES).map_err(db_err)?;
+            match table.get(enc.as_str()).map_err(db_err)? {
+                Some(g) => serde_json::from_slice(g.value())
+                    .map(Some)
+                    .map_err(|e| corrupt("document").with_source(e)),
+                None => Ok(None),
+            }
+        })
+        .await
+    }
+
+    async fn list(
+        &self,
+        parent: &ResourceKey,
+        child_type: &str,
+        filters: &[Filter],
+    ) -> Result<Vec<(ResourceKey, Value)>> {
+        let prefix = parent.children_prefix(child_type)?;
+        let filters = filters.to_vec();
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(db_err)?;
+            let table = tx.open_table(RES).map_err(db_err)?;
+            let mut out = Vec::new();
+            for row in table.range::<&str>(from(&prefix)).map_err(db_err)? {
+                let (k, v) = row.map_err(db_err)?;
+                let Some(rest) = k.value().strip_prefix(prefix.as_str()) else {
+                    break;
+                };
+                if rest.contains('/') {
+                    continue;
+                }
+                let doc: Value = serde_json::from_slice(v.value())
+                    .map_err(|e| corrupt("document").with_source(e))?;
+                if matches_all(&doc, &filters) {
+                    out.push((ResourceKey::decode(k.value())?, doc));
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn delete(&self, key: &ResourceKey) -> Result<()> {
+        let enc = key.encode()?;
+        let key = key.clone();
+        self.blocking(move |db| {
+            let tx = durable_write(db)?;
+            {
+                let mut table = tx.open_table(RES).map_err(db_err)?;
+                if table.get(enc.as_str()).map_err(db_err)?.is_none() {
+                    return Err(Error::not_found(format!("{key} does not exist")));
+                }
+                let below = format!("{enc}/");
+                let child = match table.range::<&str>(from(&below)).map_err(db_err)?.next() {
+                    Some(row) => row.map_err(db_err)?.0.value().starts_with(&below),
+                    None => false,
+                };
+                if child {
+                    return Err(Error::conflict(format!("{key} has children")));
+                }
+                table.remove(enc.as_str()).map_err(db_err)?;
+                let mut meta = tx.open_table(BLOB_META).map_err(db_err)?;
+                let mut chunks = tx.open_table(BLOB_CHUNKS).map_err(db_err)?;
+                let mut blobs = Vec::new();
+                for row in meta.range((enc.as_str(), "")..).map_err(db_err)? {
+                    let (k, v) = row.map_err(db_err)?;
+                    if k.value().0 != enc {
+                        break;
+                    }
+                    blobs.push((k.value().1.to_owned(), v.value().0));
+                }
+                for (name, upload) in blobs {
+                    meta.remove((enc.as_str(), name.as_str())).map_err(db_err)?;
+                    remove_chunks(&mut chunks, &enc, &name, upload)?;
+                }
+            }
+            tx.commit().map_err(db_err)
+        })
+        .await
+    }
+
+    async fn put_blob(&self, key: &ResourceKey, name: &str, data: BlobStream) -> Result<u64> {
+        let enc = key.encode()?;
+        if self.get(key).await?.is_none() {
+            return Err(Error::not_found(format!("{key} does not exist")));
+        }
+        let upload: u64 = rand::random();
+        let mut chunks = rechunk(data, BLOB_CHUNK);
+        let (mut size, mut n) = (0u64, 0u32);
+        let mut failure = None;
+        while let Some(chunk) = chunks.next().await {
+            let chunk = match chunk {
+                Ok(c) => c,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            };
+            size += chunk.len() as u64;
+            let (k, nm, i) = (enc.clone(), name.to_owned(), n);
+            // Non-durable: the final pointer commit below makes these durable together.
+            let written = self
+                .blocking(move |db| {
+                    let mut tx = db.begin_write().map_err(db_err)?;
+                    tx.set_durability(Durability::None)
+                        .map_err(|e| db_err(redb::Error::from(e)))?;
+                    tx.open_table(BLOB_CHUNKS)
+                        .map_err(db_err)?
+                        .insert((k.as_str(), nm.as_str(), upload, i), chunk.as_ref())
+                        .map_err(db_err)?;
+                    tx.commit().map_err(db_err)
+                })
+                .await;
+            if let Err(e) = written {
+                failure = Some(e);
+                break;
+            }
+            n += 1;
+        }
+        let (k, nm, key) = (enc, name.to_owned(), key.clone());
+        self.blocking(move |db| {
+            let tx = durable_write(db)?;
+            let result = (|| {
+                let mut chunks = tx.open_table(BLOB_CHUNKS).map_err(db_err)?;
+                if let Some(e) = failure {
+                    remove_chunks(&mut chunks, &k, &nm, upload)?;
+                    return Err(e);
+                }
+                if tx
+                    .open_table(RES)
+                    .map_err(db_err)?
+                    .get(k.as_str())
+                    .map_err(db_err)?
+                    .is_none()
+                {
+                    remove_chunks(&mut chunks, &k, &nm, upload)?;
+                    return Err(Error::not_found(format!("{key} does not exist")));
+                }
+                let mut meta = tx.open_table(BLOB_META).map_err(db_err)?;
+                let old = meta
+                    .insert((k.as_str(), nm.as_str()), (upload, size, n))
+                    .map_err(db_err)?
+                    .map(|g| g.value().0);
+                if let Some(old) = old {
+                    remove_chunks(&mut chunks, &k, &nm, old)?;
+                }
+                Ok(size)
+            })();
+            // Commit the cleanup of a failed upload too; then report its error.
+            tx.commit().map_err(db_err)?;
+            result
+        })
+        .await
+    }
+
+    async fn get_blob(&self, key: &ResourceKey, name: &str) -> Result<BlobStream> {
+        let (enc, nm, shown) = (key.encode()?, name.to_owned(), key.to_string());
+        let (tx, upload, count) = self
+            .blocking(move |db| {
+                let tx = db.begin_read().map_err(db_err)?;
+                let meta = tx.open_table(BLOB_META).map_err(db_err)?;
+                let found = meta
+                    .get((enc.as_str(), nm.as_str()))
+                    .map_err(db_err)?
+                    .map(|g| g.value());
+                drop(meta);
+                match found {
+                    Some((upload, _, count)) => Ok((tx, upload, count)),
+                    None => Err(Error::not_found(format!("{shown} has no blob {nm:?}"))),
+                }
+            })
+            .await?;
+        // The read transaction is a snapshot: a concurrent replace cannot tear the stream.
+        let state = (Some(tx), 0u32, key.encode()?, name.to_owned());
+        Ok(Box::pin(futures::stream::unfold(
+            state,
+            move |(tx, i, k, nm)| async move {
+                let tx = tx?;
+                if i >= count {
+                    return None;
+                }
+                let (k2, nm2) = (k.clone(), nm.clone());
+                let read = tokio::task::spawn_blocking(move || {
+                    let chunk = (|| {
+                        let table = tx.open_table(BLOB_CHUNKS).map_err(db_err)?;
+                        let g = table
+                            .get((k2.as_str(), nm2.as_str(), upload, i))
+                            .map_err(db_err)?
+                            .ok_or_else(|| corrupt("blob (missing chunk)"))?;
+                        Ok(Bytes::copy_from_slice(g.value()))
+                    })();
+                    (tx, chunk)
+                })
+                .await;
+                match read {
+                    Ok((tx, Ok(chunk))) => Some((Ok(chunk), (Some(tx), i + 1, k, nm))),
+                    Ok((_, Err(e))) => Some((Err(e), (None, i, k, nm))),
+                    Err(e) => Some((
+                        Err(Error::internal("store task failed").with_source(e)),
+                        (None, i, k, nm),
+                    )),
+                }
+            },
+        )))
+    }
+
+    async fn delete_blob(&self, key: &ResourceKey, name: &str) -> Result<bool> {
+        let (enc, nm) = (key.encode()?, name.to_owned());
+        self.blocking(move |db| {
+            let tx = durable_write(db)?;
+            let existed = {
+                let mut meta = tx.open_table(BLOB_META).map_err(db_err)?;
+                let old = meta
+                    .remove((enc.as_str(), nm.as_str()))
+                    .map_err(db_err)?
+                    .map(|g| g.value().0);
+                if let Some(upload) = old {
+                    let mut chunks = tx.open_table(BLOB_CHUNKS).map_err(db_err)?;
+                    remove_chunks(&mut chunks, &enc, &nm, upload)?;
+                }
+                old.is_some()
+            };
+            tx.commit().map_err(db_err)?;
+            Ok(existed)
+        })
+        .await
+    }
+
+    async fn health(&self) -> Result<()> {
+        self.blocking(|db| db.begin_read().map(drop).map_err(db_err))
+            .await
+    }
+}

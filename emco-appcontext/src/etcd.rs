@@ -1,0 +1,360 @@
+//! The etcd AppContext store (etcd v3 API via `etcd-client`): what EMCO itself uses, so an EMCO
+//! controller written in Go and pointed at the same etcd shares contexts with this crate.
+//!
+//! ```no_run
+//! # async fn f() -> emco_core::Result<()> {
+//! let store = emco_appcontext::etcd::EtcdBuilder::new()
+//!     .with_endpoints(["http://127.0.0.1:2379"])
+//!     .build()
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Revisions are etcd's: `mod_revision` per key and the header revision per response. etcd limits
+//! a transaction to 128 operations and a request to 1.5 MiB by default; larger transactions fail
+//! with `InvalidArgument` (the [`AppContext`](crate::AppContext) writer batches within them).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use emco_core::{Error, Result};
+use etcd_client::{
+    Client, Compare as EtcdCompare, CompareOp, ConnectOptions, DeleteOptions, EventType,
+    GetOptions, TxnOp, TxnOpResponse, WatchOptions,
+};
+
+use crate::kv::{
+    AppContextStore, Compacted, Compare, EventKind, KeyValue, ListOptions, ListPage, Op, Txn,
+    TxnResult, WatchEvent, WatchStream, prefix_end,
+};
+
+/// Maps an etcd client error onto the error kinds, keeping it as the source.
+fn etcd_err(e: etcd_client::Error) -> Error {
+    let kind = match &e {
+        etcd_client::Error::GRpcStatus(s) => match s.code() {
+            tonic::Code::InvalidArgument | tonic::Code::ResourceExhausted => {
+                emco_core::ErrorKind::InvalidArgument
+            }
+            tonic::Code::FailedPrecondition | tonic::Code::OutOfRange => {
+                emco_core::ErrorKind::FailedPrecondition
+            }
+            tonic::Code::Internal | tonic::Code::DataLoss => emco_core::ErrorKind::Internal,
+            _ => emco_core::ErrorKind::Unavailable,
+        },
+        etcd_client::Error::InvalidArgs(_) | etcd_client::Error::InvalidUri(_) => {
+            emco_core::ErrorKind::InvalidArgument
+        }
+        _ => emco_core::ErrorKind::Unavailable,
+    };
+    Error::new(kind, format!("etcd: {e}")).with_source(e)
+}
+
+fn rev(r: i64) -> u64 {
+    u64::try_from(r).unwrap_or(0)
+}
+
+fn to_i64(r: u64) -> Result<i64> {
+    i64::try_from(r).map_err(|_| Error::invalid(format!("revision {r} is out of etcd's range")))
+}
+
+fn utf8(b: &[u8]) -> Result<String> {
+    String::from_utf8(b.to_vec())
+        .map_err(|e| Error::internal("etcd: a key is not UTF-8").with_source(e))
+}
+
+/// Builds an [`EtcdAppContextStore`].
+#[derive(Debug, Clone, Default)]
+pub struct EtcdBuilder {
+    endpoints: Vec<String>,
+    connect_timeout: Option<Duration>,
+    request_timeout: Option<Duration>,
+    user: Option<(String, String)>,
+}
+
+impl EtcdBuilder {
+    /// A builder with no endpoints.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A builder configured from `EMCO_ETCD_ENDPOINTS` (comma-separated URLs) and, when both
+    /// are set, `EMCO_ETCD_USERNAME` / `EMCO_ETCD_PASSWORD`.
+    #[must_use]
+    pub fn from_env() -> Self {
+        let endpoints = std::env::var("EMCO_ETCD_ENDPOINTS")
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let user = std::env::var("EMCO_ETCD_USERNAME")
+            .ok()
+            .zip(std::env::var("EMCO_ETCD_PASSWORD").ok());
+        Self {
+            endpoints,
+            user,
+            ..Self::default()
+        }
+    }
+
+    /// The etcd endpoints (`http://host:port`).
+    #[must_use]
+    pub fn with_endpoints<S: Into<String>>(
+        mut self,
+        endpoints: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.endpoints = endpoints.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// How long connecting may take (default 5 s).
+    #[must_use]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// How long one request may take (default 30 s; watches are not limited).
+    #[must_use]
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    /// Authenticates as `user`.
+    #[must_use]
+    pub fn with_user(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.user = Some((user.into(), password.into()));
+        self
+    }
+
+    /// Connects and checks that etcd answers.
+    ///
+    /// # Errors
+    /// `InvalidArgument` without endpoints; `Unavailable` when etcd cannot be reached.
+    pub async fn build(self) -> Result<EtcdAppContextStore> {
+        if self.endpoints.is_empty() {
+            return Err(Error::invalid("the etcd store needs at least one endpoint"));
+        }
+        let mut options = ConnectOptions::new()
+            .with_connect_timeout(self.connect_timeout.unwrap_or(Duration::from_secs(5)));
+        if let Some((u, p)) = self.user {
+            options = options.with_user(u, p);
+        }
+        let client = Client::connect(&self.endpoints, Some(options))
+            .await
+            .map_err(etcd_err)?;
+        let store = EtcdAppContextStore {
+            client,
+            timeout: self.request_timeout.unwrap_or(Duration::from_secs(30)),
+        };
+        store.health().await?;
+        Ok(store)
+    }
+}
+
+/// The AppContext store on etcd.
+#[derive(Clone)]
+pub struct EtcdAppContextStore {
+    client: Client,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for EtcdAppContextStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdAppContextStore")
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EtcdAppContextStore {
+    async fn timed<T>(&self, f: impl Future<Output = Result<T, etcd_client::Error>>) -> Result<T> {
+        match tokio::time::timeout(self.timeout, f).await {
+            Ok(r) => r.map_err(etcd_err),
+            Err(e) => Err(Error::unavailable("etcd: request timed out").with_source(e)),
+        }
+    }
+}
+
+fn to_kv(kv: &etcd_client::KeyValue, keys_only: bool) -> Result<KeyValue> {
+    Ok(KeyValue {
+        key: utf8(kv.key())?,
+        value: if keys_only {
+            Bytes::new()
+        } else {
+            Bytes::copy_from_slice(kv.value())
+        },
+        create_revision: rev(kv.create_revision()),
+        mod_revision: rev(kv.mod_revision()),
+        version: rev(kv.version()),
+    })
+}
+
+#[async_trait]
+impl AppContextStore for EtcdAppContextStore {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
+        let mut kv = self.client.kv_client();
+        let resp = self.timed(kv.get(key, None)).await?;
+        resp.kvs().first().map(|kv| to_kv(kv, false)).transpose()
+    }
+
+    async fn list(&self, prefix: &str, options: ListOptions) -> Result<ListPage> {
+        let start = match options.start_after.as_deref() {
+            Some(s) if s >= prefix => format!("{s}\0"),
+            _ => prefix.to_owned(),
+        };
+        let mut get = match prefix_end(prefix) {
+            Some(end) => GetOptions::new().with_range(end),
+            None => GetOptions::new().with_from_key(),
+        };
+        if let Some(limit) = options.limit {
+            get = get.with_limit(i64::try_from(limit).unwrap_or(i64::MAX));
+        }
+        if options.keys_only {
+            get = get.with_keys_only();
+        }
+        let mut kv = self.client.kv_client();
+        let resp = self.timed(kv.get(start, Some(get))).await?;
+        let kvs = resp
+            .kvs()
+            .iter()
+            .map(|kv| to_kv(kv, options.keys_only))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ListPage {
+            kvs,
+            more: resp.more(),
+            revision: resp.header().map(|h| rev(h.revision())).unwrap_or(0),
+        })
+    }
+
+    async fn txn(&self, txn: Txn) -> Result<TxnResult> {
+        txn.validate()?;
+        let compares = txn
+            .compares
+            .iter()
+            .map(|c| {
+                Ok(match c {
+                    Compare::ModRevision { key, mod_revision } => EtcdCompare::mod_revision(
+                        key.as_str(),
+                        CompareOp::Equal,
+                        to_i64(*mod_revision)?,
+                    ),
+                    Compare::Exists { key } => {
+                        EtcdCompare::version(key.as_str(), CompareOp::Greater, 0)
+                    }
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let ops: Vec<TxnOp> = txn
+            .ops
+            .into_iter()
+            .map(|op| match op {
+                Op::Put { key, value } => TxnOp::put(key, value.to_vec(), None),
+                Op::Delete { key } => TxnOp::delete(key, None),
+                Op::DeletePrefix { prefix } => {
+                    TxnOp::delete(prefix, Some(DeleteOptions::new().with_prefix()))
+                }
+            })
+            .collect();
+        let request = etcd_client::Txn::new().when(compares).and_then(ops);
+        let mut kv = self.client.kv_client();
+        let resp = self.timed(kv.txn(request)).await?;
+        let deleted = resp
+            .op_responses()
+            .iter()
+            .map(|r| match r {
+                TxnOpResponse::Delete(d) => rev(d.deleted()),
+                _ => 0,
+            })
+            .sum();
+        Ok(TxnResult {
+            succeeded: resp.succeeded(),
+            revision: resp.header().map(|h| rev(h.revision())).unwrap_or(0),
+            deleted,
+        })
+    }
+
+    async fn watch(&self, prefix: &str, after_revision: u64) -> Result<WatchStream> {
+        let mut options = match prefix_end(prefix) {
+            Some(end) => WatchOptions::new().with_range(end),
+            None => WatchOptions::new().with_from_key(),
+        };
+        options = options.with_start_revision(to_i64(after_revision.saturating_add(1))?);
+        let mut client = self.client.watch_client();
+        let stream = self.timed(client.watch(prefix, Some(options))).await?;
+        let state = (
+            stream,
+            std::collections::VecDeque::<WatchEvent>::new(),
+            false,
+            after_revision,
+        );
+        Ok(Box::pin(futures::stream::unfold(
+            state,
+            |(mut stream, mut pending, done, after)| async move {
+                loop {
+                    if let Some(e) = pending.pop_front() {
+                        return Some((Ok(e), (stream, pending, done, after)));
+                    }
+                    if done {
+                        return None;
+                    }
+                    // An error ends the stream after it is reported.
+                    macro_rules! failed {
+                        ($e:expr) => {
+                            return Some((Err($e), (stream, pending, true, after)))
+                        };
+                    }
+                    let resp = match stream.message().await {
+                        Ok(Some(r)) => r,
+                        Ok(None) => return None,
+                        Err(e) => failed!(etcd_err(e)),
+                    };
+                    if resp.canceled() {
+                        let e = if resp.compact_revision() > 0 {
+                            let compact_revision = rev(resp.compact_revision());
+                            Compacted {
+                                requested: after,
+                                compact_revision,
+                            }
+                            .into_error()
+                        } else {
+                            Error::unavailable(format!(
+                                "etcd: watch canceled: {}",
+                                resp.cancel_reason()
+                            ))
+                        };
+                        failed!(e);
+                    }
+                    for ev in resp.events() {
+                        let Some(kv) = ev.kv() else { continue };
+                        let key = match utf8(kv.key()) {
+                            Ok(k) => k,
+                            Err(e) => failed!(e),
+                        };
+                        let (kind, value) = match ev.event_type() {
+                            EventType::Put => (EventKind::Put, Bytes::copy_from_slice(kv.value())),
+                            EventType::Delete => (EventKind::Delete, Bytes::new()),
+                        };
+                        pending.push_back(WatchEvent {
+                            kind,
+                            key,
+                            value,
+                            mod_revision: rev(kv.mod_revision()),
+                        });
+                    }
+                }
+            },
+        )))
+    }
+
+    async fn health(&self) -> Result<()> {
+        let mut m = self.client.maintenance_client();
+        self.timed(m.status()).await.map(drop)
+    }
+}

@@ -1,0 +1,393 @@
+//! What the in-process AppContext stores (memory, redb) share: transaction evaluation over a
+//! key-value view, the bounded change log and the watch streams fed from it.
+
+use std::collections::VecDeque;
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use emco_core::{Error, Result};
+use tokio::sync::broadcast;
+
+use crate::kv::{
+    AppContextStore, Compacted, EventKind, KeyValue, ListOptions, ListPage, Op, Txn, TxnResult,
+    WatchEvent, WatchStream,
+};
+
+/// The revisions stored with a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Revs {
+    pub create: u64,
+    pub modified: u64,
+    pub version: u64,
+}
+
+/// The mutable view of the keys a transaction evaluates against.
+pub(crate) trait KvView {
+    /// The revisions of `key`, if present.
+    fn revs(&mut self, key: &str) -> Result<Option<Revs>>;
+    /// Stores `key`.
+    fn store(&mut self, key: &str, revs: Revs, value: &[u8]) -> Result<()>;
+    /// Removes `key`; returns whether it existed.
+    fn remove(&mut self, key: &str) -> Result<bool>;
+    /// The keys starting with `prefix`.
+    fn keys_with_prefix(&mut self, prefix: &str) -> Result<Vec<String>>;
+}
+
+/// Evaluates `txn` against `view` at revision `next`: checks the compares and, when they hold,
+/// applies the operations. Returns whether they held, how many keys were deleted and the events.
+pub(crate) fn evaluate(
+    view: &mut impl KvView,
+    txn: &Txn,
+    next: u64,
+) -> Result<(bool, u64, Vec<WatchEvent>)> {
+    for c in &txn.compares {
+        let current = view.revs(c.key())?.map(|r| r.modified);
+        if !c.holds(current) {
+            return Ok((false, 0, Vec::new()));
+        }
+    }
+    let mut deleted = 0;
+    let mut events = Vec::with_capacity(txn.ops.len());
+    let mut delete = |view: &mut dyn KvView, key: String, events: &mut Vec<WatchEvent>| {
+        let existed = view.remove(&key)?;
+        if existed {
+            deleted += 1;
+            events.push(WatchEvent {
+                kind: EventKind::Delete,
+                key,
+                value: Bytes::new(),
+                mod_revision: next,
+            });
+        }
+        Ok::<_, Error>(())
+    };
+    for op in &txn.ops {
+        match op {
+            Op::Put { key, value } => {
+                let revs = match view.revs(key)? {
+                    Some(r) => Revs {
+                        create: r.create,
+                        modified: next,
+                        version: r.version + 1,
+                    },
+                    None => Revs {
+                        create: next,
+                        modified: next,
+                        version: 1,
+                    },
+                };
+                view.store(key, revs, value)?;
+                events.push(WatchEvent {
+                    kind: EventKind::Put,
+                    key: key.clone(),
+                    value: value.clone(),
+                    mod_revision: next,
+                });
+            }
+            Op::Delete { key } => delete(view, key.clone(), &mut events)?,
+            Op::DeletePrefix { prefix } => {
+                for key in view.keys_with_prefix(prefix)? {
+                    delete(view, key, &mut events)?;
+                }
+            }
+        }
+    }
+    Ok((true, deleted, events))
+}
+
+/// An in-process storage engine under [`LocalStore`].
+pub(crate) trait Engine: Debug + Send + Sync + 'static {
+    /// Whether calls block on I/O and must run on the blocking thread pool.
+    const BLOCKING: bool;
+    /// The current revision.
+    fn revision(&self) -> Result<u64>;
+    /// One key.
+    fn get(&self, key: &str) -> Result<Option<KeyValue>>;
+    /// One page of keys under `prefix`, read at one consistent revision.
+    fn list(&self, prefix: &str, options: &ListOptions) -> Result<ListPage>;
+    /// Applies `txn` atomically at revision `next` (durably, for a persistent engine).
+    fn apply(&self, txn: &Txn, next: u64) -> Result<(bool, u64, Vec<WatchEvent>)>;
+}
+
+/// How many change events the log keeps for watches that start in the past.
+pub(crate) const DEFAULT_LOG_CAPACITY: usize = 100_000;
+
+/// The bounded log of recent changes plus the channel that feeds live watches.
+#[derive(Debug)]
+struct ChangeLog {
+    /// Watches may start after any revision `>= floor`.
+    floor: u64,
+    revision: u64,
+    events: VecDeque<WatchEvent>,
+    capacity: usize,
+    live: broadcast::Sender<Arc<[WatchEvent]>>,
+}
+
+impl ChangeLog {
+    fn record(&mut self, revision: u64, events: Vec<WatchEvent>) {
+        self.revision = revision;
+        if events.is_empty() {
+            return;
+        }
+        let batch: Arc<[WatchEvent]> = events.into();
+        self.events.extend(batch.iter().cloned());
+        // Drop whole revisions so a revision is either fully in the log or below the floor.
+        while self.events.len() > self.capacity {
+            let Some(oldest) = self.events.front().map(|e| e.mod_revision) else {
+                break;
+            };
+            while self
+                .events
+                .front()
+                .is_some_and(|e| e.mod_revision == oldest)
+            {
+                self.events.pop_front();
+            }
+            self.floor = oldest;
+        }
+        // No receiver is not an error: nobody watches.
+        let _ = self.live.send(batch);
+    }
+
+    fn since(&self, prefix: &str, after: u64) -> Result<VecDeque<WatchEvent>> {
+        if after < self.floor {
+            return Err(Compacted {
+                requested: after,
+                compact_revision: self.floor,
+            }
+            .into_error());
+        }
+        Ok(self
+            .events
+            .iter()
+            .filter(|e| e.mod_revision > after && e.key.starts_with(prefix))
+            .cloned()
+            .collect())
+    }
+}
+
+/// An AppContext store over an in-process [`Engine`], with watches served from a change log.
+#[derive(Debug)]
+pub(crate) struct LocalStore<E: Engine> {
+    engine: Arc<E>,
+    log: Arc<Mutex<ChangeLog>>,
+}
+
+fn lock(log: &Mutex<ChangeLog>) -> MutexGuard<'_, ChangeLog> {
+    // A panic while holding the lock cannot leave the log half-written in a way that matters:
+    // every mutation is a push/pop of whole events.
+    log.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl<E: Engine> LocalStore<E> {
+    /// A store over `engine`, whose current revision is `revision`.
+    pub(crate) fn new(engine: E, revision: u64, capacity: usize) -> Self {
+        let (live, _) = broadcast::channel(1024);
+        let log = ChangeLog {
+            floor: revision,
+            revision,
+            events: VecDeque::new(),
+            capacity: capacity.max(1),
+            live,
+        };
+        Self {
+            engine: Arc::new(engine),
+            log: Arc::new(Mutex::new(log)),
+        }
+    }
+
+    pub(crate) fn engine(&self) -> &E {
+        &self.engine
+    }
+
+    async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&E, &Mutex<ChangeLog>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        if E::BLOCKING {
+            let engine = Arc::clone(&self.engine);
+            let log = Arc::clone(&self.log);
+            tokio::task::spawn_blocking(move || f(&engine, &log))
+                .await
+                .map_err(|e| Error::internal("store task failed").with_source(e))?
+        } else {
+            f(&self.engine, &self.log)
+        }
+    }
+}
+
+#[async_trait]
+impl<E: Engine> AppContextStore for LocalStore<E> {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
+        let key = key.to_owned();
+        self.run(move |e, _| e.get(&key)).await
+    }
+
+    async fn list(&self, prefix: &str, options: ListOptions) -> Result<ListPage> {
+        let prefix = prefix.to_owned();
+        self.run(move |e, _| e.list(&prefix, &options)).await
+    }
+
+    async fn txn(&self, txn: Txn) -> Result<TxnResult> {
+        txn.validate()?;
+        self.run(move |e, log| {
+            // The log lock orders commits and their publication, so a watch that registers
+            // between two commits sees each exactly once.
+            let mut log = lock(log);
+            let next = log.revision + 1;
+            let (succeeded, deleted, events) = e.apply(&txn, next)?;
+            let revision = if events.is_empty() {
+                log.revision
+            } else {
+                next
+            };
+            log.record(revision, events);
+            Ok(TxnResult {
+                succeeded,
+                revision,
+                deleted,
+            })
+        })
+        .await
+    }
+
+    async fn watch(&self, prefix: &str, after_revision: u64) -> Result<WatchStream> {
+        let (backlog, rx) = {
+            let log = lock(&self.log);
+            (log.since(prefix, after_revision)?, log.live.subscribe())
+        };
+        let state = WatchState {
+            log: Arc::clone(&self.log),
+            prefix: prefix.to_owned(),
+            after: after_revision,
+            pending: backlog,
+            rx,
+            failed: false,
+        };
+        Ok(Box::pin(futures::stream::unfold(state, WatchState::next)))
+    }
+
+    async fn health(&self) -> Result<()> {
+        self.run(|e, _| e.revision().map(drop)).await
+    }
+}
+
+struct WatchState {
+    log: Arc<Mutex<ChangeLog>>,
+    prefix: String,
+    after: u64,
+    pending: VecDeque<WatchEvent>,
+    rx: broadcast::Receiver<Arc<[WatchEvent]>>,
+    failed: bool,
+}
+
+impl WatchState {
+    async fn next(mut self) -> Option<(Result<WatchEvent>, Self)> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                self.after = e.mod_revision;
+                return Some((Ok(e), self));
+            }
+            match self.rx.recv().await {
+                Ok(batch) => self.pending.extend(
+                    batch
+                        .iter()
+                        .filter(|e| e.mod_revision > self.after && e.key.starts_with(&self.prefix))
+                        .cloned(),
+                ),
+                // The live channel overflowed: catch up from the log, which keeps more history.
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let caught_up = lock(&self.log).since(&self.prefix, self.after);
+                    match caught_up {
+                        Ok(events) => self.pending = events,
+                        Err(e) => {
+                            self.failed = true;
+                            return Some((Err(e), self));
+                        }
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+}
+
+/// Applies the listing options to an ascending iterator of keys under a prefix.
+pub(crate) fn page<I>(iter: I, options: &ListOptions, revision: u64) -> Result<ListPage>
+where
+    I: Iterator<Item = Result<KeyValue>>,
+{
+    let limit = options.limit.unwrap_or(usize::MAX);
+    let mut kvs = Vec::new();
+    let mut more = false;
+    for kv in iter {
+        let mut kv = kv?;
+        if options
+            .start_after
+            .as_deref()
+            .is_some_and(|s| kv.key.as_str() <= s)
+        {
+            continue;
+        }
+        if kvs.len() == limit {
+            more = true;
+            break;
+        }
+        if options.keys_only {
+            kv.value = Bytes::new();
+        }
+        kvs.push(kv);
+    }
+    Ok(ListPage {
+        kvs,
+        more,
+        revision,
+    })
+}
+
+/// The first key a listing under `prefix` must look at.
+pub(crate) fn list_start<'a>(prefix: &'a str, options: &'a ListOptions) -> &'a str {
+    match options.start_after.as_deref() {
+        Some(s) if s > prefix => s,
+        _ => prefix,
+    }
+}
+
+/// Implements `AppContextStore` for a newtype over a store that implements it.
+macro_rules! delegate_app_context_store {
+    ($t:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::kv::AppContextStore for $t {
+            async fn get(&self, key: &str) -> emco_core::Result<Option<$crate::kv::KeyValue>> {
+                self.0.get(key).await
+            }
+            async fn list(
+                &self,
+                prefix: &str,
+                options: $crate::kv::ListOptions,
+            ) -> emco_core::Result<$crate::kv::ListPage> {
+                self.0.list(prefix, options).await
+            }
+            async fn txn(&self, txn: $crate::kv::Txn) -> emco_core::Result<$crate::kv::TxnResult> {
+                self.0.txn(txn).await
+            }
+            async fn watch(
+                &self,
+                prefix: &str,
+                after_revision: u64,
+            ) -> emco_core::Result<$crate::kv::WatchStream> {
+                self.0.watch(prefix, after_revision).await
+            }
+            async fn health(&self) -> emco_core::Result<()> {
+                self.0.health().await
+            }
+        }
+    };
+}
+pub(crate) use delegate_app_context_store;

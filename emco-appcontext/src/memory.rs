@@ -1,0 +1,265 @@
+//! The in-memory backends: always built, used by unit tests and as the reference behaviour of
+//! the conformance suites.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::{Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use emco_core::{Error, Result};
+use futures::StreamExt;
+use serde_json::Value;
+
+use crate::kv::{KeyValue, ListOptions, ListPage, Txn, WatchEvent};
+use crate::local::{self, Engine, KvView, LocalStore, Revs};
+use crate::resource::{
+    BlobStream, Filter, PutMode, ResourceKey, ResourceStore, check_put, matches_all,
+};
+
+fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section below leaves the maps consistent, so a poisoned lock is usable.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The range of map keys `>= start`.
+fn from(start: &str) -> (Bound<&str>, Bound<&str>) {
+    (Bound::Included(start), Bound::Unbounded)
+}
+
+#[derive(Debug, Default)]
+struct MemState {
+    revision: u64,
+    keys: BTreeMap<String, (Revs, Bytes)>,
+}
+
+impl KvView for MemState {
+    fn revs(&mut self, key: &str) -> Result<Option<Revs>> {
+        Ok(self.keys.get(key).map(|(r, _)| *r))
+    }
+
+    fn store(&mut self, key: &str, revs: Revs, value: &[u8]) -> Result<()> {
+        self.keys
+            .insert(key.to_owned(), (revs, Bytes::copy_from_slice(value)));
+        Ok(())
+    }
+
+    fn remove(&mut self, key: &str) -> Result<bool> {
+        Ok(self.keys.remove(key).is_some())
+    }
+
+    fn keys_with_prefix(&mut self, prefix: &str) -> Result<Vec<String>> {
+        Ok(self
+            .keys
+            .range::<str, _>(from(prefix))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, _)| k.clone())
+            .collect())
+    }
+}
+
+#[derive(Debug, Default)]
+struct MemEngine(Mutex<MemState>);
+
+fn to_kv(key: &str, revs: &Revs, value: &Bytes) -> KeyValue {
+    KeyValue {
+        key: key.to_owned(),
+        value: value.clone(),
+        create_revision: revs.create,
+        mod_revision: revs.modified,
+        version: revs.version,
+    }
+}
+
+impl Engine for MemEngine {
+    const BLOCKING: bool = false;
+
+    fn revision(&self) -> Result<u64> {
+        Ok(guard(&self.0).revision)
+    }
+
+    fn get(&self, key: &str) -> Result<Option<KeyValue>> {
+        Ok(guard(&self.0).keys.get(key).map(|(r, v)| to_kv(key, r, v)))
+    }
+
+    fn list(&self, prefix: &str, options: &ListOptions) -> Result<ListPage> {
+        let state = guard(&self.0);
+        let iter = state
+            .keys
+            .range::<str, _>(from(local::list_start(prefix, options)))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, (r, v))| Ok(to_kv(k, r, v)));
+        local::page(iter, options, state.revision)
+    }
+
+    fn apply(&self, txn: &Txn, next: u64) -> Result<(bool, u64, Vec<WatchEvent>)> {
+        let mut state = guard(&self.0);
+        // Map operations cannot fail, so evaluation never stops half-way.
+        let out = local::evaluate(&mut *state, txn, next)?;
+        if !out.2.is_empty() {
+            state.revision = next;
+        }
+        Ok(out)
+    }
+}
+
+/// The in-memory AppContext store. Watches can start after any revision still in its change log
+/// (the last 100,000 changes by default).
+#[derive(Debug)]
+pub struct InMemoryAppContextStore(LocalStore<MemEngine>);
+
+impl Default for InMemoryAppContextStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl InMemoryAppContextStore {
+    /// An empty store.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::with_log_capacity(local::DEFAULT_LOG_CAPACITY)
+    }
+
+    /// An empty store whose change log keeps `capacity` events.
+    #[must_use]
+    pub fn with_log_capacity(capacity: usize) -> Self {
+        Self(LocalStore::new(MemEngine::default(), 0, capacity))
+    }
+
+    /// The bytes of keys and values stored.
+    #[must_use]
+    pub fn stored_bytes(&self) -> u64 {
+        guard(&self.0.engine().0)
+            .keys
+            .iter()
+            .map(|(k, (_, v))| (k.len() + v.len()) as u64)
+            .sum()
+    }
+}
+
+crate::local::delegate_app_context_store!(InMemoryAppContextStore);
+
+#[derive(Debug, Default)]
+struct ResState {
+    docs: BTreeMap<String, Value>,
+    /// (encoded key, blob name) -> chunks.
+    blobs: BTreeMap<(String, String), std::sync::Arc<Vec<Bytes>>>,
+}
+
+/// The in-memory resource store.
+#[derive(Debug, Default)]
+pub struct InMemoryResourceStore(Mutex<ResState>);
+
+impl InMemoryResourceStore {
+    /// An empty store.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait]
+impl ResourceStore for InMemoryResourceStore {
+    async fn put(&self, key: &ResourceKey, value: &Value, mode: PutMode) -> Result<()> {
+        let enc = key.encode()?;
+        let mut s = guard(&self.0);
+        let parent_exists = match key.parent() {
+            Some(p) if !p.is_root() => s.docs.contains_key(&p.encode()?),
+            _ => true,
+        };
+        check_put(key, mode, parent_exists, s.docs.contains_key(&enc))?;
+        s.docs.insert(enc, value.clone());
+        Ok(())
+    }
+
+    async fn get(&self, key: &ResourceKey) -> Result<Option<Value>> {
+        let enc = key.encode()?;
+        Ok(guard(&self.0).docs.get(&enc).cloned())
+    }
+
+    async fn list(
+        &self,
+        parent: &ResourceKey,
+        child_type: &str,
+        filters: &[Filter],
+    ) -> Result<Vec<(ResourceKey, Value)>> {
+        let prefix = parent.children_prefix(child_type)?;
+        let s = guard(&self.0);
+        let mut out = Vec::new();
+        for (k, v) in s.docs.range::<str, _>(from(&prefix)) {
+            let Some(rest) = k.strip_prefix(&prefix) else {
+                break;
+            };
+            if rest.contains('/') || !matches_all(v, filters) {
+                continue;
+            }
+            out.push((ResourceKey::decode(k)?, v.clone()));
+        }
+        Ok(out)
+    }
+
+    async fn delete(&self, key: &ResourceKey) -> Result<()> {
+        let enc = key.encode()?;
+        let mut s = guard(&self.0);
+        if !s.docs.contains_key(&enc) {
+            return Err(Error::not_found(format!("{key} does not exist")));
+        }
+        let below = format!("{enc}/");
+        if s.docs
+            .range::<str, _>(from(&below))
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(&below))
+        {
+            return Err(Error::conflict(format!("{key} has children")));
+        }
+        s.docs.remove(&enc);
+        s.blobs.retain(|(k, _), _| *k != enc);
+        Ok(())
+    }
+
+    async fn put_blob(&self, key: &ResourceKey, name: &str, mut data: BlobStream) -> Result<u64> {
+        let enc = key.encode()?;
+        if !guard(&self.0).docs.contains_key(&enc) {
+            return Err(Error::not_found(format!("{key} does not exist")));
+        }
+        let mut chunks = Vec::new();
+        let mut size = 0u64;
+        while let Some(chunk) = data.next().await {
+            let chunk = chunk?;
+            size += chunk.len() as u64;
+            chunks.push(chunk);
+        }
+        let mut s = guard(&self.0);
+        // The object may have been deleted while the blob streamed in.
+        if !s.docs.contains_key(&enc) {
+            return Err(Error::not_found(format!("{key} does not exist")));
+        }
+        s.blobs
+            .insert((enc, name.to_owned()), std::sync::Arc::new(chunks));
+        Ok(size)
+    }
+
+    async fn get_blob(&self, key: &ResourceKey, name: &str) -> Result<BlobStream> {
+        let enc = key.encode()?;
+        let chunks = guard(&self.0)
+            .blobs
+            .get(&(enc, name.to_owned()))
+            .cloned()
+            .ok_or_else(|| Error::not_found(format!("{key} has no blob {name:?}")))?;
+        let items: Vec<Result<Bytes>> = chunks.iter().cloned().map(Ok).collect();
+        Ok(Box::pin(futures::stream::iter(items)))
+    }
+
+    async fn delete_blob(&self, key: &ResourceKey, name: &str) -> Result<bool> {
+        let enc = key.encode()?;
+        Ok(guard(&self.0)
+            .blobs
+            .remove(&(enc, name.to_owned()))
+            .is_some())
+    }
+
+    async fn health(&self) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,419 @@
+//! The resource store trait (EMCO's "DB"): onboarded objects under hierarchical keys with
+//! parent/child referential integrity, plus named binary blobs streamed in chunks.
+
+use std::fmt::{self, Debug};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use emco_core::{Error, Result};
+use futures::stream::BoxStream;
+use serde_json::Value;
+
+/// A stream of blob bytes, in order.
+pub type BlobStream = BoxStream<'static, Result<Bytes>>;
+
+/// The size of the chunks the persistent backends store blobs in.
+pub const BLOB_CHUNK: usize = 1024 * 1024;
+
+/// The key of an object: an ordered list of `(type, name)` segments, e.g.
+/// `project=p1 / compositeApp=ca / compositeAppVersion=v1 / app=a1`. The parent is the key
+/// without its last segment; the empty key is the root.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResourceKey {
+    segments: Vec<(String, String)>,
+}
+
+impl ResourceKey {
+    /// The root (no segments): the parent of top-level objects.
+    #[must_use]
+    pub fn root() -> Self {
+        Self::default()
+    }
+
+    /// This key extended by one `(type, name)` segment.
+    #[must_use]
+    pub fn child(&self, kind: impl Into<String>, name: impl Into<String>) -> Self {
+        let mut segments = self.segments.clone();
+        segments.push((kind.into(), name.into()));
+        Self { segments }
+    }
+
+    /// A key from its segments.
+    pub fn from_segments<K: Into<String>, N: Into<String>>(
+        segments: impl IntoIterator<Item = (K, N)>,
+    ) -> Self {
+        Self {
+            segments: segments
+                .into_iter()
+                .map(|(k, n)| (k.into(), n.into()))
+                .collect(),
+        }
+    }
+
+    /// The segments.
+    #[must_use]
+    pub fn segments(&self) -> &[(String, String)] {
+        &self.segments
+    }
+
+    /// Whether this is the root.
+    #[must_use]
+    pub fn is_root(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    /// The parent key (`None` for the root).
+    #[must_use]
+    pub fn parent(&self) -> Option<Self> {
+        let (_, rest) = self.segments.split_last()?;
+        Some(Self {
+            segments: rest.to_vec(),
+        })
+    }
+
+    /// The type of the last segment.
+    #[must_use]
+    pub fn kind(&self) -> Option<&str> {
+        self.segments.last().map(|(k, _)| k.as_str())
+    }
+
+    /// The name of the last segment.
+    #[must_use]
+    pub fn name(&self) -> Option<&str> {
+        self.segments.last().map(|(_, n)| n.as_str())
+    }
+
+    /// The storage form: `/type/name` per segment, with `%` and `/` percent-escaped, so that
+    /// the keys of a parent's children share the prefix [`Self::children_prefix`] and sort
+    /// together.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when a type or name is empty.
+    pub fn encode(&self) -> Result<String> {
+        let mut out = String::new();
+        for (i, (kind, name)) in self.segments.iter().enumerate() {
+            if kind.is_empty() || name.is_empty() {
+                return Err(Error::invalid("key segments must have a type and a name")
+                    .with_field(format!("key[{i}]")));
+            }
+            out.push('/');
+            escape_into(kind, &mut out);
+            out.push('/');
+            escape_into(name, &mut out);
+        }
+        Ok(out)
+    }
+
+    /// The prefix shared by the storage keys of this key's children of type `kind`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when `kind` or a segment is empty.
+    pub fn children_prefix(&self, kind: &str) -> Result<String> {
+        if kind.is_empty() {
+            return Err(Error::invalid("a child type must not be empty"));
+        }
+        let mut out = self.encode()?;
+        out.push('/');
+        escape_into(kind, &mut out);
+        out.push('/');
+        Ok(out)
+    }
+
+    /// Parses the storage form made by [`Self::encode`].
+    ///
+    /// # Errors
+    /// `Internal` when `encoded` is not a storage key (a corrupt store).
+    pub fn decode(encoded: &str) -> Result<Self> {
+        if encoded.is_empty() {
+            return Ok(Self::root());
+        }
+        let bad = || Error::internal(format!("malformed stored key {encoded:?}"));
+        let parts: Vec<&str> = encoded
+            .strip_prefix('/')
+            .ok_or_else(bad)?
+            .split('/')
+            .collect();
+        if !parts.len().is_multiple_of(2) {
+            return Err(bad());
+        }
+        let mut segments = Vec::with_capacity(parts.len() / 2);
+        for pair in parts.chunks(2) {
+            let kind = unescape(pair[0]).ok_or_else(bad)?;
+            let name = unescape(pair[1]).ok_or_else(bad)?;
+            segments.push((kind, name));
+        }
+        Ok(Self { segments })
+    }
+}
+
+impl fmt::Display for ResourceKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.segments.is_empty() {
+            return f.write_str("(root)");
+        }
+        for (i, (k, n)) in self.segments.iter().enumerate() {
+            if i > 0 {
+                f.write_str("/")?;
+            }
+            write!(f, "{k} {n:?}")?;
+        }
+        Ok(())
+    }
+}
+
+fn escape_into(s: &str, out: &mut String) {
+    for c in s.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '/' => out.push_str("%2F"),
+            c => out.push(c),
+        }
+    }
+}
+
+fn unescape(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('%') {
+        out.push_str(&rest[..i]);
+        match rest.get(i..i + 3)? {
+            "%25" => out.push('%'),
+            "%2F" => out.push('/'),
+            _ => return None,
+        }
+        rest = &rest[i + 3..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// A list filter: the value at a dotted JSON path equals a string, or is an array that contains
+/// it (the same rule as a MongoDB dotted-path equality).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filter {
+    /// The dotted path, e.g. `metadata.name` or `spec.labels`.
+    pub path: String,
+    /// The string the value must equal.
+    pub equals: String,
+}
+
+impl Filter {
+    /// `path == equals`.
+    pub fn eq(path: impl Into<String>, equals: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            equals: equals.into(),
+        }
+    }
+
+    /// Whether `doc` passes.
+    #[must_use]
+    pub fn matches(&self, doc: &Value) -> bool {
+        let mut at = doc;
+        for part in self.path.split('.') {
+            match at.get(part) {
+                Some(v) => at = v,
+                None => return false,
+            }
+        }
+        match at {
+            Value::String(s) => *s == self.equals,
+            Value::Array(items) => items
+                .iter()
+                .any(|i| i.as_str() == Some(self.equals.as_str())),
+            _ => false,
+        }
+    }
+}
+
+/// Whether `doc` passes every filter.
+#[must_use]
+pub fn matches_all(doc: &Value, filters: &[Filter]) -> bool {
+    filters.iter().all(|f| f.matches(doc))
+}
+
+/// How [`ResourceStore::put`] treats an existing object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutMode {
+    /// Create only: `AlreadyExists` if the key exists.
+    Create,
+    /// Update only: `NotFound` if the key does not exist.
+    Update,
+    /// Create or replace.
+    Upsert,
+}
+
+/// The referential-integrity rules of a put, shared by every backend.
+///
+/// # Errors
+/// `InvalidArgument` for the root key; `NotFound` when the parent is missing (for a create) or
+/// the key is missing (for an update); `AlreadyExists` when creating an existing key.
+pub fn check_put(
+    key: &ResourceKey,
+    mode: PutMode,
+    parent_exists: bool,
+    exists: bool,
+) -> Result<()> {
+    if key.is_root() {
+        return Err(Error::invalid("the root key holds no object"));
+    }
+    match (mode, exists) {
+        (PutMode::Create, true) => Err(Error::already_exists(format!("{key} already exists"))),
+        (PutMode::Update, false) => Err(Error::not_found(format!("{key} does not exist"))),
+        (_, false) if !parent_exists => Err(Error::not_found(format!(
+            "the parent of {key} does not exist"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The resource store: EMCO's onboarded objects. Implemented by the memory, embedded (redb) and
+/// MongoDB backends; use it as `Arc<dyn ResourceStore>`.
+///
+/// Integrity: an object can only be created when its parent exists, and only deleted when it has
+/// no children. Deleting an object deletes its blobs.
+#[async_trait]
+pub trait ResourceStore: Debug + Send + Sync + 'static {
+    /// Writes the JSON document of `key` according to `mode`.
+    ///
+    /// # Errors
+    /// See [`check_put`].
+    async fn put(&self, key: &ResourceKey, value: &Value, mode: PutMode) -> Result<()>;
+
+    /// The document of `key`, or `None`.
+    async fn get(&self, key: &ResourceKey) -> Result<Option<Value>>;
+
+    /// The children of `parent` of type `child_type` that pass every filter, in key order.
+    async fn list(
+        &self,
+        parent: &ResourceKey,
+        child_type: &str,
+        filters: &[Filter],
+    ) -> Result<Vec<(ResourceKey, Value)>>;
+
+    /// Deletes `key` and its blobs.
+    ///
+    /// # Errors
+    /// `NotFound` when it does not exist; `Conflict` when it has children.
+    async fn delete(&self, key: &ResourceKey) -> Result<()>;
+
+    /// Stores the blob `name` of `key` from `data`, replacing a previous one atomically; returns
+    /// its size. Persistent backends write it chunk by chunk, never holding it whole.
+    ///
+    /// # Errors
+    /// `NotFound` when `key` does not exist; the stream's error when it fails.
+    async fn put_blob(&self, key: &ResourceKey, name: &str, data: BlobStream) -> Result<u64>;
+
+    /// The blob `name` of `key`, streamed.
+    ///
+    /// # Errors
+    /// `NotFound` when there is no such blob.
+    async fn get_blob(&self, key: &ResourceKey, name: &str) -> Result<BlobStream>;
+
+    /// Deletes the blob `name` of `key`; returns whether it existed.
+    async fn delete_blob(&self, key: &ResourceKey, name: &str) -> Result<bool>;
+
+    /// Whether the store answers.
+    async fn health(&self) -> Result<()>;
+
+    /// Creates `key`: `AlreadyExists` if present, `NotFound` if its parent is missing.
+    async fn create(&self, key: &ResourceKey, value: &Value) -> Result<()> {
+        self.put(key, value, PutMode::Create).await
+    }
+
+    /// Replaces the document of an existing `key`.
+    async fn update(&self, key: &ResourceKey, value: &Value) -> Result<()> {
+        self.put(key, value, PutMode::Update).await
+    }
+}
+
+/// Re-chunks a blob stream into pieces of at most `size` bytes (the last one may be shorter),
+/// so a backend stores fixed-size chunks whatever the producer yields.
+#[cfg_attr(not(any(feature = "redb", feature = "mongodb")), allow(dead_code))]
+pub(crate) fn rechunk(data: BlobStream, size: usize) -> BlobStream {
+    use futures::StreamExt;
+    let state = (data, bytes::BytesMut::new(), false);
+    Box::pin(futures::stream::unfold(
+        state,
+        move |(mut data, mut buf, mut done)| async move {
+            loop {
+                if buf.len() >= size {
+                    let chunk = buf.split_to(size).freeze();
+                    return Some((Ok(chunk), (data, buf, done)));
+                }
+                if done {
+                    if buf.is_empty() {
+                        return None;
+                    }
+                    let chunk = buf.split().freeze();
+                    return Some((Ok(chunk), (data, buf, done)));
+                }
+                match data.next().await {
+                    Some(Ok(b)) => buf.extend_from_slice(&b),
+                    Some(Err(e)) => return Some((Err(e), (data, buf, true))),
+                    None => done = true,
+                }
+            }
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+
+    #[test]
+    fn keys_round_trip_and_escape() {
+        let k = ResourceKey::root()
+            .child("project", "p/1")
+            .child("app", "a%b");
+        let enc = k.encode().unwrap();
+        assert_eq!(enc, "/project/p%2F1/app/a%25b");
+        assert_eq!(ResourceKey::decode(&enc).unwrap(), k);
+        assert_eq!(
+            k.parent().unwrap(),
+            ResourceKey::root().child("project", "p/1")
+        );
+        assert!(ResourceKey::root().child("", "x").encode().is_err());
+        assert!(ResourceKey::decode("/a").is_err());
+        assert!(ResourceKey::decode("/a/%zz").is_err());
+    }
+
+    #[test]
+    fn filters_follow_dotted_paths() {
+        let doc = serde_json::json!({"spec": {"labels": ["edge", "east"], "name": "c1"}});
+        assert!(Filter::eq("spec.labels", "edge").matches(&doc));
+        assert!(Filter::eq("spec.name", "c1").matches(&doc));
+        assert!(!Filter::eq("spec.name", "c2").matches(&doc));
+        assert!(!Filter::eq("spec.missing", "c1").matches(&doc));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_key_round_trips(segs in proptest::collection::vec((".{1,8}", ".{1,8}"), 0..5)) {
+            let key = ResourceKey::from_segments(segs);
+            let enc = key.encode().unwrap();
+            proptest::prop_assert_eq!(ResourceKey::decode(&enc).unwrap(), key.clone());
+            // A child's storage key lies under its parent's children prefix, one level down.
+            if let (Some(parent), Some(kind)) = (key.parent(), key.kind()) {
+                let prefix = parent.children_prefix(kind).unwrap();
+                let rest = enc.strip_prefix(&prefix).unwrap();
+                proptest::prop_assert!(!rest.contains('/'));
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn rechunk_makes_fixed_chunks() {
+        let input: Vec<Result<Bytes>> = vec![
+            Ok(Bytes::from_static(b"abc")),
+            Ok(Bytes::from_static(b"defgh")),
+        ];
+        let out: Vec<_> = rechunk(Box::pin(futures::stream::iter(input)), 3)
+            .collect::<Vec<_>>()
+            .await;
+        let out: Vec<Bytes> = out.into_iter().map(|r| r.unwrap()).collect();
+        assert_eq!(out, vec![&b"abc"[..], &b"def"[..], &b"gh"[..]]);
+    }
+}

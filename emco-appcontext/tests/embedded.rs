@@ -1,0 +1,151 @@
+//! The conformance suites on the embedded (redb) backends, and the crash test: a writer killed
+//! with SIGKILL mid-stream loses no acknowledged write.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use bytes::Bytes;
+use emco_appcontext::embedded::RedbBuilder;
+use emco_appcontext::{AppContextStore, Op, Txn, conformance};
+
+#[tokio::test]
+async fn redb_app_context_store_conforms() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = RedbBuilder::new()
+        .with_path(dir.path().join("s.redb"))
+        .build()
+        .unwrap();
+    conformance::app_context_store(db.app_context_store().as_ref(), "/conformance/")
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn redb_watch_from_before_the_log_is_compacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = RedbBuilder::new()
+        .with_path(dir.path().join("s.redb"))
+        .with_log_capacity(8)
+        .build()
+        .unwrap();
+    conformance::compaction(db.app_context_store().as_ref(), "/compaction/", 8)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn redb_resource_store_conforms() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = RedbBuilder::new()
+        .with_path(dir.path().join("s.redb"))
+        .build()
+        .unwrap();
+    conformance::resource_store(db.resource_store().as_ref(), "run")
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn redb_keeps_data_and_revisions_across_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    let rev = {
+        let db = RedbBuilder::new().with_path(&path).build().unwrap();
+        let s = db.app_context_store();
+        s.put("/a/", Bytes::from_static(b"1")).await.unwrap();
+        s.put("/b/", Bytes::from_static(b"2")).await.unwrap()
+    };
+    let db = RedbBuilder::new().with_path(&path).build().unwrap();
+    let s = db.app_context_store();
+    assert_eq!(s.get("/b/").await.unwrap().unwrap().mod_revision, rev);
+    let next = s.put("/c/", Bytes::from_static(b"3")).await.unwrap();
+    assert_eq!(next, rev + 1, "revisions continue after a reopen");
+    // History before the open is gone: a watch from before it is compacted.
+    assert!(s.watch("/", rev - 1).await.is_err());
+    assert!(s.watch("/", rev).await.is_ok());
+}
+
+const CHILD_ENV: &str = "EMCO_CRASH_WRITER_DB";
+
+/// Not a test on its own: the child process of `sigkill_loses_no_acknowledged_write`. It writes
+/// transactions of two keys forever and prints `ack <n>` after each commit.
+#[tokio::test]
+#[ignore = "run by sigkill_loses_no_acknowledged_write as a child process"]
+async fn crash_writer_child() {
+    let Ok(path) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let round = std::env::var("EMCO_CRASH_WRITER_ROUND").unwrap();
+    let db = RedbBuilder::new().with_path(path).build().unwrap();
+    let s = db.app_context_store();
+    for i in 0u64.. {
+        let txn = Txn::new()
+            .op(Op::put(
+                format!("/r{round}/{i:08}/a"),
+                Bytes::from(vec![b'a'; 512]),
+            ))
+            .op(Op::put(
+                format!("/r{round}/{i:08}/b"),
+                Bytes::from(i.to_string()),
+            ));
+        s.txn(txn).await.unwrap();
+        println!("ack {i}");
+    }
+}
+
+#[tokio::test]
+async fn sigkill_loses_no_acknowledged_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crash.redb");
+    for (round, kill_after) in [(0, 1usize), (1, 37), (2, 250), (3, 700)] {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "crash_writer_child",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, &path)
+            .env("EMCO_CRASH_WRITER_ROUND", round.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut acked = Vec::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            if let Some(n) = line.strip_prefix("ack ") {
+                acked.push(n.parse::<u64>().unwrap());
+                if acked.len() == kill_after {
+                    break;
+                }
+            }
+        }
+        assert_eq!(
+            acked.len(),
+            kill_after,
+            "the writer stopped early in round {round}"
+        );
+        child.kill().unwrap(); // SIGKILL on Unix
+        child.wait().unwrap();
+
+        let db = RedbBuilder::new().with_path(&path).build().unwrap();
+        let s = db.app_context_store();
+        for n in &acked {
+            let b = s.get(&format!("/r{round}/{n:08}/b")).await.unwrap();
+            assert_eq!(
+                b.map(|kv| kv.value),
+                Some(Bytes::from(n.to_string())),
+                "round {round}: ack {n} lost"
+            );
+        }
+        // Every transaction is whole: keys come in pairs.
+        let keys = s.list_all(&format!("/r{round}/"), true).await.unwrap();
+        assert_eq!(keys.len() % 2, 0, "round {round}: a transaction was torn");
+        assert!(keys.len() / 2 >= acked.len());
+        drop(s);
+        drop(db);
+    }
+}

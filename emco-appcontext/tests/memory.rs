@@ -1,0 +1,26 @@
+//! The conformance suites on the in-memory backends.
+
+use emco_appcontext::conformance;
+use emco_appcontext::{InMemoryAppContextStore, InMemoryResourceStore};
+
+#[tokio::test]
+async fn memory_app_context_store_conforms() {
+    let store = InMemoryAppContextStore::new();
+    conformance::app_context_store(&store, "/conformance/")
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn memory_watch_from_before_the_log_is_compacted() {
+    let store = InMemoryAppContextStore::with_log_capacity(8);
+    conformance::compaction(&store, "/compaction/", 8)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn memory_resource_store_conforms() {
+    let store = InMemoryResourceStore::new();
+    conformance::resource_store(&store, "run").await.unwrap();
+}
