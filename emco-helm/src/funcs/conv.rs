@@ -1,0 +1,77 @@
+//! Sprig's conversions (`strval`, and `cast.ToInt64`/`ToFloat64` with their lenient rules).
+
+use crate::value::Value;
+
+/// Sprig's `strval`: strings as they are, anything else as `%v` prints it.
+pub(crate) fn strval(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_go_string(),
+    }
+}
+
+/// `cast.ToInt64`: numbers truncate, strings parse (base prefixes allowed), failures give 0.
+pub(crate) fn to_int64(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) | Value::Int64(i) => *i,
+        Value::Float(f) => *f as i64,
+        Value::Bool(b) => i64::from(*b),
+        Value::String(s) => parse_int_base0(trim_zero_decimal(s)).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// `cast.ToFloat64`.
+pub(crate) fn to_float64(v: &Value) -> f64 {
+    match v {
+        Value::Int(i) | Value::Int64(i) => *i as f64,
+        Value::Float(f) => *f,
+        Value::Bool(b) => f64::from(u8::from(*b)),
+        Value::String(s) => s.parse().unwrap_or(0.0),
+        _ => 0.0,
+    }
+}
+
+/// cast's `trimZeroDecimal`: "12.000" -> "12".
+fn trim_zero_decimal(s: &str) -> &str {
+    match s.split_once('.') {
+        Some((int, frac))
+            if !int.is_empty() && !frac.is_empty() && frac.bytes().all(|b| b == b'0') =>
+        {
+            int
+        }
+        _ => s,
+    }
+}
+
+/// `strconv.ParseInt(s, 0, 64)`.
+pub(crate) fn parse_int_base0(s: &str) -> Option<i64> {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let lower = body.to_ascii_lowercase();
+    let (radix, digits) = if let Some(d) = lower.strip_prefix("0x") {
+        (16, d.to_owned())
+    } else if let Some(d) = lower.strip_prefix("0o") {
+        (8, d.to_owned())
+    } else if let Some(d) = lower.strip_prefix("0b") {
+        (2, d.to_owned())
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, lower[1..].to_owned())
+    } else {
+        (10, lower)
+    };
+    let digits = if radix == 10 {
+        digits
+    } else {
+        digits.replace('_', "")
+    };
+    if digits.is_empty() || digits.starts_with(['+', '-']) {
+        return None;
+    }
+    let v = i128::from_str_radix(&digits, radix).ok()?;
+    let v = if neg { -v } else { v };
+    i64::try_from(v).ok()
+}

@@ -1,0 +1,134 @@
+//! The template functions: Go's builtins, Sprig's library and Helm's additions.
+//!
+//! Each function declares Go's parameter types so that the engine converts and rejects
+//! arguments exactly as Go's reflection-based calls do (`wrong type for value; expected int;
+//! got float64` for a values-file number passed to `trunc`).
+
+mod builtin;
+mod conv;
+mod helm;
+mod sprig_dates;
+mod sprig_dicts;
+mod sprig_lists;
+mod sprig_misc;
+mod sprig_strings;
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use crate::template::Exec;
+use crate::value::Value;
+
+pub(crate) use conv::{strval, to_float64, to_int64};
+
+/// The Go type of a parameter, for argument conversion and checking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Param {
+    /// `interface{}` or `reflect.Value`: anything.
+    Any,
+    /// `string`.
+    Str,
+    /// `int`.
+    Int,
+    /// `float64`.
+    Float,
+    /// `bool`.
+    Bool,
+    /// `map[string]interface{}`.
+    Map,
+}
+
+impl Param {
+    /// The Go spelling of the type, as error messages print it.
+    pub(crate) fn go_type(self) -> &'static str {
+        match self {
+            Param::Any => "interface {}",
+            Param::Str => "string",
+            Param::Int => "int",
+            Param::Float => "float64",
+            Param::Bool => "bool",
+            Param::Map => "map[string]interface {}",
+        }
+    }
+}
+
+/// The result of a function: a value, or the error message Go would wrap as `error calling NAME`.
+pub(crate) type FResult = Result<Value, String>;
+
+/// A function implementation.
+pub(crate) type Imp = fn(&mut Exec<'_>, Vec<Value>) -> FResult;
+
+/// A registered function.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Func {
+    pub params: &'static [Param],
+    pub variadic: Option<Param>,
+    pub imp: Imp,
+    /// `and`/`or`: arguments are evaluated lazily.
+    pub short_circuit: bool,
+}
+
+/// Shorthand for the registration tables.
+pub(crate) const fn func(params: &'static [Param], variadic: Option<Param>, imp: Imp) -> Func {
+    Func {
+        params,
+        variadic,
+        imp,
+        short_circuit: false,
+    }
+}
+
+type Registry = HashMap<&'static str, Func>;
+
+static FUNCS: LazyLock<Registry> = LazyLock::new(|| {
+    let mut m = Registry::new();
+    // Go looks a name up in the template's FuncMap before its builtins, so Sprig's `slice`
+    // replaces the builtin one: register the builtins first and let the libraries override.
+    builtin::register(&mut m);
+    sprig_strings::register(&mut m);
+    sprig_lists::register(&mut m);
+    sprig_dicts::register(&mut m);
+    sprig_dates::register(&mut m);
+    sprig_misc::register(&mut m);
+    helm::register(&mut m);
+    m
+});
+
+/// The function called `name`.
+pub(crate) fn lookup(name: &str) -> Option<&'static Func> {
+    FUNCS.get(name)
+}
+
+/// Whether a function called `name` exists (the parser rejects unknown names like Go's).
+pub(crate) fn exists(name: &str) -> bool {
+    FUNCS.contains_key(name)
+}
+
+/// The names of all functions, sorted.
+#[must_use]
+pub fn names() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = FUNCS.keys().copied().collect();
+    v.sort_unstable();
+    v
+}
+
+/// The string inside a value the engine already checked to be a `string` parameter.
+pub(crate) fn s(v: &Value) -> &str {
+    v.as_str().unwrap_or("")
+}
+
+/// The integer inside a value the engine already checked to be an `int`/`int64` parameter.
+pub(crate) fn i(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) | Value::Int64(i) => *i,
+        _ => 0,
+    }
+}
+
+/// `strconv.ParseInt(s, 0, 64)`, shared with the YAML scalar resolver.
+pub(crate) fn parse_int_base0_pub(s: &str) -> Option<i64> {
+    conv::parse_int_base0(s)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,49 @@
+//! # emco-helm
+//!
+//! Renders Helm charts in-process, byte for byte like Helm v3's `helm template`, so that no helm
+//! binary is needed: a Go `text/template` engine, the Sprig and Helm function libraries, values
+//! merging, subcharts, hooks and Helm's install order. Every app of an EMCO composite application
+//! is a Helm chart rendered here before placement.
+//!
+//! This crate does no I/O of its own beyond reading a chart that the caller names.
+//!
+//! - [`Chart::load_dir`] / [`Chart::load_tgz`] load a chart and its subcharts (archives are
+//!   read in memory; traversal, links and oversized entries are rejected).
+//! - [`render`] renders it with [`RenderOptions`] (values files, `--set`, capabilities) into
+//!   [`Rendered`] manifests, hooks, CRDs and notes; [`Rendered::to_helm_output`] gives the exact
+//!   text `helm template` prints. The `emco-helm template` binary is a thin CLI over it.
+//! - [`Templates`] is the Go `text/template` engine on its own, with the Sprig and Helm
+//!   functions; [`yaml`] and [`json`] read and write like go-yaml v2 and `encoding/json`.
+//!
+//! YAML is read with `saphyr-parser` (maintained, event based, accepts duplicate keys); scalar
+//! typing follows go-yaml v2 (YAML 1.1) in [`yaml`] itself, since Helm reads values that way.
+//!
+//! ```
+//! use emco_helm::{Limits, Templates};
+//!
+//! let mut set = Templates::new();
+//! set.add("t", r#"{{ define "greet" }}Hello {{ . | upper }}{{ end }}{{ include "greet" .name | quote }}"#)?;
+//! let data = emco_helm::yaml::parse_values_document("name: world")?;
+//! assert_eq!(set.execute("t", &data, &Limits::default())?, r#""Hello WORLD""#);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod chart;
+pub mod error;
+pub mod files;
+mod funcs;
+pub mod gofmt;
+pub mod json;
+pub mod render;
+pub mod semver;
+pub mod template;
+pub mod value;
+pub mod values;
+pub mod yaml;
+
+pub use chart::Chart;
+pub use error::TemplateError;
+pub use funcs::names as function_names;
+pub use render::{Hook, Manifest, RenderOptions, Rendered, render};
+pub use template::{Limits, Templates};
+pub use value::{Map, Object, Value};
