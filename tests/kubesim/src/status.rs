@@ -1,0 +1,246 @@
+//! API errors, answered as `Status` objects with the reasons and codes of the real API server.
+
+use serde_json::{Value, json};
+
+use crate::resources::ResourceType;
+
+/// An error answer of the simulated API server.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiError {
+    pub(crate) code: u16,
+    pub(crate) reason: &'static str,
+    pub(crate) message: String,
+    pub(crate) details: Option<Value>,
+    pub(crate) retry_after: Option<u32>,
+}
+
+fn details(rt: &ResourceType, name: &str) -> Value {
+    json!({"name": name, "group": rt.group, "kind": rt.plural})
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+            retry_after: None,
+        }
+    }
+
+    pub(crate) fn not_found(rt: &ResourceType, name: &str) -> Self {
+        Self {
+            details: Some(details(rt, name)),
+            ..Self::new(
+                404,
+                "NotFound",
+                format!("{} \"{name}\" not found", rt.qualified()),
+            )
+        }
+    }
+
+    /// The namespace of a namespaced request does not exist.
+    pub(crate) fn namespace_not_found(ns: &str) -> Self {
+        Self {
+            details: Some(json!({"name": ns, "kind": "namespaces"})),
+            ..Self::new(404, "NotFound", format!("namespaces \"{ns}\" not found"))
+        }
+    }
+
+    /// A path the server does not serve.
+    pub(crate) fn path_not_found() -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    }
+
+    pub(crate) fn already_exists(rt: &ResourceType, name: &str) -> Self {
+        Self {
+            details: Some(details(rt, name)),
+            ..Self::new(
+                409,
+                "AlreadyExists",
+                format!("{} \"{name}\" already exists", rt.qualified()),
+            )
+        }
+    }
+
+    /// A stale `resourceVersion` on a write.
+    pub(crate) fn stale(rt: &ResourceType, name: &str) -> Self {
+        Self {
+            details: Some(details(rt, name)),
+            ..Self::new(
+                409,
+                "Conflict",
+                format!(
+                    "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; \
+                     please apply your changes to the latest version and try again",
+                    rt.qualified()
+                ),
+            )
+        }
+    }
+
+    /// A conflict with a free-form message and causes (server-side apply).
+    pub(crate) fn conflict(
+        rt: &ResourceType,
+        name: &str,
+        message: String,
+        causes: Vec<Value>,
+    ) -> Self {
+        let mut d = details(rt, name);
+        d["causes"] = Value::Array(causes);
+        Self {
+            details: Some(d),
+            ..Self::new(409, "Conflict", message)
+        }
+    }
+
+    /// A validation failure (422) of one field.
+    pub(crate) fn invalid(
+        rt: &ResourceType,
+        name: &str,
+        field: &str,
+        reason: &str,
+        detail: &str,
+    ) -> Self {
+        let kind = if rt.group.is_empty() {
+            rt.kind.clone()
+        } else {
+            format!("{}.{}", rt.kind, rt.group)
+        };
+        let cause_msg = format!("{}: {detail}", reason_text(reason));
+        Self {
+            details: Some(json!({
+                "name": name, "group": rt.group, "kind": rt.kind,
+                "causes": [{"reason": reason, "message": cause_msg, "field": field}],
+            })),
+            ..Self::new(
+                422,
+                "Invalid",
+                format!("{kind} \"{name}\" is invalid: {field}: {cause_msg}"),
+            )
+        }
+    }
+
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    pub(crate) fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    pub(crate) fn method_not_allowed(method: &str) -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!("the server does not allow this method on the requested resource ({method})"),
+        )
+    }
+
+    pub(crate) fn unsupported_media_type(ct: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json; got {ct}"
+            ),
+        )
+    }
+
+    /// A watch asked for a version the event log no longer holds.
+    pub(crate) fn gone(requested: u64, oldest: u64) -> Self {
+        Self::new(
+            410,
+            "Expired",
+            format!("too old resource version: {requested} ({oldest})"),
+        )
+    }
+
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
+    /// An injected overload answer (429 with `Retry-After`).
+    pub(crate) fn too_many_requests() -> Self {
+        Self {
+            retry_after: Some(1),
+            details: Some(json!({"retryAfterSeconds": 1})),
+            ..Self::new(
+                429,
+                "TooManyRequests",
+                "the server has received too many requests and has asked us to try again later",
+            )
+        }
+    }
+
+    pub(crate) fn unavailable() -> Self {
+        Self::new(
+            503,
+            "ServiceUnavailable",
+            "the server is currently unable to handle the request",
+        )
+    }
+
+    /// The `Status` object of this error.
+    pub(crate) fn to_status(&self) -> Value {
+        let mut v = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(d) = &self.details {
+            v["details"] = d.clone();
+        }
+        v
+    }
+}
+
+fn reason_text(reason: &str) -> &'static str {
+    match reason {
+        "FieldValueRequired" => "Required value",
+        "FieldValueNotSupported" => "Unsupported value",
+        "FieldValueForbidden" => "Forbidden",
+        "FieldValueDuplicate" => "Duplicate value",
+        _ => "Invalid value",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::BUILTIN_TYPES;
+
+    #[test]
+    fn statuses_match_the_real_server() {
+        let rt = BUILTIN_TYPES
+            .iter()
+            .find(|t| t.plural == "deployments")
+            .unwrap();
+        let s = ApiError::not_found(rt, "web").to_status();
+        assert_eq!(s["message"], "deployments.apps \"web\" not found");
+        assert_eq!(s["code"], 404);
+        assert_eq!(s["details"]["kind"], "deployments");
+        let s = ApiError::invalid(
+            rt,
+            "",
+            "metadata.name",
+            "FieldValueRequired",
+            "name or generateName is required",
+        )
+        .to_status();
+        assert_eq!(
+            s["message"],
+            "Deployment.apps \"\" is invalid: metadata.name: Required value: name or generateName is required"
+        );
+        assert_eq!(ApiError::too_many_requests().retry_after, Some(1));
+    }
+}

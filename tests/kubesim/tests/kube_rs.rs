@@ -1,0 +1,622 @@
+//! kube-rs against kubesim: CRUD, selectors, conflicts, server-side apply, watch, CRDs,
+//! readiness, pagination, deletion.
+
+#![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::Sim;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent,
+    WatchParams,
+};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::json;
+
+fn cm(name: &str, labels: &[(&str, &str)], data: &str) -> ConfigMap {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>()},
+        "data": {"k": data},
+    }))
+    .unwrap()
+}
+
+fn code(e: kube::Error) -> u16 {
+    match e {
+        kube::Error::Api(s) => s.code,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn crud_selectors_and_conflicts() {
+    let sim = Sim::start(1, Duration::ZERO).await;
+    let client = sim.client("c1").await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let a = api
+        .create(&PostParams::default(), &cm("a", &[("app", "web")], "1"))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("b", &[("app", "db")], "2"))
+        .await
+        .unwrap();
+    let meta = &a.metadata;
+    assert!(
+        meta.uid.is_some() && meta.creation_timestamp.is_some() && meta.resource_version.is_some()
+    );
+    assert!(meta.managed_fields.as_ref().is_some_and(|m| !m.is_empty()));
+    // Duplicate create: 409 AlreadyExists.
+    let err = api
+        .create(&PostParams::default(), &cm("a", &[], "x"))
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 409);
+    // Selectors.
+    let web = api
+        .list(&ListParams::default().labels("app=web"))
+        .await
+        .unwrap();
+    assert_eq!(web.items.len(), 1);
+    let not_web = api
+        .list(&ListParams::default().labels("app notin (web)"))
+        .await
+        .unwrap();
+    assert_eq!(not_web.items[0].metadata.name.as_deref(), Some("b"));
+    let by_name = api
+        .list(&ListParams::default().fields("metadata.name=b"))
+        .await
+        .unwrap();
+    assert_eq!(by_name.items.len(), 1);
+    let all: Api<ConfigMap> = Api::all(client.clone());
+    assert_eq!(
+        all.list(&ListParams::default().fields("metadata.namespace=default"))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+    // Update with the current version succeeds; the stale one is a 409 Conflict.
+    let mut fresh = a.clone();
+    fresh.data = Some(BTreeMap::from([("k".to_owned(), "updated".to_owned())]));
+    let updated = api
+        .replace("a", &PostParams::default(), &fresh)
+        .await
+        .unwrap();
+    assert_ne!(
+        updated.metadata.resource_version,
+        a.metadata.resource_version
+    );
+    let err = api
+        .replace("a", &PostParams::default(), &fresh)
+        .await
+        .unwrap_err();
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 409);
+            assert_eq!(s.reason, "Conflict");
+            assert!(
+                s.message.contains("the object has been modified"),
+                "{}",
+                s.message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Merge and JSON patches.
+    let p = api
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"m": "1"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(p.data.unwrap()["m"], "1");
+    let p = api
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Json::<()>(
+                serde_json::from_value(json!([{"op": "remove", "path": "/data/m"}])).unwrap(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(!p.data.unwrap().contains_key("m"));
+    // Namespaced objects need their namespace.
+    let missing: Api<ConfigMap> = Api::namespaced(client.clone(), "nope");
+    let err = missing
+        .create(&PostParams::default(), &cm("x", &[], "1"))
+        .await
+        .unwrap_err();
+    match err {
+        kube::Error::Api(s) => assert_eq!(
+            (s.code, s.message.as_str()),
+            (404, "namespaces \"nope\" not found")
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Dry run stores nothing.
+    api.create(
+        &PostParams {
+            dry_run: true,
+            ..PostParams::default()
+        },
+        &cm("dry", &[], "1"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(code(api.get("dry").await.unwrap_err()), 404);
+    // Delete, then 404.
+    api.delete("a", &DeleteParams::default()).await.unwrap();
+    assert_eq!(code(api.get("a").await.unwrap_err()), 404);
+    assert_eq!(
+        code(api.delete("a", &DeleteParams::default()).await.unwrap_err()),
+        404
+    );
+    // Invalid names are rejected like the real server does.
+    assert_eq!(
+        code(
+            api.create(&PostParams::default(), &cm("Bad_Name", &[], "1"))
+                .await
+                .unwrap_err()
+        ),
+        422
+    );
+}
+
+#[tokio::test]
+async fn server_side_apply_conflict_and_force() {
+    let sim = Sim::start(1, Duration::ZERO).await;
+    let api: Api<ConfigMap> = Api::default_namespaced(sim.client("c1").await);
+    let applied = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"k": "a"}});
+    api.patch("cfg", &PatchParams::apply("alice"), &Patch::Apply(&applied))
+        .await
+        .unwrap();
+    let theirs = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"k": "b"}});
+    let err = api
+        .patch("cfg", &PatchParams::apply("bob"), &Patch::Apply(&theirs))
+        .await
+        .unwrap_err();
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 409);
+            assert_eq!(s.reason, "Conflict");
+            assert_eq!(
+                s.message,
+                "Apply failed with 1 conflict: conflict with \"alice\" using v1: .data.k"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let forced = api
+        .patch(
+            "cfg",
+            &PatchParams::apply("bob").force(),
+            &Patch::Apply(&theirs),
+        )
+        .await
+        .unwrap();
+    assert_eq!(forced.data.unwrap()["k"], "b");
+    let managers: Vec<String> = forced
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert_eq!(managers, vec!["bob".to_owned()]);
+    // Alice stops applying a field she alone owned: it goes away.
+    let alice2 = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "labels": {"x": "1"}}});
+    api.patch("cfg", &PatchParams::apply("alice"), &Patch::Apply(&alice2))
+        .await
+        .unwrap();
+    let alice3 = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}});
+    let now = api
+        .patch("cfg", &PatchParams::apply("alice"), &Patch::Apply(&alice3))
+        .await
+        .unwrap();
+    assert!(now.metadata.labels.unwrap_or_default().is_empty());
+    assert_eq!(now.data.unwrap()["k"], "b");
+}
+
+#[tokio::test]
+async fn watch_sees_changes_and_old_versions_are_gone() {
+    let sim = Sim::start(1, Duration::ZERO).await;
+    let client = sim.client("c1").await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let start = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = api
+        .watch(
+            &WatchParams {
+                bookmarks: true,
+                ..WatchParams::default().labels("w=1")
+            },
+            &start,
+        )
+        .await
+        .unwrap()
+        .boxed();
+    api.create(&PostParams::default(), &cm("ignored", &[], "1"))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("seen", &[("w", "1")], "1"))
+        .await
+        .unwrap();
+    // Leaving the selection reads as DELETED, entering it as ADDED.
+    api.patch(
+        "ignored",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"w": "1"}}})),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "ignored",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"w": null}}})),
+    )
+    .await
+    .unwrap();
+    api.delete("seen", &DeleteParams::default()).await.unwrap();
+    let mut kinds = Vec::new();
+    while kinds.iter().filter(|k| *k != "bookmark").count() < 4 {
+        match stream.try_next().await.unwrap().unwrap() {
+            WatchEvent::Added(o) => kinds.push(format!("added {}", o.metadata.name.unwrap())),
+            WatchEvent::Deleted(o) => kinds.push(format!("deleted {}", o.metadata.name.unwrap())),
+            WatchEvent::Bookmark(_) => kinds.push("bookmark".to_owned()),
+            other => panic!("{other:?}"),
+        }
+    }
+    kinds.retain(|k| k != "bookmark");
+    assert_eq!(
+        kinds,
+        [
+            "added seen",
+            "added ignored",
+            "deleted ignored",
+            "deleted seen"
+        ]
+    );
+    // Bookmarks come when asked for.
+    let mut bookmarked = api
+        .watch(
+            &WatchParams {
+                bookmarks: true,
+                ..WatchParams::default()
+            },
+            &start,
+        )
+        .await
+        .unwrap()
+        .boxed();
+    let mut got_bookmark = false;
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(5), bookmarked.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+    {
+        if let WatchEvent::Bookmark(b) = ev {
+            assert!(!b.metadata.resource_version.is_empty());
+            got_bookmark = true;
+            break;
+        }
+    }
+    assert!(got_bookmark);
+    // Fill the event log past its capacity: the first version is no longer watchable.
+    for i in 0..600 {
+        api.patch(
+            "ignored",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"k": i.to_string()}})),
+        )
+        .await
+        .unwrap();
+    }
+    let err = api.watch(&WatchParams::default(), &start).await.err();
+    let gone = match err {
+        Some(e) => code(e) == 410,
+        // Some client versions turn the answer into an ERROR event of the stream.
+        None => false,
+    };
+    assert!(
+        gone,
+        "a watch from a compacted version must answer 410 Gone"
+    );
+    // kube-runtime's watcher copes (it re-lists).
+    let seen = watcher(api.clone(), watcher::Config::default())
+        .applied_objects()
+        .take(1)
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap();
+    assert_eq!(seen[0].metadata.name.as_deref(), Some("ignored"));
+}
+
+#[tokio::test]
+async fn pagination_with_limit_and_continue() {
+    let sim = Sim::start(1, Duration::ZERO).await;
+    let api: Api<ConfigMap> = Api::default_namespaced(sim.client("c1").await);
+    for i in 0..7 {
+        api.create(&PostParams::default(), &cm(&format!("p{i}"), &[], "1"))
+            .await
+            .unwrap();
+    }
+    let mut names = Vec::new();
+    let mut lp = ListParams::default().limit(3);
+    loop {
+        let page = api.list(&lp).await.unwrap();
+        assert!(page.items.len() <= 3);
+        names.extend(page.items.into_iter().filter_map(|c| c.metadata.name));
+        match page.metadata.continue_ {
+            Some(c) if !c.is_empty() => lp = lp.continue_token(&c),
+            _ => break,
+        }
+    }
+    assert_eq!(names, (0..7).map(|i| format!("p{i}")).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn workloads_become_ready_after_the_delay() {
+    let sim = Sim::start(1, Duration::from_millis(300)).await;
+    let api: Api<Deployment> = Api::default_namespaced(sim.client("c1").await);
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx"}]}}},
+    }))
+    .unwrap();
+    let created = api.create(&PostParams::default(), &d).await.unwrap();
+    assert_eq!(
+        created.status.as_ref().and_then(|s| s.available_replicas),
+        None
+    );
+    let ready = tokio::time::timeout(
+        Duration::from_secs(10),
+        await_condition(api.clone(), "web", conditions::is_deployment_completed()),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .unwrap();
+    assert_eq!(ready.status.as_ref().unwrap().available_replicas, Some(2));
+    // Status is only written through the status subresource.
+    let mut with_status = ready.clone();
+    with_status.status.as_mut().unwrap().replicas = Some(99);
+    with_status.metadata.managed_fields = None;
+    let after = api
+        .replace("web", &PostParams::default(), &with_status)
+        .await
+        .unwrap();
+    assert_eq!(after.status.unwrap().replicas, Some(2));
+    assert_eq!(after.metadata.generation, Some(1));
+}
+
+#[tokio::test]
+async fn finalizers_and_owner_references() {
+    let sim = Sim::start(1, Duration::from_millis(50)).await;
+    let client = sim.client("c1").await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let owner = api
+        .create(&PostParams::default(), &cm("owner", &[], "1"))
+        .await
+        .unwrap();
+    let mut child = cm("child", &[], "1");
+    child.metadata.owner_references = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            name: "owner".into(),
+            uid: owner.metadata.uid.clone().unwrap(),
+            ..Default::default()
+        },
+    ]);
+    api.create(&PostParams::default(), &child).await.unwrap();
+    let mut held = cm("held", &[], "1");
+    held.metadata.finalizers = Some(vec!["example.com/keep".into()]);
+    api.create(&PostParams::default(), &held).await.unwrap();
+    // Background propagation removes the dependent.
+    api.delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    assert_eq!(code(api.get("child").await.unwrap_err()), 404);
+    // A finalizer keeps the object, marked for deletion, until it is removed.
+    api.delete("held", &DeleteParams::default()).await.unwrap();
+    let marked = api.get("held").await.unwrap();
+    assert!(marked.metadata.deletion_timestamp.is_some());
+    api.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(code(api.get("held").await.unwrap_err()), 404);
+    // Namespaces terminate, then disappear with their content.
+    let ns: Api<Namespace> = Api::all(client.clone());
+    let tmp = ns
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "tmp"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let uid = tmp.metadata.uid.unwrap();
+    let in_tmp: Api<ConfigMap> = Api::namespaced(client.clone(), "tmp");
+    in_tmp
+        .create(&PostParams::default(), &cm("x", &[], "1"))
+        .await
+        .unwrap();
+    ns.delete("tmp", &DeleteParams::default()).await.unwrap();
+    assert_eq!(
+        ns.get("tmp")
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .phase
+            .as_deref(),
+        Some("Terminating")
+    );
+    assert_eq!(
+        code(
+            in_tmp
+                .create(&PostParams::default(), &cm("y", &[], "1"))
+                .await
+                .unwrap_err()
+        ),
+        403
+    );
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        await_condition(ns.clone(), "tmp", conditions::is_deleted(&uid)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(code(ns.get("tmp").await.unwrap_err()), 404);
+}
+
+#[tokio::test]
+async fn crd_serves_its_resources_until_deleted() {
+    let sim = Sim::start(1, Duration::ZERO).await;
+    let client = sim.client("c1").await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]},
+    }))
+    .unwrap();
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    let est = tokio::time::timeout(
+        Duration::from_secs(5),
+        await_condition(
+            crds.clone(),
+            "widgets.example.com",
+            conditions::is_crd_established(),
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(est.is_some());
+    // Discovery lists the new type.
+    let discovery = kube::Discovery::new(client.clone()).run().await.unwrap();
+    let (ar, caps) = discovery
+        .groups()
+        .flat_map(|g| g.recommended_resources())
+        .find(|(ar, _)| ar.kind == "Widget")
+        .expect("Widget is discovered");
+    assert_eq!(caps.scope, kube::discovery::Scope::Namespaced);
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let w: DynamicObject =
+        serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w1"}, "spec": {"size": 3}}))
+        .unwrap();
+    widgets.create(&PostParams::default(), &w).await.unwrap();
+    let applied = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w2"}, "spec": {"size": 1}});
+    widgets
+        .patch("w2", &PatchParams::apply("me"), &Patch::Apply(&applied))
+        .await
+        .unwrap();
+    assert_eq!(
+        widgets
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+    let got = widgets.get("w1").await.unwrap();
+    assert_eq!(got.data["spec"]["size"], 3);
+    assert_eq!(got.metadata.generation, Some(1));
+    // Deleting the CRD stops serving the type.
+    crds.delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+    let gone: Api<DynamicObject> = Api::namespaced_with(
+        client,
+        "default",
+        &ApiResource::from_gvk_with_plural(&gvk, "widgets"),
+    );
+    assert_eq!(
+        code(gone.list(&ListParams::default()).await.unwrap_err()),
+        404
+    );
+}
+
+#[tokio::test]
+async fn approved_csrs_get_a_certificate_from_the_cluster_ca() {
+    use base64::Engine;
+    let sim = Sim::start(1, Duration::ZERO).await;
+    let api: Api<CertificateSigningRequest> = Api::all(sim.client("c1").await);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "alice");
+    let pem = params.serialize_request(&key).unwrap().pem().unwrap();
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let csr: CertificateSigningRequest = serde_json::from_value(json!({
+        "metadata": {"name": "alice"},
+        "spec": {"request": b64(&pem), "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]},
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &csr).await.unwrap();
+    assert!(
+        api.get("alice")
+            .await
+            .unwrap()
+            .status
+            .and_then(|s| s.certificate)
+            .is_none()
+    );
+    let approval = json!({"status": {"conditions": [{"type": "Approved", "status": "True", "reason": "Test", "message": "ok"}]}});
+    api.patch_approval("alice", &PatchParams::default(), &Patch::Merge(&approval))
+        .await
+        .unwrap();
+    let status = api.get("alice").await.unwrap().status.unwrap();
+    let cert = status
+        .certificate
+        .clone()
+        .unwrap_or_else(|| panic!("no certificate: {status:?}"));
+    let cert = String::from_utf8(cert.0).unwrap();
+    assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"), "{cert}");
+    // A garbage request is marked Failed instead of signed.
+    let bad: CertificateSigningRequest = serde_json::from_value(json!({
+        "metadata": {"name": "bad"},
+        "spec": {"request": b64("not a csr"), "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]},
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &bad).await.unwrap();
+    let st = api
+        .patch_approval("bad", &PatchParams::default(), &Patch::Merge(&approval))
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    assert!(st.certificate.is_none());
+    assert!(st.conditions.unwrap().iter().any(|c| c.type_ == "Failed"));
+}
