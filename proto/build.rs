@@ -9,6 +9,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "emco/placementcontroller.proto",
         "emco/statusnotify.proto",
         "emco/clmcontroller.proto",
+        // Ours: the AppContext store over gRPC (no package either, so it joins the same module).
+        "emco/ext/appcontext.proto",
     ];
     tonic_prost_build::configure()
         .build_client(true)

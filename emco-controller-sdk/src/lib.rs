@@ -5,3 +5,73 @@
 //! it in-process inside the server, gives it a typed handle on the AppContext, and gives its
 //! intent types REST routes. It also holds the client side that the orchestrator uses to call
 //! registered controllers in priority order.
+//!
+//! - [`ActionController`] / [`PlacementController`]: the traits a controller implements, given a
+//!   [`ControllerContext`] (a typed, staged [`ContextHandle`] on the AppContext, the intent name,
+//!   the replaced context, and its intents through [`intent`]);
+//! - [`Server`]: serves a controller over gRPC (`contextupdate` / `PlacementController` + health,
+//!   graceful shutdown); [`ActionRunner`] / [`PlacementRunner`] run it in-process;
+//! - [`ControllerRegistry`]: the orchestrator's side, calling the controllers a DIG names in
+//!   priority order over gRPC (one cached channel per address, timeouts) or in-process.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore};
+//! use emco_controller_sdk::{ActionController, ActionRunner, ControllerContext, Stores, set_field};
+//!
+//! struct Team;
+//!
+//! #[async_trait::async_trait]
+//! impl ActionController for Team {
+//!     async fn update(&self, cx: &mut ControllerContext) -> emco_core::Result<()> {
+//!         let team = cx.intent_name().unwrap_or("none").to_owned();
+//!         for app in cx.apps().await? {
+//!             for cluster in cx.clusters(&app).await? {
+//!                 for (name, mut obj) in cx.resources(&app, &cluster).await? {
+//!                     set_field(&mut obj, &["metadata", "labels", "team"], team.clone().into())?;
+//!                     cx.put_resource(&app, &cluster, &name, obj).await?;
+//!                 }
+//!             }
+//!         }
+//!         Ok(())
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
+//! let ctx = AppContext::create(Arc::clone(&store), &CompositeAppMeta::default()).await?;
+//! let mut w = ctx.writer();
+//! w.add_app("web")?;
+//! w.add_cluster("web", "p+c1", None)?;
+//! w.add_resource("web", "p+c1", "web+Service", "kind: Service\nmetadata:\n  name: web\n")?;
+//! w.flush().await?;
+//! // In-process; `Server::builder(store).action(Team).serve(addr, shutdown)` serves it over gRPC.
+//! let runner = ActionRunner::new(Arc::new(Team), Stores::new(Arc::clone(&store)));
+//! runner.update(&ctx.id().to_string(), "blue", "").await?;
+//! let yaml = ctx.resource("web", "p+c1", "web+Service").await?.unwrap_or_default();
+//! assert!(yaml.contains("team: blue"));
+//! # Ok::<(), emco_core::Error>(())
+//! # }).unwrap();
+//! ```
+//!
+//! The [`rest`] module is the REST kit shared by the server and every controller: EMCO's status
+//! codes and error bodies, the JSON body extractor, and generic collection/item routes over the
+//! resource store, so a controller's intent types get the same conventions as the orchestrator's
+//! own objects.
+
+pub mod client;
+pub mod controller;
+pub mod handle;
+pub mod intent;
+pub mod remote;
+pub mod rest;
+pub mod server;
+
+pub use client::ControllerRegistry;
+pub use controller::{
+    ActionController, ActionRunner, ControllerContext, Event, PlacementController, PlacementRunner,
+    Stores,
+};
+pub use handle::{ContextHandle, resource_name, set_field};
+pub use intent::{Dig, IntentType};
+pub use server::Server;

@@ -3,3 +3,16 @@
 //! EMCO's built-in controllers, written only with the public API of `emco-controller-sdk`: the
 //! generic action controller (gac) and the hardware-platform-aware placement and action
 //! controllers (hpa).
+//!
+//! - [`gac::Gac`]: applies the generic-k8s-intent the DIG names (new objects, JSON / merge
+//!   patches, ConfigMap / Secret data from files, per-cluster or per-label scope with allow /
+//!   deny); [`gac::apply`] is the same logic on a [`emco_controller_sdk::ContextHandle`].
+//! - [`hpa::HpaPlacement`] removes the clusters that miss an app's mandatory hardware
+//!   requirements (cluster kv-pairs and labels); [`hpa::HpaAction`] writes the requests and
+//!   limits into the consumer's pod template.
+//!
+//! Each runs in-process through `ControllerRegistry::with_action` / `with_placement`, or as a
+//! gRPC server with `emco_controller_sdk::Server`.
+
+pub mod gac;
+pub mod hpa;

@@ -2,5 +2,562 @@
 //!
 //! EMCO's service layer as a library: projects, composite apps, apps, profiles, deployment intent
 //! groups and their intents, cluster providers and clusters, logical clouds and the controller
-//! registry; and the lifecycle of a deployment (approve, instantiate, update, rollback, terminate,
-//! stop, status). The REST server, the gRPC services and the Python bindings all call it.
+//! registry; and the lifecycle of a deployment (approve now; instantiate, update, rollback,
+//! terminate, stop and status come with rendering and rsync). The REST server, the gRPC services
+//! and the Python bindings all call it.
+//!
+//! Every object lives in a [`ResourceStore`] under the key its REST URL names (see [`keys`]).
+//! Plain objects are served by typed [`Collection`]s whose hooks add EMCO's checks beyond
+//! parent/child integrity; objects with a file (apps, app profiles, clusters) and composite apps
+//! (keyed by name and version) have their own methods. [`rest::router`] serves it all.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use emco_appcontext::{InMemoryResourceStore, ResourceKey};
+//! use emco_core::{Metadata, model::Project};
+//! use emco_orchestrator::{Orchestrator, keys};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
+//! orch.projects().create(&ResourceKey::root(), &Project { metadata: Metadata::named("p1") }).await?;
+//! assert_eq!(orch.projects().get(&ResourceKey::root(), "p1").await?.metadata.name, "p1");
+//! assert!(orch.projects().get(&ResourceKey::root(), "p2").await.is_err());
+//! # Ok::<(), emco_core::Error>(())
+//! # }).unwrap();
+//! ```
+
+mod hooks;
+pub mod keys;
+pub mod rest;
+pub mod upload;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use emco_appcontext::{ResourceKey, ResourceStore};
+use emco_controller_sdk::rest::Collection;
+use emco_controller_sdk::rest::multipart::file_blob_stream;
+use emco_core::lifecycle::{DigOperation, StateInfo};
+use emco_core::model::{
+    App, AppDependency, AppProfile, ClmController, Cluster, ClusterLabel, ClusterProvider,
+    ClusterQuota, ClusterReference, ClusterWithLabels, CompositeApp, CompositeProfile, Controller,
+    DeploymentIntentGroup, DigIntent, GenericPlacementIntent, KvPair, LogicalCloud, Project,
+    UserPermission, check_url_name,
+};
+use emco_core::placement::AppPlacementIntent;
+use emco_core::{Error, ErrorKind, Result, Validate};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub use hooks::{load_state, save_state};
+pub use upload::Limits;
+
+/// The orchestrator: every onboarding operation over one resource store.
+#[derive(Debug, Clone)]
+pub struct Orchestrator {
+    store: Arc<dyn ResourceStore>,
+    limits: Limits,
+}
+
+macro_rules! collections {
+    ($($(#[$doc:meta])* $fn:ident: $ty:ty = $kind:expr, $hook:expr;)+) => {
+        $($(#[$doc])* #[must_use]
+        pub fn $fn(&self) -> Collection<$ty> {
+            Collection::new(Arc::clone(&self.store), $kind).with_hook($hook)
+        })+
+    };
+}
+
+/// What a file-carrying object was stored with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FileCheck {
+    Chart,
+    Profile,
+    Kubeconfig,
+}
+
+impl Orchestrator {
+    /// An orchestrator over `store` with the default [`Limits`].
+    pub fn new(store: Arc<dyn ResourceStore>) -> Self {
+        Self {
+            store,
+            limits: Limits::default(),
+        }
+    }
+
+    /// Uses `limits` for uploads.
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The upload limits.
+    #[must_use]
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The resource store.
+    #[must_use]
+    pub fn store(&self) -> &Arc<dyn ResourceStore> {
+        &self.store
+    }
+
+    collections! {
+        /// Projects (parent: the root).
+        projects: Project = keys::PROJECT, emco_controller_sdk::rest::NoHook;
+        /// App dependencies (parent: an app); `spec.app` must be another app of the composite app.
+        app_dependencies: AppDependency = keys::DEPENDENCY, hooks::DependencyHook;
+        /// Composite profiles (parent: a composite app).
+        composite_profiles: CompositeProfile = keys::COMPOSITE_PROFILE, emco_controller_sdk::rest::NoHook;
+        /// Deployment intent groups (parent: a composite app), with their lifecycle record.
+        deployment_intent_groups: DeploymentIntentGroup = keys::DIG, hooks::DigHook;
+        /// DIG intents (parent: a deployment intent group).
+        dig_intents: DigIntent = keys::GROUP_INTENT, hooks::DigChildHook;
+        /// Generic placement intents (parent: a deployment intent group).
+        generic_placement_intents: GenericPlacementIntent = keys::GENERIC_PLACEMENT_INTENT, hooks::DigChildHook;
+        /// App placement intents (parent: a generic placement intent); `spec.app` must exist.
+        app_placement_intents: AppPlacementIntent = keys::APP_INTENT, hooks::AppIntentHook;
+        /// Registered controllers (parent: the root).
+        controllers: Controller = keys::CONTROLLER, emco_controller_sdk::rest::NoHook;
+        /// Registered clm controllers (parent: the root).
+        clm_controllers: ClmController = keys::CLM_CONTROLLER, emco_controller_sdk::rest::NoHook;
+        /// Cluster providers (parent: the root).
+        cluster_providers: ClusterProvider = keys::CLUSTER_PROVIDER, emco_controller_sdk::rest::NoHook;
+        /// Cluster labels (parent: a cluster); keyed by the label itself.
+        cluster_labels: ClusterLabel = keys::CLUSTER_LABEL, emco_controller_sdk::rest::NoHook;
+        /// Kv-pairs (parent: a cluster or a logical cloud).
+        kv_pairs: KvPair = keys::KV_PAIR, emco_controller_sdk::rest::NoHook;
+        /// Logical clouds (parent: a project), with EMCO's defaults filled in.
+        logical_clouds: LogicalCloud = keys::LOGICAL_CLOUD, hooks::LogicalCloudHook;
+        /// Logical cloud cluster references (parent: a logical cloud); the cluster must exist.
+        cluster_references: ClusterReference = keys::CLUSTER_REFERENCE, hooks::ClusterReferenceHook;
+        /// Logical cloud user permissions (parent: a logical cloud).
+        user_permissions: UserPermission = keys::USER_PERMISSION, emco_controller_sdk::rest::NoHook;
+        /// Logical cloud cluster quotas (parent: a logical cloud).
+        cluster_quotas: ClusterQuota = keys::CLUSTER_QUOTA, emco_controller_sdk::rest::NoHook;
+    }
+
+    /// Apps, for get, list and delete (create and replace go through [`Self::create_app`] and
+    /// [`Self::put_app`], which take the chart).
+    #[must_use]
+    pub fn apps(&self) -> Collection<App> {
+        Collection::new(Arc::clone(&self.store), keys::APP)
+    }
+
+    /// App profiles, for get, list and delete (see [`Self::create_app_profile`]).
+    #[must_use]
+    pub fn app_profiles(&self) -> Collection<AppProfile> {
+        Collection::new(Arc::clone(&self.store), keys::APP_PROFILE)
+    }
+
+    /// Clusters, for get, list and delete (see [`Self::create_cluster`]).
+    #[must_use]
+    pub fn clusters(&self) -> Collection<Cluster> {
+        Collection::new(Arc::clone(&self.store), keys::CLUSTER)
+    }
+
+    // ---- composite apps: keyed by name and version ----
+
+    /// Creates a composite app in `project`.
+    ///
+    /// # Errors
+    /// InvalidArgument, NotFound (project), AlreadyExists.
+    pub async fn create_composite_app(&self, project: &str, ca: &CompositeApp) -> Result<()> {
+        ca.validate()?;
+        let key = keys::composite_app(project, &ca.metadata.name, &ca.spec.composite_app_version);
+        self.store
+            .create(&key, &to_value(ca)?)
+            .await
+            .map_err(|e| match e.kind() {
+                ErrorKind::AlreadyExists => Error::already_exists(format!(
+                    "composite app {:?} version {:?} already exists",
+                    ca.metadata.name, ca.spec.composite_app_version
+                )),
+                ErrorKind::NotFound => {
+                    Error::not_found(format!("project {project:?} does not exist"))
+                }
+                _ => e,
+            })
+    }
+
+    /// The composite app `name` at `version`.
+    ///
+    /// # Errors
+    /// NotFound.
+    pub async fn get_composite_app(
+        &self,
+        project: &str,
+        name: &str,
+        version: &str,
+    ) -> Result<CompositeApp> {
+        let key = keys::composite_app(project, name, version);
+        match self.store.get(&key).await? {
+            Some(v) => from_value(&key, v),
+            None => Err(Error::not_found(format!(
+                "composite app {name:?} version {version:?} not found"
+            ))),
+        }
+    }
+
+    /// Every composite app (all versions) of `project`.
+    ///
+    /// # Errors
+    /// NotFound when the project does not exist.
+    pub async fn list_composite_apps(&self, project: &str) -> Result<Vec<CompositeApp>> {
+        let key = keys::project(project);
+        hooks::must_exist(self.store.as_ref(), &key, "project").await?;
+        self.store
+            .list(&key, keys::COMPOSITE_APP, &[])
+            .await?
+            .into_iter()
+            .map(|(k, v)| from_value(&k, v))
+            .collect()
+    }
+
+    /// Creates or replaces the composite app `name` at `version`; returns whether it was created.
+    ///
+    /// # Errors
+    /// InvalidArgument (also when the body's name or version differ from the URL's), NotFound.
+    pub async fn put_composite_app(
+        &self,
+        project: &str,
+        name: &str,
+        version: &str,
+        ca: &CompositeApp,
+    ) -> Result<bool> {
+        ca.validate()?;
+        check_url_name(ca, name)?;
+        if ca.spec.composite_app_version != version {
+            return Err(Error::invalid(format!(
+                "version {:?} does not match the URL's {version:?}",
+                ca.spec.composite_app_version
+            ))
+            .with_field("spec.compositeAppVersion"));
+        }
+        let key = keys::composite_app(project, name, version);
+        let doc = to_value(ca)?;
+        if self.store.get(&key).await?.is_some() {
+            self.store.update(&key, &doc).await?;
+            return Ok(false);
+        }
+        match self.store.create(&key, &doc).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                self.store.update(&key, &doc).await.map(|()| false)
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::not_found(format!(
+                "project {project:?} does not exist"
+            ))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes the composite app `name` at `version`.
+    ///
+    /// # Errors
+    /// NotFound; Conflict while it has apps, profiles or deployment intent groups.
+    pub async fn delete_composite_app(
+        &self,
+        project: &str,
+        name: &str,
+        version: &str,
+    ) -> Result<()> {
+        let key = keys::composite_app(project, name, version);
+        self.get_composite_app(project, name, version).await?;
+        self.store.delete(&key).await.map_err(|e| match e.kind() {
+            ErrorKind::Conflict => Error::conflict(format!(
+                "composite app {name:?} version {version:?} still has children; delete them first"
+            ))
+            .with_source(e),
+            _ => e,
+        })
+    }
+
+    // ---- objects with a file ----
+
+    async fn check_file(&self, check: FileCheck, file: &Path) -> Result<()> {
+        let limits = self.limits;
+        let file = file.to_owned();
+        tokio::task::spawn_blocking(move || match check {
+            FileCheck::Chart => upload::check_chart(&file, &limits),
+            FileCheck::Profile => upload::check_profile(&file, &limits).map(|_| ()),
+            FileCheck::Kubeconfig => upload::check_kubeconfig(&file, &limits),
+        })
+        .await
+        .map_err(|e| Error::internal("an upload check failed").with_source(e))?
+    }
+
+    /// Writes `object` at `key` (created or replaced) and then its file, streamed; a create
+    /// whose file cannot be stored is undone. Returns whether the object was created.
+    async fn write_with_file<T: Serialize>(
+        &self,
+        key: &ResourceKey,
+        object: &T,
+        file: Option<&Path>,
+        replace: bool,
+    ) -> Result<bool> {
+        let doc = to_value(object)?;
+        let created = if replace && self.store.get(key).await?.is_some() {
+            self.store.update(key, &doc).await?;
+            false
+        } else {
+            self.store.create(key, &doc).await?;
+            true
+        };
+        if let Some(file) = file {
+            let stored = async {
+                self.store
+                    .put_blob(key, keys::FILE_BLOB, file_blob_stream(file).await?)
+                    .await
+            };
+            if let Err(e) = stored.await {
+                if created && let Err(undo) = self.store.delete(key).await {
+                    tracing::warn!(%key, error = %undo, "cannot undo a failed upload");
+                }
+                return Err(e);
+            }
+        } else if !created {
+            self.store.delete_blob(key, keys::FILE_BLOB).await?;
+        }
+        Ok(created)
+    }
+
+    /// Creates `app` in the composite app `ca` with its Helm chart, a `.tgz` at `chart`
+    /// (checked, then streamed to the store).
+    ///
+    /// # Errors
+    /// InvalidArgument for a bad app or chart; NotFound; AlreadyExists.
+    pub async fn create_app(&self, ca: &ResourceKey, app: &App, chart: &Path) -> Result<()> {
+        app.validate()?;
+        self.check_file(FileCheck::Chart, chart).await?;
+        let key = ca.child(keys::APP, app.metadata.name.as_str());
+        self.write_with_file(&key, app, Some(chart), false)
+            .await
+            .map(|_| ())
+    }
+
+    /// Creates or replaces the app `name` of `ca` and its chart; returns whether it was created.
+    ///
+    /// # Errors
+    /// As [`Self::create_app`]; InvalidArgument when the names differ.
+    pub async fn put_app(
+        &self,
+        ca: &ResourceKey,
+        name: &str,
+        app: &App,
+        chart: &Path,
+    ) -> Result<bool> {
+        app.validate()?;
+        check_url_name(app, name)?;
+        self.check_file(FileCheck::Chart, chart).await?;
+        self.write_with_file(&ca.child(keys::APP, name), app, Some(chart), true)
+            .await
+    }
+
+    /// Creates `profile` in the composite profile `cp` with its archive at `file`; `spec.app`
+    /// must be an app of the composite app.
+    ///
+    /// # Errors
+    /// InvalidArgument for a bad profile or archive; NotFound; AlreadyExists.
+    pub async fn create_app_profile(
+        &self,
+        cp: &ResourceKey,
+        profile: &AppProfile,
+        file: &Path,
+    ) -> Result<()> {
+        self.check_profile(cp, profile, file).await?;
+        let key = cp.child(keys::APP_PROFILE, profile.metadata.name.as_str());
+        self.write_with_file(&key, profile, Some(file), false)
+            .await
+            .map(|_| ())
+    }
+
+    /// Creates or replaces the app profile `name` of `cp`; returns whether it was created.
+    ///
+    /// # Errors
+    /// As [`Self::create_app_profile`]; InvalidArgument when the names differ.
+    pub async fn put_app_profile(
+        &self,
+        cp: &ResourceKey,
+        name: &str,
+        profile: &AppProfile,
+        file: &Path,
+    ) -> Result<bool> {
+        check_url_name(profile, name)?;
+        self.check_profile(cp, profile, file).await?;
+        self.write_with_file(
+            &cp.child(keys::APP_PROFILE, name),
+            profile,
+            Some(file),
+            true,
+        )
+        .await
+    }
+
+    async fn check_profile(
+        &self,
+        cp: &ResourceKey,
+        profile: &AppProfile,
+        file: &Path,
+    ) -> Result<()> {
+        profile.validate()?;
+        hooks::must_exist(self.store.as_ref(), cp, "composite profile").await?;
+        let ca = cp.parent().unwrap_or_default();
+        hooks::must_exist(
+            self.store.as_ref(),
+            &ca.child(keys::APP, profile.spec.app.as_str()),
+            "app",
+        )
+        .await?;
+        self.check_file(FileCheck::Profile, file).await
+    }
+
+    /// The profile of `app` in the composite profile `cp`.
+    ///
+    /// # Errors
+    /// NotFound when there is none.
+    pub async fn profile_for_app(&self, cp: &ResourceKey, app: &str) -> Result<AppProfile> {
+        let filter = emco_appcontext::Filter::eq("spec.app", app);
+        self.app_profiles()
+            .list(cp, &[filter])
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::not_found(format!("no profile for app {app:?}")))
+    }
+
+    async fn check_cluster(&self, cluster: &Cluster, kubeconfig: Option<&Path>) -> Result<()> {
+        cluster.validate()?;
+        match kubeconfig {
+            Some(k) => self.check_file(FileCheck::Kubeconfig, k).await,
+            None if cluster.needs_kubeconfig() => Err(Error::invalid(
+                "a kubeconfig file is required unless spec.gitOps is set",
+            )
+            .with_field("file")),
+            None => Ok(()),
+        }
+    }
+
+    /// Registers `cluster` with `provider`, with its kubeconfig (required unless the cluster is
+    /// reached through GitOps). The kubeconfig is checked and kept as a blob, never in the
+    /// cluster's JSON.
+    ///
+    /// # Errors
+    /// InvalidArgument for a bad cluster or kubeconfig; NotFound; AlreadyExists.
+    pub async fn create_cluster(
+        &self,
+        provider: &str,
+        cluster: &Cluster,
+        kubeconfig: Option<&Path>,
+    ) -> Result<()> {
+        self.check_cluster(cluster, kubeconfig).await?;
+        let key = keys::cluster(provider, &cluster.metadata.name);
+        self.write_with_file(&key, cluster, kubeconfig, false)
+            .await
+            .map(|_| ())
+    }
+
+    /// Creates or replaces the cluster `name` of `provider`; returns whether it was created.
+    ///
+    /// # Errors
+    /// As [`Self::create_cluster`]; InvalidArgument when the names differ.
+    pub async fn put_cluster(
+        &self,
+        provider: &str,
+        name: &str,
+        cluster: &Cluster,
+        kubeconfig: Option<&Path>,
+    ) -> Result<bool> {
+        check_url_name(cluster, name)?;
+        self.check_cluster(cluster, kubeconfig).await?;
+        self.write_with_file(&keys::cluster(provider, name), cluster, kubeconfig, true)
+            .await
+    }
+
+    /// The names of the clusters of `provider` that carry `label`.
+    ///
+    /// # Errors
+    /// NotFound when the provider does not exist.
+    pub async fn clusters_with_label(&self, provider: &str, label: &str) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for cluster in self
+            .clusters()
+            .list(&keys::cluster_provider(provider), &[])
+            .await?
+        {
+            let key = keys::cluster(provider, &cluster.metadata.name);
+            if self
+                .store
+                .get(&key.child(keys::CLUSTER_LABEL, label))
+                .await?
+                .is_some()
+            {
+                out.push(cluster.metadata.name);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The clusters of `provider` with their labels.
+    ///
+    /// # Errors
+    /// NotFound when the provider does not exist.
+    pub async fn clusters_with_labels(&self, provider: &str) -> Result<Vec<ClusterWithLabels>> {
+        let mut out = Vec::new();
+        for cluster in self
+            .clusters()
+            .list(&keys::cluster_provider(provider), &[])
+            .await?
+        {
+            let key = keys::cluster(provider, &cluster.metadata.name);
+            let labels = self.cluster_labels().list(&key, &[]).await?;
+            out.push(ClusterWithLabels {
+                metadata: cluster.metadata,
+                labels,
+            });
+        }
+        Ok(out)
+    }
+
+    // ---- deployment lifecycle (CRUD level) ----
+
+    /// The lifecycle record of the deployment intent group at `dig`.
+    ///
+    /// # Errors
+    /// NotFound when it does not exist.
+    pub async fn dig_state(&self, dig: &ResourceKey) -> Result<StateInfo> {
+        self.deployment_intent_groups()
+            .get(
+                &dig.parent().unwrap_or_default(),
+                dig.name().unwrap_or_default(),
+            )
+            .await?;
+        load_state(self.store.as_ref(), dig).await
+    }
+
+    /// Approves the deployment intent group at `dig` (Created -> Approved).
+    ///
+    /// # Errors
+    /// NotFound; FailedPrecondition when it is deployed.
+    pub async fn approve(&self, dig: &ResourceKey) -> Result<()> {
+        let mut state = self.dig_state(dig).await?;
+        let before = state.actions.len();
+        state.apply(DigOperation::Approve, "", hooks::now_rfc3339())?;
+        if state.actions.len() != before {
+            save_state(self.store.as_ref(), dig, &state).await?;
+        }
+        Ok(())
+    }
+}
+
+fn to_value<T: Serialize>(value: &T) -> Result<serde_json::Value> {
+    serde_json::to_value(value)
+        .map_err(|e| Error::internal("cannot serialize an object").with_source(e))
+}
+
+fn from_value<T: DeserializeOwned>(key: &ResourceKey, value: serde_json::Value) -> Result<T> {
+    serde_json::from_value(value)
+        .map_err(|e| Error::internal(format!("stored object {key} is malformed")).with_source(e))
+}

@@ -1,0 +1,100 @@
+//! A custom EMCO action controller: labels and annotates every Deployment of the apps its
+//! intent names. See examples/label-controller/README.md.
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use emco_appcontext::etcd::EtcdBuilder;
+use emco_appcontext::mongo::MongoBuilder;
+use emco_controller_sdk::{
+    ActionController, ControllerContext, Dig, IntentType, Server, set_field,
+};
+use emco_core::{Error, Metadata, Result, Validate, model::Named};
+use serde::{Deserialize, Serialize};
+
+/// `DIG/label-intents/{labelIntent}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LabelIntent {
+    metadata: Metadata,
+    spec: LabelSpec,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct LabelSpec {
+    apps: Vec<String>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    annotations: BTreeMap<String, String>,
+}
+
+impl Validate for LabelIntent {
+    fn validate(&self) -> Result<()> {
+        emco_core::validate::check_name("metadata.name", &self.metadata.name)?;
+        if self.spec.apps.is_empty() || self.spec.labels.len() + self.spec.annotations.len() == 0 {
+            return Err(Error::invalid(
+                "name apps and at least one label or annotation",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Named for LabelIntent {
+    fn name(&self) -> &str {
+        &self.metadata.name
+    }
+}
+
+impl IntentType for LabelIntent {
+    type Parent = Dig;
+    const SEGMENT: &'static str = "label-intents";
+    const PARAM: &'static str = "labelIntent";
+}
+
+/// The controller: reads the intent the DIG names and patches the Deployments.
+#[derive(Debug)]
+pub struct Labeler;
+
+#[async_trait]
+impl ActionController for Labeler {
+    async fn update(&self, cx: &mut ControllerContext) -> Result<()> {
+        let (_, intent) = cx.intent::<LabelIntent>().await?;
+        for app in &intent.spec.apps {
+            for cluster in cx.clusters(app).await? {
+                for (name, mut obj) in cx.resources(app, &cluster).await? {
+                    if obj["kind"] != "Deployment" {
+                        continue;
+                    }
+                    for (k, v) in &intent.spec.labels {
+                        set_field(&mut obj, &["metadata", "labels", k], v.as_str().into())?;
+                    }
+                    for (k, v) in &intent.spec.annotations {
+                        set_field(&mut obj, &["metadata", "annotations", k], v.as_str().into())?;
+                    }
+                    cx.put_resource(app, &cluster, &name, obj).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[tokio::main]
+async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let appcontexts = Arc::new(EtcdBuilder::from_env().build().await?);
+    let resources = Arc::new(MongoBuilder::from_env().build().await?);
+    let rest = tokio::net::TcpListener::bind("0.0.0.0:9025").await?;
+    let routes: axum::Router = LabelIntent::routes(resources.clone());
+    tokio::spawn(async move { axum::serve(rest, routes).await });
+    let stop = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    Server::builder(appcontexts)
+        .name("label")
+        .resources(resources)
+        .action(Labeler)
+        .serve("0.0.0.0:9035".parse()?, stop)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,339 @@
+//! The controller traits, the context they are given, and the in-process runner that calls them.
+//!
+//! The runner is the single place where a request (context id, intent name, update-from id)
+//! becomes a call on a controller: the gRPC services of [`crate::server`] and the in-process
+//! path of [`crate::client`] both go through it, so a controller behaves the same either way.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use emco_appcontext::{AppContextStore, ResourceStore};
+use emco_core::{Error, Result};
+
+use crate::handle::ContextHandle;
+
+/// The lifecycle event an action controller is told about (`PostEvent`), numbered as EMCO's
+/// `EventType` enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// The context is being instantiated.
+    Instantiate,
+    /// The context is being terminated.
+    Terminate,
+    /// The context replaces another one.
+    Update,
+}
+
+/// An action controller: changes an AppContext before rsync applies it (adds resources, patches
+/// them), and may react to terminate and lifecycle events.
+///
+/// Used as `Arc<dyn ActionController>`.
+#[async_trait]
+pub trait ActionController: Send + Sync + 'static {
+    /// Updates the context for the intent `cx.intent_name()` (`UpdateAppContext`). Changes made
+    /// through `cx` are committed only when this returns `Ok`.
+    ///
+    /// # Errors
+    /// Any error aborts the orchestrator's operation with the error's message.
+    async fn update(&self, cx: &mut ControllerContext) -> Result<()>;
+
+    /// Called when the context is terminated (`TerminateAppContext`). Most controllers only
+    /// change the context before it is applied and have nothing to undo, so the default does
+    /// nothing.
+    ///
+    /// # Errors
+    /// Any error is reported to the orchestrator.
+    async fn terminate(&self, cx: &mut ControllerContext) -> Result<()> {
+        let _ = cx;
+        Ok(())
+    }
+
+    /// Called on a lifecycle event of the context (`PostEvent`); the default ignores events.
+    ///
+    /// # Errors
+    /// Any error is reported to the orchestrator.
+    async fn post_event(&self, cx: &mut ControllerContext, event: Event) -> Result<()> {
+        let _ = (cx, event);
+        Ok(())
+    }
+}
+
+/// A placement controller: removes clusters an app must not go to (`FilterClusters`).
+///
+/// Used as `Arc<dyn PlacementController>`.
+#[async_trait]
+pub trait PlacementController: Send + Sync + 'static {
+    /// Filters the clusters of the apps of the context, typically with
+    /// [`ContextHandle::remove_cluster`]. Changes are committed only when this returns `Ok`.
+    ///
+    /// # Errors
+    /// Any error aborts the orchestrator's operation with the error's message.
+    async fn filter_clusters(&self, cx: &mut ControllerContext) -> Result<()>;
+}
+
+/// What a controller method is given: the context (through [`ContextHandle`], which this derefs
+/// to), the intent the DIG names for this controller, the context being replaced on an update,
+/// and the resource store holding the controller's intents.
+#[derive(Debug)]
+pub struct ControllerContext {
+    handle: ContextHandle,
+    intent_name: Option<String>,
+    update_from: Option<u64>,
+    resources: Option<Arc<dyn ResourceStore>>,
+}
+
+impl ControllerContext {
+    /// A context for a call on `handle`.
+    #[must_use]
+    pub fn new(handle: ContextHandle) -> Self {
+        Self {
+            handle,
+            intent_name: None,
+            update_from: None,
+            resources: None,
+        }
+    }
+
+    /// Sets the intent name the DIG gives this controller.
+    #[must_use]
+    pub fn with_intent_name(mut self, name: impl Into<String>) -> Self {
+        self.intent_name = Some(name.into()).filter(|n: &String| !n.is_empty());
+        self
+    }
+
+    /// Sets the context an update replaces.
+    #[must_use]
+    pub fn with_update_from(mut self, id: Option<u64>) -> Self {
+        self.update_from = id;
+        self
+    }
+
+    /// Sets the resource store the controller's intents are read from.
+    #[must_use]
+    pub fn with_resource_store(mut self, store: Option<Arc<dyn ResourceStore>>) -> Self {
+        self.resources = store;
+        self
+    }
+
+    /// The handle on the context.
+    #[must_use]
+    pub fn handle(&self) -> &ContextHandle {
+        &self.handle
+    }
+
+    /// The handle on the context, to stage changes.
+    pub fn handle_mut(&mut self) -> &mut ContextHandle {
+        &mut self.handle
+    }
+
+    /// The intent name the DIG gives this controller (empty on the wire means none).
+    #[must_use]
+    pub fn intent_name(&self) -> Option<&str> {
+        self.intent_name.as_deref()
+    }
+
+    /// The context an update or migrate replaces.
+    #[must_use]
+    pub fn update_from(&self) -> Option<u64> {
+        self.update_from
+    }
+
+    /// The resource store holding the onboarded objects and the controller's intents.
+    ///
+    /// # Errors
+    /// `FailedPrecondition` when the controller was started without one.
+    pub fn resource_store(&self) -> Result<&Arc<dyn ResourceStore>> {
+        self.resources.as_ref().ok_or_else(|| {
+            Error::failed_precondition("this controller was started without a resource store")
+        })
+    }
+
+    /// Gives the handle back, with whatever it has staged.
+    #[must_use]
+    pub fn into_handle(self) -> ContextHandle {
+        self.handle
+    }
+}
+
+impl Deref for ControllerContext {
+    type Target = ContextHandle;
+
+    fn deref(&self) -> &ContextHandle {
+        &self.handle
+    }
+}
+
+impl DerefMut for ControllerContext {
+    fn deref_mut(&mut self) -> &mut ContextHandle {
+        &mut self.handle
+    }
+}
+
+/// The stores a controller works on.
+#[derive(Clone)]
+pub struct Stores {
+    /// Where the AppContexts are: etcd, the embedded store, or the AppContext gRPC client.
+    pub appcontext: Arc<dyn AppContextStore>,
+    /// Where intents are, when the controller reads any.
+    pub resources: Option<Arc<dyn ResourceStore>>,
+}
+
+impl fmt::Debug for Stores {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stores")
+            .field("resources", &self.resources.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Stores {
+    /// Stores with an AppContext store only.
+    #[must_use]
+    pub fn new(appcontext: Arc<dyn AppContextStore>) -> Self {
+        Self {
+            appcontext,
+            resources: None,
+        }
+    }
+
+    /// Adds the resource store.
+    #[must_use]
+    pub fn with_resources(mut self, resources: Arc<dyn ResourceStore>) -> Self {
+        self.resources = Some(resources);
+        self
+    }
+
+    async fn open(
+        &self,
+        context_id: u64,
+        intent_name: &str,
+        update_from: Option<u64>,
+    ) -> Result<ControllerContext> {
+        let handle = ContextHandle::load(Arc::clone(&self.appcontext), context_id).await?;
+        Ok(ControllerContext::new(handle)
+            .with_intent_name(intent_name)
+            .with_update_from(update_from)
+            .with_resource_store(self.resources.clone()))
+    }
+}
+
+/// Parses a context id as sent on the wire (decimal text); empty means none.
+///
+/// # Errors
+/// `InvalidArgument` when the text is not a positive decimal number.
+pub fn parse_context_id(field: &str, text: &str) -> Result<Option<u64>> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse::<u64>().map(Some).map_err(|e| {
+        Error::invalid(format!("{field} {text:?} is not an AppContext id"))
+            .with_field(field)
+            .with_source(e)
+    })
+}
+
+fn required_context_id(field: &str, text: &str) -> Result<u64> {
+    parse_context_id(field, text)?
+        .ok_or_else(|| Error::invalid(format!("{field} is required")).with_field(field))
+}
+
+/// Runs an action controller in-process: opens the context, calls the controller, commits what
+/// it staged when it succeeded.
+#[derive(Clone)]
+pub struct ActionRunner {
+    controller: Arc<dyn ActionController>,
+    stores: Stores,
+}
+
+impl fmt::Debug for ActionRunner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ActionRunner")
+            .field("stores", &self.stores)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ActionRunner {
+    /// A runner of `controller` over `stores`.
+    #[must_use]
+    pub fn new(controller: Arc<dyn ActionController>, stores: Stores) -> Self {
+        Self { controller, stores }
+    }
+
+    /// `UpdateAppContext` for the context `app_context` (decimal id), the DIG's `intent_name` and,
+    /// on an update, the replaced context `update_from` (empty when none).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad id; the controller's and the store's errors.
+    pub async fn update(
+        &self,
+        app_context: &str,
+        intent_name: &str,
+        update_from: &str,
+    ) -> Result<()> {
+        let id = required_context_id("app_context", app_context)?;
+        let from = parse_context_id("update_from_appContext", update_from)?;
+        let mut cx = self.stores.open(id, intent_name, from).await?;
+        self.controller.update(&mut cx).await?;
+        cx.handle_mut().commit().await
+    }
+
+    /// `TerminateAppContext` for the context `app_context`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad id; the controller's and the store's errors.
+    pub async fn terminate(&self, app_context: &str) -> Result<()> {
+        let id = required_context_id("app_context", app_context)?;
+        let mut cx = self.stores.open(id, "", None).await?;
+        self.controller.terminate(&mut cx).await?;
+        cx.handle_mut().commit().await
+    }
+
+    /// `PostEvent` for the context `app_context`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad id; the controller's and the store's errors.
+    pub async fn post_event(&self, app_context: &str, event: Event) -> Result<()> {
+        let id = required_context_id("app_context", app_context)?;
+        let mut cx = self.stores.open(id, "", None).await?;
+        self.controller.post_event(&mut cx, event).await?;
+        cx.handle_mut().commit().await
+    }
+}
+
+/// Runs a placement controller in-process, like [`ActionRunner`].
+#[derive(Clone)]
+pub struct PlacementRunner {
+    controller: Arc<dyn PlacementController>,
+    stores: Stores,
+}
+
+impl fmt::Debug for PlacementRunner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PlacementRunner")
+            .field("stores", &self.stores)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PlacementRunner {
+    /// A runner of `controller` over `stores`.
+    #[must_use]
+    pub fn new(controller: Arc<dyn PlacementController>, stores: Stores) -> Self {
+        Self { controller, stores }
+    }
+
+    /// `FilterClusters` for the context `app_context` (decimal id).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad id; the controller's and the store's errors.
+    pub async fn filter_clusters(&self, app_context: &str) -> Result<()> {
+        let id = required_context_id("appContext", app_context)?;
+        let mut cx = self.stores.open(id, "", None).await?;
+        self.controller.filter_clusters(&mut cx).await?;
+        cx.handle_mut().commit().await
+    }
+}

@@ -1,0 +1,148 @@
+//! `Accept` negotiation for objects that carry a file (apps, app profiles, clusters).
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use emco_appcontext::{ResourceKey, ResourceStore};
+use emco_core::Error;
+use futures::StreamExt;
+use http::{HeaderMap, StatusCode, header};
+use serde::Serialize;
+
+use super::{ApiError, json_response};
+
+/// What a GET of an object with a file answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Representation {
+    /// `application/json` (also `*/*` or no `Accept`): the object's JSON only.
+    Json,
+    /// `multipart/form-data`: a `metadata` part with the JSON and a `file` part.
+    Multipart,
+    /// `application/octet-stream`: the raw file.
+    OctetStream,
+}
+
+impl Representation {
+    /// The first media type of the `Accept` header that EMCO serves, in the client's order.
+    ///
+    /// # Errors
+    /// 406 when the header names none of them.
+    pub fn from_headers(headers: &HeaderMap) -> Result<Self, ApiError> {
+        let Some(accept) = headers.get(header::ACCEPT) else {
+            return Ok(Self::Json);
+        };
+        let accept = accept.to_str().unwrap_or_default();
+        if accept.trim().is_empty() {
+            return Ok(Self::Json);
+        }
+        for media in accept.split(',') {
+            let media = media
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase();
+            match media.as_str() {
+                "application/json" | "*/*" | "application/*" => return Ok(Self::Json),
+                "multipart/form-data" | "multipart/*" => return Ok(Self::Multipart),
+                "application/octet-stream" => return Ok(Self::OctetStream),
+                _ => {}
+            }
+        }
+        Err(ApiError::with_status(
+            StatusCode::NOT_ACCEPTABLE,
+            format!(
+                "cannot answer with {accept:?}: use application/json, multipart/form-data or application/octet-stream"
+            ),
+        ))
+    }
+
+    /// Answers with `object` and, as negotiated, the blob `blob` of `key` (streamed).
+    ///
+    /// # Errors
+    /// NotFound when a file is asked for and the object has none.
+    pub async fn respond<V: Serialize>(
+        self,
+        object: &V,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        blob: &str,
+        file_name: &str,
+    ) -> Result<Response, ApiError> {
+        match self {
+            Self::Json => Ok(json_response(StatusCode::OK, object)),
+            Self::OctetStream => {
+                let data = store.get_blob(key, blob).await?;
+                Ok((
+                    StatusCode::OK,
+                    [(header::CONTENT_TYPE, "application/octet-stream")],
+                    Body::from_stream(data),
+                )
+                    .into_response())
+            }
+            Self::Multipart => {
+                let data = store.get_blob(key, blob).await?;
+                let metadata = serde_json::to_vec(object)
+                    .map_err(|e| Error::internal("cannot serialize the answer").with_source(e))?;
+                let boundary = format!("emco-{:032x}", rand::random::<u128>());
+                let head = format!(
+                    "--{boundary}\r\nContent-Disposition: form-data; name=\"metadata\"\r\nContent-Type: application/json\r\n\r\n"
+                );
+                let file_head = format!(
+                    "\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{}\"\r\nContent-Type: application/octet-stream\r\n\r\n",
+                    file_name.replace(['"', '\r', '\n'], "_")
+                );
+                let tail = format!("\r\n--{boundary}--\r\n");
+                let parts: Vec<Result<Bytes, Error>> = vec![
+                    Ok(Bytes::from(head)),
+                    Ok(Bytes::from(metadata)),
+                    Ok(Bytes::from(file_head)),
+                ];
+                let body = futures::stream::iter(parts)
+                    .chain(data)
+                    .chain(futures::stream::iter([Ok(Bytes::from(tail))]));
+                Ok((
+                    StatusCode::OK,
+                    [(
+                        header::CONTENT_TYPE,
+                        format!("multipart/form-data; boundary={boundary}"),
+                    )],
+                    Body::from_stream(body),
+                )
+                    .into_response())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(accept: &str) -> Result<Representation, ApiError> {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT, accept.parse().unwrap());
+        Representation::from_headers(&h)
+    }
+
+    #[test]
+    fn negotiates_in_client_order() {
+        assert_eq!(
+            Representation::from_headers(&HeaderMap::new()).unwrap(),
+            Representation::Json
+        );
+        assert_eq!(
+            with("application/octet-stream").unwrap(),
+            Representation::OctetStream
+        );
+        assert_eq!(
+            with("text/html, multipart/form-data;q=0.9").unwrap(),
+            Representation::Multipart
+        );
+        assert_eq!(with("*/*").unwrap(), Representation::Json);
+        assert_eq!(
+            with("text/html").unwrap_err().status(),
+            StatusCode::NOT_ACCEPTABLE
+        );
+    }
+}

@@ -1,0 +1,146 @@
+//! The one error type of the REST edge.
+
+use axum::response::{IntoResponse, Response};
+use emco_core::{Error, ErrorKind};
+use http::{StatusCode, header};
+
+/// An error as a REST answer: EMCO's status code and a short plain-text message.
+///
+/// Kinds map as EMCO answers: InvalidArgument 400, NotFound 404, AlreadyExists and Conflict
+/// 409, FailedPrecondition (an operation in the wrong lifecycle state) 409, Unavailable 503,
+/// Internal 500. A 500's body is generic; the full cause chain goes to the log instead.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    error: Error,
+}
+
+impl ApiError {
+    /// An error with an explicit status (e.g. 422 for malformed JSON, 413 for a body too large).
+    pub fn with_status(status: StatusCode, message: impl Into<String>) -> Self {
+        let kind = if status.is_server_error() {
+            ErrorKind::Internal
+        } else {
+            ErrorKind::InvalidArgument
+        };
+        Self {
+            status,
+            error: Error::new(kind, message),
+        }
+    }
+
+    /// The status this error answers with.
+    #[must_use]
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The underlying error.
+    #[must_use]
+    pub fn error(&self) -> &Error {
+        &self.error
+    }
+
+    /// The HTTP status of an error kind.
+    #[must_use]
+    pub fn status_of(kind: ErrorKind) -> StatusCode {
+        match kind {
+            ErrorKind::InvalidArgument => StatusCode::BAD_REQUEST,
+            ErrorKind::NotFound => StatusCode::NOT_FOUND,
+            ErrorKind::AlreadyExists | ErrorKind::Conflict | ErrorKind::FailedPrecondition => {
+                StatusCode::CONFLICT
+            }
+            ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(error: Error) -> Self {
+        Self {
+            status: Self::status_of(error.kind()),
+            error,
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.status, self.error)
+    }
+}
+
+/// The whole cause chain, for logs.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut at = error.source();
+    while let Some(e) = at {
+        out.push_str(": ");
+        out.push_str(&e.to_string());
+        at = e.source();
+    }
+    out
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let message = if self.status.is_server_error() {
+            tracing::error!(status = %self.status, error = %chain(&self.error), "request failed");
+            if self.status == StatusCode::SERVICE_UNAVAILABLE {
+                "service unavailable".to_owned()
+            } else {
+                "internal server error".to_owned()
+            }
+        } else {
+            tracing::debug!(status = %self.status, error = %chain(&self.error), "request refused");
+            self.error.to_string()
+        };
+        // EMCO answers errors with Go's http.Error: plain text ending in a newline.
+        (
+            self.status,
+            [
+                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            format!("{message}\n"),
+        )
+            .into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_map_to_emco_statuses() {
+        let cases = [
+            (Error::invalid("x"), 400),
+            (Error::not_found("x"), 404),
+            (Error::already_exists("x"), 409),
+            (Error::conflict("x"), 409),
+            (Error::failed_precondition("x"), 409),
+            (Error::unavailable("x"), 503),
+            (Error::internal("x"), 500),
+        ];
+        for (e, code) in cases {
+            assert_eq!(ApiError::from(e).into_response().status().as_u16(), code);
+        }
+    }
+
+    #[tokio::test]
+    async fn internal_errors_hide_detail() {
+        let resp = ApiError::from(Error::internal("secret path /etc")).into_response();
+        let body = axum::body::to_bytes(resp.into_body(), 1024).await.unwrap();
+        assert_eq!(&body[..], b"internal server error\n");
+        let resp =
+            ApiError::from(Error::invalid("bad").with_field("metadata.name")).into_response();
+        assert_eq!(
+            resp.headers()[header::CONTENT_TYPE],
+            "text/plain; charset=utf-8"
+        );
+        let body = axum::body::to_bytes(resp.into_body(), 1024).await.unwrap();
+        assert_eq!(&body[..], b"metadata.name: bad\n");
+    }
+}

@@ -1,0 +1,75 @@
+//! The JSON body extractor with EMCO's error statuses.
+
+use axum::extract::{FromRequest, Request};
+use bytes::Bytes;
+use emco_core::{Error, Validate};
+use http::StatusCode;
+use serde::de::DeserializeOwned;
+
+use super::ApiError;
+
+/// A JSON request body, parsed and validated: an empty body is a 400, a body that is not JSON
+/// or has wrong types is a 422, and a [`Validate`] failure is a 400 naming the field path.
+/// A body over the router's limit is a 413.
+#[derive(Debug, Clone)]
+pub struct EmcoJson<T>(pub T);
+
+impl<T: DeserializeOwned + Validate> EmcoJson<T> {
+    /// Parses and validates `body` as the extractor does.
+    ///
+    /// # Errors
+    /// 400 for an empty body or a schema violation, 422 for malformed JSON.
+    pub fn parse(body: &[u8]) -> Result<T, ApiError> {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Err(Error::invalid("the request body is empty").into());
+        }
+        let value: T = serde_json::from_slice(body).map_err(|e| {
+            ApiError::with_status(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("the request body is not valid: {e}"),
+            )
+        })?;
+        value.validate()?;
+        Ok(value)
+    }
+}
+
+impl<T, S> FromRequest<S> for EmcoJson<T>
+where
+    T: DeserializeOwned + Validate,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let body = Bytes::from_request(req, state)
+            .await
+            .map_err(|rej| ApiError::with_status(rej.status(), rej.body_text()))?;
+        Self::parse(&body).map(EmcoJson)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use emco_core::model::Project;
+
+    #[test]
+    fn statuses_follow_emco() {
+        let status = |b: &str| {
+            EmcoJson::<Project>::parse(b.as_bytes())
+                .unwrap_err()
+                .status()
+        };
+        assert_eq!(status(""), StatusCode::BAD_REQUEST);
+        assert_eq!(status("{"), StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(
+            status(r#"{"metadata":{"name":5}}"#),
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
+        let err = EmcoJson::<Project>::parse(br#"{"metadata":{"name":"-x"}}"#).unwrap_err();
+        assert_eq!(err.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(err.error().field(), Some("metadata.name"));
+        assert!(EmcoJson::<Project>::parse(br#"{"metadata":{"name":"p1"}}"#).is_ok());
+    }
+}

@@ -1,0 +1,41 @@
+//! EMCO's REST conventions as a reusable kit: error mapping, body extraction and generic routes.
+//!
+//! - [`ApiError`]: every error kind mapped onto EMCO's status codes, with a short plain-text body;
+//! - [`EmcoJson`]: the JSON body extractor (empty body 400, malformed JSON 422, schema 400);
+//! - [`multipart`]: EMCO's `metadata` + `file` / `files` uploads, spooled to disk with a limit;
+//! - [`accept`]: `Accept` negotiation for objects that carry a file (apps, profiles, clusters);
+//! - [`Collection`] and [`Routes`]: create/get/list/put/delete of one object type over the
+//!   resource store, as a typed API and as axum routes, keyed by the URL's path parameters.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use emco_appcontext::{InMemoryResourceStore, ResourceStore};
+//! use emco_controller_sdk::rest::Routes;
+//! use emco_core::model::{GenericPlacementIntent, Project};
+//!
+//! let store: Arc<dyn ResourceStore> = Arc::new(InMemoryResourceStore::new());
+//! let app: axum::Router = Routes::<Project>::new("/v2/projects", "project")
+//!     .router(Arc::clone(&store))
+//!     .merge(
+//!         Routes::<GenericPlacementIntent>::new(
+//!             "/v2/projects/{project}/composite-apps/{compositeApp}/{compositeAppVersion}\
+//!              /deployment-intent-groups/{deploymentIntentGroup}/generic-placement-intents",
+//!             "genericPlacementIntent",
+//!         )
+//!         .router(store),
+//!     );
+//! # let _ = app;
+//! ```
+
+pub mod accept;
+mod error;
+mod json;
+pub mod multipart;
+mod pattern;
+mod routes;
+
+pub use accept::Representation;
+pub use error::ApiError;
+pub use json::EmcoJson;
+pub use pattern::KeyPattern;
+pub use routes::{Collection, CollectionView, Hook, NoHook, Object, Routes, View, json_response};

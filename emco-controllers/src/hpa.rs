@@ -1,0 +1,401 @@
+//! hpa, hardware-platform-aware placement and action: intent types, the cluster filter and the
+//! pod template update.
+//!
+//! Under a DIG, `hpa-intents/{hpaIntent}` names an app; its `hpa-resource-consumers/{consumer}`
+//! name a workload and container of the app; their `resource-requirements/{requirement}` say what
+//! the container needs:
+//! - non-allocatable `{key, value}`: the cluster has the kv-pair `key: value`, or, for a feature
+//!   that is on (`value` `true` or empty), a label equal to the last `/` segment of the key
+//!   (`intel_qat` for `feature.node.kubernetes.io/intel_qat`; labels cannot hold `/`);
+//! - allocatable `{name, requests, limits}`: the cluster's kv-pair `name` holds a capacity (a
+//!   number, or a numeric string) of at least the requests (the limits when no requests).
+//!
+//! The placement part removes every cluster of the app that misses a mandatory requirement
+//! (optional ones, with their weights, do not filter); an app left with no cluster is an error.
+//! The action part writes the allocatable requirements as `resources.requests` / `limits` of the
+//! consumer's container in its pod template, on every cluster of the app.
+
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
+
+use async_trait::async_trait;
+use emco_controller_sdk::intent::{Dig, IntentType};
+use emco_controller_sdk::{
+    ActionController, ContextHandle, ControllerContext, PlacementController, set_field,
+};
+use emco_core::model::Named;
+use emco_core::validate::{check_name, check_required};
+use emco_core::{Error, Metadata, Result, Validate};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `DIG/hpa-intents/{hpaIntent}`: `spec{app}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HpaIntent {
+    /// Name and descriptions.
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// The app.
+    #[serde(default)]
+    pub spec: HpaIntentSpec,
+}
+
+/// The `spec` of an [`HpaIntent`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HpaIntentSpec {
+    /// The app whose clusters are filtered.
+    #[serde(default)]
+    pub app: String,
+}
+
+/// `.../hpa-resource-consumers/{hpaResourceConsumer}`: `spec{apiVersion, kind, name, container}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HpaConsumer {
+    /// Name and descriptions.
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// The workload.
+    #[serde(default)]
+    pub spec: HpaConsumerSpec,
+}
+
+/// The `spec` of an [`HpaConsumer`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HpaConsumerSpec {
+    /// The workload's API version.
+    #[serde(default, alias = "api-version")]
+    pub api_version: String,
+    /// The workload's kind (`Deployment`).
+    #[serde(default)]
+    pub kind: String,
+    /// The workload's name.
+    #[serde(default)]
+    pub name: String,
+    /// The container in its pod template.
+    #[serde(default, alias = "container-name")]
+    pub container: String,
+}
+
+/// `.../resource-requirements/{resourceRequirement}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HpaRequirement {
+    /// Name and descriptions.
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// The requirement.
+    #[serde(default)]
+    pub spec: HpaRequirementSpec,
+}
+
+/// The `spec` of an [`HpaRequirement`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HpaRequirementSpec {
+    /// A countable resource (`cpu`) rather than a feature.
+    #[serde(default)]
+    pub allocatable: bool,
+    /// Clusters that miss it are removed.
+    #[serde(default)]
+    pub mandatory: bool,
+    /// The preference of an optional requirement.
+    #[serde(default)]
+    pub weight: i64,
+    /// `{name, requests, limits}` or `{key, value}`.
+    #[serde(default)]
+    pub resource: HpaResource,
+}
+
+/// The resource of a requirement: the allocatable or the non-allocatable fields are used.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HpaResource {
+    /// Allocatable: the resource name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Allocatable: the requested amount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<f64>,
+    /// Allocatable: the limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<f64>,
+    /// Non-allocatable: the feature key.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub key: String,
+    /// Non-allocatable: the feature value.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub value: String,
+}
+
+macro_rules! named {
+    ($($ty:ty),+) => {$(
+        impl Named for $ty {
+            fn name(&self) -> &str {
+                &self.metadata.name
+            }
+        }
+    )+};
+}
+named!(HpaIntent, HpaConsumer, HpaRequirement);
+
+impl Validate for HpaIntent {
+    fn validate(&self) -> Result<()> {
+        check_name("metadata.name", &self.metadata.name)?;
+        check_name("spec.app", &self.spec.app)
+    }
+}
+
+impl Validate for HpaConsumer {
+    fn validate(&self) -> Result<()> {
+        check_name("metadata.name", &self.metadata.name)?;
+        check_required("spec.kind", &self.spec.kind)?;
+        check_required("spec.name", &self.spec.name)?;
+        check_required("spec.container", &self.spec.container)
+    }
+}
+
+impl Validate for HpaRequirement {
+    fn validate(&self) -> Result<()> {
+        check_name("metadata.name", &self.metadata.name)?;
+        let r = &self.spec.resource;
+        if self.spec.allocatable {
+            check_required("spec.resource.name", &r.name)?;
+            for (field, v) in [("requests", r.requests), ("limits", r.limits)] {
+                if v.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
+                    return Err(Error::invalid("must be a non-negative number")
+                        .with_field(format!("spec.resource.{field}")));
+                }
+            }
+            if let (Some(req), Some(lim)) = (r.requests, r.limits)
+                && req > lim
+            {
+                return Err(Error::invalid("requests exceed limits").with_field("spec.resource"));
+            }
+            Ok(())
+        } else {
+            check_required("spec.resource.key", &r.key)
+        }
+    }
+}
+
+impl IntentType for HpaIntent {
+    type Parent = Dig;
+    const SEGMENT: &'static str = "hpa-intents";
+    const PARAM: &'static str = "hpaIntent";
+}
+
+impl IntentType for HpaConsumer {
+    type Parent = HpaIntent;
+    const SEGMENT: &'static str = "hpa-resource-consumers";
+    const PARAM: &'static str = "hpaResourceConsumer";
+}
+
+impl IntentType for HpaRequirement {
+    type Parent = HpaConsumer;
+    const SEGMENT: &'static str = "resource-requirements";
+    const PARAM: &'static str = "resourceRequirement";
+}
+
+/// What is known of a cluster's hardware: its labels and kv-pairs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterFacts {
+    /// The cluster's labels.
+    pub labels: BTreeSet<String>,
+    /// The cluster's kv-pairs.
+    pub kv: BTreeMap<String, Value>,
+}
+
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Whether a cluster with `facts` satisfies `req`.
+#[must_use]
+pub fn satisfies(req: &HpaRequirementSpec, facts: &ClusterFacts) -> bool {
+    let r = &req.resource;
+    if req.allocatable {
+        let need = r.requests.or(r.limits).unwrap_or(0.0);
+        facts
+            .kv
+            .get(&r.name)
+            .and_then(number)
+            .is_some_and(|have| have >= need)
+    } else {
+        let on = r.value.is_empty() || r.value == "true";
+        let label = r.key.rsplit('/').next().unwrap_or(&r.key);
+        facts.kv.get(&r.key).is_some_and(|v| text(v) == r.value)
+            || (on && facts.labels.contains(label))
+    }
+}
+
+/// One hpa intent with its consumers and their requirements.
+#[derive(Debug, Clone, Default)]
+pub struct HpaInput {
+    /// The intent.
+    pub intent: HpaIntent,
+    /// Its consumers, each with its requirements.
+    pub consumers: Vec<(HpaConsumer, Vec<HpaRequirement>)>,
+}
+
+/// Removes the clusters of each intent's app that miss a mandatory requirement. `facts` holds
+/// the facts of the clusters (`provider+cluster`); a cluster without facts has none.
+///
+/// # Errors
+/// `FailedPrecondition` when an app is left with no cluster; the store's errors.
+pub async fn filter(
+    handle: &mut ContextHandle,
+    inputs: &[HpaInput],
+    facts: &BTreeMap<String, ClusterFacts>,
+) -> Result<()> {
+    let none = ClusterFacts::default();
+    for input in inputs {
+        let app = &input.intent.spec.app;
+        let mandatory: Vec<&HpaRequirement> = input
+            .consumers
+            .iter()
+            .flat_map(|(_, reqs)| reqs.iter())
+            .filter(|r| r.spec.mandatory)
+            .collect();
+        let clusters = handle.clusters(app).await?;
+        if clusters.is_empty() || mandatory.is_empty() {
+            continue;
+        }
+        let mut kept = 0;
+        for cluster in clusters {
+            let f = facts.get(&cluster).unwrap_or(&none);
+            if mandatory.iter().all(|r| satisfies(&r.spec, f)) {
+                kept += 1;
+            } else {
+                handle.remove_cluster(app, &cluster).await?;
+            }
+        }
+        if kept == 0 {
+            return Err(Error::failed_precondition(format!(
+                "no cluster satisfies the hardware requirements of app {app} (hpa intent {})",
+                input.intent.metadata.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Writes the allocatable requirements into the consumers' pod templates on every cluster of
+/// each intent's app.
+///
+/// # Errors
+/// `NotFound` when a consumer's workload is on no cluster of the app; `InvalidArgument` when
+/// its pod template has no such container; the store's errors.
+pub async fn set_resources(handle: &mut ContextHandle, inputs: &[HpaInput]) -> Result<()> {
+    for input in inputs {
+        let app = &input.intent.spec.app;
+        for (consumer, reqs) in &input.consumers {
+            let c = &consumer.spec;
+            let name = format!("{}+{}", c.name, c.kind);
+            let mut found = false;
+            for cluster in handle.clusters(app).await? {
+                let Some(mut obj) = handle.resource(app, &cluster, &name).await? else {
+                    continue;
+                };
+                found = true;
+                let containers = obj
+                    .pointer_mut("/spec/template/spec/containers")
+                    .and_then(Value::as_array_mut)
+                    .ok_or_else(|| Error::invalid(format!("{name} has no pod template")))?;
+                let container = containers
+                    .iter_mut()
+                    .find(|k| k.get("name").and_then(Value::as_str) == Some(c.container.as_str()))
+                    .ok_or_else(|| {
+                        Error::invalid(format!("{name} has no container {}", c.container))
+                    })?;
+                for r in reqs.iter().filter(|r| r.spec.allocatable) {
+                    let res = &r.spec.resource;
+                    for (field, amount) in [("requests", res.requests), ("limits", res.limits)] {
+                        if let Some(a) = amount {
+                            set_field(container, &["resources", field, &res.name], quantity(a))?;
+                        }
+                    }
+                }
+                handle.put_resource(app, &cluster, &name, obj).await?;
+            }
+            if !found {
+                return Err(Error::not_found(format!(
+                    "hpa consumer {}: app {app} has no {name} on any cluster",
+                    consumer.metadata.name
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A Kubernetes quantity for a plain amount (`4` -> `"4"`, `0.5` -> `"0.5"`).
+fn quantity(a: f64) -> Value {
+    Value::String(a.to_string())
+}
+
+/// Reads the hpa intents `names` of the context's DIG with their consumers and requirements.
+async fn load(cx: &ControllerContext, names: &[String]) -> Result<Vec<HpaInput>> {
+    let mut out = Vec::new();
+    for name in names {
+        let (key, intent) = cx.intent_named::<HpaIntent>(name).await?;
+        let mut consumers = Vec::new();
+        for (ckey, consumer) in cx.children::<HpaConsumer>(&key).await? {
+            let reqs = cx.children::<HpaRequirement>(&ckey).await?;
+            consumers.push((consumer, reqs.into_iter().map(|(_, r)| r).collect()));
+        }
+        out.push(HpaInput { intent, consumers });
+    }
+    Ok(out)
+}
+
+/// The hpa placement controller; `name` is its registration name, which the DIG's intents use.
+#[derive(Debug, Clone)]
+pub struct HpaPlacement {
+    /// The name it is registered under.
+    pub name: String,
+}
+
+#[async_trait]
+impl PlacementController for HpaPlacement {
+    async fn filter_clusters(&self, cx: &mut ControllerContext) -> Result<()> {
+        let names = cx.intent_names_for(&self.name).await?;
+        let inputs = load(cx, &names).await?;
+        let mut facts = BTreeMap::new();
+        for input in &inputs {
+            for cluster in cx.clusters(&input.intent.spec.app).await? {
+                if let Entry::Vacant(slot) = facts.entry(cluster.clone()) {
+                    slot.insert(ClusterFacts {
+                        labels: cx.cluster_labels(&cluster).await?,
+                        kv: cx.cluster_kv(&cluster).await?,
+                    });
+                }
+            }
+        }
+        filter(cx.handle_mut(), &inputs, &facts).await
+    }
+}
+
+/// The hpa action controller: the intent the DIG names for it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HpaAction;
+
+#[async_trait]
+impl ActionController for HpaAction {
+    async fn update(&self, cx: &mut ControllerContext) -> Result<()> {
+        let name = cx
+            .intent_name()
+            .ok_or_else(|| Error::failed_precondition("the request names no hpa intent"))?
+            .to_owned();
+        let inputs = load(cx, &[name]).await?;
+        set_resources(cx.handle_mut(), &inputs).await
+    }
+}

@@ -1,0 +1,268 @@
+//! The checks beyond parent/child integrity, as write hooks shared by the typed API and REST.
+
+use async_trait::async_trait;
+use emco_appcontext::{ResourceKey, ResourceStore};
+use emco_controller_sdk::rest::Hook;
+use emco_core::lifecycle::{DigOperation, StateInfo, check_delete, transition};
+use emco_core::model::{AppDependency, ClusterReference, DeploymentIntentGroup, LogicalCloud};
+use emco_core::placement::AppPlacementIntent;
+use emco_core::{Error, Result};
+use futures::TryStreamExt;
+
+use crate::keys;
+
+/// Fails with NotFound unless `key` exists.
+pub(crate) async fn must_exist(
+    store: &dyn ResourceStore,
+    key: &ResourceKey,
+    what: &str,
+) -> Result<()> {
+    match store.get(key).await? {
+        Some(_) => Ok(()),
+        None => Err(Error::not_found(format!(
+            "{what} {:?} does not exist",
+            key.name().unwrap_or_default()
+        ))),
+    }
+}
+
+fn composite_app_of(key: &ResourceKey) -> Result<ResourceKey> {
+    keys::enclosing_composite_app(key)
+        .ok_or_else(|| Error::internal(format!("{key} is not under a composite app")))
+}
+
+/// The lifecycle record of the deployment intent group at `dig`.
+///
+/// # Errors
+/// NotFound when the group does not exist; Internal when the record is corrupt.
+pub async fn load_state(store: &dyn ResourceStore, dig: &ResourceKey) -> Result<StateInfo> {
+    let chunks: Vec<bytes::Bytes> = store
+        .get_blob(dig, keys::STATE_BLOB)
+        .await?
+        .try_collect()
+        .await?;
+    let bytes: Vec<u8> = chunks.concat();
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Error::internal(format!("the state of {dig} is corrupt")).with_source(e))
+}
+
+/// Stores the lifecycle record of the deployment intent group at `dig`.
+///
+/// # Errors
+/// The store's errors.
+pub async fn save_state(
+    store: &dyn ResourceStore,
+    dig: &ResourceKey,
+    state: &StateInfo,
+) -> Result<()> {
+    let bytes = serde_json::to_vec(state)
+        .map_err(|e| Error::internal("cannot serialize a state record").with_source(e))?;
+    let data = futures::stream::iter([Ok(bytes::Bytes::from(bytes))]);
+    store
+        .put_blob(dig, keys::STATE_BLOB, Box::pin(data))
+        .await?;
+    Ok(())
+}
+
+/// Now as RFC 3339 UTC, for state records.
+pub(crate) fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = i64::try_from(days).unwrap_or(0) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Records a change of the intents under a deployment intent group: an approved group goes back
+/// to Created, as in EMCO.
+async fn record_modify(store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
+    let Some(dig) = keys::enclosing_dig(key) else {
+        return Ok(());
+    };
+    let mut state = load_state(store, &dig).await?;
+    let before = state.actions.len();
+    state.apply(DigOperation::Modify, "", now_rfc3339())?;
+    if state.actions.len() != before {
+        save_state(store, &dig, &state).await?;
+    }
+    Ok(())
+}
+
+/// Deployment intent groups: the composite profile and logical cloud must exist; PUT only while
+/// Created; DELETE refused while deployed; the state record is created with the group.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DigHook;
+
+#[async_trait]
+impl Hook<DeploymentIntentGroup> for DigHook {
+    async fn before_write(
+        &self,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        dig: &DeploymentIntentGroup,
+    ) -> Result<()> {
+        let ca = composite_app_of(key)?;
+        must_exist(
+            store,
+            &ca.child(keys::COMPOSITE_PROFILE, dig.spec.composite_profile.as_str()),
+            "composite profile",
+        )
+        .await?;
+        let project = ca.parent().unwrap_or_default();
+        must_exist(
+            store,
+            &project.child(keys::LOGICAL_CLOUD, dig.spec.logical_cloud.as_str()),
+            "logical cloud",
+        )
+        .await?;
+        if store.get(key).await?.is_some() {
+            let state = load_state(store, key).await?;
+            transition(state.current_state(), DigOperation::Put)?;
+        }
+        Ok(())
+    }
+
+    async fn after_write(
+        &self,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        _: &DeploymentIntentGroup,
+        created: bool,
+    ) -> Result<()> {
+        if created {
+            save_state(store, key, &StateInfo::created(now_rfc3339())).await?;
+        }
+        Ok(())
+    }
+
+    async fn before_delete(&self, store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
+        let state = load_state(store, key).await?;
+        check_delete(state.current_state(), None)
+    }
+}
+
+/// Objects under a deployment intent group (its intents): a change sends an approved group back
+/// to Created.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DigChildHook;
+
+#[async_trait]
+impl<T: Send + Sync + 'static> Hook<T> for DigChildHook {
+    async fn after_write(
+        &self,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        _: &T,
+        _: bool,
+    ) -> Result<()> {
+        record_modify(store, key).await
+    }
+
+    async fn after_delete(&self, store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
+        record_modify(store, key).await
+    }
+}
+
+/// App placement intents: `spec.app` must be an app of the composite app; plus [`DigChildHook`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AppIntentHook;
+
+#[async_trait]
+impl Hook<AppPlacementIntent> for AppIntentHook {
+    async fn before_write(
+        &self,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        intent: &AppPlacementIntent,
+    ) -> Result<()> {
+        let ca = composite_app_of(key)?;
+        must_exist(store, &ca.child(keys::APP, intent.spec.app.as_str()), "app").await
+    }
+
+    async fn after_write(
+        &self,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        _: &AppPlacementIntent,
+        _: bool,
+    ) -> Result<()> {
+        record_modify(store, key).await
+    }
+
+    async fn after_delete(&self, store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
+        record_modify(store, key).await
+    }
+}
+
+/// App dependencies: `spec.app` must be another app of the composite app.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DependencyHook;
+
+#[async_trait]
+impl Hook<AppDependency> for DependencyHook {
+    async fn before_write(
+        &self,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        dep: &AppDependency,
+    ) -> Result<()> {
+        let app = key.parent().unwrap_or_default();
+        if app.name() == Some(dep.spec.app.as_str()) {
+            return Err(Error::invalid("an app cannot depend on itself").with_field("spec.app"));
+        }
+        let ca = composite_app_of(key)?;
+        must_exist(store, &ca.child(keys::APP, dep.spec.app.as_str()), "app").await
+    }
+}
+
+/// Logical cloud cluster references: the cluster must be registered.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClusterReferenceHook;
+
+#[async_trait]
+impl Hook<ClusterReference> for ClusterReferenceHook {
+    async fn before_write(
+        &self,
+        store: &dyn ResourceStore,
+        _: &ResourceKey,
+        r: &ClusterReference,
+    ) -> Result<()> {
+        must_exist(
+            store,
+            &keys::cluster_provider(&r.spec.cluster_provider),
+            "cluster provider",
+        )
+        .await?;
+        must_exist(
+            store,
+            &keys::cluster(&r.spec.cluster_provider, &r.spec.cluster),
+            "cluster",
+        )
+        .await
+    }
+}
+
+/// Logical clouds: EMCO's defaults (level "1", user type "certificate") are filled in.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogicalCloudHook;
+
+impl Hook<LogicalCloud> for LogicalCloudHook {
+    fn prepare(&self, value: &mut LogicalCloud) {
+        value.apply_defaults();
+    }
+}

@@ -1,0 +1,194 @@
+//! Validation of uploaded files: Helm chart and profile archives, kubeconfigs.
+//!
+//! Archives are checked entry by entry while decompressing (nothing is unpacked to disk): a
+//! gzip'd tar whose paths stay inside the archive, with no links or devices, and with a bound on
+//! the unpacked size so a small archive cannot expand without limit.
+
+use std::io::Read;
+use std::path::{Component, Path};
+
+use emco_core::model::ProfileManifest;
+use emco_core::{Error, Result, Validate};
+
+/// Limits on uploads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest chart or profile archive accepted, compressed (bytes).
+    pub max_archive: u64,
+    /// The largest unpacked size of an archive (bytes).
+    pub max_unpacked: u64,
+    /// The largest kubeconfig accepted (bytes).
+    pub max_kubeconfig: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_archive: 100 * 1024 * 1024,
+            max_unpacked: 512 * 1024 * 1024,
+            max_kubeconfig: 1024 * 1024,
+        }
+    }
+}
+
+/// The regular files of an archive that a check wants to read, by path inside the archive.
+type Wanted<'a> = &'a mut dyn FnMut(&[String], &mut dyn Read) -> Result<()>;
+
+/// Walks the gzip'd tar at `path`, checking every entry, and hands each regular file's path
+/// components (without a leading `.`) and content to `visit`.
+fn walk_archive(path: &Path, limits: &Limits, visit: Wanted<'_>) -> Result<()> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| Error::internal("cannot open an uploaded archive").with_source(e))?;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let bad = |why: String| Error::invalid(why).with_field("file");
+    let entries = archive
+        .entries()
+        .map_err(|e| bad(format!("not a gzip'd tar archive: {e}")))?;
+    let mut unpacked: u64 = 0;
+    let mut count = 0usize;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| bad(format!("not a gzip'd tar archive: {e}")))?;
+        count += 1;
+        let raw = entry
+            .path()
+            .map_err(|e| bad(format!("an entry has an unreadable path: {e}")))?
+            .into_owned();
+        let mut parts = Vec::new();
+        for c in raw.components() {
+            match c {
+                Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+                Component::CurDir => {}
+                _ => return Err(bad(format!("entry {raw:?} escapes the archive"))),
+            }
+        }
+        let kind = entry.header().entry_type();
+        if kind.is_symlink() || kind.is_hard_link() {
+            return Err(bad(format!(
+                "entry {raw:?} is a link; links are not accepted"
+            )));
+        }
+        if kind.is_dir() || kind.is_pax_global_extensions() || kind.is_pax_local_extensions() {
+            continue;
+        }
+        if !(kind.is_file() || kind == tar::EntryType::Continuous) {
+            return Err(bad(format!("entry {raw:?} is not a regular file")));
+        }
+        unpacked += entry.size();
+        if unpacked > limits.max_unpacked {
+            return Err(bad(format!(
+                "the archive unpacks to more than {} bytes",
+                limits.max_unpacked
+            )));
+        }
+        if !parts.is_empty() {
+            visit(&parts, &mut entry)?;
+        }
+    }
+    if count == 0 {
+        return Err(bad("the archive is empty".to_owned()));
+    }
+    Ok(())
+}
+
+fn read_small(r: &mut dyn Read, what: &str) -> Result<String> {
+    let mut s = String::new();
+    r.take(4 * 1024 * 1024)
+        .read_to_string(&mut s)
+        .map_err(|e| Error::invalid(format!("{what} is not UTF-8 text: {e}")).with_field("file"))?;
+    Ok(s)
+}
+
+/// Checks a Helm chart archive: a gzip'd tar whose single top directory holds `Chart.yaml`
+/// with a `name`.
+///
+/// # Errors
+/// InvalidArgument (field `file`) saying what is wrong.
+pub fn check_chart(path: &Path, limits: &Limits) -> Result<()> {
+    let mut tops: Vec<String> = Vec::new();
+    let mut chart_yaml: Option<String> = None;
+    walk_archive(path, limits, &mut |parts, content| {
+        if !tops.contains(&parts[0]) {
+            tops.push(parts[0].clone());
+        }
+        if parts.len() == 2 && parts[1] == "Chart.yaml" {
+            chart_yaml = Some(read_small(content, "Chart.yaml")?);
+        }
+        Ok(())
+    })?;
+    let bad = |why: &str| Err(Error::invalid(why.to_owned()).with_field("file"));
+    if tops.len() != 1 {
+        return bad("a chart archive must hold exactly one top directory, the chart");
+    }
+    let Some(text) = chart_yaml else {
+        return bad("the chart has no Chart.yaml in its top directory");
+    };
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text)
+        .map_err(|e| Error::invalid(format!("Chart.yaml is not YAML: {e}")).with_field("file"))?;
+    match doc.get("name").and_then(serde_yaml_ng::Value::as_str) {
+        Some(n) if !n.is_empty() => Ok(()),
+        _ => bad("Chart.yaml has no name"),
+    }
+}
+
+/// Checks a profile archive: a gzip'd tar holding `manifest.yaml` (at its root or in its single
+/// top directory) that parses as a valid [`ProfileManifest`].
+///
+/// # Errors
+/// InvalidArgument (field `file`) saying what is wrong.
+pub fn check_profile(path: &Path, limits: &Limits) -> Result<ProfileManifest> {
+    let mut manifest: Option<String> = None;
+    walk_archive(path, limits, &mut |parts, content| {
+        let is_manifest = parts.last().is_some_and(|n| n == "manifest.yaml") && parts.len() <= 2;
+        if is_manifest && (manifest.is_none() || parts.len() == 1) {
+            manifest = Some(read_small(content, "manifest.yaml")?);
+        }
+        Ok(())
+    })?;
+    let text = manifest.ok_or_else(|| {
+        Error::invalid("the profile archive has no manifest.yaml").with_field("file")
+    })?;
+    let parsed: ProfileManifest = serde_yaml_ng::from_str(&text).map_err(|e| {
+        Error::invalid(format!("manifest.yaml is not a profile manifest: {e}")).with_field("file")
+    })?;
+    parsed
+        .validate()
+        .map_err(|e| e.within("file:manifest.yaml"))?;
+    Ok(parsed)
+}
+
+/// Checks a kubeconfig: YAML with `clusters`, `users` and `contexts` lists, at least one cluster.
+///
+/// # Errors
+/// InvalidArgument (field `file`) saying what is wrong.
+pub fn check_kubeconfig(path: &Path, limits: &Limits) -> Result<()> {
+    let size = std::fs::metadata(path)
+        .map_err(|e| Error::internal("cannot read an uploaded kubeconfig").with_source(e))?
+        .len();
+    if size > limits.max_kubeconfig {
+        return Err(Error::invalid(format!(
+            "the kubeconfig is larger than {} bytes",
+            limits.max_kubeconfig
+        ))
+        .with_field("file"));
+    }
+    let text = std::fs::read(path)
+        .map_err(|e| Error::internal("cannot read an uploaded kubeconfig").with_source(e))?;
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_slice(&text).map_err(|e| {
+        Error::invalid(format!("the kubeconfig is not YAML: {e}")).with_field("file")
+    })?;
+    for list in ["clusters", "users", "contexts"] {
+        if !doc.get(list).is_some_and(serde_yaml_ng::Value::is_sequence) {
+            return Err(
+                Error::invalid(format!("the kubeconfig has no {list} list")).with_field("file")
+            );
+        }
+    }
+    let clusters = doc
+        .get("clusters")
+        .and_then(serde_yaml_ng::Value::as_sequence)
+        .map_or(0, Vec::len);
+    if clusters == 0 {
+        return Err(Error::invalid("the kubeconfig names no cluster").with_field("file"));
+    }
+    Ok(())
+}

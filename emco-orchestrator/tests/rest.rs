@@ -1,0 +1,1050 @@
+//! Every route of the orchestrator, clm and dcm over REST: happy paths and their 400/404/409/422
+//! answers, referential integrity, PUT name mismatch, Accept negotiation, upload checks; run
+//! against the memory and redb stores (and MongoDB when `EMCO_TEST_MONGO` is set).
+
+#![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use emco_appcontext::{InMemoryResourceStore, ResourceStore};
+use emco_core::lifecycle::DigState;
+use emco_orchestrator::{Limits, Orchestrator, keys};
+use http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/testdata");
+
+fn collectd() -> std::path::PathBuf {
+    Path::new(TESTDATA).join("emco-examples/helm_charts/collectd")
+}
+
+/// A gzip'd tar of `dir` under the name `top`.
+fn chart_tgz(dir: &Path, top: &str) -> Vec<u8> {
+    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    b.append_dir_all(top, dir).unwrap();
+    b.into_inner().unwrap().finish().unwrap()
+}
+
+/// A gzip'd tar of the files of `dir` at the archive's root.
+fn flat_tgz(dir: &Path) -> Vec<u8> {
+    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        b.append_path_with_name(entry.path(), entry.file_name())
+            .unwrap();
+    }
+    b.into_inner().unwrap().finish().unwrap()
+}
+
+/// A gzip'd tar with one entry of `kind` at the raw path `path` (bypassing the tar crate's own
+/// path checks, as a hostile client would).
+fn hostile_tgz(path: &str, kind: tar::EntryType) -> Vec<u8> {
+    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    let mut h = tar::Header::new_old();
+    let name = &mut h.as_old_mut().name;
+    name[..path.len()].copy_from_slice(path.as_bytes());
+    h.set_entry_type(kind);
+    h.set_size(4);
+    if kind.is_symlink() {
+        h.set_size(0);
+        h.set_link_name("/etc/passwd").unwrap();
+        h.set_cksum();
+        b.append(&h, &[][..]).unwrap();
+    } else {
+        h.set_cksum();
+        b.append(&h, &b"data"[..]).unwrap();
+    }
+    b.into_inner().unwrap().finish().unwrap()
+}
+
+const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:6443'}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n";
+
+struct Client {
+    app: Router,
+}
+
+struct Answer {
+    status: StatusCode,
+    content_type: String,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.text()))
+    }
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+const BOUNDARY: &str = "XtestBoundaryX";
+
+fn form(metadata: Option<&Value>, file: Option<&[u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Some(m) = metadata {
+        out.extend_from_slice(
+            format!(
+                "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{m}\r\n"
+            )
+            .as_bytes(),
+        );
+    }
+    if let Some(f) = file {
+        out.extend_from_slice(
+            format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f.tgz\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes(),
+        );
+        out.extend_from_slice(f);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
+    out
+}
+
+impl Client {
+    async fn send(
+        &self,
+        method: &str,
+        uri: &str,
+        content_type: Option<&str>,
+        accept: Option<&str>,
+        body: Vec<u8>,
+    ) -> Answer {
+        let mut req = Request::builder().method(method).uri(uri);
+        if let Some(ct) = content_type {
+            req = req.header("content-type", ct);
+        }
+        if let Some(a) = accept {
+            req = req.header("accept", a);
+        }
+        let resp = self
+            .app
+            .clone()
+            .oneshot(req.body(Body::from(body)).unwrap())
+            .await
+            .unwrap();
+        let status = resp.status();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec();
+        if status.is_server_error() {
+            panic!(
+                "{method} {uri}: {status}: {}",
+                String::from_utf8_lossy(&body)
+            );
+        }
+        Answer {
+            status,
+            content_type,
+            body,
+        }
+    }
+    async fn post(&self, uri: &str, body: &Value) -> Answer {
+        self.send(
+            "POST",
+            uri,
+            Some("application/json"),
+            None,
+            body.to_string().into_bytes(),
+        )
+        .await
+    }
+    async fn post_raw(&self, uri: &str, body: &str) -> Answer {
+        self.send(
+            "POST",
+            uri,
+            Some("application/json"),
+            None,
+            body.as_bytes().to_vec(),
+        )
+        .await
+    }
+    async fn put(&self, uri: &str, body: &Value) -> Answer {
+        self.send(
+            "PUT",
+            uri,
+            Some("application/json"),
+            None,
+            body.to_string().into_bytes(),
+        )
+        .await
+    }
+    async fn get(&self, uri: &str) -> Answer {
+        self.send("GET", uri, None, None, Vec::new()).await
+    }
+    async fn get_as(&self, uri: &str, accept: &str) -> Answer {
+        self.send("GET", uri, None, Some(accept), Vec::new()).await
+    }
+    async fn delete(&self, uri: &str) -> Answer {
+        self.send("DELETE", uri, None, None, Vec::new()).await
+    }
+    async fn upload(
+        &self,
+        method: &str,
+        uri: &str,
+        metadata: Option<&Value>,
+        file: Option<&[u8]>,
+    ) -> Answer {
+        let ct = format!("multipart/form-data; boundary={BOUNDARY}");
+        self.send(method, uri, Some(&ct), None, form(metadata, file))
+            .await
+    }
+}
+
+fn named(name: &str) -> Value {
+    json!({"metadata": {"name": name}})
+}
+
+/// Asserts `answer` has `status`, printing the body otherwise.
+#[track_caller]
+fn expect(answer: &Answer, status: u16) {
+    assert_eq!(answer.status.as_u16(), status, "body: {}", answer.text());
+    if status >= 400 {
+        assert!(
+            answer.content_type.starts_with("text/plain"),
+            "{}",
+            answer.content_type
+        );
+        assert!(!answer.body.is_empty());
+    }
+}
+
+const CA: &str = "/v2/projects/p1/composite-apps/ca/v1";
+const DIG: &str = "/v2/projects/p1/composite-apps/ca/v1/deployment-intent-groups/dig1";
+
+async fn crud_flow(store: Arc<dyn ResourceStore>) {
+    let orch = Orchestrator::new(store);
+    let c = Client {
+        app: emco_orchestrator::rest::router(orch.clone()),
+    };
+
+    // ---- projects: body errors, duplicates, PUT rules ----
+    let r = c.post("/v2/projects", &named("p1")).await;
+    expect(&r, 201);
+    assert_eq!(r.json()["metadata"]["name"], "p1");
+    expect(&c.post("/v2/projects", &named("p1")).await, 409);
+    expect(&c.post_raw("/v2/projects", "").await, 400);
+    expect(&c.post_raw("/v2/projects", "{").await, 422);
+    expect(
+        &c.post_raw("/v2/projects", r#"{"metadata":{"name":7}}"#)
+            .await,
+        422,
+    );
+    let r = c.post("/v2/projects", &named("-bad")).await;
+    expect(&r, 400);
+    assert!(r.text().contains("metadata.name"), "{}", r.text());
+    expect(&c.get("/v2/projects/p1").await, 200);
+    expect(&c.get("/v2/projects/nope").await, 404);
+    expect(&c.put("/v2/projects/p2", &named("p3")).await, 400);
+    expect(&c.put("/v2/projects/p2", &named("p2")).await, 201);
+    let r = c
+        .put(
+            "/v2/projects/p2",
+            &json!({"metadata": {"name": "p2", "description": "d"}}),
+        )
+        .await;
+    expect(&r, 200);
+    assert_eq!(
+        c.get("/v2/projects/p2").await.json()["metadata"]["description"],
+        "d"
+    );
+    assert_eq!(
+        c.get("/v2/projects").await.json().as_array().unwrap().len(),
+        2
+    );
+    expect(&c.delete("/v2/projects/p2").await, 204);
+    expect(&c.delete("/v2/projects/p2").await, 404);
+
+    // ---- composite apps ----
+    let ca = json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}});
+    expect(&c.post("/v2/projects/nope/composite-apps", &ca).await, 404);
+    expect(
+        &c.post(
+            "/v2/projects/p1/composite-apps",
+            &json!({"metadata": {"name": "ca"}}),
+        )
+        .await,
+        400,
+    );
+    expect(&c.post("/v2/projects/p1/composite-apps", &ca).await, 201);
+    expect(&c.post("/v2/projects/p1/composite-apps", &ca).await, 409);
+    expect(&c.get(CA).await, 200);
+    expect(&c.get("/v2/projects/p1/composite-apps/ca/v2").await, 404);
+    expect(
+        &c.put("/v2/projects/p1/composite-apps/ca/v2", &ca).await,
+        400,
+    );
+    expect(&c.put(CA, &ca).await, 200);
+    expect(&c.get("/v2/projects/nope/composite-apps").await, 404);
+    assert_eq!(
+        c.get("/v2/projects/p1/composite-apps")
+            .await
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // ---- apps: multipart uploads and their checks ----
+    let chart = chart_tgz(&collectd().join("helm/collectd"), "collectd");
+    let apps = format!("{CA}/apps");
+    expect(
+        &c.upload("POST", &apps, Some(&named("collectd")), Some(&chart))
+            .await,
+        201,
+    );
+    expect(
+        &c.upload("POST", &apps, Some(&named("collectd")), Some(&chart))
+            .await,
+        409,
+    );
+    expect(
+        &c.upload("POST", &apps, Some(&named("other")), None).await,
+        400,
+    );
+    expect(&c.upload("POST", &apps, None, Some(&chart)).await, 400);
+    expect(
+        &c.upload("POST", &apps, Some(&named("-x")), Some(&chart))
+            .await,
+        400,
+    );
+    expect(
+        &c.send(
+            "POST",
+            &apps,
+            Some("application/json"),
+            None,
+            b"{}".to_vec(),
+        )
+        .await,
+        400,
+    );
+    let r = c
+        .upload("POST", &apps, Some(&named("other")), Some(b"not a tarball"))
+        .await;
+    expect(&r, 400);
+    let no_chart_yaml = chart_tgz(&collectd().join("profile"), "collectd");
+    expect(
+        &c.upload("POST", &apps, Some(&named("other")), Some(&no_chart_yaml))
+            .await,
+        400,
+    );
+    let two_tops = flat_tgz(&collectd().join("helm/collectd"));
+    expect(
+        &c.upload("POST", &apps, Some(&named("other")), Some(&two_tops))
+            .await,
+        400,
+    );
+    let escape = hostile_tgz("../../etc/evil", tar::EntryType::Regular);
+    let r = c
+        .upload("POST", &apps, Some(&named("other")), Some(&escape))
+        .await;
+    expect(&r, 400);
+    assert!(r.text().contains("escapes"), "{}", r.text());
+    let link = hostile_tgz("collectd/Chart.yaml", tar::EntryType::Symlink);
+    expect(
+        &c.upload("POST", &apps, Some(&named("other")), Some(&link))
+            .await,
+        400,
+    );
+    expect(
+        &c.upload(
+            "POST",
+            "/v2/projects/p1/composite-apps/ca/v9/apps",
+            Some(&named("x")),
+            Some(&chart),
+        )
+        .await,
+        404,
+    );
+    // A failed upload leaves nothing behind.
+    expect(&c.get(&format!("{apps}/other")).await, 404);
+    // A second app, for dependencies and placement.
+    expect(
+        &c.upload(
+            "PUT",
+            &format!("{apps}/web"),
+            Some(&named("web")),
+            Some(&chart),
+        )
+        .await,
+        201,
+    );
+    expect(
+        &c.upload(
+            "PUT",
+            &format!("{apps}/web"),
+            Some(&named("web")),
+            Some(&chart),
+        )
+        .await,
+        200,
+    );
+    expect(
+        &c.upload(
+            "PUT",
+            &format!("{apps}/web"),
+            Some(&named("nope")),
+            Some(&chart),
+        )
+        .await,
+        400,
+    );
+
+    // Accept negotiation.
+    let item = format!("{apps}/collectd");
+    let r = c.get(&item).await;
+    expect(&r, 200);
+    assert_eq!(
+        r.json(),
+        json!({"metadata": {"name": "collectd", "description": "", "userData1": "", "userData2": ""}})
+    );
+    let r = c.get_as(&item, "application/octet-stream").await;
+    expect(&r, 200);
+    assert_eq!(r.body, chart);
+    let r = c.get_as(&item, "multipart/form-data").await;
+    expect(&r, 200);
+    assert!(r.content_type.starts_with("multipart/form-data; boundary="));
+    let boundary = r.content_type.split("boundary=").nth(1).unwrap().to_owned();
+    let text = r.body.clone();
+    let needle = b"filename=\"collectd.tgz\"\r\nContent-Type: application/octet-stream\r\n\r\n";
+    let start = text
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .unwrap()
+        + needle.len();
+    let tail = format!("\r\n--{boundary}--\r\n");
+    assert_eq!(&text[start..text.len() - tail.len()], &chart[..]);
+    assert!(String::from_utf8_lossy(&text).contains("\"name\":\"collectd\""));
+    expect(&c.get_as(&item, "text/html").await, 406);
+    assert_eq!(c.get(&apps).await.json().as_array().unwrap().len(), 2);
+
+    // ---- app dependencies ----
+    let deps = format!("{CA}/apps/collectd/dependency");
+    let dep = |app: &str| json!({"metadata": {"name": "d1"}, "spec": {"app": app, "opStatus": "Ready", "wait": 10}});
+    expect(&c.post(&deps, &dep("missing")).await, 404);
+    expect(&c.post(&deps, &dep("collectd")).await, 400);
+    expect(
+        &c.post(
+            &deps,
+            &json!({"metadata": {"name": "d1"}, "spec": {"app": "web", "opStatus": "Up"}}),
+        )
+        .await,
+        400,
+    );
+    expect(&c.post(&deps, &json!({"metadata": {"name": "d1"}, "spec": {"app": "web", "opStatus": "Ready", "wait": 5000}})).await, 400);
+    expect(&c.post(&deps, &dep("web")).await, 201);
+    expect(&c.get(&format!("{deps}/d1")).await, 200);
+    expect(&c.put(&format!("{deps}/d2"), &dep("web")).await, 400);
+    // An app with dependencies cannot be deleted.
+    expect(&c.delete(&item).await, 409);
+
+    // ---- composite profiles and app profiles ----
+    let cps = format!("{CA}/composite-profiles");
+    expect(&c.post(&cps, &named("cp")).await, 201);
+    let profiles = format!("{cps}/cp/profiles");
+    let profile_tgz = flat_tgz(&collectd().join("profile"));
+    let prof = |app: &str| json!({"metadata": {"name": "pr"}, "spec": {"app": app}});
+    expect(
+        &c.upload(
+            "POST",
+            &profiles,
+            Some(&prof("missing")),
+            Some(&profile_tgz),
+        )
+        .await,
+        404,
+    );
+    expect(
+        &c.upload("POST", &profiles, Some(&prof("collectd")), Some(&chart))
+            .await,
+        400,
+    );
+    expect(
+        &c.upload(
+            "POST",
+            &format!("{cps}/nope/profiles"),
+            Some(&prof("collectd")),
+            Some(&profile_tgz),
+        )
+        .await,
+        404,
+    );
+    expect(
+        &c.upload(
+            "POST",
+            &profiles,
+            Some(&prof("collectd")),
+            Some(&profile_tgz),
+        )
+        .await,
+        201,
+    );
+    let r = c.get(&format!("{profiles}?app=collectd")).await;
+    expect(&r, 200);
+    assert_eq!(r.json()["spec"]["app"], "collectd");
+    let r = c
+        .get_as(
+            &format!("{profiles}?app=collectd"),
+            "application/octet-stream",
+        )
+        .await;
+    assert_eq!(r.body, profile_tgz);
+    expect(&c.get(&format!("{profiles}?app=web")).await, 404);
+    let r = c
+        .get_as(&format!("{profiles}/pr"), "application/octet-stream")
+        .await;
+    expect(&r, 200);
+    assert_eq!(r.body, profile_tgz);
+    expect(
+        &c.get_as(&format!("{profiles}/pr"), "multipart/form-data")
+            .await,
+        200,
+    );
+    expect(
+        &c.upload(
+            "PUT",
+            &format!("{profiles}/pr"),
+            Some(&prof("collectd")),
+            Some(&profile_tgz),
+        )
+        .await,
+        200,
+    );
+    expect(
+        &c.delete(
+            &cps.clone()
+                .replace("composite-profiles", "composite-profiles/cp"),
+        )
+        .await,
+        409,
+    );
+
+    // ---- logical clouds (dcm) and clusters (clm) ----
+    let lcs = "/v2/projects/p1/logical-clouds";
+    expect(
+        &c.post(
+            lcs,
+            &json!({"metadata": {"name": "lc0"}, "spec": {"level": "0"}}),
+        )
+        .await,
+        201,
+    );
+    expect(
+        &c.post(
+            lcs,
+            &json!({"metadata": {"name": "lc1"}, "spec": {"level": "1"}}),
+        )
+        .await,
+        400,
+    );
+    let r = c.post(lcs, &json!({"metadata": {"name": "lc1"}, "spec": {"namespace": "ns1", "user": {"userName": "u1"}}})).await;
+    expect(&r, 201);
+    // EMCO's defaults are stored and echoed.
+    assert_eq!(r.json()["spec"]["level"], "1");
+    assert_eq!(r.json()["spec"]["user"]["type"], "certificate");
+    assert_eq!(
+        c.get("/v2/projects/p1/logical-clouds/lc1").await.json()["spec"]["level"],
+        "1"
+    );
+    expect(&c.post("/v2/cluster-providers", &named("edge")).await, 201);
+    let clusters = "/v2/cluster-providers/edge/clusters";
+    let kc = KUBECONFIG.as_bytes();
+    expect(
+        &c.upload("POST", clusters, Some(&named("c1")), None).await,
+        400,
+    );
+    expect(
+        &c.upload("POST", clusters, Some(&named("c1")), Some(b"clusters: 5\n"))
+            .await,
+        400,
+    );
+    expect(
+        &c.upload("POST", clusters, Some(&named("c1")), Some(b": : :\n\t"))
+            .await,
+        400,
+    );
+    expect(
+        &c.upload(
+            "POST",
+            "/v2/cluster-providers/nope/clusters",
+            Some(&named("c1")),
+            Some(kc),
+        )
+        .await,
+        404,
+    );
+    expect(
+        &c.upload("POST", clusters, Some(&named("c1")), Some(kc))
+            .await,
+        201,
+    );
+    expect(
+        &c.upload("POST", clusters, Some(&named("c1")), Some(kc))
+            .await,
+        409,
+    );
+    let gitops = json!({"metadata": {"name": "c2"}, "spec": {"gitOps": {"gitOpsType": "github", "gitOpsReferenceObject": "cred", "gitOpsResourceObject": "repo"}}});
+    expect(&c.upload("POST", clusters, Some(&gitops), None).await, 201);
+    let list = c.get(clusters).await;
+    expect(&list, 200);
+    assert_eq!(list.json().as_array().unwrap().len(), 2);
+    assert!(
+        !list.text().contains("127.0.0.1:6443"),
+        "kubeconfig leaked: {}",
+        list.text()
+    );
+    let r = c.get("/v2/cluster-providers/edge/clusters/c1").await;
+    assert!(!r.text().contains("6443"));
+    let r = c
+        .get_as(
+            "/v2/cluster-providers/edge/clusters/c1",
+            "application/octet-stream",
+        )
+        .await;
+    assert_eq!(r.body, kc);
+    expect(
+        &c.get_as(
+            "/v2/cluster-providers/edge/clusters/c2",
+            "application/octet-stream",
+        )
+        .await,
+        404,
+    );
+    let labels = "/v2/cluster-providers/edge/clusters/c1/labels";
+    expect(&c.post(labels, &json!({"clusterLabel": "east"})).await, 201);
+    expect(&c.post(labels, &json!({"clusterLabel": "east"})).await, 409);
+    expect(&c.post(labels, &json!({"clusterLabel": ""})).await, 400);
+    expect(
+        &c.put(&format!("{labels}/west"), &json!({"clusterLabel": "east"}))
+            .await,
+        400,
+    );
+    expect(
+        &c.post(
+            "/v2/cluster-providers/edge/clusters/c9/labels",
+            &json!({"clusterLabel": "east"}),
+        )
+        .await,
+        404,
+    );
+    assert_eq!(
+        c.get(&format!("{clusters}?label=east")).await.json(),
+        json!(["c1"])
+    );
+    assert_eq!(
+        c.get(&format!("{clusters}?label=north")).await.json(),
+        json!([])
+    );
+    let with = c.get(&format!("{clusters}?withLabels=true")).await.json();
+    assert_eq!(with[0]["labels"], json!([{"clusterLabel": "east"}]));
+    assert_eq!(with[1]["labels"], json!([]));
+    let kvs = "/v2/cluster-providers/edge/clusters/c1/kv-pairs";
+    expect(
+        &c.post(
+            kvs,
+            &json!({"metadata": {"name": "kv1"}, "spec": {"kv": [{"a": "1"}, {"b": {"x": 2}}]}}),
+        )
+        .await,
+        201,
+    );
+    expect(
+        &c.post(
+            kvs,
+            &json!({"metadata": {"name": "kv2"}, "spec": {"kv": []}}),
+        )
+        .await,
+        400,
+    );
+    assert_eq!(
+        c.get(&format!("{kvs}/kv1?key=b")).await.json(),
+        json!({"value": {"x": 2}})
+    );
+    expect(&c.get(&format!("{kvs}/kv1?key=zz")).await, 404);
+    expect(
+        &c.delete("/v2/cluster-providers/edge/clusters/c1").await,
+        409,
+    );
+    expect(&c.delete("/v2/cluster-providers/edge").await, 409);
+
+    let lc = "/v2/projects/p1/logical-clouds/lc1";
+    let cref = |cluster: &str| json!({"metadata": {"name": "r1"}, "spec": {"clusterProvider": "edge", "cluster": cluster, "loadBalancerIP": "10.0.0.1"}});
+    expect(
+        &c.post(&format!("{lc}/cluster-references"), &cref("c9"))
+            .await,
+        404,
+    );
+    expect(&c.post(&format!("{lc}/cluster-references"), &json!({"metadata": {"name": "r1"}, "spec": {"clusterProvider": "edge", "cluster": "c1", "loadBalancerIP": "nope"}})).await, 400);
+    expect(
+        &c.post(&format!("{lc}/cluster-references"), &cref("c1"))
+            .await,
+        201,
+    );
+    expect(
+        &c.post(
+            "/v2/projects/p1/logical-clouds/lc9/cluster-references",
+            &cref("c1"),
+        )
+        .await,
+        404,
+    );
+    expect(&c.post(&format!("{lc}/user-permissions"), &json!({"metadata": {"name": "up"}, "spec": {"namespace": "ns1", "apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}})).await, 201);
+    expect(
+        &c.post(
+            &format!("{lc}/cluster-quotas"),
+            &json!({"metadata": {"name": "q"}, "spec": {"pods": "10"}}),
+        )
+        .await,
+        201,
+    );
+    expect(
+        &c.post(
+            &format!("{lc}/cluster-quotas"),
+            &json!({"metadata": {"name": "q2"}, "spec": {"pods": ""}}),
+        )
+        .await,
+        400,
+    );
+    expect(
+        &c.post(
+            &format!("{lc}/kv-pairs"),
+            &json!({"metadata": {"name": "k"}, "spec": {"kv": [{"a": "b"}]}}),
+        )
+        .await,
+        201,
+    );
+    assert_eq!(
+        c.get(&format!("{lc}/kv-pairs/k?key=a")).await.json(),
+        json!({"value": "b"})
+    );
+    for sub in [
+        "cluster-references",
+        "user-permissions",
+        "cluster-quotas",
+        "kv-pairs",
+    ] {
+        assert_eq!(
+            c.get(&format!("{lc}/{sub}"))
+                .await
+                .json()
+                .as_array()
+                .unwrap()
+                .len(),
+            1,
+            "{sub}"
+        );
+    }
+    expect(&c.delete(lc).await, 409);
+
+    // ---- deployment intent groups, intents, approve ----
+    let digs = format!("{CA}/deployment-intent-groups");
+    let dig = |cp: &str, lc: &str| json!({"metadata": {"name": "dig1"}, "spec": {"compositeProfile": cp, "version": "r1", "logicalCloud": lc, "overrideValues": [{"app": "collectd", "values": {"a.b": "1"}}]}});
+    expect(&c.post(&digs, &dig("nope", "lc0")).await, 404);
+    expect(&c.post(&digs, &dig("cp", "nope")).await, 404);
+    expect(
+        &c.post(
+            &digs,
+            &json!({"metadata": {"name": "dig1"}, "spec": {"compositeProfile": "cp"}}),
+        )
+        .await,
+        400,
+    );
+    expect(&c.post(&digs, &dig("cp", "lc0")).await, 201);
+    let dig_key = keys::dig("p1", "ca", "v1", "dig1");
+    assert_eq!(
+        orch.dig_state(&dig_key).await.unwrap().current_state(),
+        DigState::Created
+    );
+    expect(&c.put(DIG, &dig("cp", "lc0")).await, 200);
+
+    let gpis = format!("{DIG}/generic-placement-intents");
+    expect(&c.post(&gpis, &named("gpi")).await, 201);
+    expect(
+        &c.post(
+            &gpis,
+            &json!({"metadata": {"name": "gpi2"}, "spec": {"logicalCloud": "old"}}),
+        )
+        .await,
+        201,
+    );
+    let app_intents = format!("{gpis}/gpi/app-intents");
+    let ai = |app: &str| json!({"metadata": {"name": "ai"}, "spec": {"app": app, "intent": {"allOf": [{"clusterProvider": "edge", "cluster": "c1"}]}}});
+    expect(&c.post(&app_intents, &ai("missing")).await, 404);
+    expect(
+        &c.post(
+            &app_intents,
+            &json!({"metadata": {"name": "ai"}, "spec": {"app": "collectd", "intent": {}}}),
+        )
+        .await,
+        400,
+    );
+    expect(&c.post(&app_intents, &json!({"metadata": {"name": "ai"}, "spec": {"app": "collectd", "intent": {"allOf": [{"clusterProvider": "edge", "cluster": "c1", "clusterLabel": "east"}]}}})).await, 400);
+    expect(&c.post(&app_intents, &ai("collectd")).await, 201);
+    let r = c.get(&format!("{app_intents}?app=collectd")).await;
+    expect(&r, 200);
+    assert_eq!(r.json()["app"], "collectd");
+    expect(&c.get(&format!("{app_intents}?app=web")).await, 404);
+    let intents = format!("{DIG}/intents");
+    expect(
+        &c.post(
+            &intents,
+            &json!({"metadata": {"name": "i1"}, "spec": {"intent": {}}}),
+        )
+        .await,
+        400,
+    );
+    expect(&c.post(&intents, &json!({"metadata": {"name": "i1"}, "spec": {"intent": {"genericPlacementIntent": "gpi"}}})).await, 201);
+    assert_eq!(
+        c.get(&format!("{intents}?intent=i1")).await.json(),
+        json!({"intent": {"genericPlacementIntent": "gpi"}})
+    );
+    expect(&c.get(&format!("{intents}?intent=i9")).await, 404);
+
+    // Approve; PUT is refused once approved; a change to an intent sends it back to Created.
+    expect(
+        &c.send("POST", &format!("{DIG}/approve"), None, None, Vec::new())
+            .await,
+        202,
+    );
+    expect(
+        &c.send(
+            "POST",
+            &format!("{digs}/nope/approve"),
+            None,
+            None,
+            Vec::new(),
+        )
+        .await,
+        404,
+    );
+    assert_eq!(
+        orch.dig_state(&dig_key).await.unwrap().current_state(),
+        DigState::Approved
+    );
+    expect(&c.put(DIG, &dig("cp", "lc0")).await, 409);
+    expect(&c.put(&format!("{gpis}/gpi2"), &named("gpi2")).await, 200);
+    assert_eq!(
+        orch.dig_state(&dig_key).await.unwrap().current_state(),
+        DigState::Created
+    );
+    // Lifecycle routes that are not implemented yet do not answer.
+    let r = c
+        .send(
+            "POST",
+            &format!("{DIG}/instantiate"),
+            None,
+            None,
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+
+    // ---- controllers ----
+    let ctl = json!({"metadata": {"name": "rsync"}, "spec": {"host": "localhost", "port": 9031}});
+    expect(&c.post("/v2/controllers", &ctl).await, 201);
+    expect(
+        &c.post(
+            "/v2/controllers",
+            &json!({"metadata": {"name": "x"}, "spec": {"host": "h", "port": 70000}}),
+        )
+        .await,
+        400,
+    );
+    expect(
+        &c.post(
+            "/v2/controllers",
+            &json!({"metadata": {"name": "x"}, "spec": {"host": "h", "port": 1, "type": "other"}}),
+        )
+        .await,
+        400,
+    );
+    expect(
+        &c.post(
+            "/v2/clm-controllers",
+            &json!({"metadata": {"name": "x"}, "spec": {"host": "h", "port": "9000"}}),
+        )
+        .await,
+        201,
+    );
+    expect(&c.get("/v2/controllers/rsync").await, 200);
+    expect(&c.delete("/v2/controllers/rsync").await, 204);
+
+    // ---- referential integrity on the way down ----
+    expect(&c.delete("/v2/projects/p1").await, 409);
+    expect(&c.delete(CA).await, 409);
+    expect(&c.delete(DIG).await, 409);
+    for uri in [
+        format!("{app_intents}/ai"),
+        format!("{gpis}/gpi"),
+        format!("{gpis}/gpi2"),
+        format!("{intents}/i1"),
+        DIG.to_owned(),
+        format!("{profiles}/pr"),
+        format!("{cps}/cp"),
+        format!("{deps}/d1"),
+        item.clone(),
+        format!("{apps}/web"),
+        CA.to_owned(),
+        format!("{lc}/cluster-references/r1"),
+        format!("{lc}/user-permissions/up"),
+        format!("{lc}/cluster-quotas/q"),
+        format!("{lc}/kv-pairs/k"),
+        lc.to_owned(),
+        "/v2/projects/p1/logical-clouds/lc0".to_owned(),
+        "/v2/projects/p1".to_owned(),
+        format!("{kvs}/kv1"),
+        format!("{labels}/east"),
+        "/v2/cluster-providers/edge/clusters/c1".to_owned(),
+        "/v2/cluster-providers/edge/clusters/c2".to_owned(),
+        "/v2/cluster-providers/edge".to_owned(),
+    ] {
+        expect(&c.delete(&uri).await, 204);
+        expect(&c.get(&uri).await, 404);
+    }
+    assert_eq!(c.get("/v2/projects").await.json(), json!([]));
+}
+
+#[tokio::test]
+async fn crud_flow_in_memory() {
+    crud_flow(Arc::new(InMemoryResourceStore::new())).await;
+}
+
+#[tokio::test]
+async fn crud_flow_redb() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = emco_appcontext::embedded::RedbBuilder::new()
+        .with_path(dir.path().join("emco.redb"))
+        .build()
+        .unwrap();
+    crud_flow(db.resource_store()).await;
+}
+
+#[tokio::test]
+async fn crud_flow_mongo() {
+    let Ok(uri) = std::env::var("EMCO_TEST_MONGO") else {
+        eprintln!("SKIPPED: crud_flow_mongo needs EMCO_TEST_MONGO (a MongoDB URI)");
+        return;
+    };
+    let database = format!("emco_rest_{}", std::process::id());
+    let store = emco_appcontext::mongo::MongoBuilder::new()
+        .with_uri(uri)
+        .with_database(database)
+        .build()
+        .await
+        .unwrap();
+    crud_flow(Arc::new(store)).await;
+}
+
+#[tokio::test]
+async fn uploads_over_the_limit_are_refused() {
+    let limits = Limits {
+        max_archive: 4096,
+        max_unpacked: 1 << 20,
+        max_kubeconfig: 64,
+    };
+    let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new())).with_limits(limits);
+    let c = Client {
+        app: emco_orchestrator::rest::router(orch),
+    };
+    expect(&c.post("/v2/projects", &named("p1")).await, 201);
+    expect(
+        &c.post(
+            "/v2/projects/p1/composite-apps",
+            &json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}}),
+        )
+        .await,
+        201,
+    );
+    let big = vec![7u8; 64 * 1024];
+    let r = c
+        .upload("POST", &format!("{CA}/apps"), Some(&named("a")), Some(&big))
+        .await;
+    expect(&r, 413);
+    expect(&c.post("/v2/cluster-providers", &named("edge")).await, 201);
+    let r = c
+        .upload(
+            "POST",
+            "/v2/cluster-providers/edge/clusters",
+            Some(&named("c1")),
+            Some(KUBECONFIG.as_bytes()),
+        )
+        .await;
+    expect(&r, 400);
+    assert!(r.text().contains("larger"), "{}", r.text());
+}
+
+#[tokio::test]
+async fn concurrent_writes_on_different_digs() {
+    let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
+    let c = Arc::new(Client {
+        app: emco_orchestrator::rest::router(orch.clone()),
+    });
+    expect(&c.post("/v2/projects", &named("p1")).await, 201);
+    expect(
+        &c.post(
+            "/v2/projects/p1/composite-apps",
+            &json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}}),
+        )
+        .await,
+        201,
+    );
+    expect(
+        &c.post(&format!("{CA}/composite-profiles"), &named("cp"))
+            .await,
+        201,
+    );
+    expect(
+        &c.post(
+            "/v2/projects/p1/logical-clouds",
+            &json!({"metadata": {"name": "lc0"}, "spec": {"level": "0"}}),
+        )
+        .await,
+        201,
+    );
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let c = Arc::clone(&c);
+        tasks.push(tokio::spawn(async move {
+            let name = format!("dig{i}");
+            let body = json!({"metadata": {"name": name}, "spec": {"compositeProfile": "cp", "version": "r", "logicalCloud": "lc0"}});
+            expect(&c.post(&format!("{CA}/deployment-intent-groups"), &body).await, 201);
+            let gpis = format!("{CA}/deployment-intent-groups/{name}/generic-placement-intents");
+            expect(&c.post(&gpis, &named("g")).await, 201);
+            expect(&c.send("POST", &format!("{CA}/deployment-intent-groups/{name}/approve"), None, None, Vec::new()).await, 202);
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    for i in 0..16 {
+        let state = orch
+            .dig_state(&keys::dig("p1", "ca", "v1", &format!("dig{i}")))
+            .await
+            .unwrap();
+        assert_eq!(state.current_state(), DigState::Approved);
+    }
+}
