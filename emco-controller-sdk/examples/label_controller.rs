@@ -84,7 +84,7 @@ impl ActionController for Labeler {
 async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let appcontexts = Arc::new(EtcdBuilder::from_env().build().await?);
     let resources = Arc::new(MongoBuilder::from_env().build().await?);
-    let rest = tokio::net::TcpListener::bind("0.0.0.0:9025").await?;
+    let rest = tokio::net::TcpListener::bind("127.0.0.1:9025").await?;
     let routes: axum::Router = LabelIntent::routes(resources.clone());
     tokio::spawn(async move { axum::serve(rest, routes).await });
     let stop = async {
@@ -94,7 +94,7 @@ async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         .name("label")
         .resources(resources)
         .action(Labeler)
-        .serve("0.0.0.0:9035".parse()?, stop)
+        .serve("127.0.0.1:9035".parse()?, stop)
         .await?;
     Ok(())
 }
