@@ -18,12 +18,12 @@ pub(crate) struct Time {
 
 impl Time {
     fn now() -> Time {
-        let d = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
+        let now = SystemTime::now();
         Time {
-            secs: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-            nanos: d.subsec_nanos(),
+            secs: emco_core::time::unix_seconds(now),
+            nanos: now
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos()),
         }
     }
 
@@ -31,16 +31,7 @@ impl Time {
     fn civil(self) -> (i64, u32, u32, u32, u32, u32, u32, u32) {
         let days = self.secs.div_euclid(86_400);
         let rem = self.secs.rem_euclid(86_400) as u32;
-        // Howard Hinnant's days-to-civil.
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z.rem_euclid(146_097);
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy_mar = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy_mar + 2) / 153;
-        let day = (doy_mar - (153 * mp + 2) / 5 + 1) as u32;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-        let year = yoe + era * 400 + i64::from(month <= 2);
+        let (year, month, day) = emco_core::time::civil_from_days(days);
         let weekday = (days + 4).rem_euclid(7) as u32;
         let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
         const CUM: [u32; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];

@@ -324,7 +324,7 @@ fn check_namespace(store: &Store, t: &Target<'_>, creating: bool) -> Result<(), 
                 "{} is forbidden: unable to create new content in namespace {ns} because it is being terminated",
                 t.rt.qualified()
             ),
-            details: Some(json!({"name": ns, "kind": t.rt.plural})),
+            details: Some(Box::new(json!({"name": ns, "kind": t.rt.plural}))),
             retry_after: None,
         });
     }

@@ -10,7 +10,9 @@ pub(crate) struct ApiError {
     pub(crate) code: u16,
     pub(crate) reason: &'static str,
     pub(crate) message: String,
-    pub(crate) details: Option<Value>,
+    // Boxed: serde_json::Value grows when another crate enables `preserve_order`, and errors
+    // travel in every Result of the request path.
+    pub(crate) details: Option<Box<Value>>,
     pub(crate) retry_after: Option<u32>,
 }
 
@@ -31,7 +33,7 @@ impl ApiError {
 
     pub(crate) fn not_found(rt: &ResourceType, name: &str) -> Self {
         Self {
-            details: Some(details(rt, name)),
+            details: Some(Box::new(details(rt, name))),
             ..Self::new(
                 404,
                 "NotFound",
@@ -43,7 +45,7 @@ impl ApiError {
     /// The namespace of a namespaced request does not exist.
     pub(crate) fn namespace_not_found(ns: &str) -> Self {
         Self {
-            details: Some(json!({"name": ns, "kind": "namespaces"})),
+            details: Some(Box::new(json!({"name": ns, "kind": "namespaces"}))),
             ..Self::new(404, "NotFound", format!("namespaces \"{ns}\" not found"))
         }
     }
@@ -59,7 +61,7 @@ impl ApiError {
 
     pub(crate) fn already_exists(rt: &ResourceType, name: &str) -> Self {
         Self {
-            details: Some(details(rt, name)),
+            details: Some(Box::new(details(rt, name))),
             ..Self::new(
                 409,
                 "AlreadyExists",
@@ -71,7 +73,7 @@ impl ApiError {
     /// A stale `resourceVersion` on a write.
     pub(crate) fn stale(rt: &ResourceType, name: &str) -> Self {
         Self {
-            details: Some(details(rt, name)),
+            details: Some(Box::new(details(rt, name))),
             ..Self::new(
                 409,
                 "Conflict",
@@ -94,7 +96,7 @@ impl ApiError {
         let mut d = details(rt, name);
         d["causes"] = Value::Array(causes);
         Self {
-            details: Some(d),
+            details: Some(Box::new(d)),
             ..Self::new(409, "Conflict", message)
         }
     }
@@ -114,10 +116,10 @@ impl ApiError {
         };
         let cause_msg = format!("{}: {detail}", reason_text(reason));
         Self {
-            details: Some(json!({
+            details: Some(Box::new(json!({
                 "name": name, "group": rt.group, "kind": rt.kind,
                 "causes": [{"reason": reason, "message": cause_msg, "field": field}],
-            })),
+            }))),
             ..Self::new(
                 422,
                 "Invalid",
@@ -169,7 +171,7 @@ impl ApiError {
     pub(crate) fn too_many_requests() -> Self {
         Self {
             retry_after: Some(1),
-            details: Some(json!({"retryAfterSeconds": 1})),
+            details: Some(Box::new(json!({"retryAfterSeconds": 1}))),
             ..Self::new(
                 429,
                 "TooManyRequests",
@@ -198,7 +200,7 @@ impl ApiError {
             "code": self.code,
         });
         if let Some(d) = &self.details {
-            v["details"] = d.clone();
+            v["details"] = (**d).clone();
         }
         v
     }
