@@ -1,0 +1,524 @@
+//! The Kubernetes connector: talks to a cluster's API server through the `kube` crate.
+//!
+//! - The client is built from the kubeconfig stored with the cluster (its current context; token,
+//!   client certificate and CA are all taken from it). [`KubePool`] keeps one connector, hence one
+//!   client and one connection pool, per cluster, and replaces it when the kubeconfig changes.
+//! - Manifests are dynamic objects: discovery maps `apiVersion`/`kind` to the REST resource and
+//!   its scope. Results are cached per cluster and group-version, and a group-version is queried
+//!   again when it lacks a kind (a CRD applied since).
+//! - Apply is server-side apply with field manager `emco` and `force`: rsync owns the objects it
+//!   deploys, so it takes over fields another manager set instead of failing with a conflict.
+//! - Namespaced resources without a namespace go to the scope's namespace (else `default`).
+//! - Delete uses the given propagation policy; objects (and kinds) that do not exist count as
+//!   deleted.
+//!
+//! - Every request is bounded by a request timeout ([`DEFAULT_REQUEST_TIMEOUT`]), so a cluster
+//!   that accepts connections but never answers fails like an unreachable one. The client's own
+//!   retry layer is off: the engine decides when to retry.
+//!
+//! Errors: connection failures, timeouts, HTTP 429 and 5xx are [`ErrorKind::Unavailable`]
+//! (retry); other API rejections map by status (400/422 invalid, 401/403 failed precondition,
+//! 404 not found, 409 conflict or already exists).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use ::kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PropagationPolicy};
+use ::kube::config::{KubeConfigOptions, Kubeconfig};
+use ::kube::core::GroupVersion;
+use ::kube::discovery::{self, ApiCapabilities, ApiResource, Scope as KubeScope};
+use ::kube::{Client, Config};
+use async_trait::async_trait;
+use emco_core::{Error, ErrorKind, Result};
+use serde_json::Value;
+
+use super::{Batch, BatchError, Connector, Propagation, ResourceId, Scope};
+
+/// The field manager of every server-side apply.
+pub const FIELD_MANAGER: &str = "emco";
+
+/// The default of [`KubeConnector::with_request_timeout`].
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The kinds of one group-version: kind -> resource and capabilities.
+type Kinds = HashMap<String, (ApiResource, ApiCapabilities)>;
+
+/// A [`Connector`] for one cluster reached through its API server.
+pub struct KubeConnector {
+    cluster: String,
+    client: Client,
+    /// How long one API request may take.
+    request_timeout: Duration,
+    /// Discovery results by `apiVersion`.
+    discovery: RwLock<HashMap<String, Arc<Kinds>>>,
+}
+
+impl std::fmt::Debug for KubeConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The client holds credentials: print only what identifies the connector.
+        f.debug_struct("KubeConnector")
+            .field("cluster", &self.cluster)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KubeConnector {
+    /// A connector for `cluster` from the text of its kubeconfig (YAML), using its current
+    /// context. No request is made until the first operation.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidArgument`] if the kubeconfig cannot be parsed or names no usable
+    /// context, cluster or credentials.
+    pub async fn from_kubeconfig(cluster: impl Into<String>, kubeconfig: &str) -> Result<Self> {
+        let cluster = cluster.into();
+        let invalid = |e: &dyn std::fmt::Display| {
+            Error::invalid(format!("kubeconfig of cluster {cluster}: {e}")).with_field("kubeconfig")
+        };
+        let parsed = Kubeconfig::from_yaml(kubeconfig).map_err(|e| invalid(&e).with_source(e))?;
+        let mut config = Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
+            .await
+            .map_err(|e| invalid(&e).with_source(e))?;
+        // The engine owns the retry policy (per cluster, with backoff, cancellable); a retry layer
+        // inside the client would only hide an overloaded cluster and delay the status change.
+        config.default_retry = false;
+        let client = Client::try_from(config).map_err(|e| invalid(&e).with_source(e))?;
+        Ok(Self::from_client(cluster, client))
+    }
+
+    /// A connector for `cluster` using an existing client.
+    pub fn from_client(cluster: impl Into<String>, client: Client) -> Self {
+        Self {
+            cluster: cluster.into(),
+            client,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            discovery: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// Sets how long one API request (apply, delete, get, discovery, health) may take before it
+    /// fails as [`ErrorKind::Unavailable`]. The client has no read timeout of its own, so without
+    /// this a cluster that accepts connections but never answers would hang its worker.
+    #[must_use]
+    pub const fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Runs one API request within the request timeout; the inner result is the request's own.
+    async fn timed<T>(
+        &self,
+        what: &str,
+        request: impl Future<Output = Result<T, ::kube::Error>>,
+    ) -> Result<Result<T, ::kube::Error>> {
+        tokio::time::timeout(self.request_timeout, request)
+            .await
+            .map_err(|_| {
+                Error::unavailable(format!(
+                    "{what}: cluster {} did not answer within {:?}",
+                    self.cluster, self.request_timeout
+                ))
+            })
+    }
+
+    /// The client, for callers that need more than the connector offers (watches).
+    #[must_use]
+    pub const fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The REST resource and capabilities serving `id`'s kind, or `None` if the cluster does not
+    /// serve it. Cached; a miss queries the group-version again.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Unavailable`] if discovery cannot reach the cluster; other kinds if it is
+    /// rejected.
+    pub async fn resolve(&self, id: &ResourceId) -> Result<Option<(ApiResource, ApiCapabilities)>> {
+        if let Some(found) = self.cached(id) {
+            return Ok(Some(found));
+        }
+        let gv = GroupVersion::gv(id.group(), id.version());
+        let what = format!("discovery of {}", id.api_version);
+        let kinds = match self
+            .timed(&what, discovery::pinned_group(&self.client, &gv))
+            .await?
+        {
+            Ok(group) => group
+                .versioned_resources(id.version())
+                .into_iter()
+                .map(|(ar, caps)| (ar.kind.clone(), (ar, caps)))
+                .collect(),
+            // The group-version itself is not served.
+            Err(::kube::Error::Api(status)) if status.code == 404 => Kinds::new(),
+            Err(e) => return Err(map_error(e, &what)),
+        };
+        let found = kinds.get(&id.kind).cloned();
+        if let Ok(mut cache) = self.discovery.write() {
+            cache.insert(id.api_version.clone(), Arc::new(kinds));
+        }
+        Ok(found)
+    }
+
+    fn cached(&self, id: &ResourceId) -> Option<(ApiResource, ApiCapabilities)> {
+        let cache = self.discovery.read().ok()?;
+        cache.get(&id.api_version)?.get(&id.kind).cloned()
+    }
+
+    /// The API for `id`'s kind and namespace, or `None` if the kind is not served.
+    async fn api_for(
+        &self,
+        scope: &Scope,
+        id: &ResourceId,
+    ) -> Result<Option<(Api<DynamicObject>, Option<String>)>> {
+        let Some((ar, caps)) = self.resolve(id).await? else {
+            return Ok(None);
+        };
+        Ok(Some(match caps.scope {
+            KubeScope::Namespaced => {
+                let ns = scope.namespace_for(id);
+                (
+                    Api::namespaced_with(self.client.clone(), ns, &ar),
+                    Some(ns.to_owned()),
+                )
+            }
+            KubeScope::Cluster => (Api::all_with(self.client.clone(), &ar), None),
+        }))
+    }
+
+    async fn apply_one(&self, scope: &Scope, id: &ResourceId, mut manifest: Value) -> Result<()> {
+        let Some((api, namespace)) = self.api_for(scope, id).await? else {
+            return Err(Error::not_found(format!(
+                "cluster {} does not serve kind {} of {}",
+                self.cluster, id.kind, id.api_version
+            )));
+        };
+        // The body's namespace must match the URL's; cluster-scoped objects have none.
+        if let Some(metadata) = manifest.get_mut("metadata").and_then(Value::as_object_mut) {
+            match namespace {
+                Some(ns) => metadata.insert("namespace".to_owned(), Value::String(ns)),
+                None => metadata.remove("namespace"),
+            };
+        }
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let what = format!("apply of {id}");
+        self.timed(
+            &what,
+            api.patch(&id.name, &params, &Patch::Apply(&manifest)),
+        )
+        .await?
+        .map_err(|e| map_error(e, &what))?;
+        Ok(())
+    }
+
+    async fn delete_one(
+        &self,
+        scope: &Scope,
+        id: &ResourceId,
+        propagation: Propagation,
+    ) -> Result<()> {
+        let Some((api, _)) = self.api_for(scope, id).await? else {
+            return Ok(()); // The kind is gone (its CRD was deleted), and its objects with it.
+        };
+        let params = DeleteParams {
+            propagation_policy: Some(match propagation {
+                Propagation::Background => PropagationPolicy::Background,
+                Propagation::Foreground => PropagationPolicy::Foreground,
+                Propagation::Orphan => PropagationPolicy::Orphan,
+            }),
+            ..DeleteParams::default()
+        };
+        let what = format!("delete of {id}");
+        match self.timed(&what, api.delete(&id.name, &params)).await? {
+            Ok(_) => Ok(()),
+            Err(::kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(e) => Err(map_error(e, &what)),
+        }
+    }
+}
+
+#[async_trait]
+impl Connector for KubeConnector {
+    fn cluster(&self) -> &str {
+        &self.cluster
+    }
+
+    fn observes_live_state(&self) -> bool {
+        true
+    }
+
+    async fn apply(&self, batch: &Batch) -> Result<(), BatchError> {
+        let manifests = batch
+            .labelled_manifests()
+            .map_err(|e| BatchError::at(0, e))?;
+        for (i, (resource, manifest)) in batch.resources.iter().zip(manifests).enumerate() {
+            self.apply_one(&batch.scope, resource.id(), manifest)
+                .await
+                .map_err(|e| BatchError::at(i, e))?;
+        }
+        Ok(())
+    }
+
+    async fn delete(&self, batch: &Batch, propagation: Propagation) -> Result<(), BatchError> {
+        for (i, resource) in batch.resources.iter().enumerate() {
+            self.delete_one(&batch.scope, resource.id(), propagation)
+                .await
+                .map_err(|e| BatchError::at(i, e))?;
+        }
+        Ok(())
+    }
+
+    async fn get(&self, scope: &Scope, id: &ResourceId) -> Result<Option<Value>> {
+        let Some((api, _)) = self.api_for(scope, id).await? else {
+            return Ok(None);
+        };
+        let what = format!("get of {id}");
+        let object = self
+            .timed(&what, api.get_opt(&id.name))
+            .await?
+            .map_err(|e| map_error(e, &what))?;
+        object
+            .map(|o| {
+                serde_json::to_value(o)
+                    .map_err(|e| Error::internal(format!("cannot encode {id}: {e}")).with_source(e))
+            })
+            .transpose()
+    }
+
+    async fn health(&self) -> Result<()> {
+        // Core discovery rather than `/version`: API servers answer `/version` without checking
+        // credentials, and a rejected token must show here.
+        let what = "health check";
+        self.timed(what, self.client.list_core_api_versions())
+            .await?
+            .map(drop)
+            .map_err(|e| map_error(e, what))
+    }
+}
+
+/// Maps a kube error onto an [`ErrorKind`] that tells the engine whether to retry; `what` names
+/// the operation in the message.
+fn map_error(err: ::kube::Error, what: &str) -> Error {
+    let kind = match &err {
+        ::kube::Error::Api(status) => match status.code {
+            429 | 500..=599 => ErrorKind::Unavailable,
+            401 | 403 => ErrorKind::FailedPrecondition,
+            404 => ErrorKind::NotFound,
+            409 if status.reason == "AlreadyExists" => ErrorKind::AlreadyExists,
+            409 | 410 => ErrorKind::Conflict,
+            400..=499 => ErrorKind::InvalidArgument,
+            _ => ErrorKind::Internal,
+        },
+        ::kube::Error::HyperError(_) | ::kube::Error::Service(_) | ::kube::Error::ReadEvents(_) => {
+            ErrorKind::Unavailable
+        }
+        ::kube::Error::Auth(_) => ErrorKind::FailedPrecondition,
+        ::kube::Error::BuildRequest(_)
+        | ::kube::Error::InferConfig(_)
+        | ::kube::Error::InferKubeconfig(_)
+        | ::kube::Error::RustlsTls(_)
+        | ::kube::Error::TlsRequired => ErrorKind::InvalidArgument,
+        ::kube::Error::Discovery(_) => ErrorKind::NotFound,
+        _ => ErrorKind::Internal,
+    };
+    Error::new(kind, format!("{what}: {err}")).with_source(err)
+}
+
+/// One [`KubeConnector`] per cluster, shared by all the contexts deploying to it, so each cluster
+/// has one client, one connection pool and one discovery cache.
+#[derive(Debug)]
+pub struct KubePool {
+    /// Cluster -> (kubeconfig it was built from, connector).
+    connectors: Mutex<HashMap<String, (String, Arc<KubeConnector>)>>,
+    request_timeout: Duration,
+}
+
+impl Default for KubePool {
+    fn default() -> Self {
+        Self {
+            connectors: Mutex::default(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
+}
+
+impl KubePool {
+    /// An empty pool.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the request timeout of the connectors built from now on
+    /// (see [`KubeConnector::with_request_timeout`]).
+    #[must_use]
+    pub const fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// The connector of `cluster`, built from `kubeconfig` on first use and rebuilt when the
+    /// kubeconfig differs from the one it was built from.
+    ///
+    /// # Errors
+    ///
+    /// See [`KubeConnector::from_kubeconfig`].
+    pub async fn connector(&self, cluster: &str, kubeconfig: &str) -> Result<Arc<KubeConnector>> {
+        if let Some(found) = self.lookup(cluster, kubeconfig) {
+            return Ok(found);
+        }
+        let built = Arc::new(
+            KubeConnector::from_kubeconfig(cluster, kubeconfig)
+                .await?
+                .with_request_timeout(self.request_timeout),
+        );
+        let mut map = self
+            .connectors
+            .lock()
+            .map_err(|_| Error::internal("connector pool lock poisoned"))?;
+        // Another task may have built one meanwhile; keep the first so all share one pool.
+        let entry = map
+            .entry(cluster.to_owned())
+            .or_insert_with(|| (kubeconfig.to_owned(), Arc::clone(&built)));
+        if entry.0 != kubeconfig {
+            *entry = (kubeconfig.to_owned(), Arc::clone(&built));
+        }
+        Ok(Arc::clone(&entry.1))
+    }
+
+    fn lookup(&self, cluster: &str, kubeconfig: &str) -> Option<Arc<KubeConnector>> {
+        let map = self.connectors.lock().ok()?;
+        map.get(cluster)
+            .filter(|(k, _)| k == kubeconfig)
+            .map(|(_, c)| Arc::clone(c))
+    }
+
+    /// Drops the connector of `cluster` (the cluster was deleted); returns whether there was one.
+    pub fn remove(&self, cluster: &str) -> bool {
+        self.connectors
+            .lock()
+            .is_ok_and(|mut m| m.remove(cluster).is_some())
+    }
+
+    /// How many clusters have a connector.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.connectors.lock().map_or(0, |m| m.len())
+    }
+
+    /// Whether no cluster has a connector.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KUBECONFIG: &str = "
+apiVersion: v1
+kind: Config
+current-context: c1
+clusters:
+- name: c1
+  cluster:
+    server: https://127.0.0.1:1
+    insecure-skip-tls-verify: true
+users:
+- name: admin
+  user:
+    token: secret-token
+contexts:
+- name: c1
+  context: {cluster: c1, user: admin}
+";
+
+    fn api_error(code: u16, reason: &str) -> ::kube::Error {
+        ::kube::Error::Api(
+            ::kube::core::Status::failure("rejected", reason)
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    #[test]
+    fn api_errors_map_to_kinds() {
+        let table = [
+            (400, "BadRequest", ErrorKind::InvalidArgument),
+            (422, "Invalid", ErrorKind::InvalidArgument),
+            (401, "Unauthorized", ErrorKind::FailedPrecondition),
+            (403, "Forbidden", ErrorKind::FailedPrecondition),
+            (404, "NotFound", ErrorKind::NotFound),
+            (409, "AlreadyExists", ErrorKind::AlreadyExists),
+            (409, "Conflict", ErrorKind::Conflict),
+            (429, "TooManyRequests", ErrorKind::Unavailable),
+            (500, "InternalError", ErrorKind::Unavailable),
+            (503, "ServiceUnavailable", ErrorKind::Unavailable),
+        ];
+        for (code, reason, kind) in table {
+            let e = map_error(api_error(code, reason), "apply of x");
+            assert_eq!(e.kind(), kind, "{code} {reason}");
+            assert!(e.message().starts_with("apply of x: "), "{}", e.message());
+            assert!(std::error::Error::source(&e).is_some());
+        }
+    }
+
+    #[tokio::test]
+    async fn bad_kubeconfigs_are_invalid() {
+        for text in [
+            "not: [yaml",
+            "apiVersion: v1\nkind: Config\ncurrent-context: missing\n",
+        ] {
+            let e = KubeConnector::from_kubeconfig("p+c", text)
+                .await
+                .unwrap_err();
+            assert_eq!(
+                (e.kind(), e.field()),
+                (ErrorKind::InvalidArgument, Some("kubeconfig")),
+                "{text}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn unreachable_cluster_is_unavailable() {
+        // Port 1 on loopback refuses connections.
+        let c = KubeConnector::from_kubeconfig("p+c", KUBECONFIG)
+            .await
+            .unwrap();
+        assert_eq!(c.health().await.unwrap_err().kind(), ErrorKind::Unavailable);
+        let batch = Batch::new(Scope::new("1", "a")).with_resource(
+            super::super::Resource::from_yaml(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+            )
+            .unwrap(),
+        );
+        let e = c.apply(&batch).await.unwrap_err();
+        assert_eq!((e.done, e.error.kind()), (0, ErrorKind::Unavailable));
+        assert!(!format!("{c:?}").contains("secret-token"));
+    }
+
+    #[tokio::test]
+    async fn pool_shares_one_connector_per_cluster() {
+        let pool = KubePool::new();
+        let a = pool.connector("p+c1", KUBECONFIG).await.unwrap();
+        let b = pool.connector("p+c1", KUBECONFIG).await.unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        let other = pool.connector("p+c2", KUBECONFIG).await.unwrap();
+        assert!(!Arc::ptr_eq(&a, &other));
+        assert_eq!(pool.len(), 2);
+        let changed = KUBECONFIG.replace("secret-token", "rotated-token");
+        let c = pool.connector("p+c1", &changed).await.unwrap();
+        assert!(!Arc::ptr_eq(&a, &c), "a new kubeconfig gets a new client");
+        assert!(Arc::ptr_eq(
+            &c,
+            &pool.connector("p+c1", &changed).await.unwrap()
+        ));
+        assert!(pool.remove("p+c1"));
+        assert!(!pool.remove("p+c1"));
+        assert_eq!(pool.len(), 1);
+    }
+}

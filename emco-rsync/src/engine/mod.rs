@@ -1,0 +1,770 @@
+//! The engine: one task per active AppContext processing its persisted event queue.
+//!
+//! [`Rsync`] is built with an [`AppContextStore`], a [`ClusterResolver`] that turns a cluster id
+//! (`provider+cluster`) into a [`Connector`], concurrency limits and a [`Backoff`]. Calls such as
+//! [`Rsync::instantiate`] append an event to the context's queue
+//! (`/context/<id>/rsync/AppContextEventQueue/`), register the context under `/activecontext/`
+//! and wake its task. The task takes the pending events in order, checks each against the allowed
+//! states (an event not valid in the current status is marked `Error` and skipped), runs it and
+//! marks it `Done` or `Error`. A pending `Terminate` makes every pending event before it
+//! `Skip`; a `Terminate` arriving while an instantiate or update runs cancels that work first.
+//! The stop flag ([`Rsync::stop`], or `stopflag/` written by anyone) ends all waiting and
+//! retrying and the operation completes as failed. [`Rsync::start`] resumes every context of the
+//! active registry, so work interrupted by a crash is finished by the next process; applied
+//! resources are skipped when resuming, and server-side apply makes a repeated apply harmless.
+
+mod run;
+mod status;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use emco_appcontext::context::{QueueElement, QueueStatus};
+use emco_appcontext::{AppContext, AppContextStore};
+use emco_core::lifecycle::{AppContextStatus, RsyncEvent, rsync_transition};
+use emco_core::{Error, Result};
+use tokio::sync::{Semaphore, broadcast};
+use tokio_util::sync::CancellationToken;
+
+use crate::connector::Connector;
+
+pub use status::ContextStatusExt;
+
+/// Turns a cluster id (`provider+cluster`) into the connector that reaches it. The orchestrator
+/// implements it by reading the cluster's kubeconfig from its resource store.
+#[async_trait]
+pub trait ClusterResolver: fmt::Debug + Send + Sync + 'static {
+    /// The connector for `cluster`.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` when the cluster is unknown; `Unavailable` when its credentials cannot be read
+    /// right now (the engine retries); other kinds fail the cluster's resources.
+    async fn connector(&self, cluster: &str) -> Result<Arc<dyn Connector>>;
+}
+
+/// A [`ClusterResolver`] over a map filled by the caller (tests, benchmarks, fixed fleets).
+#[derive(Debug, Default)]
+pub struct MapResolver {
+    map: RwLock<HashMap<String, Arc<dyn Connector>>>,
+}
+
+impl MapResolver {
+    /// An empty resolver.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds or replaces the connector of `cluster`.
+    pub fn insert(&self, cluster: impl Into<String>, connector: Arc<dyn Connector>) {
+        self.map
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(cluster.into(), connector);
+    }
+}
+
+#[async_trait]
+impl ClusterResolver for MapResolver {
+    async fn connector(&self, cluster: &str) -> Result<Arc<dyn Connector>> {
+        self.map
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(cluster)
+            .cloned()
+            .ok_or_else(|| Error::not_found(format!("cluster {cluster} is not known")))
+    }
+}
+
+/// How an unreachable cluster is retried: exponential delays from `initial`, doubled per attempt
+/// up to `max_delay`, each drawn at random from its upper half (jitter, so a fleet that went down
+/// together does not come back in lockstep), for at most `max_retries` retries (`None`: keep
+/// trying until the operation is stopped or cancelled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// The first delay.
+    pub initial: Duration,
+    /// The cap on one delay.
+    pub max_delay: Duration,
+    /// The number of retries before the resources fail; `None` retries forever.
+    pub max_retries: Option<u32>,
+}
+
+impl Default for Backoff {
+    /// 1 s doubling up to 30 s, forever (EMCO retries every 2 s forever).
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_secs(1),
+            max_delay: Duration::from_secs(30),
+            max_retries: None,
+        }
+    }
+}
+
+impl Backoff {
+    /// The delay before retry number `attempt` (1-based).
+    #[must_use]
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let factor = 2u32.saturating_pow(attempt.saturating_sub(1));
+        let full = self.initial.saturating_mul(factor).min(self.max_delay);
+        let half = full / 2;
+        half + full.mul_f64(rand::random::<f64>() / 2.0)
+    }
+
+    /// Whether retry number `attempt` (1-based) is still allowed.
+    #[must_use]
+    pub fn allows(&self, attempt: u32) -> bool {
+        self.max_retries.is_none_or(|max| attempt <= max)
+    }
+}
+
+/// All resources of one app became ready on one cluster (a `readyNotify` notification).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyNotification {
+    /// The AppContext id.
+    pub ctx_id: u64,
+    /// The app.
+    pub app: String,
+    /// The cluster (`provider+cluster`).
+    pub cluster: String,
+}
+
+/// The readiness notifications of one context, from [`Rsync::subscribe_ready`].
+#[derive(Debug)]
+pub struct ReadySubscription {
+    ctx_id: u64,
+    rx: broadcast::Receiver<ReadyNotification>,
+}
+
+impl ReadySubscription {
+    /// The next notification of the context; `None` once the engine is gone. Notifications
+    /// missed because the subscriber fell too far behind are skipped.
+    pub async fn next(&mut self) -> Option<ReadyNotification> {
+        loop {
+            match self.rx.recv().await {
+                Ok(n) if n.ctx_id == self.ctx_id => return Some(n),
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+}
+
+/// Why a running operation was cut short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Abort {
+    /// A terminate arrived: the instantiate or update gives way.
+    Terminate,
+    /// The stop flag: the operation completes as failed.
+    Stop,
+    /// The engine shuts down: the operation resumes after the restart.
+    Shutdown,
+}
+
+/// The control of one running operation.
+#[derive(Debug, Clone)]
+struct OpCtl {
+    event: RsyncEvent,
+    token: CancellationToken,
+    reason: Arc<Mutex<Option<Abort>>>,
+}
+
+impl OpCtl {
+    fn new(event: RsyncEvent, parent: &CancellationToken) -> Self {
+        Self {
+            event,
+            token: parent.child_token(),
+            reason: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    fn abort(&self, why: Abort) {
+        let mut reason = self.reason.lock().unwrap_or_else(PoisonError::into_inner);
+        reason.get_or_insert(why);
+        self.token.cancel();
+    }
+
+    /// Why the operation was cut short; a cancelled parent token means shutdown.
+    fn aborted(&self) -> Option<Abort> {
+        if !self.token.is_cancelled() {
+            return None;
+        }
+        let reason = self.reason.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(reason.unwrap_or(Abort::Shutdown))
+    }
+}
+
+/// The task of one context.
+#[derive(Debug, Default)]
+struct CtxTask {
+    op: Mutex<Option<OpCtl>>,
+    finished: CancellationToken,
+}
+
+impl CtxTask {
+    fn op(&self) -> Option<OpCtl> {
+        self.op
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_op(&self, op: Option<OpCtl>) {
+        *self.op.lock().unwrap_or_else(PoisonError::into_inner) = op;
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Arc<dyn AppContextStore>,
+    resolver: Arc<dyn ClusterResolver>,
+    global: Arc<Semaphore>,
+    per_cluster: usize,
+    cluster_limits: Mutex<HashMap<String, Arc<Semaphore>>>,
+    backoff: Backoff,
+    poll: Duration,
+    root: Mutex<CancellationToken>,
+    tasks: tokio::sync::Mutex<HashMap<u64, Arc<CtxTask>>>,
+    ready_tx: broadcast::Sender<ReadyNotification>,
+    /// (ctx, app, cluster) whose resources were all seen ready.
+    ready: Mutex<HashSet<(u64, String, String)>>,
+    /// Cancels the readiness pollers of a context (when it is terminated or updated away).
+    readiness_tokens: Mutex<HashMap<u64, CancellationToken>>,
+}
+
+/// Builds an [`Rsync`].
+#[derive(Debug, Default)]
+pub struct RsyncBuilder {
+    store: Option<Arc<dyn AppContextStore>>,
+    resolver: Option<Arc<dyn ClusterResolver>>,
+    global: Option<usize>,
+    per_cluster: Option<usize>,
+    backoff: Backoff,
+    poll: Option<Duration>,
+}
+
+impl RsyncBuilder {
+    /// The AppContext store (required).
+    #[must_use]
+    pub fn store(mut self, store: Arc<dyn AppContextStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The cluster resolver (required).
+    #[must_use]
+    pub fn connectors(mut self, resolver: Arc<dyn ClusterResolver>) -> Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
+    /// At most `global` cluster requests in flight in all, at most `per_cluster` per cluster
+    /// (defaults 256 and 4; zeros are raised to 1).
+    #[must_use]
+    pub fn concurrency(mut self, global: usize, per_cluster: usize) -> Self {
+        self.global = Some(global.max(1));
+        self.per_cluster = Some(per_cluster.max(1));
+        self
+    }
+
+    /// How unreachable clusters are retried.
+    #[must_use]
+    pub const fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// How often readiness is polled (hooks that must complete, app `Ready` dependencies,
+    /// readiness notifications); default 1 s.
+    #[must_use]
+    pub const fn poll_interval(mut self, poll: Duration) -> Self {
+        self.poll = Some(poll);
+        self
+    }
+
+    /// The engine.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` when the store or the resolver is missing.
+    pub fn build(self) -> Result<Rsync> {
+        let store = self
+            .store
+            .ok_or_else(|| Error::invalid("rsync needs an AppContext store").with_field("store"))?;
+        let resolver = self.resolver.ok_or_else(|| {
+            Error::invalid("rsync needs a cluster resolver").with_field("connectors")
+        })?;
+        let (ready_tx, _) = broadcast::channel(4096);
+        Ok(Rsync {
+            inner: Arc::new(Inner {
+                store,
+                resolver,
+                global: Arc::new(Semaphore::new(self.global.unwrap_or(256))),
+                per_cluster: self.per_cluster.unwrap_or(4),
+                cluster_limits: Mutex::new(HashMap::new()),
+                backoff: self.backoff,
+                poll: self.poll.unwrap_or(Duration::from_secs(1)),
+                root: Mutex::new(CancellationToken::new()),
+                tasks: tokio::sync::Mutex::new(HashMap::new()),
+                ready_tx,
+                ready: Mutex::new(HashSet::new()),
+                readiness_tokens: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+}
+
+/// The resource synchronizer. Cheap to clone; clones share the engine.
+#[derive(Debug, Clone)]
+pub struct Rsync {
+    inner: Arc<Inner>,
+}
+
+impl Rsync {
+    /// A builder.
+    #[must_use]
+    pub fn builder() -> RsyncBuilder {
+        RsyncBuilder::default()
+    }
+
+    /// Adopts `cancel` as the engine's shutdown signal and resumes every context of the active
+    /// registry. Cancelling it ends all tasks; their unfinished events stay queued for the next
+    /// start.
+    ///
+    /// # Errors
+    ///
+    /// The store's errors reading the registry.
+    pub async fn start(&self, cancel: CancellationToken) -> Result<()> {
+        *self
+            .inner
+            .root
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = cancel;
+        let ids = AppContext::active_contexts(self.inner.store.as_ref()).await?;
+        let mut tasks = self.inner.tasks.lock().await;
+        for id in ids {
+            match AppContext::load(Arc::clone(&self.inner.store), id).await {
+                Ok(ctx) => self.ensure_task(&mut tasks, ctx),
+                Err(e) => tracing::warn!(ctx = id, error = %e, "cannot resume an active context"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues an instantiate of context `ctx_id`.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for an unknown context; the store's errors.
+    pub async fn instantiate(&self, ctx_id: u64) -> Result<()> {
+        self.enqueue(ctx_id, RsyncEvent::Instantiate, None).await
+    }
+
+    /// Queues a terminate of context `ctx_id`; a running instantiate or update is cancelled and
+    /// the events queued before the terminate are skipped.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for an unknown context; the store's errors.
+    pub async fn terminate(&self, ctx_id: u64) -> Result<()> {
+        self.enqueue(ctx_id, RsyncEvent::Terminate, None).await?;
+        let tasks = self.inner.tasks.lock().await;
+        if let Some(op) = tasks.get(&ctx_id).and_then(|t| t.op())
+            && matches!(op.event, RsyncEvent::Instantiate | RsyncEvent::Update)
+        {
+            op.abort(Abort::Terminate);
+        }
+        Ok(())
+    }
+
+    /// Queues an update from context `from` to context `to`: `to` applies what is new or changed,
+    /// then `from` deletes what `to` no longer has.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for an unknown context; the store's errors.
+    pub async fn update(&self, from: u64, to: u64) -> Result<()> {
+        AppContext::load(Arc::clone(&self.inner.store), from).await?;
+        self.enqueue(to, RsyncEvent::Update, Some(from)).await
+    }
+
+    /// Rolls back from context `from` to an earlier context `to`: an update to `to`. An earlier
+    /// context that was instantiated (not itself an update) is marked `Updated` first, as it
+    /// becomes the live revision again through the update path.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for an unknown context; `FailedPrecondition` when `to` is in a status no update
+    /// can start from; the store's errors.
+    pub async fn rollback(&self, from: u64, to: u64) -> Result<()> {
+        let target = AppContext::load(Arc::clone(&self.inner.store), to).await?;
+        AppContext::load(Arc::clone(&self.inner.store), from).await?;
+        let status = target.status().await?.unwrap_or(AppContextStatus::Created);
+        match status {
+            AppContextStatus::Instantiated => target.set_status(AppContextStatus::Updated).await?,
+            AppContextStatus::Updated | AppContextStatus::Created => {}
+            other => {
+                return Err(Error::failed_precondition(format!(
+                    "cannot roll back to context {to} in status {other}"
+                )));
+            }
+        }
+        self.enqueue(to, RsyncEvent::Update, Some(from)).await
+    }
+
+    /// Queues a read of context `ctx_id`: every resource is read back and the collected status
+    /// of each cluster is stored.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for an unknown context; the store's errors.
+    pub async fn read(&self, ctx_id: u64) -> Result<()> {
+        self.enqueue(ctx_id, RsyncEvent::Read, None).await
+    }
+
+    /// Sets the stop flag of `ctx_id`: the running operation ends its waiting and retrying and
+    /// completes as failed.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for an unknown context; the store's errors.
+    pub async fn stop(&self, ctx_id: u64) -> Result<()> {
+        let ctx = AppContext::load(Arc::clone(&self.inner.store), ctx_id).await?;
+        ctx.set_stop_flag(true).await?;
+        let tasks = self.inner.tasks.lock().await;
+        if let Some(op) = tasks.get(&ctx_id).and_then(|t| t.op()) {
+            op.abort(Abort::Stop);
+        }
+        Ok(())
+    }
+
+    /// The readiness notifications of `ctx_id` from now on.
+    #[must_use]
+    pub fn subscribe_ready(&self, ctx_id: u64) -> ReadySubscription {
+        ReadySubscription {
+            ctx_id,
+            rx: self.inner.ready_tx.subscribe(),
+        }
+    }
+
+    /// Waits until context `ctx_id` has no task (its queue is processed), or the engine shuts
+    /// down.
+    pub async fn wait_idle(&self, ctx_id: u64) {
+        let task = self.inner.tasks.lock().await.get(&ctx_id).cloned();
+        if let Some(task) = task {
+            let root = self.inner.root();
+            tokio::select! {
+                () = task.finished.cancelled() => {}
+                () = root.cancelled() => {}
+            }
+        }
+    }
+
+    async fn enqueue(&self, ctx_id: u64, event: RsyncEvent, ucid: Option<u64>) -> Result<()> {
+        let ctx = AppContext::load(Arc::clone(&self.inner.store), ctx_id).await?;
+        let mut tasks = self.inner.tasks.lock().await;
+        if event != RsyncEvent::Read {
+            // A new operation is not stopped by an earlier stop.
+            ctx.set_stop_flag(false).await?;
+        }
+        ctx.enqueue_event(QueueElement {
+            event,
+            ucid: ucid.map(|u| u.to_string()),
+            status: QueueStatus::Pending,
+        })
+        .await?;
+        ctx.mark_active().await?;
+        self.ensure_task(&mut tasks, ctx);
+        Ok(())
+    }
+
+    fn ensure_task(&self, tasks: &mut HashMap<u64, Arc<CtxTask>>, ctx: AppContext) {
+        if tasks.contains_key(&ctx.id()) {
+            return;
+        }
+        let task = Arc::new(CtxTask::default());
+        tasks.insert(ctx.id(), Arc::clone(&task));
+        let engine = self.clone();
+        tokio::spawn(async move { engine.run_context(ctx, task).await });
+    }
+
+    /// The loop of one context's task.
+    async fn run_context(self, ctx: AppContext, task: Arc<CtxTask>) {
+        let root = self.inner.root();
+        let mut failures = 0;
+        loop {
+            if root.is_cancelled() {
+                break;
+            }
+            match self.step(&ctx, &task).await {
+                Ok(true) => failures = 0,
+                Ok(false) => break,
+                Err(e) => {
+                    // The store is unreachable: the queue is intact, try again later.
+                    failures += 1;
+                    tracing::warn!(ctx = ctx.id(), error = %e, "rsync context task failed a step");
+                    tokio::select! {
+                        () = tokio::time::sleep(self.inner.backoff.delay(failures)) => {}
+                        () = root.cancelled() => break,
+                    }
+                }
+            }
+        }
+        let mut tasks = self.inner.tasks.lock().await;
+        if tasks.get(&ctx.id()).is_some_and(|t| Arc::ptr_eq(t, &task)) {
+            tasks.remove(&ctx.id());
+        }
+        task.finished.cancel();
+    }
+
+    /// Processes one pending event; `false` when the queue is empty and the task has ended.
+    async fn step(&self, ctx: &AppContext, task: &CtxTask) -> Result<bool> {
+        let queue = ctx.event_queue().await?;
+        let pending: Vec<usize> = (0..queue.len())
+            .filter(|&i| queue[i].status == QueueStatus::Pending)
+            .collect();
+        let Some(&first) = pending.first() else {
+            // Decide and deregister under the lock so that an event enqueued meanwhile is not
+            // lost: the enqueuer either sees this task gone and starts another, or is seen here.
+            let mut tasks = self.inner.tasks.lock().await;
+            if ctx
+                .event_queue()
+                .await?
+                .iter()
+                .any(|e| e.status == QueueStatus::Pending)
+            {
+                return Ok(true);
+            }
+            ctx.unmark_active().await?;
+            tasks.remove(&ctx.id());
+            task.finished.cancel();
+            return Ok(false);
+        };
+        // A terminate supersedes every event queued before it.
+        if let Some(&last_terminate) = pending
+            .iter()
+            .rev()
+            .find(|&&i| queue[i].event == RsyncEvent::Terminate)
+            && last_terminate != first
+        {
+            for &i in pending.iter().take_while(|&&i| i != last_terminate) {
+                ctx.set_event_status(i, QueueStatus::Skip).await?;
+            }
+            return Ok(true);
+        }
+        self.process(ctx, task, first, &queue[first]).await?;
+        Ok(true)
+    }
+
+    async fn process(
+        &self,
+        ctx: &AppContext,
+        task: &CtxTask,
+        index: usize,
+        element: &QueueElement,
+    ) -> Result<()> {
+        let current = ctx.status().await?.unwrap_or(AppContextStatus::Created);
+        let statuses = match rsync_transition(current, element.event) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(ctx = ctx.id(), error = %e, "rsync event rejected");
+                return ctx.set_event_status(index, QueueStatus::Error).await;
+            }
+        };
+        let other = match &element.ucid {
+            Some(u) => Some(self.other_context(u).await?),
+            None => None,
+        };
+        if matches!(element.event, RsyncEvent::Update | RsyncEvent::UpdateDelete) && other.is_none()
+        {
+            tracing::warn!(
+                ctx = ctx.id(),
+                "update event without the other context; skipped"
+            );
+            return ctx.set_event_status(index, QueueStatus::Error).await;
+        }
+        // Resuming after a restart: the status is already the running one.
+        let resume = current == statuses.running && current.is_running();
+        if statuses.entry != current {
+            ctx.set_status(statuses.entry).await?;
+        }
+        if statuses.running != statuses.entry {
+            ctx.set_status(statuses.running).await?;
+        }
+        let op = OpCtl::new(element.event, &self.inner.root());
+        task.set_op(Some(op.clone()));
+        if ctx.stop_flag().await? {
+            op.abort(Abort::Stop);
+        }
+        let run = run::Run::new(Arc::clone(&self.inner), ctx.clone(), op.clone()).await;
+        let outcome = run.execute(element.event, other.as_ref(), resume).await;
+        task.set_op(None);
+        let failed = match outcome {
+            Ok(failed) => failed,
+            Err(e) => {
+                tracing::warn!(ctx = ctx.id(), error = %e, "rsync operation failed");
+                if op.aborted() == Some(Abort::Shutdown) {
+                    return Ok(());
+                }
+                true
+            }
+        };
+        match op.aborted() {
+            // Left as is: the next start resumes the event.
+            Some(Abort::Shutdown) => Ok(()),
+            Some(Abort::Terminate) => {
+                ctx.set_status(AppContextStatus::PreTerminate).await?;
+                ctx.set_event_status(index, QueueStatus::Skip).await
+            }
+            Some(Abort::Stop) | None => {
+                let stopped = op.aborted() == Some(Abort::Stop);
+                let (status, queue) = if failed || stopped {
+                    (statuses.failed, QueueStatus::Error)
+                } else {
+                    (statuses.done, QueueStatus::Done)
+                };
+                if element.event != RsyncEvent::Read {
+                    ctx.set_status(status).await?;
+                }
+                ctx.set_event_status(index, queue).await?;
+                if element.event == RsyncEvent::Update
+                    && queue == QueueStatus::Done
+                    && let Some(old) = other
+                {
+                    self.enqueue(old.id(), RsyncEvent::UpdateDelete, Some(ctx.id()))
+                        .await?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn other_context(&self, ucid: &str) -> Result<AppContext> {
+        let id: u64 = ucid.parse().map_err(|e| {
+            Error::invalid(format!("queued context id {ucid:?} is not a number")).with_source(e)
+        })?;
+        AppContext::load(Arc::clone(&self.inner.store), id).await
+    }
+}
+
+impl Inner {
+    fn root(&self) -> CancellationToken {
+        self.root
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn cluster_limit(&self, cluster: &str) -> Arc<Semaphore> {
+        let mut limits = self
+            .cluster_limits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(
+            limits
+                .entry(cluster.to_owned())
+                .or_insert_with(|| Arc::new(Semaphore::new(self.per_cluster))),
+        )
+    }
+
+    fn readiness_token(&self, ctx_id: u64) -> CancellationToken {
+        let mut tokens = self
+            .readiness_tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let root = self.root();
+        tokens
+            .entry(ctx_id)
+            .or_insert_with(|| root.child_token())
+            .clone()
+    }
+
+    /// Stops the readiness pollers of a context and forgets what they saw.
+    fn forget_readiness(&self, ctx_id: u64) {
+        if let Some(t) = self
+            .readiness_tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&ctx_id)
+        {
+            t.cancel();
+        }
+        self.ready
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(c, _, _)| *c != ctx_id);
+    }
+
+    fn is_ready(&self, ctx_id: u64, app: &str, cluster: &str) -> bool {
+        self.ready
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&(ctx_id, app.to_owned(), cluster.to_owned()))
+    }
+
+    fn mark_ready(&self, ctx_id: u64, app: &str, cluster: &str) {
+        let new = self
+            .ready
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert((ctx_id, app.to_owned(), cluster.to_owned()));
+        if new {
+            // Nobody listening is fine.
+            let _ = self.ready_tx.send(ReadyNotification {
+                ctx_id,
+                app: app.to_owned(),
+                cluster: cluster.to_owned(),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_to_the_cap_with_jitter() {
+        let b = Backoff {
+            initial: Duration::from_millis(100),
+            max_delay: Duration::from_secs(1),
+            max_retries: Some(3),
+        };
+        for _ in 0..50 {
+            let d1 = b.delay(1);
+            assert!(d1 >= Duration::from_millis(50) && d1 <= Duration::from_millis(100));
+            let d3 = b.delay(3);
+            assert!(d3 >= Duration::from_millis(200) && d3 <= Duration::from_millis(400));
+            let d20 = b.delay(20);
+            assert!(d20 >= Duration::from_millis(500) && d20 <= Duration::from_secs(1));
+        }
+        assert!(b.allows(3) && !b.allows(4));
+        assert!(Backoff::default().allows(u32::MAX));
+    }
+
+    #[test]
+    fn abort_keeps_the_first_reason() {
+        let root = CancellationToken::new();
+        let op = OpCtl::new(RsyncEvent::Instantiate, &root);
+        assert_eq!(op.aborted(), None);
+        op.abort(Abort::Terminate);
+        op.abort(Abort::Stop);
+        assert_eq!(op.aborted(), Some(Abort::Terminate));
+        let op = OpCtl::new(RsyncEvent::Instantiate, &root);
+        root.cancel();
+        assert_eq!(op.aborted(), Some(Abort::Shutdown));
+    }
+
+    #[tokio::test]
+    async fn builder_requires_store_and_resolver() {
+        assert!(Rsync::builder().build().is_err());
+        let r = Rsync::builder()
+            .store(Arc::new(emco_appcontext::InMemoryAppContextStore::new()))
+            .build();
+        assert!(r.is_err());
+    }
+}

@@ -1,0 +1,867 @@
+//! One operation (instantiate, terminate, update, update-delete, read) of one context: apps in
+//! order after their dependencies, one worker per app and cluster, hook phases, retries.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use emco_appcontext::AppContext;
+use emco_appcontext::context::AppDependency;
+use emco_core::lifecycle::{ClusterReadiness, ResourceStatus, RsyncEvent};
+use emco_core::{ErrorKind, Result};
+use serde_json::{Map, Value, json};
+use tokio::sync::{OwnedSemaphorePermit, watch};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::status::ContextStatusExt;
+use super::{Abort, Inner, OpCtl};
+use crate::connector::{Batch, Connector, Propagation, Resource, Scope};
+use crate::readiness::readiness;
+
+/// The resources of one app on one cluster by phase, each list in the order it is applied.
+#[derive(Debug, Default)]
+struct ClusterPlan {
+    crd: Vec<String>,
+    pre: Vec<String>,
+    main: Vec<String>,
+    post: Vec<String>,
+    pre_delete: Vec<String>,
+    post_delete: Vec<String>,
+}
+
+impl ClusterPlan {
+    /// What instantiate applies, in order.
+    fn installed(&self) -> Vec<String> {
+        [&self.crd, &self.pre, &self.main, &self.post]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
+    }
+}
+
+/// Where an app is in a deploy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AppState {
+    Running,
+    Deployed,
+    Ready,
+    Failed,
+}
+
+/// Apply or delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Apply,
+    Delete,
+}
+
+/// The result of one phase on one cluster.
+#[derive(Debug, Default)]
+struct Phase {
+    /// Resources applied or deleted.
+    done: Vec<Resource>,
+    /// Some resource failed.
+    failed: bool,
+    /// The operation was cut short; these resources were not finished.
+    aborted: Option<Vec<String>>,
+}
+
+fn unfinished(rest: &[(String, Resource)]) -> Vec<String> {
+    rest.iter().map(|(n, _)| n.clone()).collect()
+}
+
+/// One operation on one context, shared by its workers.
+#[derive(Debug, Clone)]
+pub(super) struct Run {
+    inner: Arc<Inner>,
+    ctx: AppContext,
+    op: OpCtl,
+    namespace: Option<String>,
+}
+
+impl Run {
+    pub(super) async fn new(inner: Arc<Inner>, ctx: AppContext, op: OpCtl) -> Self {
+        let namespace = ctx
+            .meta()
+            .await
+            .ok()
+            .map(|m| m.namespace)
+            .filter(|ns| !ns.is_empty());
+        Self {
+            inner,
+            ctx,
+            op,
+            namespace,
+        }
+    }
+
+    /// Runs `event`; `Ok(true)` when some resource failed.
+    pub(super) async fn execute(
+        &self,
+        event: RsyncEvent,
+        other: Option<&AppContext>,
+        resume: bool,
+    ) -> Result<bool> {
+        match event {
+            RsyncEvent::Instantiate => self.deploy_all(None, resume).await,
+            RsyncEvent::Update => self.deploy_all(other.cloned(), resume).await,
+            RsyncEvent::Terminate => {
+                self.inner.forget_readiness(self.ctx.id());
+                self.remove_all(None).await
+            }
+            RsyncEvent::UpdateDelete => {
+                self.inner.forget_readiness(self.ctx.id());
+                self.remove_all(other.cloned()).await
+            }
+            RsyncEvent::Read => self.read_all().await.map(|()| false),
+        }
+    }
+
+    fn scope(&self, app: &str) -> Scope {
+        let scope = Scope::new(self.ctx.id().to_string(), app);
+        match &self.namespace {
+            Some(ns) => scope.with_namespace(ns.clone()),
+            None => scope,
+        }
+    }
+
+    /// The apps in `apporder`, then any others by name.
+    async fn ordered_apps(&self) -> Result<Vec<String>> {
+        let mut apps = self.ctx.apps().await?;
+        apps.retain(|a| a != "instruction");
+        apps.sort();
+        let order = self.ctx.app_order().await?.unwrap_or_default();
+        let mut ordered: Vec<String> = order.into_iter().filter(|a| apps.contains(a)).collect();
+        for a in apps {
+            if !ordered.contains(&a) {
+                ordered.push(a);
+            }
+        }
+        Ok(ordered)
+    }
+
+    async fn plan(&self, app: &str, cluster: &str) -> Result<ClusterPlan> {
+        let mut all = self.ctx.resources(app, cluster).await?;
+        all.sort();
+        let order = self
+            .ctx
+            .resource_order(app, cluster)
+            .await?
+            .unwrap_or_default();
+        let hooks = self
+            .ctx
+            .hook_groups(app, cluster)
+            .await?
+            .unwrap_or_default();
+        let present = |list: &[String]| -> Vec<String> {
+            list.iter().filter(|n| all.contains(n)).cloned().collect()
+        };
+        let hook_names: HashSet<&String> = [
+            &hooks.crd_install,
+            &hooks.pre_install,
+            &hooks.post_install,
+            &hooks.pre_delete,
+            &hooks.post_delete,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let mut main: Vec<String> = Vec::new();
+        for n in order.iter().chain(all.iter()) {
+            if all.contains(n) && !hook_names.contains(n) && !main.contains(n) {
+                main.push(n.clone());
+            }
+        }
+        Ok(ClusterPlan {
+            crd: present(&hooks.crd_install),
+            pre: present(&hooks.pre_install),
+            main,
+            post: present(&hooks.post_install),
+            pre_delete: present(&hooks.pre_delete),
+            post_delete: present(&hooks.post_delete),
+        })
+    }
+
+    async fn permits(&self, cluster: &str) -> Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
+        let global = Arc::clone(&self.inner.global).acquire_owned().await.ok()?;
+        let local = self
+            .inner
+            .cluster_limit(cluster)
+            .acquire_owned()
+            .await
+            .ok()?;
+        Some((global, local))
+    }
+
+    /// Sleeps, or returns false when the operation is cut short (also by a stop flag written by
+    /// another process, checked after each sleep).
+    async fn pause(&self, d: Duration) -> bool {
+        tokio::select! {
+            () = tokio::time::sleep(d) => {}
+            () = self.op.token.cancelled() => return false,
+        }
+        if self.ctx.stop_flag().await.unwrap_or(false) {
+            self.op.abort(Abort::Stop);
+            return false;
+        }
+        true
+    }
+
+    /// Marks unfinished resources Failed when the operation was stopped (a terminate leaves them
+    /// for the terminate to clean up).
+    async fn abandon(&self, app: &str, cluster: &str, names: &[String]) -> Result<()> {
+        if self.op.aborted() == Some(Abort::Stop) && !names.is_empty() {
+            self.ctx
+                .set_resource_statuses(app, cluster, names, ResourceStatus::Failed)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The connector of `cluster`, retrying a resolver that is unavailable; `None` when the
+    /// operation is cut short or the cluster cannot be resolved (its resources are then failed).
+    async fn connector(
+        &self,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+    ) -> Result<Option<Arc<dyn Connector>>> {
+        let mut attempt = 0;
+        loop {
+            match self.inner.resolver.connector(cluster).await {
+                Ok(c) => return Ok(Some(c)),
+                Err(e) if e.kind() == ErrorKind::Unavailable => {
+                    attempt += 1;
+                    if !self.inner.backoff.allows(attempt) {
+                        tracing::warn!(cluster, error = %e, "cluster cannot be resolved");
+                    } else if self.pause(self.inner.backoff.delay(attempt)).await {
+                        continue;
+                    } else {
+                        self.abandon(app, cluster, names).await?;
+                        return Ok(None);
+                    }
+                }
+                Err(e) => tracing::warn!(cluster, error = %e, "cluster cannot be resolved"),
+            }
+            self.ctx
+                .set_resource_statuses(app, cluster, names, ResourceStatus::Failed)
+                .await?;
+            return Ok(None);
+        }
+    }
+
+    /// Applies or deletes `names` in order, retrying while the cluster is unreachable.
+    async fn sync(
+        &self,
+        conn: &Arc<dyn Connector>,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+        action: Action,
+    ) -> Result<Phase> {
+        let mut out = Phase::default();
+        let mut rest: Vec<(String, Resource)> = Vec::new();
+        for n in names {
+            match self.load(app, cluster, n).await? {
+                Some(r) => rest.push((n.clone(), r)),
+                None => {
+                    self.fail(app, cluster, n).await?;
+                    out.failed = true;
+                }
+            }
+        }
+        let scope = self.scope(app);
+        let (ok, ok_status) = match action {
+            Action::Apply => ("applied", ResourceStatus::Applied),
+            Action::Delete => ("deleted", ResourceStatus::Deleted),
+        };
+        let mut attempt = 0;
+        let mut retrying = false;
+        while !rest.is_empty() {
+            let batch = Batch {
+                scope: scope.clone(),
+                resources: rest.iter().map(|(_, r)| r.clone()).collect(),
+            };
+            let result = tokio::select! {
+                r = async {
+                    let _permits = self.permits(cluster).await;
+                    match action {
+                        Action::Apply => conn.apply(&batch).await,
+                        Action::Delete => conn.delete(&batch, Propagation::Background).await,
+                    }
+                } => r,
+                () = self.op.token.cancelled() => {
+                    out.aborted = Some(unfinished(&rest));
+                    return Ok(out);
+                }
+            };
+            let (done, err) = match result {
+                Ok(()) => (rest.len(), None),
+                Err(e) => (e.done.min(rest.len()), Some(e.error)),
+            };
+            let finished: Vec<(String, Resource)> = rest.drain(..done).collect();
+            if !finished.is_empty() {
+                let names: Vec<String> = finished.iter().map(|(n, _)| n.clone()).collect();
+                self.ctx
+                    .set_resource_statuses(app, cluster, &names, ok_status)
+                    .await?;
+                out.done.extend(finished.into_iter().map(|(_, r)| r));
+            }
+            match err {
+                None => {
+                    if retrying || attempt == 0 {
+                        self.ctx
+                            .set_cluster_ready_status(app, cluster, ClusterReadiness::Available)
+                            .await?;
+                    }
+                    break;
+                }
+                Some(e) if e.kind() == ErrorKind::Unavailable => {
+                    attempt += 1;
+                    tracing::debug!(cluster, attempt, error = %e, "cluster unreachable, retrying");
+                    if !retrying {
+                        retrying = true;
+                        self.ctx
+                            .set_cluster_ready_status(app, cluster, ClusterReadiness::Retrying)
+                            .await?;
+                        let names: Vec<String> = unfinished(&rest);
+                        self.ctx
+                            .set_resource_statuses(app, cluster, &names, ResourceStatus::Retrying)
+                            .await?;
+                    }
+                    if !self.inner.backoff.allows(attempt) {
+                        let names: Vec<String> = unfinished(&rest);
+                        self.ctx
+                            .set_resource_statuses(app, cluster, &names, ResourceStatus::Failed)
+                            .await?;
+                        out.failed = true;
+                        break;
+                    }
+                    if !self.pause(self.inner.backoff.delay(attempt)).await {
+                        out.aborted = Some(unfinished(&rest));
+                        return Ok(out);
+                    }
+                }
+                Some(e) => {
+                    let (name, _) = rest.remove(0);
+                    tracing::warn!(cluster, resource = %name, error = %e, "resource not {ok}");
+                    self.fail(app, cluster, &name).await?;
+                    out.failed = true;
+                    attempt = 0;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn fail(&self, app: &str, cluster: &str, name: &str) -> Result<()> {
+        self.ctx
+            .set_resource_status(app, cluster, name, ResourceStatus::Failed)
+            .await
+    }
+
+    /// The parsed resource; `None` (logged) when its YAML is missing or invalid.
+    async fn load(&self, app: &str, cluster: &str, name: &str) -> Result<Option<Resource>> {
+        let Some(text) = self.ctx.resource(app, cluster, name).await? else {
+            tracing::warn!(app, cluster, resource = name, "resource has no manifest");
+            return Ok(None);
+        };
+        match Resource::from_yaml(&text) {
+            Ok(r) => Ok(Some(r)),
+            Err(e) => {
+                tracing::warn!(app, cluster, resource = name, error = %e, "bad manifest");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Polls until every resource is ready; false when the operation is cut short.
+    async fn wait_ready(
+        &self,
+        conn: &Arc<dyn Connector>,
+        scope: &Scope,
+        resources: &[Resource],
+        token: &CancellationToken,
+    ) -> bool {
+        if !conn.observes_live_state() {
+            return true;
+        }
+        let mut waiting: Vec<&Resource> = resources.iter().collect();
+        loop {
+            let mut still = Vec::new();
+            {
+                let _permits = self.permits(conn.cluster()).await;
+                for r in waiting {
+                    let ready = matches!(conn.get(scope, r.id()).await,
+                        Ok(Some(obj)) if readiness(&obj).is_ready());
+                    if !ready {
+                        still.push(r);
+                    }
+                }
+            }
+            waiting = still;
+            if waiting.is_empty() {
+                return true;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(self.inner.poll) => {}
+                () = token.cancelled() => return false,
+            }
+            if token == &self.op.token && self.ctx.stop_flag().await.unwrap_or(false) {
+                self.op.abort(Abort::Stop);
+                return false;
+            }
+        }
+    }
+
+    /// Watches an app's resources on a cluster in the background until all are ready, then
+    /// records and publishes it.
+    fn watch_readiness(
+        &self,
+        conn: Arc<dyn Connector>,
+        app: &str,
+        cluster: &str,
+        rs: Vec<Resource>,
+    ) {
+        let run = self.clone();
+        let (app, cluster) = (app.to_owned(), cluster.to_owned());
+        let token = self.inner.readiness_token(self.ctx.id());
+        tokio::spawn(async move {
+            let scope = run.scope(&app);
+            if run.wait_ready(&conn, &scope, &rs, &token).await {
+                run.inner.mark_ready(run.ctx.id(), &app, &cluster);
+            }
+        });
+    }
+
+    // ---- instantiate and update ----
+
+    /// Deploys every app; with `old`, resources identical to the old context's applied ones are
+    /// not applied again (update).
+    async fn deploy_all(&self, old: Option<AppContext>, resume: bool) -> Result<bool> {
+        let apps = self.ordered_apps().await?;
+        let mut deps: HashMap<String, Vec<AppDependency>> = HashMap::new();
+        for a in &apps {
+            let d = self.ctx.app_dependencies(a).await?.unwrap_or_default();
+            deps.insert(a.clone(), d);
+        }
+        let needs_ready: HashSet<String> = deps
+            .values()
+            .flatten()
+            .filter(|d| d.op_status.eq_ignore_ascii_case("ready"))
+            .map(|d| d.app.clone())
+            .collect();
+        let mut senders = HashMap::new();
+        let mut receivers = HashMap::new();
+        for a in &apps {
+            let (tx, rx) = watch::channel(AppState::Running);
+            senders.insert(a.clone(), tx);
+            receivers.insert(a.clone(), rx);
+        }
+        let mut set = JoinSet::new();
+        for a in &apps {
+            let run = self.clone();
+            let my_deps: Vec<(AppDependency, watch::Receiver<AppState>)> = deps[a]
+                .iter()
+                .filter_map(|d| receivers.get(&d.app).map(|rx| (d.clone(), rx.clone())))
+                .collect();
+            let tx = senders.remove(a);
+            let (app, old, ready) = (a.clone(), old.clone(), needs_ready.contains(a));
+            set.spawn(async move {
+                let failed = run.deploy_app(&app, my_deps, old, resume, ready).await;
+                let state = match &failed {
+                    Ok(false) if ready => AppState::Ready,
+                    Ok(false) => AppState::Deployed,
+                    _ => AppState::Failed,
+                };
+                if let Some(tx) = tx {
+                    tx.send_replace(state);
+                }
+                failed
+            });
+        }
+        let mut failed = false;
+        while let Some(r) = set.join_next().await {
+            match r {
+                Ok(Ok(f)) => failed |= f,
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "app deployment failed");
+                    failed = true;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "app worker panicked");
+                    failed = true;
+                }
+            }
+        }
+        Ok(failed)
+    }
+
+    async fn deploy_app(
+        &self,
+        app: &str,
+        deps: Vec<(AppDependency, watch::Receiver<AppState>)>,
+        old: Option<AppContext>,
+        resume: bool,
+        then_ready: bool,
+    ) -> Result<bool> {
+        let clusters = self.ctx.clusters(app).await?;
+        for (dep, mut rx) in deps {
+            let want_ready = dep.op_status.eq_ignore_ascii_case("ready");
+            let reached = loop {
+                let state = *rx.borrow_and_update();
+                match state {
+                    AppState::Failed => break false,
+                    AppState::Ready => break true,
+                    AppState::Deployed if !want_ready => break true,
+                    AppState::Deployed | AppState::Running => {}
+                }
+                tokio::select! {
+                    r = rx.changed() => if r.is_err() { break false },
+                    () = self.op.token.cancelled() => break false,
+                }
+            };
+            let waited =
+                reached && (dep.wait == 0 || self.pause(Duration::from_secs(dep.wait)).await);
+            if !waited {
+                if !self.op.token.is_cancelled() {
+                    tracing::warn!(app, dependency = %dep.app, "dependency failed");
+                }
+                // Stopped, or the dependency failed: nothing of this app is applied.
+                let stopped = self.op.aborted() == Some(Abort::Stop);
+                if stopped || !self.op.token.is_cancelled() {
+                    for c in &clusters {
+                        let names = self.plan(app, c).await?.installed();
+                        self.ctx
+                            .set_resource_statuses(app, c, &names, ResourceStatus::Failed)
+                            .await?;
+                    }
+                }
+                return Ok(true);
+            }
+        }
+        let mut set = JoinSet::new();
+        for c in &clusters {
+            let run = self.clone();
+            let (app, c, old) = (app.to_owned(), c.clone(), old.clone());
+            set.spawn(async move { run.deploy_cluster(&app, &c, old.as_ref(), resume).await });
+        }
+        let mut failed = false;
+        while let Some(r) = set.join_next().await {
+            failed |= !matches!(r, Ok(Ok(false)));
+            if let Ok(Err(e)) = r {
+                tracing::warn!(app, error = %e, "cluster worker failed");
+            }
+        }
+        if failed || !then_ready {
+            return Ok(failed);
+        }
+        // Dependents wait for this app to be ready on every cluster.
+        loop {
+            if clusters
+                .iter()
+                .all(|c| self.inner.is_ready(self.ctx.id(), app, c))
+            {
+                return Ok(false);
+            }
+            if !self.pause(self.inner.poll).await {
+                return Ok(true);
+            }
+        }
+    }
+
+    async fn deploy_cluster(
+        &self,
+        app: &str,
+        cluster: &str,
+        old: Option<&AppContext>,
+        resume: bool,
+    ) -> Result<bool> {
+        let plan = self.plan(app, cluster).await?;
+        let every = plan.installed();
+        let mut skip: HashSet<String> = HashSet::new();
+        for n in &every {
+            let applied = |s: Option<ResourceStatus>| s == Some(ResourceStatus::Applied);
+            if resume && applied(self.ctx.resource_status(app, cluster, n).await?) {
+                skip.insert(n.clone());
+            } else if let Some(old) = old
+                && applied(old.resource_status(app, cluster, n).await?)
+                && old.resource(app, cluster, n).await?
+                    == self.ctx.resource(app, cluster, n).await?
+            {
+                skip.insert(n.clone());
+            }
+        }
+        let todo: Vec<String> = every
+            .iter()
+            .filter(|n| !skip.contains(*n))
+            .cloned()
+            .collect();
+        let skipped: Vec<String> = every
+            .iter()
+            .filter(|n| skip.contains(*n))
+            .cloned()
+            .collect();
+        self.ctx
+            .set_resource_statuses(app, cluster, &todo, ResourceStatus::Pending)
+            .await?;
+        self.ctx
+            .set_resource_statuses(app, cluster, &skipped, ResourceStatus::Applied)
+            .await?;
+        let Some(conn) = self.connector(app, cluster, &todo).await? else {
+            return Ok(true);
+        };
+        let scope = self.scope(app);
+        let phases = [
+            (&plan.crd, true),
+            (&plan.pre, true),
+            (&plan.main, false),
+            (&plan.post, false),
+        ];
+        let mut failed = false;
+        for (i, (names, wait)) in phases.iter().enumerate() {
+            let names: Vec<String> = names
+                .iter()
+                .filter(|n| !skip.contains(*n))
+                .cloned()
+                .collect();
+            let later: Vec<String> = phases[i + 1..]
+                .iter()
+                .flat_map(|(n, _)| n.iter())
+                .filter(|n| !skip.contains(*n))
+                .cloned()
+                .collect();
+            let phase = self
+                .sync(&conn, app, cluster, &names, Action::Apply)
+                .await?;
+            if let Some(mut unfinished) = phase.aborted {
+                unfinished.extend(later);
+                self.abandon(app, cluster, &unfinished).await?;
+                return Ok(true);
+            }
+            failed |= phase.failed;
+            // CRDs must be established and pre-install hooks complete before what follows.
+            if *wait && !phase.done.is_empty() {
+                let token = self.op.token.clone();
+                if !self.wait_ready(&conn, &scope, &phase.done, &token).await {
+                    self.abandon(app, cluster, &later).await?;
+                    return Ok(true);
+                }
+            }
+            if *wait && phase.failed {
+                self.ctx
+                    .set_resource_statuses(app, cluster, &later, ResourceStatus::Failed)
+                    .await?;
+                return Ok(true);
+            }
+        }
+        if !failed {
+            let mut all = Vec::new();
+            for n in &every {
+                if let Some(r) = self.load(app, cluster, n).await? {
+                    all.push(r);
+                }
+            }
+            self.watch_readiness(conn, app, cluster, all);
+        }
+        Ok(failed)
+    }
+
+    // ---- terminate and update-delete ----
+
+    /// Removes every app (terminate), or with `keep` only what `keep` no longer has
+    /// (update-delete). An app is removed after the apps that depend on it.
+    async fn remove_all(&self, keep: Option<AppContext>) -> Result<bool> {
+        let apps = self.ordered_apps().await?;
+        let mut dependents: HashMap<String, Vec<String>> = HashMap::new();
+        for a in &apps {
+            for d in self.ctx.app_dependencies(a).await?.unwrap_or_default() {
+                dependents.entry(d.app).or_default().push(a.clone());
+            }
+        }
+        let mut senders = HashMap::new();
+        let mut receivers = HashMap::new();
+        for a in &apps {
+            let (tx, rx) = watch::channel(false);
+            senders.insert(a.clone(), tx);
+            receivers.insert(a.clone(), rx);
+        }
+        let mut set = JoinSet::new();
+        for a in &apps {
+            let waits: Vec<watch::Receiver<bool>> = dependents
+                .get(a)
+                .into_iter()
+                .flatten()
+                .filter_map(|d| receivers.get(d).cloned())
+                .collect();
+            let run = self.clone();
+            let (app, keep, tx) = (a.clone(), keep.clone(), senders.remove(a));
+            set.spawn(async move {
+                for mut rx in waits {
+                    // A dropped sender means the dependent finished too.
+                    let _ = rx.wait_for(|done| *done).await;
+                }
+                let r = run.remove_app(&app, keep.as_ref()).await;
+                if let Some(tx) = tx {
+                    tx.send_replace(true);
+                }
+                r
+            });
+        }
+        let mut failed = false;
+        while let Some(r) = set.join_next().await {
+            failed |= !matches!(r, Ok(Ok(false)));
+            if let Ok(Err(e)) = r {
+                tracing::warn!(error = %e, "app removal failed");
+            }
+        }
+        Ok(failed)
+    }
+
+    async fn remove_app(&self, app: &str, keep: Option<&AppContext>) -> Result<bool> {
+        let mut set = JoinSet::new();
+        for c in self.ctx.clusters(app).await? {
+            let run = self.clone();
+            let (app, keep) = (app.to_owned(), keep.cloned());
+            set.spawn(async move { run.remove_cluster(&app, &c, keep.as_ref()).await });
+        }
+        let mut failed = false;
+        while let Some(r) = set.join_next().await {
+            failed |= !matches!(r, Ok(Ok(false)));
+            if let Ok(Err(e)) = r {
+                tracing::warn!(app, error = %e, "cluster removal failed");
+            }
+        }
+        Ok(failed)
+    }
+
+    async fn remove_cluster(
+        &self,
+        app: &str,
+        cluster: &str,
+        keep: Option<&AppContext>,
+    ) -> Result<bool> {
+        let plan = self.plan(app, cluster).await?;
+        let mut gone = plan.installed();
+        if let Some(keep) = keep {
+            let kept: HashSet<String> = keep.resources(app, cluster).await?.into_iter().collect();
+            gone.retain(|n| !kept.contains(n));
+        }
+        // Delete in the reverse of the install order.
+        gone.reverse();
+        let (pre, post) = if keep.is_some() {
+            (Vec::new(), Vec::new())
+        } else {
+            (plan.pre_delete.clone(), plan.post_delete.clone())
+        };
+        let all: Vec<String> = pre.iter().chain(&gone).chain(&post).cloned().collect();
+        if all.is_empty() {
+            return Ok(false);
+        }
+        self.ctx
+            .set_resource_statuses(app, cluster, &all, ResourceStatus::Pending)
+            .await?;
+        let Some(conn) = self.connector(app, cluster, &all).await? else {
+            return Ok(true);
+        };
+        let mut failed = false;
+        let steps = [(&pre, true), (&gone, false), (&post, true)];
+        for (i, (names, hook)) in steps.iter().enumerate() {
+            let later: Vec<String> = steps[i + 1..]
+                .iter()
+                .flat_map(|(n, _)| n.iter().cloned())
+                .collect();
+            let outcome = self.remove_step(&conn, app, cluster, names, *hook).await?;
+            match outcome {
+                Err(mut unfinished) => {
+                    unfinished.extend(later);
+                    self.abandon(app, cluster, &unfinished).await?;
+                    return Ok(true);
+                }
+                Ok(f) => failed |= f,
+            }
+        }
+        Ok(failed)
+    }
+
+    /// Deletes `names`; a hook step first applies them and waits for their completion.
+    /// `Err(unfinished)` when the operation is cut short.
+    async fn remove_step(
+        &self,
+        conn: &Arc<dyn Connector>,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+        hook: bool,
+    ) -> Result<std::result::Result<bool, Vec<String>>> {
+        if names.is_empty() {
+            return Ok(Ok(false));
+        }
+        let mut failed = false;
+        if hook {
+            let ran = self.sync(conn, app, cluster, names, Action::Apply).await?;
+            if let Some(unfinished) = ran.aborted {
+                return Ok(Err(unfinished));
+            }
+            failed |= ran.failed;
+            let token = self.op.token.clone();
+            if !self
+                .wait_ready(conn, &self.scope(app), &ran.done, &token)
+                .await
+            {
+                return Ok(Err(names.to_vec()));
+            }
+        }
+        let removed = self.sync(conn, app, cluster, names, Action::Delete).await?;
+        if let Some(unfinished) = removed.aborted {
+            return Ok(Err(unfinished));
+        }
+        Ok(Ok(failed || removed.failed))
+    }
+
+    // ---- read ----
+
+    /// Reads every resource back and stores each cluster's collected status:
+    /// `{"readyStatus": "Available"|"Retrying", "resources": {"<name+Kind>": {"present", "ready", "reason"?}}}`.
+    async fn read_all(&self) -> Result<()> {
+        for app in self.ordered_apps().await? {
+            let scope = self.scope(&app);
+            for cluster in self.ctx.clusters(&app).await? {
+                let names = self.plan(&app, &cluster).await?.installed();
+                let conn = self.inner.resolver.connector(&cluster).await?;
+                let mut resources = Map::new();
+                let mut reachable = true;
+                for n in &names {
+                    let Some(r) = self.load(&app, &cluster, n).await? else {
+                        continue;
+                    };
+                    let entry = match conn.get(&scope, r.id()).await {
+                        Ok(Some(obj)) => match readiness(&obj) {
+                            crate::readiness::Readiness::NotReady(why) => {
+                                json!({"present": true, "ready": false, "reason": why})
+                            }
+                            _ => json!({"present": true, "ready": true}),
+                        },
+                        Ok(None) => json!({"present": false, "ready": false}),
+                        Err(e) => {
+                            reachable &= e.kind() != ErrorKind::Unavailable;
+                            json!({"present": false, "ready": false, "reason": e.to_string()})
+                        }
+                    };
+                    resources.insert(n.clone(), entry);
+                }
+                let readiness = if reachable {
+                    ClusterReadiness::Available
+                } else {
+                    ClusterReadiness::Retrying
+                };
+                let status =
+                    json!({"readyStatus": readiness, "resources": Value::Object(resources)});
+                self.ctx.set_cluster_status(&app, &cluster, &status).await?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,242 @@
+//! Shared fixtures of the engine tests: a kubesim fleet, connectors that record what they were
+//! asked to do, and AppContexts built from a compact description.
+
+#![allow(dead_code)] // Each test binary uses a different subset.
+#![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use emco_appcontext::context::{AppDependency, HookGroups};
+use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta};
+use emco_core::Result;
+use emco_core::lifecycle::AppContextStatus;
+use emco_rsync::connector::kube::KubeConnector;
+use emco_rsync::connector::{Batch, BatchError, Connector, Propagation, ResourceId, Scope};
+use emco_rsync::engine::{Backoff, MapResolver, Rsync};
+use kubesim::{Fleet, FleetConfig};
+use serde_json::Value;
+
+/// One call a [`Recording`] connector saw.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub at: Instant,
+    pub cluster: String,
+    pub app: String,
+    pub delete: bool,
+    /// `name+Kind` of the resources of the batch.
+    pub names: Vec<String>,
+    pub ok: bool,
+}
+
+/// Wraps a connector and records every apply and delete.
+#[derive(Debug)]
+pub struct Recording {
+    inner: Arc<dyn Connector>,
+    log: Arc<Mutex<Vec<Call>>>,
+}
+
+impl Recording {
+    fn record<T, E>(&self, batch: &Batch, delete: bool, r: &std::result::Result<T, E>) {
+        self.log.lock().unwrap().push(Call {
+            at: Instant::now(),
+            cluster: self.inner.cluster().to_owned(),
+            app: batch.scope.app.clone(),
+            delete,
+            names: batch.resources.iter().map(|r| r.id().emco_name()).collect(),
+            ok: r.is_ok(),
+        });
+    }
+}
+
+#[async_trait]
+impl Connector for Recording {
+    fn cluster(&self) -> &str {
+        self.inner.cluster()
+    }
+    fn observes_live_state(&self) -> bool {
+        self.inner.observes_live_state()
+    }
+    async fn apply(&self, batch: &Batch) -> std::result::Result<(), BatchError> {
+        let r = self.inner.apply(batch).await;
+        self.record(batch, false, &r);
+        r
+    }
+    async fn delete(
+        &self,
+        batch: &Batch,
+        propagation: Propagation,
+    ) -> std::result::Result<(), BatchError> {
+        let r = self.inner.delete(batch, propagation).await;
+        self.record(batch, true, &r);
+        r
+    }
+    async fn get(&self, scope: &Scope, id: &ResourceId) -> Result<Option<Value>> {
+        self.inner.get(scope, id).await
+    }
+    async fn health(&self) -> Result<()> {
+        self.inner.health().await
+    }
+}
+
+/// A fleet, connectors to all of its clusters (as `prov+cN`) and the call log.
+pub struct Env {
+    pub fleet: Fleet,
+    pub resolver: Arc<MapResolver>,
+    pub log: Arc<Mutex<Vec<Call>>>,
+    pub direct: Vec<Arc<KubeConnector>>,
+}
+
+impl Env {
+    pub async fn start(clusters: usize) -> Self {
+        let fleet = Fleet::start(FleetConfig {
+            clusters,
+            ready_delay: Duration::from_millis(200),
+            plain_http: clusters > 20,
+            ..FleetConfig::default()
+        })
+        .await
+        .unwrap();
+        let resolver = Arc::new(MapResolver::new());
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut direct = Vec::new();
+        for name in fleet.cluster_names() {
+            let id = format!("prov+{name}");
+            let kc = fleet.kubeconfig(&name).unwrap();
+            let conn = Arc::new(
+                KubeConnector::from_kubeconfig(id.clone(), &kc)
+                    .await
+                    .unwrap()
+                    .with_request_timeout(Duration::from_secs(5)),
+            );
+            direct.push(Arc::clone(&conn));
+            resolver.insert(
+                id,
+                Arc::new(Recording {
+                    inner: conn,
+                    log: Arc::clone(&log),
+                }),
+            );
+        }
+        Self {
+            fleet,
+            resolver,
+            log,
+            direct,
+        }
+    }
+
+    pub fn engine(&self, store: Arc<dyn AppContextStore>) -> Rsync {
+        Rsync::builder()
+            .store(store)
+            .connectors(self.resolver.clone())
+            .concurrency(64, 4)
+            .backoff(Backoff {
+                initial: Duration::from_millis(50),
+                max_delay: Duration::from_millis(200),
+                max_retries: None,
+            })
+            .poll_interval(Duration::from_millis(50))
+            .build()
+            .unwrap()
+    }
+
+    /// The live object of resource `yaml` of `app` in context `ctx` on cluster index `i`.
+    pub async fn get(&self, i: usize, ctx: u64, app: &str, yaml: &str) -> Option<Value> {
+        let r = emco_rsync::connector::Resource::from_yaml(yaml).unwrap();
+        self.direct[i]
+            .get(&Scope::new(ctx.to_string(), app), r.id())
+            .await
+            .unwrap()
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+/// A context's app: name, clusters (`prov+cN`), resources (`name+Kind`, YAML), dependencies and
+/// hooks.
+#[derive(Default, Clone)]
+pub struct AppSpec {
+    pub name: String,
+    pub clusters: Vec<String>,
+    pub resources: Vec<(String, String)>,
+    pub deps: Vec<AppDependency>,
+    pub hooks: Option<HookGroups>,
+}
+
+impl AppSpec {
+    pub fn new(name: &str, clusters: &[String], resources: &[(&str, &str)]) -> Self {
+        Self {
+            name: name.to_owned(),
+            clusters: clusters.to_vec(),
+            resources: resources
+                .iter()
+                .map(|(n, y)| ((*n).to_owned(), (*y).to_owned()))
+                .collect(),
+            ..Self::default()
+        }
+    }
+}
+
+pub fn clusters(n: usize) -> Vec<String> {
+    (1..=n).map(|i| format!("prov+c{i}")).collect()
+}
+
+pub fn config_map(name: &str, value: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  value: \"{value}\"\n"
+    )
+}
+
+/// Writes a context holding `apps` (in that app order), status Created.
+pub async fn context(store: Arc<dyn AppContextStore>, apps: &[AppSpec]) -> AppContext {
+    let ctx = AppContext::create(store, &CompositeAppMeta::default())
+        .await
+        .unwrap();
+    let mut w = ctx.writer();
+    let order: Vec<&str> = apps.iter().map(|a| a.name.as_str()).collect();
+    w.set_app_order(&order).unwrap();
+    for a in apps {
+        w.add_app(&a.name).unwrap();
+        if !a.deps.is_empty() {
+            w.set_app_dependencies(&a.name, &a.deps).unwrap();
+        }
+        for c in &a.clusters {
+            w.add_cluster(&a.name, c, None).unwrap();
+            let mut names = Vec::new();
+            for (n, y) in &a.resources {
+                w.add_resource(&a.name, c, n, y).unwrap();
+                names.push(n.as_str());
+            }
+            w.set_resource_order(&a.name, c, &names).unwrap();
+            if let Some(h) = &a.hooks {
+                w.set_hook_groups(&a.name, c, h).unwrap();
+            }
+        }
+    }
+    w.set_status(AppContextStatus::Created).unwrap();
+    w.flush().await.unwrap();
+    ctx
+}
+
+/// Polls `f` until it holds; the deadline only bounds a hang, it measures nothing.
+pub async fn until<F, Fut>(what: &str, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..1500 {
+        if f().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+pub async fn status(ctx: &AppContext) -> AppContextStatus {
+    ctx.status().await.unwrap().unwrap()
+}

@@ -1,0 +1,682 @@
+//! The engine against kubesim clusters with the in-memory AppContext store (and one run on etcd):
+//! queue, statuses, retries, stop, terminate during instantiate, dependencies, hooks, update,
+//! rollback, restart.
+
+#![allow(clippy::unwrap_used)] // Tests fail on bad fixtures.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{AppSpec, Env, clusters, config_map, context, status, until};
+use emco_appcontext::context::{AppDependency, HookGroups, QueueStatus};
+use emco_appcontext::{AppContext, AppContextStore, InMemoryAppContextStore};
+use emco_core::lifecycle::{AppContextStatus, ClusterReadiness, ResourceStatus, RsyncEvent};
+use kubesim::Fault;
+use tokio_util::sync::CancellationToken;
+
+fn memory() -> Arc<dyn AppContextStore> {
+    Arc::new(InMemoryAppContextStore::new())
+}
+
+const DEPLOYMENT: &str = "
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+";
+
+/// The statuses of the resources of `app` on `cluster`; `None` for one not written yet.
+async fn resource_statuses(
+    ctx: &AppContext,
+    app: &str,
+    cluster: &str,
+) -> Vec<Option<ResourceStatus>> {
+    let mut out = Vec::new();
+    for n in ctx.resources(app, cluster).await.unwrap() {
+        out.push(ctx.resource_status(app, cluster, &n).await.unwrap());
+    }
+    out
+}
+
+async fn all_statuses(ctx: &AppContext, app: &str, cs: &[String], want: ResourceStatus) -> bool {
+    for c in cs {
+        if resource_statuses(ctx, app, c)
+            .await
+            .iter()
+            .any(|s| *s != Some(want))
+        {
+            return false;
+        }
+    }
+    true
+}
+
+fn web_app(cs: &[String]) -> AppSpec {
+    let cm = config_map("settings", "blue");
+    AppSpec::new(
+        "web",
+        cs,
+        &[("settings+ConfigMap", &cm), ("web+Deployment", DEPLOYMENT)],
+    )
+}
+
+async fn instantiate_and_terminate_on(store: Arc<dyn AppContextStore>) {
+    let env = Env::start(3).await;
+    let cs = clusters(3);
+    let ctx = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    let rsync = env.engine(Arc::clone(&store));
+    rsync.start(CancellationToken::new()).await.unwrap();
+    let mut ready = rsync.subscribe_ready(ctx.id());
+
+    rsync.instantiate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+    assert!(all_statuses(&ctx, "web", &cs, ResourceStatus::Applied).await);
+    for (i, c) in cs.iter().enumerate() {
+        let obj = env
+            .get(i, ctx.id(), "web", &config_map("settings", "blue"))
+            .await
+            .unwrap();
+        assert_eq!(obj["data"]["value"], "blue");
+        assert_eq!(
+            obj["metadata"]["labels"]["emco/deployment-id"],
+            format!("{}-web", ctx.id())
+        );
+        assert_eq!(
+            ctx.cluster_ready_status("web", c).await.unwrap(),
+            ClusterReadiness::Available
+        );
+    }
+    // Every cluster reports its app ready (the Deployment becomes available after a delay).
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let n = tokio::time::timeout(Duration::from_secs(30), ready.next())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((n.ctx_id, n.app.as_str()), (ctx.id(), "web"));
+        seen.push(n.cluster);
+    }
+    seen.sort();
+    assert_eq!(seen, cs);
+    assert!(
+        AppContext::active_contexts(store.as_ref())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    rsync.terminate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Terminated);
+    assert!(all_statuses(&ctx, "web", &cs, ResourceStatus::Deleted).await);
+    for i in 0..3 {
+        assert!(
+            env.get(i, ctx.id(), "web", &config_map("settings", "blue"))
+                .await
+                .is_none()
+        );
+    }
+    let queue = ctx.event_queue().await.unwrap();
+    let events: Vec<_> = queue.iter().map(|e| (e.event, e.status)).collect();
+    assert_eq!(
+        events,
+        [
+            (RsyncEvent::Instantiate, QueueStatus::Done),
+            (RsyncEvent::Terminate, QueueStatus::Done)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn instantiate_and_terminate() {
+    instantiate_and_terminate_on(memory()).await;
+}
+
+#[tokio::test]
+async fn instantiate_and_terminate_on_etcd() {
+    let Ok(endpoint) = std::env::var("EMCO_TEST_ETCD") else {
+        eprintln!("SKIPPED instantiate_and_terminate_on_etcd: EMCO_TEST_ETCD is not set");
+        return;
+    };
+    let store = emco_appcontext::etcd::EtcdBuilder::new()
+        .with_endpoints([endpoint])
+        .build()
+        .await
+        .unwrap();
+    instantiate_and_terminate_on(Arc::new(store)).await;
+}
+
+#[tokio::test]
+async fn an_event_not_allowed_is_marked_error_and_skipped() {
+    let env = Env::start(1).await;
+    let store = memory();
+    let ctx = context(Arc::clone(&store), &[web_app(&clusters(1))]).await;
+    let rsync = env.engine(store);
+    // Terminate is not allowed on a Created context; the instantiate after it still runs.
+    rsync.terminate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    rsync.instantiate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    let queue: Vec<_> = ctx
+        .event_queue()
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| (e.event, e.status))
+        .collect();
+    assert_eq!(
+        queue,
+        [
+            (RsyncEvent::Terminate, QueueStatus::Error),
+            (RsyncEvent::Instantiate, QueueStatus::Done)
+        ]
+    );
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+}
+
+#[tokio::test]
+async fn a_cluster_that_is_down_is_retried_without_blocking_the_others() {
+    let env = Env::start(3).await;
+    let store = memory();
+    let cs = clusters(3);
+    let ctx = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    env.fleet.set_fault("c2", Fault::down()).unwrap();
+    let rsync = env.engine(store);
+    rsync.instantiate(ctx.id()).await.unwrap();
+
+    until("c2 retrying and c1, c3 applied", || async {
+        ctx.cluster_ready_status("web", &cs[1]).await.unwrap() == ClusterReadiness::Retrying
+            && resource_statuses(&ctx, "web", &cs[1])
+                .await
+                .iter()
+                .all(|s| *s == Some(ResourceStatus::Retrying))
+            && all_statuses(
+                &ctx,
+                "web",
+                &[cs[0].clone(), cs[2].clone()],
+                ResourceStatus::Applied,
+            )
+            .await
+    })
+    .await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiating);
+
+    env.fleet.set_fault("c2", Fault::none()).unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+    assert!(all_statuses(&ctx, "web", &cs, ResourceStatus::Applied).await);
+    assert_eq!(
+        ctx.cluster_ready_status("web", &cs[1]).await.unwrap(),
+        ClusterReadiness::Available
+    );
+    assert!(
+        env.get(1, ctx.id(), "web", &config_map("settings", "blue"))
+            .await
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn retries_run_out_when_a_maximum_is_set() {
+    let env = Env::start(1).await;
+    let store = memory();
+    let cs = clusters(1);
+    let ctx = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    env.fleet.set_fault("c1", Fault::down()).unwrap();
+    let rsync = emco_rsync::engine::Rsync::builder()
+        .store(store)
+        .connectors(env.resolver.clone())
+        .backoff(emco_rsync::engine::Backoff {
+            initial: Duration::from_millis(10),
+            max_delay: Duration::from_millis(20),
+            max_retries: Some(3),
+        })
+        .build()
+        .unwrap();
+    rsync.instantiate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::InstantiateFailed);
+    assert!(all_statuses(&ctx, "web", &cs, ResourceStatus::Failed).await);
+    let applies = env.calls().iter().filter(|c| !c.delete).count();
+    assert_eq!(applies, 4, "one try and three retries");
+}
+
+#[tokio::test]
+async fn stop_while_retrying_fails_the_operation() {
+    let env = Env::start(2).await;
+    let store = memory();
+    let cs = clusters(2);
+    let ctx = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    env.fleet.set_fault("c1", Fault::down()).unwrap();
+    let rsync = env.engine(store);
+    rsync.instantiate(ctx.id()).await.unwrap();
+    until("c1 retrying, c2 applied", || async {
+        ctx.cluster_ready_status("web", &cs[0]).await.unwrap() == ClusterReadiness::Retrying
+            && all_statuses(&ctx, "web", &cs[1..], ResourceStatus::Applied).await
+    })
+    .await;
+    rsync.stop(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::InstantiateFailed);
+    assert!(all_statuses(&ctx, "web", &cs[..1], ResourceStatus::Failed).await);
+    assert!(all_statuses(&ctx, "web", &cs[1..], ResourceStatus::Applied).await);
+    let queue = ctx.event_queue().await.unwrap();
+    assert_eq!(queue[0].status, QueueStatus::Error);
+    assert!(ctx.stop_flag().await.unwrap());
+
+    // A stop flag written by someone else (another rsync, the orchestrator) stops too; a new
+    // operation clears the flag first.
+    rsync.instantiate(ctx.id()).await.unwrap();
+    until("instantiating again", || async {
+        ctx.cluster_ready_status("web", &cs[0]).await.unwrap() == ClusterReadiness::Retrying
+            && status(&ctx).await == AppContextStatus::Instantiating
+    })
+    .await;
+    ctx.set_stop_flag(true).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::InstantiateFailed);
+}
+
+#[tokio::test]
+async fn terminate_during_instantiate_cancels_it_and_skips_pending_events() {
+    let env = Env::start(2).await;
+    let store = memory();
+    let cs = clusters(2);
+    let ctx = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    env.fleet.set_fault("c2", Fault::down()).unwrap();
+    let rsync = env.engine(store);
+    rsync.instantiate(ctx.id()).await.unwrap();
+    until("c1 applied, c2 retrying", || async {
+        all_statuses(&ctx, "web", &cs[..1], ResourceStatus::Applied).await
+            && ctx.cluster_ready_status("web", &cs[1]).await.unwrap() == ClusterReadiness::Retrying
+    })
+    .await;
+    rsync.read(ctx.id()).await.unwrap();
+    rsync.terminate(ctx.id()).await.unwrap();
+    // c2 comes back only for the terminate: nothing was applied there, deleting is harmless.
+    env.fleet.set_fault("c2", Fault::none()).unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Terminated);
+    let events: Vec<_> = ctx
+        .event_queue()
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| (e.event, e.status))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            (RsyncEvent::Instantiate, QueueStatus::Skip),
+            (RsyncEvent::Read, QueueStatus::Skip),
+            (RsyncEvent::Terminate, QueueStatus::Done)
+        ]
+    );
+    assert!(all_statuses(&ctx, "web", &cs, ResourceStatus::Deleted).await);
+    for i in 0..2 {
+        assert!(env.get(i, ctx.id(), "web", DEPLOYMENT).await.is_none());
+    }
+}
+
+#[tokio::test]
+async fn apps_wait_for_their_dependencies() {
+    let env = Env::start(2).await;
+    let store = memory();
+    let cs = clusters(2);
+    let db = AppSpec::new("db", &cs, &[("web+Deployment", DEPLOYMENT)]);
+    let cm = config_map("api", "x");
+    let mut api = AppSpec::new("api", &cs, &[("api+ConfigMap", &cm)]);
+    api.deps = vec![AppDependency {
+        app: "db".into(),
+        op_status: "Ready".into(),
+        wait: 1,
+    }];
+    let cm2 = config_map("ui", "y");
+    let mut ui = AppSpec::new("ui", &cs, &[("ui+ConfigMap", &cm2)]);
+    ui.deps = vec![AppDependency {
+        app: "api".into(),
+        op_status: "Deployed".into(),
+        wait: 0,
+    }];
+    // Listed in reverse so the app order alone would get it wrong.
+    let ctx = context(Arc::clone(&store), &[ui, api, db]).await;
+    let rsync = env.engine(store);
+    rsync.instantiate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+
+    let calls = env.calls();
+    let last = |app: &str| {
+        calls
+            .iter()
+            .filter(|c| c.app == app)
+            .map(|c| c.at)
+            .max()
+            .unwrap()
+    };
+    let first = |app: &str| {
+        calls
+            .iter()
+            .filter(|c| c.app == app)
+            .map(|c| c.at)
+            .min()
+            .unwrap()
+    };
+    // db must be ready (the Deployment takes 200 ms) and then 1 s must pass before api.
+    assert!(first("api") >= last("db") + Duration::from_secs(1));
+    assert!(first("ui") >= last("api"));
+
+    // Terminate removes dependents first.
+    rsync.terminate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Terminated);
+    let calls: Vec<_> = env.calls().into_iter().filter(|c| c.delete).collect();
+    let at = |app: &str| calls.iter().find(|c| c.app == app).unwrap().at;
+    assert!(at("ui") <= at("api") && at("api") <= at("db"));
+}
+
+#[tokio::test]
+async fn a_failed_dependency_fails_the_dependent_app() {
+    let env = Env::start(1).await;
+    let store = memory();
+    let cs = clusters(1);
+    let bad = "apiVersion: example.com/v1\nkind: Missing\nmetadata:\n  name: x\n";
+    let a = AppSpec::new("a", &cs, &[("x+Missing", bad)]);
+    let cm = config_map("b", "1");
+    let mut b = AppSpec::new("b", &cs, &[("b+ConfigMap", &cm)]);
+    b.deps = vec![AppDependency {
+        app: "a".into(),
+        op_status: "Deployed".into(),
+        wait: 0,
+    }];
+    let ctx = context(Arc::clone(&store), &[a, b]).await;
+    let rsync = env.engine(store);
+    rsync.instantiate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::InstantiateFailed);
+    assert!(all_statuses(&ctx, "a", &cs, ResourceStatus::Failed).await);
+    assert!(all_statuses(&ctx, "b", &cs, ResourceStatus::Failed).await);
+    assert!(env.calls().iter().all(|c| c.app != "b"));
+}
+
+const CRD: &str = "
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+";
+const WIDGET: &str =
+    "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 3\n";
+
+fn job(name: &str) -> String {
+    format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: j\n        image: busybox\n"
+    )
+}
+
+#[tokio::test]
+async fn helm_hooks_run_in_their_phases() {
+    let env = Env::start(1).await;
+    let store = memory();
+    let cs = clusters(1);
+    let (pre, post, pre_del, post_del) = (job("pre"), job("post"), job("predel"), job("postdel"));
+    let mut app = AppSpec::new(
+        "chart",
+        &cs,
+        &[
+            ("w1+Widget", WIDGET),
+            ("web+Deployment", DEPLOYMENT),
+            ("widgets.example.com+CustomResourceDefinition", CRD),
+            ("pre+Job", &pre),
+            ("post+Job", &post),
+            ("predel+Job", &pre_del),
+            ("postdel+Job", &post_del),
+        ],
+    );
+    app.hooks = Some(HookGroups {
+        crd_install: vec!["widgets.example.com+CustomResourceDefinition".into()],
+        pre_install: vec!["pre+Job".into()],
+        post_install: vec!["post+Job".into()],
+        pre_delete: vec!["predel+Job".into()],
+        post_delete: vec!["postdel+Job".into()],
+    });
+    let ctx = context(Arc::clone(&store), &[app]).await;
+    let rsync = env.engine(store);
+    rsync.instantiate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+    let applied: Vec<Vec<String>> = env
+        .calls()
+        .into_iter()
+        .filter(|c| c.ok)
+        .map(|c| c.names)
+        .collect();
+    assert_eq!(
+        applied,
+        [
+            vec!["widgets.example.com+CustomResourceDefinition".to_owned()],
+            vec!["pre+Job".to_owned()],
+            vec!["w1+Widget".to_owned(), "web+Deployment".to_owned()],
+            vec!["post+Job".to_owned()],
+        ]
+    );
+    // The pre-install Job completed before the resources were applied.
+    let pre_job = env.get(0, ctx.id(), "chart", &pre).await.unwrap();
+    assert!(emco_rsync::readiness::readiness(&pre_job).is_ready());
+    assert!(env.get(0, ctx.id(), "chart", WIDGET).await.is_some());
+    // Delete hooks are not part of instantiate.
+    assert!(env.get(0, ctx.id(), "chart", &pre_del).await.is_none());
+
+    env.log.lock().unwrap().clear();
+    rsync.terminate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Terminated);
+    let calls: Vec<(bool, Vec<String>)> = env
+        .calls()
+        .into_iter()
+        .map(|c| (c.delete, c.names))
+        .collect();
+    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        calls,
+        [
+            (false, s(&["predel+Job"])),
+            (true, s(&["predel+Job"])),
+            (
+                true,
+                s(&[
+                    "post+Job",
+                    "web+Deployment",
+                    "w1+Widget",
+                    "pre+Job",
+                    "widgets.example.com+CustomResourceDefinition"
+                ])
+            ),
+            (false, s(&["postdel+Job"])),
+            (true, s(&["postdel+Job"])),
+        ]
+    );
+    assert!(all_statuses(&ctx, "chart", &cs, ResourceStatus::Deleted).await);
+    assert!(env.get(0, ctx.id(), "chart", DEPLOYMENT).await.is_none());
+}
+
+#[tokio::test]
+async fn update_applies_changes_and_deletes_leftovers_and_rollback_reverts() {
+    let env = Env::start(2).await;
+    let store = memory();
+    let cs = clusters(2);
+    let (a1, b, keep) = (
+        config_map("a", "1"),
+        config_map("b", "1"),
+        config_map("k", "1"),
+    );
+    let (a2, c) = (config_map("a", "2"), config_map("c", "1"));
+    let v1 = AppSpec::new(
+        "app",
+        &cs,
+        &[
+            ("a+ConfigMap", &a1),
+            ("b+ConfigMap", &b),
+            ("k+ConfigMap", &keep),
+        ],
+    );
+    let v2 = AppSpec::new(
+        "app",
+        &cs,
+        &[
+            ("a+ConfigMap", &a2),
+            ("c+ConfigMap", &c),
+            ("k+ConfigMap", &keep),
+        ],
+    );
+    let old = context(Arc::clone(&store), &[v1]).await;
+    let new = context(Arc::clone(&store), &[v2]).await;
+    let rsync = env.engine(Arc::clone(&store));
+    rsync.instantiate(old.id()).await.unwrap();
+    rsync.wait_idle(old.id()).await;
+    env.log.lock().unwrap().clear();
+
+    rsync.update(old.id(), new.id()).await.unwrap();
+    rsync.wait_idle(new.id()).await;
+    rsync.wait_idle(old.id()).await;
+    assert_eq!(status(&new).await, AppContextStatus::Updated);
+    assert_eq!(status(&old).await, AppContextStatus::Instantiated);
+    // Objects carry the deployment id of the context that applied them; the unchanged `k`
+    // stays as the old context applied it.
+    let live = |i: usize, ctx: u64, yaml: String| {
+        let env = &env;
+        async move { env.get(i, ctx, "app", &yaml).await }
+    };
+    for i in 0..2 {
+        assert_eq!(
+            live(i, new.id(), a2.clone()).await.unwrap()["data"]["value"],
+            "2"
+        );
+        assert!(live(i, new.id(), c.clone()).await.is_some());
+        assert!(live(i, old.id(), b.clone()).await.is_none());
+        assert!(live(i, old.id(), keep.clone()).await.is_some());
+    }
+    let calls = env.calls();
+    assert!(
+        calls
+            .iter()
+            .all(|c| !c.names.contains(&"k+ConfigMap".to_owned()))
+    );
+    assert!(calls.iter().any(|c| c.delete && c.names == ["b+ConfigMap"]));
+    assert_eq!(
+        old.resource_status("app", &cs[0], "b+ConfigMap")
+            .await
+            .unwrap(),
+        Some(ResourceStatus::Deleted)
+    );
+    assert!(all_statuses(&new, "app", &cs, ResourceStatus::Applied).await);
+
+    // Roll back to the old context.
+    rsync.rollback(new.id(), old.id()).await.unwrap();
+    rsync.wait_idle(old.id()).await;
+    rsync.wait_idle(new.id()).await;
+    assert_eq!(status(&old).await, AppContextStatus::Updated);
+    for i in 0..2 {
+        assert_eq!(
+            live(i, old.id(), a1.clone()).await.unwrap()["data"]["value"],
+            "1"
+        );
+        assert!(live(i, old.id(), b.clone()).await.is_some());
+        assert!(live(i, new.id(), c.clone()).await.is_none());
+    }
+    assert!(all_statuses(&old, "app", &cs, ResourceStatus::Applied).await);
+}
+
+#[tokio::test]
+async fn a_restarted_engine_resumes_active_contexts() {
+    let env = Env::start(2).await;
+    let store = memory();
+    let cs = clusters(2);
+    let ctx = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    env.fleet.set_fault("c2", Fault::down()).unwrap();
+    let first = env.engine(Arc::clone(&store));
+    let shutdown = CancellationToken::new();
+    first.start(shutdown.clone()).await.unwrap();
+    first.instantiate(ctx.id()).await.unwrap();
+    until("c1 applied, c2 retrying", || async {
+        ctx.cluster_ready_status("web", &cs[1]).await.unwrap() == ClusterReadiness::Retrying
+            && all_statuses(&ctx, "web", &cs[..1], ResourceStatus::Applied).await
+    })
+    .await;
+    shutdown.cancel();
+    first.wait_idle(ctx.id()).await;
+    assert_eq!(
+        AppContext::active_contexts(store.as_ref()).await.unwrap(),
+        [ctx.id()]
+    );
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiating);
+
+    env.fleet.set_fault("c2", Fault::none()).unwrap();
+    env.log.lock().unwrap().clear();
+    let second = env.engine(Arc::clone(&store));
+    second.start(CancellationToken::new()).await.unwrap();
+    second.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+    assert!(all_statuses(&ctx, "web", &cs, ResourceStatus::Applied).await);
+    // Resources already applied on c1 are not applied again.
+    assert!(env.calls().iter().all(|c| c.cluster == cs[1]));
+    assert!(
+        AppContext::active_contexts(store.as_ref())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_hundred_clusters_in_one_context() {
+    let env = Env::start(100).await;
+    let store = memory();
+    let cs = clusters(100);
+    let cms: Vec<(String, String)> = (0..5)
+        .map(|i| {
+            (
+                format!("cm{i}+ConfigMap"),
+                config_map(&format!("cm{i}"), "v"),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = cms.iter().map(|(n, y)| (n.as_str(), y.as_str())).collect();
+    let ctx = context(Arc::clone(&store), &[AppSpec::new("app", &cs, &refs)]).await;
+    let rsync = env.engine(store);
+    rsync.instantiate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+    assert!(all_statuses(&ctx, "app", &cs, ResourceStatus::Applied).await);
+    for i in [0, 49, 99] {
+        assert!(env.get(i, ctx.id(), "app", &cms[4].1).await.is_some());
+    }
+    rsync.terminate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Terminated);
+    assert!(all_statuses(&ctx, "app", &cs, ResourceStatus::Deleted).await);
+}

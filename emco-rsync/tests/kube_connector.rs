@@ -1,0 +1,291 @@
+//! The Kubernetes connector against kubesim clusters: TLS, bearer token and CA from the
+//! kubeconfig, server-side apply, discovery of CRD kinds, delete, readiness and faults.
+
+#![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use emco_core::ErrorKind;
+use emco_rsync::connector::kube::{KubeConnector, KubePool};
+use emco_rsync::connector::{Batch, Connector, DEPLOYMENT_ID_LABEL, Propagation, Resource, Scope};
+use emco_rsync::readiness::{Readiness, readiness};
+use kubesim::{Fault, Fleet, FleetConfig};
+use serde_json::Value;
+
+async fn fleet(clusters: usize) -> Fleet {
+    Fleet::start(FleetConfig {
+        clusters,
+        ready_delay: Duration::from_millis(200),
+        ..FleetConfig::default()
+    })
+    .await
+    .unwrap()
+}
+
+async fn connector(pool: &KubePool, fleet: &Fleet, cluster: &str) -> Arc<KubeConnector> {
+    pool.connector(cluster, &fleet.kubeconfig(cluster).unwrap())
+        .await
+        .unwrap()
+}
+
+fn res(yaml: &str) -> Resource {
+    Resource::from_yaml(yaml).unwrap()
+}
+
+const NAMESPACE: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n";
+const CONFIG: &str =
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: blue\n";
+const DEPLOYMENT: &str = "
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+";
+
+/// Polls the object until it is ready; the deadline only bounds a hang, it measures nothing.
+async fn wait_ready(c: &KubeConnector, scope: &Scope, r: &Resource) -> Value {
+    for _ in 0..200 {
+        if let Some(obj) = c.get(scope, r.id()).await.unwrap()
+            && readiness(&obj) == Readiness::Ready
+        {
+            return obj;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{} never became ready", r.id());
+}
+
+#[tokio::test]
+async fn apply_get_and_delete_a_batch() {
+    let fleet = fleet(1).await;
+    let pool = KubePool::new();
+    let c = connector(&pool, &fleet, "c1").await;
+    c.health().await.unwrap();
+
+    let scope = Scope::new("1001", "web").with_namespace("shop");
+    let batch = Batch::new(scope.clone())
+        .with_resource(res(NAMESPACE))
+        .with_resource(res(CONFIG))
+        .with_resource(res(DEPLOYMENT));
+    c.apply(&batch).await.unwrap();
+    // Applying the same batch again is harmless (server-side apply is idempotent).
+    c.apply(&batch).await.unwrap();
+
+    let cm = c
+        .get(&scope, batch.resources[1].id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        cm["metadata"]["namespace"], "shop",
+        "namespace defaulted from the scope"
+    );
+    assert_eq!(cm["metadata"]["labels"][DEPLOYMENT_ID_LABEL], "1001-web");
+    assert_eq!(cm["data"]["color"], "blue");
+    let ns = c
+        .get(&scope, batch.resources[0].id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ns["metadata"]["labels"][DEPLOYMENT_ID_LABEL], "1001-web");
+
+    let deploy = wait_ready(&c, &scope, &batch.resources[2]).await;
+    assert_eq!(
+        deploy["spec"]["template"]["metadata"]["labels"][DEPLOYMENT_ID_LABEL],
+        "1001-web"
+    );
+    assert_eq!(
+        deploy["spec"]["template"]["metadata"]["labels"]["app"],
+        "web"
+    );
+
+    // An update goes through the same apply.
+    let changed = Batch::new(scope.clone()).with_resource(res(&CONFIG.replace("blue", "green")));
+    c.apply(&changed).await.unwrap();
+    let cm = c
+        .get(&scope, batch.resources[1].id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(cm["data"]["color"], "green");
+
+    let to_delete = Batch::new(scope.clone())
+        .with_resource(res(DEPLOYMENT))
+        .with_resource(res(CONFIG));
+    c.delete(&to_delete, Propagation::Background).await.unwrap();
+    assert_eq!(c.get(&scope, batch.resources[1].id()).await.unwrap(), None);
+    // Deleting what is gone succeeds.
+    c.delete(&to_delete, Propagation::Foreground).await.unwrap();
+}
+
+#[tokio::test]
+async fn kinds_of_a_crd_applied_since_are_discovered() {
+    let fleet = fleet(1).await;
+    let pool = KubePool::new();
+    let c = connector(&pool, &fleet, "c1").await;
+    let scope = Scope::new("7", "widgets");
+    let widget =
+        res("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 3\n");
+
+    // Unknown before the CRD exists: the batch stops at it with NotFound.
+    let e = c
+        .apply(
+            &Batch::new(scope.clone())
+                .with_resource(res(CONFIG))
+                .with_resource(widget.clone()),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!((e.done, e.error.kind()), (1, ErrorKind::NotFound), "{e}");
+    assert_eq!(
+        c.get(&scope, widget.id()).await.unwrap(),
+        None,
+        "an unserved kind has no objects"
+    );
+
+    let crd = res("
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+");
+    c.apply(&Batch::new(scope.clone()).with_resource(crd.clone()))
+        .await
+        .unwrap();
+    wait_ready(&c, &scope, &crd).await;
+    c.apply(&Batch::new(scope.clone()).with_resource(widget.clone()))
+        .await
+        .unwrap();
+    let got = c.get(&scope, widget.id()).await.unwrap().unwrap();
+    assert_eq!(got["spec"]["size"], 3);
+    assert_eq!(got["metadata"]["namespace"], "default");
+    assert_eq!(got["metadata"]["labels"][DEPLOYMENT_ID_LABEL], "7-widgets");
+}
+
+#[tokio::test]
+async fn rejected_manifests_are_not_retryable() {
+    let fleet = fleet(1).await;
+    let pool = KubePool::new();
+    let c = connector(&pool, &fleet, "c1").await;
+    let scope = Scope::new("3", "bad");
+    // Names must be lowercase RFC 1123 subdomains.
+    let bad = res("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n");
+    let batch = Batch::new(scope)
+        .with_resource(res(CONFIG))
+        .with_resource(bad);
+    let e = c.apply(&batch).await.unwrap_err();
+    assert_eq!(
+        (e.done, e.error.kind()),
+        (1, ErrorKind::InvalidArgument),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn faults_are_unavailable_and_clusters_are_independent() {
+    let fleet = fleet(2).await;
+    let pool = KubePool::new();
+    let c1 = connector(&pool, &fleet, "c1").await;
+    let c2 = connector(&pool, &fleet, "c2").await;
+    assert_eq!(pool.len(), 2);
+    let batch = Batch::new(Scope::new("5", "app")).with_resource(res(CONFIG));
+
+    fleet.set_fault("c1", Fault::down()).unwrap();
+    assert_eq!(
+        c1.health().await.unwrap_err().kind(),
+        ErrorKind::Unavailable
+    );
+    let e = c1.apply(&batch).await.unwrap_err();
+    assert_eq!((e.done, e.error.kind()), (0, ErrorKind::Unavailable));
+    c2.apply(&batch).await.unwrap();
+
+    fleet.set_fault("c2", Fault::errors(1.0, 503)).unwrap();
+    assert_eq!(
+        c2.get(&batch.scope, batch.resources[0].id())
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Unavailable
+    );
+    fleet.set_fault("c2", Fault::errors(1.0, 429)).unwrap();
+    assert_eq!(
+        c2.delete(&batch, Propagation::Background)
+            .await
+            .unwrap_err()
+            .error
+            .kind(),
+        ErrorKind::Unavailable
+    );
+
+    // Healed clusters work again with the same pooled connectors.
+    fleet.set_fault("c1", Fault::none()).unwrap();
+    fleet.set_fault("c2", Fault::none()).unwrap();
+    c1.apply(&batch).await.unwrap();
+    c2.delete(&batch, Propagation::Background).await.unwrap();
+    assert_eq!(
+        c2.get(&batch.scope, batch.resources[0].id()).await.unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
+async fn a_cluster_that_never_answers_times_out_as_unavailable() {
+    let fleet = fleet(1).await;
+    let pool = KubePool::new().with_request_timeout(Duration::from_millis(300));
+    let c = connector(&pool, &fleet, "c1").await;
+    c.health().await.unwrap();
+    fleet.set_fault("c1", Fault::black_hole()).unwrap();
+    assert_eq!(c.health().await.unwrap_err().kind(), ErrorKind::Unavailable);
+    let batch = Batch::new(Scope::new("5", "app")).with_resource(res(CONFIG));
+    let e = c.apply(&batch).await.unwrap_err();
+    assert_eq!((e.done, e.error.kind()), (0, ErrorKind::Unavailable), "{e}");
+    assert_eq!(
+        c.get(&batch.scope, batch.resources[0].id())
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Unavailable
+    );
+}
+
+#[tokio::test]
+async fn wrong_token_is_rejected_not_retried() {
+    let fleet = fleet(1).await;
+    let kubeconfig = fleet.kubeconfig("c1").unwrap();
+    let token = kubeconfig
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("token:"))
+        .map(|t| t.trim().trim_matches('"').to_owned())
+        .unwrap();
+    let wrong = kubeconfig.replace(&token, "wrong-token");
+    assert_ne!(wrong, kubeconfig);
+    let c = KubeConnector::from_kubeconfig("c1", &wrong).await.unwrap();
+    assert_eq!(
+        c.health().await.unwrap_err().kind(),
+        ErrorKind::FailedPrecondition
+    );
+}

@@ -1,0 +1,197 @@
+//! Restart recovery after SIGKILL: a child process instantiates a context of 50 clusters
+//! (AppContext on the real etcd, clusters in a kubesim fleet run by this test), is killed in the
+//! middle, and a new engine here finishes the job with every object applied exactly once and
+//! every status Applied.
+
+#![allow(clippy::unwrap_used)] // Tests fail on bad fixtures.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use common::{AppSpec, Env, clusters, config_map, context, status, until};
+use emco_appcontext::context::QueueStatus;
+use emco_appcontext::{AppContext, AppContextStore};
+use emco_core::lifecycle::{AppContextStatus, RsyncEvent};
+use emco_rsync::connector::DEPLOYMENT_ID_LABEL;
+use emco_rsync::connector::kube::KubeConnector;
+use emco_rsync::engine::{MapResolver, Rsync};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::ListParams;
+use kubesim::Fault;
+use tokio_util::sync::CancellationToken;
+
+const CLUSTERS: usize = 50;
+const RESOURCES: usize = 10;
+const CHILD: &str = "child_engine_instantiates_from_kubeconfigs";
+
+async fn etcd(endpoint: &str) -> Arc<dyn AppContextStore> {
+    Arc::new(
+        emco_appcontext::etcd::EtcdBuilder::new()
+            .with_endpoints([endpoint.to_owned()])
+            .build()
+            .await
+            .unwrap(),
+    )
+}
+
+/// How many resource statuses of the context say Applied, read in one listing.
+async fn applied_count(ctx: &AppContext) -> usize {
+    ctx.store()
+        .list_all(ctx.root_key(), false)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|kv| {
+            kv.key.contains("/resource/")
+                && kv.key.ends_with("/status/")
+                && kv.value.as_ref() == br#"{"Status":"Applied"}"#
+        })
+        .count()
+}
+
+/// The child side: run only by the parent test, through environment variables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "helper run as a child process by sigkill_during_instantiate_loses_nothing"]
+async fn child_engine_instantiates_from_kubeconfigs() {
+    let (Ok(endpoint), Ok(dir), Ok(ctx)) = (
+        std::env::var("EMCO_TEST_ETCD"),
+        std::env::var("EMCO_RSYNC_CHILD_KUBECONFIGS"),
+        std::env::var("EMCO_RSYNC_CHILD_CONTEXT"),
+    ) else {
+        eprintln!("SKIPPED {CHILD}: only the restart test runs it");
+        return;
+    };
+    let resolver = Arc::new(MapResolver::new());
+    for i in 1..=CLUSTERS {
+        let path = PathBuf::from(&dir).join(format!("c{i}.kubeconfig"));
+        let kc = std::fs::read_to_string(path).unwrap();
+        let id = format!("prov+c{i}");
+        let conn = KubeConnector::from_kubeconfig(id.clone(), &kc)
+            .await
+            .unwrap();
+        resolver.insert(id, Arc::new(conn));
+    }
+    let rsync = Rsync::builder()
+        .store(etcd(&endpoint).await)
+        .connectors(resolver)
+        .concurrency(8, 2)
+        .build()
+        .unwrap();
+    rsync.start(CancellationToken::new()).await.unwrap();
+    let id: u64 = ctx.parse().unwrap();
+    rsync.instantiate(id).await.unwrap();
+    rsync.wait_idle(id).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_during_instantiate_loses_nothing() {
+    let Ok(endpoint) = std::env::var("EMCO_TEST_ETCD") else {
+        eprintln!("SKIPPED sigkill_during_instantiate_loses_nothing: EMCO_TEST_ETCD is not set");
+        return;
+    };
+    let env = Env::start(CLUSTERS).await;
+    let dir = tempfile::tempdir().unwrap();
+    env.fleet.write_kubeconfigs(dir.path()).await.unwrap();
+    // Slow clusters so that the kill lands in the middle.
+    for name in env.fleet.cluster_names() {
+        env.fleet.set_fault(&name, Fault::latency(100)).unwrap();
+    }
+    let store = etcd(&endpoint).await;
+    let cs = clusters(CLUSTERS);
+    let cms: Vec<(String, String)> = (0..RESOURCES)
+        .map(|i| {
+            let name = format!("cm{i}");
+            (
+                format!("{name}+ConfigMap"),
+                config_map(&name, &format!("v{i}")),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = cms.iter().map(|(n, y)| (n.as_str(), y.as_str())).collect();
+    let ctx = context(Arc::clone(&store), &[AppSpec::new("app", &cs, &refs)]).await;
+
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", CHILD, "--ignored", "--nocapture"])
+        .env("EMCO_TEST_ETCD", &endpoint)
+        .env("EMCO_RSYNC_CHILD_KUBECONFIGS", dir.path())
+        .env("EMCO_RSYNC_CHILD_CONTEXT", ctx.id().to_string())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let total = CLUSTERS * RESOURCES;
+    until("the child to apply part of the context", || async {
+        applied_count(&ctx).await >= total / 4
+    })
+    .await;
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = applied_count(&ctx).await;
+    assert!(before < total, "the kill came too late to test anything");
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiating);
+    assert!(
+        AppContext::active_contexts(store.as_ref())
+            .await
+            .unwrap()
+            .contains(&ctx.id())
+    );
+
+    for name in env.fleet.cluster_names() {
+        env.fleet.set_fault(&name, Fault::none()).unwrap();
+    }
+    let rsync = env.engine(Arc::clone(&store));
+    rsync.start(CancellationToken::new()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+    assert_eq!(applied_count(&ctx).await, total);
+    let queue: Vec<_> = ctx
+        .event_queue()
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| (e.event, e.status))
+        .collect();
+    assert_eq!(queue, [(RsyncEvent::Instantiate, QueueStatus::Done)]);
+    assert!(
+        !AppContext::active_contexts(store.as_ref())
+            .await
+            .unwrap()
+            .contains(&ctx.id())
+    );
+    // Every object exactly once, with its content, on every cluster.
+    let selector = format!("{DEPLOYMENT_ID_LABEL}={}-app", ctx.id());
+    for conn in &env.direct {
+        let api: Api<ConfigMap> = Api::namespaced(conn.client().clone(), "default");
+        let list = api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .unwrap();
+        let mut got: Vec<(String, String)> = list
+            .items
+            .iter()
+            .map(|cm| {
+                (
+                    cm.metadata.name.clone().unwrap(),
+                    cm.data.as_ref().unwrap()["value"].clone(),
+                )
+            })
+            .collect();
+        got.sort();
+        let mut want: Vec<(String, String)> = (0..RESOURCES)
+            .map(|i| (format!("cm{i}"), format!("v{i}")))
+            .collect();
+        want.sort();
+        assert_eq!(
+            got,
+            want,
+            "cluster {}",
+            emco_rsync::connector::Connector::cluster(conn.as_ref())
+        );
+    }
+    // Leave etcd as clean as we found it.
+    ctx.delete().await.unwrap();
+}
