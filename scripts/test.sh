@@ -43,10 +43,10 @@ fi
 
 step "cargo fmt --check" cargo fmt --all --check
 step "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
+step "doc tests" cargo test --workspace --locked --doc
 if cargo nextest --version >/dev/null 2>&1; then
   step "tests (nextest)" cargo nextest run --workspace --locked --no-fail-fast --profile ci
 else
   step "tests (cargo test)" cargo test --workspace --locked --no-fail-fast --lib --bins --tests
 fi
-step "doc tests" cargo test --workspace --locked --doc
 log "all checks passed"
