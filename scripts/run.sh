@@ -22,8 +22,8 @@ SERVER="http://$LISTEN"
 # Building needs protoc; registration uses curl.
 apt_install protobuf-compiler curl
 
-step "build emco-server and kubesim ($PROFILE)" \
-  cargo build --profile "$PROFILE" -p emco-server -p kubesim
+step "build emco-server, kubesim and emcoctl ($PROFILE)" \
+  cargo build --profile "$PROFILE" -p emco-server -p kubesim -p emcoctl
 BIN="$ROOT/target/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")"
 
 rm -rf "$RUN_DIR"
@@ -85,6 +85,8 @@ emco-server is listening on $SERVER with $CLUSTERS kubesim clusters registered.
 
   curl -s $SERVER/v2/cluster-providers/kubesim/clusters?withLabels=true
   curl -s $SERVER/v2/openapi.yaml | head
+  $BIN/emcoctl --server $SERVER apply -f examples/emcoctl/project.yaml
+  $BIN/emcoctl --server $SERVER get -f examples/emcoctl/project.yaml
   kubectl --kubeconfig $RUN_DIR/kubeconfigs/c1.kubeconfig get namespaces
   $BIN/kubesim fault c2 --down --kubeconfig-dir $RUN_DIR/kubeconfigs
 
