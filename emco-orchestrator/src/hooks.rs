@@ -9,6 +9,7 @@ use emco_core::placement::AppPlacementIntent;
 use emco_core::{Error, Result};
 use futures::TryStreamExt;
 
+use crate::diglock::DigLocks;
 use crate::keys;
 
 /// Fails with NotFound unless `key` exists.
@@ -48,6 +49,9 @@ pub async fn load_state(store: &dyn ResourceStore, dig: &ResourceKey) -> Result<
 
 /// Stores the lifecycle record of the deployment intent group at `dig`.
 ///
+/// This is a plain write: a read-modify-write must hold the group's lock, as the orchestrator's
+/// own operations do, or a concurrent operation's update can be lost.
+///
 /// # Errors
 /// The store's errors.
 pub async fn save_state(
@@ -69,25 +73,81 @@ pub(crate) fn now_rfc3339() -> String {
     emco_core::time::rfc3339(std::time::SystemTime::now())
 }
 
-/// Records a change of the intents under a deployment intent group: an approved group goes back
-/// to Created, as in EMCO.
-async fn record_modify(store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
-    let Some(dig) = keys::enclosing_dig(key) else {
-        return Ok(());
-    };
-    let mut state = load_state(store, &dig).await?;
+/// Applies `op` to the lifecycle record of the group at `dig` under the group's lock, so that
+/// concurrent operations on one group each see the record the previous one saved. The record is
+/// rewritten only when the operation recorded an action.
+///
+/// # Errors
+/// NotFound when the record does not exist; as [`StateInfo::apply`]; the store's errors.
+pub(crate) async fn apply_operation(
+    store: &dyn ResourceStore,
+    locks: &DigLocks,
+    dig: &ResourceKey,
+    op: DigOperation,
+) -> Result<()> {
+    let _held = locks.lock(dig).await;
+    let mut state = load_state(store, dig).await?;
     let before = state.actions.len();
-    state.apply(DigOperation::Modify, "", now_rfc3339())?;
+    state.apply(op, "", now_rfc3339())?;
     if state.actions.len() != before {
-        save_state(store, &dig, &state).await?;
+        save_state(store, dig, &state).await?;
     }
     Ok(())
 }
 
+/// Records a change of the intents under a deployment intent group: an approved group goes back
+/// to Created, as in EMCO.
+async fn record_modify(
+    store: &dyn ResourceStore,
+    locks: &DigLocks,
+    key: &ResourceKey,
+) -> Result<()> {
+    let Some(dig) = keys::enclosing_dig(key) else {
+        return Ok(());
+    };
+    apply_operation(store, locks, &dig, DigOperation::Modify).await
+}
+
+/// How the orchestrator builds a collection's hook: those touching a group's lifecycle record
+/// share the orchestrator's locks.
+pub(crate) trait NewHook {
+    /// The hook, with `locks` if it needs them.
+    fn new_hook(locks: &DigLocks) -> Self;
+}
+
+macro_rules! stateless_hooks {
+    ($($hook:ty),+) => {
+        $(impl NewHook for $hook {
+            fn new_hook(_: &DigLocks) -> Self {
+                Self
+            }
+        })+
+    };
+}
+
+stateless_hooks!(
+    emco_controller_sdk::rest::NoHook,
+    DependencyHook,
+    ClusterReferenceHook,
+    LogicalCloudHook
+);
+
+macro_rules! locking_hooks {
+    ($($hook:ident),+) => {
+        $(impl NewHook for $hook {
+            fn new_hook(locks: &DigLocks) -> Self {
+                Self(locks.clone())
+            }
+        })+
+    };
+}
+
+locking_hooks!(DigHook, DigChildHook, AppIntentHook);
+
 /// Deployment intent groups: the composite profile and logical cloud must exist; PUT only while
 /// Created; DELETE refused while deployed; the state record is created with the group.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct DigHook;
+#[derive(Debug, Clone)]
+pub struct DigHook(pub(crate) DigLocks);
 
 #[async_trait]
 impl Hook<DeploymentIntentGroup> for DigHook {
@@ -126,12 +186,14 @@ impl Hook<DeploymentIntentGroup> for DigHook {
         created: bool,
     ) -> Result<()> {
         if created {
+            let _held = self.0.lock(key).await;
             save_state(store, key, &StateInfo::created(now_rfc3339())).await?;
         }
         Ok(())
     }
 
     async fn before_delete(&self, store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
+        let _held = self.0.lock(key).await;
         let state = load_state(store, key).await?;
         check_delete(state.current_state(), None)
     }
@@ -139,8 +201,8 @@ impl Hook<DeploymentIntentGroup> for DigHook {
 
 /// Objects under a deployment intent group (its intents): a change sends an approved group back
 /// to Created.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct DigChildHook;
+#[derive(Debug, Clone)]
+pub struct DigChildHook(pub(crate) DigLocks);
 
 #[async_trait]
 impl<T: Send + Sync + 'static> Hook<T> for DigChildHook {
@@ -151,17 +213,17 @@ impl<T: Send + Sync + 'static> Hook<T> for DigChildHook {
         _: &T,
         _: bool,
     ) -> Result<()> {
-        record_modify(store, key).await
+        record_modify(store, &self.0, key).await
     }
 
     async fn after_delete(&self, store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
-        record_modify(store, key).await
+        record_modify(store, &self.0, key).await
     }
 }
 
 /// App placement intents: `spec.app` must be an app of the composite app; plus [`DigChildHook`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct AppIntentHook;
+#[derive(Debug, Clone)]
+pub struct AppIntentHook(pub(crate) DigLocks);
 
 #[async_trait]
 impl Hook<AppPlacementIntent> for AppIntentHook {
@@ -182,11 +244,11 @@ impl Hook<AppPlacementIntent> for AppIntentHook {
         _: &AppPlacementIntent,
         _: bool,
     ) -> Result<()> {
-        record_modify(store, key).await
+        record_modify(store, &self.0, key).await
     }
 
     async fn after_delete(&self, store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
-        record_modify(store, key).await
+        record_modify(store, &self.0, key).await
     }
 }
 

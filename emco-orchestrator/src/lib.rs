@@ -26,6 +26,7 @@
 //! # }).unwrap();
 //! ```
 
+mod diglock;
 mod hooks;
 pub mod keys;
 pub mod rest;
@@ -57,13 +58,17 @@ pub use upload::Limits;
 pub struct Orchestrator {
     store: Arc<dyn ResourceStore>,
     limits: Limits,
+    /// Serializes the updates of each group's lifecycle record (see [`diglock`]); shared by
+    /// clones so that every request handler of one process takes the same locks.
+    dig_locks: diglock::DigLocks,
 }
 
 macro_rules! collections {
-    ($($(#[$doc:meta])* $fn:ident: $ty:ty = $kind:expr, $hook:expr;)+) => {
+    ($($(#[$doc:meta])* $fn:ident: $ty:ty = $kind:expr, $hook:ty;)+) => {
         $($(#[$doc])* #[must_use]
         pub fn $fn(&self) -> Collection<$ty> {
-            Collection::new(Arc::clone(&self.store), $kind).with_hook($hook)
+            Collection::new(Arc::clone(&self.store), $kind)
+                .with_hook(<$hook as hooks::NewHook>::new_hook(&self.dig_locks))
         })+
     };
 }
@@ -82,6 +87,7 @@ impl Orchestrator {
         Self {
             store,
             limits: Limits::default(),
+            dig_locks: diglock::DigLocks::default(),
         }
     }
 
@@ -542,13 +548,14 @@ impl Orchestrator {
     /// # Errors
     /// NotFound; FailedPrecondition when it is deployed.
     pub async fn approve(&self, dig: &ResourceKey) -> Result<()> {
-        let mut state = self.dig_state(dig).await?;
-        let before = state.actions.len();
-        state.apply(DigOperation::Approve, "", hooks::now_rfc3339())?;
-        if state.actions.len() != before {
-            save_state(self.store.as_ref(), dig, &state).await?;
-        }
-        Ok(())
+        self.dig_state(dig).await?;
+        hooks::apply_operation(
+            self.store.as_ref(),
+            &self.dig_locks,
+            dig,
+            DigOperation::Approve,
+        )
+        .await
     }
 }
 

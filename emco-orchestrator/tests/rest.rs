@@ -1048,3 +1048,196 @@ async fn concurrent_writes_on_different_digs() {
         assert_eq!(state.current_state(), DigState::Approved);
     }
 }
+
+/// A store that counts the writes of lifecycle records and yields between reading a blob and
+/// handing it over, so that unserialized read-modify-writes interleave.
+#[derive(Debug)]
+struct CountingStore {
+    inner: Arc<dyn ResourceStore>,
+    state_writes: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl ResourceStore for CountingStore {
+    async fn put(
+        &self,
+        key: &emco_appcontext::ResourceKey,
+        value: &Value,
+        mode: emco_appcontext::PutMode,
+    ) -> emco_core::Result<()> {
+        self.inner.put(key, value, mode).await
+    }
+    async fn get(&self, key: &emco_appcontext::ResourceKey) -> emco_core::Result<Option<Value>> {
+        self.inner.get(key).await
+    }
+    async fn list(
+        &self,
+        parent: &emco_appcontext::ResourceKey,
+        child_type: &str,
+        filters: &[emco_appcontext::Filter],
+    ) -> emco_core::Result<Vec<(emco_appcontext::ResourceKey, Value)>> {
+        self.inner.list(parent, child_type, filters).await
+    }
+    async fn delete(&self, key: &emco_appcontext::ResourceKey) -> emco_core::Result<()> {
+        self.inner.delete(key).await
+    }
+    async fn put_blob(
+        &self,
+        key: &emco_appcontext::ResourceKey,
+        name: &str,
+        data: emco_appcontext::BlobStream,
+    ) -> emco_core::Result<u64> {
+        let n = self.inner.put_blob(key, name, data).await?;
+        if name == keys::STATE_BLOB {
+            self.state_writes
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(n)
+    }
+    async fn get_blob(
+        &self,
+        key: &emco_appcontext::ResourceKey,
+        name: &str,
+    ) -> emco_core::Result<emco_appcontext::BlobStream> {
+        let blob = self.inner.get_blob(key, name).await;
+        tokio::task::yield_now().await;
+        blob
+    }
+    async fn delete_blob(
+        &self,
+        key: &emco_appcontext::ResourceKey,
+        name: &str,
+    ) -> emco_core::Result<bool> {
+        self.inner.delete_blob(key, name).await
+    }
+    async fn health(&self) -> emco_core::Result<()> {
+        self.inner.health().await
+    }
+}
+
+/// 50 intent creates interleaved with 50 approves on one approved group: every transition that
+/// was written is in the history (one action per write of the record), the history alternates
+/// Created/Approved from Created, and the group ends in the state of the last operation.
+async fn concurrent_operations_on_one_dig(inner: Arc<dyn ResourceStore>) {
+    let store = Arc::new(CountingStore {
+        inner,
+        state_writes: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let orch = Orchestrator::new(Arc::clone(&store) as Arc<dyn ResourceStore>);
+    let c = Arc::new(Client {
+        app: emco_orchestrator::rest::router(orch.clone()),
+    });
+    expect(&c.post("/v2/projects", &named("p1")).await, 201);
+    expect(
+        &c.post(
+            "/v2/projects/p1/composite-apps",
+            &json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}}),
+        )
+        .await,
+        201,
+    );
+    expect(
+        &c.post(&format!("{CA}/composite-profiles"), &named("cp"))
+            .await,
+        201,
+    );
+    expect(
+        &c.post(
+            "/v2/projects/p1/logical-clouds",
+            &json!({"metadata": {"name": "lc0"}, "spec": {"level": "0"}}),
+        )
+        .await,
+        201,
+    );
+    let body = json!({"metadata": {"name": "dig1"}, "spec": {"compositeProfile": "cp", "version": "r", "logicalCloud": "lc0"}});
+    expect(
+        &c.post(&format!("{CA}/deployment-intent-groups"), &body)
+            .await,
+        201,
+    );
+    let approve = format!("{DIG}/approve");
+    expect(&c.send("POST", &approve, None, None, Vec::new()).await, 202);
+
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let creator = Arc::clone(&c);
+        tasks.push(tokio::spawn(async move {
+            let gpis = format!("{DIG}/generic-placement-intents");
+            expect(&creator.post(&gpis, &named(&format!("g{i}"))).await, 201);
+        }));
+        let c = Arc::clone(&c);
+        let approve = approve.clone();
+        tasks.push(tokio::spawn(async move {
+            expect(&c.send("POST", &approve, None, None, Vec::new()).await, 202);
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+
+    let key = keys::dig("p1", "ca", "v1", "dig1");
+    let state = orch.dig_state(&key).await.unwrap();
+    let writes = store.state_writes.load(std::sync::atomic::Ordering::SeqCst);
+    // Created, Approved, and at least the first create after that approve's Modify.
+    assert!(writes >= 3, "only {writes} writes of the record");
+    assert_eq!(
+        state.actions.len(),
+        writes,
+        "a write of the record was lost: {:?}",
+        state.actions
+    );
+    for (i, action) in state.actions.iter().enumerate() {
+        let expected = if i % 2 == 0 {
+            DigState::Created
+        } else {
+            DigState::Approved
+        };
+        assert_eq!(action.state, expected, "action {i}: {:?}", state.actions);
+    }
+    assert_eq!(
+        Some(state.current_state()),
+        state.actions.last().map(|a| a.state)
+    );
+    assert_eq!(
+        c.get(&format!("{DIG}/generic-placement-intents"))
+            .await
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        50
+    );
+
+    // The last operation decides the final state.
+    expect(
+        &c.post(&format!("{DIG}/generic-placement-intents"), &named("last"))
+            .await,
+        201,
+    );
+    assert_eq!(
+        orch.dig_state(&key).await.unwrap().current_state(),
+        DigState::Created
+    );
+    expect(&c.send("POST", &approve, None, None, Vec::new()).await, 202);
+    let state = orch.dig_state(&key).await.unwrap();
+    assert_eq!(state.current_state(), DigState::Approved);
+    assert_eq!(
+        state.actions.len(),
+        store.state_writes.load(std::sync::atomic::Ordering::SeqCst)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_operations_on_one_dig_in_memory() {
+    concurrent_operations_on_one_dig(Arc::new(InMemoryResourceStore::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_operations_on_one_dig_redb() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = emco_appcontext::embedded::RedbBuilder::new()
+        .with_path(dir.path().join("emco.redb"))
+        .build()
+        .unwrap();
+    concurrent_operations_on_one_dig(db.resource_store()).await;
+}
