@@ -97,6 +97,18 @@ pub(super) fn register(m: &mut Registry) {
         }),
     );
     m.insert(
+        "mustToRawJson",
+        func(A, None, |_, a| {
+            json::to_json(&a[0], false).map(Value::String)
+        }),
+    );
+    m.insert(
+        "mustToPrettyJson",
+        func(A, None, |_, a| {
+            json::to_json_pretty(&a[0]).map(Value::String)
+        }),
+    );
+    m.insert(
         "toPrettyJson",
         func(A, None, |_, a| {
             Ok(Value::String(

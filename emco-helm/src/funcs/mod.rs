@@ -5,13 +5,18 @@
 //! got float64` for a values-file number passed to `trunc`).
 
 mod builtin;
+mod case;
 mod conv;
+mod godur;
 mod helm;
 mod sprig_dates;
 mod sprig_dicts;
+mod sprig_floats;
 mod sprig_lists;
 mod sprig_misc;
 mod sprig_strings;
+mod sprig_text;
+mod totoml;
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -90,9 +95,44 @@ static FUNCS: LazyLock<Registry> = LazyLock::new(|| {
     sprig_dicts::register(&mut m);
     sprig_dates::register(&mut m);
     sprig_misc::register(&mut m);
+    sprig_text::register(&mut m);
+    sprig_floats::register(&mut m);
+    totoml::register(&mut m);
     helm::register(&mut m);
+    for (must, base) in MUST_ALIASES {
+        if let Some(f) = m.get(base).copied() {
+            m.insert(must, f);
+        }
+    }
     m
 });
+
+/// Sprig's `mustX` functions whose `X` only differs by panicking where `mustX` returns the
+/// error; Go's template engine reports both the same way, so they share one implementation.
+const MUST_ALIASES: &[(&str, &str)] = &[
+    ("mustAppend", "append"),
+    ("mustPush", "push"),
+    ("mustPrepend", "prepend"),
+    ("mustFirst", "first"),
+    ("mustRest", "rest"),
+    ("mustLast", "last"),
+    ("mustInitial", "initial"),
+    ("mustReverse", "reverse"),
+    ("mustUniq", "uniq"),
+    ("mustWithout", "without"),
+    ("mustHas", "has"),
+    ("mustSlice", "slice"),
+    ("mustCompact", "compact"),
+    ("mustChunk", "chunk"),
+    ("mustMerge", "merge"),
+    ("mustMergeOverwrite", "mergeOverwrite"),
+    ("mustDeepCopy", "deepCopy"),
+    ("mustRegexFind", "regexFind"),
+    ("mustRegexFindAll", "regexFindAll"),
+    ("mustRegexReplaceAll", "regexReplaceAll"),
+    ("mustRegexReplaceAllLiteral", "regexReplaceAllLiteral"),
+    ("mustRegexSplit", "regexSplit"),
+];
 
 /// The function called `name`.
 pub(crate) fn lookup(name: &str) -> Option<&'static Func> {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::{FResult, Param, Registry, func, s};
+use super::{FResult, Param, Registry, func, godur, s};
 use crate::value::{Object, Value};
 
 /// A `time.Time` in UTC.
@@ -25,6 +25,26 @@ impl Time {
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.subsec_nanos()),
         }
+    }
+
+    /// Nanoseconds since the Unix epoch.
+    fn unix_nanos(self) -> i128 {
+        i128::from(self.secs) * 1_000_000_000 + i128::from(self.nanos)
+    }
+
+    /// `t.Add(d)`.
+    fn add(self, ns: i64) -> Time {
+        let total = self.unix_nanos() + i128::from(ns);
+        Time {
+            secs: i64::try_from(total.div_euclid(1_000_000_000)).unwrap_or(i64::MAX),
+            nanos: u32::try_from(total.rem_euclid(1_000_000_000)).unwrap_or(0),
+        }
+    }
+
+    /// `time.Since(t)`, saturating like Go's `Time.Sub`.
+    fn since(self) -> i64 {
+        let d = Time::now().unix_nanos() - self.unix_nanos();
+        i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
     }
 
     /// Year, month (1-12), day, hour, minute, second, day of week (0 = Sunday), day of year.
@@ -245,6 +265,37 @@ fn as_time(v: &Value) -> Time {
     }
 }
 
+/// The time inside a `time.Time` argument.
+fn time_arg(v: &Value) -> Option<Time> {
+    matches!(v, Value::Object(o) if o.type_name() == "time.Time").then(|| as_time(v))
+}
+
+/// Go rejects a `time.Time` parameter given anything else.
+fn want_time(v: &Value) -> Result<Time, String> {
+    time_arg(v).ok_or_else(|| {
+        format!(
+            "wrong type for value; expected time.Time; got {}",
+            v.type_name()
+        )
+    })
+}
+
+/// `Duration.Round(time.Second)`: halves round away from zero.
+fn round_to_second(ns: i64) -> i64 {
+    const S: i64 = 1_000_000_000;
+    let r = ns % S;
+    let down = ns - r;
+    if r.abs() * 2 < S {
+        down
+    } else {
+        down.saturating_add(if ns < 0 { -S } else { S })
+    }
+}
+
+fn time_value(t: Time) -> FResult {
+    Ok(Value::Object(Arc::new(t)))
+}
+
 fn text(v: String) -> FResult {
     Ok(Value::String(v))
 }
@@ -276,6 +327,56 @@ pub(super) fn register(m: &mut Registry) {
         "htmlDateInZone",
         func(&[Param::Any, Param::Str], None, |_, a| {
             text(as_time(&a[0]).format("2006-01-02"))
+        }),
+    );
+    m.insert(
+        "dateModify",
+        func(&[Param::Str, Param::Any], None, |_, a| {
+            let t = want_time(&a[1])?;
+            // Sprig returns the date unchanged when the modification does not parse.
+            time_value(godur::parse(s(&a[0])).map_or(t, |d| t.add(d)))
+        }),
+    );
+    m.insert(
+        "mustDateModify",
+        func(&[Param::Str, Param::Any], None, |_, a| {
+            let t = want_time(&a[1])?;
+            time_value(t.add(godur::parse(s(&a[0]))?))
+        }),
+    );
+    m.insert(
+        "ago",
+        func(&[Param::Any], None, |_, a| {
+            // Sprig's `dateAgo`: a time, Unix seconds, or else now (so "0s").
+            let t = match &a[0] {
+                Value::Int(i) | Value::Int64(i) => Time { secs: *i, nanos: 0 },
+                v => time_arg(v).unwrap_or_else(Time::now),
+            };
+            text(godur::format(round_to_second(t.since())))
+        }),
+    );
+    m.insert(
+        "duration",
+        func(&[Param::Any], None, |_, a| {
+            // Sprig reads only a decimal string or an int64 as seconds; any other type is 0.
+            let secs = match &a[0] {
+                Value::String(s) => s.parse::<i64>().unwrap_or(0),
+                Value::Int64(i) => *i,
+                _ => 0,
+            };
+            text(godur::format(secs.wrapping_mul(1_000_000_000)))
+        }),
+    );
+    m.insert(
+        "durationRound",
+        func(&[Param::Any], None, |_, a| {
+            // A duration string, int64 nanoseconds, or the time elapsed since a time.
+            let ns = match &a[0] {
+                Value::String(s) => godur::parse(s).unwrap_or(0),
+                Value::Int64(i) => *i,
+                v => time_arg(v).map_or(0, Time::since),
+            };
+            text(godur::round(ns))
         }),
     );
     m.insert(

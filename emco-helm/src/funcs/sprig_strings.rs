@@ -463,7 +463,7 @@ pub(crate) fn strslice(v: &Value) -> Vec<String> {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -318,3 +318,270 @@ fn helm_functions() {
         ),
     ]);
 }
+
+#[test]
+fn text_helpers() {
+    check(&[
+        (
+            "{{ abbrev 5 \"hello world\" }}|{{ abbrev 3 \"abcdef\" }}|{{ abbrev 20 \"hello\" }}|{{ abbrev 4 \"\" }}",
+            Ok("he...|abcdef|hello|"),
+        ),
+        (
+            "{{ abbrevboth 5 10 \"1234 5678 9123\" }}|{{ abbrevboth 0 6 \"abcdefghij\" }}|{{ abbrevboth 1 6 \"abcdefghij\" }}",
+            Ok("...5678...|abc...|abcdefghij"),
+        ),
+        (
+            "{{ wrap 5 \"Hello World\" }}|{{ wrap 3 \"abcdef gh\" }}|{{ wrap 3 \"abcdef\" }}",
+            Ok("Hello\nWorld|abcdef\ngh|abcdef"),
+        ),
+        (
+            "{{ wrapWith 5 \"\\t\" \"Hello World\" }}|{{ wrapWith 3 \"|\" \"abcdef gh\" }}|{{ wrapWith 10 \"|\" \"\" }}",
+            Ok("Hello\tWorld|abc|def|gh|"),
+        ),
+        (
+            "{{ plural \"one\" \"many\" 1 }} {{ plural \"one\" \"many\" 2 }} {{ plural \"one\" \"many\" 0 }}",
+            Ok("one many many"),
+        ),
+        (
+            "{{ initials \"First Try\" }}|{{ initials \"  a\\tb  c \" }}|{{ swapcase \"This Is A.Test\" }}",
+            Ok("FT|abc|tHIS iS a.tEST"),
+        ),
+        ("{{ swapcase \"ßa\" }}|{{ camelcase \"a_ß\" }}", Ok("ßA|Aß")),
+        (
+            "{{ swapcase \"swapCase\" }}|{{ swapcase \"Θ~λa云Ξπ\" }}|{{ swapcase \"\" }}",
+            Ok("SWAPcASE|θ~ΛA云ξΠ|"),
+        ),
+        (
+            "{{ camelcase \"http_server\" }}|{{ camelcase \"_camel_case\" }}|{{ camelcase \"no_https\" }}|{{ camelcase \"_complex__case_\" }}",
+            Ok("HttpServer|_CamelCase|NoHttps|_Complex_Case_"),
+        ),
+        (
+            "{{ camelcase \"all\" }}|{{ camelcase \"GOLANG_IS_GREAT\" }}|{{ camelcase \"GOLANG\" }}|{{ camelcase \"a\" }}|{{ camelcase \"好\" }}|{{ camelcase \"\" }}|{{ camelcase \"__\" }}",
+            Ok("All|GolangIsGreat|Golang|A|好||__"),
+        ),
+        (
+            "{{ sha1sum \"abc\" }} {{ sha1sum \"\" }}",
+            Ok("a9993e364706816aba3e25717850c26c9cd0d89d da39a3ee5e6b4b0d3255bfef95601890afd80709"),
+        ),
+        (
+            "{{ adler32sum \"abc\" }} {{ adler32sum \"\" }} {{ adler32sum \"Wikipedia\" }}",
+            Ok("38600999 1 300286872"),
+        ),
+        (
+            "{{ plural \"a\" \"b\" 1.5 }}",
+            Err("expected integer; found 1.5"),
+        ),
+    ]);
+}
+
+#[test]
+fn float_math() {
+    check(&[
+        (
+            "{{ addf 1.5 2 2 }} {{ addf 0.1 0.2 }} {{ addf }} {{ add1f 1.5 }} {{ add1f \"2.25\" }}",
+            Ok("5.5 0.3 0 2.5 3.25"),
+        ),
+        (
+            "{{ subf 7.5 2 3 }} {{ subf 0.3 0.1 }} {{ mulf 1.5 2 2 }} {{ mulf 0.1 3 }} {{ mulf 2 }}",
+            Ok("2.5 0.2 6 0.3 2"),
+        ),
+        (
+            "{{ divf 10 4 }} {{ divf 1 3 }} {{ divf 2 3 }} {{ divf -2 3 }} {{ divf 1e300 1e-300 }}",
+            Ok("2.5 0.3333333333333333 0.6666666666666667 -0.6666666666666667 +Inf"),
+        ),
+        (
+            "{{ maxf 1 2.5 3 }} {{ maxf -1 }} {{ minf 1 2.5 -3 }} {{ minf 5 \"2\" }}",
+            Ok("3 -1 -3 2"),
+        ),
+        ("{{ divf 1 0 }}", Err("decimal division by zero")),
+        (
+            "{{ addf 1 \"NaN\" }}",
+            Err("Cannot create a Decimal from NaN"),
+        ),
+    ]);
+}
+
+#[test]
+fn must_variants() {
+    check(&[
+        (
+            "{{ mustFirst .list }} {{ mustLast .list }} {{ mustRest .list }} {{ mustInitial .list }} {{ mustReverse .list }}",
+            Ok("b b [a b] [b a] [b a b]"),
+        ),
+        (
+            "{{ mustUniq .list }} {{ mustWithout .list \"a\" }} {{ mustHas \"a\" .list }} {{ mustAppend .list \"c\" }} {{ mustPush .list \"c\" }} {{ mustPrepend .list \"c\" }}",
+            Ok("[b a] [b b] true [b a b c] [b a b c] [c b a b]"),
+        ),
+        (
+            "{{ mustSlice .list 1 }} {{ mustCompact (list 1 \"\" 2) }} {{ mustChunk 2 .list }}",
+            Ok("[a b] [1 2] [[b a] [b]]"),
+        ),
+        (
+            "{{ mustFirst \"abc\" }}",
+            Err("Cannot find first on type string"),
+        ),
+        ("{{ mustAppend 1 2 }}", Err("Cannot push on type int")),
+        (
+            "{{ mustMerge (dict \"a\" 1) (dict \"a\" 2 \"b\" 3) }} {{ mustMergeOverwrite (dict \"a\" 1) (dict \"a\" 2) }} {{ (mustDeepCopy .d).sub.k }}",
+            Ok("map[a:1 b:3] map[a:2] v"),
+        ),
+        (
+            "{{ mustRegexReplaceAll \"a(x*)b\" \"-ab-axxb-\" \"${1}W\" }} {{ mustRegexReplaceAllLiteral \"a(x*)b\" \"-ab-\" \"${1}\" }} {{ mustRegexFind \"a+\" \"baaa\" }} {{ mustRegexFindAll \"a.\" \"abacad\" -1 }} {{ mustRegexSplit \"z+\" \"pizza\" -1 }}",
+            Ok("-W-xxW- -${1}- aaa [ab ac ad] [pi a]"),
+        ),
+        (
+            "{{ mustRegexFind \"(\" \"x\" }}",
+            Err("error calling mustRegexFind"),
+        ),
+        (
+            "{{ mustToRawJson \"<\" }} {{ mustToPrettyJson (dict \"a\" 1) }} [{{ toPrettyJson (float64 \"NaN\") }}]",
+            Ok("\"<\" {\n  \"a\": 1\n} []"),
+        ),
+        (
+            "{{ mustToPrettyJson (float64 \"NaN\") }}",
+            Err("json: unsupported value: NaN"),
+        ),
+        (
+            "{{ mustToRawJson (float64 \"NaN\") }}",
+            Err("json: unsupported value: NaN"),
+        ),
+    ]);
+}
+
+#[test]
+fn must_aliases_resolve() {
+    for (must, base) in super::MUST_ALIASES {
+        assert!(super::exists(base), "{must}: no base function {base}");
+        assert!(super::exists(must), "{must} not registered");
+    }
+}
+
+#[test]
+fn durations() {
+    check(&[
+        (
+            "{{ duration \"95\" }} {{ duration 95 }} {{ duration (int64 3661) }} {{ duration \"-90\" }} {{ duration \"86400\" }} {{ duration \"x\" }} {{ duration .port }}",
+            Ok("1m35s 0s 1h1m1s -1m30s 24h0m0s 0s 0s"),
+        ),
+        (
+            "{{ durationRound \"2h10m5s\" }} {{ durationRound \"400h\" }} {{ durationRound \"-3h5m\" }} {{ durationRound \"\" }} {{ durationRound (int64 1500000000) }} {{ durationRound 5 }}",
+            Ok("2h 16d 3h 0s 1s 0s"),
+        ),
+        (
+            "{{ now | dateModify \"-90m\" | ago }} {{ now | dateModify \"bogus\" | ago }} {{ now | dateModify \"1h\" | ago }} {{ ago \"x\" }}",
+            Ok("1h30m0s 0s -1h0m0s 0s"),
+        ),
+        (
+            "{{ now | mustDateModify \"-1.5h\" | ago }} {{ now | dateModify \"-25h\" | durationRound }}",
+            Ok("1h30m0s 1d"),
+        ),
+        (
+            "{{ now | mustDateModify \"1x\" }}",
+            Err("time: unknown unit \"x\" in duration \"1x\""),
+        ),
+        (
+            "{{ dateModify \"1h\" \"2024-01-01\" }}",
+            Err("wrong type for value; expected time.Time; got string"),
+        ),
+    ]);
+}
+
+#[test]
+fn to_toml() {
+    check(&[
+        ("{{ toToml (dict \"foo\" \"bar\") }}", Ok("foo = \"bar\"\n")),
+        (
+            "{{ toToml (dict \"mast\" (dict \"sail\" \"white\")) }}",
+            Ok("[mast]\n  sail = \"white\"\n"),
+        ),
+        (
+            "{{ toToml . }}",
+            Ok(
+                "list = [\"b\", \"a\", \"b\"]\nname = \"my-release-name\"\nport = 8080.0\n\n[d]\n  enabled = false\n  x = 1.0\n  [d.sub]\n    k = \"v\"\n",
+            ),
+        ),
+        (
+            "{{ toToml (dict \"a b\" 1 \"q\" \"x\\\"\\\\\\n\\u0001\" \"n\" nil \"f\" 0.5 \"e\" list) }}",
+            Ok("\"a b\" = 1\ne = []\nf = 0.5\nq = \"x\\\"\\\\\\n\\u0001\"\n"),
+        ),
+        (
+            "{{ toToml (dict \"srv\" (list (dict \"p\" 1) (dict \"p\" 2 \"t\" (dict \"x\" true)))) }}",
+            Ok("[[srv]]\n  p = 1\n\n[[srv]]\n  p = 2\n  [srv.t]\n    x = true\n"),
+        ),
+        (
+            "{{ toToml (dict \"l\" (list (list 1 2) (dict \"k\" \"v\" \"m\" (dict \"z\" 1)))) }}",
+            Ok("l = [[1, 2], {k = \"v\", m = {z = 1}}]\n"),
+        ),
+        (
+            "{{ toToml (dict \"l\" (list 1 nil)) }}",
+            Ok("toml: cannot encode array with nil element"),
+        ),
+        (
+            "{{ toToml \"x\" }}|{{ toToml (list 1) }}|{{ toToml nil }}",
+            Ok(
+                "toml: top-level values must be Go maps or structs|toml: top-level values must be Go maps or structs|",
+            ),
+        ),
+    ]);
+}
+
+#[test]
+fn shuffle_permutes_characters() {
+    let src = "{{ shuffle \"facgbheidjk尝试\" }}|{{ shuffle \"\" }}";
+    let mut set = Templates::new();
+    set.add("t", src).unwrap();
+    let out = set.execute("t", &data(), &Limits::default()).unwrap();
+    let (shuffled, empty) = out.split_once('|').unwrap();
+    let mut got: Vec<char> = shuffled.chars().collect();
+    got.sort_unstable();
+    let mut want: Vec<char> = "facgbheidjk尝试".chars().collect();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    assert_eq!(empty, "");
+}
+
+#[test]
+fn snake_and_kebab_case() {
+    let cases = [
+        ("HTTPServer", "http_server"),
+        ("_camelCase", "_camel_case"),
+        ("NoHTTPS", "no_https"),
+        ("Wi_thF", "wi_th_f"),
+        ("_AnotherTES_TCaseP", "_another_tes_t_case_p"),
+        ("ALL", "all"),
+        ("_HELLO_WORLD_", "_hello_world_"),
+        ("HELLO_WORLD", "hello_world"),
+        ("HELLO____WORLD", "hello____world"),
+        ("TW", "tw"),
+        ("_C", "_c"),
+        ("http2xx", "http_2xx"),
+        ("HTTP20xOK", "http_20x_ok"),
+        ("HTTP-20xStatus", "http_20x_status"),
+        ("a", "a"),
+        ("  sentence case  ", "__sentence_case__"),
+        (
+            " Mixed-hyphen case _and SENTENCE_case and UPPER-case",
+            "_mixed_hyphen_case__and_sentence_case_and_upper_case",
+        ),
+        ("", ""),
+        // Numbers join the word before them unless lower-case letters follow (xstrings 1.4+).
+        ("HTTP2XX", "http2_xx"),
+        ("Abc\u{FFFD}E", "abc_\u{FFFD}e"),
+        ("FirstName", "first_name"),
+        ("GO PATH", "go_path"),
+        ("Duration2m3s", "duration_2m3s"),
+        ("Bld4Floor3rd", "bld4_floor_3rd"),
+    ];
+    for (input, want) in cases {
+        assert_eq!(super::case::lower_case_words(input, '_'), want, "{input:?}");
+        assert_eq!(
+            super::case::lower_case_words(input, '-'),
+            want.replace('_', "-"),
+            "{input:?}"
+        );
+    }
+    check(&[(
+        "{{ snakecase \"FirstName\" }} {{ kebabcase \"FirstName\" }} {{ snakecase .name }}",
+        Ok("first_name first-name my_release_name"),
+    )]);
+}
