@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::validate::{Validate, check_name, check_required};
+use crate::model::check_reference;
+use crate::validate::{Validate, check_name};
 
 /// An app placement intent: where one app of a composite app goes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,8 +179,7 @@ fn entry_target<'a>(
         (true, true) => None,
     };
     if let Some(t) = target {
-        check_required("clusterProvider", provider)?;
-        check_name("clusterProvider", provider)?;
+        check_reference("clusterProvider", provider)?;
         match t {
             Target::Cluster(c) => check_name("cluster", c)?,
             Target::Label(l) => check_name("clusterLabel", l)?,
@@ -244,8 +244,7 @@ impl Validate for PlacementIntent {
 
 impl Validate for AppPlacementSpec {
     fn validate(&self) -> Result<()> {
-        check_required("app", &self.app)?;
-        check_name("app", &self.app)?;
+        check_reference("app", &self.app)?;
         self.intent.validate().map_err(|e| e.within("intent"))
     }
 }
