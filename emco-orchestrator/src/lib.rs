@@ -30,6 +30,7 @@ mod diglock;
 mod hooks;
 pub mod keys;
 pub mod rest;
+pub mod runtime;
 pub mod upload;
 
 use std::path::Path;
@@ -51,6 +52,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use hooks::{load_state, save_state};
+pub use runtime::{OrchestratorBuilder, StoreClusterResolver};
 pub use upload::Limits;
 
 /// The orchestrator: every onboarding operation over one resource store.
@@ -61,6 +63,8 @@ pub struct Orchestrator {
     /// Serializes the updates of each group's lifecycle record (see [`diglock`]); shared by
     /// clones so that every request handler of one process takes the same locks.
     dig_locks: diglock::DigLocks,
+    /// The AppContext store, rsync and the controller registry (see [`runtime`]).
+    runtime: Arc<runtime::Runtime>,
 }
 
 macro_rules! collections {
@@ -82,13 +86,19 @@ enum FileCheck {
 }
 
 impl Orchestrator {
-    /// An orchestrator over `store` with the default [`Limits`].
+    /// An orchestrator over `store` with the default [`Limits`], an in-memory AppContext store
+    /// and controllers called over gRPC; see [`Orchestrator::builder`] for the rest.
+    #[must_use]
     pub fn new(store: Arc<dyn ResourceStore>) -> Self {
-        Self {
-            store,
-            limits: Limits::default(),
-            dig_locks: diglock::DigLocks::default(),
-        }
+        Self::builder(store)
+            .build()
+            .expect("the default rsync engine has its store and resolver")
+    }
+
+    /// A builder for an orchestrator over `store`.
+    #[must_use]
+    pub fn builder(store: Arc<dyn ResourceStore>) -> OrchestratorBuilder {
+        OrchestratorBuilder::new(store)
     }
 
     /// Uses `limits` for uploads.

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use emco_appcontext::context::{QueueElement, QueueStatus};
+use emco_appcontext::context::{CompositeAppMeta, QueueElement, QueueStatus};
 use emco_appcontext::{AppContext, AppContextStore};
 use emco_core::lifecycle::{AppContextStatus, RsyncEvent, rsync_transition};
 use emco_core::{Error, Result};
@@ -44,6 +44,22 @@ pub trait ClusterResolver: fmt::Debug + Send + Sync + 'static {
     /// `NotFound` when the cluster is unknown; `Unavailable` when its credentials cannot be read
     /// right now (the engine retries); other kinds fail the cluster's resources.
     async fn connector(&self, cluster: &str) -> Result<Arc<dyn Connector>>;
+
+    /// The connector for `cluster` as the context described by `meta` reaches it: a context of
+    /// a standard logical cloud (`meta.level == "1"`) uses that cloud's own credentials rather
+    /// than the cluster's admin kubeconfig. The default ignores `meta`.
+    ///
+    /// # Errors
+    ///
+    /// As [`ClusterResolver::connector`].
+    async fn connector_for(
+        &self,
+        cluster: &str,
+        meta: &CompositeAppMeta,
+    ) -> Result<Arc<dyn Connector>> {
+        let _ = meta;
+        self.connector(cluster).await
+    }
 }
 
 /// A [`ClusterResolver`] over a map filled by the caller (tests, benchmarks, fixed fleets).

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use emco_appcontext::AppContext;
-use emco_appcontext::context::AppDependency;
+use emco_appcontext::context::{AppDependency, CompositeAppMeta};
 use emco_core::lifecycle::{ClusterReadiness, ResourceStatus, RsyncEvent};
 use emco_core::{ErrorKind, Result};
 use serde_json::{Map, Value, json};
@@ -79,21 +79,20 @@ pub(super) struct Run {
     ctx: AppContext,
     op: OpCtl,
     namespace: Option<String>,
+    /// The context's metadata, for resolving per-logical-cloud credentials.
+    meta: CompositeAppMeta,
 }
 
 impl Run {
     pub(super) async fn new(inner: Arc<Inner>, ctx: AppContext, op: OpCtl) -> Self {
-        let namespace = ctx
-            .meta()
-            .await
-            .ok()
-            .map(|m| m.namespace)
-            .filter(|ns| !ns.is_empty());
+        let meta = ctx.meta().await.unwrap_or_default();
+        let namespace = Some(meta.namespace.clone()).filter(|ns| !ns.is_empty());
         Self {
             inner,
             ctx,
             op,
             namespace,
+            meta,
         }
     }
 
@@ -230,7 +229,7 @@ impl Run {
     ) -> Result<Option<Arc<dyn Connector>>> {
         let mut attempt = 0;
         loop {
-            match self.inner.resolver.connector(cluster).await {
+            match self.inner.resolver.connector_for(cluster, &self.meta).await {
                 Ok(c) => return Ok(Some(c)),
                 Err(e) if e.kind() == ErrorKind::Unavailable => {
                     attempt += 1;
@@ -830,7 +829,11 @@ impl Run {
             let scope = self.scope(&app);
             for cluster in self.ctx.clusters(&app).await? {
                 let names = self.plan(&app, &cluster).await?.installed();
-                let conn = self.inner.resolver.connector(&cluster).await?;
+                let conn = self
+                    .inner
+                    .resolver
+                    .connector_for(&cluster, &self.meta)
+                    .await?;
                 let mut resources = Map::new();
                 let mut reachable = true;
                 for n in &names {
