@@ -26,11 +26,14 @@
 //! # }).unwrap();
 //! ```
 
+pub mod dcm;
 mod diglock;
 mod hooks;
 pub mod keys;
+pub mod lifecycle;
 pub mod rest;
 pub mod runtime;
+pub mod status;
 pub mod upload;
 
 use std::path::Path;
@@ -569,12 +572,15 @@ impl Orchestrator {
     }
 }
 
-fn to_value<T: Serialize>(value: &T) -> Result<serde_json::Value> {
+pub(crate) fn to_value<T: Serialize>(value: &T) -> Result<serde_json::Value> {
     serde_json::to_value(value)
         .map_err(|e| Error::internal("cannot serialize an object").with_source(e))
 }
 
-fn from_value<T: DeserializeOwned>(key: &ResourceKey, value: serde_json::Value) -> Result<T> {
+pub(crate) fn from_value<T: DeserializeOwned>(
+    key: &ResourceKey,
+    value: serde_json::Value,
+) -> Result<T> {
     serde_json::from_value(value)
         .map_err(|e| Error::internal(format!("stored object {key} is malformed")).with_source(e))
 }

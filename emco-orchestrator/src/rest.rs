@@ -1,7 +1,7 @@
 //! EMCO's REST API v2 for the orchestrator, clm and dcm objects, over an [`Orchestrator`].
 //!
-//! Lifecycle routes other than `approve` (instantiate, terminate, status, ...) are not served
-//! yet: they need chart rendering and rsync.
+//! The lifecycle routes live beside their operations: [`crate::lifecycle`] (DIG instantiate,
+//! terminate, ...), [`crate::status`] (DIG status) and [`crate::dcm`] (logical clouds).
 
 use std::collections::HashMap;
 
@@ -67,6 +67,9 @@ pub fn router(orch: Orchestrator) -> Router {
                 .delete(delete_composite_app),
         )
         .route(&format!("{DIG}/approve"), post(approve))
+        .merge(crate::lifecycle::routes())
+        .merge(crate::status::routes())
+        .merge(crate::dcm::routes())
         .merge(uploads)
         .with_state(orch.clone());
 
