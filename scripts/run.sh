@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The main job of emco-rs on one machine: emco-server on the embedded store (no external service),
 # kubesim serving simulated Kubernetes clusters, and those clusters registered with the server, so
-# a composite app can be onboarded and deployed to them. Stops both on Ctrl-C.
+# a composite app can be onboarded and deployed to them: the example of examples/emcoctl, whose
+# charts are tarred here from ../shared/testdata. Prints the emcoctl commands that deploy it.
+# Stops both on Ctrl-C.
 #
 # Environment: EMCO_RUN_CLUSTERS (default 3), EMCO_LISTEN (default 127.0.0.1:9015),
-# EMCO_RUN_DIR (default .tmp/run; recreated on every start, because kubesim makes new cluster
-# credentials each time), EMCO_PROFILE (dev or release; default dev).
+# EMCO_GRPC_LISTEN (default 127.0.0.1:9016), EMCO_RUN_DIR (default .tmp/run; recreated on every
+# start, because kubesim makes new cluster credentials each time), EMCO_PROFILE (dev or release;
+# default dev).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,19 +18,35 @@ source "$ROOT/scripts/lib.sh"
 
 CLUSTERS=${EMCO_RUN_CLUSTERS:-3}
 LISTEN=${EMCO_LISTEN:-127.0.0.1:9015}
+GRPC_LISTEN=${EMCO_GRPC_LISTEN:-127.0.0.1:9016}
 RUN_DIR=${EMCO_RUN_DIR:-$ROOT/.tmp/run}
 PROFILE=${EMCO_PROFILE:-dev}
 SERVER="http://$LISTEN"
 
-# Building needs protoc; registration uses curl.
-apt_install protobuf-compiler curl
+# Building needs protoc; registration uses curl; the example's packages need tar.
+apt_install protobuf-compiler curl tar gzip
 
 step "build emco-server, kubesim and emcoctl ($PROFILE)" \
   cargo build --profile "$PROFILE" -p emco-server -p kubesim -p emcoctl
 BIN="$ROOT/target/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")"
 
 rm -rf "$RUN_DIR"
-mkdir -p "$RUN_DIR/kubeconfigs" "$RUN_DIR/data"
+mkdir -p "$RUN_DIR/kubeconfigs" "$RUN_DIR/data" "$RUN_DIR/packages"
+
+# The example's packages: the charts and a profile from the shared testdata, tarred (never
+# copied into the repository), and the values that examples/emcoctl/*.yaml are rendered with.
+EXAMPLES="$ROOT/../shared/testdata/emco-examples"
+for app in http-server http-client; do
+  tar -czf "$RUN_DIR/packages/$app.tgz" -C "$EXAMPLES/helm_charts/$app/helm" "$app"
+done
+tar -czf "$RUN_DIR/packages/profile.tgz" -C "$EXAMPLES/profiles/default/profile" .
+{
+  echo "PackagesPath: $RUN_DIR/packages"
+  echo "ClusterProvider: kubesim"
+  echo "ClusterLabel: edge"
+  echo "Clusters:"
+  for i in $(seq 1 "$CLUSTERS"); do echo "- c$i"; done
+} >"$RUN_DIR/values.yaml"
 
 PIDS=()
 cleanup() {
@@ -49,8 +68,9 @@ for _ in $(seq 1 300); do
 done
 cat "$RUN_DIR/kubesim.out"
 
-log "starting emco-server on $LISTEN (embedded store in $RUN_DIR/data)"
-"$BIN/emco-server" --listen "$LISTEN" --data-dir "$RUN_DIR/data" >"$RUN_DIR/emco-server.log" 2>&1 &
+log "starting emco-server on $LISTEN, gRPC on $GRPC_LISTEN (embedded store in $RUN_DIR/data)"
+"$BIN/emco-server" --listen "$LISTEN" --grpc-listen "$GRPC_LISTEN" --data-dir "$RUN_DIR/data" \
+  >"$RUN_DIR/emco-server.log" 2>&1 &
 PIDS+=("$!")
 for _ in $(seq 1 300); do
   curl -fsS "$SERVER/healthz" >/dev/null 2>&1 && break
@@ -79,16 +99,29 @@ for i in $(seq 1 "$CLUSTERS"); do
     -H 'Content-Type: application/json' -d '{"clusterLabel":"edge"}'
 done
 
+CTL="$BIN/emcoctl --server $SERVER"
+VALUES="-v $RUN_DIR/values.yaml"
+DIG="$SERVER/v2/projects/demo/composite-apps/http/v1/deployment-intent-groups/http-dig"
 cat <<MSG
 
-emco-server is listening on $SERVER with $CLUSTERS kubesim clusters registered.
+emco-server is listening on $SERVER (gRPC on $GRPC_LISTEN) with $CLUSTERS kubesim clusters
+registered. Deploy the example composite app (http-server + http-client, through logical cloud
+'lc', to every cluster labelled 'edge'):
 
-  curl -s $SERVER/v2/cluster-providers/kubesim/clusters?withLabels=true
-  curl -s $SERVER/v2/openapi.yaml | head
-  $BIN/emcoctl --server $SERVER apply -f examples/emcoctl/project.yaml
-  $BIN/emcoctl --server $SERVER get -f examples/emcoctl/project.yaml
-  kubectl --kubeconfig $RUN_DIR/kubeconfigs/c1.kubeconfig get namespaces
-  $BIN/kubesim fault c2 --down --kubeconfig-dir $RUN_DIR/kubeconfigs
+  $CTL apply -f examples/emcoctl/project.yaml $VALUES
+  $CTL apply -f examples/emcoctl/instantiate.yaml $VALUES -w 120
+  $CTL status -f examples/emcoctl/instantiate.yaml $VALUES
+  curl -s '$DIG/status?status=ready'
+  kubectl --kubeconfig $RUN_DIR/kubeconfigs/c1.kubeconfig get deployments,services -A
+
+and remove it again:
+
+  $CTL delete -f examples/emcoctl/instantiate.yaml $VALUES -w 120
+  $CTL delete -f examples/emcoctl/project.yaml $VALUES
+
+More: curl -s $SERVER/v2/cluster-providers/kubesim/clusters?withLabels=true
+      curl -s $SERVER/v2/openapi.yaml | head
+      $BIN/kubesim fault c2 --down --kubeconfig-dir $RUN_DIR/kubeconfigs
 
 Logs: $RUN_DIR/emco-server.log, $RUN_DIR/kubesim.log. Press Ctrl-C to stop both.
 MSG

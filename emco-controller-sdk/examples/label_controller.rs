@@ -87,9 +87,7 @@ async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let rest = tokio::net::TcpListener::bind("127.0.0.1:9025").await?;
     let routes: axum::Router = LabelIntent::routes(resources.clone());
     tokio::spawn(async move { axum::serve(rest, routes).await });
-    let stop = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+    let stop = async { drop(tokio::signal::ctrl_c().await) };
     Server::builder(appcontexts)
         .name("label")
         .resources(resources)

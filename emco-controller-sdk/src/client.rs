@@ -170,7 +170,9 @@ impl ControllerRegistry {
 
     /// Calls the placement controllers, then the action controllers, of the DIG whose intents
     /// are `intents` on context `context_id`; `update_from` is the replaced context on an update.
-    /// Stops at the first controller that fails.
+    /// Stops at the first controller that fails. The orchestrator calls the two phases
+    /// separately ([`place`](Self::place), [`act`](Self::act)) to drop the extra clusters of
+    /// anyOf groups in between.
     ///
     /// # Errors
     /// `FailedPrecondition` naming the controller when it refused, `Unavailable` when it could
@@ -182,9 +184,41 @@ impl ControllerRegistry {
         context_id: u64,
         update_from: Option<u64>,
     ) -> Result<()> {
+        self.place(controllers, intents, context_id).await?;
+        self.act(controllers, intents, context_id, update_from)
+            .await
+    }
+
+    /// Calls the placement controllers of the DIG whose intents are `intents` on context
+    /// `context_id`, in priority order; they remove clusters from the context.
+    ///
+    /// # Errors
+    /// As [`invoke`](Self::invoke).
+    pub async fn place(
+        &self,
+        controllers: &[Controller],
+        intents: &BTreeMap<String, String>,
+        context_id: u64,
+    ) -> Result<()> {
         for c in Self::participants(controllers, intents, ControllerKind::Placement) {
             self.filter_clusters(c, context_id).await?;
         }
+        Ok(())
+    }
+
+    /// Calls the action controllers of the DIG whose intents are `intents` on context
+    /// `context_id`, in priority order, each with its intent; `update_from` is the replaced
+    /// context on an update.
+    ///
+    /// # Errors
+    /// As [`invoke`](Self::invoke).
+    pub async fn act(
+        &self,
+        controllers: &[Controller],
+        intents: &BTreeMap<String, String>,
+        context_id: u64,
+        update_from: Option<u64>,
+    ) -> Result<()> {
         for c in Self::participants(controllers, intents, ControllerKind::Action) {
             let intent = intents.get(&c.metadata.name).map_or("", String::as_str);
             self.action(c, context_id, Call::Update, intent, update_from)

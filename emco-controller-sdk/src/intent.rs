@@ -13,15 +13,18 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::{Multipart, Path};
 use axum::routing::get;
-use emco_appcontext::{ResourceKey, ResourceStore};
+use emco_appcontext::{BlobStream, ResourceKey, ResourceStore};
 use emco_core::model::{ClusterLabel, DigIntent, KvPair};
-use emco_core::{Error, Result};
-use http::StatusCode;
+use emco_core::{Error, ErrorKind, Result};
+use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
 use crate::controller::ControllerContext;
+use crate::rest::accept::{FilePart, multipart_response};
 use crate::rest::multipart::{MultipartForm, UploadedFile};
-use crate::rest::{ApiError, Collection, KeyPattern, Object, Routes, json_response};
+use crate::rest::{
+    ApiError, Collection, KeyPattern, Object, Representation, Routes, json_response,
+};
 
 /// EMCO's URL of a deployment intent group, below `/v2`.
 pub const DIG_PATH: &str = "/projects/{project}/composite-apps/{compositeApp}/\
@@ -96,6 +99,13 @@ pub trait IntentType: Object {
     #[must_use]
     fn collection(store: Arc<dyn ResourceStore>) -> Collection<Self> {
         Collection::new(store, Self::PARAM)
+    }
+
+    /// The `files` this object refers to (blobs under their file names, see [`file_routes`]),
+    /// which a GET with `Accept: multipart/form-data` answers as `files` parts. None by default.
+    #[must_use]
+    fn file_names(&self) -> Vec<String> {
+        Vec::new()
     }
 }
 
@@ -279,6 +289,19 @@ fn blob_name(file: &UploadedFile) -> Result<String> {
     Ok(name.to_owned())
 }
 
+/// The blob `name` of `key`, `None` when it was never uploaded.
+async fn blob_if_any(
+    store: &dyn ResourceStore,
+    key: &ResourceKey,
+    name: &str,
+) -> Result<Option<BlobStream>> {
+    match store.get_blob(key, name).await {
+        Ok(data) => Ok(Some(data)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Creates or replaces the object from a multipart form and stores its files as blobs.
 async fn write_form<T: IntentType>(
     collection: &Collection<T>,
@@ -313,7 +336,9 @@ async fn write_form<T: IntentType>(
 /// The five routes of an intent type whose POST and PUT are multipart (`metadata` + `file` /
 /// `files`, EMCO's gac resources and customizations). Files go to blobs: `file` as
 /// [`FILE_BLOB`], each `files` part under its file name; files over `max_file` bytes get 413.
-/// GET answers the object's JSON.
+/// GET of an item negotiates with `Accept`: the object's JSON; `multipart/form-data` with a
+/// `metadata` part, the `file` part when there is one and a `files` part for each of
+/// [`IntentType::file_names`] that was uploaded; `application/octet-stream` the `file` alone.
 pub fn file_routes<T: IntentType, S: Clone + Send + Sync + 'static>(
     store: Arc<dyn ResourceStore>,
     max_file: u64,
@@ -344,9 +369,25 @@ pub fn file_routes<T: IntentType, S: Clone + Send + Sync + 'static>(
             }
         };
     let (c, i) = (collection.clone(), Arc::clone(&item));
-    let get_item = move |Path(params): Path<HashMap<String, String>>| async move {
+    let get_item = move |Path(params): Path<HashMap<String, String>>, headers: HeaderMap| async move {
+        let rep = Representation::from_headers(&headers)?;
         let (parent, name) = split(&i, &params)?;
-        Ok::<_, ApiError>(json_response(StatusCode::OK, &c.get(&parent, &name).await?))
+        let value = c.get(&parent, &name).await?;
+        let key = c.key(&parent, &name);
+        let store = c.store().as_ref();
+        if rep != Representation::Multipart {
+            return rep.respond(&value, store, &key, FILE_BLOB, &name).await;
+        }
+        let mut parts = Vec::new();
+        if let Some(data) = blob_if_any(store, &key, FILE_BLOB).await? {
+            parts.push(FilePart::new("file", name.as_str(), data));
+        }
+        for file in value.file_names() {
+            if let Some(data) = blob_if_any(store, &key, &file).await? {
+                parts.push(FilePart::new("files", file, data));
+            }
+        }
+        multipart_response(&value, parts)
     };
     let (c, i) = (collection.clone(), Arc::clone(&item));
     let put_item = move |Path(params): Path<HashMap<String, String>>, form: Multipart| async move {

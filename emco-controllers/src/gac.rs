@@ -275,6 +275,22 @@ impl IntentType for Customization {
     type Parent = GacResource;
     const SEGMENT: &'static str = "customizations";
     const PARAM: &'static str = "customization";
+
+    /// The files its ConfigMap / Secret data come from, in order, each once.
+    fn file_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        let options = [&self.spec.config_map_options, &self.spec.secret_options];
+        for o in options
+            .into_iter()
+            .flatten()
+            .flat_map(|o| &o.data_key_options)
+        {
+            if !names.contains(&o.file_name) {
+                names.push(o.file_name.clone());
+            }
+        }
+        names
+    }
 }
 
 /// The blob holding a resource's uploaded file (the new object's YAML). A customization's files

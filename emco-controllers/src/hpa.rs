@@ -10,8 +10,9 @@
 //! - allocatable `{name, requests, limits}`: the cluster's kv-pair `name` holds a capacity (a
 //!   number, or a numeric string) of at least the requests (the limits when no requests).
 //!
-//! The placement part removes every cluster of the app that misses a mandatory requirement
-//! (optional ones, with their weights, do not filter); an app left with no cluster is an error.
+//! The placement part removes every cluster of the app that misses a mandatory requirement (an
+//! app left with no cluster is an error); optional requirements rank the clusters of each anyOf
+//! group by the sum of the weights they satisfy, and only the best of each group stay.
 //! The action part writes the allocatable requirements as `resources.requests` / `limits` of the
 //! consumer's container in its pod template, on every cluster of the app.
 
@@ -246,8 +247,11 @@ pub struct HpaInput {
     pub consumers: Vec<(HpaConsumer, Vec<HpaRequirement>)>,
 }
 
-/// Removes the clusters of each intent's app that miss a mandatory requirement. `facts` holds
-/// the facts of the clusters (`provider+cluster`); a cluster without facts has none.
+/// Removes the clusters of each intent's app that miss a mandatory requirement, then, in each
+/// anyOf group of the app, the clusters that score below the group's best: a cluster scores the
+/// weights of the optional requirements it satisfies (EMCO's hpa ranking; the anyOf choice then
+/// picks among the best). `facts` holds the facts of the clusters (`provider+cluster`); a
+/// cluster without facts has none.
 ///
 /// # Errors
 /// `FailedPrecondition` when an app is left with no cluster; the store's errors.
@@ -259,30 +263,49 @@ pub async fn filter(
     let none = ClusterFacts::default();
     for input in inputs {
         let app = &input.intent.spec.app;
-        let mandatory: Vec<&HpaRequirement> = input
+        let (mandatory, optional): (Vec<&HpaRequirement>, Vec<&HpaRequirement>) = input
             .consumers
             .iter()
             .flat_map(|(_, reqs)| reqs.iter())
-            .filter(|r| r.spec.mandatory)
-            .collect();
+            .partition(|r| r.spec.mandatory);
         let clusters = handle.clusters(app).await?;
-        if clusters.is_empty() || mandatory.is_empty() {
+        if clusters.is_empty() {
             continue;
         }
-        let mut kept = 0;
-        for cluster in clusters {
-            let f = facts.get(&cluster).unwrap_or(&none);
-            if mandatory.iter().all(|r| satisfies(&r.spec, f)) {
-                kept += 1;
-            } else {
-                handle.remove_cluster(app, &cluster).await?;
+        if !mandatory.is_empty() {
+            let mut kept = 0;
+            for cluster in clusters {
+                let f = facts.get(&cluster).unwrap_or(&none);
+                if mandatory.iter().all(|r| satisfies(&r.spec, f)) {
+                    kept += 1;
+                } else {
+                    handle.remove_cluster(app, &cluster).await?;
+                }
+            }
+            if kept == 0 {
+                return Err(Error::failed_precondition(format!(
+                    "no cluster satisfies the hardware requirements of app {app} (hpa intent {})",
+                    input.intent.metadata.name
+                )));
             }
         }
-        if kept == 0 {
-            return Err(Error::failed_precondition(format!(
-                "no cluster satisfies the hardware requirements of app {app} (hpa intent {})",
-                input.intent.metadata.name
-            )));
+        if optional.is_empty() {
+            continue;
+        }
+        let score = |cluster: &str| -> i64 {
+            let f = facts.get(cluster).unwrap_or(&none);
+            optional
+                .iter()
+                .filter(|r| satisfies(&r.spec, f))
+                .map(|r| r.spec.weight)
+                .sum()
+        };
+        // A mandatory cluster is alone in its group, so only anyOf choices are narrowed.
+        for (_, members) in handle.cluster_groups(app).await? {
+            let best = members.iter().map(|c| score(c)).max().unwrap_or(0);
+            for c in members.iter().filter(|c| score(c) < best) {
+                handle.remove_cluster(app, c).await?;
+            }
         }
     }
     Ok(())

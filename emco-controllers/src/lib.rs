@@ -8,8 +8,11 @@
 //!   patches, ConfigMap / Secret data from files, per-cluster or per-label scope with allow /
 //!   deny); [`gac::apply`] is the same logic on a [`emco_controller_sdk::ContextHandle`].
 //! - [`hpa::HpaPlacement`] removes the clusters that miss an app's mandatory hardware
-//!   requirements (cluster kv-pairs and labels); [`hpa::HpaAction`] writes the requests and
-//!   limits into the consumer's pod template.
+//!   requirements (cluster kv-pairs and labels) and, in each anyOf group, the clusters that
+//!   score below the best on the weights of the optional ones; [`hpa::HpaAction`] writes the
+//!   requests and limits into the consumer's pod template.
+//! - [`gac::routes`] serves gac's intents at EMCO's URLs; a GET of a resource or customization
+//!   answers JSON, `multipart/form-data` (metadata and files) or the raw file, as `Accept` asks.
 //!
 //! Each runs in-process through `ControllerRegistry::with_action` / `with_placement`, or as a
 //! gRPC server with `emco_controller_sdk::Server`.

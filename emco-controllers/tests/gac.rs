@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use emco_appcontext::{
     AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore, InMemoryResourceStore,
     PutMode, ResourceKey, ResourceStore,
@@ -301,4 +303,146 @@ async fn gac_routes_store_forms_and_files_the_controller_reads() {
     )
     .await;
     assert_eq!(status, http::StatusCode::CONFLICT);
+}
+
+/// GETs `uri` with `Accept: accept`: the status, content type and body.
+async fn get_as(
+    router: &axum::Router,
+    uri: &str,
+    accept: &str,
+) -> (http::StatusCode, String, Bytes) {
+    use tower::ServiceExt;
+    let req = http::Request::get(uri)
+        .header("accept", accept)
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let resp = router.clone().oneshot(req).await.unwrap();
+    let status = resp.status();
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (status, ct, body)
+}
+
+/// The parts of a multipart answer as `(field, file name, content)`, read with axum's parser.
+async fn parts(ct: &str, body: Bytes) -> Vec<(String, Option<String>, Bytes)> {
+    use axum::extract::{FromRequest, Multipart};
+    let req = http::Request::post("/")
+        .header("content-type", ct)
+        .body(axum::body::Body::from(body))
+        .unwrap();
+    let mut form = Multipart::from_request(req, &()).await.unwrap();
+    let mut out = Vec::new();
+    while let Some(field) = form.next_field().await.unwrap() {
+        let name = field.name().unwrap_or_default().to_owned();
+        let file = field.file_name().map(str::to_owned);
+        out.push((name, file, field.bytes().await.unwrap()));
+    }
+    out
+}
+
+#[tokio::test]
+async fn gac_get_negotiates_json_multipart_and_the_raw_file() {
+    let (stores, _) = fixture().await;
+    let resources = Arc::clone(stores.resources.as_ref().unwrap());
+    let router: axum::Router = emco_controllers::gac::routes(resources, 1 << 20);
+    let base =
+        "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig/generic-k8s-intents";
+    let (status, _) = call(
+        &router,
+        "POST",
+        base,
+        "application/json",
+        br#"{"metadata":{"name":"gi3"}}"#.to_vec(),
+    )
+    .await;
+    assert_eq!(status, http::StatusCode::CREATED);
+    let cm = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n";
+    let meta = json!({"metadata": {"name": "cm"}, "spec": {"app": "web", "newObject": "true",
+        "resourceGVK": {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm"}}});
+    let (ct, body) = form(&meta, &[("file", "cm.yaml", cm)]);
+    let resource = format!("{base}/gi3/resources/cm");
+    let (status, stored) = call(&router, "POST", &format!("{base}/gi3/resources"), &ct, body).await;
+    assert_eq!(status, http::StatusCode::CREATED);
+    assert_eq!(stored["spec"], meta["spec"]);
+    let cust = json!({"metadata": {"name": "data"}, "spec": {"configMapOptions": {"dataKeyOptions": [
+        {"fileName": "a.json", "keyName": "a"}, {"fileName": "b.txt", "keyName": "b"},
+        {"fileName": "a.json", "keyName": "again"}]}}});
+    let (ct, body) = form(
+        &cust,
+        &[
+            ("files", "a.json", b"{\"x\":1}"),
+            ("files", "b.txt", b"bee"),
+        ],
+    );
+    let (status, _) = call(
+        &router,
+        "POST",
+        &format!("{resource}/customizations"),
+        &ct,
+        body,
+    )
+    .await;
+    assert_eq!(status, http::StatusCode::CREATED);
+
+    // The resource: metadata + its file; the raw file; JSON by default.
+    let (status, ct, body) = get_as(&router, &resource, "multipart/form-data").await;
+    assert_eq!(status, http::StatusCode::OK);
+    let got = parts(&ct, body).await;
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0].0, "metadata");
+    let m: Value = serde_json::from_slice(&got[0].2).unwrap();
+    assert_eq!(m, stored);
+    assert_eq!(
+        (got[1].0.as_str(), got[1].1.as_deref()),
+        ("file", Some("cm"))
+    );
+    assert_eq!(&got[1].2[..], cm);
+    let (status, ct, body) = get_as(&router, &resource, "application/octet-stream").await;
+    assert_eq!(
+        (status, ct.as_str()),
+        (http::StatusCode::OK, "application/octet-stream")
+    );
+    assert_eq!(&body[..], cm);
+    let (status, ct, body) = get_as(&router, &resource, "text/html, */*;q=0.1").await;
+    assert_eq!(status, http::StatusCode::OK);
+    assert!(ct.starts_with("application/json"), "{ct}");
+    assert_eq!(serde_json::from_slice::<Value>(&body).unwrap(), stored);
+    let (status, _, _) = get_as(&router, &resource, "text/html").await;
+    assert_eq!(status, http::StatusCode::NOT_ACCEPTABLE);
+
+    // The customization: metadata + one `files` part per file its options name.
+    let (status, ct, body) = get_as(
+        &router,
+        &format!("{resource}/customizations/data"),
+        "multipart/form-data",
+    )
+    .await;
+    assert_eq!(status, http::StatusCode::OK);
+    let got = parts(&ct, body).await;
+    let files: Vec<(&str, Option<&str>, &[u8])> = got[1..]
+        .iter()
+        .map(|(f, n, b)| (f.as_str(), n.as_deref(), &b[..]))
+        .collect();
+    assert_eq!(got[0].0, "metadata");
+    assert_eq!(
+        files,
+        [
+            ("files", Some("a.json"), &b"{\"x\":1}"[..]),
+            ("files", Some("b.txt"), &b"bee"[..])
+        ]
+    );
+    // It has no `file`.
+    let (status, _, _) = get_as(
+        &router,
+        &format!("{resource}/customizations/data"),
+        "application/octet-stream",
+    )
+    .await;
+    assert_eq!(status, http::StatusCode::NOT_FOUND);
 }

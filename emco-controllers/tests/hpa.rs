@@ -154,7 +154,7 @@ async fn placement_keeps_the_clusters_that_satisfy_the_requirements() {
 }
 
 #[tokio::test]
-async fn optional_requirements_do_not_filter() {
+async fn optional_requirements_rank_each_any_of_group() {
     let (stores, id) = fixture(false).await;
     let plc = PlacementRunner::new(
         Arc::new(HpaPlacement {
@@ -166,7 +166,12 @@ async fn optional_requirements_do_not_filter() {
     let ctx = AppContext::load(Arc::clone(&stores.appcontext), id)
         .await
         .unwrap();
-    assert_eq!(ctx.clusters("client").await.unwrap().len(), 4);
+    // Weights 1 + 1: p+a and p+c meet both (2), p+b only qat (1) and leaves the anyOf group;
+    // p+d, mandatory and alone in its group, stays although it meets neither.
+    assert_eq!(
+        ctx.clusters("client").await.unwrap(),
+        vec!["p+a", "p+c", "p+d"]
+    );
 }
 
 #[tokio::test]

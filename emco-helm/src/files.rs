@@ -73,6 +73,10 @@ fn one_string(args: &[Value], method: &str) -> Result<String, String> {
 }
 
 impl Object for Files {
+    fn kind(&self) -> &'static str {
+        "map"
+    }
+
     fn type_name(&self) -> &str {
         "engine.files"
     }
@@ -101,7 +105,9 @@ impl Object for Files {
                     base64::engine::general_purpose::STANDARD.encode(b)
                 })))
             }
-            _ => return None,
+            // `Files` is a Go map: any other name is a key (`.Files.author`), its bytes as text;
+            // a missing key is the empty value.
+            other => Ok(Value::String(self.text(other))),
         };
         Some(result)
     }
@@ -330,7 +336,9 @@ mod tests {
             "x.yaml: eDogMQ==\nz.json: e30="
         );
         assert!(f.member("Get", &[]).unwrap().is_err());
-        assert!(f.member("Nope", &[]).is_none());
+        // A Go map: any other name is a key lookup.
+        assert_eq!(get("a.txt", &[]), "A\nB\n");
+        assert_eq!(get("Nope", &[]), "");
         assert!(!Value::Object(Arc::new(f.glob("none/*"))).is_true());
         assert!(Value::Object(Arc::new(f.glob("*.txt"))).is_true());
     }

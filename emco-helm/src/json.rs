@@ -60,7 +60,27 @@ fn write(
             out.push_str(&format_float_json(*f));
         }
         Value::String(s) => write_string(s, html, out),
-        Value::Object(o) => write_string(&o.display(), html, out),
+        Value::Object(o) => match o.struct_fields() {
+            // encoding/json writes a struct's fields in declaration order.
+            Some(fields) => {
+                out.push('{');
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    newline(indent, depth + 1, out);
+                    write_string(k, html, out);
+                    out.push(':');
+                    if indent.is_some() {
+                        out.push(' ');
+                    }
+                    write(v, html, indent, depth + 1, out)?;
+                }
+                newline(indent, depth, out);
+                out.push('}');
+            }
+            None => write_string(&o.json_text().unwrap_or_else(|| o.display()), html, out),
+        },
         Value::List(l) => {
             if l.is_empty() {
                 out.push_str("[]");

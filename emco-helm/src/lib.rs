@@ -12,8 +12,12 @@
 //! - [`render`] renders it with [`RenderOptions`] (values files, `--set`, capabilities) into
 //!   [`Rendered`] manifests, hooks, CRDs and notes; [`Rendered::to_helm_output`] gives the exact
 //!   text `helm template` prints. The `emco-helm template` binary is a thin CLI over it.
+//! - [`render_templates`] is Helm's engine step alone: the text of every template, unsplit.
 //! - [`Templates`] is the Go `text/template` engine on its own, with the Sprig and Helm
-//!   functions; [`yaml`] and [`json`] read and write like go-yaml v2 and `encoding/json`.
+//!   functions (all of Sprig's, incl. keys and certificates: RSA by the `rsa` crate, ECDSA,
+//!   ed25519 and signing by ring through rcgen; dates with zones from the system's zoneinfo);
+//!   [`yaml`] and [`json`] read and write like go-yaml v2 and `encoding/json`.
+//! - `tests/helm_goldens.rs` checks the output against Helm's own goldens and engine tests.
 //!
 //! YAML is read with `saphyr-parser` (maintained, event based, accepts duplicate keys); scalar
 //! typing follows go-yaml v2 (YAML 1.1) in [`yaml`] itself, since Helm reads values that way.
@@ -44,6 +48,6 @@ pub mod yaml;
 pub use chart::Chart;
 pub use error::TemplateError;
 pub use funcs::names as function_names;
-pub use render::{Hook, Manifest, RenderOptions, Rendered, render};
+pub use render::{Hook, Manifest, RenderOptions, Rendered, render, render_templates};
 pub use template::{Limits, Templates};
 pub use value::{Map, Object, Value};

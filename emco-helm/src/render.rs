@@ -323,6 +323,10 @@ struct KubeVersion {
 }
 
 impl Object for KubeVersion {
+    fn kind(&self) -> &'static str {
+        "struct"
+    }
+
     fn type_name(&self) -> &str {
         "chartutil.KubeVersion"
     }
@@ -350,6 +354,10 @@ impl Object for KubeVersion {
 struct ApiVersions(Vec<String>);
 
 impl Object for ApiVersions {
+    fn kind(&self) -> &'static str {
+        "slice"
+    }
+
     fn type_name(&self) -> &str {
         "chartutil.VersionSet"
     }
@@ -626,6 +634,39 @@ fn cleanup_exec_error(name: &str, msg: &str) -> String {
 /// library chart, or an incompatible `kubeVersion`.
 pub fn render(chart: &Chart, opts: &RenderOptions) -> Result<Rendered, Error> {
     validate_release_name(&opts.release_name)?;
+    let (mut rendered, crds) = render_files(chart, opts)?;
+    let notes_name = format!("{}/templates/NOTES.txt", chart.name());
+    let notes = rendered.get(&notes_name).cloned().unwrap_or_default();
+    rendered.retain(|k, _| !k.ends_with("NOTES.txt"));
+    let (manifests, hooks) = sort_manifests(&rendered)?;
+    Ok(Rendered {
+        crds,
+        manifests,
+        hooks,
+        notes,
+    })
+}
+
+/// Helm's `engine.Render`: the text of every template of `chart` and its subcharts (partials
+/// `_*` excepted, `NOTES.txt` included), keyed by template name (`mychart/templates/x.yaml`),
+/// before manifests are split, sorted or checked.
+///
+/// Like Helm's engine (and unlike `helm template`) it does not check the release name.
+///
+/// # Errors
+/// As [`render`], except that the output need not be YAML.
+pub fn render_templates(
+    chart: &Chart,
+    opts: &RenderOptions,
+) -> Result<BTreeMap<String, String>, Error> {
+    render_files(chart, opts).map(|(files, _)| files)
+}
+
+/// The rendered templates and the CRD files of the chart and its enabled subcharts.
+fn render_files(
+    chart: &Chart,
+    opts: &RenderOptions,
+) -> Result<(BTreeMap<String, String>, Vec<CrdFile>), Error> {
     if chart.metadata.chart_type == "library" {
         return Err(Error::failed_precondition(
             "library charts are not installable",
@@ -695,32 +736,28 @@ pub fn render(chart: &Chart, opts: &RenderOptions) -> Result<Rendered, Error> {
         cb.cmp(&ca).then_with(|| b.name.cmp(&a.name))
     });
     let set = template_set(chart.digest(), &order)?;
-    let mut rendered: BTreeMap<String, String> = BTreeMap::new();
-    for r in &order {
-        let base = r.name.rsplit('/').next().unwrap_or(&r.name);
-        if base.starts_with('_') {
-            continue;
+    // One executor thread (with a stack sized for the depth limit) runs every template.
+    let rendered = crate::template::with_exec_stack(&opts.limits, || {
+        let mut rendered: BTreeMap<String, String> = BTreeMap::new();
+        for r in &order {
+            let base = r.name.rsplit('/').next().unwrap_or(&r.name);
+            if base.starts_with('_') {
+                continue;
+            }
+            let data = Map::from_btree(r.vals.snapshot());
+            let mut template = BTreeMap::new();
+            template.insert("Name".to_owned(), Value::String(r.name.clone()));
+            template.insert("BasePath".to_owned(), Value::String(r.base_path.clone()));
+            data.insert("Template", Value::map(template));
+            let out = set
+                .execute_here(&r.name, &Value::Map(data), &opts.limits)
+                .map_err(|e| Error::invalid(cleanup_exec_error(&r.name, e.message())))?;
+            rendered.insert(r.name.clone(), out.replace("<no value>", ""));
         }
-        let data = Map::from_btree(r.vals.snapshot());
-        let mut template = BTreeMap::new();
-        template.insert("Name".to_owned(), Value::String(r.name.clone()));
-        template.insert("BasePath".to_owned(), Value::String(r.base_path.clone()));
-        data.insert("Template", Value::map(template));
-        let out = set
-            .execute(&r.name, &Value::Map(data), &opts.limits)
-            .map_err(|e| Error::invalid(cleanup_exec_error(&r.name, e.message())))?;
-        rendered.insert(r.name.clone(), out.replace("<no value>", ""));
-    }
-    let notes_name = format!("{}/templates/NOTES.txt", chart.name());
-    let notes = rendered.get(&notes_name).cloned().unwrap_or_default();
-    rendered.retain(|k, _| !k.ends_with("NOTES.txt"));
-    let (manifests, hooks) = sort_manifests(&rendered)?;
-    Ok(Rendered {
-        crds,
-        manifests,
-        hooks,
-        notes,
+        Ok::<_, Error>(rendered)
     })
+    .map_err(|e| Error::internal(e.message()))??;
+    Ok((rendered, crds))
 }
 
 fn kind_rank(kind: &str) -> Option<usize> {
@@ -839,7 +876,7 @@ fn simple_head(path: &str, doc: &str) -> Result<SimpleHead, Error> {
         Value::Map(m) => m,
         other => {
             return Err(err(format!(
-                "error unmarshaling JSON: json: cannot unmarshal {} into Go value of type releaseutil.SimpleHead",
+                "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type releaseutil.SimpleHead",
                 if matches!(other, Value::List(_)) {
                     "array"
                 } else {
@@ -853,7 +890,7 @@ fn simple_head(path: &str, doc: &str) -> Result<SimpleHead, Error> {
             None | Some(Value::Nil) => Ok(String::new()),
             Some(Value::String(s)) => Ok(s),
             Some(_) => Err(err(format!(
-                "error unmarshaling JSON: json: cannot unmarshal non-string into Go struct field {field} of type string"
+                "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal non-string into Go struct field {field} of type string"
             ))),
         }
     };

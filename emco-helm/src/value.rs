@@ -59,6 +59,26 @@ pub trait Object: fmt::Debug + Send + Sync {
     fn len(&self) -> Option<usize> {
         None
     }
+    /// The exported fields in declaration order when the object is a Go struct value, as
+    /// `encoding/json` (and so `toJson`/`toYaml`) writes it; `None` for other objects.
+    fn struct_fields(&self) -> Option<Vec<(String, Value)>> {
+        None
+    }
+    /// The Go reflect kind, as Sprig's `kindOf` prints it (`ptr` for `*chart.Metadata`,
+    /// `struct` for `time.Time`, `map` for `engine.files`, `slice` for a `VersionSet`).
+    fn kind(&self) -> &'static str {
+        "ptr"
+    }
+    /// The string the type's `MarshalJSON` writes (`time.Time`: RFC 3339 with nanoseconds), used
+    /// by `toJson` and `toYaml`; `None` writes [`Object::display`].
+    fn json_text(&self) -> Option<String> {
+        None
+    }
+    /// The concrete object, for functions that take one Go type (`time.Time`) and need its
+    /// state; `None` for objects only reached through their members.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
     /// Whether the object is a Go map or slice type with no elements.
     fn is_empty(&self) -> bool {
         self.len() == Some(0)
@@ -214,7 +234,7 @@ impl Value {
             Self::String(_) => "string",
             Self::List(_) => "slice",
             Self::Map(_) => "map",
-            Self::Object(_) => "ptr",
+            Self::Object(o) => o.kind(),
         }
     }
 

@@ -553,7 +553,12 @@ impl Node {
                 }
             }
             Value::String(s) => Node::Str(s.clone()),
-            Value::Object(o) => Node::Str(o.display()),
+            Value::Object(o) => match o.struct_fields() {
+                Some(fields) => {
+                    Node::from_value(&Value::map(fields.into_iter().collect()), depth + 1)?
+                }
+                None => Node::Str(o.json_text().unwrap_or_else(|| o.display())),
+            },
             Value::List(l) => Node::Seq(
                 l.iter()
                     .map(|e| Node::from_value(e, depth + 1))

@@ -26,7 +26,8 @@ const STRIPES: usize = 256;
 /// Striping rather than a map of per-group locks keeps memory fixed with tens of thousands of
 /// groups and needs no cleanup of entries for deleted groups; the price is that two groups
 /// hashing to one stripe are serialized too, which is harmless for a load/apply/save this short.
-/// A holder takes exactly one stripe at a time, so no lock order can deadlock.
+/// A holder takes one stripe, or two in index order ([`DigLocks::lock_pair`]), so no lock order
+/// can deadlock.
 #[derive(Debug, Clone)]
 pub(crate) struct DigLocks {
     stripes: Arc<[Mutex<()>]>,
@@ -41,13 +42,35 @@ impl Default for DigLocks {
 }
 
 impl DigLocks {
-    /// Waits for, then holds, the lock of the group at `dig` until the guard is dropped.
-    pub(crate) async fn lock(&self, dig: &ResourceKey) -> MutexGuard<'_, ()> {
+    fn stripe(&self, dig: &ResourceKey) -> usize {
         let mut h = DefaultHasher::new();
         dig.hash(&mut h);
         // The remainder is below STRIPES, so the cast cannot truncate.
-        let index = (h.finish() % self.stripes.len() as u64) as usize;
-        self.stripes[index].lock().await
+        (h.finish() % self.stripes.len() as u64) as usize
+    }
+
+    /// Waits for, then holds, the lock of the group at `dig` until the guard is dropped.
+    pub(crate) async fn lock(&self, dig: &ResourceKey) -> MutexGuard<'_, ()> {
+        self.stripes[self.stripe(dig)].lock().await
+    }
+
+    /// Holds the locks of two groups at once (a migrate changes both records). The stripes are
+    /// taken in index order, and once when both groups share one, so two holders of pairs
+    /// cannot deadlock.
+    pub(crate) async fn lock_pair(
+        &self,
+        a: &ResourceKey,
+        b: &ResourceKey,
+    ) -> (MutexGuard<'_, ()>, Option<MutexGuard<'_, ()>>) {
+        let (i, j) = (self.stripe(a), self.stripe(b));
+        let (first, second) = (i.min(j), i.max(j));
+        let held = self.stripes[first].lock().await;
+        let other = if first == second {
+            None
+        } else {
+            Some(self.stripes[second].lock().await)
+        };
+        (held, other)
     }
 }
 
@@ -65,5 +88,24 @@ mod tests {
         assert!(waiting.await.is_err(), "a clone took a held lock");
         drop(guard);
         drop(clone.lock(&dig).await);
+    }
+
+    #[tokio::test]
+    async fn a_pair_holds_both_and_a_shared_stripe_once() {
+        let locks = DigLocks::default();
+        let (a, b) = (
+            ResourceKey::root().child("dig", "a"),
+            ResourceKey::root().child("dig", "b"),
+        );
+        // The same group twice shares its stripe: taking it once must not deadlock.
+        drop(locks.lock_pair(&a, &a).await);
+        let pair = locks.lock_pair(&a, &b).await;
+        for key in [&a, &b] {
+            let waiting =
+                tokio::time::timeout(std::time::Duration::from_millis(20), locks.lock(key));
+            assert!(waiting.await.is_err(), "a paired lock was free");
+        }
+        drop(pair);
+        drop(locks.lock_pair(&b, &a).await);
     }
 }

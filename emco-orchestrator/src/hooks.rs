@@ -1,13 +1,18 @@
 //! The checks beyond parent/child integrity, as write hooks shared by the typed API and REST.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
 use async_trait::async_trait;
-use emco_appcontext::{ResourceKey, ResourceStore};
+use emco_appcontext::resource::{BlobStream, Filter, PutMode};
+use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_controller_sdk::rest::Hook;
-use emco_core::lifecycle::{DigOperation, StateInfo, check_delete, transition};
+use emco_core::lifecycle::{AppContextStatus, DigOperation, StateInfo, check_delete, transition};
 use emco_core::model::{AppDependency, ClusterReference, DeploymentIntentGroup, LogicalCloud};
 use emco_core::placement::AppPlacementIntent;
-use emco_core::{Error, Result};
+use emco_core::{Error, ErrorKind, Result};
 use futures::TryStreamExt;
+use serde_json::Value;
 
 use crate::diglock::DigLocks;
 use crate::keys;
@@ -108,17 +113,91 @@ async fn record_modify(
     apply_operation(store, locks, &dig, DigOperation::Modify).await
 }
 
+/// A resource store for the intent routes of controllers (gac, hpa, third parties): a write
+/// under a deployment intent group, other than to the group itself, sends an approved group back
+/// to Created, as the orchestrator's own intent hooks do (EMCO's rule for every intent).
+#[derive(Debug)]
+pub(crate) struct IntentStore {
+    inner: Arc<dyn ResourceStore>,
+    locks: DigLocks,
+}
+
+impl IntentStore {
+    pub(crate) fn new(inner: Arc<dyn ResourceStore>, locks: DigLocks) -> Self {
+        Self { inner, locks }
+    }
+
+    async fn modified(&self, key: &ResourceKey) -> Result<()> {
+        if keys::enclosing_dig(key).is_none_or(|dig| dig == *key) {
+            return Ok(());
+        }
+        match record_modify(self.inner.as_ref(), &self.locks, key).await {
+            // A group written around the orchestrator has no record to update.
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    }
+}
+
+#[async_trait]
+impl ResourceStore for IntentStore {
+    async fn put(&self, key: &ResourceKey, value: &Value, mode: PutMode) -> Result<()> {
+        self.inner.put(key, value, mode).await?;
+        self.modified(key).await
+    }
+
+    async fn get(&self, key: &ResourceKey) -> Result<Option<Value>> {
+        self.inner.get(key).await
+    }
+
+    async fn list(
+        &self,
+        parent: &ResourceKey,
+        child_type: &str,
+        filters: &[Filter],
+    ) -> Result<Vec<(ResourceKey, Value)>> {
+        self.inner.list(parent, child_type, filters).await
+    }
+
+    async fn delete(&self, key: &ResourceKey) -> Result<()> {
+        self.inner.delete(key).await?;
+        self.modified(key).await
+    }
+
+    async fn put_blob(&self, key: &ResourceKey, name: &str, data: BlobStream) -> Result<u64> {
+        let size = self.inner.put_blob(key, name, data).await?;
+        self.modified(key).await?;
+        Ok(size)
+    }
+
+    async fn get_blob(&self, key: &ResourceKey, name: &str) -> Result<BlobStream> {
+        self.inner.get_blob(key, name).await
+    }
+
+    async fn delete_blob(&self, key: &ResourceKey, name: &str) -> Result<bool> {
+        let deleted = self.inner.delete_blob(key, name).await?;
+        if deleted {
+            self.modified(key).await?;
+        }
+        Ok(deleted)
+    }
+
+    async fn health(&self) -> Result<()> {
+        self.inner.health().await
+    }
+}
+
 /// How the orchestrator builds a collection's hook: those touching a group's lifecycle record
-/// share the orchestrator's locks.
+/// share the orchestrator's locks; the group's own hook also reaches its AppContexts.
 pub(crate) trait NewHook {
-    /// The hook, with `locks` if it needs them.
-    fn new_hook(locks: &DigLocks) -> Self;
+    /// The hook, with `locks` and `contexts` if it needs them.
+    fn new_hook(locks: &DigLocks, contexts: &Arc<dyn AppContextStore>) -> Self;
 }
 
 macro_rules! stateless_hooks {
     ($($hook:ty),+) => {
         $(impl NewHook for $hook {
-            fn new_hook(_: &DigLocks) -> Self {
+            fn new_hook(_: &DigLocks, _: &Arc<dyn AppContextStore>) -> Self {
                 Self
             }
         })+
@@ -128,26 +207,124 @@ macro_rules! stateless_hooks {
 stateless_hooks!(
     emco_controller_sdk::rest::NoHook,
     DependencyHook,
-    ClusterReferenceHook,
-    LogicalCloudHook
+    ClusterReferenceHook
 );
 
 macro_rules! locking_hooks {
     ($($hook:ident),+) => {
         $(impl NewHook for $hook {
-            fn new_hook(locks: &DigLocks) -> Self {
+            fn new_hook(locks: &DigLocks, _: &Arc<dyn AppContextStore>) -> Self {
                 Self(locks.clone())
             }
         })+
     };
 }
 
-locking_hooks!(DigHook, DigChildHook, AppIntentHook);
+locking_hooks!(DigChildHook, AppIntentHook);
+
+impl NewHook for DigHook {
+    fn new_hook(locks: &DigLocks, contexts: &Arc<dyn AppContextStore>) -> Self {
+        Self {
+            locks: locks.clone(),
+            owned: OwnedContexts::new(contexts),
+        }
+    }
+}
+
+impl NewHook for LogicalCloudHook {
+    fn new_hook(locks: &DigLocks, contexts: &Arc<dyn AppContextStore>) -> Self {
+        Self {
+            locks: locks.clone(),
+            owned: OwnedContexts::new(contexts),
+        }
+    }
+}
 
 /// Deployment intent groups: the composite profile and logical cloud must exist; PUT only while
-/// Created; DELETE refused while deployed; the state record is created with the group.
+/// Created; DELETE refused while deployed or while its terminate still runs; the state record is
+/// created with the group, and a deleted group's AppContexts are deleted with it.
 #[derive(Debug, Clone)]
-pub struct DigHook(pub(crate) DigLocks);
+pub struct DigHook {
+    locks: DigLocks,
+    owned: OwnedContexts,
+}
+
+/// The AppContexts of objects with a lifecycle record (deployment intent groups, logical
+/// clouds), which are deleted with their object.
+#[derive(Debug, Clone)]
+pub(crate) struct OwnedContexts {
+    contexts: Arc<dyn AppContextStore>,
+    /// The contexts of objects being deleted, from the check before the delete to the cleanup
+    /// after it (the record is gone by then).
+    doomed: Arc<Mutex<HashMap<ResourceKey, Vec<u64>>>>,
+}
+
+impl OwnedContexts {
+    fn new(contexts: &Arc<dyn AppContextStore>) -> Self {
+        Self {
+            contexts: Arc::clone(contexts),
+            doomed: Arc::default(),
+        }
+    }
+
+    /// The status of the record's current context; `None` when it has none or it is gone.
+    async fn current_status(&self, state: &StateInfo) -> Result<Option<AppContextStatus>> {
+        let Some(id) = state.current_context().and_then(|c| c.parse().ok()) else {
+            return Ok(None);
+        };
+        match AppContext::load(Arc::clone(&self.contexts), id).await {
+            Ok(ctx) => ctx.status().await,
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Refuses the delete of `what` while its current context is still being worked on.
+    fn refuse_running(what: &str, status: Option<AppContextStatus>) -> Result<()> {
+        match status.filter(|s| s.is_running()) {
+            Some(s) => Err(Error::conflict(format!(
+                "cannot delete {what}: its AppContext is still {s}; wait or stop it"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Remembers every context of `key`'s record for [`Self::delete_doomed`].
+    fn doom(&self, key: &ResourceKey, state: &StateInfo) {
+        let mut ids: Vec<u64> = state
+            .actions
+            .iter()
+            .filter_map(|a| a.instance.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        self.doomed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key.clone(), ids);
+    }
+
+    /// Deletes the contexts remembered for `key`.
+    async fn delete_doomed(&self, key: &ResourceKey) -> Result<()> {
+        let ids = self
+            .doomed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key)
+            .unwrap_or_default();
+        for id in ids {
+            match AppContext::load(Arc::clone(&self.contexts), id).await {
+                Ok(ctx) => {
+                    ctx.unmark_active().await?;
+                    ctx.delete().await?;
+                }
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
 
 #[async_trait]
 impl Hook<DeploymentIntentGroup> for DigHook {
@@ -186,16 +363,32 @@ impl Hook<DeploymentIntentGroup> for DigHook {
         created: bool,
     ) -> Result<()> {
         if created {
-            let _held = self.0.lock(key).await;
+            let _held = self.locks.lock(key).await;
             save_state(store, key, &StateInfo::created(now_rfc3339())).await?;
         }
         Ok(())
     }
 
     async fn before_delete(&self, store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
-        let _held = self.0.lock(key).await;
+        let _held = self.locks.lock(key).await;
         let state = load_state(store, key).await?;
-        check_delete(state.current_state(), None)
+        let current = self.owned.current_status(&state).await?;
+        check_delete(state.current_state(), current)?;
+        // Intent deletes may have sent a terminated group back to Created while its terminate
+        // still runs; its context must not be deleted under rsync either way.
+        OwnedContexts::refuse_running(
+            &format!(
+                "deployment intent group {:?}",
+                key.name().unwrap_or_default()
+            ),
+            current,
+        )?;
+        self.owned.doom(key, &state);
+        Ok(())
+    }
+
+    async fn after_delete(&self, _: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
+        self.owned.delete_doomed(key).await
     }
 }
 
@@ -300,12 +493,41 @@ impl Hook<ClusterReference> for ClusterReferenceHook {
     }
 }
 
-/// Logical clouds: EMCO's defaults (level "1", user type "certificate") are filled in.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct LogicalCloudHook;
+/// Logical clouds: EMCO's defaults (level "1", user type "certificate") are filled in; a
+/// deployed cloud cannot be deleted, and a deleted cloud's AppContexts are deleted with it.
+#[derive(Debug, Clone)]
+pub struct LogicalCloudHook {
+    locks: DigLocks,
+    owned: OwnedContexts,
+}
 
+#[async_trait]
 impl Hook<LogicalCloud> for LogicalCloudHook {
     fn prepare(&self, value: &mut LogicalCloud) {
         value.apply_defaults();
+    }
+
+    /// A deployed cloud must be terminated first (as in EMCO's dcm); its contexts go with it.
+    async fn before_delete(&self, store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
+        let _held = self.locks.lock(key).await;
+        let state = match load_state(store, key).await {
+            Ok(s) => s,
+            Err(e) if e.kind() == ErrorKind::NotFound => StateInfo::default(),
+            Err(e) => return Err(e),
+        };
+        let what = format!("logical cloud {:?}", key.name().unwrap_or_default());
+        let now = state.current_state();
+        if now.is_deployed() {
+            return Err(Error::conflict(format!(
+                "cannot delete {what} in state {now}: terminate it first"
+            )));
+        }
+        OwnedContexts::refuse_running(&what, self.owned.current_status(&state).await?)?;
+        self.owned.doom(key, &state);
+        Ok(())
+    }
+
+    async fn after_delete(&self, _: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
+        self.owned.delete_doomed(key).await
     }
 }

@@ -2,9 +2,9 @@
 //!
 //! EMCO's service layer as a library: projects, composite apps, apps, profiles, deployment intent
 //! groups and their intents, cluster providers and clusters, logical clouds and the controller
-//! registry; and the lifecycle of a deployment (approve now; instantiate, update, rollback,
-//! terminate, stop and status come with rendering and rsync). The REST server, the gRPC services
-//! and the Python bindings all call it.
+//! registry; and the lifecycle of a deployment: approve, then [`lifecycle`]'s instantiate,
+//! update, rollback, migrate, stop and terminate. The REST server, the gRPC services and the
+//! Python bindings all call it.
 //!
 //! Every object lives in a [`ResourceStore`] under the key its REST URL names (see [`keys`]).
 //! Plain objects are served by typed [`Collection`]s whose hooks add EMCO's checks beyond
@@ -31,6 +31,7 @@ mod diglock;
 mod hooks;
 pub mod keys;
 pub mod lifecycle;
+pub mod notify;
 pub mod rest;
 pub mod runtime;
 pub mod status;
@@ -55,7 +56,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use hooks::{load_state, save_state};
-pub use runtime::{OrchestratorBuilder, StoreClusterResolver};
+pub use lifecycle::{MigrateIntent, RollbackIntent};
+pub use runtime::{CLUSTER_SYNC_OBJECT, OrchestratorBuilder, StoreClusterResolver};
 pub use upload::Limits;
 
 /// The orchestrator: every onboarding operation over one resource store.
@@ -75,7 +77,7 @@ macro_rules! collections {
         $($(#[$doc])* #[must_use]
         pub fn $fn(&self) -> Collection<$ty> {
             Collection::new(Arc::clone(&self.store), $kind)
-                .with_hook(<$hook as hooks::NewHook>::new_hook(&self.dig_locks))
+                .with_hook(<$hook as hooks::NewHook>::new_hook(&self.dig_locks, &self.runtime.contexts))
         })+
     };
 }
@@ -146,6 +148,9 @@ impl Orchestrator {
         cluster_providers: ClusterProvider = keys::CLUSTER_PROVIDER, emco_controller_sdk::rest::NoHook;
         /// Cluster labels (parent: a cluster); keyed by the label itself.
         cluster_labels: ClusterLabel = keys::CLUSTER_LABEL, emco_controller_sdk::rest::NoHook;
+        /// GitOps cluster sync objects (parent: a cluster provider): the repository settings
+        /// of GitOps clusters, as kv-pairs (see [`StoreClusterResolver`]).
+        cluster_sync_objects: KvPair = runtime::CLUSTER_SYNC_OBJECT, emco_controller_sdk::rest::NoHook;
         /// Kv-pairs (parent: a cluster or a logical cloud).
         kv_pairs: KvPair = keys::KV_PAIR, emco_controller_sdk::rest::NoHook;
         /// Logical clouds (parent: a project), with EMCO's defaults filled in.
@@ -554,6 +559,17 @@ impl Orchestrator {
             )
             .await?;
         load_state(self.store.as_ref(), dig).await
+    }
+
+    /// The store to serve controllers' intent routes with (gac, hpa, third-party controllers
+    /// run in-process): the resource store, where a write under a deployment intent group
+    /// sends an approved group back to Created, as the orchestrator's own intents do.
+    #[must_use]
+    pub fn intent_store(&self) -> Arc<dyn ResourceStore> {
+        Arc::new(hooks::IntentStore::new(
+            Arc::clone(&self.store),
+            self.dig_locks.clone(),
+        ))
     }
 
     /// Approves the deployment intent group at `dig` (Created -> Approved).

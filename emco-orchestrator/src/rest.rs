@@ -116,6 +116,13 @@ pub fn router(orch: Orchestrator) -> Router {
                 .serve(orch.cluster_providers()),
         )
         .merge(
+            Routes::new(
+                "/v2/cluster-providers/{clusterProvider}/cluster-sync-objects",
+                crate::CLUSTER_SYNC_OBJECT,
+            )
+            .serve(orch.cluster_sync_objects()),
+        )
+        .merge(
             Routes::<ClusterLabel>::new(
                 format!("{CLUSTERS}/{{cluster}}/labels"),
                 keys::CLUSTER_LABEL,

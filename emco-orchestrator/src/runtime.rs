@@ -6,7 +6,9 @@
 //! logical cloud, the kubeconfig dcm generated for that cloud), and in-process controllers see
 //! the same two stores as the orchestrator.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -14,9 +16,11 @@ use emco_appcontext::context::CompositeAppMeta;
 use emco_appcontext::{AppContextStore, InMemoryAppContextStore, ResourceKey, ResourceStore};
 use emco_controller_sdk::client::ControllerRegistry;
 use emco_controller_sdk::controller::Stores;
-use emco_core::model::{Cluster, ClusterReference};
+use emco_core::model::{Cluster, ClusterReference, GitOpsSpec, KvPair};
+use emco_core::placement::{AnyOfStrategy, FirstLexicographic};
 use emco_core::{Error, ErrorKind, Result};
 use emco_rsync::connector::Connector;
+use emco_rsync::connector::gitops::{GitOpsConfig, GitOpsConnector};
 use emco_rsync::connector::kube::KubePool;
 use emco_rsync::engine::{ClusterResolver, Rsync, RsyncBuilder};
 use futures::TryStreamExt;
@@ -35,6 +39,8 @@ pub(crate) struct Runtime {
     pub(crate) contexts: Arc<dyn AppContextStore>,
     pub(crate) rsync: Rsync,
     pub(crate) controllers: Arc<ControllerRegistry>,
+    /// Which cluster each anyOf group keeps.
+    pub(crate) any_of: Arc<dyn AnyOfStrategy>,
 }
 
 type RegistryFn = Box<dyn FnOnce(Stores) -> ControllerRegistry + Send>;
@@ -48,6 +54,8 @@ pub struct OrchestratorBuilder {
     registry: Option<RegistryFn>,
     rsync: Option<RsyncFn>,
     pool: Option<Arc<KubePool>>,
+    any_of: Option<Arc<dyn AnyOfStrategy>>,
+    gitops_dir: Option<PathBuf>,
 }
 
 impl fmt::Debug for OrchestratorBuilder {
@@ -68,6 +76,8 @@ impl OrchestratorBuilder {
             registry: None,
             rsync: None,
             pool: None,
+            any_of: None,
+            gitops_dir: None,
         }
     }
 
@@ -115,6 +125,22 @@ impl OrchestratorBuilder {
         self
     }
 
+    /// Where the local clones of GitOps clusters' repositories live, one directory per cluster
+    /// (default: `emco-gitops-<pid>` in the system's temp directory).
+    #[must_use]
+    pub fn gitops_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.gitops_dir = Some(dir.into());
+        self
+    }
+
+    /// How an anyOf group's cluster is chosen among the candidates the placement controllers
+    /// left (default: [`FirstLexicographic`], EMCO's choice).
+    #[must_use]
+    pub fn any_of_strategy(mut self, strategy: Arc<dyn AnyOfStrategy>) -> Self {
+        self.any_of = Some(strategy);
+        self
+    }
+
     /// The orchestrator. Call [`Orchestrator::start`] to resume the deployments an earlier
     /// process left running.
     ///
@@ -124,10 +150,12 @@ impl OrchestratorBuilder {
         let contexts = self
             .contexts
             .unwrap_or_else(|| Arc::new(InMemoryAppContextStore::new()));
-        let resolver = Arc::new(StoreClusterResolver::new(
-            Arc::clone(&self.store),
-            self.pool.unwrap_or_default(),
-        ));
+        let mut resolver =
+            StoreClusterResolver::new(Arc::clone(&self.store), self.pool.unwrap_or_default());
+        if let Some(dir) = self.gitops_dir {
+            resolver = resolver.with_gitops_dir(dir);
+        }
+        let resolver = Arc::new(resolver);
         let mut rsync = Rsync::builder()
             .store(Arc::clone(&contexts))
             .connectors(resolver);
@@ -148,6 +176,7 @@ impl OrchestratorBuilder {
                 contexts,
                 rsync,
                 controllers: Arc::new(controllers),
+                any_of: self.any_of.unwrap_or_else(|| Arc::new(FirstLexicographic)),
             }),
         })
     }
@@ -172,12 +201,24 @@ impl Orchestrator {
         &self.runtime.controllers
     }
 
+    /// How anyOf groups choose their cluster.
+    #[must_use]
+    pub fn any_of_strategy(&self) -> &dyn AnyOfStrategy {
+        self.runtime.any_of.as_ref()
+    }
+
     /// Resumes every deployment an earlier process left running; `cancel` shuts the engine down.
     ///
     /// # Errors
     /// The AppContext store's errors.
     pub async fn start(&self, cancel: CancellationToken) -> Result<()> {
-        self.runtime.rsync.start(cancel).await
+        self.runtime.rsync.start(cancel).await?;
+        // Credentials of standard logical clouds whose issuing an earlier process left unfinished.
+        let resumed = self.resume_logical_clouds().await?;
+        if resumed > 0 {
+            tracing::info!(resumed, "resumed issuing logical cloud credentials");
+        }
+        Ok(())
     }
 }
 
@@ -185,23 +226,101 @@ impl Orchestrator {
 /// kubeconfig, or for a context of a standard or privileged logical cloud (level `"1"`) the
 /// kubeconfig generated for that cloud. Connectors are cached in a [`KubePool`] and rebuilt when
 /// the kubeconfig changes.
+///
+/// A GitOps cluster (`spec.gitOps`) is reached through its repository instead: the cluster sync
+/// object its `gitOpsResourceObject` names (under the cluster's provider, see
+/// [`CLUSTER_SYNC_OBJECT`]) gives it as kv-pairs: `url` (any remote `git clone` takes, a local
+/// path included), or EMCO's `gitType: github` with `userName`, `repoName` and `gitToken`; and
+/// `branch` (default `main`).
 #[derive(Debug)]
 pub struct StoreClusterResolver {
     store: Arc<dyn ResourceStore>,
     pool: Arc<KubePool>,
+    gitops_dir: PathBuf,
+    gitops: tokio::sync::Mutex<HashMap<String, Arc<GitOpsConnector>>>,
 }
+
+/// The kind of the cluster sync objects of a cluster provider
+/// (`/cluster-providers/{clusterProvider}/cluster-sync-objects/{name}`, kv-pairs).
+pub const CLUSTER_SYNC_OBJECT: &str = "clusterSyncObject";
 
 impl StoreClusterResolver {
     /// A resolver reading `store`, caching connectors in `pool`.
     #[must_use]
     pub fn new(store: Arc<dyn ResourceStore>, pool: Arc<KubePool>) -> Self {
-        Self { store, pool }
+        Self {
+            store,
+            pool,
+            gitops_dir: std::env::temp_dir().join(format!("emco-gitops-{}", std::process::id())),
+            gitops: tokio::sync::Mutex::default(),
+        }
+    }
+
+    /// Keeps the local clones of GitOps repositories under `dir`.
+    #[must_use]
+    pub fn with_gitops_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.gitops_dir = dir.into();
+        self
     }
 
     async fn kube(&self, pool_key: &str, kubeconfig: &str) -> Result<Arc<dyn Connector>> {
         let conn: Arc<dyn Connector> = self.pool.connector(pool_key, kubeconfig).await?;
         Ok(conn)
     }
+
+    /// The GitOps connector of cluster `id`, reopened when its repository settings change.
+    async fn gitops(
+        &self,
+        id: &str,
+        provider: &str,
+        spec: &GitOpsSpec,
+    ) -> Result<Arc<dyn Connector>> {
+        let name = if spec.git_ops_resource_object.is_empty() {
+            &spec.git_ops_reference_object
+        } else {
+            &spec.git_ops_resource_object
+        };
+        let key = keys::cluster_provider(provider).child(CLUSTER_SYNC_OBJECT, name.as_str());
+        let Some(value) = self.store.get(&key).await? else {
+            return Err(Error::failed_precondition(format!(
+                "GitOps cluster {id} names cluster sync object {name:?}, which does not exist"
+            )));
+        };
+        let sync: KvPair = serde_json::from_value(value).map_err(|e| {
+            Error::internal(format!("cluster sync object {name:?} is corrupt")).with_source(e)
+        })?;
+        let remote = git_remote(&sync).ok_or_else(|| {
+            Error::failed_precondition(format!(
+                "cluster sync object {name:?} has no url, nor gitType github with userName and repoName"
+            ))
+        })?;
+        let branch = sync.get_str("branch").unwrap_or("main");
+        let config = GitOpsConfig::new(id, remote, self.gitops_dir.join(id)).with_branch(branch);
+        let mut cache = self.gitops.lock().await;
+        if let Some(conn) = cache.get(id).filter(|c| *c.config() == config) {
+            let conn: Arc<dyn Connector> = Arc::clone(conn) as Arc<dyn Connector>;
+            return Ok(conn);
+        }
+        let conn = Arc::new(GitOpsConnector::open(config).await?);
+        cache.insert(id.to_owned(), Arc::clone(&conn));
+        Ok(conn)
+    }
+}
+
+/// The remote of a cluster sync object: its `url`, or the GitHub repository EMCO's kv-pairs
+/// (`gitType: github`, `userName`, `repoName`, `gitToken`) describe.
+fn git_remote(sync: &KvPair) -> Option<String> {
+    if let Some(url) = sync.get_str("url").filter(|u| !u.is_empty()) {
+        return Some(url.to_owned());
+    }
+    if !sync.get_str("gitType")?.eq_ignore_ascii_case("github") {
+        return None;
+    }
+    let (user, repo) = (sync.get_str("userName")?, sync.get_str("repoName")?);
+    Some(match sync.get_str("gitToken").filter(|t| !t.is_empty()) {
+        Some(token) => format!("https://{user}:{token}@github.com/{user}/{repo}.git"),
+        None => format!("https://github.com/{user}/{repo}.git"),
+    })
 }
 
 /// Splits a context's cluster id `provider+cluster`.
@@ -218,19 +337,31 @@ pub fn split_cluster_id(id: &str) -> Result<(&str, &str)> {
         })
 }
 
-/// Reads the whole blob `name` of `key` as UTF-8 text; `None` when there is none.
-pub(crate) async fn read_text_blob(
+/// Reads the whole blob `name` of `key`; `None` when there is none.
+pub(crate) async fn read_blob(
     store: &dyn ResourceStore,
     key: &ResourceKey,
     name: &str,
-) -> Result<Option<String>> {
+) -> Result<Option<Vec<u8>>> {
     let stream = match store.get_blob(key, name).await {
         Ok(s) => s,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
     let chunks: Vec<bytes::Bytes> = stream.try_collect().await?;
-    String::from_utf8(chunks.concat())
+    Ok(Some(chunks.concat()))
+}
+
+/// Reads the whole blob `name` of `key` as UTF-8 text; `None` when there is none.
+pub(crate) async fn read_text_blob(
+    store: &dyn ResourceStore,
+    key: &ResourceKey,
+    name: &str,
+) -> Result<Option<String>> {
+    let Some(bytes) = read_blob(store, key, name).await? else {
+        return Ok(None);
+    };
+    String::from_utf8(bytes)
         .map(Some)
         .map_err(|e| Error::invalid(format!("the {name} of {key} is not UTF-8")).with_source(e))
 }
@@ -269,10 +400,8 @@ impl ClusterResolver for StoreClusterResolver {
         };
         let cluster: Cluster = serde_json::from_value(value)
             .map_err(|e| Error::internal(format!("cluster {id} is corrupt")).with_source(e))?;
-        if cluster.git_ops().is_some() {
-            return Err(Error::failed_precondition(format!(
-                "cluster {id} is a GitOps cluster, which this resolver cannot reach"
-            )));
+        if let Some(spec) = cluster.git_ops() {
+            return self.gitops(id, provider, spec).await;
         }
         let kubeconfig = read_text_blob(self.store.as_ref(), &key, keys::FILE_BLOB)
             .await?
@@ -294,8 +423,10 @@ impl ClusterResolver for StoreClusterResolver {
         )
         .await?
         .ok_or_else(|| {
-            Error::failed_precondition(format!(
-                "logical cloud {:?} has no kubeconfig for cluster {id}; instantiate it first",
+            // dcm completes a cloud's kubeconfigs after its instantiate returned (the user's
+            // certificate must be approved on each cluster): rsync retries until it is there.
+            Error::unavailable(format!(
+                "logical cloud {:?} has no kubeconfig for cluster {id} yet",
                 meta.logical_cloud
             ))
         })?;

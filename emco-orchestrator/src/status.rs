@@ -1,11 +1,638 @@
 //! The status of deployment intent groups (`GET DIG/status`, EMCO.md section 7), read from their
 //! AppContexts.
+//!
+//! [`Orchestrator::dig_status`] reads the whole context of the group in one prefix listing and
+//! answers every query option of EMCO:
+//!
+//! - the context: `instance=` (any context of the group's history), else the latest one its
+//!   lifecycle record names (an update's new context, or the terminated one);
+//! - `deployedStatus`: the context's status (`Instantiating`, `Instantiated`, `Terminated`, ...),
+//!   always given, so that one query tells both what rsync did and what the clusters report;
+//! - `status=deployed`: each resource's rsync status (`Pending` when rsync has not written one,
+//!   as EMCO), counted in `deployedCounts`;
+//! - `status=ready` (the default): each resource's readiness from the cluster's collected status
+//!   that rsync records as it observes the objects (`Ready`, `NotReady`, or `NotPresent` when
+//!   never seen or deleted), counted in `readyCounts`, and `readyStatus` `Ready` when every
+//!   counted resource is ready;
+//! - `output=summary` leaves out `apps`; `output=detail` adds each resource's manifest
+//!   (deployed) or its observed entry `{present, ready, reason}` (ready);
+//! - filters `app=`, `cluster=`, `resource=` (the object's name) narrow the apps and the counts;
+//!   clusters and apps left without resources are omitted;
+//! - list modes `apps`, `clusters` (filtered by app), `resources` (filtered by app and cluster).
+//!
+//! A group never instantiated answers with its lifecycle record and nothing else, as EMCO.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use axum::routing::get;
+use emco_appcontext::{AppContextStore, ResourceKey};
+use emco_controller_sdk::rest::{ApiError, json_response};
+use emco_core::lifecycle::{ResourceStatus as Deployed, StateInfo};
+use emco_core::model::status::{
+    AppStatus, AppsList, ClusterEntry, ClusterStatus, ClustersByApp, ClustersOfApp, DigStatus, Gvk,
+    ResourceEntry, ResourceStatus, ResourcesByApp, ResourcesOfApp, StatusMode, StatusOutput,
+    StatusQuery, StatusResponse, StatusType,
+};
+use emco_core::{Error, Result};
+use emco_rsync::connector::Resource;
+use http::StatusCode;
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::Orchestrator;
+use crate::rest::DIG;
+use crate::{Orchestrator, keys, load_state};
+
+/// The ready status of a resource that is ready.
+pub const READY: &str = "Ready";
+/// The ready status of a resource that is present but not ready.
+pub const NOT_READY: &str = "NotReady";
+/// The ready status of a resource that is not on its cluster (not seen yet, or deleted).
+pub const NOT_PRESENT: &str = "NotPresent";
 
 /// The status route of deployment intent groups.
 pub(crate) fn routes() -> Router<Orchestrator> {
-    Router::new()
+    Router::new().route(&format!("{DIG}/status"), get(dig_status_route))
+}
+
+async fn dig_status_route(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<HashMap<String, String>>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Response, ApiError> {
+    let param = |name: &str| {
+        p.get(name)
+            .map(String::as_str)
+            .ok_or_else(|| Error::invalid(format!("path parameter {name} is missing")))
+    };
+    let dig = keys::dig(
+        param("project")?,
+        param("compositeApp")?,
+        param("compositeAppVersion")?,
+        param("deploymentIntentGroup")?,
+    );
+    let query = StatusQuery::from_pairs(pairs)?;
+    let answer = orch.dig_status(&dig, &query).await?;
+    Ok(json_response(StatusCode::OK, &answer))
+}
+
+/// The project, composite app, version and name of the group at `dig` (see [`keys::dig`]).
+fn dig_names(dig: &ResourceKey) -> Result<(String, String, String, String)> {
+    let bad = || Error::invalid(format!("{dig} is not a deployment intent group"));
+    let [(pk, project), (ck, ca), (dk, name)] = dig.segments() else {
+        return Err(bad());
+    };
+    let (ca, version) = ca.split_once('/').ok_or_else(bad)?;
+    if pk != keys::PROJECT || ck != keys::COMPOSITE_APP || dk != keys::DIG {
+        return Err(bad());
+    }
+    Ok((
+        project.clone(),
+        ca.to_owned(),
+        version.to_owned(),
+        name.clone(),
+    ))
+}
+
+/// The context a query reports on: `instance` when given (it must belong to the group's
+/// history), else the latest context of the lifecycle record; `None` before any instantiate.
+pub(crate) fn context_of(state: &StateInfo, instance: Option<&str>) -> Result<Option<u64>> {
+    let parse = |id: &str| {
+        id.parse::<u64>().map_err(|e| {
+            Error::invalid(format!("instance {id:?} is not an AppContext id"))
+                .with_field("instance")
+                .with_source(e)
+        })
+    };
+    if let Some(instance) = instance {
+        let id = parse(instance)?;
+        let known =
+            state.statusctxid == instance || state.actions.iter().any(|a| a.instance == instance);
+        if !known {
+            return Err(Error::not_found(format!(
+                "instance {instance} is not a context of this deployment intent group"
+            )));
+        }
+        return Ok(Some(id));
+    }
+    let latest = state
+        .current_context()
+        .or(Some(state.statusctxid.as_str()).filter(|s| !s.is_empty()));
+    latest.map(parse).transpose()
+}
+
+/// One resource of a cluster as the context holds it.
+#[derive(Debug, Default)]
+struct ResourceSnap {
+    yaml: Option<String>,
+    status: Option<String>,
+}
+
+/// One cluster of an app as the context holds it.
+#[derive(Debug, Default)]
+struct ClusterSnap {
+    readystatus: Option<String>,
+    collected: Option<Value>,
+    order: Vec<String>,
+    resources: BTreeMap<String, ResourceSnap>,
+}
+
+/// What a status query needs of one AppContext, read in one prefix listing.
+#[derive(Debug, Default)]
+pub(crate) struct Snapshot {
+    status: Option<String>,
+    app_order: Vec<String>,
+    apps: BTreeMap<String, BTreeMap<String, ClusterSnap>>,
+}
+
+#[derive(Deserialize)]
+struct StatusDoc {
+    #[serde(rename = "Status")]
+    status: String,
+}
+
+/// Decodes a JSON string whose text is JSON again (EMCO's instructions).
+fn instruction<T: for<'de> Deserialize<'de>>(raw: &[u8]) -> Option<T> {
+    let text: String = serde_json::from_slice(raw).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+impl Snapshot {
+    /// Reads context `id`.
+    ///
+    /// # Errors
+    /// NotFound when the context does not exist; the store's errors.
+    pub(crate) async fn read(store: &Arc<dyn AppContextStore>, id: u64) -> Result<Self> {
+        let root = format!("/context/{id}/");
+        let kvs = store.list_all(&root, false).await?;
+        if !kvs.iter().any(|kv| kv.key == root) {
+            return Err(Error::not_found(format!("AppContext {id} does not exist")));
+        }
+        let mut snap = Self::default();
+        for kv in kvs {
+            let Some(rest) = kv.key.strip_prefix(&root) else {
+                continue;
+            };
+            let parts: Vec<&str> = rest.split('/').collect();
+            let raw = kv.value.as_ref();
+            let text = || serde_json::from_slice::<String>(raw).ok();
+            match parts.as_slice() {
+                ["status", ""] => {
+                    snap.status = serde_json::from_slice::<StatusDoc>(raw)
+                        .ok()
+                        .map(|d| d.status);
+                }
+                ["app", "instruction", "order", ""] => {
+                    #[derive(Deserialize)]
+                    struct Order {
+                        apporder: Vec<String>,
+                    }
+                    if let Some(o) = instruction::<Order>(raw) {
+                        snap.app_order = o.apporder;
+                    }
+                }
+                ["app", "instruction", ..] => {}
+                ["app", app, ""] => {
+                    snap.apps.entry((*app).to_owned()).or_default();
+                }
+                ["app", app, "cluster", cluster, tail @ ..] => {
+                    let c = snap
+                        .apps
+                        .entry((*app).to_owned())
+                        .or_default()
+                        .entry((*cluster).to_owned())
+                        .or_default();
+                    match tail {
+                        ["readystatus", ""] => c.readystatus = text(),
+                        ["status", ""] => c.collected = serde_json::from_slice(raw).ok(),
+                        ["resource", "instruction", "order", ""] => {
+                            #[derive(Deserialize)]
+                            struct Order {
+                                resorder: Vec<String>,
+                            }
+                            if let Some(o) = instruction::<Order>(raw) {
+                                c.order = o.resorder;
+                            }
+                        }
+                        ["resource", "instruction", ..] => {}
+                        ["resource", name, ""] => {
+                            c.resources.entry((*name).to_owned()).or_default().yaml = text();
+                        }
+                        ["resource", name, "status", ""] => {
+                            c.resources.entry((*name).to_owned()).or_default().status =
+                                serde_json::from_slice::<StatusDoc>(raw)
+                                    .ok()
+                                    .map(|d| d.status);
+                        }
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(snap)
+    }
+
+    /// Whether the context has the app `app`.
+    pub(crate) fn has_app(&self, app: &str) -> bool {
+        self.apps.contains_key(app)
+    }
+
+    /// The context's status (`Created` when rsync never wrote one).
+    pub(crate) fn status(&self) -> &str {
+        self.status.as_deref().unwrap_or("Created")
+    }
+
+    /// The apps in app order, then the others by name.
+    fn ordered_apps(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self
+            .app_order
+            .iter()
+            .map(String::as_str)
+            .filter(|a| self.apps.contains_key(*a))
+            .collect();
+        for a in self.apps.keys() {
+            if !out.contains(&a.as_str()) {
+                out.push(a);
+            }
+        }
+        out
+    }
+
+    /// Every resource of every app and cluster that the filters of `query` keep, in app order
+    /// and resource order.
+    pub(crate) fn views(&self, query: &StatusQuery) -> Vec<AppView> {
+        let mut apps = Vec::new();
+        for app in self.ordered_apps() {
+            if !query.matches_app(app) {
+                continue;
+            }
+            let mut clusters = Vec::new();
+            for (id, c) in &self.apps[app] {
+                let (provider, cluster) = id.split_once('+').unwrap_or(("", id));
+                if !query.matches_cluster(provider, cluster) {
+                    continue;
+                }
+                let mut names: Vec<&str> = c
+                    .order
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|n| c.resources.contains_key(*n))
+                    .collect();
+                for n in c.resources.keys() {
+                    if !names.contains(&n.as_str()) {
+                        names.push(n);
+                    }
+                }
+                let resources: Vec<ResourceView> = names
+                    .into_iter()
+                    .map(|n| ResourceView::new(n, &c.resources[n], c.collected.as_ref()))
+                    .filter(|r| query.matches_resource(&r.name))
+                    .collect();
+                clusters.push(ClusterView {
+                    provider: provider.to_owned(),
+                    cluster: cluster.to_owned(),
+                    connectivity: c.readystatus.clone().unwrap_or_else(|| "Unknown".into()),
+                    resources,
+                });
+            }
+            apps.push(AppView {
+                name: app.to_owned(),
+                clusters,
+            });
+        }
+        apps
+    }
+}
+
+/// An app of a status answer.
+#[derive(Debug)]
+pub(crate) struct AppView {
+    pub(crate) name: String,
+    pub(crate) clusters: Vec<ClusterView>,
+}
+
+/// A cluster of an app in a status answer.
+#[derive(Debug)]
+pub(crate) struct ClusterView {
+    pub(crate) provider: String,
+    pub(crate) cluster: String,
+    pub(crate) connectivity: String,
+    pub(crate) resources: Vec<ResourceView>,
+}
+
+/// A resource of a cluster in a status answer.
+#[derive(Debug)]
+pub(crate) struct ResourceView {
+    pub(crate) name: String,
+    pub(crate) gvk: Gvk,
+    manifest: Option<Value>,
+    pub(crate) deployed: String,
+    pub(crate) ready: &'static str,
+    observed: Option<Value>,
+}
+
+impl ResourceView {
+    fn new(key: &str, snap: &ResourceSnap, collected: Option<&Value>) -> Self {
+        let parsed = snap
+            .yaml
+            .as_deref()
+            .and_then(|y| Resource::from_yaml(y).ok());
+        let (name, gvk) = match &parsed {
+            Some(r) => (
+                r.id().name.clone(),
+                Gvk {
+                    group: r.id().group().to_owned(),
+                    version: r.id().version().to_owned(),
+                    kind: r.id().kind.clone(),
+                },
+            ),
+            // The key still names the object: `name+Kind`.
+            None => {
+                let (name, kind) = key.split_once('+').unwrap_or((key, ""));
+                let gvk = Gvk {
+                    kind: kind.to_owned(),
+                    ..Gvk::default()
+                };
+                (name.to_owned(), gvk)
+            }
+        };
+        let deployed = snap
+            .status
+            .clone()
+            .unwrap_or_else(|| Deployed::Pending.to_string());
+        let observed = collected
+            .and_then(|c| c.get("resources"))
+            .and_then(|r| r.get(key))
+            .cloned();
+        let flag = |o: &Value, f: &str| o.get(f).and_then(Value::as_bool) == Some(true);
+        let ready = match &observed {
+            // Whatever was seen before, a deleted object is gone.
+            _ if deployed == Deployed::Deleted.to_string() => NOT_PRESENT,
+            Some(o) if flag(o, "present") && flag(o, "ready") => READY,
+            Some(o) if flag(o, "present") => NOT_READY,
+            _ => NOT_PRESENT,
+        };
+        Self {
+            name,
+            gvk,
+            manifest: parsed.map(|r| r.manifest().clone()),
+            deployed,
+            ready,
+            observed,
+        }
+    }
+}
+
+impl Orchestrator {
+    /// The status of the deployment intent group at `dig` (see [`keys::dig`]) as `query` asks
+    /// (EMCO.md section 7; the module documentation lists the semantics).
+    ///
+    /// # Errors
+    /// NotFound when the group, or the context `instance=` names, does not exist or is not the
+    /// group's; InvalidArgument for an `instance` that is not a context id or an `app` filter
+    /// naming no app of the deployment; the stores' errors.
+    pub async fn dig_status(
+        &self,
+        dig: &ResourceKey,
+        query: &StatusQuery,
+    ) -> Result<StatusResponse> {
+        let (project, composite_app, version, name) = dig_names(dig)?;
+        let group = self
+            .deployment_intent_groups()
+            .get(&dig.parent().unwrap_or_default(), &name)
+            .await?;
+        let state = load_state(self.store().as_ref(), dig).await?;
+        let snapshot = match context_of(&state, query.instance.as_deref())? {
+            Some(id) => Some(Snapshot::read(self.contexts(), id).await?),
+            None => None,
+        };
+        if let Some(snap) = &snapshot {
+            for app in &query.apps {
+                if !snap.has_app(app) {
+                    return Err(Error::invalid(format!(
+                        "app {app:?} is not part of this deployment"
+                    ))
+                    .with_field("app"));
+                }
+            }
+        }
+        let views = snapshot
+            .as_ref()
+            .map(|s| s.views(query))
+            .unwrap_or_default();
+        let full = DigStatus {
+            project,
+            composite_app,
+            composite_app_version: version,
+            composite_profile: group.spec.composite_profile,
+            name,
+            states: state,
+            ..DigStatus::default()
+        };
+        Ok(respond(query, full, snapshot.as_ref(), views))
+    }
+}
+
+/// The answer `query.mode` asks for, from the views of a context (`snapshot` is `None` before
+/// any instantiate): the list modes take the name of `full`; the full answer is `full` (its
+/// names and lifecycle record) with the context's status, the counts and the resources.
+pub(crate) fn respond(
+    query: &StatusQuery,
+    mut full: DigStatus,
+    snapshot: Option<&Snapshot>,
+    views: Vec<AppView>,
+) -> StatusResponse {
+    let name = full.name.clone();
+    match query.mode {
+        StatusMode::Apps => StatusResponse::Apps(AppsList {
+            name,
+            apps: snapshot
+                .map(|s| s.ordered_apps().into_iter().map(str::to_owned).collect())
+                .unwrap_or_default(),
+        }),
+        StatusMode::Clusters => StatusResponse::Clusters(ClustersByApp {
+            name,
+            clusters_by_app: views
+                .into_iter()
+                .map(|a| ClustersOfApp {
+                    app: a.name,
+                    clusters: a
+                        .clusters
+                        .into_iter()
+                        .map(|c| ClusterEntry {
+                            cluster_provider: c.provider,
+                            cluster: c.cluster,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }),
+        StatusMode::Resources => StatusResponse::Resources(ResourcesByApp {
+            name,
+            resources_by_app: views
+                .into_iter()
+                .flat_map(|a| {
+                    let app = a.name;
+                    a.clusters.into_iter().map(move |c| ResourcesOfApp {
+                        app: app.clone(),
+                        cluster_provider: c.provider,
+                        cluster: c.cluster,
+                        resources: c
+                            .resources
+                            .into_iter()
+                            .map(|r| ResourceEntry {
+                                name: r.name,
+                                gvk: r.gvk,
+                            })
+                            .collect(),
+                    })
+                })
+                .collect(),
+        }),
+        StatusMode::Full => {
+            if let Some(snap) = snapshot {
+                full.deployed_status = snap.status().to_owned();
+                full_status(&mut full, views, query);
+            }
+            StatusResponse::Full(Box::new(full))
+        }
+    }
+}
+
+/// Fills the counts and, unless the query asks for a summary, the apps of `out`.
+fn full_status(out: &mut DigStatus, views: Vec<AppView>, query: &StatusQuery) {
+    let mut total = 0;
+    let mut ready = 0;
+    for app in views {
+        let mut clusters = Vec::new();
+        for c in app.clusters {
+            let mut resources = Vec::new();
+            for r in c.resources {
+                total += 1;
+                let mut status = ResourceStatus {
+                    gvk: r.gvk,
+                    name: r.name,
+                    ..ResourceStatus::default()
+                };
+                match query.status {
+                    StatusType::Deployed => {
+                        *out.deployed_counts.entry(r.deployed.clone()).or_default() += 1;
+                        status.deployed_status = r.deployed;
+                        if query.output == StatusOutput::Detail {
+                            status.detail = r.manifest;
+                        }
+                    }
+                    StatusType::Ready => {
+                        *out.ready_counts.entry(r.ready.to_owned()).or_default() += 1;
+                        ready += usize::from(r.ready == READY);
+                        status.ready_status = r.ready.to_owned();
+                        if query.output == StatusOutput::Detail {
+                            status.detail = r.observed;
+                        }
+                    }
+                }
+                resources.push(status);
+            }
+            if !resources.is_empty() {
+                clusters.push(ClusterStatus {
+                    cluster_provider: c.provider,
+                    cluster: c.cluster,
+                    connectivity: c.connectivity,
+                    resources,
+                });
+            }
+        }
+        if !clusters.is_empty() && query.output != StatusOutput::Summary {
+            out.apps.push(AppStatus {
+                name: app.name,
+                clusters,
+            });
+        }
+    }
+    if query.status == StatusType::Ready && total > 0 {
+        out.ready_status = if ready == total { READY } else { NOT_READY }.to_owned();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use emco_core::lifecycle::{DigState, StateAction};
+
+    use super::*;
+
+    fn state(instances: &[&str]) -> StateInfo {
+        StateInfo {
+            statusctxid: String::new(),
+            actions: instances
+                .iter()
+                .map(|i| StateAction {
+                    state: DigState::Instantiated,
+                    instance: (*i).to_owned(),
+                    time: String::new(),
+                    revision: 1,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn context_choice() {
+        assert_eq!(context_of(&state(&[""]), None).unwrap(), None);
+        assert_eq!(
+            context_of(&state(&["", "12", "34"]), None).unwrap(),
+            Some(34)
+        );
+        assert_eq!(
+            context_of(&state(&["12", "34"]), Some("12")).unwrap(),
+            Some(12)
+        );
+        let err = context_of(&state(&["12"]), Some("99")).unwrap_err();
+        assert_eq!(err.kind(), emco_core::ErrorKind::NotFound);
+        let err = context_of(&state(&["12"]), Some("x")).unwrap_err();
+        assert_eq!(err.field(), Some("instance"));
+    }
+
+    #[test]
+    fn names_of_a_dig_key() {
+        let (p, ca, v, d) = dig_names(&keys::dig("p", "ca", "v1", "d")).unwrap();
+        assert_eq!(
+            (p.as_str(), ca.as_str(), v.as_str(), d.as_str()),
+            ("p", "ca", "v1", "d")
+        );
+        assert!(dig_names(&keys::project("p")).is_err());
+    }
+
+    #[test]
+    fn resource_view_from_manifest_and_observation() {
+        let snap = ResourceSnap {
+            yaml: Some("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n".into()),
+            status: Some("Applied".into()),
+        };
+        let collected = serde_json::json!({"resources": {"web+Deployment": {"present": true, "ready": false, "reason": "0/1"}}});
+        let v = ResourceView::new("web+Deployment", &snap, Some(&collected));
+        assert_eq!(
+            (
+                v.name.as_str(),
+                v.gvk.group.as_str(),
+                v.gvk.version.as_str()
+            ),
+            ("web", "apps", "v1")
+        );
+        assert_eq!((v.deployed.as_str(), v.ready), ("Applied", NOT_READY));
+        let gone = ResourceSnap {
+            yaml: None,
+            status: Some("Deleted".into()),
+        };
+        let v = ResourceView::new("web+Deployment", &gone, Some(&collected));
+        assert_eq!(
+            (v.name.as_str(), v.gvk.kind.as_str(), v.ready),
+            ("web", "Deployment", NOT_PRESENT)
+        );
+        let v = ResourceView::new("x+ConfigMap", &ResourceSnap::default(), None);
+        assert_eq!((v.deployed.as_str(), v.ready), ("Pending", NOT_PRESENT));
+    }
 }

@@ -851,7 +851,7 @@ async fn crud_flow(store: Arc<dyn ResourceStore>) {
         orch.dig_state(&dig_key).await.unwrap().current_state(),
         DigState::Created
     );
-    // Lifecycle routes that are not implemented yet do not answer.
+    // Back in Created after the intent change: instantiate needs a new approve.
     let r = c
         .send(
             "POST",
@@ -861,7 +861,12 @@ async fn crud_flow(store: Arc<dyn ResourceStore>) {
             Vec::new(),
         )
         .await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("approve"),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
 
     // ---- controllers ----
     let ctl = json!({"metadata": {"name": "rsync"}, "spec": {"host": "localhost", "port": 9031}});

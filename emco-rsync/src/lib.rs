@@ -71,8 +71,21 @@
 //! [`readiness::readiness`] judges a live object the way `kubectl rollout status` and
 //! `helm --wait` do (Deployment available, Job complete, PVC bound, ...).
 //! [`watch::ClusterWatcher`] keeps one watch per cluster and resource type, selecting the
-//! labelled objects, and publishes their readiness changes to subscribers (the source of
-//! EMCO's `readyNotify` stream).
+//! labelled objects (per namespace when the credentials cannot list a type across namespaces),
+//! and publishes their readiness changes to subscribers.
+//!
+//! The engine learns readiness through the connector: from its watcher
+//! ([`connector::Connector::watcher`], the Kubernetes connector's), so that a fleet costs one
+//! watch per cluster and type and no request per object; else by polling
+//! [`connector::Connector::observe`] (GitOps: the status the cluster's agent writes back into
+//! the repository; nothing is claimed ready because it was committed). After an app is deployed
+//! on a cluster, an observer follows its resources until the context is terminated or updated
+//! away: it records each change in the cluster's collected status (`status/`:
+//! `{"readyStatus", "resources": {"<name+Kind>": {"present", "ready", "reason"?}}}`, with
+//! `readyStatus` `Unknown` while nothing is known yet), updates the cluster's `readystatus/`
+//! when the watches fail or recover, and notifies `readyNotify` subscribers at every transition
+//! of the app to ready on the cluster (a Deployment that loses its replicas and recovers
+//! notifies again).
 
 pub mod connector;
 pub mod engine;

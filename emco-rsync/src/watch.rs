@@ -1,30 +1,38 @@
 //! Readiness watches: one watch per cluster and resource type, filtered by the deployment-id
 //! label, publishing readiness changes to subscribers.
 //!
-//! A [`ClusterWatcher`] belongs to one cluster. [`ClusterWatcher::watch`] makes sure the
-//! resource type of an applied object is watched (across all namespaces, selecting only objects
-//! that carry [`DEPLOYMENT_ID_LABEL`]); asking again for the same type is a no-op, so the number of
-//! watches grows with the kinds deployed, never with the objects. Each event is judged with
-//! [`readiness`] and published through a broadcast channel only when an object's readiness
-//! changes. The `kube` watcher behind each watch relists after a disconnect (with backoff while
-//! the cluster is unreachable); objects missing from a relist are published as deleted.
+//! A [`ClusterWatcher`] belongs to one cluster ([`crate::connector::Connector::watcher`] gives the
+//! one of a [`KubeConnector`]). [`ClusterWatcher::watch_in`] makes sure the resource type of an
+//! applied object is watched, selecting only objects that carry [`DEPLOYMENT_ID_LABEL`]; asking
+//! again for the same type is a no-op, so the number of watches grows with the kinds deployed,
+//! never with the objects. A type is watched across all namespaces, unless the credentials may
+//! not list it cluster-wide (HTTP 403, as with the namespaced Role of a standard logical cloud):
+//! it is then watched in each namespace asked for. Each event is judged with [`readiness`] and
+//! published through a broadcast channel only when an object's readiness changes. The `kube`
+//! watcher behind each watch relists after a disconnect (with backoff while the cluster is
+//! unreachable); objects missing from a relist are published as deleted.
+//!
+//! [`ClusterWatcher::watched`] answers from memory what the watches know of an object: seen
+//! (with its readiness), absent (its watch has listed and not found it) or unknown (its watch has
+//! not listed yet, or is failing). [`ClusterWatcher::health_changes`] signals when a watch
+//! synced or failed.
 //!
 //! Subscribers that fall behind get [`broadcast::error::RecvError::Lagged`] and should resync from
-//! [`ClusterWatcher::current`].
+//! [`ClusterWatcher::current`] or [`ClusterWatcher::watched`].
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use ::kube::api::{Api, DynamicObject};
-use ::kube::discovery::ApiResource;
+use ::kube::api::{Api, DynamicObject, ListParams};
+use ::kube::discovery::{ApiResource, Scope as KubeScope};
 use ::kube::runtime::WatchStreamExt as _;
 use ::kube::runtime::watcher::{self, Event};
 use emco_core::{Error, Result};
 use futures::StreamExt as _;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
-use crate::connector::kube::KubeConnector;
+use crate::connector::kube::{Discovery, KubeConnector, map_error};
 use crate::connector::{DEPLOYMENT_ID_LABEL, ResourceId};
 use crate::readiness::{Readiness, readiness};
 
@@ -41,31 +49,103 @@ pub struct ReadinessChange {
     pub readiness: Option<Readiness>,
 }
 
+/// What the watches know of one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Watched {
+    /// Listed or changed, with its readiness.
+    Seen(Readiness),
+    /// Its watch has listed the objects of its type and this one is not among them.
+    Absent,
+    /// Its watch has not listed yet, is failing, or does not exist; the reason.
+    Unknown(String),
+}
+
+/// The state of one watch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchHealth {
+    /// Started, first listing not complete.
+    Syncing,
+    /// Listed; following changes.
+    Synced,
+    /// The last request failed (the watch retries with backoff); the error.
+    Failing(String),
+}
+
 /// What the watches last saw of each object: deployment id and readiness.
 type Seen = HashMap<ResourceId, (String, Readiness)>;
 
-/// The readiness watches of one cluster. Dropping it stops them.
+/// One watch: `apiVersion`, kind, and the namespace (`None`: all namespaces).
+type WatchKey = (String, String, Option<String>);
+
+/// State shared between the watcher and its watch tasks.
 #[derive(Debug)]
+struct Shared {
+    seen: Mutex<Seen>,
+    health: Mutex<HashMap<WatchKey, WatchHealth>>,
+    /// Bumped whenever a watch's health changes.
+    health_tx: watch::Sender<u64>,
+}
+
+impl Shared {
+    fn set_health(&self, key: &WatchKey, health: WatchHealth) {
+        let changed = {
+            let mut all = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+            all.insert(key.clone(), health.clone()) != Some(health)
+        };
+        if changed {
+            self.health_tx.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+}
+
+/// The readiness watches of one cluster. Dropping it stops them.
 pub struct ClusterWatcher {
-    connector: Arc<KubeConnector>,
+    discovery: Discovery,
     changes: broadcast::Sender<ReadinessChange>,
-    seen: Arc<Mutex<Seen>>,
-    /// Watches by `apiVersion` and kind.
-    watches: Mutex<HashMap<(String, String), JoinHandle<()>>>,
+    shared: Arc<Shared>,
+    watches: Mutex<HashMap<WatchKey, JoinHandle<()>>>,
+    /// Types (`apiVersion`, kind) the credentials may not list across namespaces.
+    per_namespace: Mutex<HashSet<(String, String)>>,
+}
+
+impl std::fmt::Debug for ClusterWatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterWatcher")
+            .field("cluster", &self.discovery.cluster)
+            .field("watches", &self.watch_count())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ClusterWatcher {
     /// A watcher for the cluster of `connector`, whose subscribers can fall `capacity` changes
-    /// behind before they lag.
+    /// behind before they lag. (The connector's own watcher, shared by all its users, is
+    /// [`crate::connector::Connector::watcher`].)
     #[must_use]
     pub fn new(connector: Arc<KubeConnector>, capacity: usize) -> Self {
+        Self::from_discovery(connector.discovery_handle(), capacity)
+    }
+
+    pub(crate) fn from_discovery(discovery: Discovery, capacity: usize) -> Self {
         let (changes, _) = broadcast::channel(capacity.max(1));
+        let (health_tx, _) = watch::channel(0);
         Self {
-            connector,
+            discovery,
             changes,
-            seen: Arc::default(),
+            shared: Arc::new(Shared {
+                seen: Mutex::default(),
+                health: Mutex::default(),
+                health_tx,
+            }),
             watches: Mutex::default(),
+            per_namespace: Mutex::default(),
         }
+    }
+
+    /// The cluster watched.
+    #[must_use]
+    pub fn cluster(&self) -> &str {
+        &self.discovery.cluster
     }
 
     /// Receives every readiness change from now on.
@@ -74,56 +154,169 @@ impl ClusterWatcher {
         self.changes.subscribe()
     }
 
-    /// Makes sure the resource type of `id` (its `apiVersion` and kind) is watched.
+    /// Changes whenever a watch syncs or fails (the value is a counter; only its changes matter).
+    #[must_use]
+    pub fn health_changes(&self) -> watch::Receiver<u64> {
+        self.shared.health_tx.subscribe()
+    }
+
+    /// Makes sure the resource type of `id` (its `apiVersion` and kind) is watched, in the
+    /// namespace of `id` (else `default`) when the type cannot be watched across namespaces.
+    ///
+    /// # Errors
+    ///
+    /// As [`ClusterWatcher::watch_in`].
+    pub async fn watch(&self, id: &ResourceId) -> Result<()> {
+        let namespace = id.namespace.as_deref().unwrap_or("default");
+        self.watch_in(namespace, id).await.map(drop)
+    }
+
+    /// Makes sure the resource type of `id` is watched so that `id` is seen, where a namespaced
+    /// `id` without a namespace lives in `namespace`; returns `id` as the watches key it (with
+    /// its namespace when the kind is namespaced, without one otherwise), for
+    /// [`ClusterWatcher::watched`]. The first call for a namespaced type checks whether the
+    /// credentials may list it across namespaces (one request); if they may not, the type is
+    /// watched per namespace from then on.
     ///
     /// # Errors
     ///
     /// [`emco_core::ErrorKind::NotFound`] if the cluster does not serve the kind;
-    /// [`emco_core::ErrorKind::Unavailable`] if discovery cannot reach the cluster.
-    pub async fn watch(&self, id: &ResourceId) -> Result<()> {
-        let key = (id.api_version.clone(), id.kind.clone());
-        if self.is_watched(&key) {
-            return Ok(());
-        }
-        let Some((resource, _)) = self.connector.resolve(id).await? else {
+    /// [`emco_core::ErrorKind::Unavailable`] if discovery or the check cannot reach the cluster;
+    /// other kinds if they are rejected.
+    pub async fn watch_in(&self, namespace: &str, id: &ResourceId) -> Result<ResourceId> {
+        let Some((resource, caps)) = self.discovery.resolve(id).await? else {
             return Err(Error::not_found(format!(
                 "cluster {} does not serve kind {} of {}",
-                crate::connector::Connector::cluster(self.connector.as_ref()),
-                id.kind,
-                id.api_version
+                self.discovery.cluster, id.kind, id.api_version
             )));
         };
-        let mut watches = self
-            .watches
-            .lock()
-            .map_err(|_| Error::internal("watch table lock poisoned"))?;
-        // Another caller may have started it while discovery ran.
-        watches.entry(key).or_insert_with(|| {
-            tokio::spawn(run_watch(
-                Arc::clone(&self.connector),
-                resource,
-                self.changes.clone(),
-                Arc::clone(&self.seen),
-            ))
-        });
-        Ok(())
+        let mut keyed = id.clone();
+        let all = (id.api_version.clone(), id.kind.clone(), None);
+        if caps.scope == KubeScope::Cluster {
+            keyed.namespace = None;
+            self.ensure(all, &resource);
+            return Ok(keyed);
+        }
+        let ns = id.namespace.clone().unwrap_or_else(|| namespace.to_owned());
+        keyed.namespace = Some(ns.clone());
+        let type_key = (id.api_version.clone(), id.kind.clone());
+        if self.is_watched(&all) {
+            return Ok(keyed);
+        }
+        if !self.lock_per_namespace().contains(&type_key) {
+            if self.may_list_all(&resource).await? {
+                self.ensure(all, &resource);
+                return Ok(keyed);
+            }
+            tracing::debug!(cluster = %self.discovery.cluster, kind = %id.kind,
+                "credentials cannot list across namespaces; watching per namespace");
+            self.lock_per_namespace().insert(type_key);
+        }
+        self.ensure(
+            (id.api_version.clone(), id.kind.clone(), Some(ns)),
+            &resource,
+        );
+        Ok(keyed)
     }
 
-    fn is_watched(&self, key: &(String, String)) -> bool {
+    fn lock_per_namespace(&self) -> std::sync::MutexGuard<'_, HashSet<(String, String)>> {
+        self.per_namespace
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the credentials may list `resource` across namespaces: one labelled list of at
+    /// most one object; `false` on 403.
+    async fn may_list_all(&self, resource: &ApiResource) -> Result<bool> {
+        let api: Api<DynamicObject> = Api::all_with(self.discovery.client.clone(), resource);
+        let params = ListParams::default().labels(DEPLOYMENT_ID_LABEL).limit(1);
+        let what = format!("list of {} across namespaces", resource.kind);
+        match tokio::time::timeout(self.discovery.timeout, api.list(&params)).await {
+            Err(_) => Err(Error::unavailable(format!(
+                "{what}: cluster {} did not answer within {:?}",
+                self.discovery.cluster, self.discovery.timeout
+            ))),
+            Ok(Ok(_)) => Ok(true),
+            Ok(Err(::kube::Error::Api(status))) if status.code == 403 => Ok(false),
+            Ok(Err(e)) => Err(map_error(e, &what)),
+        }
+    }
+
+    /// Starts the watch `key` unless it runs.
+    fn ensure(&self, key: WatchKey, resource: &ApiResource) {
+        let mut watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
+        if watches.contains_key(&key) {
+            return;
+        }
+        self.shared.set_health(&key, WatchHealth::Syncing);
+        let api: Api<DynamicObject> = match &key.2 {
+            Some(ns) => Api::namespaced_with(self.discovery.client.clone(), ns, resource),
+            None => Api::all_with(self.discovery.client.clone(), resource),
+        };
+        let publisher = Publisher {
+            cluster: self.discovery.cluster.clone(),
+            resource: resource.clone(),
+            namespace: key.2.clone(),
+            changes: self.changes.clone(),
+            shared: Arc::clone(&self.shared),
+            key: key.clone(),
+        };
+        watches.insert(key, tokio::spawn(run_watch(api, publisher)));
+    }
+
+    fn is_watched(&self, key: &WatchKey) -> bool {
         self.watches.lock().is_ok_and(|w| w.contains_key(key))
     }
 
-    /// How many resource types are watched.
+    /// How many watches run (one per resource type, or per type and namespace for types the
+    /// credentials cannot list across namespaces).
     #[must_use]
     pub fn watch_count(&self) -> usize {
         self.watches.lock().map_or(0, |w| w.len())
+    }
+
+    /// The health of the watch that covers `id` (as [`ClusterWatcher::watch_in`] returned it),
+    /// or `None` if no watch covers it.
+    #[must_use]
+    pub fn health(&self, id: &ResourceId) -> Option<WatchHealth> {
+        let health = self
+            .shared
+            .health
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let all = (id.api_version.clone(), id.kind.clone(), None);
+        health.get(&all).cloned().or_else(|| {
+            let ns = id.namespace.clone()?;
+            health
+                .get(&(id.api_version.clone(), id.kind.clone(), Some(ns)))
+                .cloned()
+        })
+    }
+
+    /// What the watches know of `id` (as [`ClusterWatcher::watch_in`] returned it).
+    #[must_use]
+    pub fn watched(&self, id: &ResourceId) -> Watched {
+        if let Some(r) = self.current(id) {
+            return Watched::Seen(r);
+        }
+        match self.health(id) {
+            Some(WatchHealth::Synced) => Watched::Absent,
+            Some(WatchHealth::Syncing) => Watched::Unknown("not listed yet".to_owned()),
+            Some(WatchHealth::Failing(e)) => Watched::Unknown(e),
+            None => Watched::Unknown("not watched".to_owned()),
+        }
     }
 
     /// The last readiness seen of `id` (with its namespace), or `None` if it was not seen or is
     /// deleted.
     #[must_use]
     pub fn current(&self, id: &ResourceId) -> Option<Readiness> {
-        self.seen.lock().ok()?.get(id).map(|(_, r)| r.clone())
+        self.shared
+            .seen
+            .lock()
+            .ok()?
+            .get(id)
+            .map(|(_, r)| r.clone())
     }
 }
 
@@ -138,22 +331,9 @@ impl Drop for ClusterWatcher {
 }
 
 /// Runs one watch until aborted.
-async fn run_watch(
-    connector: Arc<KubeConnector>,
-    resource: ApiResource,
-    changes: broadcast::Sender<ReadinessChange>,
-    seen: Arc<Mutex<Seen>>,
-) {
-    let cluster = crate::connector::Connector::cluster(connector.as_ref()).to_owned();
-    let api: Api<DynamicObject> = Api::all_with(connector.client().clone(), &resource);
+async fn run_watch(api: Api<DynamicObject>, publisher: Publisher) {
     let config = watcher::Config::default().labels(DEPLOYMENT_ID_LABEL);
     let mut events = watcher::watcher(api, config).default_backoff().boxed();
-    let publisher = Publisher {
-        cluster,
-        resource,
-        changes,
-        seen,
-    };
     // Objects listed since the last `Init`; those not relisted were deleted meanwhile.
     let mut relisted: HashSet<ResourceId> = HashSet::new();
     while let Some(event) = events.next().await {
@@ -164,15 +344,24 @@ async fn run_watch(
                     relisted.insert(id);
                 }
             }
-            Ok(Event::InitDone) => publisher.forget_except(&relisted),
+            Ok(Event::InitDone) => {
+                publisher.forget_except(&relisted);
+                publisher.healthy();
+            }
             Ok(Event::Apply(obj)) => {
                 publisher.apply(&obj);
+                publisher.healthy();
             }
-            Ok(Event::Delete(obj)) => publisher.delete(&obj),
-            // The watcher backs off and retries by itself; the cluster's reachability is
-            // reported by the engine's health checks, not from here.
+            Ok(Event::Delete(obj)) => {
+                publisher.delete(&obj);
+                publisher.healthy();
+            }
+            // The watcher backs off and retries by itself; readers see the watch failing.
             Err(e) => {
-                tracing::debug!(cluster = %publisher.cluster, kind = %publisher.resource.kind, error = %e, "watch interrupted")
+                tracing::debug!(cluster = %publisher.cluster, kind = %publisher.resource.kind, error = %e, "watch interrupted");
+                publisher
+                    .shared
+                    .set_health(&publisher.key, WatchHealth::Failing(e.to_string()));
             }
         }
     }
@@ -182,8 +371,11 @@ async fn run_watch(
 struct Publisher {
     cluster: String,
     resource: ApiResource,
+    /// The namespace of a per-namespace watch.
+    namespace: Option<String>,
     changes: broadcast::Sender<ReadinessChange>,
-    seen: Arc<Mutex<Seen>>,
+    shared: Arc<Shared>,
+    key: WatchKey,
 }
 
 impl Publisher {
@@ -194,6 +386,10 @@ impl Publisher {
             namespace: obj.metadata.namespace.clone(),
             name: obj.metadata.name.clone()?,
         })
+    }
+
+    fn healthy(&self) {
+        self.shared.set_health(&self.key, WatchHealth::Synced);
     }
 
     /// Records and publishes the readiness of `obj` if it changed; returns its id.
@@ -211,7 +407,7 @@ impl Publisher {
         value["kind"] = serde_json::Value::String(id.kind.clone());
         let now = readiness(&value);
         let changed = {
-            let mut seen = self.seen.lock().ok()?;
+            let mut seen = self.shared.seen.lock().ok()?;
             let entry = (deployment_id.clone(), now.clone());
             seen.insert(id.clone(), entry.clone()) != Some(entry)
         };
@@ -228,20 +424,22 @@ impl Publisher {
     }
 
     fn remove(&self, id: &ResourceId) {
-        let removed = self.seen.lock().ok().and_then(|mut s| s.remove(id));
+        let removed = self.shared.seen.lock().ok().and_then(|mut s| s.remove(id));
         if let Some((deployment_id, _)) = removed {
             self.publish(id.clone(), deployment_id, None);
         }
     }
 
-    /// Publishes as deleted every object of this watch's type that the relist did not return.
+    /// Publishes as deleted every object of this watch's type (and namespace) that the relist
+    /// did not return.
     fn forget_except(&self, relisted: &HashSet<ResourceId>) {
-        let gone: Vec<ResourceId> = match self.seen.lock() {
+        let gone: Vec<ResourceId> = match self.shared.seen.lock() {
             Ok(seen) => seen
                 .keys()
                 .filter(|id| {
                     id.api_version == self.resource.api_version
                         && id.kind == self.resource.kind
+                        && (self.namespace.is_none() || id.namespace == self.namespace)
                         && !relisted.contains(*id)
                 })
                 .cloned()
@@ -273,12 +471,20 @@ mod tests {
     fn publisher() -> (Publisher, broadcast::Receiver<ReadinessChange>) {
         let (changes, rx) = broadcast::channel(16);
         let resource = ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&());
+        let (health_tx, _) = watch::channel(0);
+        let shared = Arc::new(Shared {
+            seen: Mutex::default(),
+            health: Mutex::default(),
+            health_tx,
+        });
         (
             Publisher {
                 cluster: "p+c1".to_owned(),
                 resource,
+                namespace: None,
                 changes,
-                seen: Arc::default(),
+                shared,
+                key: ("v1".to_owned(), "Pod".to_owned(), None),
             },
             rx,
         )

@@ -7,12 +7,15 @@
 mod common;
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::{AppSpec, Env, clusters, config_map, context, status, until};
 use emco_appcontext::context::{AppDependency, HookGroups, QueueStatus};
 use emco_appcontext::{AppContext, AppContextStore, InMemoryAppContextStore};
 use emco_core::lifecycle::{AppContextStatus, ClusterReadiness, ResourceStatus, RsyncEvent};
+use emco_rsync::connector::Connector;
+use emco_rsync::engine::ContextStatusExt;
 use kubesim::Fault;
 use tokio_util::sync::CancellationToken;
 
@@ -306,11 +309,28 @@ async fn terminate_during_instantiate_cancels_it_and_skips_pending_events() {
     })
     .await;
     rsync.read(ctx.id()).await.unwrap();
+    assert_eq!(
+        ctx.desired_state().await.unwrap(),
+        Some(AppContextStatus::Instantiated)
+    );
     rsync.terminate(ctx.id()).await.unwrap();
+    assert!(
+        ctx.pending_terminate().await.unwrap(),
+        "the running instantiate gives way to a terminate"
+    );
     // c2 comes back only for the terminate: nothing was applied there, deleting is harmless.
     env.fleet.set_fault("c2", Fault::none()).unwrap();
     rsync.wait_idle(ctx.id()).await;
     assert_eq!(status(&ctx).await, AppContextStatus::Terminated);
+    assert!(!ctx.pending_terminate().await.unwrap());
+    assert_eq!(
+        ctx.current_state().await.unwrap(),
+        Some(AppContextStatus::Terminated)
+    );
+    assert_eq!(
+        ctx.desired_state().await.unwrap(),
+        Some(AppContextStatus::Terminated)
+    );
     let events: Vec<_> = ctx
         .event_queue()
         .await
@@ -611,6 +631,60 @@ async fn update_applies_changes_and_deletes_leftovers_and_rollback_reverts() {
     assert!(all_statuses(&old, "app", &cs, ResourceStatus::Applied).await);
 }
 
+/// A terminate that arrives before an update (or an instantiate) has finished: whether the
+/// update was still queued or already running, nothing of either context stays deployed.
+#[tokio::test]
+async fn terminate_right_after_update_removes_both_contexts() {
+    let env = Env::start(1).await;
+    let store = memory();
+    let cs = clusters(1);
+    let (a1, b) = (config_map("a", "1"), config_map("b", "1"));
+    let (a2, c) = (config_map("a", "2"), config_map("c", "1"));
+    let v1 = AppSpec::new("app", &cs, &[("a+ConfigMap", &a1), ("b+ConfigMap", &b)]);
+    let v2 = AppSpec::new("app", &cs, &[("a+ConfigMap", &a2), ("c+ConfigMap", &c)]);
+    let old = context(Arc::clone(&store), &[v1]).await;
+    let new = context(Arc::clone(&store), &[v2]).await;
+    let rsync = env.engine(Arc::clone(&store));
+    rsync.instantiate(old.id()).await.unwrap();
+    rsync.wait_idle(old.id()).await;
+    assert!(env.get(0, old.id(), "app", &b).await.is_some());
+
+    rsync.update(old.id(), new.id()).await.unwrap();
+    rsync.terminate(new.id()).await.unwrap();
+    until("both contexts terminated", || async {
+        status(&new).await == AppContextStatus::Terminated
+            && status(&old).await == AppContextStatus::Terminated
+    })
+    .await;
+    rsync.wait_idle(new.id()).await;
+    rsync.wait_idle(old.id()).await;
+    for (ctx, yaml) in [
+        (old.id(), &a1),
+        (old.id(), &b),
+        (new.id(), &a2),
+        (new.id(), &c),
+    ] {
+        assert!(env.get(0, ctx, "app", yaml).await.is_none(), "{yaml}");
+    }
+
+    // A context whose instantiate never ran is terminated without touching the clusters.
+    let never = context(
+        Arc::clone(&store),
+        &[AppSpec::new(
+            "app",
+            &cs,
+            &[("d+ConfigMap", &config_map("d", "1"))],
+        )],
+    )
+    .await;
+    rsync.instantiate(never.id()).await.unwrap();
+    rsync.terminate(never.id()).await.unwrap();
+    until("terminated", || async {
+        status(&never).await == AppContextStatus::Terminated
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_restarted_engine_resumes_active_contexts() {
     let env = Env::start(2).await;
@@ -679,4 +753,306 @@ async fn a_hundred_clusters_in_one_context() {
     rsync.wait_idle(ctx.id()).await;
     assert_eq!(status(&ctx).await, AppContextStatus::Terminated);
     assert!(all_statuses(&ctx, "app", &cs, ResourceStatus::Deleted).await);
+}
+
+/// The collected status (`status/`) of `app` on `cluster`, `Null` before the first write.
+async fn collected(ctx: &AppContext, app: &str, cluster: &str) -> serde_json::Value {
+    ctx.cluster_status(app, cluster)
+        .await
+        .unwrap()
+        .unwrap_or_default()
+}
+
+/// The next readiness notification, as (app, cluster); the timeout only bounds a hang.
+async fn next_ready(sub: &mut emco_rsync::engine::ReadySubscription) -> (String, String) {
+    let n = tokio::time::timeout(Duration::from_secs(60), sub.next())
+        .await
+        .expect("a readiness notification within 60 s")
+        .unwrap();
+    (n.app, n.cluster)
+}
+
+#[tokio::test]
+async fn readiness_comes_from_watches_and_follows_every_transition() {
+    let env = Env::start(2).await;
+    let store = memory();
+    let cs = clusters(2);
+    let ctx = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    let rsync = env.engine(Arc::clone(&store));
+    let mut sub = rsync.subscribe_ready(ctx.id());
+    rsync.instantiate(ctx.id()).await.unwrap();
+    let mut first = vec![next_ready(&mut sub).await.1, next_ready(&mut sub).await.1];
+    first.sort();
+    assert_eq!(first, cs);
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+    assert_eq!(
+        ctx.current_state().await.unwrap(),
+        Some(AppContextStatus::Instantiated)
+    );
+    assert_eq!(
+        ctx.desired_state().await.unwrap(),
+        Some(AppContextStatus::Instantiated)
+    );
+    assert!(!ctx.pending_terminate().await.unwrap());
+    let listed = ctx.resource_statuses_listed().await.unwrap();
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    assert!(listed.values().all(|s| *s == ResourceStatus::Applied));
+
+    // Readiness came from one watch per cluster and type, not from reading objects.
+    assert_eq!(env.reads.load(Ordering::Relaxed), 0);
+    for conn in &env.direct {
+        assert_eq!(
+            conn.watcher().unwrap().watch_count(),
+            2,
+            "ConfigMap, Deployment"
+        );
+    }
+    for c in &cs {
+        until("the collected status shows everything ready", || async {
+            let doc = collected(&ctx, "web", c).await;
+            doc["readyStatus"] == "Available"
+                && doc["resources"]["web+Deployment"]["ready"] == true
+                && doc["resources"]["settings+ConfigMap"]["ready"] == true
+        })
+        .await;
+    }
+
+    // The Deployment of c1 loses its replicas: c1 shows it not ready.
+    let deployments: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        env.direct[0].client().clone(),
+        "default",
+        &kube::discovery::ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()),
+    );
+    let params = kube::api::PatchParams::default();
+    deployments
+        .patch_status(
+            "web",
+            &params,
+            &kube::api::Patch::Merge(serde_json::json!({"status": {"availableReplicas": 0}})),
+        )
+        .await
+        .unwrap();
+    until("c1 shows the Deployment not ready", || async {
+        let doc = collected(&ctx, "web", &cs[0]).await;
+        doc["resources"]["web+Deployment"]["ready"] == false
+            && doc["resources"]["web+Deployment"]["present"] == true
+    })
+    .await;
+    // A new rollout makes it ready again: readyNotify fires again, for c1 only.
+    deployments
+        .patch(
+            "web",
+            &params,
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"replicas": 2}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        next_ready(&mut sub).await,
+        ("web".to_owned(), cs[0].clone())
+    );
+    let doc = collected(&ctx, "web", &cs[0]).await;
+    assert_eq!(doc["resources"]["web+Deployment"]["ready"], true, "{doc}");
+    assert_eq!(env.reads.load(Ordering::Relaxed), 0);
+
+    rsync.terminate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(
+        ctx.current_state().await.unwrap(),
+        Some(AppContextStatus::Terminated)
+    );
+    let doc = collected(&ctx, "web", &cs[1]).await;
+    assert_eq!(
+        doc["resources"]["web+Deployment"]["present"], false,
+        "{doc}"
+    );
+}
+
+#[tokio::test]
+async fn without_a_watcher_readiness_is_polled() {
+    let env = Env::start_with(1, false).await;
+    let store = memory();
+    let cs = clusters(1);
+    let ctx = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    let rsync = env.engine(Arc::clone(&store));
+    let mut sub = rsync.subscribe_ready(ctx.id());
+    rsync.instantiate(ctx.id()).await.unwrap();
+    assert_eq!(
+        next_ready(&mut sub).await,
+        ("web".to_owned(), cs[0].clone())
+    );
+    assert!(
+        env.reads.load(Ordering::Relaxed) >= 2,
+        "each object is read"
+    );
+    let doc = collected(&ctx, "web", &cs[0]).await;
+    assert_eq!(doc["readyStatus"], "Available", "{doc}");
+    assert_eq!(doc["resources"]["web+Deployment"]["ready"], true, "{doc}");
+    rsync.terminate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+}
+
+#[tokio::test]
+async fn readiness_is_unknown_until_the_cluster_is_reached() {
+    let env = Env::start(1).await;
+    let store = memory();
+    let cs = clusters(1);
+    let ctx = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    // Connections are accepted and never answered: the applies time out after 5 s.
+    env.fleet.set_fault("c1", Fault::black_hole()).unwrap();
+    let rsync = env.engine(Arc::clone(&store));
+    rsync.instantiate(ctx.id()).await.unwrap();
+    let key = format!("{}app/web/cluster/{}/readystatus/", ctx.root_key(), cs[0]);
+    until("readystatus written as Unknown", || async {
+        store
+            .get(&key)
+            .await
+            .unwrap()
+            .is_some_and(|kv| kv.value.as_ref() == b"\"Unknown\"")
+    })
+    .await;
+    until("readystatus Retrying", || async {
+        ctx.cluster_ready_status("web", &cs[0]).await.unwrap() == ClusterReadiness::Retrying
+    })
+    .await;
+    env.fleet.set_fault("c1", Fault::none()).unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+    assert_eq!(
+        ctx.cluster_ready_status("web", &cs[0]).await.unwrap(),
+        ClusterReadiness::Available
+    );
+    rsync.terminate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+}
+
+/// Runs git in `dir` with a fixed identity.
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=agent", "-c", "user.email=agent@localhost"])
+        .args(["-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// Pushes a status object as EMCO's monitor writes it back: a ResourceBundleState listing
+/// `objects` (each carried base64-encoded, as Go encodes bytes).
+fn write_back(agent: &std::path::Path, ctx: u64, objects: &[serde_json::Value]) {
+    use base64::Engine as _;
+    let entries: Vec<serde_json::Value> = objects
+        .iter()
+        .map(|o| {
+            let api_version = o["apiVersion"].as_str().unwrap();
+            let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+            serde_json::json!({"group": group, "version": version, "kind": o["kind"],
+                "name": o["metadata"]["name"], "namespace": "default",
+                "res": base64::engine::general_purpose::STANDARD.encode(o.to_string())})
+        })
+        .collect();
+    let doc = serde_json::json!({"apiVersion": "k8splugin.io/v1alpha1", "kind": "ResourceBundleState",
+        "metadata": {"name": format!("{ctx}-web")}, "status": {"ready": true, "resourceStatuses": entries}});
+    git(agent, &["pull", "-q", "origin", "main"]);
+    let dir = agent.join(format!("clusters/prov+g1/status/{ctx}/app/web"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{ctx}-web-status.yaml")),
+        serde_yaml_ng::to_string(&doc).unwrap(),
+    )
+    .unwrap();
+    git(agent, &["add", "-A"]);
+    git(agent, &["commit", "-q", "-m", "status"]);
+    git(agent, &["push", "-q", "origin", "HEAD:main"]);
+}
+
+#[tokio::test]
+async fn gitops_readiness_comes_from_the_status_written_back() {
+    use emco_rsync::connector::gitops::{GitOpsConfig, GitOpsConnector};
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = tmp.path().join("remote.git");
+    git(
+        tmp.path(),
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            remote.to_str().unwrap(),
+        ],
+    );
+    let conn = GitOpsConnector::open(GitOpsConfig::new(
+        "prov+g1",
+        remote.to_str().unwrap(),
+        tmp.path().join("rsync"),
+    ))
+    .await
+    .unwrap();
+    let resolver = Arc::new(emco_rsync::engine::MapResolver::new());
+    resolver.insert("prov+g1", Arc::new(conn));
+    let store = memory();
+    let cs = vec!["prov+g1".to_owned()];
+    let ctx = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    let rsync = emco_rsync::engine::Rsync::builder()
+        .store(store)
+        .connectors(resolver)
+        .poll_interval(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let mut sub = rsync.subscribe_ready(ctx.id());
+    rsync.instantiate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+
+    // Committed is not deployed: until the agent writes back, nothing is claimed.
+    until("the collected status says Unknown", || async {
+        collected(&ctx, "web", &cs[0]).await["readyStatus"] == "Unknown"
+    })
+    .await;
+    let doc = collected(&ctx, "web", &cs[0]).await;
+    for r in ["settings+ConfigMap", "web+Deployment"] {
+        assert_eq!(doc["resources"][r]["present"], false, "{doc}");
+        assert_eq!(doc["resources"][r]["ready"], false, "{doc}");
+        assert!(doc["resources"][r]["reason"].is_string(), "{doc}");
+    }
+
+    let agent = tmp.path().join("agent");
+    git(
+        tmp.path(),
+        &["clone", "-q", remote.to_str().unwrap(), "agent"],
+    );
+    let label = serde_json::json!({"emco/deployment-id": format!("{}-web", ctx.id())});
+    let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": "default", "labels": label}});
+    write_back(&agent, ctx.id(), std::slice::from_ref(&cm));
+    until(
+        "the ConfigMap is reported, the Deployment absent",
+        || async {
+            let doc = collected(&ctx, "web", &cs[0]).await;
+            doc["readyStatus"] == "Available"
+                && doc["resources"]["settings+ConfigMap"]["ready"] == true
+                && doc["resources"]["web+Deployment"]["present"] == false
+        },
+    )
+    .await;
+
+    let deployment = serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default", "generation": 1, "labels": label},
+        "spec": {"replicas": 1},
+        "status": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1,
+                   "readyReplicas": 1, "availableReplicas": 1}});
+    write_back(&agent, ctx.id(), &[cm, deployment]);
+    assert_eq!(
+        next_ready(&mut sub).await,
+        ("web".to_owned(), cs[0].clone())
+    );
+    let doc = collected(&ctx, "web", &cs[0]).await;
+    assert_eq!(doc["resources"]["web+Deployment"]["ready"], true, "{doc}");
+
+    rsync.terminate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Terminated);
 }

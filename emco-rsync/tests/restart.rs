@@ -147,6 +147,20 @@ async fn sigkill_during_instantiate_loses_nothing() {
     rsync.wait_idle(ctx.id()).await;
 
     assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+    let not_applied: Vec<String> = ctx
+        .store()
+        .list_all(ctx.root_key(), false)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|kv| {
+            kv.key.contains("/resource/")
+                && kv.key.ends_with("/status/")
+                && kv.value.as_ref() != br#"{"Status":"Applied"}"#
+        })
+        .map(|kv| format!("{} = {}", kv.key, String::from_utf8_lossy(&kv.value)))
+        .collect();
+    assert!(not_applied.is_empty(), "{not_applied:#?}");
     assert_eq!(applied_count(&ctx).await, total);
     let queue: Vec<_> = ctx
         .event_queue()

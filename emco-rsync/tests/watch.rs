@@ -133,3 +133,80 @@ async fn unknown_kinds_cannot_be_watched() {
     assert_eq!(e.kind(), emco_core::ErrorKind::NotFound);
     assert_eq!(watcher.watch_count(), 0);
 }
+
+#[path = "common/gate.rs"]
+mod gate;
+
+#[tokio::test]
+async fn credentials_limited_to_namespaces_are_watched_per_namespace() {
+    use emco_rsync::connector::kube::KubeConnector;
+    use emco_rsync::watch::{WatchHealth, Watched};
+
+    let fleet = Fleet::start(FleetConfig {
+        ready_delay: Duration::from_millis(100),
+        ..FleetConfig::default()
+    })
+    .await
+    .unwrap();
+    // Deployments may not be listed across namespaces (a namespaced Role); ConfigMaps may.
+    let gate = gate::GateLayer {
+        forbidden: std::sync::Arc::new(vec!["/apis/apps/v1/deployments".to_owned()]),
+        ..gate::GateLayer::default()
+    };
+    let client = gate::client(&fleet.kubeconfig("c1").unwrap(), &gate).await;
+    let c = KubeConnector::from_client("c1", client);
+    let watcher = c.watcher().unwrap();
+    assert!(
+        std::sync::Arc::ptr_eq(&watcher, &c.watcher().unwrap()),
+        "one watcher per connector"
+    );
+
+    let web = deployment("web");
+    let config =
+        Resource::from_yaml("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\n").unwrap();
+    let mut keyed = Vec::new();
+    for ns in ["a", "b"] {
+        let namespace = Resource::from_yaml(&format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n"
+        ))
+        .unwrap();
+        let scope = Scope::new("12", "web").with_namespace(ns);
+        c.apply(&Batch::new(scope.clone()).with_resource(namespace))
+            .await
+            .unwrap();
+        c.apply(
+            &Batch::new(scope)
+                .with_resource(web.clone())
+                .with_resource(config.clone()),
+        )
+        .await
+        .unwrap();
+        let k = watcher.watch_in(ns, web.id()).await.unwrap();
+        assert_eq!(k.namespace.as_deref(), Some(ns));
+        keyed.push(k);
+        watcher.watch_in(ns, config.id()).await.unwrap();
+    }
+    watcher.watch_in("a", web.id()).await.unwrap();
+    assert_eq!(
+        watcher.watch_count(),
+        3,
+        "Deployments in a and in b, ConfigMaps across namespaces"
+    );
+    for k in &keyed {
+        for _ in 0..600 {
+            if watcher.watched(k) == Watched::Seen(Readiness::Ready) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(watcher.watched(k), Watched::Seen(Readiness::Ready), "{k}");
+        assert_eq!(watcher.health(k), Some(WatchHealth::Synced));
+    }
+    // A listed namespace without the object: known absent, not unknown.
+    let mut missing = keyed[0].clone();
+    missing.name = "missing".to_owned();
+    assert_eq!(watcher.watched(&missing), Watched::Absent);
+    // In a namespace nobody watches, nothing is known.
+    missing.namespace = Some("c".to_owned());
+    assert!(matches!(watcher.watched(&missing), Watched::Unknown(_)));
+}

@@ -21,6 +21,18 @@ pub enum Backend {
     Mongo,
 }
 
+/// Where AppContexts (the deployments in progress and their status) are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ContextBackend {
+    /// The embedded redb file under the data dir, shared with the embedded resource store.
+    Embedded,
+    /// In memory; running deployments are forgotten on exit.
+    Memory,
+    /// etcd at `etcd_endpoints` (EMCO's layout, so EMCO's own services can share it).
+    Etcd,
+}
+
 /// How logs are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -41,12 +53,23 @@ struct Cli {
     /// The address of the REST listener [default: 127.0.0.1:9015].
     #[arg(long, env = "EMCO_LISTEN")]
     listen: Option<SocketAddr>,
+    /// The address of the gRPC listener (AppContext, rsync, StatusNotify, health)
+    /// [default: 127.0.0.1:9016].
+    #[arg(long, env = "EMCO_GRPC_LISTEN")]
+    grpc_listen: Option<SocketAddr>,
     /// The data directory of the embedded store [default: ./emco-data].
     #[arg(long, env = "EMCO_DATA_DIR")]
     data_dir: Option<PathBuf>,
     /// The resource store backend [default: embedded].
     #[arg(long, env = "EMCO_BACKEND", value_enum)]
     backend: Option<Backend>,
+    /// The AppContext store backend [default: memory with `--backend memory`, else embedded].
+    #[arg(long, env = "EMCO_CONTEXT_BACKEND", value_enum)]
+    context_backend: Option<ContextBackend>,
+    /// The etcd endpoints, comma-separated (context backend etcd); `EMCO_ETCD_USERNAME` and
+    /// `EMCO_ETCD_PASSWORD` authenticate.
+    #[arg(long, env = "EMCO_ETCD_ENDPOINTS", value_delimiter = ',')]
+    etcd_endpoints: Option<Vec<String>>,
     /// The MongoDB URI (backend mongo).
     #[arg(long, env = "EMCO_MONGO_URI")]
     mongo_uri: Option<String>,
@@ -65,6 +88,25 @@ struct Cli {
     /// How long to let requests finish on shutdown, seconds [default: 10].
     #[arg(long, env = "EMCO_DRAIN_SECONDS")]
     drain_seconds: Option<u64>,
+    /// Run gac and hpa inside the server under their EMCO names, whatever address they are
+    /// registered with; `false` calls every registered controller over gRPC [default: true].
+    #[arg(long, env = "EMCO_BUILTIN_CONTROLLERS", action = clap::ArgAction::Set)]
+    builtin_controllers: Option<bool>,
+    /// How long one controller call may take, seconds [default: 60].
+    #[arg(long, env = "EMCO_CONTROLLER_TIMEOUT_SECONDS")]
+    controller_timeout_seconds: Option<u64>,
+    /// At most this many cluster requests of rsync in flight in all [default: 256].
+    #[arg(long, env = "EMCO_RSYNC_CONCURRENCY")]
+    rsync_concurrency: Option<usize>,
+    /// At most this many rsync requests in flight per cluster [default: 4].
+    #[arg(long, env = "EMCO_RSYNC_CLUSTER_CONCURRENCY")]
+    rsync_cluster_concurrency: Option<usize>,
+    /// Retries of an unreachable cluster before its resources fail [default: retry forever].
+    #[arg(long, env = "EMCO_RSYNC_MAX_RETRIES")]
+    rsync_max_retries: Option<u32>,
+    /// The cap on one rsync retry delay, seconds [default: 30].
+    #[arg(long, env = "EMCO_RSYNC_MAX_BACKOFF_SECONDS")]
+    rsync_max_backoff_seconds: Option<u64>,
 }
 
 /// The configuration file: the same keys as the flags, all optional.
@@ -72,14 +114,23 @@ struct Cli {
 #[serde(deny_unknown_fields)]
 struct FileConfig {
     listen: Option<SocketAddr>,
+    grpc_listen: Option<SocketAddr>,
     data_dir: Option<PathBuf>,
     backend: Option<Backend>,
+    context_backend: Option<ContextBackend>,
+    etcd_endpoints: Option<Vec<String>>,
     mongo_uri: Option<String>,
     mongo_database: Option<String>,
     log_format: Option<LogFormat>,
     max_body: Option<usize>,
     max_upload: Option<u64>,
     drain_seconds: Option<u64>,
+    builtin_controllers: Option<bool>,
+    controller_timeout_seconds: Option<u64>,
+    rsync_concurrency: Option<usize>,
+    rsync_cluster_concurrency: Option<usize>,
+    rsync_max_retries: Option<u32>,
+    rsync_max_backoff_seconds: Option<u64>,
 }
 
 /// The resolved configuration.
@@ -87,10 +138,16 @@ struct FileConfig {
 pub struct Config {
     /// The REST listener.
     pub listen: SocketAddr,
-    /// The data directory (embedded backend).
+    /// The gRPC listener.
+    pub grpc_listen: SocketAddr,
+    /// The data directory (embedded backends).
     pub data_dir: PathBuf,
     /// The resource store backend.
     pub backend: Backend,
+    /// The AppContext store backend.
+    pub context_backend: ContextBackend,
+    /// The etcd endpoints (context backend etcd).
+    pub etcd_endpoints: Vec<String>,
     /// The MongoDB URI.
     pub mongo_uri: Option<String>,
     /// The MongoDB database.
@@ -103,20 +160,41 @@ pub struct Config {
     pub max_upload: u64,
     /// The shutdown drain timeout.
     pub drain: Duration,
+    /// Whether gac and hpa run in-process.
+    pub builtin_controllers: bool,
+    /// The timeout of one controller call.
+    pub controller_timeout: Duration,
+    /// rsync's global concurrency.
+    pub rsync_concurrency: usize,
+    /// rsync's per-cluster concurrency.
+    pub rsync_cluster_concurrency: usize,
+    /// rsync's retries of an unreachable cluster; `None` retries forever.
+    pub rsync_max_retries: Option<u32>,
+    /// rsync's cap on one retry delay.
+    pub rsync_max_backoff: Duration,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 9015)),
+            grpc_listen: SocketAddr::from(([127, 0, 0, 1], 9016)),
             data_dir: PathBuf::from("./emco-data"),
             backend: Backend::Embedded,
+            context_backend: ContextBackend::Embedded,
+            etcd_endpoints: Vec::new(),
             mongo_uri: None,
             mongo_database: "emco".to_owned(),
             log_format: LogFormat::Text,
             max_body: 4 * 1024 * 1024,
             max_upload: 100 * 1024 * 1024,
             drain: Duration::from_secs(10),
+            builtin_controllers: true,
+            controller_timeout: Duration::from_secs(60),
+            rsync_concurrency: 256,
+            rsync_cluster_concurrency: 4,
+            rsync_max_retries: None,
+            rsync_max_backoff: Duration::from_secs(30),
         }
     }
 }
@@ -153,10 +231,41 @@ impl Config {
             None => FileConfig::default(),
         };
         let d = Self::default();
+        let backend = cli.backend.or(file.backend).unwrap_or(d.backend);
+        // A memory resource store with durable AppContexts would resume deployments of clusters
+        // the new process no longer knows.
+        let context_default = if backend == Backend::Memory {
+            ContextBackend::Memory
+        } else {
+            d.context_backend
+        };
+        let context_backend = cli
+            .context_backend
+            .or(file.context_backend)
+            .unwrap_or(context_default);
+        let etcd_endpoints: Vec<String> = cli
+            .etcd_endpoints
+            .or(file.etcd_endpoints)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| e.trim().to_owned())
+            .filter(|e| !e.is_empty())
+            .collect();
+        if context_backend == ContextBackend::Etcd && etcd_endpoints.is_empty() {
+            return Err(Error::invalid(
+                "the etcd context backend needs --etcd-endpoints",
+            ));
+        }
         Ok(Some(Self {
             listen: cli.listen.or(file.listen).unwrap_or(d.listen),
+            grpc_listen: cli
+                .grpc_listen
+                .or(file.grpc_listen)
+                .unwrap_or(d.grpc_listen),
             data_dir: cli.data_dir.or(file.data_dir).unwrap_or(d.data_dir),
-            backend: cli.backend.or(file.backend).unwrap_or(d.backend),
+            backend,
+            context_backend,
+            etcd_endpoints,
             mongo_uri: cli.mongo_uri.or(file.mongo_uri),
             mongo_database: cli
                 .mongo_database
@@ -169,6 +278,27 @@ impl Config {
                 .drain_seconds
                 .or(file.drain_seconds)
                 .map_or(d.drain, Duration::from_secs),
+            builtin_controllers: cli
+                .builtin_controllers
+                .or(file.builtin_controllers)
+                .unwrap_or(d.builtin_controllers),
+            controller_timeout: cli
+                .controller_timeout_seconds
+                .or(file.controller_timeout_seconds)
+                .map_or(d.controller_timeout, Duration::from_secs),
+            rsync_concurrency: cli
+                .rsync_concurrency
+                .or(file.rsync_concurrency)
+                .unwrap_or(d.rsync_concurrency),
+            rsync_cluster_concurrency: cli
+                .rsync_cluster_concurrency
+                .or(file.rsync_cluster_concurrency)
+                .unwrap_or(d.rsync_cluster_concurrency),
+            rsync_max_retries: cli.rsync_max_retries.or(file.rsync_max_retries),
+            rsync_max_backoff: cli
+                .rsync_max_backoff_seconds
+                .or(file.rsync_max_backoff_seconds)
+                .map_or(d.rsync_max_backoff, Duration::from_secs),
         }))
     }
 }
@@ -199,6 +329,38 @@ mod tests {
         assert_eq!(c.backend, Backend::Memory);
         assert_eq!(c.log_format, LogFormat::Json);
         assert_eq!(c.data_dir, PathBuf::from("./emco-data"));
+        // The AppContexts follow a memory resource store unless told otherwise.
+        assert_eq!(c.context_backend, ContextBackend::Memory);
+        assert_eq!(c.grpc_listen, "127.0.0.1:9016".parse().unwrap());
+        assert!(c.builtin_controllers);
+        assert_eq!(c.rsync_max_retries, None);
+        std::fs::write(
+            &file,
+            "context_backend: etcd\netcd_endpoints: [http://a:2379]\nrsync_max_retries: 3\n",
+        )
+        .unwrap();
+        let c = Config::from_args([
+            "emco-server",
+            "--config",
+            file.to_str().unwrap(),
+            "--etcd-endpoints",
+            "http://b:2379, http://c:2379",
+            "--builtin-controllers",
+            "false",
+            "--grpc-listen",
+            "127.0.0.1:7001",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.context_backend, ContextBackend::Etcd);
+        assert_eq!(c.etcd_endpoints, ["http://b:2379", "http://c:2379"]);
+        assert_eq!(c.rsync_max_retries, Some(3));
+        assert!(!c.builtin_controllers);
+        assert_eq!(c.backend, Backend::Embedded);
+        assert!(
+            Config::from_args(["emco-server", "--context-backend", "etcd"]).is_err(),
+            "etcd without endpoints"
+        );
         std::fs::write(&file, "nonsense: 1\n").unwrap();
         assert!(Config::from_args(["emco-server", "--config", file.to_str().unwrap()]).is_err());
         assert!(Config::from_args(["emco-server", "--listen", "nope"]).is_err());

@@ -1,50 +1,107 @@
 //! # emco-server
 //!
-//! The reference EMCO server: a thin composition of `emco-orchestrator` behind EMCO's REST API
-//! (axum) with health, readiness and Prometheus metrics endpoints and the OpenAPI document at
-//! `/v2/openapi.yaml`. Configuration comes from a YAML file, flags and the environment
-//! (`EMCO_*`); the embedded store is the default backend so a fresh machine needs no external
-//! service. The binary `emco-server` parses the configuration, builds, serves, and drains on
-//! SIGTERM/SIGINT.
+//! The reference EMCO server: a thin composition of `emco-orchestrator` and its run-time parts.
+//!
+//! - REST (axum, default `127.0.0.1:9015`, EMCO's orchestrator port): EMCO's REST API v2 from
+//!   `emco_orchestrator::rest::router`, the intent routes of the built-in controllers (gac's
+//!   `generic-k8s-intents`, hpa's `hpa-intents`), `/healthz`, `/readyz`, Prometheus `/metrics` and
+//!   the OpenAPI document at `/v2/openapi.yaml`.
+//! - gRPC (tonic, default `127.0.0.1:9016`): the AppContext store service of the controller SDK
+//!   (so a controller in another process reaches AppContexts kept in the embedded store), rsync's
+//!   EMCO services (`installapp`, `updateapp`, `readyNotify`), the orchestrator's `StatusNotify`
+//!   and the standard gRPC health service.
+//! - Stores: resources in the embedded redb file (default), memory or MongoDB; AppContexts in the
+//!   same redb file (default), memory or etcd. A fresh machine needs no external service.
+//! - Controllers: gac and hpa run in-process under the names EMCO's files register them with
+//!   ([`BUILTIN_CONTROLLERS`]): a `POST /v2/controllers` of `gac` with any host and port still runs
+//!   the built-in one, without a network hop (`--builtin-controllers false` calls every registered
+//!   controller over gRPC instead). `rsync` registers without a type and is the in-process engine.
+//!
+//! Configuration comes from a YAML file, flags and the environment (`EMCO_*`, see [`Config`]).
+//! [`serve`] runs it all until a shutdown future resolves, then drains; the binary `emco-server`
+//! calls it with SIGTERM/SIGINT.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = emco_server::Config::from_args([
+//!     "emco-server", "--backend", "memory", "--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0",
+//! ])?
+//! .ok_or("--help was asked")?;
+//! // Serves until the shutdown future resolves (here at once), then drains.
+//! tokio::runtime::Runtime::new()?.block_on(emco_server::serve(config, async {}))?;
+//! # Ok(()) }
+//! ```
 
 mod config;
 mod metrics;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use emco_appcontext::ResourceStore;
+use emco_appcontext::{AppContextStore, ResourceStore};
+use emco_controller_sdk::client::ControllerRegistry;
+use emco_controller_sdk::intent::IntentType;
+use emco_controller_sdk::remote::AppContextService;
 use emco_controller_sdk::rest::ApiError;
+use emco_controllers::gac::Gac;
+use emco_controllers::hpa::{HpaAction, HpaConsumer, HpaIntent, HpaPlacement, HpaRequirement};
 use emco_core::Error;
-use emco_orchestrator::Orchestrator;
+use emco_orchestrator::{Limits, Orchestrator};
+use emco_rsync::engine::Backoff;
 use http::{StatusCode, header};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tonic::server::NamedService;
+use tonic::transport::server::TcpIncoming;
 
-pub use config::{Backend, Config, LogFormat};
+pub use config::{Backend, Config, ContextBackend, LogFormat};
 pub use metrics::Metrics;
 
 /// Our OpenAPI 3 description of the routes served.
 pub const OPENAPI: &str = include_str!("../openapi.yaml");
 
-/// Opens the resource store `config` names.
-///
-/// # Errors
-/// Unavailable or Internal when the backend cannot be opened.
-pub async fn open_store(config: &Config) -> Result<Arc<dyn ResourceStore>, Error> {
+/// The name gac is registered under in EMCO's files (`00-controllers.yaml`).
+pub const GAC: &str = "gac";
+/// The name hpa's placement controller is registered under (EMCO's hpa examples).
+pub const HPA_PLACEMENT: &str = "hpa-placement-controller-1";
+/// The name hpa's action controller is registered under (EMCO's hpa examples).
+pub const HPA_ACTION: &str = "hpa-action-controller-1";
+/// The controllers run in-process by default, by registration name.
+pub const BUILTIN_CONTROLLERS: [&str; 3] = [GAC, HPA_PLACEMENT, HPA_ACTION];
+
+/// The two stores the server runs on.
+#[derive(Debug, Clone)]
+pub struct Stores {
+    /// The onboarded objects.
+    pub resources: Arc<dyn ResourceStore>,
+    /// The AppContexts.
+    pub contexts: Arc<dyn AppContextStore>,
+}
+
+fn open_redb(config: &Config) -> Result<emco_appcontext::embedded::Redb, Error> {
+    std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+        Error::unavailable(format!("cannot create the data dir {:?}", config.data_dir))
+            .with_source(e)
+    })?;
+    emco_appcontext::embedded::RedbBuilder::new()
+        .with_path(config.data_dir.join("emco.redb"))
+        .build()
+}
+
+async fn resource_store(
+    config: &Config,
+    redb: Option<&emco_appcontext::embedded::Redb>,
+) -> Result<Arc<dyn ResourceStore>, Error> {
     Ok(match config.backend {
         Backend::Memory => Arc::new(emco_appcontext::InMemoryResourceStore::new()),
-        Backend::Embedded => {
-            std::fs::create_dir_all(&config.data_dir).map_err(|e| {
-                Error::unavailable(format!("cannot create the data dir {:?}", config.data_dir))
-                    .with_source(e)
-            })?;
-            let db = emco_appcontext::embedded::RedbBuilder::new()
-                .with_path(config.data_dir.join("emco.redb"))
-                .build()?;
-            db.resource_store()
-        }
+        Backend::Embedded => match redb {
+            Some(db) => db.resource_store(),
+            None => open_redb(config)?.resource_store(),
+        },
         Backend::Mongo => {
             let uri = config
                 .mongo_uri
@@ -61,11 +118,157 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn ResourceStore>, Error
     })
 }
 
-#[derive(Clone)]
-struct Probe(Arc<dyn ResourceStore>);
+/// Opens the resource store `config` names.
+///
+/// # Errors
+/// Unavailable or Internal when the backend cannot be opened.
+pub async fn open_store(config: &Config) -> Result<Arc<dyn ResourceStore>, Error> {
+    resource_store(config, None).await
+}
 
-async fn readyz(State(Probe(store)): State<Probe>) -> Result<&'static str, ApiError> {
+/// Opens both stores `config` names; the embedded ones share one redb file,
+/// `<data dir>/emco.redb`.
+///
+/// # Errors
+/// Unavailable or Internal when a backend cannot be opened; InvalidArgument for a backend
+/// missing its address.
+pub async fn open_stores(config: &Config) -> Result<Stores, Error> {
+    let redb = if config.backend == Backend::Embedded
+        || config.context_backend == ContextBackend::Embedded
+    {
+        Some(open_redb(config)?)
+    } else {
+        None
+    };
+    let resources = resource_store(config, redb.as_ref()).await?;
+    let contexts: Arc<dyn AppContextStore> = match config.context_backend {
+        ContextBackend::Memory => Arc::new(emco_appcontext::InMemoryAppContextStore::new()),
+        ContextBackend::Embedded => match &redb {
+            Some(db) => db.app_context_store(),
+            None => open_redb(config)?.app_context_store(),
+        },
+        ContextBackend::Etcd => Arc::new(
+            emco_appcontext::etcd::EtcdBuilder::from_env()
+                .with_endpoints(config.etcd_endpoints.clone())
+                .build()
+                .await?,
+        ),
+    };
+    Ok(Stores {
+        resources,
+        contexts,
+    })
+}
+
+/// Builds the orchestrator over `stores` as `config` says: upload limits, rsync tuning, the
+/// controller call timeout, and the built-in controllers in-process unless disabled. Call
+/// [`Orchestrator::start`] to resume the deployments an earlier process left running.
+///
+/// # Errors
+/// As `OrchestratorBuilder::build`.
+pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Error> {
+    let builtin = config.builtin_controllers;
+    let timeout = config.controller_timeout;
+    let backoff = Backoff {
+        max_retries: config.rsync_max_retries,
+        max_delay: config.rsync_max_backoff,
+        ..Backoff::default()
+    };
+    let (global, per_cluster) = (config.rsync_concurrency, config.rsync_cluster_concurrency);
+    Orchestrator::builder(stores.resources)
+        .contexts(stores.contexts)
+        .limits(Limits {
+            max_archive: config.max_upload,
+            ..Limits::default()
+        })
+        .controllers(move |stores| {
+            let registry = ControllerRegistry::new(stores).with_timeout(timeout);
+            if !builtin {
+                return registry;
+            }
+            registry
+                .with_action(GAC, Arc::new(Gac))
+                .with_placement(
+                    HPA_PLACEMENT,
+                    Arc::new(HpaPlacement {
+                        name: HPA_PLACEMENT.to_owned(),
+                    }),
+                )
+                .with_action(HPA_ACTION, Arc::new(HpaAction))
+        })
+        .rsync(move |b| b.concurrency(global, per_cluster).backoff(backoff))
+        .build()
+}
+
+/// The REST routes of the built-in controllers' intents over `store`: gac's
+/// `generic-k8s-intents` (with `resources` and `customizations`, files up to `max_file` bytes)
+/// and hpa's `hpa-intents` (with `hpa-resource-consumers` and `resource-requirements`).
+pub fn controller_routes(store: &Arc<dyn ResourceStore>, max_file: u64) -> Router {
+    emco_controllers::gac::routes(Arc::clone(store), max_file)
+        .merge(HpaIntent::routes(Arc::clone(store)))
+        .merge(HpaConsumer::routes(Arc::clone(store)))
+        .merge(HpaRequirement::routes(Arc::clone(store)))
+}
+
+fn service_name<S: NamedService>(_: &S) -> &'static str {
+    S::NAME
+}
+
+/// The gRPC services over `orch`: the AppContext store, `StatusNotify`, rsync's `installapp`,
+/// `updateapp` and `readyNotify`, and health, which reports each of them serving; the returned
+/// [`GrpcHealth`] lets the caller report them not serving while it drains.
+pub async fn grpc_router(orch: &Orchestrator) -> (GrpcHealth, tonic::transport::server::Router) {
+    let (reporter, health) = tonic_health::server::health_reporter();
+    let contexts = AppContextService::server(Arc::clone(orch.contexts()));
+    let rsync = orch.rsync().grpc_services();
+    let notify = orch.status_notify_service();
+    let health_of = GrpcHealth {
+        reporter,
+        services: vec![
+            "",
+            service_name(&contexts),
+            service_name(&notify),
+            service_name(&rsync.installapp),
+            service_name(&rsync.updateapp),
+            service_name(&rsync.ready_notify),
+        ],
+    };
+    health_of
+        .set_all(tonic_health::ServingStatus::Serving)
+        .await;
+    let router = tonic::transport::Server::builder()
+        .add_service(health)
+        .add_service(contexts)
+        .add_service(notify)
+        .add_service(rsync.installapp)
+        .add_service(rsync.updateapp)
+        .add_service(rsync.ready_notify);
+    (health_of, router)
+}
+
+/// The gRPC health of the server's services.
+#[derive(Debug, Clone)]
+pub struct GrpcHealth {
+    reporter: tonic_health::server::HealthReporter,
+    services: Vec<&'static str>,
+}
+
+impl GrpcHealth {
+    /// Reports every service (and the server, `""`) as `status`.
+    pub async fn set_all(&self, status: tonic_health::ServingStatus) {
+        for name in &self.services {
+            self.reporter.set_service_status(name, status).await;
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Probe(Arc<dyn ResourceStore>, Arc<dyn AppContextStore>);
+
+/// Ready when both stores answer.
+async fn readyz(State(Probe(store, contexts)): State<Probe>) -> Result<&'static str, ApiError> {
     store.health().await?;
+    contexts.health().await?;
     Ok("ok\n")
 }
 
@@ -107,13 +310,20 @@ async fn refuse_oversized(
     }
 }
 
-/// The whole HTTP application: REST v2, `/healthz`, `/readyz`, `/metrics`, `/v2/openapi.yaml`,
-/// with `config.max_body` as the limit of JSON bodies (uploads have their own limit).
+/// The whole HTTP application: REST v2 with the built-in controllers' intent routes,
+/// `/healthz`, `/readyz`, `/metrics`, `/v2/openapi.yaml`, with `config.max_body` as the limit of
+/// JSON bodies (uploads have their own limit).
 pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
     let probe = Router::new()
         .route("/readyz", get(readyz))
-        .with_state(Probe(Arc::clone(orch.store())));
+        .with_state(Probe(Arc::clone(orch.store()), Arc::clone(orch.contexts())));
+    let upload_limit = usize::try_from(config.max_upload)
+        .unwrap_or(usize::MAX)
+        .saturating_add(2 * 1024 * 1024);
+    let controllers = controller_routes(&orch.intent_store(), config.max_upload)
+        .layer(DefaultBodyLimit::max(upload_limit));
     emco_orchestrator::rest::router(orch)
+        .merge(controllers)
         .route(
             "/v2/openapi.yaml",
             get(|| async { ([(header::CONTENT_TYPE, "application/yaml")], OPENAPI) }),
@@ -147,4 +357,100 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
                 }
             }),
         )
+}
+
+/// Resolves when `cancel` is cancelled; an owned future for the servers' shutdown hooks.
+fn on_cancel(cancel: &CancellationToken) -> impl Future<Output = ()> + Send + 'static {
+    cancel.clone().cancelled_owned()
+}
+
+async fn bind(addr: std::net::SocketAddr, what: &str) -> Result<TcpListener, Error> {
+    TcpListener::bind(addr).await.map_err(|e| {
+        Error::unavailable(format!("cannot listen on {addr} for {what}")).with_source(e)
+    })
+}
+
+/// Runs the whole server as `config` says until `shutdown` resolves: opens the stores, builds
+/// the orchestrator, resumes the deployments an earlier process left running, serves REST and
+/// gRPC; then stops accepting, reports gRPC health as not serving, cancels rsync (unfinished
+/// events stay queued for the next start) and lets in-flight requests finish for up to
+/// `config.drain`.
+///
+/// # Errors
+/// Unavailable when a store cannot be opened or a listener cannot be bound; the servers' errors.
+pub async fn serve(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
+    let stores = open_stores(&config).await?;
+    let orch = orchestrator(&config, stores)?;
+    let rest_listener = bind(config.listen, "REST").await?;
+    let grpc_listener = bind(config.grpc_listen, "gRPC").await?;
+    let cancel = CancellationToken::new();
+    let engine = cancel.child_token();
+    orch.start(engine.clone()).await?;
+
+    let app = app(orch.clone(), &config, Metrics::new());
+    let (health, grpc) = grpc_router(&orch).await;
+    let rest_addr = rest_listener.local_addr().ok();
+    let grpc_addr = grpc_listener.local_addr().ok();
+    let stop = on_cancel(&cancel);
+    let mut rest = tokio::spawn(async move {
+        axum::serve(rest_listener, app)
+            .with_graceful_shutdown(stop)
+            .await
+            .map_err(|e| Error::unavailable("the REST server failed").with_source(e))
+    });
+    let stop = on_cancel(&cancel);
+    let mut grpc = tokio::spawn(async move {
+        grpc.serve_with_incoming_shutdown(TcpIncoming::from(grpc_listener), stop)
+            .await
+            .map_err(|e| Error::unavailable("the gRPC server failed").with_source(e))
+    });
+    tracing::info!(
+        listen = ?rest_addr,
+        grpc_listen = ?grpc_addr,
+        backend = ?config.backend,
+        context_backend = ?config.context_backend,
+        builtin_controllers = config.builtin_controllers,
+        "emco-server ready"
+    );
+
+    // A server that fails on its own ends the process too, after the other one drained.
+    let ended = tokio::select! {
+        () = shutdown => Ended::Signal,
+        r = &mut rest => Ended::Rest(r),
+        r = &mut grpc => Ended::Grpc(r),
+    };
+    tracing::info!(drain = ?config.drain, "shutting down");
+    health
+        .set_all(tonic_health::ServingStatus::NotServing)
+        .await;
+    cancel.cancel();
+    let drain = async move {
+        let (r, g) = match ended {
+            Ended::Signal => (rest.await, grpc.await),
+            Ended::Rest(r) => (r, grpc.await),
+            Ended::Grpc(g) => (rest.await, g),
+        };
+        joined("REST", r).and(joined("gRPC", g))
+    };
+    // Idle gRPC client connections can hold tonic's graceful shutdown (hyperium/hyper#4170);
+    // the drain timeout bounds it.
+    match tokio::time::timeout(config.drain, drain).await {
+        Ok(result) => result?,
+        Err(_) => tracing::warn!("requests still running after the drain timeout; exiting"),
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Why the servers stopped serving.
+enum Ended {
+    Signal,
+    Rest(Joined),
+    Grpc(Joined),
+}
+
+type Joined = Result<Result<(), Error>, tokio::task::JoinError>;
+
+fn joined(what: &str, r: Joined) -> Result<(), Error> {
+    r.map_err(|e| Error::internal(format!("the {what} server task failed")).with_source(e))?
 }

@@ -1,9 +1,8 @@
-//! `emco-server`: parse the configuration, open the store, serve, drain on a signal.
+//! `emco-server`: parse the configuration, serve REST and gRPC, drain on SIGTERM or SIGINT.
 
 use std::process::ExitCode;
 
-use emco_orchestrator::{Limits, Orchestrator};
-use emco_server::{Config, LogFormat, Metrics};
+use emco_server::{Config, LogFormat};
 use tracing_subscriber::EnvFilter;
 
 fn init_logs(format: LogFormat) {
@@ -43,36 +42,6 @@ async fn shutdown_signal() {
     }
 }
 
-async fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
-    let store = emco_server::open_store(&config).await?;
-    let limits = Limits {
-        max_archive: config.max_upload,
-        ..Limits::default()
-    };
-    let orch = Orchestrator::new(store).with_limits(limits);
-    let app = emco_server::app(orch, &config, Metrics::new());
-    let listener = tokio::net::TcpListener::bind(config.listen).await?;
-    tracing::info!(listen = %listener.local_addr()?, backend = ?config.backend, "emco-server ready");
-
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = stop_rx.await;
-            })
-            .await
-    });
-    shutdown_signal().await;
-    tracing::info!(drain = ?config.drain, "shutting down");
-    let _ = stop_tx.send(());
-    match tokio::time::timeout(config.drain, server).await {
-        Ok(joined) => joined??,
-        Err(_) => tracing::warn!("requests still running after the drain timeout; exiting"),
-    }
-    tracing::info!("stopped");
-    Ok(())
-}
-
 fn main() -> ExitCode {
     let config = match Config::from_args(std::env::args_os()) {
         Ok(Some(c)) => c,
@@ -90,7 +59,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(config)) {
+    match runtime.block_on(emco_server::serve(config, shutdown_signal())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "emco-server failed");

@@ -1,12 +1,19 @@
 //! Runs the real `emco-server` binary: create over HTTP, stop with SIGTERM, restart on the same
-//! data dir, read back; plus the server-level endpoints.
+//! data dir, read back; the server-level endpoints; the gRPC listener (health, the AppContext
+//! service, rsync's installapp over the same store); the built-in controllers' registration and
+//! intent routes; the etcd AppContext backend when `EMCO_TEST_ETCD` is set.
 
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use emco_appcontext::context::AppContextStatus;
+use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore};
+use emco_controller_sdk::remote::{AppContextService, RemoteAppContextStore};
 
 /// A running server, killed on drop if the test did not stop it.
 struct Server {
@@ -16,18 +23,31 @@ struct Server {
 
 impl Server {
     fn start(data_dir: &std::path::Path, addr: SocketAddr) -> Self {
+        Self::start_with(data_dir, addr, free_addr(), &[])
+    }
+
+    /// Starts with the gRPC listener on `grpc` and `extra` flags.
+    fn start_with(
+        data_dir: &std::path::Path,
+        addr: SocketAddr,
+        grpc: SocketAddr,
+        extra: &[&str],
+    ) -> Self {
         let child = Command::new(env!("CARGO_BIN_EXE_emco-server"))
             .arg("--listen")
             .arg(addr.to_string())
+            .arg("--grpc-listen")
+            .arg(grpc.to_string())
             .arg("--data-dir")
             .arg(data_dir)
+            .args(extra)
             .env("EMCO_LOG_FORMAT", "json")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
         let server = Self { child, addr };
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(60);
         while request(server.addr, "GET", "/healthz", "").is_err() {
             assert!(Instant::now() < deadline, "emco-server did not come up");
             std::thread::sleep(Duration::from_millis(50));
@@ -35,7 +55,8 @@ impl Server {
         server
     }
 
-    fn terminate(mut self) -> std::process::ExitStatus {
+    /// Sends SIGTERM without waiting.
+    fn signal_term(&self) {
         let pid = self.child.id().to_string();
         assert!(
             Command::new("kill")
@@ -44,7 +65,11 @@ impl Server {
                 .unwrap()
                 .success()
         );
-        let deadline = Instant::now() + Duration::from_secs(30);
+    }
+
+    /// Waits for the process to exit.
+    fn wait_exit(mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
@@ -55,6 +80,11 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    fn terminate(self) -> std::process::ExitStatus {
+        self.signal_term();
+        self.wait_exit()
     }
 }
 
@@ -72,20 +102,32 @@ fn free_addr() -> SocketAddr {
         .unwrap()
 }
 
-/// One HTTP/1.1 request; returns the status and the body.
+/// One HTTP/1.1 request with a JSON body; returns the status and the body.
 fn request(
     addr: SocketAddr,
     method: &str,
     path: &str,
     body: &str,
 ) -> std::io::Result<(u16, String)> {
+    request_bytes(addr, method, path, "application/json", body.as_bytes())
+}
+
+/// One HTTP/1.1 request; returns the status and the body.
+fn request_bytes(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    s.set_read_timeout(Some(Duration::from_secs(120)))?;
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     )?;
+    s.write_all(body)?;
     let mut out = String::new();
     s.read_to_string(&mut out)?;
     let status = out
@@ -98,6 +140,39 @@ fn request(
         .map(|(_, b)| b.to_owned())
         .unwrap_or_default();
     Ok((status, body))
+}
+
+/// A multipart POST of a `metadata` JSON part and file parts `(field, file name, content)`.
+fn post_form(
+    addr: SocketAddr,
+    path: &str,
+    metadata: &str,
+    files: &[(&str, &str, &[u8])],
+) -> (u16, String) {
+    let boundary = "emco-server-test-boundary";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"metadata\"\r\nContent-Type: application/json\r\n\r\n{metadata}\r\n"
+    )
+    .into_bytes();
+    for (field, name, content) in files {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(content);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    request_bytes(
+        addr,
+        "POST",
+        path,
+        &format!("multipart/form-data; boundary={boundary}"),
+        &body,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -122,6 +197,44 @@ fn data_survives_a_sigterm_restart() {
     assert!(server.terminate().success());
 }
 
+/// A request in flight when SIGTERM arrives is finished (and durable) while new connections are
+/// refused.
+#[test]
+fn sigterm_lets_a_request_in_flight_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_addr();
+    let server = Server::start(dir.path(), addr);
+    let body = r#"{"metadata":{"name":"drained","description":"sent across the signal"}}"#;
+    let (first, rest) = body.split_at(20);
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        s,
+        "POST /v2/projects HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{first}",
+        body.len()
+    )
+    .unwrap();
+    s.flush().unwrap();
+    // Connections are accepted in order: once a later one is answered, ours is accepted too.
+    assert_eq!(request(addr, "GET", "/healthz", "").unwrap().0, 200);
+    server.signal_term();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok() {
+        assert!(Instant::now() < deadline, "the listener stayed open");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    s.write_all(rest.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    assert!(server.wait_exit().success());
+
+    let server = Server::start(dir.path(), addr);
+    let (status, body) = request(addr, "GET", "/v2/projects/drained", "").unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(server.terminate().success());
+}
+
 #[test]
 fn server_endpoints() {
     let dir = tempfile::tempdir().unwrap();
@@ -131,6 +244,15 @@ fn server_endpoints() {
     let (status, doc) = request(addr, "GET", "/v2/openapi.yaml", "").unwrap();
     assert_eq!(status, 200);
     assert!(doc.contains("openapi: 3.0.3") && doc.contains("/v2/projects/{project}"));
+    for path in [
+        "/{deploymentIntentGroup}/instantiate:",
+        "/{deploymentIntentGroup}/status:",
+        "/{logicalCloud}/instantiate:",
+        "/generic-k8s-intents/{genericK8sIntent}/resources:",
+        "/hpa-intents/{hpaIntent}/hpa-resource-consumers:",
+    ] {
+        assert!(doc.contains(path), "{path}");
+    }
     let (status, body) = request(addr, "GET", "/v2/nothing-here", "").unwrap();
     assert_eq!((status, body.trim()), (404, "no such route"));
     // Bad input is a 4xx, never a 500; an oversized JSON body is a 413.
@@ -151,4 +273,525 @@ fn server_endpoints() {
         "{metrics}"
     );
     assert!(metrics.contains("emco_http_request_duration_seconds_bucket"));
+}
+
+/// A connected gRPC channel to `addr`.
+async fn channel(addr: SocketAddr) -> tonic::transport::Channel {
+    tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
+fn grpc_name<S: tonic::server::NamedService>(_: &S) -> &'static str {
+    S::NAME
+}
+
+async fn health(addr: SocketAddr, service: &str) -> i32 {
+    let mut client = tonic_health::pb::health_client::HealthClient::new(channel(addr).await);
+    client
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: service.to_owned(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .status
+}
+
+/// Stops `server` with SIGTERM while this runtime keeps running, so that the test's gRPC client
+/// connections see the server's GOAWAY and close (an unpolled client would hold the server's
+/// drain until its timeout).
+async fn terminate(server: Server) -> std::process::ExitStatus {
+    tokio::task::spawn_blocking(move || server.terminate())
+        .await
+        .unwrap()
+}
+
+/// Creates a context with one app over the server's AppContext gRPC service.
+async fn remote_context(grpc: SocketAddr) -> AppContext {
+    let store: Arc<dyn AppContextStore> =
+        Arc::new(RemoteAppContextStore::connect_lazy(&format!("http://{grpc}")).unwrap());
+    let ctx = AppContext::create(store, &CompositeAppMeta::default())
+        .await
+        .unwrap();
+    let mut w = ctx.writer();
+    w.add_app("web").unwrap();
+    w.set_app_order(&["web"]).unwrap();
+    w.flush().await.unwrap();
+    ctx
+}
+
+/// Health, the AppContext service and rsync's installapp share the server's one AppContext store,
+/// which is the embedded file: the context is still there after a SIGTERM restart.
+#[tokio::test]
+async fn grpc_services_share_the_embedded_context_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, grpc) = (free_addr(), free_addr());
+    let server = Server::start_with(dir.path(), addr, grpc, &[]);
+    let serving = tonic_health::pb::health_check_response::ServingStatus::Serving as i32;
+    assert_eq!(health(grpc, "").await, serving);
+    let probe: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
+    let appcontext_service = grpc_name(&AppContextService::server(probe));
+    assert_eq!(health(grpc, appcontext_service).await, serving);
+    assert_eq!(health(grpc, "installapp").await, serving);
+    assert_eq!(health(grpc, "StatusNotify").await, serving);
+    // StatusNotify answers from the resource store: no such group.
+    let mut notify = emco_proto::status_notify_client::StatusNotifyClient::new(channel(grpc).await);
+    let registration = emco_proto::StatusRegistration {
+        client_id: "test".to_owned(),
+        key: Some(emco_proto::status_registration::Key::DigKey(
+            emco_proto::DigKey {
+                project: "nope".to_owned(),
+                composite_app: "ca".to_owned(),
+                composite_app_version: "v1".to_owned(),
+                deployment_intent_group: "dig".to_owned(),
+            },
+        )),
+        ..Default::default()
+    };
+    let code = match notify.status_register(registration).await {
+        Err(status) => status.code(),
+        Ok(stream) => stream.into_inner().message().await.unwrap_err().code(),
+    };
+    assert_eq!(code, tonic::Code::NotFound);
+    drop(notify);
+
+    let ctx = remote_context(grpc).await;
+    let id = ctx.id();
+    let mut rsync = emco_proto::installapp_client::InstallappClient::new(channel(grpc).await);
+    let answer = rsync
+        .install_app(emco_proto::InstallAppRequest {
+            app_context: id.to_string(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(answer.app_context_installed, "{answer:?}");
+    // rsync works on the context the AppContext service wrote: an app with no cluster is done at
+    // once.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while ctx.status().await.unwrap() != Some(AppContextStatus::Instantiated) {
+        assert!(Instant::now() < deadline, "{:?}", ctx.status().await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop((rsync, ctx));
+    assert!(terminate(server).await.success());
+
+    let server = Server::start_with(dir.path(), addr, grpc, &[]);
+    let store: Arc<dyn AppContextStore> =
+        Arc::new(RemoteAppContextStore::connect_lazy(&format!("http://{grpc}")).unwrap());
+    let again = AppContext::load(store, id).await.unwrap();
+    assert_eq!(again.apps().await.unwrap(), ["web"]);
+    assert_eq!(
+        again.status().await.unwrap(),
+        Some(AppContextStatus::Instantiated)
+    );
+    // SIGTERM closes both listeners.
+    drop(again);
+    assert!(terminate(server).await.success());
+    assert!(TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_err());
+    assert!(TcpStream::connect_timeout(&grpc, Duration::from_secs(2)).is_err());
+}
+
+fn post(addr: SocketAddr, path: &str, body: &str) -> (u16, String) {
+    request(addr, "POST", path, body).unwrap()
+}
+
+/// EMCO's controller registrations (any host and port, rsync without a type) are accepted and
+/// the built-in controllers' intent routes answer at EMCO's paths.
+#[test]
+fn builtin_controllers_register_by_emco_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_addr();
+    let _server = Server::start(dir.path(), addr);
+    for body in [
+        r#"{"metadata":{"name":"rsync"},"spec":{"host":"rsync","port":9031}}"#,
+        r#"{"metadata":{"name":"gac"},"spec":{"host":"gac.invalid","port":9033,"type":"action","priority":1}}"#,
+        r#"{"metadata":{"name":"hpa-placement-controller-1"},"spec":{"host":"hpaplc","port":9099,"type":"placement"}}"#,
+        r#"{"metadata":{"name":"hpa-action-controller-1"},"spec":{"host":"hpaac","port":9042,"type":"action","priority":1}}"#,
+    ] {
+        let (status, out) = post(addr, "/v2/controllers", body);
+        assert_eq!(status, 201, "{out}");
+    }
+    let (status, list) = request(addr, "GET", "/v2/controllers", "").unwrap();
+    assert_eq!(status, 200);
+    for name in emco_server::BUILTIN_CONTROLLERS.iter().chain(&["rsync"]) {
+        assert!(list.contains(&format!("\"name\":\"{name}\"")), "{list}");
+    }
+
+    assert_eq!(
+        post(addr, "/v2/projects", r#"{"metadata":{"name":"p"}}"#).0,
+        201
+    );
+    assert_eq!(
+        post(
+            addr,
+            "/v2/projects/p/composite-apps",
+            r#"{"metadata":{"name":"ca"},"spec":{"compositeAppVersion":"v1"}}"#
+        )
+        .0,
+        201
+    );
+    let (status, out) = post(
+        addr,
+        "/v2/projects/p/composite-apps/ca/v1/composite-profiles",
+        r#"{"metadata":{"name":"cp"}}"#,
+    );
+    assert_eq!(status, 201, "{out}");
+    let (status, out) = post(
+        addr,
+        "/v2/projects/p/logical-clouds",
+        r#"{"metadata":{"name":"lc"},"spec":{"level":"0"}}"#,
+    );
+    assert_eq!(status, 201, "{out}");
+    let (status, out) = post(
+        addr,
+        "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups",
+        r#"{"metadata":{"name":"dig"},"spec":{"compositeProfile":"cp","version":"r1","logicalCloud":"lc"}}"#,
+    );
+    assert_eq!(status, 201, "{out}");
+    let dig = "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig";
+    let (status, out) = post(
+        addr,
+        &format!("{dig}/generic-k8s-intents"),
+        r#"{"metadata":{"name":"gi"}}"#,
+    );
+    assert_eq!(status, 201, "{out}");
+    let (status, out) = request(addr, "GET", &format!("{dig}/generic-k8s-intents/gi"), "").unwrap();
+    assert_eq!(status, 200, "{out}");
+    assert!(out.contains("\"name\":\"gi\""), "{out}");
+    let (status, out) = post(
+        addr,
+        &format!("{dig}/hpa-intents"),
+        r#"{"metadata":{"name":"hi"},"spec":{"app":"web"}}"#,
+    );
+    assert_eq!(status, 201, "{out}");
+    let (status, out) = post(
+        addr,
+        &format!("{dig}/hpa-intents/hi/hpa-resource-consumers"),
+        r#"{"metadata":{"name":"c"},"spec":{"apiVersion":"apps/v1","kind":"Deployment","name":"web","container":"web"}}"#,
+    );
+    assert_eq!(status, 201, "{out}");
+    // EMCO's codes on the controllers' routes too.
+    assert_eq!(
+        post(
+            addr,
+            &format!("{dig}/hpa-intents"),
+            r#"{"metadata":{"name":"hi"},"spec":{"app":"web"}}"#
+        )
+        .0,
+        409
+    );
+    assert_eq!(
+        post(
+            addr,
+            "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/nope/generic-k8s-intents",
+            r#"{"metadata":{"name":"gi"}}"#
+        )
+        .0,
+        404
+    );
+}
+
+/// The AppContexts in etcd (`EMCO_TEST_ETCD`): written over the server's gRPC service, read back
+/// from etcd directly.
+#[tokio::test]
+async fn etcd_context_backend() {
+    let Ok(endpoint) = std::env::var("EMCO_TEST_ETCD") else {
+        eprintln!("SKIPPED etcd_context_backend: EMCO_TEST_ETCD is not set");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, grpc) = (free_addr(), free_addr());
+    let server = Server::start_with(
+        dir.path(),
+        addr,
+        grpc,
+        &["--context-backend", "etcd", "--etcd-endpoints", &endpoint],
+    );
+    let ctx = remote_context(grpc).await;
+    let etcd: Arc<dyn AppContextStore> = Arc::new(
+        emco_appcontext::etcd::EtcdBuilder::new()
+            .with_endpoints([endpoint])
+            .build()
+            .await
+            .unwrap(),
+    );
+    let direct = AppContext::load(Arc::clone(&etcd), ctx.id()).await.unwrap();
+    assert_eq!(direct.apps().await.unwrap(), ["web"]);
+    direct.delete().await.unwrap();
+    drop(ctx);
+    assert!(terminate(server).await.success());
+}
+
+/// The shared testdata of EMCO's examples.
+fn examples() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/testdata/emco-examples")
+}
+
+/// A gzipped tar of `entry` under `dir`, made with the tar CLI.
+fn tgz(dir: &std::path::Path, entry: &str, out: &std::path::Path) -> Vec<u8> {
+    let status = Command::new("tar")
+        .arg("-czf")
+        .arg(out)
+        .arg("-C")
+        .arg(dir)
+        .arg(entry)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::read(out).unwrap()
+}
+
+const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n";
+
+/// Onboards http-server on clusters `kp+c1` and `kp+c2` through an admin logical cloud, with the
+/// DIG naming hpa's intent `hi` (a mandatory feature only c1 has) and gac's intent `gi` (a new
+/// ConfigMap `from-gac`), both controllers registered at an address where nothing listens;
+/// returns the DIG's URL.
+fn onboard_with_controllers(
+    addr: SocketAddr,
+    work: &std::path::Path,
+    remote: Option<SocketAddr>,
+) -> String {
+    let created = |(status, body): (u16, String)| assert!(status == 201, "{status} {body}");
+    created(post(
+        addr,
+        "/v2/cluster-providers",
+        r#"{"metadata":{"name":"kp"}}"#,
+    ));
+    created(post(addr, "/v2/projects", r#"{"metadata":{"name":"p"}}"#));
+    created(post(
+        addr,
+        "/v2/projects/p/logical-clouds",
+        r#"{"metadata":{"name":"lc"},"spec":{"level":"0"}}"#,
+    ));
+    for cluster in ["c1", "c2"] {
+        created(post_form(
+            addr,
+            "/v2/cluster-providers/kp/clusters",
+            &format!(r#"{{"metadata":{{"name":"{cluster}"}}}}"#),
+            &[("file", "kubeconfig", KUBECONFIG.as_bytes())],
+        ));
+        created(post(
+            addr,
+            "/v2/projects/p/logical-clouds/lc/cluster-references",
+            &format!(
+                r#"{{"metadata":{{"name":"{cluster}"}},"spec":{{"clusterProvider":"kp","cluster":"{cluster}"}}}}"#
+            ),
+        ));
+    }
+    // Only c1 has the hardware hpa's intent asks for.
+    created(post(
+        addr,
+        "/v2/cluster-providers/kp/clusters/c1/labels",
+        r#"{"clusterLabel":"intel_qat"}"#,
+    ));
+    let (status, body) = post(addr, "/v2/projects/p/logical-clouds/lc/instantiate", "");
+    assert_eq!(status, 202, "{body}");
+    created(post(
+        addr,
+        "/v2/controllers",
+        r#"{"metadata":{"name":"gac"},"spec":{"host":"127.0.0.1","port":1,"type":"action","priority":1}}"#,
+    ));
+    created(post(
+        addr,
+        "/v2/controllers",
+        r#"{"metadata":{"name":"hpa-placement-controller-1"},"spec":{"host":"127.0.0.1","port":1,"type":"placement"}}"#,
+    ));
+    if let Some(remote) = remote {
+        // After gac (priority 1), so it sees gac's ConfigMap.
+        created(post(
+            addr,
+            "/v2/controllers",
+            &format!(
+                r#"{{"metadata":{{"name":"team"}},"spec":{{"host":"{}","port":{},"type":"action","priority":2}}}}"#,
+                remote.ip(),
+                remote.port()
+            ),
+        ));
+    }
+    created(post(
+        addr,
+        "/v2/projects/p/composite-apps",
+        r#"{"metadata":{"name":"ca"},"spec":{"compositeAppVersion":"v1"}}"#,
+    ));
+    let chart = tgz(
+        &examples().join("helm_charts/http-server/helm"),
+        "http-server",
+        &work.join("http-server.tgz"),
+    );
+    created(post_form(
+        addr,
+        "/v2/projects/p/composite-apps/ca/v1/apps",
+        r#"{"metadata":{"name":"http-server"}}"#,
+        &[("file", "http-server.tgz", &chart)],
+    ));
+    created(post(
+        addr,
+        "/v2/projects/p/composite-apps/ca/v1/composite-profiles",
+        r#"{"metadata":{"name":"cp"}}"#,
+    ));
+    let profile = tgz(
+        &examples().join("profiles/default/profile"),
+        ".",
+        &work.join("profile.tgz"),
+    );
+    created(post_form(
+        addr,
+        "/v2/projects/p/composite-apps/ca/v1/composite-profiles/cp/profiles",
+        r#"{"metadata":{"name":"pr"},"spec":{"app":"http-server"}}"#,
+        &[("file", "profile.tgz", &profile)],
+    ));
+    let dig = "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig".to_owned();
+    created(post(
+        addr,
+        "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups",
+        r#"{"metadata":{"name":"dig"},"spec":{"compositeProfile":"cp","version":"r1","logicalCloud":"lc"}}"#,
+    ));
+    created(post(
+        addr,
+        &format!("{dig}/intents"),
+        &format!(
+            r#"{{"metadata":{{"name":"i"}},"spec":{{"intent":{{"genericPlacementIntent":"gpi","gac":"gi","hpa-placement-controller-1":"hi"{}}}}}}}"#,
+            if remote.is_some() {
+                r#","team":"blue""#
+            } else {
+                ""
+            }
+        ),
+    ));
+    created(post(
+        addr,
+        &format!("{dig}/generic-placement-intents"),
+        r#"{"metadata":{"name":"gpi"},"spec":{"logicalCloud":"lc"}}"#,
+    ));
+    created(post(
+        addr,
+        &format!("{dig}/generic-placement-intents/gpi/app-intents"),
+        r#"{"metadata":{"name":"ai"},"spec":{"app":"http-server","intent":{"allOf":[{"clusterProvider":"kp","cluster":"c1"},{"clusterProvider":"kp","cluster":"c2"}]}}}"#,
+    ));
+    created(post(
+        addr,
+        &format!("{dig}/generic-k8s-intents"),
+        r#"{"metadata":{"name":"gi"}}"#,
+    ));
+    created(post_form(
+        addr,
+        &format!("{dig}/generic-k8s-intents/gi/resources"),
+        r#"{"metadata":{"name":"cm"},"spec":{"app":"http-server","newObject":"true","resourceGVK":{"apiVersion":"v1","kind":"ConfigMap","name":"from-gac"}}}"#,
+        &[(
+            "file",
+            "cm.yaml",
+            b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-gac\ndata:\n  k: v\n",
+        )],
+    ));
+    created(post(
+        addr,
+        &format!("{dig}/hpa-intents"),
+        r#"{"metadata":{"name":"hi"},"spec":{"app":"http-server"}}"#,
+    ));
+    created(post(
+        addr,
+        &format!("{dig}/hpa-intents/hi/hpa-resource-consumers"),
+        r#"{"metadata":{"name":"c"},"spec":{"apiVersion":"apps/v1","kind":"Deployment","name":"r1-http-server","container":"http-server"}}"#,
+    ));
+    created(post(
+        addr,
+        &format!("{dig}/hpa-intents/hi/hpa-resource-consumers/c/resource-requirements"),
+        r#"{"metadata":{"name":"qat"},"spec":{"allocatable":false,"mandatory":true,"resource":{"key":"feature.node.kubernetes.io/intel_qat","value":"true"}}}"#,
+    ));
+    let (status, body) = post(addr, &format!("{dig}/approve"), "");
+    assert_eq!(status, 202, "{body}");
+    dig
+}
+
+/// An action controller in another process: labels every resource with the DIG's intent name,
+/// reaching the server's embedded AppContexts through its AppContext gRPC service.
+struct Team;
+
+#[async_trait::async_trait]
+impl emco_controller_sdk::ActionController for Team {
+    async fn update(
+        &self,
+        cx: &mut emco_controller_sdk::ControllerContext,
+    ) -> emco_core::Result<()> {
+        let team = cx.intent_name().unwrap_or("none").to_owned();
+        for app in cx.apps().await? {
+            for cluster in cx.clusters(&app).await? {
+                for (name, mut obj) in cx.resources(&app, &cluster).await? {
+                    emco_controller_sdk::set_field(
+                        &mut obj,
+                        &["metadata", "labels", "team"],
+                        team.clone().into(),
+                    )?;
+                    cx.put_resource(&app, &cluster, &name, obj).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// hpa and gac registered by their EMCO names at an address where nothing listens run
+/// in-process during an instantiate (c2 is filtered out, gac's ConfigMap is in the AppContext),
+/// and a controller served over gRPC by the SDK, working on the server's embedded AppContexts
+/// through its AppContext service, runs after them; with `--builtin-controllers false` the same
+/// instantiate calls the registered address of gac and fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registered_builtin_controllers_run_in_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, grpc) = (free_addr(), free_addr());
+    let data = dir.path().join("in-process");
+    let server = Server::start_with(&data, addr, grpc, &[]);
+    let store: Arc<dyn AppContextStore> =
+        Arc::new(RemoteAppContextStore::connect_lazy(&format!("http://{grpc}")).unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let team_addr = listener.local_addr().unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let team = tokio::spawn(
+        emco_controller_sdk::Server::builder(Arc::clone(&store))
+            .name("team")
+            .action(Team)
+            .serve_with_listener(listener, stop.clone().cancelled_owned()),
+    );
+    let (dig, (status, body)) = tokio::task::block_in_place(|| {
+        let dig = onboard_with_controllers(addr, dir.path(), Some(team_addr));
+        let answer = post(addr, &format!("{dig}/instantiate"), "");
+        (dig, answer)
+    });
+    assert_eq!(status, 202, "{body}");
+    let (status, body) = request(addr, "GET", &format!("{dig}/status"), "").unwrap();
+    assert_eq!(status, 200, "{body}");
+    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let id: u64 = status["states"]["statusctxid"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let ctx = AppContext::load(Arc::clone(&store), id).await.unwrap();
+    // hpa's placement removed c2, gac added its ConfigMap, the remote controller labelled it.
+    assert_eq!(ctx.clusters("http-server").await.unwrap(), ["kp+c1"]);
+    let cm = ctx
+        .resource("http-server", "kp+c1", "from-gac+ConfigMap")
+        .await
+        .unwrap()
+        .expect("gac's ConfigMap");
+    assert!(cm.contains("team: blue"), "{cm}");
+    stop.cancel();
+    team.await.unwrap().unwrap();
+    drop((ctx, store));
+    assert!(terminate(server).await.success());
+
+    let data = dir.path().join("remote");
+    let server = Server::start_with(&data, addr, grpc, &["--builtin-controllers", "false"]);
+    let (status, body) = tokio::task::block_in_place(|| {
+        let dig = onboard_with_controllers(addr, dir.path(), None);
+        post(addr, &format!("{dig}/instantiate"), "")
+    });
+    // Unreachable is Unavailable: a 503, whose body the REST layer keeps generic.
+    assert_eq!(status, 503, "{body}");
+    assert!(terminate(server).await.success());
 }

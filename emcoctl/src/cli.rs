@@ -1,47 +1,73 @@
 //! The command line: parsing, and running a command to an exit code.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use emco_core::model::status::StatusQuery;
 
-use crate::client::Client;
-use crate::document::{Document, expand_paths, load, load_values};
+use crate::client::{Client, TlsOptions};
+use crate::document::{
+    Document, STDIN, expand_paths, load, load_text, load_values, load_values_files,
+};
 use crate::error::{CtlError, EXIT_BAD_INPUT, EXIT_OK, EXIT_REQUEST_FAILED, Result};
 use crate::ops::{self, Command, Options, Output};
+use crate::status::{self, Ending, WatchOptions};
 
 const EXAMPLES: &str = "\
 Examples:
   emcoctl apply -f prerequisites.yaml -v values.yaml
-  emcoctl apply -f dir/ -f app.yaml -v values.yaml -s -w 5
+  emcoctl apply -f dir/ -f app.yaml -v values.yaml -v site.yaml -s -w 5
+  generate-docs | emcoctl apply -f -
   emcoctl get -f prerequisites.yaml -v values.yaml -o json
-  emcoctl delete -f prerequisites.yaml -v values.yaml
-  emcoctl --server http://emco:9015 -t $TOKEN update -f app.yaml
+  emcoctl status -f instantiate.yaml -v values.yaml --status deployed --output summary
+  emcoctl watch -f instantiate.yaml -v values.yaml --timeout 300
+  emcoctl delete -f prerequisites.yaml -f app.yaml -f instantiate.yaml -v values.yaml
+  emcoctl --server https://emco:9015 --ca-cert ca.pem -t $TOKEN update -f app.yaml
   emcoctl template ./chart -f chart-values.yaml
   emcoctl completion bash > /etc/bash_completion.d/emcoctl
 
 Server address: --server, else $EMCO_SERVER, else the config file (--config, default
 ~/.emco.yaml, EMCO's shape: `orchestrator: {host, port}`), else http://127.0.0.1:9015.
+https:// servers are verified against the system's CA certificates, or --ca-cert's.
 
-Exit codes: 0 every request succeeded; 1 a request failed (error status or unreachable
-server); 2 bad input file, values file, config or usage (nothing was sent).";
+Values: each -v file is merged into the ones before it (maps key by key, later files win), and
+every input file is rendered as one Go template with the result as dot.
+
+Waiting: delete walks the documents in reverse, so an instantiate document (sent as
+terminate) comes before the deletion of its deployment intent group or logical cloud. EMCO
+refuses that deletion while the terminate runs, so delete waits for the terminate to finish
+(its status route says Terminated) before going on: at most -w seconds when -w is given, else
+at most 120 s. With -w, apply also waits after an accepted instantiate, update, rollback or
+migrate until its AppContext settles (at most -w seconds; readiness is watch's job); other
+accepted requests sleep -w seconds as EMCO's emcoctl does.
+
+Exit codes: 0 every request succeeded (watch: every target settled successfully); 1 a request
+failed (error status, unreachable server, failed or timed-out operation); 2 bad input file,
+values file, config or usage (nothing was sent).";
 
 /// emcoctl's command line.
 #[derive(Parser, Debug)]
 #[command(
     name = "emcoctl",
     version,
-    about = "The EMCO command-line client: apply, get, update and delete emcoctl YAML files",
+    about = "The EMCO command-line client: apply, get, update, delete and watch emcoctl YAML files",
     after_help = EXAMPLES
 )]
 pub struct Cli {
-    /// The server URL (http://host:port); else $EMCO_SERVER, else the config file.
+    /// The server URL (http[s]://host:port); else $EMCO_SERVER, else the config file.
     #[arg(long, global = true)]
     pub server: Option<String>,
     /// The config file (EMCO's `~/.emco.yaml` shape).
     #[arg(long, global = true)]
     pub config: Option<PathBuf>,
+    /// A PEM file of CA certificates to verify an https server with (instead of the system's).
+    #[arg(long, global = true)]
+    pub ca_cert: Option<PathBuf>,
+    /// Do not verify the https server's certificate (the connection is still encrypted).
+    #[arg(long, global = true)]
+    pub insecure: bool,
     /// The command.
     #[command(subcommand)]
     pub command: Sub,
@@ -52,12 +78,19 @@ pub struct Cli {
 pub enum Sub {
     /// Create every resource of the files, in order (POST).
     Apply(DocArgs),
-    /// Delete every resource of the files, in reverse order (instantiate becomes terminate).
+    /// Delete every resource of the files, in reverse order (instantiate becomes terminate,
+    /// waited for before the deletes that follow it).
     Delete(DocArgs),
     /// Read every resource of the files (GET).
     Get(DocArgs),
     /// Replace every resource of the files (PUT).
     Update(DocArgs),
+    /// Print the status of the deployment intent groups and logical clouds that the files'
+    /// lifecycle documents (instantiate, ...) operate on.
+    Status(StatusArgs),
+    /// Follow the operations of the files' lifecycle documents until each settles:
+    /// instantiated (or updated) and ready, terminated, or failed.
+    Watch(WatchArgs),
     /// Render a Helm chart like `helm template`.
     Template(TemplateArgs),
     /// Print a shell completion script.
@@ -67,22 +100,32 @@ pub enum Sub {
     },
 }
 
-/// The options of the document commands.
+/// The input files of every command that reads emcoctl files.
 #[derive(clap::Args, Debug)]
-pub struct DocArgs {
-    /// An emcoctl YAML file or a directory of them (repeatable).
+pub struct InputArgs {
+    /// An emcoctl YAML file, a directory of them, or `-` for standard input (repeatable).
     #[arg(short = 'f', long = "file", required = true)]
     pub files: Vec<PathBuf>,
-    /// A values file: each file is rendered as a Go template with these values as dot.
+    /// A values file (repeatable, later files win): each input file is rendered as a Go
+    /// template with the merged values as dot.
     #[arg(short = 'v', long = "values")]
-    pub values: Option<PathBuf>,
+    pub values: Vec<PathBuf>,
     /// A bearer token for the Authorization header.
     #[arg(short = 't', long = "token")]
     pub token: Option<String>,
+}
+
+/// The options of the document commands.
+#[derive(clap::Args, Debug)]
+pub struct DocArgs {
+    /// The input files.
+    #[command(flatten)]
+    pub input: InputArgs,
     /// Stop at the first failed request.
     #[arg(short = 's', long = "stop-on-failure")]
     pub stop: bool,
-    /// Seconds to wait after a 202 Accepted.
+    /// Seconds to wait after a 202 Accepted: until the operation settles when it has a status
+    /// route, else this long (see "Waiting" below).
     #[arg(short = 'w', long = "wait", default_value_t = 0)]
     pub wait: u64,
     /// The output format.
@@ -99,6 +142,85 @@ pub enum OutputArg {
     Json,
     /// YAML.
     Yaml,
+}
+
+/// `status --status`.
+#[derive(ValueEnum, Debug, Clone, Copy)]
+pub enum StatusTypeArg {
+    /// Whether the resources are ready on the clusters (the default).
+    Ready,
+    /// What rsync did: applied, failed, retrying.
+    Deployed,
+}
+
+/// `status --output`: a format and, separately, how much the server returns.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusOutputArg {
+    /// A heading and one row per app and cluster (the default format).
+    Table,
+    /// JSON.
+    Json,
+    /// YAML.
+    Yaml,
+    /// Only the overall status and counts.
+    Summary,
+    /// Every resource's status (the default).
+    All,
+    /// Every resource's status with its detail from the cluster.
+    Detail,
+}
+
+/// The options of `status`.
+#[derive(clap::Args, Debug)]
+pub struct StatusArgs {
+    /// The input files.
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The output: a format (table, json, yaml) and/or EMCO's `output` query (summary, all,
+    /// detail); give both as `-o summary -o json`.
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Vec<StatusOutputArg>,
+    /// EMCO's `status` query: ready (default) or deployed.
+    #[arg(long, value_enum)]
+    pub status: Option<StatusTypeArg>,
+    /// The AppContext to report on (default: the current one).
+    #[arg(long)]
+    pub instance: Option<String>,
+    /// Only this app (repeatable).
+    #[arg(long)]
+    pub app: Vec<String>,
+    /// Only this cluster, `provider+cluster` (repeatable).
+    #[arg(long)]
+    pub cluster: Vec<String>,
+    /// Only this resource (repeatable).
+    #[arg(long)]
+    pub resource: Vec<String>,
+    /// List the apps only.
+    #[arg(long)]
+    pub apps: bool,
+    /// List the clusters of each app only.
+    #[arg(long)]
+    pub clusters: bool,
+    /// List the resources of each app and cluster only.
+    #[arg(long)]
+    pub resources: bool,
+}
+
+/// The options of `watch`.
+#[derive(clap::Args, Debug)]
+pub struct WatchArgs {
+    /// The input files.
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Give up (exit 1) after this many seconds.
+    #[arg(long, default_value_t = 600.0)]
+    pub timeout: f64,
+    /// Seconds between two polls.
+    #[arg(long, default_value_t = 2.0)]
+    pub interval: f64,
+    /// Progress lines (table), or one JSON line / YAML document per change and per ending.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputArg::Table)]
+    pub output: OutputArg,
 }
 
 /// The options of `template`.
@@ -125,17 +247,60 @@ pub struct TemplateArgs {
 /// # Errors
 /// The first input error, naming the file, document and line.
 pub fn load_documents(files: &[PathBuf], values: Option<&Path>) -> Result<Vec<Document>> {
-    let values = values.map(load_values).transpose()?;
+    let values: Vec<PathBuf> = values.into_iter().map(Path::to_owned).collect();
+    load_inputs(files, &values, &mut std::io::empty())
+}
+
+/// Loads every document of `files` (expanded; `-` reads `stdin`, once), rendered with the
+/// merged values files when any are given.
+///
+/// # Errors
+/// The first input error, naming the file, document and line; a usage error for `-` given
+/// twice.
+pub fn load_inputs(
+    files: &[PathBuf],
+    values: &[PathBuf],
+    stdin: &mut dyn Read,
+) -> Result<Vec<Document>> {
+    let values = load_values_files(values)?;
     let mut docs = Vec::new();
-    for file in expand_paths(files)? {
-        docs.extend(load(&file, values.as_ref())?);
+    let mut stdin_read = false;
+    for file in files {
+        if file.as_os_str() == "-" {
+            if std::mem::replace(&mut stdin_read, true) {
+                return Err(CtlError::Usage("-f - can be given once".to_owned()));
+            }
+            let mut text = String::new();
+            stdin
+                .read_to_string(&mut text)
+                .map_err(|e| CtlError::input(STDIN, None, None, format!("cannot read: {e}")))?;
+            docs.extend(load_text(Path::new(STDIN), text, values.as_ref())?);
+            continue;
+        }
+        for path in expand_paths(std::slice::from_ref(file))? {
+            docs.extend(load(&path, values.as_ref())?);
+        }
     }
     Ok(docs)
 }
 
-/// Runs emcoctl with `args` (the program name first), printing to `out` and `err`; returns the
-/// exit code.
+/// Runs emcoctl with `args` (the program name first), reading `-f -` from the process's
+/// standard input and printing to `out` and `err`; returns the exit code.
 pub async fn run<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    run_with_stdin(args, &mut std::io::stdin(), out, err).await
+}
+
+/// [`run`] with `stdin` as standard input.
+pub async fn run_with_stdin<I, T>(
+    args: I,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
@@ -157,7 +322,7 @@ where
             return code;
         }
     };
-    match execute(cli, out, err).await {
+    match execute(cli, stdin, out, err).await {
         Ok(code) => code,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
@@ -166,45 +331,36 @@ where
     }
 }
 
-async fn execute(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32> {
-    let cmd = match cli.command {
+async fn execute(
+    cli: Cli,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32> {
+    let cmd = match &cli.command {
         Sub::Apply(a) => (Command::Apply, a),
         Sub::Delete(a) => (Command::Delete, a),
         Sub::Get(a) => (Command::Get, a),
         Sub::Update(a) => (Command::Update, a),
+        Sub::Status(a) => return status_command(&cli, a, stdin, out).await,
+        Sub::Watch(a) => return watch_command(&cli, a, stdin, out).await,
         Sub::Template(a) => {
-            let text = template(&a)?;
+            let text = template(a)?;
             out.write_all(text.as_bytes())
                 .map_err(|e| CtlError::Request(format!("cannot write the output: {e}")))?;
             return Ok(EXIT_OK);
         }
         Sub::Completion { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "emcoctl", out);
+            clap_complete::generate(*shell, &mut Cli::command(), "emcoctl", out);
             return Ok(EXIT_OK);
         }
     };
     let (cmd, args) = cmd;
-    let config = cli
-        .config
-        .clone()
-        .or_else(crate::config::default_config_path);
-    let env = std::env::var("EMCO_SERVER").ok();
-    let server = crate::config::server(
-        cli.server.as_deref(),
-        env.as_deref(),
-        config.as_deref(),
-        cli.config.is_some(),
-    )?;
-    let client = Client::new(&server, args.token.clone())?;
-    let docs = load_documents(&args.files, args.values.as_deref())?;
+    let (client, docs) = connect(&cli, &args.input, stdin)?;
     let opts = Options {
         stop_on_failure: args.stop,
         wait: Duration::from_secs(args.wait),
-        output: match args.output {
-            OutputArg::Table => Output::Table,
-            OutputArg::Json => Output::Json,
-            OutputArg::Yaml => Output::Yaml,
-        },
+        output: output_of(args.output),
     };
     // With --output json|yaml, stdout holds only the data; failures go to stderr.
     let outcomes = if opts.output == Output::Table && cmd != Command::Get {
@@ -218,6 +374,148 @@ async fn execute(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i
     } else {
         EXIT_REQUEST_FAILED
     })
+}
+
+/// The client for the server the command line names, and the loaded input documents.
+fn connect(cli: &Cli, input: &InputArgs, stdin: &mut dyn Read) -> Result<(Client, Vec<Document>)> {
+    let config = cli
+        .config
+        .clone()
+        .or_else(crate::config::default_config_path);
+    let env = std::env::var("EMCO_SERVER").ok();
+    let server = crate::config::server(
+        cli.server.as_deref(),
+        env.as_deref(),
+        config.as_deref(),
+        cli.config.is_some(),
+    )?;
+    let tls = TlsOptions {
+        ca_cert: cli.ca_cert.clone(),
+        insecure: cli.insecure,
+    };
+    let client = Client::with_tls(&server, input.token.clone(), &tls)?;
+    let docs = load_inputs(&input.files, &input.values, stdin)?;
+    Ok((client, docs))
+}
+
+/// The status targets of `docs`; a usage error when there is none.
+fn targets_of(docs: &[Document]) -> Result<Vec<status::Target>> {
+    let targets = status::targets(docs);
+    if targets.is_empty() {
+        return Err(CtlError::Usage(
+            "no lifecycle document (an anchor ending in instantiate, terminate, ...) in the files"
+                .to_owned(),
+        ));
+    }
+    Ok(targets)
+}
+
+async fn status_command(
+    cli: &Cli,
+    args: &StatusArgs,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+) -> Result<i32> {
+    let mut format = None;
+    let mut level = None;
+    for o in &args.output {
+        let (slot, value) = match o {
+            StatusOutputArg::Table => (&mut format, "table"),
+            StatusOutputArg::Json => (&mut format, "json"),
+            StatusOutputArg::Yaml => (&mut format, "yaml"),
+            StatusOutputArg::Summary => (&mut level, "summary"),
+            StatusOutputArg::All => (&mut level, "all"),
+            StatusOutputArg::Detail => (&mut level, "detail"),
+        };
+        if slot.replace(value).is_some() {
+            return Err(CtlError::Usage(
+                "--output: give at most one format (table, json, yaml) and one level (summary, all, detail)"
+                    .to_owned(),
+            ));
+        }
+    }
+    let mut pairs: Vec<(&str, String)> = Vec::new();
+    if let Some(i) = &args.instance {
+        pairs.push(("instance", i.clone()));
+    }
+    if let Some(s) = args.status {
+        let s = match s {
+            StatusTypeArg::Ready => "ready",
+            StatusTypeArg::Deployed => "deployed",
+        };
+        pairs.push(("status", s.to_owned()));
+    }
+    if let Some(level) = level {
+        pairs.push(("output", level.to_owned()));
+    }
+    pairs.extend(args.app.iter().map(|a| ("app", a.clone())));
+    pairs.extend(args.cluster.iter().map(|c| ("cluster", c.clone())));
+    pairs.extend(args.resource.iter().map(|r| ("resource", r.clone())));
+    for (on, mode) in [
+        (args.apps, "apps"),
+        (args.clusters, "clusters"),
+        (args.resources, "resources"),
+    ] {
+        if on {
+            pairs.push((mode, String::new()));
+        }
+    }
+    // The server's own parser: what it would refuse is refused here, before anything is sent.
+    let query = StatusQuery::from_pairs(pairs).map_err(|e| CtlError::Usage(e.to_string()))?;
+    let (client, docs) = connect(cli, &args.input, stdin)?;
+    let targets = targets_of(&docs)?;
+    let mut answers = Vec::with_capacity(targets.len());
+    for target in &targets {
+        answers.push(status::query(&client, target, &query).await);
+    }
+    let output = match format {
+        Some("json") => Output::Json,
+        Some("yaml") => Output::Yaml,
+        _ => Output::Table,
+    };
+    status::print(&answers, output, out)?;
+    Ok(if answers.iter().all(|a| a.status.is_ok()) {
+        EXIT_OK
+    } else {
+        EXIT_REQUEST_FAILED
+    })
+}
+
+async fn watch_command(
+    cli: &Cli,
+    args: &WatchArgs,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+) -> Result<i32> {
+    let seconds = |name: &str, v: f64| {
+        Duration::try_from_secs_f64(v)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                CtlError::Usage(format!("--{name}: {v} is not a positive number of seconds"))
+            })
+    };
+    let opts = WatchOptions {
+        timeout: seconds("timeout", args.timeout)?,
+        interval: seconds("interval", args.interval)?,
+        output: output_of(args.output),
+    };
+    let (client, docs) = connect(cli, &args.input, stdin)?;
+    let targets = targets_of(&docs)?;
+    let endings = status::watch(&client, &targets, &opts, out).await?;
+    Ok(if endings.iter().all(|e| *e == Ending::Succeeded) {
+        EXIT_OK
+    } else {
+        EXIT_REQUEST_FAILED
+    })
+}
+
+fn output_of(o: OutputArg) -> Output {
+    match o {
+        OutputArg::Table => Output::Table,
+        OutputArg::Json => Output::Json,
+        OutputArg::Yaml => Output::Yaml,
+    }
 }
 
 /// Renders a chart as `helm template` does.

@@ -125,12 +125,56 @@ pub fn load_values(path: &Path) -> Result<Value> {
         .map_err(|e| CtlError::input(path, None, yaml_error_line(&e, 1), e))
 }
 
+/// Reads several values files and merges them in order, later files winning, like Helm's
+/// `-f a.yaml -f b.yaml`: maps merge key by key at every depth, anything else is replaced. An
+/// empty file counts as no values. `None` when `paths` is empty.
+///
+/// # Errors
+/// An input error naming the values file that cannot be read or parsed, or whose top level is
+/// not a mapping when there is more than one file.
+pub fn load_values_files(paths: &[PathBuf]) -> Result<Option<Value>> {
+    let mut merged: Option<Value> = None;
+    for path in paths {
+        let next = load_values(path)?;
+        merged = match (merged, next) {
+            (None, next) => Some(next),
+            (Some(acc), next) if next.is_nil() => Some(acc),
+            (Some(acc), next) if acc.is_nil() => Some(next),
+            (Some(Value::Map(acc)), Value::Map(next)) => {
+                emco_helm::values::merge_maps(&acc, &next);
+                Some(Value::Map(acc))
+            }
+            (Some(_), _) => {
+                return Err(CtlError::input(
+                    path,
+                    None,
+                    None,
+                    "cannot merge values files whose top level is not a mapping",
+                ));
+            }
+        };
+    }
+    Ok(merged)
+}
+
+/// The name standing for standard input in `-f -`, as errors show it.
+pub const STDIN: &str = "<stdin>";
+
 /// Reads, renders (with `values` as the template's dot when given) and parses `path`.
 ///
 /// # Errors
 /// An input error naming the file, the document and the line.
 pub fn load(path: &Path, values: Option<&Value>) -> Result<Vec<Document>> {
     let text = read(path)?;
+    load_text(path, text, values)
+}
+
+/// Renders (with `values` when given) and parses `text`, read from `path` (or [`STDIN`]; files
+/// it uploads are then relative to the working directory).
+///
+/// # Errors
+/// An input error naming the file, the document and the line.
+pub fn load_text(path: &Path, text: String, values: Option<&Value>) -> Result<Vec<Document>> {
     let text = match values {
         Some(values) => render(path, &text, values)?,
         None => text,

@@ -6,9 +6,14 @@ use std::time::Duration;
 use http::Method;
 use serde_json::Value as Json;
 
-use crate::client::{Body, Client, Response, file_name};
+use crate::client::{Body, Client, FilePart, Response, file_name};
 use crate::document::Document;
 use crate::error::{CtlError, Result};
+use crate::status::{Target, Waited, wait_operation};
+
+/// How long `delete` waits for a terminate to finish when `-w` is not given: EMCO refuses to
+/// delete a deployment intent group or logical cloud while it is still terminating.
+pub const DEFAULT_TERMINATE_WAIT: Duration = Duration::from_secs(120);
 
 /// A document command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +45,11 @@ pub enum Output {
 pub struct Options {
     /// Stop at the first failed request (`-s`).
     pub stop_on_failure: bool,
-    /// How long to wait after a 202 (`-w`).
+    /// `-w`: after a 202 for an operation with a status route (instantiate, terminate, update,
+    /// rollback, migrate), wait at most this long for it to settle; after other 202s, or when
+    /// the status route is not available, sleep this long as EMCO's emcoctl does. Zero: no
+    /// wait, except that `delete` always waits (at most [`DEFAULT_TERMINATE_WAIT`]) for a
+    /// terminate to finish before going on.
     pub wait: Duration,
     /// The output format.
     pub output: Output,
@@ -78,6 +87,10 @@ pub fn plan(cmd: Command, doc: &Document) -> Option<Planned> {
         })
     };
     match (cmd, doc.lifecycle()) {
+        // Rollback and migrate carry their target (`spec.revision`, the target version).
+        (Command::Apply, Some("rollback" | "migrate")) => {
+            planned(Method::POST, &doc.anchor, Payload::Document)
+        }
         (Command::Apply, Some(_)) => planned(Method::POST, &doc.anchor, Payload::Empty),
         (Command::Apply, None) => planned(Method::POST, &doc.anchor, Payload::Document),
         (Command::Get, Some("status")) => planned(Method::GET, &doc.anchor, Payload::Empty),
@@ -104,7 +117,8 @@ pub fn body(doc: &Document) -> Result<Body> {
     }
     let mut files = Vec::with_capacity(doc.uploads.len());
     for (field, path) in &doc.uploads {
-        let data = std::fs::read(path).map_err(|e| {
+        // Read while the request is sent; checked here so that a missing file is an input error.
+        std::fs::File::open(path).map_err(|e| {
             CtlError::input(
                 &doc.file,
                 Some(doc.number),
@@ -112,7 +126,11 @@ pub fn body(doc: &Document) -> Result<Body> {
                 format!("{field}: cannot read {}: {e}", path.display()),
             )
         })?;
-        files.push(((*field).to_owned(), file_name(path), data));
+        files.push(FilePart {
+            field: (*field).to_owned(),
+            name: file_name(path),
+            path: path.clone(),
+        });
     }
     Ok(Body::Multipart {
         metadata: json,
@@ -131,30 +149,50 @@ pub struct Outcome {
     pub response: Option<std::result::Result<Response, String>>,
     /// The document's name.
     pub name: Option<String>,
+    /// How the wait for an accepted operation ended, when there was one.
+    pub waited: Option<Waited>,
 }
 
 impl Outcome {
     /// Whether the document succeeded (or was skipped).
     #[must_use]
     pub fn ok(&self) -> bool {
-        match &self.response {
-            None => true,
-            Some(Ok(r)) => r.ok(),
-            Some(Err(_)) => false,
-        }
+        let waited_ok = !matches!(self.waited, Some(Waited::Failed(_) | Waited::TimedOut(_)));
+        waited_ok
+            && match &self.response {
+                None => true,
+                Some(Ok(r)) => r.ok(),
+                Some(Err(_)) => false,
+            }
     }
 
-    /// The one result line: method, URL, status code and a short body.
+    /// The one result line: method, URL, status code, a short body and how a wait ended; a
+    /// failure starts with the document's position (`file:LINE (document N): ...`).
     #[must_use]
     pub fn line(&self) -> String {
-        match (&self.request, &self.response) {
-            (None, _) | (_, None) => format!("{}: skipped", self.position),
-            (Some((m, url)), Some(Ok(r))) => format!(
-                "{m} {url} -> {} {}",
-                r.status,
-                short(&String::from_utf8_lossy(&r.body))
-            ),
+        let mut line = match (&self.request, &self.response) {
+            (None, _) | (_, None) => return format!("{}: skipped", self.position),
+            (Some((m, url)), Some(Ok(r))) => {
+                let body = short(&String::from_utf8_lossy(&r.body));
+                if body.is_empty() {
+                    format!("{m} {url} -> {}", r.status)
+                } else {
+                    format!("{m} {url} -> {} {body}", r.status)
+                }
+            }
             (Some((m, url)), Some(Err(e))) => format!("{m} {url} -> failed: {e}"),
+        };
+        match &self.waited {
+            None => {}
+            Some(Waited::Settled(s)) => line.push_str(&format!(" (waited: {s})")),
+            Some(Waited::Failed(s)) => line.push_str(&format!(" (operation failed: {s})")),
+            Some(Waited::TimedOut(s)) => line.push_str(&format!(" (still {s} after the wait)")),
+            Some(Waited::Unavailable(_)) => line.push_str(" (waited)"),
+        }
+        if self.ok() {
+            line
+        } else {
+            format!("{}: {line}", self.position)
         }
     }
 
@@ -181,6 +219,18 @@ impl Outcome {
             Some(Err(e)) => {
                 out.insert("error".to_owned(), Json::String(e.clone()));
             }
+        }
+        if let Some(w) = &self.waited {
+            let (result, status) = match w {
+                Waited::Settled(s) => ("settled", s),
+                Waited::Failed(s) => ("failed", s),
+                Waited::TimedOut(s) => ("timeout", s),
+                Waited::Unavailable(s) => ("slept", s),
+            };
+            out.insert(
+                "waited".to_owned(),
+                serde_json::json!({"result": result, "status": status}),
+            );
         }
         Json::Object(out)
     }
@@ -219,6 +269,7 @@ pub async fn run(
             request: None,
             response: None,
             name: doc.name().map(str::to_owned),
+            waited: None,
         };
         if let Some(p) = plan(cmd, doc) {
             let body = match p.payload {
@@ -229,8 +280,8 @@ pub async fn run(
                 .send(p.method.clone(), &p.path, body)
                 .await
                 .map_err(|e| e.to_string());
-            if matches!(&response, Ok(r) if r.status == 202) && !opts.wait.is_zero() {
-                tokio::time::sleep(opts.wait).await;
+            if matches!(&response, Ok(r) if r.status == 202) {
+                outcome.waited = wait(client, cmd, doc, &p, opts.wait).await;
             }
             outcome.request = Some((p.method, client.url(&p.path)));
             outcome.response = Some(response);
@@ -248,6 +299,46 @@ pub async fn run(
     Ok(outcomes)
 }
 
+/// The wait after an accepted lifecycle request `p` of `doc` (see [`Options::wait`]).
+async fn wait(
+    client: &Client,
+    cmd: Command,
+    doc: &Document,
+    p: &Planned,
+    wait: Duration,
+) -> Option<Waited> {
+    let (object, op) = p.path.trim_start_matches("/v2/").rsplit_once('/')?;
+    let watchable = matches!(
+        op,
+        "instantiate" | "terminate" | "update" | "rollback" | "migrate"
+    );
+    let bound = if !wait.is_zero() {
+        wait
+    } else if cmd == Command::Delete && op == "terminate" {
+        DEFAULT_TERMINATE_WAIT
+    } else {
+        return None;
+    };
+    if !watchable {
+        tokio::time::sleep(bound).await;
+        return Some(Waited::Unavailable(format!("{op} has no status")));
+    }
+    let target = Target {
+        position: doc.position(),
+        object: object.to_owned(),
+    };
+    let waited = wait_operation(client, &target, op, bound).await;
+    if matches!(waited, Waited::Unavailable(_)) {
+        // Without a status route, -w means what it means to EMCO's emcoctl: sleep. The
+        // implicit wait of delete has nothing to go by and does not sleep.
+        if wait.is_zero() {
+            return None;
+        }
+        tokio::time::sleep(wait).await;
+    }
+    Some(waited)
+}
+
 fn write_error(e: std::io::Error) -> CtlError {
     CtlError::Request(format!("cannot write the output: {e}"))
 }
@@ -262,20 +353,33 @@ pub fn print(
     output: Output,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let all = || Json::Array(outcomes.iter().map(Outcome::to_json).collect());
     let text = match output {
         Output::Table if cmd == Command::Get => table(outcomes),
         Output::Table => return Ok(()),
-        Output::Json => {
-            let mut s = serde_json::to_string_pretty(&all())
-                .map_err(|e| CtlError::Request(e.to_string()))?;
-            s.push('\n');
-            s
-        }
-        Output::Yaml => emco_helm::yaml::to_yaml(&emco_helm::Value::from_json(&all()))
-            .map_err(CtlError::Request)?,
+        Output::Json | Output::Yaml => render(
+            &Json::Array(outcomes.iter().map(Outcome::to_json).collect()),
+            output,
+        )?,
     };
     out.write_all(text.as_bytes()).map_err(write_error)
+}
+
+/// `value` as pretty JSON or as YAML, ending in a newline.
+///
+/// # Errors
+/// When the value cannot be written (it always can: it came from JSON).
+pub fn render(value: &Json, output: Output) -> Result<String> {
+    match output {
+        Output::Yaml => {
+            emco_helm::yaml::to_yaml(&emco_helm::Value::from_json(value)).map_err(CtlError::Request)
+        }
+        Output::Json | Output::Table => {
+            let mut s = serde_json::to_string_pretty(value)
+                .map_err(|e| CtlError::Request(e.to_string()))?;
+            s.push('\n');
+            Ok(s)
+        }
+    }
 }
 
 /// The `get` table: name, status and description of each object.
@@ -308,8 +412,21 @@ fn table(outcomes: &[Outcome]) -> String {
             url.clone(),
         ]);
     }
-    let widths: Vec<usize> = (0..4)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+    let rows: Vec<Vec<String>> = rows.into_iter().map(Vec::from).collect();
+    format_table(&rows)
+}
+
+/// Rows of cells as aligned columns, two spaces apart, without trailing spaces.
+#[must_use]
+pub fn format_table(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.get(c).map_or(0, |cell| cell.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut s = String::new();
     for row in rows {

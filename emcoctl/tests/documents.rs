@@ -10,7 +10,11 @@ use emcoctl::error::{CtlError, EXIT_BAD_INPUT};
 use emcoctl::ops::{Command, Payload, plan};
 use http::Method;
 
-const EXAMPLES: &str = "/work/shared/testdata/emco-examples";
+// The shared testdata beside the workspace (`../shared` of the repository root).
+const EXAMPLES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/testdata/emco-examples"
+);
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
@@ -237,6 +241,13 @@ fn plans_requests_like_emcoctl() {
         p(Command::Delete, &format!("{dig}/instantiate")),
         Some((Method::POST, format!("/v2/{dig}/terminate"), Payload::Empty))
     );
+    for op in ["rollback", "migrate"] {
+        assert_eq!(
+            p(Command::Apply, &format!("{dig}/{op}")),
+            Some((Method::POST, format!("/v2/{dig}/{op}"), Payload::Document)),
+            "{op} carries its target"
+        );
+    }
     for op in ["approve", "status", "update", "rollback"] {
         assert_eq!(p(Command::Delete, &format!("{dig}/{op}")), None, "{op}");
     }
@@ -310,7 +321,11 @@ fn server_addresses() {
         Client::new("http://[::1]:9", None).unwrap().url("/v2"),
         "http://[::1]:9/v2"
     );
-    for bad in ["https://h", "h:1", "http://h:x", "http://:1", "http://[::1"] {
+    assert_eq!(
+        Client::new("https://h", None).unwrap().url("/v2"),
+        "https://h:443/v2"
+    );
+    for bad in ["ftp://h", "h:1", "http://h:x", "http://:1", "http://[::1"] {
         assert_eq!(
             Client::new(bad, None).unwrap_err().exit_code(),
             EXIT_BAD_INPUT,
@@ -401,5 +416,254 @@ fn the_token_stays_out_of_debug_prints() {
     assert!(
         !debug.contains("s3cret") && debug.contains("http://h:1"),
         "{debug}"
+    );
+}
+
+#[test]
+fn values_files_merge_in_order_later_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.yaml",
+        "Project: p1\nSite:\n  Name: edge\n  Port: 1\nList: [1, 2]\n",
+    );
+    let b = write(
+        dir.path(),
+        "b.yaml",
+        "Site:\n  Port: 2\n  Zone: z\nList: [3]\n",
+    );
+    let empty = write(dir.path(), "empty.yaml", "# nothing\n");
+    let input = write(
+        dir.path(),
+        "in.yaml",
+        "version: emco/v2\nresourceContext:\n  anchor: projects\nmetadata:\n  name: {{ .Project }}\n  description: {{ .Site.Name }}-{{ .Site.Port }}-{{ .Site.Zone }}-{{ .List }}\n",
+    );
+    let docs = emcoctl::cli::load_inputs(
+        std::slice::from_ref(&input),
+        &[a.clone(), empty.clone(), b.clone()],
+        &mut std::io::empty(),
+    )
+    .unwrap();
+    assert_eq!(docs[0].name(), Some("p1"));
+    assert_eq!(docs[0].body["metadata"]["description"], "edge-2-z-[3]");
+    // The other order: a's port wins.
+    let docs = emcoctl::cli::load_inputs(
+        std::slice::from_ref(&input),
+        &[b, a.clone()],
+        &mut std::io::empty(),
+    )
+    .unwrap();
+    assert_eq!(docs[0].body["metadata"]["description"], "edge-1-z-[1 2]");
+    // A values file whose top level is a list cannot be merged: named in the error.
+    let list = write(dir.path(), "list.yaml", "- 1\n");
+    let err =
+        emcoctl::cli::load_inputs(&[input], &[a, list.clone()], &mut std::io::empty()).unwrap_err();
+    assert_eq!(err.exit_code(), EXIT_BAD_INPUT);
+    assert_eq!(err.position().unwrap().file, list, "{err}");
+}
+
+#[test]
+fn standard_input_is_read_for_dash() {
+    let dir = tempfile::tempdir().unwrap();
+    let values = write(dir.path(), "v.yaml", "P: from-values\n");
+    let text = format!(
+        "{GOOD}---\nversion: emco/v2\nresourceContext:\n  anchor: projects\nmetadata:\n  name: {{{{ .P }}}}\n"
+    );
+    let file = write(dir.path(), "f.yaml", GOOD);
+    let docs = emcoctl::cli::load_inputs(
+        &[file.clone(), PathBuf::from("-")],
+        &[values],
+        &mut std::io::Cursor::new(text.clone()),
+    )
+    .unwrap();
+    assert_eq!(docs.len(), 3);
+    assert_eq!(docs[2].name(), Some("from-values"));
+    assert_eq!(docs[2].position(), "<stdin>:7 (document 2)");
+    // Errors name standard input, with the line.
+    let err = emcoctl::cli::load_inputs(
+        &[PathBuf::from("-")],
+        &[],
+        &mut std::io::Cursor::new("version: emco/v2\nresourceContext: {}\n"),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().starts_with("<stdin>:2 (document 1): "),
+        "{err}"
+    );
+    // Standard input can be read once.
+    let err = emcoctl::cli::load_inputs(
+        &[PathBuf::from("-"), PathBuf::from("-")],
+        &[],
+        &mut std::io::Cursor::new(text),
+    )
+    .unwrap_err();
+    assert_eq!(err.exit_code(), EXIT_BAD_INPUT, "{err}");
+}
+
+#[tokio::test]
+async fn stdin_through_the_command_line() {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = emcoctl::cli::run_with_stdin(
+        [
+            "emcoctl",
+            "--server",
+            "http://127.0.0.1:1",
+            "get",
+            "-f",
+            "-",
+        ],
+        &mut std::io::Cursor::new("version: emco/v1\n"),
+        &mut out,
+        &mut err,
+    )
+    .await;
+    let err = String::from_utf8(err).unwrap();
+    assert_eq!(code, EXIT_BAD_INPUT, "{err}");
+    assert!(
+        err.contains("<stdin>:1 (document 1): unsupported version"),
+        "{err}"
+    );
+}
+
+#[test]
+fn status_targets_and_query_strings() {
+    use emco_core::model::status::StatusQuery;
+    use emcoctl::status::{query_string, targets};
+    let docs = parse(
+        "version: emco/v2\nresourceContext:\n  anchor: projects/p/logical-clouds/lc/instantiate\n---\n\
+         version: emco/v2\nresourceContext:\n  anchor: projects/p/composite-apps/ca/v1/deployment-intent-groups\nmetadata:\n  name: dig\n---\n\
+         version: emco/v2\nresourceContext:\n  anchor: projects/p/composite-apps/ca/v1/deployment-intent-groups/dig/approve\n---\n\
+         version: emco/v2\nresourceContext:\n  anchor: projects/p/composite-apps/ca/v1/deployment-intent-groups/dig/instantiate\n",
+    );
+    let t = targets(&docs);
+    assert_eq!(t.len(), 2, "{t:?}");
+    assert_eq!(
+        t[0].status_path(),
+        "/v2/projects/p/logical-clouds/lc/status"
+    );
+    assert_eq!(t[0].label(), "logical-clouds/lc");
+    assert_eq!(
+        t[1].status_path(),
+        "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig/status"
+    );
+    assert!(
+        t[1].position.ends_with(":11 (document 3)"),
+        "{}",
+        t[1].position
+    );
+    assert_eq!(t[1].label(), "deployment-intent-groups/dig");
+    let q = StatusQuery::from_pairs([
+        ("status", "deployed"),
+        ("output", "summary"),
+        ("app", "a1"),
+        ("cluster", "p1+c1"),
+        ("instance", "123"),
+        ("clusters", ""),
+    ])
+    .unwrap();
+    let qs = query_string(&q);
+    assert_eq!(
+        qs,
+        "instance=123&status=deployed&output=summary&app=a1&cluster=p1%2Bc1&clusters"
+    );
+    // What the server reads back is what was asked.
+    let pairs: Vec<(String, String)> = qs
+        .split('&')
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (k.to_owned(), v.replace("%2B", "+"))
+        })
+        .collect();
+    assert_eq!(StatusQuery::from_pairs(pairs).unwrap(), q);
+}
+
+#[test]
+fn snapshot_verdicts() {
+    use emco_core::model::status::DigStatus;
+    use emcoctl::status::{Snapshot, Verdict};
+    let status = |state: &str, deployed: &str, ready: &str| -> DigStatus {
+        serde_json::from_value(serde_json::json!({
+            "name": "dig",
+            "states": {"statusctxid": "1", "actions": [{"state": state, "instance": "1", "time": "t", "revision": 1}]},
+            "deployedStatus": deployed,
+            "readyStatus": ready,
+            "apps": [{"name": "a", "clusters": [{"clusterProvider": "p", "cluster": "c", "connectivity": "Available",
+                "resources": [{"GVK": {"Group": "apps", "Version": "v1", "Kind": "Deployment"}, "name": "d",
+                               "deployedStatus": "Applied", "readyStatus": ready}]}]}]
+        }))
+        .unwrap()
+    };
+    let verdict = |state, deployed, ready, require_ready| {
+        let d = status(state, deployed, "");
+        let r = status(state, "", ready);
+        Snapshot::new(&d, Some(&r)).verdict(require_ready)
+    };
+    assert_eq!(
+        verdict("Instantiated", "Instantiating", "NotReady", true),
+        Verdict::Pending
+    );
+    assert_eq!(
+        verdict("Instantiated", "Instantiated", "NotReady", true),
+        Verdict::Pending
+    );
+    assert_eq!(
+        verdict("Instantiated", "Instantiated", "NotReady", false),
+        Verdict::Succeeded
+    );
+    assert_eq!(
+        verdict("Instantiated", "Instantiated", "Ready", true),
+        Verdict::Succeeded
+    );
+    assert_eq!(
+        verdict("Updated", "Updated", "Ready", true),
+        Verdict::Succeeded
+    );
+    assert_eq!(
+        verdict("Instantiated", "InstantiateFailed", "NotReady", true),
+        Verdict::Failed("InstantiateFailed".into())
+    );
+    assert_eq!(verdict("Approved", "", "", true), Verdict::Pending);
+    assert_eq!(
+        verdict("Terminated", "Terminating", "", true),
+        Verdict::Pending
+    );
+    assert_eq!(
+        verdict("Terminated", "Terminated", "", true),
+        Verdict::Succeeded
+    );
+    assert_eq!(
+        verdict("Terminated", "TerminateFailed", "", true),
+        Verdict::Failed("TerminateFailed".into())
+    );
+    assert_eq!(
+        verdict("InstantiateStopped", "InstantiateFailed", "", true),
+        Verdict::Failed("InstantiateStopped".into())
+    );
+    // An admin logical cloud has no AppContext: its state is the outcome.
+    let admin = |state: &str| -> DigStatus {
+        serde_json::from_value(
+            serde_json::json!({"name": "lc", "states": {"statusctxid": "",
+            "actions": [{"state": state, "instance": "", "time": "t", "revision": 0}]}}),
+        )
+        .unwrap()
+    };
+    for (state, want) in [
+        ("Instantiated", Verdict::Succeeded),
+        ("Terminated", Verdict::Succeeded),
+        ("Created", Verdict::Pending),
+    ] {
+        let snap = Snapshot::new(&admin(state), Some(&admin(state)));
+        assert_eq!(snap.verdict(true), want, "{state}");
+    }
+    let d = status("Instantiated", "Instantiated", "");
+    let r = status("Instantiated", "", "Ready");
+    let snap = Snapshot::new(&d, Some(&r));
+    assert_eq!(snap.totals(), (1, 1));
+    let cell = &snap.cells[&("a".to_owned(), "p+c".to_owned())];
+    assert_eq!((cell.resources, cell.applied, cell.ready), (1, 1, 1));
+    assert!(
+        snap.summary().contains("[####################] 1/1 ready"),
+        "{}",
+        snap.summary()
     );
 }

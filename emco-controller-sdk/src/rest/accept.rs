@@ -3,7 +3,7 @@
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use emco_appcontext::{ResourceKey, ResourceStore};
+use emco_appcontext::{BlobStream, ResourceKey, ResourceStore};
 use emco_core::Error;
 use futures::StreamExt;
 use http::{HeaderMap, StatusCode, header};
@@ -82,37 +82,82 @@ impl Representation {
             }
             Self::Multipart => {
                 let data = store.get_blob(key, blob).await?;
-                let metadata = serde_json::to_vec(object)
-                    .map_err(|e| Error::internal("cannot serialize the answer").with_source(e))?;
-                let boundary = format!("emco-{:032x}", rand::random::<u128>());
-                let head = format!(
-                    "--{boundary}\r\nContent-Disposition: form-data; name=\"metadata\"\r\nContent-Type: application/json\r\n\r\n"
-                );
-                let file_head = format!(
-                    "\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{}\"\r\nContent-Type: application/octet-stream\r\n\r\n",
-                    file_name.replace(['"', '\r', '\n'], "_")
-                );
-                let tail = format!("\r\n--{boundary}--\r\n");
-                let parts: Vec<Result<Bytes, Error>> = vec![
-                    Ok(Bytes::from(head)),
-                    Ok(Bytes::from(metadata)),
-                    Ok(Bytes::from(file_head)),
-                ];
-                let body = futures::stream::iter(parts)
-                    .chain(data)
-                    .chain(futures::stream::iter([Ok(Bytes::from(tail))]));
-                Ok((
-                    StatusCode::OK,
-                    [(
-                        header::CONTENT_TYPE,
-                        format!("multipart/form-data; boundary={boundary}"),
-                    )],
-                    Body::from_stream(body),
-                )
-                    .into_response())
+                multipart_response(object, vec![FilePart::new("file", file_name, data)])
             }
         }
     }
+}
+
+/// One file part of a [`multipart_response`].
+pub struct FilePart {
+    field: String,
+    file_name: String,
+    data: BlobStream,
+}
+
+impl std::fmt::Debug for FilePart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FilePart")
+            .field("field", &self.field)
+            .field("file_name", &self.file_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FilePart {
+    /// The part `field` (`file`, `files`) holding `data` as the file `file_name`.
+    #[must_use]
+    pub fn new(field: impl Into<String>, file_name: impl Into<String>, data: BlobStream) -> Self {
+        Self {
+            field: field.into(),
+            file_name: file_name.into(),
+            data,
+        }
+    }
+}
+
+/// A 200 `multipart/form-data` answer: a `metadata` part with `object`'s JSON, then `files`
+/// in order, streamed (EMCO's GET of objects that carry files).
+///
+/// # Errors
+/// Internal when `object` cannot be serialized.
+pub fn multipart_response<V: Serialize>(
+    object: &V,
+    files: Vec<FilePart>,
+) -> Result<Response, ApiError> {
+    let metadata = serde_json::to_vec(object)
+        .map_err(|e| Error::internal("cannot serialize the answer").with_source(e))?;
+    let boundary = format!("emco-{:032x}", rand::random::<u128>());
+    let head = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"metadata\"\r\nContent-Type: application/json\r\n\r\n"
+    );
+    let mut body: BlobStream = Box::pin(futures::stream::iter([
+        Ok(Bytes::from(head)),
+        Ok(Bytes::from(metadata)),
+    ]));
+    let clean = |s: &str| s.replace(['"', '\r', '\n'], "_");
+    for part in files {
+        let part_head = format!(
+            "\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"{}\"; filename=\"{}\"\r\nContent-Type: application/octet-stream\r\n\r\n",
+            clean(&part.field),
+            clean(&part.file_name)
+        );
+        body = Box::pin(
+            body.chain(futures::stream::iter([Ok(Bytes::from(part_head))]))
+                .chain(part.data),
+        );
+    }
+    let tail = format!("\r\n--{boundary}--\r\n");
+    let body = body.chain(futures::stream::iter([Ok(Bytes::from(tail))]));
+    Ok((
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            format!("multipart/form-data; boundary={boundary}"),
+        )],
+        Body::from_stream(body),
+    )
+        .into_response())
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@ use http::{StatusCode, header};
 ///
 /// Kinds map as EMCO answers: InvalidArgument 400, NotFound 404, AlreadyExists and Conflict
 /// 409, FailedPrecondition (an operation in the wrong lifecycle state) 409, Unavailable 503,
-/// Internal 500. A 500's body is generic; the full cause chain goes to the log instead.
+/// Internal 500. A 500's body is generic and a 503's is the error's own message; the full cause
+/// chain goes to the log.
 #[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,
@@ -85,13 +86,14 @@ fn chain(error: &(dyn std::error::Error + 'static)) -> String {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let message = if self.status.is_server_error() {
+        let message = if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            // Says what is unavailable (a controller, a store) so the caller knows what to fix;
+            // the cause chain with its addresses and transport details stays in the log.
+            tracing::warn!(status = %self.status, error = %chain(&self.error), "request failed");
+            self.error.to_string()
+        } else if self.status.is_server_error() {
             tracing::error!(status = %self.status, error = %chain(&self.error), "request failed");
-            if self.status == StatusCode::SERVICE_UNAVAILABLE {
-                "service unavailable".to_owned()
-            } else {
-                "internal server error".to_owned()
-            }
+            "internal server error".to_owned()
         } else {
             tracing::debug!(status = %self.status, error = %chain(&self.error), "request refused");
             self.error.to_string()

@@ -22,6 +22,19 @@ pub(super) fn register(m: &mut Registry) {
         func(ANY, None, |_, a| Ok(Value::Bool(!a[0].is_true()))),
     );
     m.insert("len", func(ANY, None, len));
+    // The executor puts the callee's expression text first, as Go's `evalCall` does. No
+    // template value is a Go func (data is maps, lists, scalars and method-bearing objects),
+    // so `call` always ends in Go's error for a nil or a non-function.
+    m.insert(
+        "call",
+        func(ANY, Some(Param::Any), |_, a| {
+            let name = a.first().and_then(Value::as_str).unwrap_or("");
+            Err(match a.get(1) {
+                None | Some(Value::Nil) => "call of nil".to_owned(),
+                Some(v) => format!("non-function {name} of type {}", v.type_name()),
+            })
+        }),
+    );
     m.insert("index", func(ANY, Some(Param::Any), index));
     m.insert("slice", func(ANY, Some(Param::Any), slice));
     m.insert(

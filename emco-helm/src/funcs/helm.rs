@@ -12,7 +12,7 @@ pub(super) fn register(m: &mut Registry) {
         "include",
         func(&[Param::Str, Param::Any], None, |ex, a| {
             let name = s(&a[0]).to_owned();
-            ex.execute_named(&name, a[1].clone())
+            ex.include(&name, a[1].clone())
                 .map(Value::String)
                 .map_err(|e| e.to_string())
         }),
@@ -38,6 +38,13 @@ pub(super) fn register(m: &mut Registry) {
             Value::Nil => Err(format!("{WARN_START}{}{WARN_END}", s(&a[0]))),
             Value::String(v) if v.is_empty() => Err(format!("{WARN_START}{}{WARN_END}", s(&a[0]))),
             v => Ok(v.clone()),
+        }),
+    );
+    // Helm replaces Sprig's `fail` so that its message is reported like `required`'s.
+    m.insert(
+        "fail",
+        func(&[Param::Str], None, |_, a| {
+            Err(format!("{WARN_START}{}{WARN_END}", s(&a[0])))
         }),
     );
     // Client-only rendering has no cluster to look objects up in: Helm answers an empty map.
@@ -68,7 +75,7 @@ pub(super) fn register(m: &mut Registry) {
             Ok(Value::List(l)) => Value::List(l),
             Ok(Value::Nil) => Value::list(Vec::new()),
             Ok(other) => Value::list(vec![Value::String(format!(
-                "error unmarshaling JSON: json: cannot unmarshal {} into Go value of type []interface {{}}",
+                "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type []interface {{}}",
                 json_kind(&other)
             ))]),
             Err(e) => Value::list(vec![Value::String(e)]),
@@ -157,7 +164,7 @@ fn from_yaml(text: &str) -> Value {
         Ok(v @ Value::Map(_)) => v,
         Ok(Value::Nil) => Value::empty_map(),
         Ok(other) => error_map(format!(
-            "error unmarshaling JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
             json_kind(&other)
         )),
         Err(e) => error_map(e),

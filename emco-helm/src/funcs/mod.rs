@@ -8,12 +8,16 @@ mod builtin;
 mod case;
 mod conv;
 mod godur;
+mod gotime;
 mod helm;
+mod sprig_cipher;
+mod sprig_crypto;
 mod sprig_dates;
 mod sprig_dicts;
 mod sprig_floats;
 mod sprig_lists;
 mod sprig_misc;
+mod sprig_more;
 mod sprig_strings;
 mod sprig_text;
 mod totoml;
@@ -41,6 +45,10 @@ pub(crate) enum Param {
     Bool,
     /// `map[string]interface{}`.
     Map,
+    /// `[]interface{}`.
+    List,
+    /// Sprig's `certificate` struct.
+    Cert,
 }
 
 impl Param {
@@ -53,6 +61,8 @@ impl Param {
             Param::Float => "float64",
             Param::Bool => "bool",
             Param::Map => "map[string]interface {}",
+            Param::List => "[]interface {}",
+            Param::Cert => sprig_crypto::CERT_TYPE,
         }
     }
 }
@@ -97,6 +107,9 @@ static FUNCS: LazyLock<Registry> = LazyLock::new(|| {
     sprig_misc::register(&mut m);
     sprig_text::register(&mut m);
     sprig_floats::register(&mut m);
+    sprig_crypto::register(&mut m);
+    sprig_cipher::register(&mut m);
+    sprig_more::register(&mut m);
     totoml::register(&mut m);
     helm::register(&mut m);
     for (must, base) in MUST_ALIASES {

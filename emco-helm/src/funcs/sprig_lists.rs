@@ -190,7 +190,7 @@ pub(super) fn register(m: &mut Registry) {
 }
 
 /// Sprig's `untilStep`: integers from `start` towards `stop` by `step` (Go `int`s).
-fn until_step(start: i64, stop: i64, step: i64) -> FResult {
+pub(super) fn until_step(start: i64, stop: i64, step: i64) -> FResult {
     let mut out = Vec::new();
     if step == 0 || (step > 0 && start >= stop) || (step < 0 && start <= stop) {
         return list(out);

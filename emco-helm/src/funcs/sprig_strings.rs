@@ -14,7 +14,7 @@ const SSS: &[Param] = &[Param::Str, Param::Str, Param::Str];
 const IS: &[Param] = &[Param::Int, Param::Str];
 
 /// Largest string a function may build (`repeat`, `indent` of huge counts).
-const MAX_BUILD: usize = 64 << 20;
+pub(super) const MAX_BUILD: usize = 64 << 20;
 
 fn string(v: impl Into<String>) -> FResult {
     Ok(Value::String(v.into()))
@@ -477,7 +477,7 @@ fn random(n: i64, alphabet: &[u8]) -> FResult {
     )
 }
 
-fn go_base64_error(e: &base64::DecodeError) -> String {
+pub(super) fn go_base64_error(e: &base64::DecodeError) -> String {
     let offset = match e {
         base64::DecodeError::InvalidByte(o, _) | base64::DecodeError::InvalidLastSymbol(o, _) => *o,
         base64::DecodeError::InvalidLength(o) => *o,

@@ -263,7 +263,7 @@ fn defaults_types_math() {
         ),
         (
             "{{ fail \"stop here\" }}",
-            Err("error calling fail: stop here"),
+            Err("error calling fail: HELM_ERR_STARTstop hereHELM_ERR_END"),
         ),
         ("{{ uuidv4 | len }}", Ok("36")),
         (
@@ -272,7 +272,7 @@ fn defaults_types_math() {
         ),
         (
             "{{ now | date \"2006\" | len }} {{ now | unixEpoch | len }} {{ kindOf now }} {{ (now).Year | printf \"%T\" }}",
-            Ok("4 10 ptr int"),
+            Ok("4 10 struct int"),
         ),
     ]);
 }
@@ -584,4 +584,133 @@ fn snake_and_kebab_case() {
         "{{ snakecase \"FirstName\" }} {{ kebabcase \"FirstName\" }} {{ snakecase .name }}",
         Ok("first_name first-name my_release_name"),
     )]);
+}
+
+#[test]
+fn dates_parse_and_zones() {
+    check(&[
+        (
+            r#"{{ toDate "2006-01-02" "2017-12-31" | date "02/01/2006" }}"#,
+            Ok("31/12/2017"),
+        ),
+        (
+            r#"{{ toDate "2006-01-02T15:04:05Z07:00" "2024-03-05T10:11:12+02:00" }}"#,
+            Ok("2024-03-05 10:11:12 +0200 +0200"),
+        ),
+        // `date` shows the instant in the local zone (UTC).
+        (
+            r#"{{ toDate "2006-01-02T15:04:05Z07:00" "2024-03-05T10:11:12+02:00" | date "15:04 MST" }}"#,
+            Ok("08:11 UTC"),
+        ),
+        (
+            r#"{{ (toDate "2006-01-02" "2024-03-05").Unix }} {{ toDate "2006-01-02" "2024-03-05" | unixEpoch }}"#,
+            Ok("1709596800 1709596800"),
+        ),
+        (
+            r#"{{ toDate "2006-01-02" "bogus" }}"#,
+            Ok("0001-01-01 00:00:00 +0000 UTC"),
+        ),
+        (
+            r#"{{ mustToDate "2006-01-02" "2024-13-01" }}"#,
+            Err(r#"error calling mustToDate: parsing time "2024-13-01": month out of range"#),
+        ),
+        (
+            r#"{{ toDate "2006-01-02" "2024-01-31" | dateModify "24h" | date "2006-01-02" }}"#,
+            Ok("2024-02-01"),
+        ),
+        (
+            r#"{{ date_in_zone "2006" 0 "UTC" }} {{ date_modify "1h" (toDate "15" "10") | date "15" }}"#,
+            Ok("1970 11"),
+        ),
+        (
+            r#"{{ (toDate "2006-01-02 15:04:05.000" "2024-03-05 10:11:12.345").Format "Jan _2 05.999" }}"#,
+            Ok("Mar  5 12.345"),
+        ),
+        (
+            r#"{{ kindOf now }} {{ kindOf (genCA "x" 1) }} {{ kindOf (semver "1.0.0") }}"#,
+            Ok("struct struct ptr"),
+        ),
+        // encoding/json writes times as RFC 3339 with nanoseconds, and so toYaml too.
+        (
+            r#"{{ toDate "2006-01-02T15:04:05Z07:00" "2024-03-05T10:11:12+02:00" | toJson }} {{ dict "t" (toDate "2006-01-02" "2024-03-05") | toYaml }}"#,
+            Ok(r#""2024-03-05T10:11:12+02:00" t: "2024-03-05T00:00:00Z""#),
+        ),
+    ]);
+}
+
+#[test]
+fn call_builtin_has_no_functions_to_call() {
+    check(&[
+        (
+            "{{ call .name }}",
+            Err("error calling call: non-function .name of type string"),
+        ),
+        (
+            "{{ call .d 1 2 }}",
+            Err("error calling call: non-function .d of type map[string]interface {}"),
+        ),
+        (
+            "{{ call .missing }}",
+            Err("error calling call: call of nil"),
+        ),
+        (
+            "{{ .port | call }}",
+            Err("error calling call: non-function <float64 Value> of type float64"),
+        ),
+        (
+            "{{ call }}",
+            Err("wrong number of args for call: want at least 1 got 0"),
+        ),
+    ]);
+}
+
+#[test]
+fn remaining_sprig_functions() {
+    check(&[
+        ("{{ hello }}", Ok("Hello!")),
+        (
+            r#"{{ tuple 1 "a" }} {{ biggest 1 5 3 }} {{ trimall "$" "$x$" }}"#,
+            Ok("[1 a] 5 x"),
+        ),
+        (
+            r#"{{ base "a/b.txt" }} {{ dir "a/b.txt" }} {{ clean "a//b/../c" }} {{ ext "x.tgz" }} {{ isAbs "/a" }} {{ osBase "/x/y" }}"#,
+            Ok("b.txt a a/c .tgz true y"),
+        ),
+        (
+            r#"{{ b32enc "hello" }} {{ "NBSWY3DP" | b32dec }}"#,
+            Ok("NBSWY3DP hello"),
+        ),
+        (
+            "{{ seq 5 }}|{{ seq -3 }}|{{ seq 0 2 }}|{{ seq 2 -2 }}|{{ seq 0 2 10 }}|{{ seq 10 -3 2 }}|{{ seq 0 2 -10 }}|{{ seq }}",
+            Ok("1 2 3 4 5|1 0 -1 -2 -3|0 1 2|2 1 0 -1 -2|0 2 4 6 8 10|10 7 4||"),
+        ),
+        (r#"{{ $r := randInt 3 4 }}{{ $r }}"#, Ok("3")),
+        ("{{ randInt 4 4 }}", Err("invalid argument to Intn")),
+        ("{{ randAscii 12 | len }}", Ok("12")),
+        (
+            r#"{{ typeIsLike "string" "x" }} {{ typeIsLike "map[string]interface {}" .d }} {{ typeIsLike "int" "x" }}"#,
+            Ok("true true false"),
+        ),
+        (
+            r#"{{ mustFromJson "[1, \"a\"]" }} {{ (mustFromJson "{\"a\": {\"b\": 2}}").a.b }}"#,
+            Ok("[1 a] 2"),
+        ),
+        (r#"{{ regexQuoteMeta "1.5-2.0?" }}"#, Ok(r"1\.5-2\.0\?")),
+        (
+            r#"{{ $u := urlParse "https://u@host:80/p?q=1#f" }}{{ $u.scheme }} {{ $u.host }} {{ $u.hostname }} {{ $u.path }} {{ $u.query }} {{ $u.fragment }} {{ $u.userinfo }}"#,
+            Ok("https host:80 host /p q=1 f u"),
+        ),
+        (
+            r#"{{ urlJoin (dict "scheme" "http" "host" "h:1" "path" "/a b" "query" "x=1") }}"#,
+            Ok("http://h:1/a%20b?x=1"),
+        ),
+        (
+            r#"{{ derivePassword 1 "pin" "password" "user" "example.com" }} {{ htpasswd "a:b" "x" }}"#,
+            Ok("6685 invalid username: a:b"),
+        ),
+        (
+            r#"{{ $e := encryptAES "k" "secret" }}{{ decryptAES "k" $e }} {{ randBytes 6 | len }}"#,
+            Ok("secret 8"),
+        ),
+    ]);
 }

@@ -65,7 +65,12 @@ pub(crate) struct Exec<'a> {
     depth: usize,
     steps: u64,
     written: usize,
+    /// How deeply each name is nested in `include` calls right now (Helm's `includedNames`).
+    included: HashMap<String, usize>,
 }
+
+/// Helm's `recursionMaxNums`: a name may be nested in `include` this many times.
+const INCLUDE_MAX_NESTING: usize = 1000;
 
 impl<'a> Exec<'a> {
     pub(crate) fn new(set: &'a Templates, limits: &'a Limits) -> Self {
@@ -76,6 +81,7 @@ impl<'a> Exec<'a> {
             depth: 0,
             steps: 0,
             written: 0,
+            included: HashMap::new(),
         }
     }
 
@@ -96,6 +102,31 @@ impl<'a> Exec<'a> {
             )));
         };
         self.run_tree(&tree, Slot::plain(data))
+    }
+
+    /// Helm's `include`: runs template `name`, refusing a name nested in `include` more than
+    /// Helm allows. The engine's own depth limit, when lower, stops the loop first with the
+    /// same message, so recursive charts fail the way Helm reports them.
+    #[inline(never)]
+    pub(crate) fn include(&mut self, name: &str, data: Value) -> EResult<String> {
+        let nested = self.included.get(name).copied().unwrap_or(0);
+        if nested > INCLUDE_MAX_NESTING || self.depth >= self.limits.max_depth {
+            return Err(TemplateError::invalid(format!(
+                "rendering template has a nested reference name: {name}: unable to execute template"
+            )));
+        }
+        // Charts include the same few helpers thousands of times: allocate each name once.
+        match self.included.get_mut(name) {
+            Some(n) => *n += 1,
+            None => {
+                self.included.insert(name.to_owned(), 1);
+            }
+        }
+        let result = self.execute_named(name, data);
+        if let Some(n) = self.included.get_mut(name) {
+            *n = nested;
+        }
+        result
     }
 
     /// Parses `text` as a template named `name` whose definitions are visible only while it runs
@@ -607,7 +638,7 @@ impl<'a> Exec<'a> {
             )
         };
         match (arg, param) {
-            (Arg::Nil(_), Param::Any | Param::Map) => Ok(Value::Nil),
+            (Arg::Nil(_), Param::Any | Param::Map | Param::List) => Ok(Value::Nil),
             (Arg::Nil(_), p) => Err(self.fail(
                 tree,
                 arg.pos(),
@@ -620,14 +651,14 @@ impl<'a> Exec<'a> {
             (Arg::Str { .. } | Arg::Bool(..), Param::Int) => Err(found("integer")),
             (Arg::Str { .. } | Arg::Bool(..), Param::Float) => Err(found("float")),
             (Arg::Str { .. } | Arg::Number(..), Param::Bool) => Err(found("bool")),
-            (Arg::Str { .. } | Arg::Bool(..) | Arg::Number(..), Param::Map) => Err(self.fail(
+            (
+                Arg::Str { .. } | Arg::Bool(..) | Arg::Number(..),
+                p @ (Param::Map | Param::List | Param::Cert),
+            ) => Err(self.fail(
                 tree,
                 arg.pos(),
                 arg,
-                format!(
-                    "can't handle {arg} for arg of type {}",
-                    Param::Map.go_type()
-                ),
+                format!("can't handle {arg} for arg of type {}", p.go_type()),
             )),
             (Arg::Number(_, n), Param::Any) => self.ideal_constant(tree, arg, n),
             (Arg::Number(_, n), Param::Int) => match n.int {
@@ -658,10 +689,14 @@ impl<'a> Exec<'a> {
             (&slot.value, param),
             (_, Param::Any)
                 | (Value::Nil | Value::Map(_), Param::Map)
+                | (Value::Nil | Value::List(_), Param::List)
                 | (Value::String(_), Param::Str)
                 | (Value::Int(_), Param::Int)
                 | (Value::Float(_), Param::Float)
                 | (Value::Bool(_), Param::Bool)
+        ) || matches!(
+            (&slot.value, param),
+            (Value::Object(o), Param::Cert) if o.type_name() == Param::Cert.go_type()
         );
         if ok {
             return Ok(slot.value);
@@ -883,7 +918,24 @@ impl<'a> Exec<'a> {
             let v = self.validate(tree, cmd.pos, cmd, Slot::plain(f), param_at(args.len()))?;
             argv.push(v);
         }
+        if name == "call" {
+            insert_callee_name(args, &mut argv);
+        }
         let result = (func.imp)(self, argv);
         result.map_err(|e| self.fail(tree, cmd.pos, cmd, format!("error calling {name}: {e}")))
     }
+}
+
+/// Go's `evalCall` passes `call` the callee's expression text (or the piped value's
+/// `reflect.Value.String()`) ahead of the arguments. Kept out of `eval_function`, whose stack
+/// frame every nested template call pays for.
+#[inline(never)]
+fn insert_callee_name(args: &[Arg], argv: &mut Vec<Value>) {
+    let callee = match (args.first(), argv.first()) {
+        (Some(a), _) => a.to_string(),
+        (None, Some(Value::String(s))) => s.clone(),
+        (None, Some(v)) => format!("<{} Value>", v.type_name()),
+        (None, None) => "<invalid Value>".to_owned(),
+    };
+    argv.insert(0, Value::String(callee));
 }

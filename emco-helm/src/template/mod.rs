@@ -107,7 +107,20 @@ impl Templates {
     ///
     /// # Errors
     /// The first execution error, worded like Go's (`template: FILE:LINE:COL: executing ...`).
+    ///
+    /// The executor recurses once per nested `template`/`include`/`tpl` call, so it runs on a
+    /// thread whose stack fits [`Limits::max_depth`] whatever the caller's stack is.
     pub fn execute(
+        &self,
+        name: &str,
+        data: &Value,
+        limits: &Limits,
+    ) -> Result<String, TemplateError> {
+        with_exec_stack(limits, || self.execute_here(name, data, limits))?
+    }
+
+    /// [`Templates::execute`] on the current thread: callers run it inside [`with_exec_stack`].
+    pub(crate) fn execute_here(
         &self,
         name: &str,
         data: &Value,
@@ -116,6 +129,32 @@ impl Templates {
         let mut exec = Exec::new(self, limits);
         exec.execute_named(name, data.clone())
     }
+}
+
+/// Stack for one level of template nesting; unoptimised builds use about 10 KiB.
+const STACK_PER_LEVEL: usize = 64 << 10;
+/// Stack for everything below the first template.
+const STACK_BASE: usize = 2 << 20;
+
+/// Runs `f` on a scoped thread with a stack sized for `limits.max_depth` nested templates
+/// (only the pages actually touched are committed).
+///
+/// # Errors
+/// When the thread cannot be started, or `f` panicked.
+pub(crate) fn with_exec_stack<T: Send>(
+    limits: &Limits,
+    f: impl FnOnce() -> T + Send,
+) -> Result<T, TemplateError> {
+    let size = STACK_BASE.saturating_add(limits.max_depth.saturating_mul(STACK_PER_LEVEL));
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("emco-helm-exec".to_owned())
+            .stack_size(size)
+            .spawn_scoped(s, f)
+            .map_err(|e| TemplateError::invalid(format!("cannot start template executor: {e}")))?
+            .join()
+            .map_err(|_| TemplateError::invalid("template execution panicked"))
+    })
 }
 
 /// Parses `src` into its main tree (named `name`) and the trees it defines.

@@ -318,7 +318,7 @@ fn templates_and_blocks() {
         ),
         (
             "{{ define \"loop\" }}{{ include \"loop\" . }}{{ end }}{{ include \"loop\" . }}",
-            Err("exceeded maximum template depth"),
+            Err("rendering template has a nested reference name: loop: unable to execute template"),
         ),
         (
             "{{ include \"missing\" . }}",
@@ -467,7 +467,7 @@ fn errors_name_file_line_and_column() {
         .to_string();
     assert!(
         err.contains(
-            "template: f:2:3: executing \"d\" at <fail \"boom\">: error calling fail: boom"
+            "template: f:2:3: executing \"d\" at <fail \"boom\">: error calling fail: HELM_ERR_STARTboomHELM_ERR_END"
         ),
         "{err}"
     );

@@ -2,14 +2,49 @@
 //! kubeconfigs generated for standard and privileged logical clouds.
 //!
 //! A logical cloud's lifecycle record is kept beside it like a deployment intent group's: the
-//! blob `state` holding a [`StateInfo`](emco_core::lifecycle::StateInfo).
+//! blob `state` holding a [`StateInfo`], with EMCO's states
+//! (no record yet reads as Created):
+//!
+//! | operation | allowed from | to |
+//! |---|---|---|
+//! | instantiate | Created, Terminated, TerminateStopped | Instantiated |
+//! | terminate | Instantiated, Updated, InstantiateStopped, TerminateStopped | Terminated |
+//! | stop | Instantiated, Updated / Terminated (stopped states: no-op) | InstantiateStopped / TerminateStopped |
+//! | update | Instantiated, Updated | Updated |
+//!
+//! A refusal is Conflict (409) with a message. Terminate is also refused while a deployment
+//! intent group of the cloud is deployed.
+//!
+//! An admin cloud (level 0) deploys nothing: its deployments use the clusters' own credentials.
+//! A standard or privileged cloud (level 1) is one AppContext with one app
+//! ([`LC_APP`]) whose resources on each referenced cluster are listed in `dcm/manifests.rs`; rsync
+//! applies it with the clusters' admin credentials (meta `Level` "0"). The user's certificates
+//! are then requested, approved and turned into per-cluster kubeconfigs in the background (see
+//! `dcm/credentials.rs`); the cloud is ready for deployments once every cluster has its kubeconfig.
+//! Update deploys a new context (permissions and quotas as they are now, new clusters with new
+//! requests, the other clusters keeping theirs) and rsync removes what it no longer has.
 
-use axum::Router;
-use emco_core::lifecycle::DigState;
+mod credentials;
+mod manifests;
+mod routes;
+mod status;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use emco_appcontext::context::{AppContextStatus, CompositeAppMeta};
+use emco_appcontext::{AppContext, Filter, ResourceKey};
+use emco_core::lifecycle::{DigState, StateAction, StateInfo};
 use emco_core::model::{ClusterReference, LogicalCloud};
 use emco_core::{Error, ErrorKind, Result};
 
+pub use status::{LogicalCloudStatus, LogicalCloudStatusQuery};
+
+use crate::runtime::{LOGICAL_CLOUD_KUBECONFIG_BLOB, read_text_blob};
 use crate::{Orchestrator, from_value, hooks, keys};
+
+/// The one app of a logical cloud's AppContext.
+pub const LC_APP: &str = "logical-cloud";
 
 /// Where the deployment intent groups of one logical cloud deploy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,10 +61,11 @@ pub struct DeployCloud {
 }
 
 /// The logical cloud `cloud` of `project`, which deployments may use only once it is
-/// instantiated.
+/// instantiated (or updated since).
 ///
 /// # Errors
-/// NotFound when it does not exist; FailedPrecondition when it is not instantiated.
+/// NotFound when it does not exist; FailedPrecondition when it is not instantiated, or (level
+/// 1) while a cluster still lacks the cloud's kubeconfig.
 pub async fn cloud_for_deployment(
     orch: &Orchestrator,
     project: &str,
@@ -49,7 +85,8 @@ pub async fn cloud_for_deployment(
         Err(e) if e.kind() == ErrorKind::NotFound => DigState::Created,
         Err(e) => return Err(e),
     };
-    if state != DigState::Instantiated {
+    // An updated cloud is as instantiated as before, with its latest permissions and quotas.
+    if !matches!(state, DigState::Instantiated | DigState::Updated) {
         return Err(Error::failed_precondition(format!(
             "logical cloud {cloud:?} is {state}, not instantiated; instantiate it first"
         )));
@@ -61,6 +98,13 @@ pub async fn cloud_for_deployment(
         .await?
     {
         let r: ClusterReference = from_value(&k, v)?;
+        if !lc.is_admin() && !credentials::has_kubeconfig(orch.store().as_ref(), &k).await? {
+            return Err(Error::failed_precondition(format!(
+                "logical cloud {cloud:?} is still being instantiated: cluster {}+{} has no \
+                 kubeconfig for it yet (a cluster referenced since needs an update of the cloud)",
+                r.spec.cluster_provider, r.spec.cluster
+            )));
+        }
         clusters.push((r.spec.cluster_provider, r.spec.cluster));
     }
     let namespace = if lc.spec.namespace.is_empty() {
@@ -77,6 +121,465 @@ pub async fn cloud_for_deployment(
 }
 
 /// The lifecycle routes of logical clouds.
-pub(crate) fn routes() -> Router<Orchestrator> {
-    Router::new()
+pub(crate) fn routes() -> axum::Router<Orchestrator> {
+    routes::routes()
+}
+
+/// A lifecycle operation on a logical cloud.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Instantiate,
+    Terminate,
+    Stop,
+    Update,
+}
+
+/// The state `op` leads to from `state` (see the module table); `None` when there is nothing to
+/// record (stopping what is already stopped).
+fn next_state(cloud: &str, state: DigState, op: Op) -> Result<Option<DigState>> {
+    use DigState as S;
+    let refuse = |verb: &str, why: &str| {
+        Err(Error::conflict(format!(
+            "cannot {verb} logical cloud {cloud:?} in state {state}: {why}"
+        )))
+    };
+    match (op, state) {
+        // Approved is not a state of logical clouds; a record carrying it reads as Created.
+        (Op::Instantiate, S::Created | S::Approved | S::Terminated | S::TerminateStopped) => {
+            Ok(Some(S::Instantiated))
+        }
+        (Op::Instantiate, _) => refuse("instantiate", "it is already instantiated"),
+        (
+            Op::Terminate,
+            S::Instantiated | S::Updated | S::InstantiateStopped | S::TerminateStopped,
+        ) => Ok(Some(S::Terminated)),
+        (Op::Terminate, S::Terminated) => refuse("terminate", "it is already terminated"),
+        (Op::Terminate, _) => refuse("terminate", "it was never instantiated"),
+        (Op::Stop, S::Instantiated | S::Updated) => Ok(Some(S::InstantiateStopped)),
+        (Op::Stop, S::Terminated) => Ok(Some(S::TerminateStopped)),
+        (Op::Stop, S::InstantiateStopped | S::TerminateStopped) => Ok(None),
+        (Op::Stop, _) => refuse("stop", "no instantiate or terminate to stop"),
+        (Op::Update, S::Instantiated | S::Updated) => Ok(Some(S::Updated)),
+        (Op::Update, _) => refuse(
+            "update",
+            "only an instantiated logical cloud can be updated",
+        ),
+    }
+}
+
+/// The lifecycle record of the logical cloud at `key` (a fresh Created one when it has none).
+async fn cloud_state(orch: &Orchestrator, key: &ResourceKey) -> Result<StateInfo> {
+    match hooks::load_state(orch.store().as_ref(), key).await {
+        Ok(s) => Ok(s),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(StateInfo::default()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes a context that was never handed to rsync (its operation failed before).
+async fn discard(ctx: &AppContext) {
+    if let Err(e) = ctx.delete().await {
+        tracing::warn!(ctx = ctx.id(), error = %e, "cannot delete an unused AppContext");
+    }
+}
+
+/// Appends `state` reached with context `instance` and saves the record.
+async fn record(
+    orch: &Orchestrator,
+    key: &ResourceKey,
+    mut info: StateInfo,
+    state: DigState,
+    instance: String,
+    revision: i64,
+) -> Result<()> {
+    if !instance.is_empty() {
+        info.statusctxid.clone_from(&instance);
+    }
+    info.actions.push(StateAction {
+        state,
+        instance,
+        time: hooks::now_rfc3339(),
+        revision,
+    });
+    hooks::save_state(orch.store().as_ref(), key, &info).await
+}
+
+impl Orchestrator {
+    async fn logical_cloud(&self, project: &str, name: &str) -> Result<LogicalCloud> {
+        self.logical_clouds()
+            .get(&keys::project(project), name)
+            .await
+    }
+
+    /// The cluster references of a logical cloud, with their keys.
+    async fn references(&self, lc: &ResourceKey) -> Result<Vec<(ResourceKey, ClusterReference)>> {
+        self.store()
+            .list(lc, keys::CLUSTER_REFERENCE, &[])
+            .await?
+            .into_iter()
+            .map(|(k, v)| from_value(&k, v).map(|r| (k, r)))
+            .collect()
+    }
+
+    async fn load_context(&self, id: Option<&str>) -> Result<Option<AppContext>> {
+        let Some(id) = id.and_then(|i| i.parse::<u64>().ok()) else {
+            return Ok(None);
+        };
+        match AppContext::load(Arc::clone(self.contexts()), id).await {
+            Ok(ctx) => Ok(Some(ctx)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The lifecycle record of logical cloud `name` (Created when it was never instantiated).
+    ///
+    /// # Errors
+    /// NotFound when it does not exist.
+    pub async fn logical_cloud_state(&self, project: &str, name: &str) -> Result<StateInfo> {
+        self.logical_cloud(project, name).await?;
+        let info = cloud_state(self, &keys::logical_cloud(project, name)).await?;
+        if info.actions.is_empty() {
+            return Ok(StateInfo::created(""));
+        }
+        Ok(info)
+    }
+
+    /// Instantiates logical cloud `name`: an admin cloud is marked Instantiated; a standard or
+    /// privileged one has its namespace, roles, quotas and certificate requests deployed on
+    /// every referenced cluster, and its kubeconfigs are completed in the background.
+    ///
+    /// # Errors
+    /// NotFound; InvalidArgument without cluster references; Conflict in a wrong state or
+    /// while the previous terminate still runs.
+    pub async fn instantiate_logical_cloud(&self, project: &str, name: &str) -> Result<()> {
+        let key = keys::logical_cloud(project, name);
+        let _held = self.dig_locks.lock(&key).await;
+        let lc = self.logical_cloud(project, name).await?;
+        let info = cloud_state(self, &key).await?;
+        let Some(to) = next_state(name, info.current_state(), Op::Instantiate)? else {
+            return Ok(());
+        };
+        if let Some(previous) = self.load_context(info.current_context()).await?
+            && previous
+                .status()
+                .await?
+                .is_some_and(AppContextStatus::is_running)
+        {
+            return Err(Error::conflict(format!(
+                "logical cloud {name:?} is still terminating; try again when it is done"
+            )));
+        }
+        let references = self.references(&key).await?;
+        if references.is_empty() {
+            return Err(Error::invalid(format!(
+                "logical cloud {name:?} has no cluster references"
+            )));
+        }
+        credentials::clear(self.store().as_ref(), &key).await?;
+        if lc.is_admin() {
+            return record(self, &key, info, to, String::new(), 1).await;
+        }
+        let ctx = self.cloud_context(project, &lc, &references, None).await?;
+        if let Err(e) = self.rsync().instantiate(ctx.id()).await {
+            discard(&ctx).await;
+            return Err(e);
+        }
+        record(self, &key, info, to, ctx.id().to_string(), 1).await?;
+        credentials::spawn_finisher(self, project, name, ctx.id());
+        Ok(())
+    }
+
+    /// Writes the AppContext of a level-1 cloud over `references`. A cluster whose request is
+    /// in `carry` (the context being updated) keeps it; every other cluster gets a new key,
+    /// kept pending on its reference, and a request named after the new context (so that it
+    /// never meets an older request of the cloud still on the cluster).
+    async fn cloud_context(
+        &self,
+        project: &str,
+        lc: &LogicalCloud,
+        references: &[(ResourceKey, ClusterReference)],
+        carry: Option<&AppContext>,
+    ) -> Result<AppContext> {
+        let key = keys::logical_cloud(project, &lc.metadata.name);
+        let permissions = self.user_permissions().list(&key, &[]).await?;
+        let quotas = self.cluster_quotas().list(&key, &[]).await?;
+        let objects = manifests::cloud_objects(project, lc, &permissions, &quotas)?;
+        let meta = CompositeAppMeta {
+            project: project.to_owned(),
+            namespace: lc.spec.namespace.clone(),
+            // rsync deploys the cloud itself with the clusters' admin credentials.
+            level: emco_core::model::logical_cloud::LEVEL_ADMIN.to_owned(),
+            logical_cloud: lc.metadata.name.clone(),
+            logical_cloud_namespace: lc.spec.namespace.clone(),
+            ..CompositeAppMeta::default()
+        };
+        let ctx = AppContext::create(Arc::clone(self.contexts()), &meta).await?;
+        let csr_name = manifests::csr_name(project, &lc.metadata.name, ctx.id());
+        let written = async {
+            let mut pending = Vec::new();
+            let mut w = ctx.writer();
+            w.add_app(LC_APP)?;
+            w.set_app_order(&[LC_APP])?;
+            w.set_app_dependency_instruction(&BTreeMap::from([(
+                LC_APP.to_owned(),
+                "go".to_owned(),
+            )]))?;
+            for (ref_key, r) in references {
+                let cluster = format!("{}+{}", r.spec.cluster_provider, r.spec.cluster);
+                w.add_cluster(LC_APP, &cluster, None)?;
+                let mut order = Vec::with_capacity(objects.len() + 1);
+                for m in &objects {
+                    w.add_resource(LC_APP, &cluster, &m.key, &m.yaml)?;
+                    order.push(m.key.clone());
+                }
+                let kept = match carry {
+                    Some(old) => credentials::request_in(old, &cluster).await?,
+                    None => None,
+                };
+                let (csr_key, csr_yaml) = match kept {
+                    Some(kept) => kept,
+                    None => {
+                        let request = credentials::user_request(&lc.spec.user.user_name)?;
+                        pending.push((ref_key.clone(), request.key_pem));
+                        let m = manifests::csr(&csr_name, &request.csr_pem)?;
+                        (m.key, m.yaml)
+                    }
+                };
+                w.add_resource(LC_APP, &cluster, &csr_key, &csr_yaml)?;
+                order.push(csr_key);
+                let order: Vec<&str> = order.iter().map(String::as_str).collect();
+                w.set_resource_order(LC_APP, &cluster, &order)?;
+            }
+            w.set_status(AppContextStatus::Created)?;
+            w.flush().await?;
+            for (ref_key, key_pem) in pending {
+                credentials::put_text_blob(
+                    self.store().as_ref(),
+                    &ref_key,
+                    credentials::PENDING_KEY_BLOB,
+                    key_pem,
+                )
+                .await?;
+            }
+            Ok::<(), Error>(())
+        };
+        match written.await {
+            Ok(()) => Ok(ctx),
+            Err(e) => {
+                discard(&ctx).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Terminates logical cloud `name`: its resources are removed from the clusters and its
+    /// kubeconfigs and certificates are forgotten.
+    ///
+    /// # Errors
+    /// NotFound; Conflict in a wrong state or while a deployment intent group of the cloud is
+    /// deployed.
+    pub async fn terminate_logical_cloud(&self, project: &str, name: &str) -> Result<()> {
+        let key = keys::logical_cloud(project, name);
+        let _held = self.dig_locks.lock(&key).await;
+        self.logical_cloud(project, name).await?;
+        let info = cloud_state(self, &key).await?;
+        let Some(to) = next_state(name, info.current_state(), Op::Terminate)? else {
+            return Ok(());
+        };
+        self.check_no_deployments(project, name).await?;
+        let instance = info.current_context().unwrap_or_default().to_owned();
+        if let Some(ctx) = self.load_context(Some(&instance)).await? {
+            self.rsync().terminate(ctx.id()).await?;
+        }
+        credentials::clear(self.store().as_ref(), &key).await?;
+        let revision = info.latest_revision();
+        record(self, &key, info, to, instance, revision).await
+    }
+
+    /// Fails with Conflict while a deployment intent group of cloud `name` is deployed.
+    async fn check_no_deployments(&self, project: &str, name: &str) -> Result<()> {
+        for ca in self.list_composite_apps(project).await? {
+            let ca_key =
+                keys::composite_app(project, &ca.metadata.name, &ca.spec.composite_app_version);
+            let filter = Filter::eq("spec.logicalCloud", name);
+            for dig in self
+                .deployment_intent_groups()
+                .list(&ca_key, &[filter])
+                .await?
+            {
+                let dig_key = ca_key.child(keys::DIG, dig.metadata.name.as_str());
+                let state = hooks::load_state(self.store().as_ref(), &dig_key).await?;
+                if state.current_state().is_deployed() {
+                    return Err(Error::conflict(format!(
+                        "deployment intent group {:?} of composite app {:?} uses logical cloud \
+                         {name:?} and is {}; terminate it first",
+                        dig.metadata.name,
+                        ca.metadata.name,
+                        state.current_state()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops the running instantiate, update or terminate of logical cloud `name`: rsync stops
+    /// waiting and retrying.
+    ///
+    /// # Errors
+    /// NotFound; Conflict when there is nothing to stop.
+    pub async fn stop_logical_cloud(&self, project: &str, name: &str) -> Result<()> {
+        let key = keys::logical_cloud(project, name);
+        let _held = self.dig_locks.lock(&key).await;
+        self.logical_cloud(project, name).await?;
+        let info = cloud_state(self, &key).await?;
+        let Some(to) = next_state(name, info.current_state(), Op::Stop)? else {
+            return Ok(());
+        };
+        let instance = info.current_context().unwrap_or_default().to_owned();
+        if let Some(ctx) = self.load_context(Some(&instance)).await? {
+            self.rsync().stop(ctx.id()).await?;
+        }
+        let revision = info.latest_revision();
+        record(self, &key, info, to, instance, revision).await
+    }
+
+    /// Updates instantiated logical cloud `name` to its current user permissions, quotas and
+    /// cluster references: a new AppContext replaces the running one through an rsync update.
+    /// Returns the new revision.
+    ///
+    /// # Errors
+    /// NotFound; InvalidArgument without cluster references; Conflict in a wrong state.
+    pub async fn update_logical_cloud(&self, project: &str, name: &str) -> Result<i64> {
+        let key = keys::logical_cloud(project, name);
+        let _held = self.dig_locks.lock(&key).await;
+        let lc = self.logical_cloud(project, name).await?;
+        let info = cloud_state(self, &key).await?;
+        let Some(to) = next_state(name, info.current_state(), Op::Update)? else {
+            return Ok(info.latest_revision());
+        };
+        let references = self.references(&key).await?;
+        if references.is_empty() {
+            return Err(Error::invalid(format!(
+                "logical cloud {name:?} has no cluster references"
+            )));
+        }
+        let revision = info.latest_revision() + 1;
+        if lc.is_admin() {
+            record(self, &key, info, to, String::new(), revision).await?;
+            return Ok(revision);
+        }
+        let old = self.load_context(info.current_context()).await?;
+        if old.is_none() {
+            // Every cluster gets a new request, hence a new kubeconfig.
+            credentials::clear(self.store().as_ref(), &key).await?;
+        }
+        let ctx = self
+            .cloud_context(project, &lc, &references, old.as_ref())
+            .await?;
+        // Without the running context (lost with an in-memory AppContext store) the new one is
+        // simply instantiated; server-side apply takes over what is already there.
+        let handed = match &old {
+            Some(old) => self.rsync().update(old.id(), ctx.id()).await,
+            None => self.rsync().instantiate(ctx.id()).await,
+        };
+        if let Err(e) = handed {
+            discard(&ctx).await;
+            return Err(e);
+        }
+        record(self, &key, info, to, ctx.id().to_string(), revision).await?;
+        credentials::spawn_finisher(self, project, name, ctx.id());
+        Ok(revision)
+    }
+
+    /// Resumes completing the kubeconfigs of every instantiated standard or privileged logical
+    /// cloud that still lacks some (after a restart, the background work of the previous process
+    /// is gone); returns how many clouds it resumed. Running it while that work still runs is
+    /// harmless: every step is idempotent.
+    ///
+    /// # Errors
+    /// The stores' errors.
+    pub async fn resume_logical_clouds(&self) -> Result<usize> {
+        let mut resumed = 0;
+        for project in self.projects().list(&ResourceKey::root(), &[]).await? {
+            let project = project.metadata.name;
+            for lc in self
+                .logical_clouds()
+                .list(&keys::project(&project), &[])
+                .await?
+            {
+                let key = keys::logical_cloud(&project, &lc.metadata.name);
+                let info = cloud_state(self, &key).await?;
+                if lc.is_admin()
+                    || !matches!(
+                        info.current_state(),
+                        DigState::Instantiated | DigState::Updated
+                    )
+                {
+                    continue;
+                }
+                let Some(ctx) = self.load_context(info.current_context()).await? else {
+                    continue;
+                };
+                let references =
+                    credentials::references_by_cluster(self.store().as_ref(), &key).await?;
+                let mut missing = false;
+                for cluster in ctx.clusters(LC_APP).await? {
+                    if let Some((ref_key, _)) = references.get(&cluster) {
+                        missing |=
+                            !credentials::has_kubeconfig(self.store().as_ref(), ref_key).await?;
+                    }
+                }
+                if missing {
+                    credentials::spawn_finisher(self, &project, &lc.metadata.name, ctx.id());
+                    resumed += 1;
+                }
+            }
+        }
+        Ok(resumed)
+    }
+
+    /// The kubeconfig generated for logical cloud `name` on the cluster of its reference
+    /// `cluster_reference`.
+    ///
+    /// # Errors
+    /// NotFound for an unknown cloud or reference; FailedPrecondition for an admin cloud (its
+    /// users use the cluster's own kubeconfig) and while the kubeconfig is not generated yet.
+    pub async fn logical_cloud_kubeconfig(
+        &self,
+        project: &str,
+        name: &str,
+        cluster_reference: &str,
+    ) -> Result<String> {
+        let lc = self.logical_cloud(project, name).await?;
+        let key = keys::logical_cloud(project, name);
+        self.cluster_references()
+            .get(&key, cluster_reference)
+            .await?;
+        if lc.is_admin() {
+            return Err(Error::failed_precondition(format!(
+                "logical cloud {name:?} is an admin cloud: it uses the clusters' own kubeconfigs"
+            )));
+        }
+        let state = cloud_state(self, &key).await?.current_state();
+        if !state.is_deployed() {
+            return Err(Error::failed_precondition(format!(
+                "logical cloud {name:?} is {state}; instantiate it first"
+            )));
+        }
+        let ref_key = key.child(keys::CLUSTER_REFERENCE, cluster_reference);
+        read_text_blob(
+            self.store().as_ref(),
+            &ref_key,
+            LOGICAL_CLOUD_KUBECONFIG_BLOB,
+        )
+        .await?
+        .ok_or_else(|| {
+            Error::failed_precondition(format!(
+                "logical cloud {name:?} has no kubeconfig for {cluster_reference:?}: it is \
+                     not instantiated or still being instantiated"
+            ))
+        })
+    }
 }

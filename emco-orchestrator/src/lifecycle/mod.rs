@@ -1,11 +1,496 @@
 //! The lifecycle of deployment intent groups: instantiate, terminate, stop, update, migrate and
-//! rollback (EMCO.md section 4).
+//! rollback (EMCO.md sections 4 and 6).
+//!
+//! Each operation holds the group's lock from reading its lifecycle record to saving it, so
+//! operations on one group run one after the other while other groups proceed concurrently.
+//! A group's record (`{statusctxid, actions}`, see [`StateInfo`]) names the AppContext of every
+//! revision; `statusctxid` is the context currently deployed.
+//!
+//! | operation | AppContext | rsync | record |
+//! |---|---|---|---|
+//! | instantiate | new, from the current intents | instantiate | Instantiated, revision 1 |
+//! | update | new, from the current intents | update old -> new | Updated, revision + 1 |
+//! | rollback to r | the one of revision r | update current -> it | Updated, revision + 1 |
+//! | migrate to DIG t | new, from t's intents | update current -> new | source Terminated, t Instantiated |
+//! | terminate | current | terminate | Terminated |
+//! | stop | current | stop flag | InstantiateStopped / TerminateStopped |
+//!
+//! A migrate leaves the source group Terminated (its deployment now belongs to the target, so
+//! the source can be deleted), as EMCO does. A group is not deployed again while the terminate
+//! of its previous deployment still runs (EMCO leaves that as a TODO): that terminate would
+//! delete the objects of the new one, which have the same names. Revisions only grow; a rollback
+//! may go to any revision since the last instantiate but the current one.
+
+mod build;
+mod render;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use emco_appcontext::{AppContext, ResourceKey};
+use emco_controller_sdk::rest::{ApiError, EmcoJson};
+use emco_core::lifecycle::{DigOperation, StateInfo, transition};
+use emco_core::model::DeploymentIntentGroup;
+use emco_core::{Error, ErrorKind, Metadata, Result, Validate};
+use http::StatusCode;
+use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::Orchestrator;
+use build::DigPath;
+
+use crate::hooks::{load_state, now_rfc3339, save_state};
+use crate::rest::DIG;
+use crate::{Orchestrator, keys};
+
+/// The body of `POST DIG/rollback`: `{metadata, spec:{revision}}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RollbackIntent {
+    /// Name and descriptions (informational).
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// The revision to go back to.
+    #[serde(default)]
+    pub spec: RollbackSpec,
+}
+
+/// The `spec` of a [`RollbackIntent`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RollbackSpec {
+    /// The revision, as `update` answered it; EMCO's OpenAPI sends it as a string (`"2"`), so
+    /// both a number and a numeric string are accepted.
+    #[serde(default, deserialize_with = "revision")]
+    pub revision: i64,
+}
+
+impl Validate for RollbackIntent {
+    fn validate(&self) -> Result<()> {
+        if self.spec.revision < 1 {
+            return Err(
+                Error::invalid("spec.revision is required: a revision from 1 up")
+                    .with_field("spec.revision"),
+            );
+        }
+        Ok(())
+    }
+}
+
+fn revision<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<i64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NumberOrText {
+        Number(i64),
+        Text(String),
+    }
+    match NumberOrText::deserialize(d)? {
+        NumberOrText::Number(n) => Ok(n),
+        NumberOrText::Text(t) => t
+            .trim()
+            .parse()
+            .map_err(|_| serde::de::Error::custom(format!("revision {t:?} is not a whole number"))),
+    }
+}
+
+/// The body of `POST DIG/migrate`: `{metadata, spec:{targetCompositeAppVersion,
+/// targetDeploymentIntentGroup}}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigrateIntent {
+    /// Name and descriptions (informational).
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// Where to migrate to.
+    #[serde(default)]
+    pub spec: MigrateSpec,
+}
+
+/// The `spec` of a [`MigrateIntent`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrateSpec {
+    /// The version of the same composite app to migrate to.
+    #[serde(default)]
+    pub target_composite_app_version: String,
+    /// The deployment intent group of that version that takes over (approved, not deployed).
+    #[serde(default)]
+    pub target_deployment_intent_group: String,
+}
+
+impl Validate for MigrateIntent {
+    fn validate(&self) -> Result<()> {
+        let spec = &self.spec;
+        for (field, value) in [
+            (
+                "spec.targetCompositeAppVersion",
+                &spec.target_composite_app_version,
+            ),
+            (
+                "spec.targetDeploymentIntentGroup",
+                &spec.target_deployment_intent_group,
+            ),
+        ] {
+            if value.is_empty() {
+                return Err(Error::invalid(format!("{field} is required")).with_field(field));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Orchestrator {
+    /// The deployment intent group at `dig` (NotFound naming it otherwise).
+    async fn load_dig(&self, dig: &ResourceKey) -> Result<DeploymentIntentGroup> {
+        self.deployment_intent_groups()
+            .get(
+                &dig.parent().unwrap_or_default(),
+                dig.name().unwrap_or_default(),
+            )
+            .await
+    }
+
+    /// The AppContext id an operation acts on: the group's current one.
+    fn current_context(dig: &ResourceKey, state: &StateInfo) -> Result<u64> {
+        let id = state
+            .current_context()
+            .ok_or_else(|| Error::internal(format!("the state of {dig} records no AppContext")))?;
+        id.parse()
+            .map_err(|_| Error::internal(format!("the state of {dig} names context {id:?}")))
+    }
+
+    /// Records `op` (deploying context `ctx`) in the record of `dig`, already checked.
+    async fn record(
+        &self,
+        dig: &ResourceKey,
+        mut state: StateInfo,
+        op: DigOperation,
+        ctx: u64,
+    ) -> Result<StateInfo> {
+        state.apply(op, ctx.to_string(), now_rfc3339())?;
+        if !matches!(op, DigOperation::Terminate | DigOperation::Stop) {
+            state.statusctxid = ctx.to_string();
+        }
+        save_state(self.store.as_ref(), dig, &state).await?;
+        Ok(state)
+    }
+
+    /// Instantiates the deployment intent group at `dig` (EMCO.md section 4): renders its apps,
+    /// places them, writes a new AppContext, runs the placement then action controllers and
+    /// hands the context to rsync. Returns once rsync has the work queued; follow the progress
+    /// in the AppContext's status.
+    ///
+    /// # Errors
+    /// NotFound (the group or a piece it names); FailedPrecondition when it is not approved or
+    /// its logical cloud is not instantiated; Conflict when it is already instantiated or the
+    /// terminate of its previous deployment still runs; InvalidArgument for a bad chart, profile or placement; a controller's failure, naming it
+    /// (the group's state is then unchanged).
+    pub async fn instantiate(&self, dig: &ResourceKey) -> Result<()> {
+        let group = self.load_dig(dig).await?;
+        let _held = self.dig_locks.lock(dig).await;
+        let state = load_state(self.store.as_ref(), dig).await?;
+        transition(state.current_state(), DigOperation::Instantiate)?;
+        self.check_terminated(dig, &state).await?;
+        let ctx = build::build_context(self, dig, &group, None).await?;
+        self.hand_over(&ctx, self.rsync().instantiate(ctx.id()))
+            .await?;
+        if let Err(e) = self
+            .record(dig, state, DigOperation::Instantiate, ctx.id())
+            .await
+        {
+            // Unrecorded, the deployment could never be terminated through the group: undo it.
+            if let Err(undo) = self.rsync().terminate(ctx.id()).await {
+                tracing::warn!(ctx = ctx.id(), error = %undo, "cannot undo an unrecorded instantiate");
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Refuses to deploy a group again while the terminate of its previous deployment still
+    /// runs: that terminate would delete the objects the new deployment applies, which share
+    /// their names.
+    ///
+    /// # Errors
+    /// Conflict while the previous context is still terminating (stop it or wait).
+    async fn check_terminated(&self, dig: &ResourceKey, state: &StateInfo) -> Result<()> {
+        let Some(id) = state.current_context().and_then(|c| c.parse::<u64>().ok()) else {
+            return Ok(());
+        };
+        let status = match AppContext::load(Arc::clone(self.contexts()), id).await {
+            Ok(ctx) => ctx.status().await?,
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        match status {
+            Some(s) if s.is_running() => Err(Error::conflict(format!(
+                "deployment intent group {:?} is still being terminated ({s}); wait, or stop it",
+                dig.name().unwrap_or_default()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Waits (a bounded time) until context `id` is not in the middle of an rsync operation:
+    /// a rollback target may still be deleting what the update after it replaced.
+    ///
+    /// # Errors
+    /// Conflict when it is still busy after [`SETTLE_TIMEOUT`].
+    async fn settle(&self, id: u64) -> Result<()> {
+        let ctx = AppContext::load(Arc::clone(self.contexts()), id).await?;
+        let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
+        loop {
+            match ctx.status().await? {
+                Some(s) if s.is_running() => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(Error::conflict(format!(
+                            "the context of that revision is still {s}; retry once it is done"
+                        )));
+                    }
+                    tokio::time::sleep(SETTLE_POLL).await;
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Deletes `ctx` when `queued` (giving it to rsync) failed.
+    async fn hand_over(
+        &self,
+        ctx: &AppContext,
+        queued: impl Future<Output = Result<()>>,
+    ) -> Result<()> {
+        if let Err(e) = queued.await {
+            if let Err(undo) = ctx.delete().await {
+                tracing::warn!(ctx = ctx.id(), error = %undo, "cannot delete an unused context");
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Terminates the deployment intent group at `dig`: rsync removes its resources from the
+    /// clusters, then its action controllers are told. A stopped terminate may be repeated.
+    ///
+    /// # Errors
+    /// NotFound; FailedPrecondition when it was never instantiated; Conflict when it is
+    /// already terminated.
+    pub async fn terminate(&self, dig: &ResourceKey) -> Result<()> {
+        self.load_dig(dig).await?;
+        let _held = self.dig_locks.lock(dig).await;
+        let state = load_state(self.store.as_ref(), dig).await?;
+        transition(state.current_state(), DigOperation::Terminate)?;
+        let ctx = Self::current_context(dig, &state)?;
+        self.rsync().terminate(ctx).await?;
+        self.record(dig, state, DigOperation::Terminate, ctx)
+            .await?;
+        // Controllers are told after the fact: the deployment is going whatever they answer,
+        // and a controller that is down must not keep it on the clusters.
+        let intents = build::dig_intents(self, dig).await?;
+        let controllers = self.controllers().list(&ResourceKey::root(), &[]).await?;
+        if let Err(e) = self
+            .controller_registry()
+            .terminate(&controllers, &intents.intents, ctx)
+            .await
+        {
+            tracing::warn!(%dig, ctx, error = %e, "a controller failed to take a terminate");
+        }
+        Ok(())
+    }
+
+    /// Stops the running instantiate, update or terminate of the group at `dig`: rsync ends its
+    /// waiting and retrying and the operation completes as failed (InstantiateStopped or
+    /// TerminateStopped). Stopping twice is harmless.
+    ///
+    /// # Errors
+    /// NotFound; FailedPrecondition when nothing was ever instantiated.
+    pub async fn stop(&self, dig: &ResourceKey) -> Result<()> {
+        self.load_dig(dig).await?;
+        let _held = self.dig_locks.lock(dig).await;
+        let state = load_state(self.store.as_ref(), dig).await?;
+        transition(state.current_state(), DigOperation::Stop)?;
+        let ctx = Self::current_context(dig, &state)?;
+        self.rsync().stop(ctx).await?;
+        self.record(dig, state, DigOperation::Stop, ctx)
+            .await
+            .map(drop)
+    }
+
+    /// Deploys the current intents of the instantiated group at `dig` as a new revision: a new
+    /// AppContext (controllers see the replaced one), and rsync applies what changed and
+    /// deletes what is gone. Returns the new revision number.
+    ///
+    /// # Errors
+    /// As [`Self::instantiate`]; FailedPrecondition unless it is Instantiated or Updated.
+    pub async fn update(&self, dig: &ResourceKey) -> Result<i64> {
+        let group = self.load_dig(dig).await?;
+        let _held = self.dig_locks.lock(dig).await;
+        let state = load_state(self.store.as_ref(), dig).await?;
+        transition(state.current_state(), DigOperation::Update)?;
+        let old = Self::current_context(dig, &state)?;
+        let ctx = build::build_context(self, dig, &group, Some(old)).await?;
+        self.hand_over(&ctx, self.rsync().update(old, ctx.id()))
+            .await?;
+        let state = self
+            .record(dig, state, DigOperation::Update, ctx.id())
+            .await?;
+        Ok(state.latest_revision())
+    }
+
+    /// Rolls the group at `dig` back to `revision`, an earlier revision of its current
+    /// deployment: rsync updates from the current context to that revision's. The rollback is
+    /// recorded as a new revision (revisions only grow); returns it.
+    ///
+    /// # Errors
+    /// NotFound; FailedPrecondition unless it is Instantiated or Updated; InvalidArgument when
+    /// `revision` is not an earlier revision of the current deployment.
+    pub async fn rollback(&self, dig: &ResourceKey, revision: i64) -> Result<i64> {
+        self.load_dig(dig).await?;
+        let _held = self.dig_locks.lock(dig).await;
+        let state = load_state(self.store.as_ref(), dig).await?;
+        transition(state.current_state(), DigOperation::Rollback)?;
+        // The revision deployed now: the last action's (revisions before a re-instantiate
+        // can be higher, but they are not part of this deployment).
+        let current_revision = state.actions.last().map_or(0, |a| a.revision);
+        let target = state
+            .contexts_by_revision()
+            .get(&revision)
+            .filter(|_| revision != current_revision)
+            .map(|id| (*id).to_owned())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "revision {revision} is not an earlier revision of the deployment \
+                     (it is at revision {current_revision})"
+                ))
+                .with_field("spec.revision")
+            })?;
+        let target: u64 = target
+            .parse()
+            .map_err(|_| Error::internal(format!("the state of {dig} names context {target:?}")))?;
+        let current = Self::current_context(dig, &state)?;
+        if target != current {
+            self.settle(target).await?;
+            self.rsync().rollback(current, target).await?;
+        }
+        let state = self
+            .record(dig, state, DigOperation::Rollback, target)
+            .await?;
+        Ok(state.latest_revision())
+    }
+
+    /// Migrates the deployment of the group at `dig` to another version of its composite app:
+    /// the target group (`intent.spec`, approved and not deployed) gets a new AppContext built
+    /// from its own intents, rsync updates from the current context to it, the target becomes
+    /// Instantiated and the source Terminated.
+    ///
+    /// # Errors
+    /// NotFound (either group or a piece the target names); InvalidArgument when the target is
+    /// the source itself; FailedPrecondition / Conflict when either is in the wrong state; as
+    /// [`Self::instantiate`] for the target's context.
+    pub async fn migrate(&self, dig: &ResourceKey, intent: &MigrateIntent) -> Result<()> {
+        intent.validate()?;
+        let spec = &intent.spec;
+        let source = DigPath::of(dig)?;
+        let target = keys::dig(
+            &source.project,
+            &source.composite_app,
+            &spec.target_composite_app_version,
+            &spec.target_deployment_intent_group,
+        );
+        if target == *dig {
+            return Err(Error::invalid(
+                "a deployment intent group cannot migrate to itself",
+            ));
+        }
+        self.load_dig(dig).await?;
+        let target_group = self.load_dig(&target).await?;
+        let _held = self.dig_locks.lock_pair(dig, &target).await;
+        let source_state = load_state(self.store.as_ref(), dig).await?;
+        transition(source_state.current_state(), DigOperation::Migrate)?;
+        let target_state = load_state(self.store.as_ref(), &target).await?;
+        transition(target_state.current_state(), DigOperation::Instantiate)
+            .map_err(|e| Error::new(e.kind(), format!("migrate target: {}", e.message())))?;
+        self.check_terminated(&target, &target_state).await?;
+        let old = Self::current_context(dig, &source_state)?;
+        let ctx = build::build_context(self, &target, &target_group, Some(old)).await?;
+        self.hand_over(&ctx, self.rsync().update(old, ctx.id()))
+            .await?;
+        self.record(&target, target_state, DigOperation::Instantiate, ctx.id())
+            .await?;
+        self.record(dig, source_state, DigOperation::Terminate, old)
+            .await
+            .map(drop)
+    }
+}
+
+/// How long a rollback waits for the target revision's context to finish its rsync work.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often it looks.
+const SETTLE_POLL: Duration = Duration::from_millis(50);
+
+type Params = Path<HashMap<String, String>>;
+type Answer = std::result::Result<Response, ApiError>;
+
+/// The group a lifecycle route names.
+fn dig_key(p: &HashMap<String, String>) -> std::result::Result<ResourceKey, ApiError> {
+    let get = |name: &str| {
+        p.get(name).map(String::as_str).ok_or_else(|| {
+            ApiError::from(Error::invalid(format!("path parameter {name} is missing")))
+        })
+    };
+    Ok(keys::dig(
+        get("project")?,
+        get("compositeApp")?,
+        get("compositeAppVersion")?,
+        get("deploymentIntentGroup")?,
+    ))
+}
+
+async fn instantiate(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
+    orch.instantiate(&dig_key(&p)?).await?;
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+async fn terminate(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
+    orch.terminate(&dig_key(&p)?).await?;
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+async fn stop(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
+    orch.stop(&dig_key(&p)?).await?;
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+async fn update(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
+    let revision = orch.update(&dig_key(&p)?).await?;
+    Ok((StatusCode::ACCEPTED, revision.to_string()).into_response())
+}
+
+async fn rollback(
+    State(orch): State<Orchestrator>,
+    Path(p): Params,
+    EmcoJson(body): EmcoJson<RollbackIntent>,
+) -> Answer {
+    orch.rollback(&dig_key(&p)?, body.spec.revision).await?;
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+async fn migrate(
+    State(orch): State<Orchestrator>,
+    Path(p): Params,
+    EmcoJson(body): EmcoJson<MigrateIntent>,
+) -> Answer {
+    orch.migrate(&dig_key(&p)?, &body).await?;
+    Ok(StatusCode::ACCEPTED.into_response())
+}
 
 /// The lifecycle routes of deployment intent groups (other than `approve` and `status`).
 pub(crate) fn routes() -> Router<Orchestrator> {
     Router::new()
+        .route(&format!("{DIG}/instantiate"), post(instantiate))
+        .route(&format!("{DIG}/terminate"), post(terminate))
+        .route(&format!("{DIG}/stop"), post(stop))
+        .route(&format!("{DIG}/update"), post(update))
+        .route(&format!("{DIG}/rollback"), post(rollback))
+        .route(&format!("{DIG}/migrate"), post(migrate))
 }

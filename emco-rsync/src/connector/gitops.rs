@@ -13,6 +13,23 @@
 //!
 //! Git only records desired state: [`Connector::get`] returns the manifest as committed, and
 //! [`Connector::observes_live_state`] is `false`.
+//!
+//! ## Readiness
+//!
+//! A committed resource is not deployed yet, let alone ready: the agent in the cluster applies
+//! it some time later, or never. As in EMCO, what the cluster reports comes back through git:
+//! EMCO's monitor in the cluster writes a `ResourceBundleState` per app under
+//! `clusters/<cluster>/status/<ctx>/app/<app>/` (any `.yaml` file there), whose
+//! `status.resourceStatuses[]` entries name each deployed object (`group`, `version`, `kind`,
+//! `name`, `namespace`) and carry it as observed in `res` (its JSON, base64-encoded as Go does
+//! with bytes; a plain object is accepted too). [`Connector::observe`] fetches the repository
+//! and answers from there, so readiness is judged on the live object exactly as for the
+//! Kubernetes connector:
+//!
+//! - no status written back for the app: [`Observation::Unknown`] for every resource (the
+//!   engine then reports the resource not present and the cluster's readiness `Unknown`);
+//! - a status without the resource: [`Observation::Absent`];
+//! - the resource listed: [`Observation::Present`] with the object reported.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -23,7 +40,7 @@ use serde_json::Value;
 use tokio::process::Command;
 use tokio::sync::Mutex;
 
-use super::{Batch, BatchError, Connector, Propagation, ResourceId, Scope};
+use super::{Batch, BatchError, Connector, Observation, Propagation, ResourceId, Scope};
 
 /// How to reach the repository of one cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,6 +209,64 @@ impl GitOpsConnector {
         let file = format!("{}.yaml", id.emco_name());
         path_component(&file).map_err(|e| e.with_field("metadata.name"))?;
         Ok(self.app_dir(scope)?.join(file))
+    }
+
+    /// The directory where the cluster's agent writes back the status of `scope`'s app,
+    /// relative to the repository root (`clusters/<cluster>/status/<ctx>/app/<app>`).
+    ///
+    /// # Errors
+    ///
+    /// [`emco_core::ErrorKind::InvalidArgument`] if the context id or app cannot be a path
+    /// component.
+    pub fn status_dir(&self, scope: &Scope) -> Result<PathBuf> {
+        path_component(&scope.ctx_id).map_err(|e| e.with_field("ctx_id"))?;
+        path_component(&scope.app).map_err(|e| e.with_field("app"))?;
+        Ok(Path::new("clusters")
+            .join(&self.config.cluster)
+            .join("status")
+            .join(&scope.ctx_id)
+            .join("app")
+            .join(&scope.app))
+    }
+
+    /// The `status.resourceStatuses` entries of every status file in `dir` of the clone, or
+    /// `None` when nothing was written back there.
+    async fn reported(&self, dir: &Path) -> Result<Option<Vec<Value>>> {
+        let path = self.config.work_dir.join(dir);
+        let read_err = |e: std::io::Error| {
+            Error::internal(format!("cannot read {}: {e}", path.display())).with_source(e)
+        };
+        let mut files = match tokio::fs::read_dir(&path).await {
+            Ok(files) => files,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(read_err(e)),
+        };
+        let mut entries = Vec::new();
+        let mut any = false;
+        while let Some(file) = files.next_entry().await.map_err(read_err)? {
+            let name = file.file_name();
+            let name = name.to_string_lossy();
+            if !(name.ends_with(".yaml") || name.ends_with(".yml")) {
+                continue;
+            }
+            let text = tokio::fs::read_to_string(file.path())
+                .await
+                .map_err(read_err)?;
+            // A file that is not a status document is skipped, not fatal.
+            let Ok(doc) = serde_yaml_ng::from_str::<Value>(&text) else {
+                tracing::debug!(file = %file.path().display(), "unreadable status file");
+                continue;
+            };
+            any = true;
+            if let Some(list) = doc
+                .get("status")
+                .and_then(|s| s.get("resourceStatuses"))
+                .and_then(Value::as_array)
+            {
+                entries.extend(list.iter().cloned());
+            }
+        }
+        Ok(any.then_some(entries))
     }
 
     /// Runs git in the clone with a fixed environment: no prompts (a missing credential must
@@ -372,6 +447,34 @@ impl GitOpsConnector {
     }
 }
 
+/// Whether the status entry `e` (`{group, version, kind, name, namespace}`) is about `id` of
+/// `scope`.
+fn reports(e: &Value, scope: &Scope, id: &ResourceId) -> bool {
+    let field = |f: &str| e.get(f).and_then(Value::as_str).unwrap_or_default();
+    let namespace = field("namespace");
+    field("kind") == id.kind
+        && field("name") == id.name
+        && field("group") == id.group()
+        && (field("version").is_empty() || field("version") == id.version())
+        // Cluster-scoped objects have no namespace; namespaced ones are in the scope's.
+        && (namespace.is_empty() || namespace == scope.namespace_for(id))
+}
+
+/// The object a status entry carries in `res`: base64 of its JSON (Go `[]byte`), or inline.
+fn reported_object(e: &Value) -> Option<Value> {
+    use base64::Engine as _;
+    match e.get("res")? {
+        Value::String(encoded) => {
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(encoded.trim())
+                .ok()?;
+            serde_json::from_slice(&raw).ok()
+        }
+        object @ Value::Object(_) => Some(object.clone()),
+        _ => None,
+    }
+}
+
 /// Backoff before push attempt `attempt` (from 1): grows to about a second, with jitter so that
 /// writers racing for the same branch spread out.
 fn backoff(attempt: u32) -> Duration {
@@ -476,6 +579,36 @@ impl Connector for GitOpsConnector {
             .with_source(e)
         })?;
         Ok(Some(value))
+    }
+
+    async fn observe(&self, scope: &Scope, ids: &[ResourceId]) -> Result<Vec<Observation>> {
+        let dir = self.status_dir(scope)?;
+        let reported = {
+            let _clone = self.clone.lock().await;
+            self.sync().await?;
+            self.reported(&dir).await?
+        };
+        let Some(reported) = reported else {
+            let why = "no status written back by the cluster's agent yet";
+            return Ok(ids
+                .iter()
+                .map(|_| Observation::Unknown(why.to_owned()))
+                .collect());
+        };
+        Ok(ids
+            .iter()
+            .map(|id| {
+                reported
+                    .iter()
+                    .find(|e| reports(e, scope, id))
+                    .map_or(Observation::Absent, |e| match reported_object(e) {
+                        Some(object) => Observation::Present(object),
+                        None => Observation::Unknown(format!(
+                            "the status written back for {id} carries no readable object"
+                        )),
+                    })
+            })
+            .collect())
     }
 
     async fn health(&self) -> Result<()> {

@@ -12,6 +12,9 @@
 //! - Delete uses the given propagation policy; objects (and kinds) that do not exist count as
 //!   deleted.
 //!
+//! - Readiness: [`Connector::watcher`] gives the connector's [`ClusterWatcher`] (created on
+//!   first use, sharing the discovery cache), so readiness costs one watch per resource type.
+//!
 //! - Every request is bounded by a request timeout ([`DEFAULT_REQUEST_TIMEOUT`]), so a cluster
 //!   that accepts connections but never answers fails like an unreachable one. The client's own
 //!   retry layer is off: the engine decides when to retry.
@@ -21,7 +24,7 @@
 //! 404 not found, 409 conflict or already exists).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use ::kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PropagationPolicy};
@@ -34,6 +37,7 @@ use emco_core::{Error, ErrorKind, Result};
 use serde_json::Value;
 
 use super::{Batch, BatchError, Connector, Propagation, ResourceId, Scope};
+use crate::watch::ClusterWatcher;
 
 /// The field manager of every server-side apply.
 pub const FIELD_MANAGER: &str = "emco";
@@ -41,8 +45,66 @@ pub const FIELD_MANAGER: &str = "emco";
 /// The default of [`KubeConnector::with_request_timeout`].
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How many readiness changes a cluster's watcher buffers per subscriber.
+const WATCH_CAPACITY: usize = 4096;
+
 /// The kinds of one group-version: kind -> resource and capabilities.
 type Kinds = HashMap<String, (ApiResource, ApiCapabilities)>;
+
+/// Discovery results by `apiVersion`, shared by a connector and its watcher.
+type DiscoveryCache = Arc<RwLock<HashMap<String, Arc<Kinds>>>>;
+
+/// What discovery needs, shareable without the connector (the watcher holds one, and the
+/// connector holds the watcher).
+#[derive(Clone)]
+pub(crate) struct Discovery {
+    pub(crate) cluster: String,
+    pub(crate) client: Client,
+    pub(crate) timeout: Duration,
+    cache: DiscoveryCache,
+}
+
+impl Discovery {
+    /// See [`KubeConnector::resolve`].
+    pub(crate) async fn resolve(
+        &self,
+        id: &ResourceId,
+    ) -> Result<Option<(ApiResource, ApiCapabilities)>> {
+        if let Some(found) = self.cached(id) {
+            return Ok(Some(found));
+        }
+        let gv = GroupVersion::gv(id.group(), id.version());
+        let what = format!("discovery of {}", id.api_version);
+        let answer = tokio::time::timeout(self.timeout, discovery::pinned_group(&self.client, &gv))
+            .await
+            .map_err(|_| {
+                Error::unavailable(format!(
+                    "{what}: cluster {} did not answer within {:?}",
+                    self.cluster, self.timeout
+                ))
+            })?;
+        let kinds = match answer {
+            Ok(group) => group
+                .versioned_resources(id.version())
+                .into_iter()
+                .map(|(ar, caps)| (ar.kind.clone(), (ar, caps)))
+                .collect(),
+            // The group-version itself is not served.
+            Err(::kube::Error::Api(status)) if status.code == 404 => Kinds::new(),
+            Err(e) => return Err(map_error(e, &what)),
+        };
+        let found = kinds.get(&id.kind).cloned();
+        if let Ok(mut cache) = self.cache.write() {
+            cache.insert(id.api_version.clone(), Arc::new(kinds));
+        }
+        Ok(found)
+    }
+
+    fn cached(&self, id: &ResourceId) -> Option<(ApiResource, ApiCapabilities)> {
+        let cache = self.cache.read().ok()?;
+        cache.get(&id.api_version)?.get(&id.kind).cloned()
+    }
+}
 
 /// A [`Connector`] for one cluster reached through its API server.
 pub struct KubeConnector {
@@ -51,7 +113,9 @@ pub struct KubeConnector {
     /// How long one API request may take.
     request_timeout: Duration,
     /// Discovery results by `apiVersion`.
-    discovery: RwLock<HashMap<String, Arc<Kinds>>>,
+    discovery: DiscoveryCache,
+    /// The readiness watches, started on first use.
+    watcher: OnceLock<Arc<ClusterWatcher>>,
 }
 
 impl std::fmt::Debug for KubeConnector {
@@ -93,7 +157,8 @@ impl KubeConnector {
             cluster: cluster.into(),
             client,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            discovery: RwLock::new(HashMap::new()),
+            discovery: Arc::default(),
+            watcher: OnceLock::new(),
         }
     }
 
@@ -136,34 +201,17 @@ impl KubeConnector {
     /// [`ErrorKind::Unavailable`] if discovery cannot reach the cluster; other kinds if it is
     /// rejected.
     pub async fn resolve(&self, id: &ResourceId) -> Result<Option<(ApiResource, ApiCapabilities)>> {
-        if let Some(found) = self.cached(id) {
-            return Ok(Some(found));
-        }
-        let gv = GroupVersion::gv(id.group(), id.version());
-        let what = format!("discovery of {}", id.api_version);
-        let kinds = match self
-            .timed(&what, discovery::pinned_group(&self.client, &gv))
-            .await?
-        {
-            Ok(group) => group
-                .versioned_resources(id.version())
-                .into_iter()
-                .map(|(ar, caps)| (ar.kind.clone(), (ar, caps)))
-                .collect(),
-            // The group-version itself is not served.
-            Err(::kube::Error::Api(status)) if status.code == 404 => Kinds::new(),
-            Err(e) => return Err(map_error(e, &what)),
-        };
-        let found = kinds.get(&id.kind).cloned();
-        if let Ok(mut cache) = self.discovery.write() {
-            cache.insert(id.api_version.clone(), Arc::new(kinds));
-        }
-        Ok(found)
+        self.discovery_handle().resolve(id).await
     }
 
-    fn cached(&self, id: &ResourceId) -> Option<(ApiResource, ApiCapabilities)> {
-        let cache = self.discovery.read().ok()?;
-        cache.get(&id.api_version)?.get(&id.kind).cloned()
+    /// The discovery of this connector, sharing its cache.
+    pub(crate) fn discovery_handle(&self) -> Discovery {
+        Discovery {
+            cluster: self.cluster.clone(),
+            client: self.client.clone(),
+            timeout: self.request_timeout,
+            cache: Arc::clone(&self.discovery),
+        }
     }
 
     /// The API for `id`'s kind and namespace, or `None` if the kind is not served.
@@ -286,6 +334,16 @@ impl Connector for KubeConnector {
             .transpose()
     }
 
+    fn watcher(&self) -> Option<Arc<ClusterWatcher>> {
+        let watcher = self.watcher.get_or_init(|| {
+            Arc::new(ClusterWatcher::from_discovery(
+                self.discovery_handle(),
+                WATCH_CAPACITY,
+            ))
+        });
+        Some(Arc::clone(watcher))
+    }
+
     async fn health(&self) -> Result<()> {
         // Core discovery rather than `/version`: API servers answer `/version` without checking
         // credentials, and a rejected token must show here.
@@ -299,7 +357,7 @@ impl Connector for KubeConnector {
 
 /// Maps a kube error onto an [`ErrorKind`] that tells the engine whether to retry; `what` names
 /// the operation in the message.
-fn map_error(err: ::kube::Error, what: &str) -> Error {
+pub(crate) fn map_error(err: ::kube::Error, what: &str) -> Error {
     let kind = match &err {
         ::kube::Error::Api(status) => match status.code {
             429 | 500..=599 => ErrorKind::Unavailable,

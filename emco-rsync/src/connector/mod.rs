@@ -454,6 +454,54 @@ pub trait Connector: fmt::Debug + Send + Sync + 'static {
     /// [`ErrorKind::Unavailable`] if it cannot be reached; other kinds if it refuses the
     /// credentials.
     async fn health(&self) -> Result<()>;
+
+    /// The readiness watches of this cluster, when the connector can watch: the engine then
+    /// learns readiness from one watch per resource type (and namespace, for credentials limited
+    /// to namespaces) instead of reading each object. `None` (the default) makes the engine poll
+    /// [`Connector::observe`].
+    fn watcher(&self) -> Option<std::sync::Arc<crate::watch::ClusterWatcher>> {
+        None
+    }
+
+    /// What the cluster reports of the resources `ids` of `scope`, one [`Observation`] per id in
+    /// order: the basis of readiness for connectors without a [`Connector::watcher`]. The default
+    /// reads each object with [`Connector::get`] when [`Connector::observes_live_state`], and
+    /// otherwise answers [`Observation::Unknown`] for all: a connector that only records desired
+    /// state never claims an object is there, let alone ready.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Unavailable`] if the cluster (or the place its status is read from) cannot be
+    /// reached; other kinds if the request is rejected.
+    async fn observe(&self, scope: &Scope, ids: &[ResourceId]) -> Result<Vec<Observation>> {
+        if !self.observes_live_state() {
+            let why = "the connector does not observe the cluster";
+            return Ok(ids
+                .iter()
+                .map(|_| Observation::Unknown(why.to_owned()))
+                .collect());
+        }
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            out.push(match self.get(scope, id).await? {
+                Some(object) => Observation::Present(object),
+                None => Observation::Absent,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// What a connector knows of one deployed object on its cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observation {
+    /// The object as the cluster reports it (with `status`), to judge with
+    /// [`crate::readiness::readiness`].
+    Present(Value),
+    /// The cluster reports that the object does not exist.
+    Absent,
+    /// Nothing is known yet (no report from the cluster), with the reason.
+    Unknown(String),
 }
 
 #[cfg(test)]

@@ -11,7 +11,14 @@
 //! The stop flag ([`Rsync::stop`], or `stopflag/` written by anyone) ends all waiting and
 //! retrying and the operation completes as failed. [`Rsync::start`] resumes every context of the
 //! active registry, so work interrupted by a crash is finished by the next process; applied
-//! resources are skipped when resuming, and server-side apply makes a repeated apply harmless.
+//! resources are skipped when resuming (their statuses read in one listing of the context), and
+//! server-side apply makes a repeated apply harmless.
+//!
+//! As EMCO's rsync, the engine keeps `rsync/state/CurrentState` equal to the context status,
+//! sets `rsync/state/DesiredState` to where the running event leads (Instantiated,
+//! Terminated, ...), and raises `rsync/state/PendingTerminateFlag` while a running instantiate
+//! or update gives way to a terminate. A cluster's `readystatus/` is `Unknown` until a worker
+//! reaches it (first contact, or first contact after a resume), then `Available` or `Retrying`.
 
 mod run;
 mod status;
@@ -248,8 +255,10 @@ struct Inner {
     ready_tx: broadcast::Sender<ReadyNotification>,
     /// (ctx, app, cluster) whose resources were all seen ready.
     ready: Mutex<HashSet<(u64, String, String)>>,
-    /// Cancels the readiness pollers of a context (when it is terminated or updated away).
+    /// Cancels the readiness observers of a context (when it is terminated or updated away).
     readiness_tokens: Mutex<HashMap<u64, CancellationToken>>,
+    /// The readiness observer of each (ctx, app, cluster), so a new deploy replaces the old one.
+    observers: Mutex<HashMap<(u64, String, String), CancellationToken>>,
 }
 
 /// Builds an [`Rsync`].
@@ -294,8 +303,9 @@ impl RsyncBuilder {
         self
     }
 
-    /// How often readiness is polled (hooks that must complete, app `Ready` dependencies,
-    /// readiness notifications); default 1 s.
+    /// How often readiness is polled for connectors without a watcher (GitOps), how often a
+    /// waiting hook or app `Ready` dependency checks the stop flag, and how soon a watch that
+    /// could not be set up is tried again; default 1 s.
     #[must_use]
     pub const fn poll_interval(mut self, poll: Duration) -> Self {
         self.poll = Some(poll);
@@ -329,6 +339,7 @@ impl RsyncBuilder {
                 ready_tx,
                 ready: Mutex::new(HashSet::new()),
                 readiness_tokens: Mutex::new(HashMap::new()),
+                observers: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -392,6 +403,11 @@ impl Rsync {
         if let Some(op) = tasks.get(&ctx_id).and_then(|t| t.op())
             && matches!(op.event, RsyncEvent::Instantiate | RsyncEvent::Update)
         {
+            // As EMCO: the flag tells that the running operation gives way to a terminate.
+            AppContext::load(Arc::clone(&self.inner.store), ctx_id)
+                .await?
+                .set_pending_terminate(true)
+                .await?;
             op.abort(Abort::Terminate);
         }
         Ok(())
@@ -421,7 +437,7 @@ impl Rsync {
         AppContext::load(Arc::clone(&self.inner.store), from).await?;
         let status = target.status().await?.unwrap_or(AppContextStatus::Created);
         match status {
-            AppContextStatus::Instantiated => target.set_status(AppContextStatus::Updated).await?,
+            AppContextStatus::Instantiated => set_state(&target, AppContextStatus::Updated).await?,
             AppContextStatus::Updated | AppContextStatus::Created => {}
             other => {
                 return Err(Error::failed_precondition(format!(
@@ -569,6 +585,12 @@ impl Rsync {
         {
             for &i in pending.iter().take_while(|&&i| i != last_terminate) {
                 ctx.set_event_status(i, QueueStatus::Skip).await?;
+                // An update that never ran leaves the context it replaces deployed.
+                if queue[i].event == RsyncEvent::Update
+                    && let Some(old) = &queue[i].ucid
+                {
+                    self.terminate_replaced(ctx, old).await?;
+                }
             }
             return Ok(true);
         }
@@ -584,6 +606,13 @@ impl Rsync {
         element: &QueueElement,
     ) -> Result<()> {
         let current = ctx.status().await?.unwrap_or(AppContextStatus::Created);
+        if element.event == RsyncEvent::Terminate && current == AppContextStatus::Created {
+            // Nothing of this context was ever deployed (its instantiate or update was skipped).
+            ctx.set_desired_state(AppContextStatus::Terminated).await?;
+            ctx.set_pending_terminate(false).await?;
+            set_state(ctx, AppContextStatus::Terminated).await?;
+            return ctx.set_event_status(index, QueueStatus::Done).await;
+        }
         let statuses = match rsync_transition(current, element.event) {
             Ok(s) => s,
             Err(e) => {
@@ -605,11 +634,17 @@ impl Rsync {
         }
         // Resuming after a restart: the status is already the running one.
         let resume = current == statuses.running && current.is_running();
+        if element.event == RsyncEvent::Terminate && ctx.pending_terminate().await? {
+            ctx.set_pending_terminate(false).await?;
+        }
+        if element.event != RsyncEvent::Read {
+            ctx.set_desired_state(statuses.done).await?;
+        }
         if statuses.entry != current {
-            ctx.set_status(statuses.entry).await?;
+            set_state(ctx, statuses.entry).await?;
         }
         if statuses.running != statuses.entry {
-            ctx.set_status(statuses.running).await?;
+            set_state(ctx, statuses.running).await?;
         }
         let op = OpCtl::new(element.event, &self.inner.root());
         task.set_op(Some(op.clone()));
@@ -633,8 +668,15 @@ impl Rsync {
             // Left as is: the next start resumes the event.
             Some(Abort::Shutdown) => Ok(()),
             Some(Abort::Terminate) => {
-                ctx.set_status(AppContextStatus::PreTerminate).await?;
-                ctx.set_event_status(index, QueueStatus::Skip).await
+                set_state(ctx, AppContextStatus::PreTerminate).await?;
+                ctx.set_event_status(index, QueueStatus::Skip).await?;
+                // The cut-short update never deleted what only the replaced context has.
+                if element.event == RsyncEvent::Update
+                    && let Some(old) = &element.ucid
+                {
+                    self.terminate_replaced(ctx, old).await?;
+                }
+                Ok(())
             }
             Some(Abort::Stop) | None => {
                 let stopped = op.aborted() == Some(Abort::Stop);
@@ -644,7 +686,7 @@ impl Rsync {
                     (statuses.done, QueueStatus::Done)
                 };
                 if element.event != RsyncEvent::Read {
-                    ctx.set_status(status).await?;
+                    set_state(ctx, status).await?;
                 }
                 ctx.set_event_status(index, queue).await?;
                 if element.event == RsyncEvent::Update
@@ -659,12 +701,34 @@ impl Rsync {
         }
     }
 
+    /// Terminates the context `old` that an update of `ctx` was to replace: the terminate of
+    /// `ctx` came before that update finished, so `old`'s resources are still deployed.
+    async fn terminate_replaced(&self, ctx: &AppContext, old: &str) -> Result<()> {
+        let old = match self.other_context(old).await {
+            Ok(o) => o,
+            Err(e) if e.kind() == emco_core::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        tracing::info!(
+            ctx = ctx.id(),
+            replaced = old.id(),
+            "terminate before the update finished: terminating the replaced context too"
+        );
+        Box::pin(self.terminate(old.id())).await
+    }
+
     async fn other_context(&self, ucid: &str) -> Result<AppContext> {
         let id: u64 = ucid.parse().map_err(|e| {
             Error::invalid(format!("queued context id {ucid:?} is not a number")).with_source(e)
         })?;
         AppContext::load(Arc::clone(&self.inner.store), id).await
     }
+}
+
+/// Sets the status of `ctx` and, as EMCO's rsync keeps them equal, its `rsync/state/CurrentState`.
+async fn set_state(ctx: &AppContext, status: AppContextStatus) -> Result<()> {
+    ctx.set_status(status).await?;
+    ctx.set_current_state(status).await
 }
 
 impl Inner {
@@ -699,7 +763,27 @@ impl Inner {
             .clone()
     }
 
-    /// Stops the readiness pollers of a context and forgets what they saw.
+    /// The token of a new readiness observer of `app` on `cluster`, cancelling the one it
+    /// replaces; what the old one saw is forgotten, so the new one notifies its first ready.
+    fn observer_token(&self, ctx_id: u64, app: &str, cluster: &str) -> CancellationToken {
+        let token = self.readiness_token(ctx_id).child_token();
+        let key = (ctx_id, app.to_owned(), cluster.to_owned());
+        let old = self
+            .observers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key.clone(), token.clone());
+        if let Some(old) = old {
+            old.cancel();
+        }
+        self.ready
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key);
+        token
+    }
+
+    /// Stops the readiness observers of a context and forgets what they saw.
     fn forget_readiness(&self, ctx_id: u64) {
         if let Some(t) = self
             .readiness_tokens
@@ -713,6 +797,10 @@ impl Inner {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|(c, _, _)| *c != ctx_id);
+        self.observers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(c, _, _), _| *c != ctx_id);
     }
 
     fn is_ready(&self, ctx_id: u64, app: &str, cluster: &str) -> bool {
@@ -722,6 +810,16 @@ impl Inner {
             .contains(&(ctx_id, app.to_owned(), cluster.to_owned()))
     }
 
+    /// Records that some resource of `app` on `cluster` is no longer ready.
+    fn mark_not_ready(&self, ctx_id: u64, app: &str, cluster: &str) {
+        self.ready
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&(ctx_id, app.to_owned(), cluster.to_owned()));
+    }
+
+    /// Records that every resource of `app` on `cluster` is ready, notifying subscribers when it
+    /// was not (each transition to ready notifies once).
     fn mark_ready(&self, ctx_id: u64, app: &str, cluster: &str) {
         let new = self
             .ready

@@ -10,14 +10,15 @@ use emco_appcontext::context::{AppDependency, CompositeAppMeta};
 use emco_core::lifecycle::{ClusterReadiness, ResourceStatus, RsyncEvent};
 use emco_core::{ErrorKind, Result};
 use serde_json::{Map, Value, json};
-use tokio::sync::{OwnedSemaphorePermit, watch};
+use tokio::sync::{OwnedSemaphorePermit, broadcast, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::status::ContextStatusExt;
 use super::{Abort, Inner, OpCtl};
-use crate::connector::{Batch, Connector, Propagation, Resource, Scope};
-use crate::readiness::readiness;
+use crate::connector::{Batch, Connector, Observation, Propagation, Resource, ResourceId, Scope};
+use crate::readiness::{Readiness, readiness};
+use crate::watch::{ClusterWatcher, ReadinessChange, WatchHealth, Watched};
 
 /// The resources of one app on one cluster by phase, each list in the order it is applied.
 #[derive(Debug, Default)]
@@ -81,6 +82,8 @@ pub(super) struct Run {
     namespace: Option<String>,
     /// The context's metadata, for resolving per-logical-cloud credentials.
     meta: CompositeAppMeta,
+    /// When resuming: the resource statuses recorded before the restart, read in one listing.
+    recorded: Arc<HashMap<(String, String, String), ResourceStatus>>,
 }
 
 impl Run {
@@ -93,11 +96,25 @@ impl Run {
             op,
             namespace,
             meta,
+            recorded: Arc::default(),
         }
     }
 
     /// Runs `event`; `Ok(true)` when some resource failed.
     pub(super) async fn execute(
+        &self,
+        event: RsyncEvent,
+        other: Option<&AppContext>,
+        resume: bool,
+    ) -> Result<bool> {
+        let mut this = self.clone();
+        if resume && matches!(event, RsyncEvent::Instantiate | RsyncEvent::Update) {
+            this.recorded = Arc::new(self.ctx.resource_statuses_listed().await?);
+        }
+        this.execute_event(event, other, resume).await
+    }
+
+    async fn execute_event(
         &self,
         event: RsyncEvent,
         other: Option<&AppContext>,
@@ -376,7 +393,8 @@ impl Run {
         }
     }
 
-    /// Polls until every resource is ready; false when the operation is cut short.
+    /// Waits until every resource is ready (CRDs established, hooks complete); false when the
+    /// operation is cut short.
     async fn wait_ready(
         &self,
         conn: &Arc<dyn Connector>,
@@ -384,29 +402,18 @@ impl Run {
         resources: &[Resource],
         token: &CancellationToken,
     ) -> bool {
-        if !conn.observes_live_state() {
-            return true;
-        }
-        let mut waiting: Vec<&Resource> = resources.iter().collect();
+        let rs: Vec<(String, Resource)> = resources
+            .iter()
+            .map(|r| (r.id().emco_name(), r.clone()))
+            .collect();
+        let mut eyes = Eyes::new(self, conn, scope.clone(), rs);
         loop {
-            let mut still = Vec::new();
-            {
-                let _permits = self.permits(conn.cluster()).await;
-                for r in waiting {
-                    let ready = matches!(conn.get(scope, r.id()).await,
-                        Ok(Some(obj)) if readiness(&obj).is_ready());
-                    if !ready {
-                        still.push(r);
-                    }
-                }
-            }
-            waiting = still;
-            if waiting.is_empty() {
+            let (entries, _) = eyes.look().await;
+            if entries.values().all(entry_is_ready) {
                 return true;
             }
-            tokio::select! {
-                () = tokio::time::sleep(self.inner.poll) => {}
-                () = token.cancelled() => return false,
+            if !eyes.wait_change(token, self.inner.poll).await {
+                return false;
             }
             if token == &self.op.token && self.ctx.stop_flag().await.unwrap_or(false) {
                 self.op.abort(Abort::Stop);
@@ -415,24 +422,107 @@ impl Run {
         }
     }
 
-    /// Watches an app's resources on a cluster in the background until all are ready, then
-    /// records and publishes it.
+    /// Follows the readiness of an app's resources on a cluster in the background until the
+    /// context is terminated or updated away, or the app is deployed again on the cluster:
+    /// records each change of what it sees in the cluster's collected status (`status/`, the
+    /// shape the Read event writes) so that status queries read readiness from the AppContext,
+    /// and publishes every transition to ready (readyNotify).
     fn watch_readiness(
         &self,
         conn: Arc<dyn Connector>,
         app: &str,
         cluster: &str,
-        rs: Vec<Resource>,
+        rs: Vec<(String, Resource)>,
     ) {
         let run = self.clone();
         let (app, cluster) = (app.to_owned(), cluster.to_owned());
-        let token = self.inner.readiness_token(self.ctx.id());
+        let token = self.inner.observer_token(self.ctx.id(), &app, &cluster);
         tokio::spawn(async move {
-            let scope = run.scope(&app);
-            if run.wait_ready(&conn, &scope, &rs, &token).await {
-                run.inner.mark_ready(run.ctx.id(), &app, &cluster);
-            }
+            run.observe_ready(&conn, &app, &cluster, rs, &token).await;
         });
+    }
+
+    /// Follows `rs` until `token` is cancelled, writing the collected status of the cluster
+    /// whenever it changed (one write per change, covering all resources of the app on the
+    /// cluster), the cluster's `readystatus/` when the observed connectivity changed, and
+    /// marking the app ready or not ready on the cluster at each transition.
+    async fn observe_ready(
+        &self,
+        conn: &Arc<dyn Connector>,
+        app: &str,
+        cluster: &str,
+        rs: Vec<(String, Resource)>,
+        token: &CancellationToken,
+    ) {
+        let ctx_id = self.ctx.id();
+        let mut eyes = Eyes::new(self, conn, self.scope(app), rs);
+        let mut recorded: Option<Value> = None;
+        // As the deploy left it: Available after an apply, Unknown when a resume applied nothing.
+        let mut connectivity = self
+            .ctx
+            .cluster_ready_status(app, cluster)
+            .await
+            .unwrap_or(ClusterReadiness::Unknown);
+        let mut was_ready = false;
+        loop {
+            let (entries, seen) = eyes.look().await;
+            if token.is_cancelled() {
+                return;
+            }
+            let ready = entries.values().all(entry_is_ready);
+            let doc = collected_status(seen, entries);
+            if recorded.as_ref() != Some(&doc) {
+                match self.ctx.set_cluster_status(app, cluster, &doc).await {
+                    Ok(()) => recorded = Some(doc),
+                    // Recorded at the next change; readiness itself goes on.
+                    Err(e) => tracing::warn!(app, cluster, error = %e, "cannot record readiness"),
+                }
+            }
+            // `Unknown` (a watch still listing) says nothing new about connectivity.
+            if seen != ClusterReadiness::Unknown && seen != connectivity {
+                match self.ctx.set_cluster_ready_status(app, cluster, seen).await {
+                    Ok(()) => connectivity = seen,
+                    Err(e) => {
+                        tracing::warn!(app, cluster, error = %e, "cannot record connectivity")
+                    }
+                }
+            }
+            if ready != was_ready {
+                was_ready = ready;
+                if ready {
+                    self.inner.mark_ready(ctx_id, app, cluster);
+                } else {
+                    self.inner.mark_not_ready(ctx_id, app, cluster);
+                }
+            }
+            let tick = if eyes.settled() {
+                RESYNC
+            } else {
+                self.inner.poll
+            };
+            if !eyes.wait_change(token, tick).await {
+                return;
+            }
+        }
+    }
+
+    /// Records in the collected status of a cluster that the resources `names` are gone.
+    async fn record_removed(&self, app: &str, cluster: &str, names: &[String]) -> Result<()> {
+        let mut doc = self
+            .ctx
+            .cluster_status(app, cluster)
+            .await?
+            .filter(Value::is_object)
+            .unwrap_or_else(|| collected_status(ClusterReadiness::Available, Map::new()));
+        if !doc.get("resources").is_some_and(Value::is_object) {
+            doc["resources"] = Value::Object(Map::new());
+        }
+        if let Some(resources) = doc.get_mut("resources").and_then(Value::as_object_mut) {
+            for n in names {
+                resources.insert(n.clone(), json!({"present": false, "ready": false}));
+            }
+        }
+        self.ctx.set_cluster_status(app, cluster, &doc).await
     }
 
     // ---- instantiate and update ----
@@ -580,10 +670,19 @@ impl Run {
     ) -> Result<bool> {
         let plan = self.plan(app, cluster).await?;
         let every = plan.installed();
+        // Until this worker reaches the cluster, its state is not known: never reached yet, or
+        // last seen before a restart.
+        if resume || self.ctx.cluster_ready_status(app, cluster).await? == ClusterReadiness::Unknown
+        {
+            self.ctx
+                .set_cluster_ready_status(app, cluster, ClusterReadiness::Unknown)
+                .await?;
+        }
         let mut skip: HashSet<String> = HashSet::new();
         for n in &every {
             let applied = |s: Option<ResourceStatus>| s == Some(ResourceStatus::Applied);
-            if resume && applied(self.ctx.resource_status(app, cluster, n).await?) {
+            let key = (app.to_owned(), cluster.to_owned(), n.clone());
+            if resume && applied(self.recorded.get(&key).copied()) {
                 skip.insert(n.clone());
             } else if let Some(old) = old
                 && applied(old.resource_status(app, cluster, n).await?)
@@ -660,7 +759,7 @@ impl Run {
             let mut all = Vec::new();
             for n in &every {
                 if let Some(r) = self.load(app, cluster, n).await? {
-                    all.push(r);
+                    all.push((n.clone(), r));
                 }
             }
             self.watch_readiness(conn, app, cluster, all);
@@ -782,6 +881,19 @@ impl Run {
                 Ok(f) => failed |= f,
             }
         }
+        let mut removed = all;
+        if failed {
+            let mut deleted = Vec::new();
+            for n in removed {
+                if self.ctx.resource_status(app, cluster, &n).await?
+                    == Some(ResourceStatus::Deleted)
+                {
+                    deleted.push(n);
+                }
+            }
+            removed = deleted;
+        }
+        self.record_removed(app, cluster, &removed).await?;
         Ok(failed)
     }
 
@@ -823,7 +935,7 @@ impl Run {
     // ---- read ----
 
     /// Reads every resource back and stores each cluster's collected status:
-    /// `{"readyStatus": "Available"|"Retrying", "resources": {"<name+Kind>": {"present", "ready", "reason"?}}}`.
+    /// `{"readyStatus": "Available"|"Retrying"|"Unknown", "resources": {"<name+Kind>": {"present", "ready", "reason"?}}}`.
     async fn read_all(&self) -> Result<()> {
         for app in self.ordered_apps().await? {
             let scope = self.scope(&app);
@@ -834,37 +946,275 @@ impl Run {
                     .resolver
                     .connector_for(&cluster, &self.meta)
                     .await?;
-                let mut resources = Map::new();
-                let mut reachable = true;
+                let mut rs = Vec::new();
                 for n in &names {
-                    let Some(r) = self.load(&app, &cluster, n).await? else {
-                        continue;
-                    };
-                    let entry = match conn.get(&scope, r.id()).await {
-                        Ok(Some(obj)) => match readiness(&obj) {
-                            crate::readiness::Readiness::NotReady(why) => {
-                                json!({"present": true, "ready": false, "reason": why})
-                            }
-                            _ => json!({"present": true, "ready": true}),
-                        },
-                        Ok(None) => json!({"present": false, "ready": false}),
-                        Err(e) => {
-                            reachable &= e.kind() != ErrorKind::Unavailable;
-                            json!({"present": false, "ready": false, "reason": e.to_string()})
-                        }
-                    };
-                    resources.insert(n.clone(), entry);
+                    if let Some(r) = self.load(&app, &cluster, n).await? {
+                        rs.push((n.clone(), r));
+                    }
                 }
-                let readiness = if reachable {
-                    ClusterReadiness::Available
-                } else {
-                    ClusterReadiness::Retrying
+                // A read asks the cluster itself, never the watches' memory.
+                let ids: Vec<ResourceId> = rs.iter().map(|(_, r)| r.id().clone()).collect();
+                let (seen, resources) = match conn.observe(&scope, &ids).await {
+                    Ok(observations) => {
+                        let unknown = observations
+                            .iter()
+                            .any(|o| matches!(o, Observation::Unknown(_)));
+                        let entries = rs
+                            .iter()
+                            .zip(&observations)
+                            .map(|((n, _), o)| (n.clone(), entry(o)))
+                            .collect();
+                        let seen = if unknown {
+                            ClusterReadiness::Unknown
+                        } else {
+                            ClusterReadiness::Available
+                        };
+                        (seen, entries)
+                    }
+                    Err(e) => {
+                        let seen = if e.kind() == ErrorKind::Unavailable {
+                            ClusterReadiness::Retrying
+                        } else {
+                            ClusterReadiness::Available
+                        };
+                        let entries = rs.iter().map(|(n, _)| (n.clone(), failed_entry(&e)));
+                        (seen, entries.collect())
+                    }
                 };
-                let status =
-                    json!({"readyStatus": readiness, "resources": Value::Object(resources)});
+                let status = collected_status(seen, resources);
                 self.ctx.set_cluster_status(&app, &cluster, &status).await?;
             }
         }
         Ok(())
+    }
+}
+
+/// How often an observer whose watches are all set up looks again without being woken (the
+/// watches wake it on every change; this only bounds the effect of a lost wake-up).
+const RESYNC: Duration = Duration::from_secs(30);
+
+/// The entry of one resource in a cluster's collected status: `{"present", "ready", "reason"?}`.
+fn entry(observation: &Observation) -> Value {
+    match observation {
+        Observation::Present(obj) => match readiness(obj) {
+            Readiness::NotReady(why) => json!({"present": true, "ready": false, "reason": why}),
+            Readiness::Ready | Readiness::NotApplicable => json!({"present": true, "ready": true}),
+        },
+        Observation::Absent => json!({"present": false, "ready": false}),
+        Observation::Unknown(why) => json!({"present": false, "ready": false, "reason": why}),
+    }
+}
+
+fn watched_entry(watched: &Watched) -> Value {
+    match watched {
+        Watched::Seen(Readiness::NotReady(why)) => {
+            json!({"present": true, "ready": false, "reason": why})
+        }
+        Watched::Seen(Readiness::Ready | Readiness::NotApplicable) => {
+            json!({"present": true, "ready": true})
+        }
+        Watched::Absent => json!({"present": false, "ready": false}),
+        Watched::Unknown(why) => json!({"present": false, "ready": false, "reason": why}),
+    }
+}
+
+fn failed_entry(e: &emco_core::Error) -> Value {
+    json!({"present": false, "ready": false, "reason": e.to_string()})
+}
+
+fn entry_is_ready(entry: &Value) -> bool {
+    entry.get("ready").and_then(Value::as_bool) == Some(true)
+}
+
+/// The collected status of a cluster (`status/`):
+/// `{"readyStatus": "Available"|"Retrying"|"Unknown", "resources": {"<name+Kind>": entry}}`.
+fn collected_status(readiness: ClusterReadiness, resources: Map<String, Value>) -> Value {
+    json!({"readyStatus": readiness, "resources": Value::Object(resources)})
+}
+
+/// The worse of two connectivity findings: Retrying over Unknown over Available.
+fn worse(a: ClusterReadiness, b: ClusterReadiness) -> ClusterReadiness {
+    let rank = |r| match r {
+        ClusterReadiness::Available => 0,
+        ClusterReadiness::Unknown => 1,
+        ClusterReadiness::Retrying => 2,
+    };
+    if rank(b) > rank(a) { b } else { a }
+}
+
+/// How a worker sees the resources of an app on one cluster: through the cluster's watches when
+/// the connector has them (no request per object: the watches were listed once and follow
+/// changes), else by asking the connector ([`Connector::observe`]) at each look.
+struct Eyes<'a> {
+    run: &'a Run,
+    conn: &'a Arc<dyn Connector>,
+    scope: Scope,
+    rs: Vec<(String, Resource)>,
+    watch: Option<WatchEyes>,
+    /// The last entries, kept while the cluster cannot be asked.
+    last: Map<String, Value>,
+}
+
+struct WatchEyes {
+    watcher: Arc<ClusterWatcher>,
+    changes: broadcast::Receiver<ReadinessChange>,
+    health: watch::Receiver<u64>,
+    /// Per resource, its id as the watches key it once its type is watched.
+    keyed: Vec<Option<ResourceId>>,
+    /// The same ids, to pick the changes that concern them (by object, not by deployment-id
+    /// label: an update leaves unchanged objects with the label of the context that applied
+    /// them).
+    ids: HashSet<ResourceId>,
+    /// Per resource, why its type could not be watched (the kind is not served, ...).
+    refused: Vec<Option<Value>>,
+}
+
+impl<'a> Eyes<'a> {
+    fn new(
+        run: &'a Run,
+        conn: &'a Arc<dyn Connector>,
+        scope: Scope,
+        rs: Vec<(String, Resource)>,
+    ) -> Self {
+        let watch = conn.watcher().map(|watcher| WatchEyes {
+            // Subscribed before the first look, so no change falls between the two.
+            changes: watcher.subscribe(),
+            health: watcher.health_changes(),
+            keyed: vec![None; rs.len()],
+            ids: HashSet::new(),
+            refused: vec![None; rs.len()],
+            watcher,
+        });
+        Self {
+            run,
+            conn,
+            scope,
+            rs,
+            watch,
+            last: Map::new(),
+        }
+    }
+
+    /// Whether the watches cover every resource (or refused its type), so that only their
+    /// changes matter; false when polling.
+    fn settled(&self) -> bool {
+        self.watch.as_ref().is_some_and(|w| {
+            w.keyed
+                .iter()
+                .zip(&w.refused)
+                .all(|(k, r)| k.is_some() || r.is_some())
+        })
+    }
+
+    /// The entry of every resource and what they say of the cluster's connectivity.
+    async fn look(&mut self) -> (Map<String, Value>, ClusterReadiness) {
+        match &mut self.watch {
+            Some(w) => {
+                let mut entries = Map::new();
+                let mut seen = ClusterReadiness::Available;
+                for (i, (name, r)) in self.rs.iter().enumerate() {
+                    if w.keyed[i].is_none() && w.refused[i].is_none() {
+                        match w
+                            .watcher
+                            .watch_in(self.scope.namespace_for(r.id()), r.id())
+                            .await
+                        {
+                            Ok(k) => {
+                                w.ids.insert(k.clone());
+                                w.keyed[i] = Some(k);
+                            }
+                            Err(e) if e.kind() == ErrorKind::Unavailable => {
+                                seen = worse(seen, ClusterReadiness::Retrying);
+                                entries.insert(name.clone(), failed_entry(&e));
+                                continue;
+                            }
+                            Err(e) => w.refused[i] = Some(failed_entry(&e)),
+                        }
+                    }
+                    if let Some(refused) = &w.refused[i] {
+                        entries.insert(name.clone(), refused.clone());
+                    } else if let Some(k) = &w.keyed[i] {
+                        seen = worse(
+                            seen,
+                            match w.watcher.health(k) {
+                                Some(WatchHealth::Synced) => ClusterReadiness::Available,
+                                Some(WatchHealth::Failing(_)) => ClusterReadiness::Retrying,
+                                Some(WatchHealth::Syncing) | None => ClusterReadiness::Unknown,
+                            },
+                        );
+                        entries.insert(name.clone(), watched_entry(&w.watcher.watched(k)));
+                    }
+                }
+                (entries, seen)
+            }
+            None => {
+                let ids: Vec<ResourceId> = self.rs.iter().map(|(_, r)| r.id().clone()).collect();
+                let got = {
+                    let _permits = self.run.permits(self.conn.cluster()).await;
+                    self.conn.observe(&self.scope, &ids).await
+                };
+                let mut seen = ClusterReadiness::Available;
+                match got {
+                    Ok(observations) => {
+                        for ((name, _), o) in self.rs.iter().zip(&observations) {
+                            if matches!(o, Observation::Unknown(_)) {
+                                seen = ClusterReadiness::Unknown;
+                            }
+                            self.last.insert(name.clone(), entry(o));
+                        }
+                    }
+                    Err(e) => {
+                        seen = if e.kind() == ErrorKind::Unavailable {
+                            ClusterReadiness::Retrying
+                        } else {
+                            ClusterReadiness::Available
+                        };
+                        for (name, _) in &self.rs {
+                            // What was seen before stays the best knowledge.
+                            if !self.last.contains_key(name) || seen == ClusterReadiness::Available
+                            {
+                                self.last.insert(name.clone(), failed_entry(&e));
+                            }
+                        }
+                    }
+                }
+                (self.last.clone(), seen)
+            }
+        }
+    }
+
+    /// Waits for something that may change what [`Eyes::look`] sees: a readiness change of this
+    /// app or a watch's health change (watches), else `tick`; false when `token` is cancelled.
+    async fn wait_change(&mut self, token: &CancellationToken, tick: Duration) -> bool {
+        let Some(w) = &mut self.watch else {
+            return tokio::select! {
+                () = tokio::time::sleep(tick) => true,
+                () = token.cancelled() => false,
+            };
+        };
+        let sleep = tokio::time::sleep(tick);
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                got = w.changes.recv() => match got {
+                    Ok(change) if w.ids.contains(&change.id) => return true,
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Lagged(_)) => return true,
+                    // The watcher is gone: only the tick is left.
+                    Err(broadcast::error::RecvError::Closed) => {
+                        (&mut sleep).await;
+                        return !token.is_cancelled();
+                    }
+                },
+                r = w.health.changed() => {
+                    if r.is_err() {
+                        (&mut sleep).await;
+                    }
+                    return !token.is_cancelled();
+                }
+                () = &mut sleep => return true,
+                () = token.cancelled() => return false,
+            }
+        }
     }
 }

@@ -1,5 +1,9 @@
-//! Batched status writes, which the typed AppContext API lacks: a worker records the status of
-//! all resources of one batch in one transaction instead of one write per resource.
+//! Batched status writes and reads, which the typed AppContext API lacks: a worker records the
+//! status of all resources of one batch in one transaction instead of one write per resource,
+//! and a resumed operation reads every recorded status in one prefix listing instead of one read
+//! per resource.
+
+use std::collections::HashMap;
 
 use async_trait::async_trait;
 use emco_appcontext::context::MAX_TXN_OPS;
@@ -24,6 +28,16 @@ pub trait ContextStatusExt {
         names: &[String],
         status: ResourceStatus,
     ) -> Result<()>;
+
+    /// Every resource status recorded in the context, by app, cluster and resource name, read
+    /// with one prefix listing (paged by the store). Values that are not a status are skipped.
+    ///
+    /// # Errors
+    ///
+    /// The store's errors.
+    async fn resource_statuses_listed(
+        &self,
+    ) -> Result<HashMap<(String, String, String), ResourceStatus>>;
 }
 
 #[async_trait]
@@ -46,4 +60,33 @@ impl ContextStatusExt for AppContext {
         }
         Ok(())
     }
+
+    async fn resource_statuses_listed(
+        &self,
+    ) -> Result<HashMap<(String, String, String), ResourceStatus>> {
+        let base = format!("{}app/", self.root_key());
+        let mut out = HashMap::new();
+        for kv in self.store().list_all(&base, false).await? {
+            let Some(rest) = kv.key.strip_prefix(&base) else {
+                continue;
+            };
+            // `<app>/cluster/<cluster>/resource/<name>/status/`
+            let parts: Vec<&str> = rest.split('/').collect();
+            if let [app, "cluster", cluster, "resource", name, "status", ""] = parts.as_slice()
+                && let Some(status) = parse_status(&kv.value)
+            {
+                out.insert(
+                    ((*app).to_owned(), (*cluster).to_owned(), (*name).to_owned()),
+                    status,
+                );
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The status of a resource status document (`{"Status": ...}`).
+fn parse_status(raw: &[u8]) -> Option<ResourceStatus> {
+    let doc: serde_json::Value = serde_json::from_slice(raw).ok()?;
+    serde_json::from_value(doc.get("Status")?.clone()).ok()
 }

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // Each test binary uses a different subset.
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,8 +14,11 @@ use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta};
 use emco_core::Result;
 use emco_core::lifecycle::AppContextStatus;
 use emco_rsync::connector::kube::KubeConnector;
-use emco_rsync::connector::{Batch, BatchError, Connector, Propagation, ResourceId, Scope};
+use emco_rsync::connector::{
+    Batch, BatchError, Connector, Observation, Propagation, ResourceId, Scope,
+};
 use emco_rsync::engine::{Backoff, MapResolver, Rsync};
+use emco_rsync::watch::ClusterWatcher;
 use kubesim::{Fleet, FleetConfig};
 use serde_json::Value;
 
@@ -30,11 +34,15 @@ pub struct Call {
     pub ok: bool,
 }
 
-/// Wraps a connector and records every apply and delete.
+/// Wraps a connector and records every apply and delete, and counts object reads.
 #[derive(Debug)]
 pub struct Recording {
     inner: Arc<dyn Connector>,
     log: Arc<Mutex<Vec<Call>>>,
+    /// Objects read one by one (`get`, or one per id of `observe`).
+    reads: Arc<AtomicUsize>,
+    /// Whether the inner connector's watcher is offered (else the engine polls).
+    watch: bool,
 }
 
 impl Recording {
@@ -73,10 +81,22 @@ impl Connector for Recording {
         r
     }
     async fn get(&self, scope: &Scope, id: &ResourceId) -> Result<Option<Value>> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
         self.inner.get(scope, id).await
     }
     async fn health(&self) -> Result<()> {
         self.inner.health().await
+    }
+    fn watcher(&self) -> Option<Arc<ClusterWatcher>> {
+        if self.watch {
+            self.inner.watcher()
+        } else {
+            None
+        }
+    }
+    async fn observe(&self, scope: &Scope, ids: &[ResourceId]) -> Result<Vec<Observation>> {
+        self.reads.fetch_add(ids.len(), Ordering::Relaxed);
+        self.inner.observe(scope, ids).await
     }
 }
 
@@ -86,10 +106,17 @@ pub struct Env {
     pub resolver: Arc<MapResolver>,
     pub log: Arc<Mutex<Vec<Call>>>,
     pub direct: Vec<Arc<KubeConnector>>,
+    /// Objects the engine read one by one, all clusters.
+    pub reads: Arc<AtomicUsize>,
 }
 
 impl Env {
     pub async fn start(clusters: usize) -> Self {
+        Self::start_with(clusters, true).await
+    }
+
+    /// A fleet whose connectors offer their watchers to the engine only when `watch`.
+    pub async fn start_with(clusters: usize, watch: bool) -> Self {
         let fleet = Fleet::start(FleetConfig {
             clusters,
             ready_delay: Duration::from_millis(200),
@@ -100,6 +127,7 @@ impl Env {
         .unwrap();
         let resolver = Arc::new(MapResolver::new());
         let log = Arc::new(Mutex::new(Vec::new()));
+        let reads = Arc::new(AtomicUsize::new(0));
         let mut direct = Vec::new();
         for name in fleet.cluster_names() {
             let id = format!("prov+{name}");
@@ -116,6 +144,8 @@ impl Env {
                 Arc::new(Recording {
                     inner: conn,
                     log: Arc::clone(&log),
+                    reads: Arc::clone(&reads),
+                    watch,
                 }),
             );
         }
@@ -124,6 +154,7 @@ impl Env {
             resolver,
             log,
             direct,
+            reads,
         }
     }
 

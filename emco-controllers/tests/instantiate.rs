@@ -1,0 +1,956 @@
+//! Controllers called by the orchestrator during real instantiates and updates against kubesim
+//! clusters: an SDK controller over gRPC (working on the AppContexts through the AppContext gRPC
+//! service) and in-process, failing and unreachable controllers, gac, hpa, and the example
+//! label controller.
+
+#![allow(clippy::unwrap_used, missing_docs)] // Test helpers fail the test on bad fixtures.
+
+#[allow(dead_code)]
+#[path = "../../emco-controller-sdk/examples/label_controller.rs"]
+mod example;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use axum::body::Body;
+use bytes::Bytes;
+use emco_appcontext::{AppContext, InMemoryResourceStore, ResourceKey};
+use emco_controller_sdk::intent::IntentType;
+use emco_controller_sdk::remote::{AppContextService, RemoteAppContextStore};
+use emco_controller_sdk::{
+    ActionController, ControllerContext, ControllerRegistry, Server, set_field,
+};
+use emco_controllers::gac::{Customization, Gac, GacResource, GenericK8sIntent};
+use emco_controllers::hpa::{HpaAction, HpaConsumer, HpaIntent, HpaPlacement, HpaRequirement};
+use emco_core::lifecycle::{AppContextStatus, DigState};
+use emco_core::model::{
+    App, AppProfile, AppProfileSpec, Cluster, ClusterLabel, ClusterProvider, ClusterReference,
+    ClusterReferenceSpec, CompositeApp, CompositeAppSpec, CompositeProfile, DeploymentIntentGroup,
+    DeploymentIntentGroupSpec, DigIntent, DigIntentSpec, GenericPlacementIntent, KvPair,
+    KvPairSpec, LogicalCloud, LogicalCloudSpec, Project,
+};
+use emco_core::placement::{AppPlacementIntent, AppPlacementSpec, PlacementIntent};
+use emco_core::{Error, Metadata};
+use emco_orchestrator::{Orchestrator, keys, rest};
+use emco_rsync::connector::kube::KubePool;
+use emco_rsync::connector::{Connector, DEPLOYMENT_ID_LABEL, Resource, Scope};
+use emco_rsync::engine::Backoff;
+use http::{Request, StatusCode};
+use kubesim::{Fleet, FleetConfig};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+const PROJECT: &str = "p1";
+const PROVIDER: &str = "edge";
+const CA: &str = "shop";
+const APP: &str = "web";
+/// Bounds every wait; a healthy run takes a fraction of it.
+const DEADLINE: Duration = Duration::from_secs(90);
+
+/// The chart of app `web`: a Deployment, a Service and a ConfigMap, all named literally.
+const CHART: &[(&str, &str)] = &[
+    (
+        "Chart.yaml",
+        "apiVersion: v2\nname: web\nversion: 0.1.0\nappVersion: \"1.0\"\n",
+    ),
+    ("values.yaml", "replicas: 1\n"),
+    (
+        "templates/deployment.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.25\n",
+    ),
+    (
+        "templates/service.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector:\n    app: web\n  ports:\n    - port: 80\n",
+    ),
+    (
+        "templates/configmap.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-cfg\ndata:\n  app.json: '{\"a\":1}'\n",
+    ),
+];
+
+const PROFILE: &[(&str, &str)] = &[
+    (
+        "manifest.yaml",
+        "---\nversion: v1\ntype:\n  values: \"override_values.yaml\"\n",
+    ),
+    ("override_values.yaml", "replicas: 1\n"),
+];
+
+/// A gzip'd tar of `files` under the directory `top`.
+fn tgz(top: &str, files: &[(&str, &str)]) -> Vec<u8> {
+    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    for (path, text) in files {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(text.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, format!("{top}/{path}"), text.as_bytes())
+            .unwrap();
+    }
+    b.into_inner().unwrap().finish().unwrap()
+}
+
+fn meta(name: &str) -> Metadata {
+    Metadata::named(name)
+}
+
+/// An action controller labelling every Deployment `<label>: <intent name>` and recording its
+/// calls (`update <context> from <replaced context>`, `terminate <context>`).
+struct Stamp {
+    label: &'static str,
+    calls: Arc<Mutex<Vec<String>>>,
+}
+
+impl Stamp {
+    fn new(label: &'static str) -> Self {
+        Self {
+            label,
+            calls: Arc::default(),
+        }
+    }
+}
+
+#[async_trait]
+impl ActionController for Stamp {
+    async fn update(&self, cx: &mut ControllerContext) -> emco_core::Result<()> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("update {} from {:?}", cx.id(), cx.update_from()));
+        let intent = cx.intent_name().unwrap_or_default().to_owned();
+        for app in cx.apps().await? {
+            for cluster in cx.clusters(&app).await? {
+                for (name, mut obj) in cx.resources(&app, &cluster).await? {
+                    if obj["kind"] == "Deployment" {
+                        set_field(
+                            &mut obj,
+                            &["metadata", "labels", self.label],
+                            intent.clone().into(),
+                        )?;
+                        cx.put_resource(&app, &cluster, &name, obj).await?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn terminate(&self, cx: &mut ControllerContext) -> emco_core::Result<()> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("terminate {}", cx.id()));
+        Ok(())
+    }
+}
+
+/// An action controller refusing every context.
+struct Refuser;
+
+#[async_trait]
+impl ActionController for Refuser {
+    async fn update(&self, _: &mut ControllerContext) -> emco_core::Result<()> {
+        Err(Error::invalid("quota exceeded for this intent"))
+    }
+}
+
+/// kubesim clusters `c1..c3` registered as `edge+c1..3` (labels: c1 and c2 `edge`, c3
+/// `core`), an orchestrator over them, a logical cloud `lc` over all three and the composite
+/// app `shop` with app `web`.
+struct World {
+    fleet: Fleet,
+    orch: Orchestrator,
+    pool: KubePool,
+    cancel: CancellationToken,
+    dir: tempfile::TempDir,
+    /// Stops the gRPC servers the test started.
+    servers: CancellationToken,
+}
+
+impl World {
+    async fn start(
+        registry: impl FnOnce(ControllerRegistry) -> ControllerRegistry + Send + 'static,
+    ) -> Self {
+        let fleet = Fleet::start(FleetConfig {
+            clusters: 3,
+            ready_delay: Duration::from_millis(100),
+            ..FleetConfig::default()
+        })
+        .await
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let orch = Orchestrator::builder(Arc::new(InMemoryResourceStore::new()))
+            .gitops_dir(dir.path().join("clones"))
+            .rsync(|b| {
+                b.backoff(Backoff {
+                    initial: Duration::from_millis(50),
+                    max_delay: Duration::from_millis(500),
+                    max_retries: None,
+                })
+                .poll_interval(Duration::from_millis(100))
+            })
+            .controllers(move |stores| {
+                registry(
+                    ControllerRegistry::new(stores).with_connect_timeout(Duration::from_secs(10)),
+                )
+            })
+            .build()
+            .unwrap();
+        let cancel = CancellationToken::new();
+        orch.start(cancel.clone()).await.unwrap();
+        let world = Self {
+            fleet,
+            orch,
+            pool: KubePool::new(),
+            cancel,
+            dir,
+            servers: CancellationToken::new(),
+        };
+        world.onboard().await;
+        world
+    }
+
+    async fn onboard(&self) {
+        let o = &self.orch;
+        let root = ResourceKey::root();
+        o.projects()
+            .create(
+                &root,
+                &Project {
+                    metadata: meta(PROJECT),
+                },
+            )
+            .await
+            .unwrap();
+        o.cluster_providers()
+            .create(
+                &root,
+                &ClusterProvider {
+                    metadata: meta(PROVIDER),
+                },
+            )
+            .await
+            .unwrap();
+        for name in self.fleet.cluster_names() {
+            let path = self.file(
+                &format!("{name}.kubeconfig"),
+                self.fleet.kubeconfig(&name).unwrap().as_bytes(),
+            );
+            let cluster = Cluster {
+                metadata: meta(&name),
+                ..Cluster::default()
+            };
+            o.create_cluster(PROVIDER, &cluster, Some(&path))
+                .await
+                .unwrap();
+            let label = if name == "c3" { "core" } else { "edge" };
+            o.cluster_labels()
+                .create(&keys::cluster(PROVIDER, &name), &ClusterLabel::new(label))
+                .await
+                .unwrap();
+        }
+        let lc = LogicalCloud {
+            metadata: meta("lc"),
+            spec: LogicalCloudSpec {
+                level: "0".into(),
+                ..LogicalCloudSpec::default()
+            },
+        };
+        o.logical_clouds()
+            .create(&keys::project(PROJECT), &lc)
+            .await
+            .unwrap();
+        for c in ["c1", "c2", "c3"] {
+            let r = ClusterReference {
+                metadata: meta(&format!("lc-{c}")),
+                spec: ClusterReferenceSpec {
+                    cluster_provider: PROVIDER.into(),
+                    cluster: c.into(),
+                    ..ClusterReferenceSpec::default()
+                },
+            };
+            o.cluster_references()
+                .create(&keys::logical_cloud(PROJECT, "lc"), &r)
+                .await
+                .unwrap();
+        }
+        o.instantiate_logical_cloud(PROJECT, "lc").await.unwrap();
+
+        o.create_composite_app(
+            PROJECT,
+            &CompositeApp {
+                metadata: meta(CA),
+                spec: CompositeAppSpec {
+                    composite_app_version: "v1".into(),
+                },
+            },
+        )
+        .await
+        .unwrap();
+        let ca = keys::composite_app(PROJECT, CA, "v1");
+        let chart = self.file("chart.tgz", &tgz(APP, CHART));
+        o.create_app(
+            &ca,
+            &App {
+                metadata: meta(APP),
+            },
+            &chart,
+        )
+        .await
+        .unwrap();
+        o.composite_profiles()
+            .create(
+                &ca,
+                &CompositeProfile {
+                    metadata: meta("cp"),
+                },
+            )
+            .await
+            .unwrap();
+        let profile = self.file("profile.tgz", &tgz("profile", PROFILE));
+        o.create_app_profile(
+            &ca.child(keys::COMPOSITE_PROFILE, "cp"),
+            &AppProfile {
+                metadata: meta("web-profile"),
+                spec: AppProfileSpec { app: APP.into() },
+            },
+            &profile,
+        )
+        .await
+        .unwrap();
+    }
+
+    fn file(&self, name: &str, data: &[u8]) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, data).unwrap();
+        path
+    }
+
+    /// Registers controller `name` at `addr` (`kind` action or placement) with
+    /// `POST /v2/controllers`.
+    async fn register(&self, name: &str, addr: SocketAddr, kind: &str, priority: i64) {
+        let body = json!({"metadata": {"name": name}, "spec": {"host": addr.ip().to_string(),
+            "port": addr.port(), "type": kind, "priority": priority}});
+        let answer = rest::router(self.orch.clone())
+            .oneshot(
+                Request::post("/v2/controllers")
+                    .header("content-type", "application/json")
+                    .body(Body::from(body.to_string()))
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::CREATED, "registering {name}");
+    }
+
+    /// Serves `controller` over gRPC on a loopback port (working on the AppContexts through
+    /// the orchestrator's AppContext gRPC service, on `ac`) and registers it as `name`.
+    async fn serve_remote(&self, name: &str, controller: Arc<dyn ActionController>, ac: &str) {
+        let contexts = Arc::new(RemoteAppContextStore::connect_lazy(ac).unwrap());
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = Server::builder(contexts)
+            .name(name)
+            .resources(Arc::clone(self.orch.store()))
+            .action_arc(controller);
+        let stop = self.servers.clone();
+        tokio::spawn(async move {
+            server
+                .serve_with_listener(listener, stop.cancelled_owned())
+                .await
+                .unwrap();
+        });
+        self.register(name, addr, "action", 10).await;
+    }
+
+    /// Serves the orchestrator's AppContext store over gRPC on a loopback port; its URL.
+    async fn serve_contexts(&self) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let service = AppContextService::server(Arc::clone(self.orch.contexts()));
+        let stop = self.servers.clone();
+        tokio::spawn(async move {
+            tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming_shutdown(
+                    tonic::transport::server::TcpIncoming::from(listener),
+                    stop.cancelled_owned(),
+                )
+                .await
+                .unwrap();
+        });
+        format!("http://{addr}")
+    }
+
+    /// Deployment intent group `name` placing web by `placement`, its DIG intent naming
+    /// `intents` (controller -> intent), approved.
+    async fn dig(&self, name: &str, placement: Value, intents: &[(&str, &str)]) -> ResourceKey {
+        let o = &self.orch;
+        let ca = keys::composite_app(PROJECT, CA, "v1");
+        let group = DeploymentIntentGroup {
+            metadata: meta(name),
+            spec: DeploymentIntentGroupSpec {
+                composite_profile: "cp".into(),
+                version: format!("r-{name}"),
+                logical_cloud: "lc".into(),
+                override_values: Vec::new(),
+            },
+        };
+        o.deployment_intent_groups()
+            .create(&ca, &group)
+            .await
+            .unwrap();
+        let dig = keys::dig(PROJECT, CA, "v1", name);
+        o.generic_placement_intents()
+            .create(
+                &dig,
+                &GenericPlacementIntent {
+                    metadata: meta("gpi"),
+                },
+            )
+            .await
+            .unwrap();
+        let placement: PlacementIntent = serde_json::from_value(placement).unwrap();
+        let api = AppPlacementIntent {
+            metadata: meta("web-placement"),
+            spec: AppPlacementSpec {
+                app: APP.into(),
+                intent: placement,
+            },
+        };
+        o.app_placement_intents()
+            .create(&dig.child(keys::GENERIC_PLACEMENT_INTENT, "gpi"), &api)
+            .await
+            .unwrap();
+        let mut intent = BTreeMap::from([("genericPlacementIntent".to_owned(), "gpi".to_owned())]);
+        for (c, i) in intents {
+            intent.insert((*c).to_owned(), (*i).to_owned());
+        }
+        o.dig_intents()
+            .create(
+                &dig,
+                &DigIntent {
+                    metadata: meta("di"),
+                    spec: DigIntentSpec { intent },
+                },
+            )
+            .await
+            .unwrap();
+        o.approve(&dig).await.unwrap();
+        dig
+    }
+
+    /// The context the group's record names as deployed.
+    async fn context(&self, dig: &ResourceKey) -> AppContext {
+        let id: u64 = self
+            .orch
+            .dig_state(dig)
+            .await
+            .unwrap()
+            .statusctxid
+            .parse()
+            .unwrap();
+        AppContext::load(Arc::clone(self.orch.contexts()), id)
+            .await
+            .unwrap()
+    }
+
+    async fn state(&self, dig: &ResourceKey) -> DigState {
+        self.orch.dig_state(dig).await.unwrap().current_state()
+    }
+
+    /// The object `kind`/`name` (`apiVersion` `api`) on kubesim cluster `cluster`, if any.
+    async fn object(&self, cluster: &str, api: &str, kind: &str, name: &str) -> Option<Value> {
+        let conn = self
+            .pool
+            .connector(cluster, &self.fleet.kubeconfig(cluster).unwrap())
+            .await
+            .unwrap();
+        let yaml = format!("apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {name}\n");
+        let rid = Resource::from_yaml(&yaml).unwrap().id().clone();
+        conn.get(&Scope::new("0", APP), &rid).await.unwrap()
+    }
+
+    /// Waits until `kind`/`name` on `cluster` was applied from context `ctx` and `check` holds
+    /// for it; the object.
+    async fn wait_object(
+        &self,
+        cluster: &str,
+        (api, kind, name): (&str, &str, &str),
+        ctx: &AppContext,
+        check: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let label = format!("{}-{APP}", ctx.id());
+        let end = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let got = self.object(cluster, api, kind, name).await;
+            if let Some(obj) = &got
+                && obj["metadata"]["labels"][DEPLOYMENT_ID_LABEL] == label.as_str()
+                && check(obj)
+            {
+                return got.unwrap();
+            }
+            assert!(
+                tokio::time::Instant::now() < end,
+                "{kind}/{name} on {cluster} is {got:?}, wanted one from context {}",
+                ctx.id()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until rsync has handled `ctx`: its status is neither Created (queued) nor a
+    /// running one.
+    async fn settled(&self, ctx: &AppContext) {
+        let end = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let status = ctx.status().await.unwrap();
+            if status.is_some_and(|s| s != AppContextStatus::Created && !s.is_running()) {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < end,
+                "context {} stays {status:?}",
+                ctx.id()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until `kind`/`name` is gone from `cluster`.
+    async fn wait_gone(&self, cluster: &str, (api, kind, name): (&str, &str, &str)) {
+        let end = tokio::time::Instant::now() + DEADLINE;
+        while let Some(obj) = self.object(cluster, api, kind, name).await {
+            assert!(
+                tokio::time::Instant::now() < end,
+                "{kind}/{name} stays on {cluster}: {obj}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn stop(self) {
+        self.servers.cancel();
+        self.cancel.cancel();
+        self.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+    }
+}
+
+const DEPLOYMENT: (&str, &str, &str) = ("apps/v1", "Deployment", "web");
+const CONFIG_MAP: (&str, &str, &str) = ("v1", "ConfigMap", "web-cfg");
+
+fn on(cluster: &str) -> Value {
+    json!({"allOf": [{"clusterProvider": PROVIDER, "cluster": cluster}]})
+}
+
+/// A port nothing listens on.
+async fn dead_port() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    l.local_addr().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_controllers_over_grpc_and_in_process_and_refusals() {
+    let w = World::start(|r| r.with_action("inproc", Arc::new(Stamp::new("inproc")))).await;
+    let ac = w.serve_contexts().await;
+    let remote = Arc::new(Stamp::new("remote"));
+    w.serve_remote(
+        "remote",
+        Arc::clone(&remote) as Arc<dyn ActionController>,
+        &ac,
+    )
+    .await;
+    w.serve_remote("refuser", Arc::new(Refuser), &ac).await;
+    w.register("inproc", dead_port().await, "action", 20).await;
+    w.register("down", dead_port().await, "action", 5).await;
+
+    // A refusing and an unreachable controller abort the instantiate, naming the controller;
+    // nothing is deployed and the group stays approved.
+    for (name, controller, says) in [
+        ("d-refused", "refuser", "quota exceeded for this intent"),
+        ("d-down", "down", "unreachable"),
+    ] {
+        let dig = w
+            .dig(name, on("c1"), &[("remote", "blue"), (controller, "x")])
+            .await;
+        let e = w.orch.instantiate(&dig).await.unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains(&format!("controller {controller}")), "{text}");
+        assert!(text.contains(says), "{text}");
+        assert_eq!(w.state(&dig).await, DigState::Approved);
+    }
+    assert!(
+        w.object("c1", "apps/v1", "Deployment", "web")
+            .await
+            .is_none()
+    );
+
+    // The gRPC controller (registered host:port) and the in-process one (the registration's
+    // address is not used) both change the Deployment that reaches the cluster.
+    let dig = w
+        .dig("d-ok", on("c1"), &[("remote", "blue"), ("inproc", "green")])
+        .await;
+    w.orch.instantiate(&dig).await.unwrap();
+    let ctx = w.context(&dig).await;
+    let d = w.wait_object("c1", DEPLOYMENT, &ctx, |_| true).await;
+    assert_eq!(d["metadata"]["labels"]["remote"], "blue", "{d}");
+    assert_eq!(d["metadata"]["labels"]["inproc"], "green", "{d}");
+
+    // An update: the gRPC controller sees the context it replaces and changes the new one
+    // (unchanged objects are not applied again). A terminate is passed on to it.
+    assert_eq!(w.orch.update(&dig).await.unwrap(), 2);
+    let next = w.context(&dig).await;
+    let yaml = next
+        .resource(APP, "edge+c1", "web+Deployment")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(yaml.contains("remote: blue"), "{yaml}");
+    // rsync drops an update still queued when a terminate of the new context arrives, which
+    // leaves the first context's objects on the cluster; let the update run first.
+    w.settled(&next).await;
+    w.orch.terminate(&dig).await.unwrap();
+    w.wait_gone("c1", DEPLOYMENT).await;
+    let calls = remote.calls.lock().unwrap().clone();
+    let (first, second) = (ctx.id(), next.id());
+    assert_eq!(
+        calls[calls.len() - 3..],
+        [
+            format!("update {first} from None"),
+            format!("update {second} from Some({first})"),
+            format!("terminate {second}"),
+        ],
+        "{calls:?}"
+    );
+    w.stop().await;
+}
+
+/// Creates `value` of intent type `T` under `parent` with its blobs.
+async fn put_intent<T: IntentType>(
+    o: &Orchestrator,
+    parent: &ResourceKey,
+    value: Value,
+    blobs: &[(&str, &str)],
+) -> ResourceKey {
+    let v: T = serde_json::from_value(value).unwrap();
+    let name = v.name().to_owned();
+    T::collection(Arc::clone(o.store()))
+        .put(parent, &name, &v)
+        .await
+        .unwrap();
+    let key = parent.child(T::PARAM, name.as_str());
+    for (blob, data) in blobs {
+        let stream = futures::stream::iter([Ok(Bytes::from(data.to_string()))]);
+        o.store()
+            .put_blob(&key, blob, Box::pin(stream))
+            .await
+            .unwrap();
+    }
+    key
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gac_patches_adds_objects_fills_data_by_scope_and_updates() {
+    let w = World::start(|r| r.with_action("gac", Arc::new(Gac))).await;
+    w.register("gac", dead_port().await, "action", 10).await;
+    let o = &w.orch;
+    let all = json!({"allOf": [
+        {"clusterProvider": PROVIDER, "cluster": "c1"},
+        {"clusterProvider": PROVIDER, "cluster": "c2"},
+        {"clusterProvider": PROVIDER, "cluster": "c3"}]});
+    let dig = w.dig("d1", all, &[("gac", "g1")]).await;
+    let g1 =
+        put_intent::<GenericK8sIntent>(o, &dig, json!({"metadata": {"name": "g1"}}), &[]).await;
+    let existing = |name: &str, kind: &str, api: &str, object: &str| {
+        json!({"metadata": {"name": name}, "spec": {"app": APP, "newObject": "false",
+            "resourceGVK": {"apiVersion": api, "kind": kind, "name": object}}})
+    };
+    let deploy = put_intent::<GacResource>(
+        o,
+        &g1,
+        existing("r-deploy", "Deployment", "apps/v1", "web"),
+        &[],
+    )
+    .await;
+    let replicas = |n: u32| {
+        json!({"metadata": {"name": "replicas"}, "spec": {"patchType": "json",
+            "patchJson": [{"op": "replace", "path": "/spec/replicas", "value": n}]}})
+    };
+    put_intent::<Customization>(o, &deploy, replicas(3), &[]).await;
+    // Merge patch on the clusters labelled edge only (allow), and everywhere but c1 (deny).
+    put_intent::<Customization>(
+        o,
+        &deploy,
+        json!({"metadata": {"name": "tier"}, "spec": {"clusterSpecific": "true",
+            "clusterInfo": {"scope": "label", "clusterProvider": PROVIDER, "clusterLabel": "edge", "mode": "allow"},
+            "patchType": "merge", "patchJson": [{"metadata": {"labels": {"tier": "edge"}}}]}}),
+        &[],
+    )
+    .await;
+    put_intent::<Customization>(
+        o,
+        &deploy,
+        json!({"metadata": {"name": "not-c1"}, "spec": {"clusterSpecific": "true",
+            "clusterInfo": {"scope": "name", "clusterProvider": PROVIDER, "cluster": "c1", "mode": "deny"},
+            "patchType": "merge", "patchJson": [{"metadata": {"annotations": {"where": "not-c1"}}}]}}),
+        &[],
+    )
+    .await;
+    // ConfigMap data: a key merged into the chart's value, a key from a file.
+    let cfg =
+        put_intent::<GacResource>(o, &g1, existing("r-cfg", "ConfigMap", "v1", "web-cfg"), &[])
+            .await;
+    put_intent::<Customization>(
+        o,
+        &cfg,
+        json!({"metadata": {"name": "data"}, "spec": {"configMapOptions": {"dataKeyOptions": [
+            {"fileName": "extra.json", "keyName": "app.json", "mergePatch": "true"},
+            {"fileName": "motd.txt", "keyName": "motd"}]}}}),
+        &[("extra.json", "{\"b\":2}"), ("motd.txt", "hello")],
+    )
+    .await;
+    // New objects from files: a Secret filled from a file, and a plain ConfigMap.
+    let secret = put_intent::<GacResource>(
+        o,
+        &g1,
+        json!({"metadata": {"name": "r-secret"}, "spec": {"app": APP, "newObject": "true",
+            "resourceGVK": {"apiVersion": "v1", "kind": "Secret", "name": "web-secret"}}}),
+        &[(
+            "file",
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: web-secret\ntype: Opaque\n",
+        )],
+    )
+    .await;
+    put_intent::<Customization>(
+        o,
+        &secret,
+        json!({"metadata": {"name": "token"}, "spec": {"secretOptions": {"dataKeyOptions": [
+            {"fileName": "token.txt", "keyName": "token"}]}}}),
+        &[("token.txt", "s3cret")],
+    )
+    .await;
+    put_intent::<GacResource>(
+        o,
+        &g1,
+        json!({"metadata": {"name": "r-extra"}, "spec": {"app": APP, "newObject": "true",
+            "resourceGVK": {"apiVersion": "v1", "kind": "ConfigMap", "name": "extra"}}}),
+        &[(
+            "file",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  k: v\n",
+        )],
+    )
+    .await;
+
+    o.instantiate(&dig).await.unwrap();
+    let ctx = w.context(&dig).await;
+    for cluster in ["c1", "c2", "c3"] {
+        let d = w.wait_object(cluster, DEPLOYMENT, &ctx, |_| true).await;
+        assert_eq!(d["spec"]["replicas"], 3, "{cluster}: {d}");
+        let tier = d["metadata"]["labels"]["tier"].as_str();
+        assert_eq!(tier, (cluster != "c3").then_some("edge"), "{cluster}: {d}");
+        let note = d["metadata"]["annotations"]["where"].as_str();
+        assert_eq!(
+            note,
+            (cluster != "c1").then_some("not-c1"),
+            "{cluster}: {d}"
+        );
+
+        let cm = w.wait_object(cluster, CONFIG_MAP, &ctx, |_| true).await;
+        let app_json: Value =
+            serde_json::from_str(cm["data"]["app.json"].as_str().unwrap()).unwrap();
+        assert_eq!(app_json, json!({"a": 1, "b": 2}), "{cluster}: {cm}");
+        assert_eq!(cm["data"]["motd"], "hello", "{cluster}: {cm}");
+
+        let s = w
+            .wait_object(cluster, ("v1", "Secret", "web-secret"), &ctx, |_| true)
+            .await;
+        assert_eq!(s["data"]["token"], "czNjcmV0", "{cluster}: {s}");
+        let e = w
+            .wait_object(cluster, ("v1", "ConfigMap", "extra"), &ctx, |_| true)
+            .await;
+        assert_eq!(e["data"]["k"], "v", "{cluster}: {e}");
+    }
+
+    // A changed customization reaches the clusters with the DIG update.
+    put_intent::<Customization>(o, &deploy, replicas(5), &[]).await;
+    assert_eq!(o.update(&dig).await.unwrap(), 2);
+    let ctx = w.context(&dig).await;
+    for cluster in ["c1", "c2", "c3"] {
+        w.wait_object(cluster, DEPLOYMENT, &ctx, |d| d["spec"]["replicas"] == 5)
+            .await;
+    }
+    w.stop().await;
+}
+
+/// Sets the kv-pairs of cluster `cluster`.
+async fn kv(o: &Orchestrator, cluster: &str, pairs: Value) {
+    let pair = KvPair {
+        metadata: meta("hw"),
+        spec: KvPairSpec {
+            kv: vec![serde_json::from_value(pairs).unwrap()],
+        },
+    };
+    o.kv_pairs()
+        .create(&keys::cluster(PROVIDER, cluster), &pair)
+        .await
+        .unwrap();
+}
+
+/// hpa intent `name` for web: one consumer (the Deployment's container) with `requirements`.
+async fn hpa_intent(o: &Orchestrator, dig: &ResourceKey, name: &str, requirements: &[Value]) {
+    let intent = put_intent::<HpaIntent>(
+        o,
+        dig,
+        json!({"metadata": {"name": name}, "spec": {"app": APP}}),
+        &[],
+    )
+    .await;
+    let consumer = put_intent::<HpaConsumer>(
+        o,
+        &intent,
+        json!({"metadata": {"name": "web"}, "spec": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "container": "web"}}),
+        &[],
+    )
+    .await;
+    for r in requirements {
+        put_intent::<HpaRequirement>(o, &consumer, r.clone(), &[]).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hpa_places_on_clusters_meeting_the_requirements() {
+    let w = World::start(|r| {
+        r.with_placement(
+            "hpa-placement",
+            Arc::new(HpaPlacement {
+                name: "hpa-placement".into(),
+            }),
+        )
+        .with_action("hpa-action", Arc::new(HpaAction))
+    })
+    .await;
+    let addr = dead_port().await;
+    w.register("hpa-placement", addr, "placement", 1).await;
+    w.register("hpa-action", addr, "action", 1).await;
+    let o = &w.orch;
+    kv(o, "c1", json!({"cpu": 2})).await;
+    kv(o, "c2", json!({"cpu": "8"})).await;
+    kv(
+        o,
+        "c3",
+        json!({"cpu": 16, "feature.node.kubernetes.io/intel_qat": "true"}),
+    )
+    .await;
+    let cpu = |n: u32| {
+        json!({"metadata": {"name": "cpu"}, "spec": {"allocatable": true, "mandatory": true,
+            "resource": {"name": "cpu", "requests": n, "limits": n}}})
+    };
+    let qat = json!({"metadata": {"name": "qat"}, "spec": {"allocatable": false, "mandatory": false,
+        "weight": 10, "resource": {"key": "feature.node.kubernetes.io/intel_qat", "value": "true"}}});
+    let intents = [("hpa-placement", "h"), ("hpa-action", "h")];
+
+    // allOf every cluster, at least 4 cpus: c1 is dropped; the action sets the requests.
+    let all = json!({"allOf": [{"clusterProvider": PROVIDER, "clusterLabel": "edge"},
+        {"clusterProvider": PROVIDER, "clusterLabel": "core"}]});
+    let d1 = w.dig("d1", all, &intents).await;
+    hpa_intent(o, &d1, "h", &[cpu(4)]).await;
+    o.instantiate(&d1).await.unwrap();
+    let ctx = w.context(&d1).await;
+    assert_eq!(ctx.clusters(APP).await.unwrap(), ["edge+c2", "edge+c3"]);
+    for cluster in ["c2", "c3"] {
+        let d = w.wait_object(cluster, DEPLOYMENT, &ctx, |_| true).await;
+        let res = &d["spec"]["template"]["spec"]["containers"][0]["resources"];
+        assert_eq!(res["requests"]["cpu"], "4", "{d}");
+        assert_eq!(res["limits"]["cpu"], "4", "{d}");
+    }
+    assert!(
+        w.object("c1", "apps/v1", "Deployment", "web")
+            .await
+            .is_none()
+    );
+    o.terminate(&d1).await.unwrap();
+    for cluster in ["c2", "c3"] {
+        w.wait_gone(cluster, DEPLOYMENT).await;
+    }
+
+    // More than any cluster has: nothing is placed, naming the app.
+    let any = json!({"anyOf": [{"clusterProvider": PROVIDER, "clusterLabel": "edge"},
+        {"clusterProvider": PROVIDER, "clusterLabel": "core"}]});
+    let d2 = w.dig("d2", any.clone(), &intents).await;
+    hpa_intent(o, &d2, "h", &[cpu(64)]).await;
+    let e = o.instantiate(&d2).await.unwrap_err();
+    assert!(e.to_string().contains("app web"), "{e}");
+
+    // anyOf: c1 fails the mandatory requirement, the first survivor (c2) is kept.
+    let d3 = w.dig("d3", any.clone(), &intents).await;
+    hpa_intent(o, &d3, "h", &[cpu(4)]).await;
+    o.instantiate(&d3).await.unwrap();
+    let ctx3 = w.context(&d3).await;
+    assert_eq!(ctx3.clusters(APP).await.unwrap(), ["edge+c2"]);
+    w.wait_object("c2", DEPLOYMENT, &ctx3, |_| true).await;
+
+    // An optional requirement's weight ranks the survivors: c3 has qat.
+    let d4 = w.dig("d4", any, &intents).await;
+    hpa_intent(o, &d4, "h", &[cpu(4), qat]).await;
+    o.instantiate(&d4).await.unwrap();
+    let ctx4 = w.context(&d4).await;
+    assert_eq!(ctx4.clusters(APP).await.unwrap(), ["edge+c3"]);
+    w.wait_object("c3", DEPLOYMENT, &ctx4, |_| true).await;
+    w.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_label_controller_labels_deployments_on_the_clusters() {
+    let w = World::start(|r| r).await;
+    // As its main does: the intent routes over the resource store, the controller over gRPC.
+    let routes: axum::Router = example::LabelIntent::routes(Arc::clone(w.orch.store()));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Server::builder(Arc::clone(w.orch.contexts()))
+        .name("label")
+        .resources(Arc::clone(w.orch.store()))
+        .action(example::Labeler);
+    let stop = w.servers.clone();
+    tokio::spawn(async move {
+        server
+            .serve_with_listener(listener, stop.cancelled_owned())
+            .await
+            .unwrap();
+    });
+    w.register("label", addr, "action", 10).await;
+    let dig = w.dig("d1", on("c2"), &[("label", "team")]).await;
+    let body = json!({"metadata": {"name": "team"}, "spec": {"apps": [APP],
+        "labels": {"team": "blue"}, "annotations": {"owner": "ops"}}});
+    let uri = format!(
+        "/v2/projects/{PROJECT}/composite-apps/{CA}/v1/deployment-intent-groups/d1/label-intents"
+    );
+    let answer = routes
+        .oneshot(
+            Request::post(uri)
+                .header("content-type", "application/json")
+                .body(Body::from(body.to_string()))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::CREATED);
+
+    w.orch.instantiate(&dig).await.unwrap();
+    let ctx = w.context(&dig).await;
+    let d = w.wait_object("c2", DEPLOYMENT, &ctx, |_| true).await;
+    assert_eq!(d["metadata"]["labels"]["team"], "blue", "{d}");
+    assert_eq!(d["metadata"]["annotations"]["owner"], "ops", "{d}");
+    // Only Deployments are touched.
+    let cm = w.wait_object("c2", CONFIG_MAP, &ctx, |_| true).await;
+    assert!(cm["metadata"]["labels"].get("team").is_none(), "{cm}");
+    w.stop().await;
+}

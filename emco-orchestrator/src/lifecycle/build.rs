@@ -1,0 +1,416 @@
+//! Building the AppContext of one deployment (EMCO.md section 4): load the group and what it
+//! names, render every app, resolve placement, write one context, run the placement
+//! controllers, keep one cluster per anyOf group, run the action controllers.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use emco_appcontext::context::{AppDependency as CtxDependency, CompositeAppMeta};
+use emco_appcontext::{AppContext, ResourceKey};
+use emco_controller_sdk::ContextHandle;
+use emco_core::lifecycle::AppContextStatus;
+use emco_core::model::DeploymentIntentGroup;
+use emco_core::placement::{
+    AppPlacementIntent, ClusterRef, Inventory, Placement, finalize, resolve,
+};
+use emco_core::{Error, ErrorKind, Result};
+
+use super::render::{RenderInput, RenderedApp, render_app};
+use crate::dcm::{DeployCloud, cloud_for_deployment};
+use crate::runtime::read_blob;
+use crate::{Orchestrator, keys};
+
+/// The names in a deployment intent group's key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DigPath {
+    pub(crate) project: String,
+    pub(crate) composite_app: String,
+    pub(crate) version: String,
+    pub(crate) dig: String,
+}
+
+impl DigPath {
+    /// The names of the group at `key`.
+    ///
+    /// # Errors
+    /// InvalidArgument when `key` is not a deployment intent group's.
+    pub(crate) fn of(key: &ResourceKey) -> Result<Self> {
+        let bad = || Error::invalid(format!("{key} is not a deployment intent group"));
+        match key.segments() {
+            [(p, project), (c, ca), (d, dig)]
+                if p == keys::PROJECT && c == keys::COMPOSITE_APP && d == keys::DIG =>
+            {
+                let (composite_app, version) = ca.split_once('/').ok_or_else(bad)?;
+                Ok(Self {
+                    project: project.clone(),
+                    composite_app: composite_app.to_owned(),
+                    version: version.to_owned(),
+                    dig: dig.clone(),
+                })
+            }
+            _ => Err(bad()),
+        }
+    }
+
+    fn composite_app_key(&self) -> ResourceKey {
+        keys::composite_app(&self.project, &self.composite_app, &self.version)
+    }
+}
+
+/// The intents of a group: controller (or `genericPlacementIntent`) -> intent name, merged over
+/// its DIG intents in name order.
+pub(crate) async fn dig_intents(orch: &Orchestrator, dig: &ResourceKey) -> Result<DigIntentMap> {
+    let mut merged = BTreeMap::new();
+    let mut placement = None;
+    for di in orch.dig_intents().list(dig, &[]).await? {
+        if placement.is_none() {
+            placement = di.generic_placement_intent().map(str::to_owned);
+        }
+        merged.extend(di.spec.intent);
+    }
+    Ok(DigIntentMap {
+        intents: merged,
+        placement,
+    })
+}
+
+/// The merged intents of a group.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DigIntentMap {
+    /// Controller name -> intent name (the generic placement intent key included; no controller
+    /// has that name).
+    pub(crate) intents: BTreeMap<String, String>,
+    /// The generic placement intent named.
+    pub(crate) placement: Option<String>,
+}
+
+/// One app with everything its rendering needs.
+struct AppInput {
+    name: String,
+    chart: Vec<u8>,
+    profile: Option<Vec<u8>>,
+    set: Vec<String>,
+    dependencies: Vec<CtxDependency>,
+}
+
+/// Builds the AppContext deploying the group `dig` at `key` and runs its controllers;
+/// `update_from` is the context it replaces (update, migrate). On failure nothing is left
+/// behind.
+///
+/// # Errors
+/// NotFound for a missing piece; InvalidArgument for a bad chart, profile or placement;
+/// FailedPrecondition when the logical cloud is not instantiated or nothing can be placed; a
+/// controller's failure, naming it.
+pub(crate) async fn build_context(
+    orch: &Orchestrator,
+    key: &ResourceKey,
+    dig: &DeploymentIntentGroup,
+    update_from: Option<u64>,
+) -> Result<AppContext> {
+    let path = DigPath::of(key)?;
+    let cloud = cloud_for_deployment(orch, &path.project, &dig.spec.logical_cloud).await?;
+    let intents = dig_intents(orch, key).await?;
+    let gpi = intents.placement.clone().ok_or_else(|| {
+        Error::failed_precondition(format!(
+            "deployment intent group {:?} has no DIG intent naming a genericPlacementIntent",
+            path.dig
+        ))
+    })?;
+    let gpi_key = key.child(keys::GENERIC_PLACEMENT_INTENT, gpi.as_str());
+    if orch.store().get(&gpi_key).await?.is_none() {
+        return Err(Error::not_found(format!(
+            "generic placement intent {gpi:?} named by the DIG intents does not exist"
+        )));
+    }
+    let app_intents: Vec<AppPlacementIntent> =
+        orch.app_placement_intents().list(&gpi_key, &[]).await?;
+    let apps = load_apps(orch, &path, dig, &app_intents, &gpi).await?;
+    let inventory = inventory(orch, &cloud, &app_intents).await?;
+    let placements = resolve(&app_intents, &inventory).map_err(|e| match e.kind() {
+        // "No compatible clusters": the intents select nothing in the logical cloud, which is
+        // the caller's to fix (400), like a mandatory cluster outside it.
+        ErrorKind::FailedPrecondition => {
+            let invalid = Error::invalid(e.message().to_owned());
+            match e.field() {
+                Some(f) => invalid.with_field(f),
+                None => invalid,
+            }
+        }
+        _ => e,
+    })?;
+    let rendered = render_all(orch, &apps, dig, &cloud).await?;
+
+    let meta = CompositeAppMeta {
+        project: path.project.clone(),
+        composite_app: path.composite_app.clone(),
+        version: path.version.clone(),
+        release: dig.spec.version.clone(),
+        deployment_intent_group: path.dig.clone(),
+        namespace: cloud.namespace.clone(),
+        level: cloud.level.clone(),
+        child_context_ids: None,
+        logical_cloud: cloud.name.clone(),
+        logical_cloud_namespace: cloud.namespace.clone(),
+    };
+    let ctx = AppContext::create(Arc::clone(orch.contexts()), &meta).await?;
+    let built = async {
+        write_context(&ctx, &apps, &placements, &rendered).await?;
+        run_controllers(orch, &ctx, &intents.intents, &placements, update_from).await
+    };
+    match built.await {
+        Ok(()) => Ok(ctx),
+        Err(e) => {
+            if let Err(undo) = ctx.delete().await {
+                tracing::warn!(ctx = ctx.id(), error = %undo, "cannot delete a half-built context");
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The apps of the composite app with their charts, profiles, override values and
+/// dependencies, sorted by name. Every app needs a chart, a profile in the group's composite
+/// profile and a placement intent.
+async fn load_apps(
+    orch: &Orchestrator,
+    path: &DigPath,
+    dig: &DeploymentIntentGroup,
+    app_intents: &[AppPlacementIntent],
+    gpi: &str,
+) -> Result<Vec<AppInput>> {
+    let ca = path.composite_app_key();
+    let mut apps = orch.apps().list(&ca, &[]).await?;
+    if apps.is_empty() {
+        return Err(Error::failed_precondition(format!(
+            "composite app {:?} version {:?} has no apps",
+            path.composite_app, path.version
+        )));
+    }
+    apps.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let cp_name = dig.spec.composite_profile.as_str();
+    let cp = ca.child(keys::COMPOSITE_PROFILE, cp_name);
+    if orch.store().get(&cp).await?.is_none() {
+        return Err(Error::not_found(format!(
+            "composite profile {cp_name:?} does not exist"
+        )));
+    }
+    let profiles = orch.app_profiles().list(&cp, &[]).await?;
+    let mut out = Vec::with_capacity(apps.len());
+    for app in apps {
+        let name = app.metadata.name;
+        if !app_intents.iter().any(|i| i.spec.app == name) {
+            return Err(Error::not_found(format!(
+                "app {name:?} has no app placement intent in generic placement intent {gpi:?}"
+            )));
+        }
+        let app_key = ca.child(keys::APP, name.as_str());
+        let chart = read_blob(orch.store().as_ref(), &app_key, keys::FILE_BLOB)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("app {name:?} has no chart")))?;
+        let profile = profiles
+            .iter()
+            .find(|p| p.spec.app == name)
+            .ok_or_else(|| {
+                Error::not_found(format!(
+                    "app {name:?} has no profile in composite profile {cp_name:?}"
+                ))
+            })?;
+        let profile_key = cp.child(keys::APP_PROFILE, profile.metadata.name.as_str());
+        let profile = read_blob(orch.store().as_ref(), &profile_key, keys::FILE_BLOB).await?;
+        let set = dig
+            .override_values_for(&name)
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let dependencies = orch
+            .app_dependencies()
+            .list(&app_key, &[])
+            .await?
+            .into_iter()
+            .map(|d| CtxDependency {
+                app: d.spec.app,
+                op_status: d.spec.op_status,
+                wait: u64::try_from(d.spec.wait).unwrap_or(0),
+            })
+            .collect();
+        out.push(AppInput {
+            name,
+            chart,
+            profile,
+            set,
+            dependencies,
+        });
+    }
+    Ok(out)
+}
+
+/// The clusters placement may choose from: every cluster of the providers the intents and the
+/// logical cloud name, with their labels, restricted to the logical cloud's members.
+async fn inventory(
+    orch: &Orchestrator,
+    cloud: &DeployCloud,
+    intents: &[AppPlacementIntent],
+) -> Result<Inventory> {
+    let mut providers: BTreeSet<&str> = cloud.clusters.iter().map(|(p, _)| p.as_str()).collect();
+    for i in intents {
+        for all in &i.spec.intent.all_of {
+            providers.insert(&all.cluster_provider);
+            providers.extend(all.any_of.iter().map(|a| a.cluster_provider.as_str()));
+        }
+        providers.extend(
+            i.spec
+                .intent
+                .any_of
+                .iter()
+                .map(|a| a.cluster_provider.as_str()),
+        );
+    }
+    let mut builder = Inventory::builder();
+    for provider in providers {
+        let clusters = match orch.clusters_with_labels(provider).await {
+            Ok(c) => c,
+            // Placement reports the missing provider with the entry that names it.
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        for c in clusters {
+            builder.add_cluster(
+                ClusterRef::new(provider, &c.metadata.name),
+                c.labels.into_iter().map(|l| l.cluster_label),
+            );
+        }
+    }
+    Ok(builder
+        .logical_cloud(cloud.clusters.iter().map(|(p, c)| ClusterRef::new(p, c)))
+        .build())
+}
+
+/// Renders every app, each on a blocking thread, all at once.
+async fn render_all(
+    orch: &Orchestrator,
+    apps: &[AppInput],
+    dig: &DeploymentIntentGroup,
+    cloud: &DeployCloud,
+) -> Result<BTreeMap<String, RenderedApp>> {
+    let max_unpacked = orch.limits().max_unpacked;
+    let tasks = apps.iter().map(|a| {
+        let (name, chart, profile, set) = (
+            a.name.clone(),
+            a.chart.clone(),
+            a.profile.clone(),
+            a.set.clone(),
+        );
+        let release = dig.spec.version.clone();
+        let namespace = cloud.namespace.clone();
+        tokio::task::spawn_blocking(move || {
+            let input = RenderInput {
+                app: &name,
+                chart: &chart,
+                profile: profile.as_deref(),
+                release: &release,
+                namespace: &namespace,
+                max_unpacked,
+            };
+            render_app(&input, set).map(|r| (name.clone(), r))
+        })
+    });
+    let mut out = BTreeMap::new();
+    for joined in futures::future::join_all(tasks).await {
+        let (name, rendered) = joined
+            .map_err(|e| Error::internal("a chart rendering task failed").with_source(e))??;
+        out.insert(name, rendered);
+    }
+    Ok(out)
+}
+
+/// Writes the apps, their candidate clusters (with group numbers), resources, orders, hooks and
+/// dependencies into `ctx` in batched transactions.
+async fn write_context(
+    ctx: &AppContext,
+    apps: &[AppInput],
+    placements: &[Placement],
+    rendered: &BTreeMap<String, RenderedApp>,
+) -> Result<()> {
+    let mut w = ctx.writer();
+    w.set_status(AppContextStatus::Created)?;
+    let order: Vec<&str> = apps.iter().map(|a| a.name.as_str()).collect();
+    w.set_app_order(&order)?;
+    w.set_app_dependency_instruction(
+        &order
+            .iter()
+            .map(|a| ((*a).to_owned(), "go".to_owned()))
+            .collect(),
+    )?;
+    for app in apps {
+        let name = app.name.as_str();
+        let (Some(placement), Some(r)) = (
+            placements.iter().find(|p| p.app == name),
+            rendered.get(name),
+        ) else {
+            return Err(Error::internal(format!(
+                "app {name:?} was not placed or rendered"
+            )));
+        };
+        w.add_app(name)?;
+        if !app.dependencies.is_empty() {
+            w.set_app_dependencies(name, &app.dependencies)?;
+        }
+        // Every candidate with its group: a mandatory cluster's own group wins, then the
+        // first anyOf group listing it.
+        let mut groups: BTreeMap<&str, u32> = BTreeMap::new();
+        for (i, c) in placement.mandatory.iter().enumerate() {
+            groups.insert(c.as_str(), Placement::mandatory_group(i));
+        }
+        for g in &placement.any_of {
+            for c in &g.clusters {
+                groups.entry(c.as_str()).or_insert(g.number);
+            }
+        }
+        let res_order: Vec<&str> = r.order.iter().map(String::as_str).collect();
+        for (cluster, group) in groups {
+            w.add_cluster(name, cluster, Some(&group.to_string()))?;
+            for (res, yaml) in &r.resources {
+                w.add_resource(name, cluster, res, yaml)?;
+            }
+            w.set_resource_order(name, cluster, &res_order)?;
+            w.set_hook_groups(name, cluster, &r.hooks)?;
+        }
+    }
+    w.flush().await?;
+    Ok(())
+}
+
+/// Runs the placement controllers, keeps one cluster per anyOf group of what they left, then
+/// runs the action controllers.
+async fn run_controllers(
+    orch: &Orchestrator,
+    ctx: &AppContext,
+    intents: &BTreeMap<String, String>,
+    placements: &[Placement],
+    update_from: Option<u64>,
+) -> Result<()> {
+    let controllers = orch.controllers().list(&ResourceKey::root(), &[]).await?;
+    let registry = orch.controller_registry();
+    registry.place(&controllers, intents, ctx.id()).await?;
+    let mut handle = ContextHandle::new(ctx.clone());
+    for p in placements {
+        let present: BTreeSet<String> = handle.clusters(&p.app).await?.into_iter().collect();
+        let kept =
+            finalize(p, |c| present.contains(c.as_str()), orch.any_of_strategy()).map_err(|e| {
+                Error::new(
+                    e.kind(),
+                    format!("after the placement controllers: {}", e.message()),
+                )
+            })?;
+        let kept: BTreeSet<&str> = kept.clusters.iter().map(|c| c.cluster.as_str()).collect();
+        for c in &present {
+            if !kept.contains(c.as_str()) {
+                handle.remove_cluster(&p.app, c).await?;
+            }
+        }
+    }
+    handle.commit().await?;
+    registry
+        .act(&controllers, intents, ctx.id(), update_from)
+        .await
+}

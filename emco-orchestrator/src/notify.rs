@@ -1,0 +1,580 @@
+//! EMCO's `StatusNotify` gRPC service (EMCO.md section 8): a client registers for a deployment
+//! intent group or a logical cloud and receives a [`StatusNotification`] at once and then
+//! whenever its status changes, until it deregisters or disconnects.
+//!
+//! ```no_run
+//! # async fn demo(orch: emco_orchestrator::Orchestrator) -> Result<(), Box<dyn std::error::Error>> {
+//! tonic::transport::Server::builder()
+//!     .add_service(orch.status_notify_service())
+//!     .serve("127.0.0.1:9016".parse()?)
+//!     .await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A registration names a group with a `DigKey` or a logical cloud with an `LcKey`; a
+//! `ClusterKey` (served by EMCO's ncm) is refused with INVALID_ARGUMENT. `statusType` READY (or
+//! NOT_READY) reports readiness, DEPLOYED (or NOT_DEPLOYED) what rsync applied; the unset value
+//! (STATUS_ERROR) means READY, the default of the REST status query. `apps`, `clusters`
+//! (`provider+cluster`) and `resources` filter as the REST query's `app=`, `cluster=` and
+//! `resource=` do ([`Orchestrator::dig_status`], [`Orchestrator::logical_cloud_status`]). Each
+//! notification carries the overall value: DEPLOYED when the context is `Instantiated` or
+//! `Updated` and every resource kept by the filters is applied, READY when every such resource
+//! is ready (neither when there is none). With output ALL it also carries one `AppStatus` detail
+//! per app with its clusters and their resources, each with its own value (a cluster or app is
+//! DEPLOYED / READY when all of its resources are). A notification is sent only when it differs
+//! from the last one sent on that stream.
+//!
+//! Changes are seen through a watch on the current AppContext (`/context/<id>/`); bursts are
+//! coalesced for one second before the status is read again, and the lifecycle record is checked
+//! every two seconds for a new context (an update, a new instantiate). `StatusDeregister` ends
+//! every stream of the client id; a stream whose group or cloud is deleted ends with NOT_FOUND.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use emco_appcontext::kv::WatchStream;
+use emco_appcontext::{ListOptions, ResourceKey};
+use emco_controller_sdk::remote::status_of;
+use emco_core::model::status::{
+    DigStatus, StatusMode, StatusOutput, StatusQuery, StatusResponse, StatusType,
+};
+use emco_core::{Error, Result};
+use emco_proto::status_notify_server::{StatusNotify, StatusNotifyServer};
+use emco_proto::status_registration::Key;
+use emco_proto::{
+    AppStatus, ClusterStatus, DigKey, Gvk, LcKey, ResourceStatus, StatusDeregistration,
+    StatusDeregistrationResponse, StatusDetail, StatusNotification, StatusRegistration,
+    StatusValue, status_detail,
+};
+use futures::{FutureExt as _, Stream, StreamExt as _};
+use tokio_util::sync::CancellationToken;
+use tonic::{Request, Response, Status};
+
+use crate::status::{READY, context_of};
+use crate::{Orchestrator, keys};
+
+/// How long a burst of changes is let settle before the status is read again.
+const SETTLE: Duration = Duration::from_secs(1);
+/// How often the lifecycle record is checked for a new context.
+const RECHECK: Duration = Duration::from_secs(2);
+
+impl Orchestrator {
+    /// The `StatusNotify` gRPC service over this orchestrator, ready to mount on a
+    /// `tonic::transport::Server` (EMCO serves it on port 9016). Every call returns an
+    /// independent service: clients registered on one are deregistered on that one only.
+    #[must_use]
+    pub fn status_notify_service(&self) -> StatusNotifyServer<StatusNotifyService> {
+        StatusNotifyServer::new(StatusNotifyService {
+            orch: self.clone(),
+            clients: Arc::default(),
+        })
+    }
+}
+
+/// The implementation of `StatusNotify`; see the module documentation.
+#[derive(Debug, Clone)]
+pub struct StatusNotifyService {
+    orch: Orchestrator,
+    clients: Arc<Mutex<Clients>>,
+}
+
+/// The registered clients: their streams end when their token is cancelled.
+#[derive(Debug, Default)]
+struct Clients {
+    by_id: HashMap<String, Client>,
+    next_generation: u64,
+}
+
+#[derive(Debug)]
+struct Client {
+    token: CancellationToken,
+    streams: usize,
+    generation: u64,
+}
+
+/// Held by one stream: forgets the client when its last stream ends.
+#[derive(Debug)]
+struct StreamGuard {
+    clients: Arc<Mutex<Clients>>,
+    id: String,
+    generation: u64,
+}
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(c) = clients.by_id.get_mut(&self.id)
+            && c.generation == self.generation
+        {
+            c.streams = c.streams.saturating_sub(1);
+            if c.streams == 0 {
+                clients.by_id.remove(&self.id);
+            }
+        }
+    }
+}
+
+impl StatusNotifyService {
+    fn attach(&self, id: &str) -> (CancellationToken, StreamGuard) {
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        let generation = clients.next_generation;
+        let client = clients
+            .by_id
+            .entry(id.to_owned())
+            .or_insert_with(|| Client {
+                token: CancellationToken::new(),
+                streams: 0,
+                generation,
+            });
+        client.streams += 1;
+        let (token, generation) = (client.token.clone(), client.generation);
+        clients.next_generation += 1;
+        let guard = StreamGuard {
+            clients: Arc::clone(&self.clients),
+            id: id.to_owned(),
+            generation,
+        };
+        (token, guard)
+    }
+}
+
+/// What a registration is about.
+#[derive(Debug)]
+enum Target {
+    /// A deployment intent group (its key).
+    Dig(ResourceKey),
+    /// A logical cloud.
+    LogicalCloud { project: String, name: String },
+}
+
+/// What one registration watches and how it reports.
+#[derive(Debug)]
+struct Watcher {
+    orch: Orchestrator,
+    target: Target,
+    query: StatusQuery,
+    summary: bool,
+}
+
+fn dig_key(key: &DigKey) -> Result<Target> {
+    for (field, value) in [
+        ("digKey.project", &key.project),
+        ("digKey.compositeApp", &key.composite_app),
+        ("digKey.compositeAppVersion", &key.composite_app_version),
+        ("digKey.deploymentIntentGroup", &key.deployment_intent_group),
+    ] {
+        if value.is_empty() {
+            return Err(Error::invalid("must not be empty").with_field(field));
+        }
+    }
+    Ok(Target::Dig(keys::dig(
+        &key.project,
+        &key.composite_app,
+        &key.composite_app_version,
+        &key.deployment_intent_group,
+    )))
+}
+
+fn lc_key(key: &LcKey) -> Result<Target> {
+    for (field, value) in [
+        ("lcKey.project", &key.project),
+        ("lcKey.logicalCloud", &key.logical_cloud),
+    ] {
+        if value.is_empty() {
+            return Err(Error::invalid("must not be empty").with_field(field));
+        }
+    }
+    Ok(Target::LogicalCloud {
+        project: key.project.clone(),
+        name: key.logical_cloud.clone(),
+    })
+}
+
+/// The status query a registration amounts to.
+fn query_of(reg: &StatusRegistration) -> Result<StatusQuery> {
+    let status = match StatusValue::try_from(reg.status_type) {
+        Ok(StatusValue::Deployed | StatusValue::NotDeployed) => "deployed",
+        Ok(StatusValue::Ready | StatusValue::NotReady | StatusValue::StatusError) => "ready",
+        Err(_) => {
+            return Err(
+                Error::invalid(format!("unknown status type {}", reg.status_type))
+                    .with_field("statusType"),
+            );
+        }
+    };
+    let mut pairs = vec![("status", status)];
+    pairs.extend(reg.apps.iter().map(|a| ("app", a.as_str())));
+    pairs.extend(reg.clusters.iter().map(|c| ("cluster", c.as_str())));
+    pairs.extend(reg.resources.iter().map(|r| ("resource", r.as_str())));
+    let mut query = StatusQuery::from_pairs(pairs)?;
+    query.mode = StatusMode::Full;
+    query.output = StatusOutput::All;
+    Ok(query)
+}
+
+fn value(v: StatusValue) -> i32 {
+    v as i32
+}
+
+impl Watcher {
+    /// The target's latest context id, `None` before the first instantiate.
+    async fn current_context(&self) -> Result<Option<u64>> {
+        // NotFound once the target itself is gone.
+        let state = match &self.target {
+            Target::Dig(dig) => self.orch.dig_state(dig).await?,
+            Target::LogicalCloud { project, name } => {
+                self.orch.logical_cloud_state(project, name).await?
+            }
+        };
+        context_of(&state, None)
+    }
+
+    /// A watch on context `id` from the present revision on.
+    async fn watch(&self, id: u64) -> Result<WatchStream> {
+        let root = format!("/context/{id}/");
+        let store = self.orch.contexts();
+        let page = store
+            .list(
+                &root,
+                ListOptions {
+                    limit: Some(1),
+                    keys_only: true,
+                    ..ListOptions::default()
+                },
+            )
+            .await?;
+        store.watch(&root, page.revision).await
+    }
+
+    /// The target's full status, as the REST status query answers it.
+    async fn status(&self) -> Result<DigStatus> {
+        let answer = match &self.target {
+            Target::Dig(dig) => self.orch.dig_status(dig, &self.query).await?,
+            Target::LogicalCloud { project, name } => {
+                self.orch
+                    .logical_cloud_status(project, name, &self.query)
+                    .await?
+            }
+        };
+        match answer {
+            StatusResponse::Full(status) => Ok(*status),
+            _ => Err(Error::internal("a full status query gave a list answer")),
+        }
+    }
+
+    /// The notification for the target's status now.
+    async fn notification(&self) -> Result<StatusNotification> {
+        let status = self.status().await?;
+        let deployed = self.query.status == StatusType::Deployed;
+        let (good, bad) = if deployed {
+            (StatusValue::Deployed, StatusValue::NotDeployed)
+        } else {
+            (StatusValue::Ready, StatusValue::NotReady)
+        };
+        let judge = |r: &emco_core::model::status::ResourceStatus| {
+            let ok = if deployed {
+                r.deployed_status == "Applied"
+            } else {
+                r.ready_status == READY
+            };
+            if ok { good } else { bad }
+        };
+        let mut details = Vec::new();
+        let (mut total, mut fine) = (0usize, 0usize);
+        for app in status.apps {
+            let mut app_ok = true;
+            let mut clusters = Vec::new();
+            for c in app.clusters {
+                let mut cluster_ok = true;
+                let resources: Vec<ResourceStatus> = c
+                    .resources
+                    .into_iter()
+                    .map(|r| {
+                        let v = judge(&r);
+                        total += 1;
+                        fine += usize::from(v == good);
+                        cluster_ok &= v == good;
+                        ResourceStatus {
+                            name: r.name,
+                            gvk: Some(Gvk {
+                                group: r.gvk.group,
+                                version: r.gvk.version,
+                                kind: r.gvk.kind,
+                            }),
+                            status_value: value(v),
+                        }
+                    })
+                    .collect();
+                app_ok &= cluster_ok;
+                clusters.push(ClusterStatus {
+                    cluster_provider: c.cluster_provider,
+                    cluster: c.cluster,
+                    status_value: value(if cluster_ok { good } else { bad }),
+                    resources,
+                });
+            }
+            details.push(StatusDetail {
+                status_detail: Some(status_detail::StatusDetail::App(AppStatus {
+                    app: app.name,
+                    status_value: value(if app_ok { good } else { bad }),
+                    clusters,
+                })),
+            });
+        }
+        let settled =
+            !deployed || matches!(status.deployed_status.as_str(), "Instantiated" | "Updated");
+        let overall = if total > 0 && fine == total && settled {
+            good
+        } else {
+            bad
+        };
+        if self.summary {
+            details.clear();
+        }
+        Ok(StatusNotification {
+            status_value: value(overall),
+            details,
+        })
+    }
+}
+
+/// The state of one notification stream between items.
+struct StreamState {
+    watcher: Watcher,
+    token: CancellationToken,
+    _guard: StreamGuard,
+    context: Option<u64>,
+    watch: Option<WatchStream>,
+    last: Option<StatusNotification>,
+    done: bool,
+}
+
+impl StreamState {
+    /// The next notification that differs from the last one sent; `None` when the client
+    /// deregistered; an error ends the stream.
+    async fn next(&mut self) -> Option<std::result::Result<StatusNotification, Status>> {
+        if self.done {
+            return None;
+        }
+        let mut changed = self.last.is_none();
+        loop {
+            if changed {
+                match self.watcher.notification().await {
+                    Ok(n) if self.last.as_ref() != Some(&n) => {
+                        self.last = Some(n.clone());
+                        return Some(Ok(n));
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(status_of(&e)));
+                    }
+                }
+            }
+            let token = self.token.clone();
+            changed = tokio::select! {
+                () = token.cancelled() => return None,
+                changed = self.wait_for_change() => match changed {
+                    Ok(c) => c,
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(status_of(&e)));
+                    }
+                },
+            };
+        }
+    }
+
+    /// Waits for a change of the watched context (then lets the burst settle) or for the next
+    /// check of the lifecycle record; true when the status must be read again.
+    async fn wait_for_change(&mut self) -> Result<bool> {
+        if self.context.is_some() && self.watch.is_none() {
+            // A failed or compacted watch is opened again; what happened meanwhile is read now.
+            if let Some(id) = self.context {
+                self.watch = self.watcher.watch(id).await.ok();
+                if self.watch.is_some() {
+                    return Ok(true);
+                }
+            }
+        }
+        let woke = {
+            let event = async {
+                match self.watch.as_mut() {
+                    Some(w) => Some(w.next().await),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                item = event => item,
+                () = tokio::time::sleep(RECHECK) => None,
+            }
+        };
+        match woke {
+            Some(Some(Ok(_))) => {
+                tokio::time::sleep(SETTLE).await;
+                if let Some(w) = self.watch.as_mut() {
+                    // Drain what arrived meanwhile: one read covers it all.
+                    while let Some(Some(item)) = w.next().now_or_never() {
+                        if item.is_err() {
+                            self.watch = None;
+                            break;
+                        }
+                    }
+                }
+                Ok(true)
+            }
+            Some(Some(Err(_)) | None) => {
+                self.watch = None;
+                Ok(true)
+            }
+            None => {
+                let now = self.watcher.current_context().await?;
+                if now == self.context {
+                    return Ok(false);
+                }
+                self.context = now;
+                self.watch = match now {
+                    Some(id) => Some(self.watcher.watch(id).await?),
+                    None => None,
+                };
+                Ok(true)
+            }
+        }
+    }
+}
+
+type NotificationStream =
+    Pin<Box<dyn Stream<Item = std::result::Result<StatusNotification, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl StatusNotify for StatusNotifyService {
+    type StatusRegisterStream = NotificationStream;
+
+    async fn status_register(
+        &self,
+        request: Request<StatusRegistration>,
+    ) -> std::result::Result<Response<Self::StatusRegisterStream>, Status> {
+        let reg = request.into_inner();
+        if reg.client_id.is_empty() {
+            return Err(status_of(
+                &Error::invalid("must not be empty").with_field("clientId"),
+            ));
+        }
+        let target = match &reg.key {
+            Some(Key::DigKey(k)) => dig_key(k),
+            Some(Key::LcKey(k)) => lc_key(k),
+            Some(Key::ClusterKey(_)) => Err(Error::invalid(
+                "cluster keys are served by the network controller (ncm); this server takes a digKey or an lcKey",
+            )
+            .with_field("clusterKey")),
+            None => Err(Error::invalid("give a digKey or an lcKey").with_field("key")),
+        }
+        .map_err(|e| status_of(&e))?;
+        let query = query_of(&reg).map_err(|e| status_of(&e))?;
+        let watcher = Watcher {
+            orch: self.orch.clone(),
+            target,
+            query,
+            summary: reg.output == emco_proto::StatusOutput::Summary as i32,
+        };
+        // Errors of the registration itself (no such group, a bad filter) answer the call.
+        let context = watcher.current_context().await.map_err(|e| status_of(&e))?;
+        let watch = match context {
+            Some(id) => Some(watcher.watch(id).await.map_err(|e| status_of(&e))?),
+            None => None,
+        };
+        let first = watcher.notification().await.map_err(|e| status_of(&e))?;
+        let (token, guard) = self.attach(&reg.client_id);
+        let state = StreamState {
+            watcher,
+            token,
+            _guard: guard,
+            context,
+            watch,
+            last: Some(first.clone()),
+            done: false,
+        };
+        let rest = futures::stream::unfold(state, |mut s| async move {
+            let item = s.next().await?;
+            Some((item, s))
+        });
+        let stream = futures::stream::once(async move { Ok(first) }).chain(rest);
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn status_deregister(
+        &self,
+        request: Request<StatusDeregistration>,
+    ) -> std::result::Result<Response<StatusDeregistrationResponse>, Status> {
+        let id = request.into_inner().client_id;
+        let client = self
+            .clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .by_id
+            .remove(&id);
+        if let Some(c) = client {
+            c.token.cancel();
+        }
+        Ok(Response::new(StatusDeregistrationResponse {}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registration_to_query() {
+        let reg = StatusRegistration {
+            client_id: "c".into(),
+            status_type: StatusValue::Deployed as i32,
+            apps: vec!["a1".into()],
+            clusters: vec!["p+c1".into()],
+            resources: vec!["r".into()],
+            ..StatusRegistration::default()
+        };
+        let q = query_of(&reg).unwrap();
+        assert_eq!(q.status, StatusType::Deployed);
+        assert!(q.matches_app("a1") && !q.matches_app("a2"));
+        assert!(q.matches_cluster("p", "c1") && q.matches_resource("r"));
+        let unset = query_of(&StatusRegistration::default()).unwrap();
+        assert_eq!(unset.status, StatusType::Ready);
+        let bad = StatusRegistration {
+            status_type: 42,
+            ..StatusRegistration::default()
+        };
+        assert_eq!(query_of(&bad).unwrap_err().field(), Some("statusType"));
+        let bad = StatusRegistration {
+            clusters: vec!["nocluster".into()],
+            ..StatusRegistration::default()
+        };
+        assert!(query_of(&bad).is_err());
+    }
+
+    #[test]
+    fn dig_keys_need_every_part() {
+        let mut k = DigKey {
+            project: "p".into(),
+            composite_app: "ca".into(),
+            composite_app_version: "v1".into(),
+            deployment_intent_group: "d".into(),
+        };
+        assert!(
+            matches!(dig_key(&k).unwrap(), Target::Dig(key) if key == keys::dig("p", "ca", "v1", "d"))
+        );
+        k.composite_app.clear();
+        assert_eq!(
+            dig_key(&k).unwrap_err().field(),
+            Some("digKey.compositeApp")
+        );
+        let lc = LcKey {
+            project: "p".into(),
+            logical_cloud: String::new(),
+        };
+        assert_eq!(lc_key(&lc).unwrap_err().field(), Some("lcKey.logicalCloud"));
+    }
+}

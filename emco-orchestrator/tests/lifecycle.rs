@@ -1,0 +1,1113 @@
+//! The lifecycle of deployment intent groups against kubesim clusters: instantiate, terminate,
+//! stop, update, rollback and migrate through the typed API and the REST routes, with a real
+//! chart of EMCO's examples, an in-process action controller and concurrent groups.
+
+#![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use axum::body::Body;
+use emco_appcontext::{
+    AppContext, AppContextStore, InMemoryAppContextStore, InMemoryResourceStore, ResourceKey,
+    ResourceStore,
+};
+use emco_controller_sdk::{
+    ActionController, ControllerContext, ControllerRegistry, PlacementController,
+};
+use emco_core::lifecycle::{AppContextStatus, DigState, StateInfo};
+use emco_core::model::{
+    App, AppProfile, AppProfileSpec, Cluster, ClusterLabel, ClusterProvider, ClusterReference,
+    ClusterReferenceSpec, CompositeApp, CompositeAppSpec, CompositeProfile, Controller,
+    ControllerSpec, DeploymentIntentGroup, DeploymentIntentGroupSpec, DigIntent, DigIntentSpec,
+    GenericPlacementIntent, KvPair, LogicalCloud, LogicalCloudSpec, Project, UserPermission,
+};
+use emco_core::placement::{AllOf, AppPlacementIntent, AppPlacementSpec, PlacementIntent};
+use emco_core::{ErrorKind, Metadata};
+use emco_orchestrator::{MigrateIntent, Orchestrator, keys, rest};
+use emco_rsync::connector::kube::KubePool;
+use emco_rsync::connector::{Connector, DEPLOYMENT_ID_LABEL, Resource, Scope};
+use emco_rsync::engine::Backoff;
+use http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use kubesim::{Fault, Fleet, FleetConfig};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/testdata");
+const PROJECT: &str = "p1";
+const PROVIDER: &str = "edge";
+const CA: &str = "monitor";
+const APP: &str = "collectd";
+/// Bounds every wait; a healthy run takes a fraction of it.
+const DEADLINE: Duration = Duration::from_secs(90);
+
+/// A gzip'd tar of `dir` under the name `top`.
+fn tgz(dir: &Path, top: &str) -> Vec<u8> {
+    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    b.append_dir_all(top, dir).unwrap();
+    b.into_inner().unwrap().finish().unwrap()
+}
+
+fn meta(name: &str) -> Metadata {
+    Metadata::named(name)
+}
+
+/// An action controller that refuses every context.
+struct Refuser;
+
+#[async_trait]
+impl ActionController for Refuser {
+    async fn update(&self, _: &mut ControllerContext) -> emco_core::Result<()> {
+        Err(emco_core::Error::invalid("this intent cannot be honoured"))
+    }
+}
+
+/// A placement controller that keeps every app off `edge+c1`.
+struct AvoidC1;
+
+#[async_trait]
+impl PlacementController for AvoidC1 {
+    async fn filter_clusters(&self, cx: &mut ControllerContext) -> emco_core::Result<()> {
+        for app in cx.apps().await? {
+            if cx.clusters(&app).await?.iter().any(|c| c == "edge+c1") {
+                cx.remove_cluster(&app, "edge+c1").await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// kubesim clusters `c1..c3` registered as `edge+c1..3`, an orchestrator over them, and a
+/// project with the collectd composite app onboarded.
+struct World {
+    fleet: Fleet,
+    orch: Orchestrator,
+    pool: KubePool,
+    cancel: CancellationToken,
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    async fn start() -> Self {
+        Self::start_on(
+            Arc::new(InMemoryResourceStore::new()),
+            Arc::new(InMemoryAppContextStore::new()),
+            true,
+        )
+        .await
+    }
+
+    /// A world over the given stores; `resume` starts the engine on the contexts an earlier
+    /// process left active (never on a store shared with other tests).
+    async fn start_on(
+        resources: Arc<dyn ResourceStore>,
+        contexts: Arc<dyn AppContextStore>,
+        resume: bool,
+    ) -> Self {
+        let fleet = Fleet::start(FleetConfig {
+            clusters: 3,
+            ready_delay: Duration::from_millis(100),
+            ..FleetConfig::default()
+        })
+        .await
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let orch = Orchestrator::builder(resources)
+            .contexts(contexts)
+            .gitops_dir(dir.path().join("clones"))
+            .rsync(|b| {
+                b.backoff(Backoff {
+                    initial: Duration::from_millis(50),
+                    max_delay: Duration::from_millis(500),
+                    max_retries: None,
+                })
+                .poll_interval(Duration::from_millis(100))
+            })
+            .controllers(|stores| {
+                ControllerRegistry::new(stores)
+                    .with_action("refuser", Arc::new(Refuser))
+                    .with_placement("avoid-c1", Arc::new(AvoidC1))
+            })
+            .build()
+            .unwrap();
+        let cancel = CancellationToken::new();
+        if resume {
+            orch.start(cancel.clone()).await.unwrap();
+        }
+        let world = Self {
+            fleet,
+            orch,
+            pool: KubePool::new(),
+            cancel,
+            dir,
+        };
+        world.onboard().await;
+        world
+    }
+
+    async fn onboard(&self) {
+        let o = &self.orch;
+        let root = ResourceKey::root();
+        o.projects()
+            .create(
+                &root,
+                &Project {
+                    metadata: meta(PROJECT),
+                },
+            )
+            .await
+            .unwrap();
+        o.cluster_providers()
+            .create(
+                &root,
+                &ClusterProvider {
+                    metadata: meta(PROVIDER),
+                },
+            )
+            .await
+            .unwrap();
+        for name in self.fleet.cluster_names() {
+            let path = self.dir.path().join(format!("{name}.kubeconfig"));
+            std::fs::write(&path, self.fleet.kubeconfig(&name).unwrap()).unwrap();
+            let cluster = Cluster {
+                metadata: meta(&name),
+                ..Cluster::default()
+            };
+            o.create_cluster(PROVIDER, &cluster, Some(&path))
+                .await
+                .unwrap();
+            o.cluster_labels()
+                .create(&keys::cluster(PROVIDER, &name), &ClusterLabel::new("edge"))
+                .await
+                .unwrap();
+        }
+        self.logical_cloud("lc", &["c1", "c2", "c3"], true).await;
+        self.composite_app("v1").await;
+        o.controllers()
+            .create(
+                &root,
+                &Controller {
+                    metadata: meta("refuser"),
+                    spec: ControllerSpec {
+                        host: "127.0.0.1".into(),
+                        port: 9,
+                        kind: "action".into(),
+                        priority: 1,
+                    },
+                },
+            )
+            .await
+            .unwrap();
+        o.controllers()
+            .create(
+                &root,
+                &Controller {
+                    metadata: meta("avoid-c1"),
+                    spec: ControllerSpec {
+                        host: "127.0.0.1".into(),
+                        port: 9,
+                        kind: "placement".into(),
+                        priority: 1,
+                    },
+                },
+            )
+            .await
+            .unwrap();
+    }
+
+    /// An admin logical cloud over `clusters`, instantiated when `ready`.
+    async fn logical_cloud(&self, name: &str, clusters: &[&str], ready: bool) {
+        let o = &self.orch;
+        let lc = LogicalCloud {
+            metadata: meta(name),
+            spec: LogicalCloudSpec {
+                level: "0".into(),
+                ..LogicalCloudSpec::default()
+            },
+        };
+        o.logical_clouds()
+            .create(&keys::project(PROJECT), &lc)
+            .await
+            .unwrap();
+        let key = keys::logical_cloud(PROJECT, name);
+        for c in clusters {
+            let r = ClusterReference {
+                metadata: meta(&format!("{name}-{c}")),
+                spec: ClusterReferenceSpec {
+                    cluster_provider: PROVIDER.into(),
+                    cluster: (*c).into(),
+                    ..ClusterReferenceSpec::default()
+                },
+            };
+            o.cluster_references().create(&key, &r).await.unwrap();
+        }
+        if ready {
+            o.instantiate_logical_cloud(PROJECT, name).await.unwrap();
+        }
+    }
+
+    /// Composite app `monitor` at `version` with collectd, its profile and composite profile
+    /// `cp`.
+    async fn composite_app(&self, version: &str) {
+        let o = &self.orch;
+        let charts = Path::new(TESTDATA).join("emco-examples/helm_charts/collectd");
+        o.create_composite_app(
+            PROJECT,
+            &CompositeApp {
+                metadata: meta(CA),
+                spec: CompositeAppSpec {
+                    composite_app_version: version.into(),
+                },
+            },
+        )
+        .await
+        .unwrap();
+        let ca = keys::composite_app(PROJECT, CA, version);
+        let chart = self.file(
+            &format!("chart-{version}.tgz"),
+            &tgz(&charts.join("helm/collectd"), APP),
+        );
+        o.create_app(
+            &ca,
+            &App {
+                metadata: meta(APP),
+            },
+            &chart,
+        )
+        .await
+        .unwrap();
+        o.composite_profiles()
+            .create(
+                &ca,
+                &CompositeProfile {
+                    metadata: meta("cp"),
+                },
+            )
+            .await
+            .unwrap();
+        let profile = self.file(
+            &format!("profile-{version}.tgz"),
+            &tgz(&charts.join("profile"), "profile"),
+        );
+        o.create_app_profile(
+            &ca.child(keys::COMPOSITE_PROFILE, "cp"),
+            &AppProfile {
+                metadata: meta("collectd-profile"),
+                spec: AppProfileSpec { app: APP.into() },
+            },
+            &profile,
+        )
+        .await
+        .unwrap();
+    }
+
+    fn file(&self, name: &str, data: &[u8]) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, data).unwrap();
+        path
+    }
+
+    /// Deployment intent group `name` of `monitor/version` on `cloud`, placing collectd on
+    /// `cluster`, with the DIG intent naming `controllers` too; approved.
+    async fn dig(
+        &self,
+        version: &str,
+        name: &str,
+        cloud: &str,
+        cluster: &str,
+        controllers: &[&str],
+    ) -> ResourceKey {
+        let o = &self.orch;
+        let ca = keys::composite_app(PROJECT, CA, version);
+        let group = DeploymentIntentGroup {
+            metadata: meta(name),
+            spec: DeploymentIntentGroupSpec {
+                composite_profile: "cp".into(),
+                version: format!("r-{name}"),
+                logical_cloud: cloud.into(),
+                override_values: Vec::new(),
+            },
+        };
+        o.deployment_intent_groups()
+            .create(&ca, &group)
+            .await
+            .unwrap();
+        let dig = keys::dig(PROJECT, CA, version, name);
+        o.generic_placement_intents()
+            .create(
+                &dig,
+                &GenericPlacementIntent {
+                    metadata: meta("gpi"),
+                },
+            )
+            .await
+            .unwrap();
+        self.place(&dig, cluster).await;
+        let mut intent = std::collections::BTreeMap::new();
+        intent.insert("genericPlacementIntent".to_owned(), "gpi".to_owned());
+        for c in controllers {
+            intent.insert((*c).to_owned(), "i1".to_owned());
+        }
+        o.dig_intents()
+            .create(
+                &dig,
+                &DigIntent {
+                    metadata: meta("di"),
+                    spec: DigIntentSpec { intent },
+                },
+            )
+            .await
+            .unwrap();
+        o.approve(&dig).await.unwrap();
+        dig
+    }
+
+    /// Creates or replaces the app placement intent of collectd: all of `cluster`.
+    async fn place(&self, dig: &ResourceKey, cluster: &str) {
+        self.place_with(
+            dig,
+            PlacementIntent {
+                all_of: vec![AllOf {
+                    cluster_provider: PROVIDER.into(),
+                    cluster: cluster.into(),
+                    ..AllOf::default()
+                }],
+                any_of: Vec::new(),
+            },
+        )
+        .await;
+    }
+
+    /// Creates or replaces the app placement intent of collectd.
+    async fn place_with(&self, dig: &ResourceKey, placement: PlacementIntent) {
+        let intent = AppPlacementIntent {
+            metadata: meta("collectd-placement"),
+            spec: AppPlacementSpec {
+                app: APP.into(),
+                intent: placement,
+            },
+        };
+        let gpi = dig.child(keys::GENERIC_PLACEMENT_INTENT, "gpi");
+        self.orch
+            .app_placement_intents()
+            .put(&gpi, "collectd-placement", &intent)
+            .await
+            .unwrap();
+    }
+
+    async fn state(&self, dig: &ResourceKey) -> StateInfo {
+        self.orch.dig_state(dig).await.unwrap()
+    }
+
+    /// The context the group's record names as deployed.
+    async fn context(&self, dig: &ResourceKey) -> AppContext {
+        let id: u64 = self.state(dig).await.statusctxid.parse().unwrap();
+        AppContext::load(Arc::clone(self.orch.contexts()), id)
+            .await
+            .unwrap()
+    }
+
+    async fn wait_status(&self, ctx: &AppContext, want: AppContextStatus) {
+        let end = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let now = ctx.status().await.unwrap();
+            if now == Some(want) {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < end,
+                "context {} stayed {now:?}, wanted {want}",
+                ctx.id()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The resources of collectd that `ctx` places on `cluster` and that exist there, with
+    /// their deployment-id label, as `(name+Kind, label)`.
+    async fn on_cluster(&self, ctx: &AppContext, cluster: &str) -> Vec<(String, Option<String>)> {
+        let conn = self
+            .pool
+            .connector(cluster, &self.fleet.kubeconfig(cluster).unwrap())
+            .await
+            .unwrap();
+        let id = format!("{PROVIDER}+{cluster}");
+        let scope = Scope::new(ctx.id().to_string(), APP);
+        let mut out = Vec::new();
+        for name in ctx.resources(APP, &id).await.unwrap() {
+            let yaml = ctx.resource(APP, &id, &name).await.unwrap().unwrap();
+            let rid = Resource::from_yaml(&yaml).unwrap().id().clone();
+            if let Some(obj) = conn.get(&scope, &rid).await.unwrap() {
+                let label = obj["metadata"]["labels"][DEPLOYMENT_ID_LABEL]
+                    .as_str()
+                    .map(str::to_owned);
+                out.push((name, label));
+            }
+        }
+        out
+    }
+
+    /// Waits until collectd's Service on `cluster` carries the label of `ctx` (`Some`), or is
+    /// gone (`None`).
+    async fn wait_service(&self, cluster: &str, ctx: Option<&AppContext>) {
+        let conn = self
+            .pool
+            .connector(cluster, &self.fleet.kubeconfig(cluster).unwrap())
+            .await
+            .unwrap();
+        let rid =
+            Resource::from_yaml("apiVersion: v1\nkind: Service\nmetadata:\n  name: collectd\n")
+                .unwrap()
+                .id()
+                .clone();
+        let scope = Scope::new("0", APP);
+        let want = ctx.map(|c| format!("{}-{APP}", c.id()));
+        let end = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let got = conn.get(&scope, &rid).await.unwrap().map(|o| {
+                o["metadata"]["labels"][DEPLOYMENT_ID_LABEL]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            });
+            if got == want {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < end,
+                "collectd on {cluster} is {got:?}, wanted {want:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn stop(self) {
+        self.cancel.cancel();
+        self.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instantiate_update_rollback_terminate_and_again() {
+    let w = World::start().await;
+    let dig = w.dig("v1", "d1", "lc", "c1", &[]).await;
+    let o = &w.orch;
+
+    o.instantiate(&dig).await.unwrap();
+    let state = w.state(&dig).await;
+    assert_eq!(state.current_state(), DigState::Instantiated);
+    assert_eq!(state.latest_revision(), 1);
+    let first = w.context(&dig).await;
+    let meta = first.meta().await.unwrap();
+    assert_eq!(
+        (
+            meta.release.as_str(),
+            meta.namespace.as_str(),
+            meta.level.as_str()
+        ),
+        ("r-d1", "default", "0")
+    );
+    assert_eq!(meta.logical_cloud, "lc");
+    w.wait_status(&first, AppContextStatus::Instantiated).await;
+    let objects = w.on_cluster(&first, "c1").await;
+    let names: Vec<&str> = objects.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(names.contains(&"collectd+Service"), "{names:?}");
+    let label = format!("{}-{APP}", first.id());
+    assert!(
+        objects
+            .iter()
+            .all(|(_, l)| l.as_deref() == Some(label.as_str()))
+    );
+    w.wait_service("c2", None).await;
+
+    let again = o.instantiate(&dig).await.unwrap_err();
+    assert_eq!(again.kind(), ErrorKind::Conflict, "{again}");
+
+    // Move collectd to c2: the intent change leaves the group Instantiated until the update.
+    w.place(&dig, "c2").await;
+    assert_eq!(w.state(&dig).await.current_state(), DigState::Instantiated);
+    assert_eq!(o.update(&dig).await.unwrap(), 2);
+    let second = w.context(&dig).await;
+    assert_ne!(second.id(), first.id());
+    assert_eq!(second.clusters(APP).await.unwrap(), ["edge+c2"]);
+    w.wait_service("c2", Some(&second)).await;
+    w.wait_service("c1", None).await;
+
+    assert_eq!(o.rollback(&dig, 1).await.unwrap(), 3);
+    let state = w.state(&dig).await;
+    assert_eq!(state.current_state(), DigState::Updated);
+    assert_eq!(state.statusctxid, first.id().to_string());
+    w.wait_service("c1", Some(&first)).await;
+    w.wait_service("c2", None).await;
+    let bad = o.rollback(&dig, 7).await.unwrap_err();
+    assert_eq!(bad.kind(), ErrorKind::InvalidArgument, "{bad}");
+
+    o.terminate(&dig).await.unwrap();
+    assert_eq!(w.state(&dig).await.current_state(), DigState::Terminated);
+    w.wait_service("c1", None).await;
+    w.wait_status(&first, AppContextStatus::Terminated).await;
+    let twice = o.terminate(&dig).await.unwrap_err();
+    assert_eq!(twice.kind(), ErrorKind::Conflict, "{twice}");
+    o.stop(&dig).await.unwrap();
+    o.stop(&dig).await.unwrap();
+    assert_eq!(
+        w.state(&dig).await.current_state(),
+        DigState::TerminateStopped
+    );
+
+    // A re-instantiate deploys a new context from the current intents (c2).
+    o.instantiate(&dig).await.unwrap();
+    let third = w.context(&dig).await;
+    assert!(![first.id(), second.id()].contains(&third.id()));
+    let state = w.state(&dig).await;
+    assert_eq!(state.actions.last().unwrap().revision, 1);
+    let e = o.rollback(&dig, 1).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    w.wait_service("c2", Some(&third)).await;
+    o.terminate(&dig).await.unwrap();
+    w.wait_status(&third, AppContextStatus::Terminated).await;
+    w.wait_service("c2", None).await;
+
+    // Deleting the group (its intents first) deletes its contexts.
+    let gpi = dig.child(keys::GENERIC_PLACEMENT_INTENT, "gpi");
+    o.app_placement_intents()
+        .delete(&gpi, "collectd-placement")
+        .await
+        .unwrap();
+    o.generic_placement_intents()
+        .delete(&dig, "gpi")
+        .await
+        .unwrap();
+    o.dig_intents().delete(&dig, "di").await.unwrap();
+    o.deployment_intent_groups()
+        .delete(&dig.parent().unwrap(), "d1")
+        .await
+        .unwrap();
+    for ctx in [&first, &second, &third] {
+        let gone = AppContext::load(Arc::clone(o.contexts()), ctx.id()).await;
+        assert_eq!(gone.unwrap_err().kind(), ErrorKind::NotFound);
+    }
+    w.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_of_keeps_one_cluster_of_what_placement_controllers_left() {
+    let w = World::start().await;
+    let o = &w.orch;
+    let any_of: PlacementIntent = serde_json::from_value(serde_json::json!({
+        "anyOf": [{"clusterProvider": PROVIDER, "clusterLabel": "edge"}]
+    }))
+    .unwrap();
+    // Without a placement controller the first cluster is kept; with one that rejects c1, c2.
+    for (name, controllers, want) in [
+        ("plain", &[][..], "edge+c1"),
+        ("filtered", &["avoid-c1"][..], "edge+c2"),
+    ] {
+        let dig = w.dig("v1", name, "lc", "c1", controllers).await;
+        w.place_with(&dig, any_of.clone()).await;
+        o.approve(&dig).await.unwrap();
+        o.instantiate(&dig).await.unwrap();
+        let ctx = w.context(&dig).await;
+        assert_eq!(ctx.clusters(APP).await.unwrap(), [want], "{name}");
+        assert!(ctx.cluster_group(APP, want).await.unwrap().is_some());
+        w.wait_status(&ctx, AppContextStatus::Instantiated).await;
+        o.terminate(&dig).await.unwrap();
+        w.wait_status(&ctx, AppContextStatus::Terminated).await;
+    }
+
+    // Override values reach the chart as --set values.
+    let ca = keys::composite_app(PROJECT, CA, "v1");
+    let mut group = o
+        .deployment_intent_groups()
+        .get(&ca, "plain")
+        .await
+        .unwrap();
+    group.spec.override_values = serde_json::from_value(serde_json::json!([
+        {"app": APP, "values": {"collectd_prometheus.service.port": "9200"}}
+    ]))
+    .unwrap();
+    let e = o
+        .deployment_intent_groups()
+        .put(&ca, "plain", &group)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::FailedPrecondition,
+        "only while Created: {e}"
+    );
+    let dig = keys::dig(PROJECT, CA, "v1", "plain");
+    w.place_with(&dig, any_of).await; // back to Created
+    o.deployment_intent_groups()
+        .put(&ca, "plain", &group)
+        .await
+        .unwrap();
+    o.approve(&dig).await.unwrap();
+    o.instantiate(&dig).await.unwrap();
+    let ctx = w.context(&dig).await;
+    let service = ctx
+        .resource(APP, "edge+c1", "collectd+Service")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(service.contains("port: 9200"), "{service}");
+    w.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_terminate_blocks_a_new_instantiate_until_stopped() {
+    let w = World::start().await;
+    let o = &w.orch;
+    let dig = w.dig("v1", "d1", "lc", "c1", &[]).await;
+    o.instantiate(&dig).await.unwrap();
+    let first = w.context(&dig).await;
+    w.wait_status(&first, AppContextStatus::Instantiated).await;
+
+    // c1 is down: the terminate keeps retrying.
+    w.fleet.set_fault("c1", Fault::down()).unwrap();
+    o.terminate(&dig).await.unwrap();
+    w.wait_status(&first, AppContextStatus::Terminating).await;
+    let e = o.instantiate(&dig).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+    assert!(e.message().contains("still being terminated"), "{e}");
+
+    o.stop(&dig).await.unwrap();
+    assert_eq!(
+        w.state(&dig).await.current_state(),
+        DigState::TerminateStopped
+    );
+    w.wait_status(&first, AppContextStatus::TerminateFailed)
+        .await;
+    w.fleet.set_fault("c1", Fault::none()).unwrap();
+    o.instantiate(&dig).await.unwrap();
+    let second = w.context(&dig).await;
+    assert_ne!(second.id(), first.id());
+    w.wait_status(&second, AppContextStatus::Instantiated).await;
+    w.wait_service("c1", Some(&second)).await;
+    w.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instantiate_update_terminate_on_etcd_and_mongodb() {
+    let (Ok(etcd), Ok(mongo)) = (
+        std::env::var("EMCO_TEST_ETCD"),
+        std::env::var("EMCO_TEST_MONGO"),
+    ) else {
+        eprintln!(
+            "SKIPPED instantiate_update_terminate_on_etcd_and_mongodb: \
+             EMCO_TEST_ETCD and EMCO_TEST_MONGO are not both set"
+        );
+        return;
+    };
+    let contexts = emco_appcontext::etcd::EtcdBuilder::new()
+        .with_endpoints([etcd])
+        .build()
+        .await
+        .unwrap();
+    let resources = emco_appcontext::mongo::MongoBuilder::new()
+        .with_uri(mongo)
+        .with_database(format!(
+            "emco_lifecycle_{}_{}",
+            std::process::id(),
+            rand_suffix()
+        ))
+        .build()
+        .await
+        .unwrap();
+    let w = World::start_on(Arc::new(resources), Arc::new(contexts), false).await;
+    let o = &w.orch;
+    let dig = w.dig("v1", "d1", "lc", "c1", &[]).await;
+    o.instantiate(&dig).await.unwrap();
+    let first = w.context(&dig).await;
+    w.wait_status(&first, AppContextStatus::Instantiated).await;
+    w.wait_service("c1", Some(&first)).await;
+    w.place(&dig, "c2").await;
+    assert_eq!(o.update(&dig).await.unwrap(), 2);
+    let second = w.context(&dig).await;
+    w.wait_service("c2", Some(&second)).await;
+    w.wait_service("c1", None).await;
+    o.terminate(&dig).await.unwrap();
+    w.wait_status(&second, AppContextStatus::Terminated).await;
+    w.wait_service("c2", None).await;
+    w.stop().await;
+}
+
+/// A suffix telling apart the databases of tests run at once.
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_leave_the_group_unchanged() {
+    let w = World::start().await;
+    let o = &w.orch;
+
+    // Not approved.
+    let ca = keys::composite_app(PROJECT, CA, "v1");
+    let created = w.dig("v1", "fresh", "lc", "c1", &[]).await;
+    w.place(&created, "c2").await; // back to Created
+    assert_eq!(w.state(&created).await.current_state(), DigState::Created);
+    let e = o.instantiate(&created).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::FailedPrecondition, "{e}");
+    for e in [
+        o.terminate(&created).await.unwrap_err(),
+        o.stop(&created).await.unwrap_err(),
+        o.update(&created).await.unwrap_err(),
+        o.rollback(&created, 1).await.unwrap_err(),
+    ] {
+        assert_eq!(e.kind(), ErrorKind::FailedPrecondition, "{e}");
+    }
+    let missing = o
+        .instantiate(&ca.child(keys::DIG, "nope"))
+        .await
+        .unwrap_err();
+    assert_eq!(missing.kind(), ErrorKind::NotFound, "{missing}");
+
+    // A logical cloud that is not instantiated.
+    w.logical_cloud("cold", &["c1"], false).await;
+    let cold = w.dig("v1", "cold", "cold", "c1", &[]).await;
+    let e = o.instantiate(&cold).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::FailedPrecondition, "{e}");
+    assert!(e.message().contains("instantiate it first"), "{e}");
+
+    // A mandatory cluster outside the logical cloud.
+    w.logical_cloud("small", &["c1"], true).await;
+    let outside = w.dig("v1", "outside", "small", "c3", &[]).await;
+    let e = o.instantiate(&outside).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+
+    // A failing action controller aborts, names itself and leaves no context behind.
+    let refused = w.dig("v1", "refused", "lc", "c1", &["refuser"]).await;
+    let e = o.instantiate(&refused).await.unwrap_err();
+    assert!(e.message().contains("refuser"), "{e}");
+    assert!(e.message().contains("cannot be honoured"), "{e}");
+    for dig in [&cold, &outside, &refused] {
+        let state = w.state(dig).await;
+        assert_eq!(state.current_state(), DigState::Approved);
+        assert!(state.statusctxid.is_empty());
+    }
+    let left = o.contexts().list_all("/context/", true).await.unwrap();
+    assert!(left.is_empty(), "{} keys left behind", left.len());
+
+    // A controller's intent written under an approved group sends it back to Created.
+    let gac = refused.child("genericK8sIntent", "g1");
+    o.intent_store()
+        .create(&gac, &serde_json::json!({"metadata": {"name": "g1"}}))
+        .await
+        .unwrap();
+    assert_eq!(w.state(&refused).await.current_state(), DigState::Created);
+    w.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_run_concurrently_and_migrate_moves_a_deployment() {
+    let w = World::start().await;
+    let o = &w.orch;
+    let mut digs = Vec::new();
+    for i in 0..6 {
+        // g0 alone on c1; the others share c2 and c3 (the chart's Service has a fixed name, so
+        // groups on one cluster deploy the same object).
+        let cluster = if i == 0 { "c1" } else { ["c2", "c3"][i % 2] };
+        digs.push(w.dig("v1", &format!("g{i}"), "lc", cluster, &[]).await);
+    }
+    // Each group twice at once: exactly one instantiate of each wins, the other is refused.
+    let results = futures::future::join_all(
+        digs.iter()
+            .chain(digs.iter())
+            .map(|d| async move { o.instantiate(d).await }),
+    )
+    .await;
+    let failed: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(failed.len(), digs.len(), "{failed:?}");
+    assert!(failed.iter().all(|e| e.kind() == ErrorKind::Conflict));
+    for dig in &digs {
+        assert_eq!(
+            w.state(dig).await.actions.len(),
+            3,
+            "one instantiate recorded"
+        );
+        w.wait_status(&w.context(dig).await, AppContextStatus::Instantiated)
+            .await;
+    }
+    for dig in &digs[1..] {
+        o.terminate(dig).await.unwrap();
+    }
+    for dig in &digs[1..] {
+        w.wait_status(&w.context(dig).await, AppContextStatus::Terminated)
+            .await;
+    }
+
+    // Migrate g0 (v1 on c1) to a DIG of v2 placing collectd on c3.
+    w.composite_app("v2").await;
+    let target = w.dig("v2", "t0", "lc", "c3", &[]).await;
+    let source = &digs[0];
+    let intent: MigrateIntent = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "m"},
+        "spec": {"targetCompositeAppVersion": "v2", "targetDeploymentIntentGroup": "t0"}
+    }))
+    .unwrap();
+    o.migrate(source, &intent).await.unwrap();
+    assert_eq!(w.state(source).await.current_state(), DigState::Terminated);
+    assert_eq!(
+        w.state(&target).await.current_state(),
+        DigState::Instantiated
+    );
+    let after = w.context(&target).await;
+    assert_eq!(after.meta().await.unwrap().version, "v2");
+    w.wait_service("c3", Some(&after)).await;
+    w.wait_service("c1", None).await;
+    let again = o.migrate(source, &intent).await.unwrap_err();
+    assert_eq!(again.kind(), ErrorKind::FailedPrecondition, "{again}");
+    w.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standard_logical_cloud_deploys_with_its_own_credentials() {
+    let w = World::start().await;
+    let o = &w.orch;
+    let lc: LogicalCloud = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "std"},
+        "spec": {"namespace": "std-ns", "user": {"userName": "bob"}}
+    }))
+    .unwrap();
+    let key = keys::logical_cloud(PROJECT, "std");
+    o.logical_clouds()
+        .create(&keys::project(PROJECT), &lc)
+        .await
+        .unwrap();
+    let reference = ClusterReference {
+        metadata: meta("ref-c1"),
+        spec: ClusterReferenceSpec {
+            cluster_provider: PROVIDER.into(),
+            cluster: "c1".into(),
+            ..ClusterReferenceSpec::default()
+        },
+    };
+    o.cluster_references()
+        .create(&key, &reference)
+        .await
+        .unwrap();
+    let all: UserPermission = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "all"},
+        "spec": {"namespace": "std-ns", "apiGroups": ["", "apps"], "resources": ["*"], "verbs": ["*"]}
+    }))
+    .unwrap();
+    o.user_permissions().create(&key, &all).await.unwrap();
+    let dig = w.dig("v1", "sd", "std", "c1", &[]).await;
+    let e = o.instantiate(&dig).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::FailedPrecondition, "{e}");
+
+    o.instantiate_logical_cloud(PROJECT, "std").await.unwrap();
+    let end = tokio::time::Instant::now() + DEADLINE;
+    while o.instantiate(&dig).await.is_err() {
+        assert!(
+            tokio::time::Instant::now() < end,
+            "the cloud never became usable"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let ctx = w.context(&dig).await;
+    let meta = ctx.meta().await.unwrap();
+    assert_eq!(
+        (meta.level.as_str(), meta.namespace.as_str()),
+        ("1", "std-ns")
+    );
+    w.wait_status(&ctx, AppContextStatus::Instantiated).await;
+    let conn = w
+        .pool
+        .connector("c1", &w.fleet.kubeconfig("c1").unwrap())
+        .await
+        .unwrap();
+    let service =
+        Resource::from_yaml("apiVersion: v1\nkind: Service\nmetadata:\n  name: collectd\n")
+            .unwrap();
+    let scope = Scope::new(ctx.id().to_string(), APP).with_namespace("std-ns");
+    let obj = conn.get(&scope, service.id()).await.unwrap().unwrap();
+    assert_eq!(
+        obj["metadata"]["labels"][DEPLOYMENT_ID_LABEL],
+        format!("{}-{APP}", ctx.id())
+    );
+    o.terminate(&dig).await.unwrap();
+    w.wait_status(&ctx, AppContextStatus::Terminated).await;
+    assert!(conn.get(&scope, service.id()).await.unwrap().is_none());
+    w.stop().await;
+}
+
+fn git(args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gitops_cluster_is_deployed_to_through_its_repository() {
+    let w = World::start().await;
+    let o = &w.orch;
+    let remote = w.dir.path().join("remote.git");
+    let remote = remote.to_str().unwrap();
+    git(&["init", "-q", "--bare", "-b", "main", remote]);
+    let provider = keys::cluster_provider(PROVIDER);
+    let sync: KvPair = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "repo"},
+        "spec": {"kv": [{"url": remote}, {"branch": "main"}]}
+    }))
+    .unwrap();
+    o.cluster_sync_objects()
+        .create(&provider, &sync)
+        .await
+        .unwrap();
+    let cluster: Cluster = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "g1"},
+        "spec": {"gitOps": {"gitOpsType": "fluxcd", "gitOpsReferenceObject": "repo",
+                            "gitOpsResourceObject": "repo"}}
+    }))
+    .unwrap();
+    o.create_cluster(PROVIDER, &cluster, None).await.unwrap();
+    w.logical_cloud("git", &["g1"], true).await;
+    let dig = w.dig("v1", "gd", "git", "g1", &[]).await;
+
+    o.instantiate(&dig).await.unwrap();
+    let ctx = w.context(&dig).await;
+    w.wait_status(&ctx, AppContextStatus::Instantiated).await;
+    let files = git(&["--git-dir", remote, "ls-tree", "-r", "--name-only", "main"]);
+    let service = format!(
+        "clusters/{PROVIDER}+g1/context/{}/app/{APP}/collectd+Service.yaml",
+        ctx.id()
+    );
+    assert!(files.lines().any(|l| l == service), "{files}");
+
+    o.terminate(&dig).await.unwrap();
+    w.wait_status(&ctx, AppContextStatus::Terminated).await;
+    let files = git(&["--git-dir", remote, "ls-tree", "-r", "--name-only", "main"]);
+    assert!(
+        !files.contains(&format!("context/{}/", ctx.id())),
+        "{files}"
+    );
+    w.stop().await;
+}
+
+struct Http {
+    app: axum::Router,
+}
+
+impl Http {
+    async fn post(&self, uri: &str, body: &str) -> (StatusCode, String) {
+        let req = Request::post(uri)
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_owned()))
+            .unwrap();
+        let resp = self.app.clone().oneshot(req).await.unwrap();
+        let status = resp.status();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rest_routes_answer_emco_codes() {
+    let w = World::start().await;
+    w.dig("v1", "d1", "lc", "c1", &[]).await;
+    let http = Http {
+        app: rest::router(w.orch.clone()),
+    };
+    let dig = format!("/v2/projects/{PROJECT}/composite-apps/{CA}/v1/deployment-intent-groups/d1");
+    let nope =
+        format!("/v2/projects/{PROJECT}/composite-apps/{CA}/v1/deployment-intent-groups/nope");
+
+    assert_eq!(
+        http.post(&format!("{dig}/terminate"), "").await.0,
+        StatusCode::CONFLICT
+    );
+    assert_eq!(
+        http.post(&format!("{nope}/instantiate"), "").await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        http.post(&format!("{dig}/instantiate"), "").await.0,
+        StatusCode::ACCEPTED
+    );
+    let (code, body) = http.post(&format!("{dig}/instantiate"), "").await;
+    assert_eq!(code, StatusCode::CONFLICT, "{body}");
+    assert!(body.contains("already instantiated"), "{body}");
+    let (code, body) = http.post(&format!("{dig}/update"), "").await;
+    assert_eq!((code, body.as_str()), (StatusCode::ACCEPTED, "2"));
+    let rollback = format!("{dig}/rollback");
+    assert_eq!(http.post(&rollback, "").await.0, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        http.post(&rollback, r#"{"spec":{"revision":["x"]}}"#)
+            .await
+            .0,
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
+    assert_eq!(
+        http.post(
+            &rollback,
+            r#"{"metadata":{"name":"r"},"spec":{"revision":"9"}}"#
+        )
+        .await
+        .0,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        http.post(
+            &rollback,
+            r#"{"metadata":{"name":"r"},"spec":{"revision":"1"}}"#
+        )
+        .await
+        .0,
+        StatusCode::ACCEPTED
+    );
+    let migrate = format!("{dig}/migrate");
+    assert_eq!(
+        http.post(&migrate, r#"{"spec":{"targetCompositeAppVersion":"v1"}}"#)
+            .await
+            .0,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        http.post(
+            &migrate,
+            r#"{"spec":{"targetCompositeAppVersion":"v9","targetDeploymentIntentGroup":"x"}}"#
+        )
+        .await
+        .0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        http.post(&format!("{dig}/stop"), "").await.0,
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(
+        http.post(&format!("{dig}/terminate"), "").await.0,
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(
+        http.post(&format!("{dig}/terminate"), "").await.0,
+        StatusCode::CONFLICT
+    );
+    assert_eq!(
+        http.post(&format!("{dig}/stop"), "").await.0,
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(
+        http.post(&format!("{dig}/update"), "").await.0,
+        StatusCode::CONFLICT
+    );
+    w.stop().await;
+}

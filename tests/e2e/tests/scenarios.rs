@@ -1,0 +1,652 @@
+//! EMCO's example scenarios end to end: the emcoctl files of `../shared/testdata/emco-examples`,
+//! unchanged, rendered with a generated values file that points them at in-process kubesim
+//! clusters, applied over HTTP to an in-process emco-server; then status, terminate, and nothing
+//! of ours left on the clusters. Each scenario runs on the embedded store and on etcd + MongoDB
+//! (skipped, loudly, when `EMCO_TEST_ETCD` / `EMCO_TEST_MONGO` are unset).
+//!
+//! Documents left out, each with the reason where it is done: dtc's sub-controller registry
+//! (`dtc-controllers`; emco-rs does not ship dtc) and hpa's intents and controller
+//! registrations (kubesim clusters have none of the hardware the intents require).
+
+#![allow(clippy::unwrap_used)] // Tests fail on bad fixtures.
+
+use std::path::PathBuf;
+
+use emco_core::{Error, Result};
+use emco_e2e::{
+    DEADLINE, Env, EnvConfig, Phases, Stores, examples, load, set_values, tgz, without,
+};
+use serde_json::{Value, json};
+
+/// Runs `scenario` on both store setups, one test each.
+macro_rules! on_both_stores {
+    ($($scenario:ident),+ $(,)?) => {$(
+        mod $scenario {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn embedded() {
+                super::run(Stores::Embedded, super::$scenario).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn etcd_mongo() {
+                super::run(Stores::EtcdMongo, super::$scenario).await;
+            }
+        }
+    )+};
+}
+
+on_both_stores!(
+    single_cluster,
+    single_cluster_standard_cloud,
+    multi_cluster,
+    test_dependency,
+    test_update,
+    hpa_simple,
+    hundred_digs
+);
+
+/// Starts an environment of three clusters on `stores` and runs `scenario` in it; a skipped
+/// store setup returns.
+async fn run(stores: Stores, scenario: impl AsyncFnOnce(&Env) -> Result<()>) {
+    let Some(env) = Env::start(EnvConfig::new(stores, 3)).await.unwrap() else {
+        return;
+    };
+    if let Err(e) = scenario(&env).await {
+        panic!("[{stores}] {e}");
+    }
+}
+
+fn packages(env: &Env) -> PathBuf {
+    let dir = env.dir().join("output");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn chart(name: &str) -> PathBuf {
+    examples().join("helm_charts").join(name)
+}
+
+/// A values file in the shape of the multi-cluster examples (multi-cluster, test-update,
+/// test-dependency): every kubesim cluster `cN` registered as `clusterN`, and `extra` merged in.
+fn cluster_values(env: &Env, extra: Value) -> PathBuf {
+    let clusters: Vec<Value> = env
+        .fleet
+        .cluster_names()
+        .iter()
+        .map(|c| {
+            json!({
+                "Name": c.replace('c', "cluster"),
+                "KubeConfig": env.kubeconfig_path(c),
+            })
+        })
+        .collect();
+    let mut values = json!({
+        "HostIP": "127.0.0.1",
+        "RsyncPort": 9031,
+        "GacPort": 9033,
+        "OvnPort": 9032,
+        "DtcPort": 9048,
+        "NpsPort": 9062,
+        "ProjectName": "proj1",
+        "ClusterProvider": "provider1",
+        "ClusterLabel": "edge-cluster",
+        "AdminCloud": "default",
+        "LogicalCloud": "lc1",
+        "CompositeApp": "collection-composite-app",
+        "CompositeProfile": "collection-composite-profile",
+        "DeploymentIntent": "collection-deployment-intent-group",
+        "DeploymentIntentGroup": "collection-deployment-intent-group",
+        "GenericPlacementIntent": "collection-placement-intent",
+        "Intent": "collection-deployment-intent",
+        "PackagesPath": packages(env),
+        "Clusters": clusters,
+    });
+    let (Value::Object(base), Value::Object(extra)) = (&mut values, extra) else {
+        unreachable!("both are objects");
+    };
+    base.extend(extra);
+    env.write_values("values.yaml", &values).unwrap()
+}
+
+fn files(dir: &str, names: &[&str]) -> Vec<PathBuf> {
+    names.iter().map(|n| examples().join(dir).join(n)).collect()
+}
+
+/// dtc's sub-controller registry (`/dtc-controllers`) is served by dtc, which emco-rs does not
+/// ship; the plain `dtc` entry in `/controllers` is only a registration and stays.
+const NO_DTC: &[&str] = &["dtc-controllers"];
+
+/// single-cluster: prometheus-operator (as kube-prometheus-stack) and collectd on one cluster
+/// through an admin logical cloud, as the README's first use case.
+async fn single_cluster(env: &Env) -> Result<()> {
+    let ex = examples().join("single-cluster");
+    let out = packages(env);
+    for (app, src) in [
+        ("kube-prometheus-stack", "prometheus-operator"),
+        ("collectd", "collectd"),
+    ] {
+        tgz(
+            &chart(src).join("helm"),
+            ".",
+            &out.join(format!("{app}.tar.gz")),
+        )?;
+        tgz(
+            &chart(src).join("profile"),
+            ".",
+            &out.join(format!("{app}_profile.tar.gz")),
+        )?;
+    }
+    let novars = std::fs::read_to_string(ex.join("templates/values-novars.yaml")).unwrap();
+    let path = |p: PathBuf| p.display().to_string();
+    let values = set_values(
+        &novars,
+        &[
+            ("HostIP", "127.0.0.1".to_owned()),
+            ("RsyncPort", "9031".to_owned()),
+            ("DtcPort", "9048".to_owned()),
+            ("NpsPort", "9062".to_owned()),
+            ("KubeConfig", path(env.kubeconfig_path("c1"))),
+            ("HelmApp1", path(out.join("kube-prometheus-stack.tar.gz"))),
+            ("HelmApp2", path(out.join("collectd.tar.gz"))),
+            (
+                "ProfileApp1",
+                path(out.join("kube-prometheus-stack_profile.tar.gz")),
+            ),
+            ("ProfileApp2", path(out.join("collectd_profile.tar.gz"))),
+        ],
+    );
+    let values_path = env.dir().join("values.yaml");
+    std::fs::write(&values_path, values).unwrap();
+    let docs = load(
+        &files(
+            "single-cluster",
+            &[
+                "templates/prerequisites-common.yaml",
+                "templates/prerequisites-lc-admin.yaml",
+                "instantiate-lc.yaml",
+                "test-prometheus-collectd-deployment.yaml",
+                "test-prometheus-collectd-instantiate.yaml",
+            ],
+        ),
+        &values_path,
+    )?;
+    let phases = Phases::split(without(docs, NO_DTC, &[]));
+    env.deploy(&phases).await?;
+    env.wait_placement(
+        &[("kube-prometheus-stack", &["c1"]), ("collectd", &["c1"])],
+        DEADLINE,
+    )
+    .await?;
+    env.remove(&phases).await
+}
+
+/// single-cluster with `LOGICAL_CLOUD_LEVEL=standard`: a standard logical cloud (namespace,
+/// user with a certificate, permission) and the monitor use case deployed into it through the
+/// kubeconfig dcm made for the cloud. EMCO's monitor chart is built from its sources and is not
+/// in the testdata; collectd stands in for it.
+async fn single_cluster_standard_cloud(env: &Env) -> Result<()> {
+    const NAMESPACE: &str = "standard-lc-ns";
+    let ex = examples().join("single-cluster");
+    let out = packages(env);
+    tgz(&chart("collectd/helm"), ".", &out.join("monitor.tar.gz"))?;
+    tgz(
+        &chart("collectd/profile"),
+        ".",
+        &out.join("monitor_profile.tar.gz"),
+    )?;
+    let novars = std::fs::read_to_string(ex.join("templates/values-novars.yaml")).unwrap();
+    let path = |p: PathBuf| p.display().to_string();
+    let values = set_values(
+        &novars,
+        &[
+            ("HostIP", "127.0.0.1".to_owned()),
+            ("RsyncPort", "9031".to_owned()),
+            ("DtcPort", "9048".to_owned()),
+            ("NpsPort", "9062".to_owned()),
+            ("StandardNamespace", NAMESPACE.to_owned()),
+            ("KubeConfig", path(env.kubeconfig_path("c1"))),
+            ("HelmAppMonitor", path(out.join("monitor.tar.gz"))),
+            ("ProfileApp3", path(out.join("monitor_profile.tar.gz"))),
+        ],
+    );
+    let values_path = env.dir().join("values.yaml");
+    std::fs::write(&values_path, values).unwrap();
+    let docs = load(
+        &files(
+            "single-cluster",
+            &[
+                "templates/prerequisites-common.yaml",
+                "templates/prerequisites-lc-standard.yaml",
+                "instantiate-lc.yaml",
+                "monitor-deployment.yaml",
+                "monitor-instantiate.yaml",
+            ],
+        ),
+        &values_path,
+    )?;
+    let phases = Phases::split(without(docs, NO_DTC, &[]));
+    env.deploy(&phases).await?;
+    env.wait_placement(&[("monitor", &["c1"])], DEADLINE)
+        .await?;
+    let outside: Vec<String> = env
+        .labelled_objects("c1")
+        .await?
+        .iter()
+        .filter(|o| o.app() == "monitor" && o.namespace != NAMESPACE)
+        .map(ToString::to_string)
+        .collect();
+    if !outside.is_empty() {
+        return Err(Error::internal(format!(
+            "monitor objects outside the cloud's namespace {NAMESPACE}: {}",
+            outside.join(", ")
+        )));
+    }
+    env.remove(&phases).await?;
+    if env.namespace_exists("c1", NAMESPACE).await? {
+        return Err(Error::internal(format!(
+            "the cloud's namespace {NAMESPACE} is left on c1"
+        )));
+    }
+    Ok(())
+}
+
+/// multi-cluster: three apps over three clusters, each app on its own list of clusters.
+async fn multi_cluster(env: &Env) -> Result<()> {
+    let out = packages(env);
+    for (app, helm, profile) in [
+        ("collectd", "collectd/helm", "collectd/profile"),
+        (
+            "http-client",
+            "http-client/helm",
+            "http-client/profile/network_policy_overrides/http-client-profile",
+        ),
+        (
+            "http-server",
+            "http-server/helm",
+            "http-server/profile/network_policy_overrides/http-server-profile",
+        ),
+    ] {
+        tgz(&chart(helm), ".", &out.join(format!("{app}.tar.gz")))?;
+        tgz(
+            &chart(profile),
+            ".",
+            &out.join(format!("{app}_profile.tar.gz")),
+        )?;
+    }
+    let values = cluster_values(
+        env,
+        json!({"Applist": [
+            {"Name": "collectd", "Cluster": ["cluster1", "cluster2"]},
+            {"Name": "http-client", "Cluster": ["cluster1"]},
+            {"Name": "http-server", "Cluster": ["cluster2", "cluster3"]},
+        ]}),
+    );
+    let docs = load(
+        &files(
+            "multi-cluster",
+            &[
+                "00-controllers.yaml",
+                "01-prerequisites.yaml",
+                "02-instantiate-lc.yaml",
+                "03-deployment-intent.yaml",
+                "04-deployment-instantiate.yaml",
+            ],
+        ),
+        &values,
+    )?;
+    let phases = Phases::split(without(docs, NO_DTC, &[]));
+    env.deploy(&phases).await?;
+    env.wait_placement(
+        &[
+            ("collectd", &["c1", "c2"]),
+            ("http-client", &["c1"]),
+            ("http-server", &["c2", "c3"]),
+        ],
+        DEADLINE,
+    )
+    .await?;
+    env.remove(&phases).await
+}
+
+/// test-dependency: collectd -> operator -> nginx, each dependency `Ready` plus 10 s. The
+/// example's nginx chart (with hooks) is fetched by its setup script and is not in the
+/// testdata; http-server stands in for it, and the DIG's override (`service.type: NodePort`
+/// for nginx) must reach its Service over the profile's ClusterIP.
+async fn test_dependency(env: &Env) -> Result<()> {
+    let out = packages(env);
+    for (app, helm, profile) in [
+        ("collectd", "collectd/helm", "collectd/profile"),
+        (
+            "operator",
+            "operators-latest/helm",
+            "operators-latest/profile",
+        ),
+        // This profile sets `service.type: ClusterIP`, so a NodePort Service shows that the
+        // DIG's override won over the profile.
+        (
+            "nginx",
+            "http-server/helm",
+            "http-client/profile/network_policy_overrides/http-client-profile",
+        ),
+    ] {
+        tgz(&chart(helm), ".", &out.join(format!("{app}.tar.gz")))?;
+        tgz(
+            &chart(profile),
+            ".",
+            &out.join(format!("{app}_profile.tar.gz")),
+        )?;
+    }
+    let values = cluster_values(
+        env,
+        json!({
+            "APP1": "collectd", "APP2": "operator", "APP3": "nginx",
+            "Applist": [
+                {"Name": "collectd", "Cluster": ["cluster1", "cluster2"]},
+                {"Name": "operator", "Cluster": ["cluster1"]},
+                {"Name": "nginx", "Cluster": ["cluster1", "cluster2"]},
+            ],
+        }),
+    );
+    let docs = load(
+        &files(
+            "test-dependency",
+            &[
+                "controllers.yaml",
+                "projects.yaml",
+                "clusters.yaml",
+                // logicalclouds.yaml ends with the cloud's instantiate, which is all that
+                // instantiatelc.yaml holds: the example applies one or the other.
+                "logicalclouds.yaml",
+                "apps.yaml",
+                "intents.yaml",
+                "instantiate.yaml",
+            ],
+        ),
+        &values,
+    )?;
+    let phases = Phases::split(without(docs, NO_DTC, &[]));
+    env.deploy(&phases).await?;
+    let placed = env
+        .wait_objects(&["c1", "c2", "c3"], DEADLINE, |all| {
+            all[2].is_empty()
+                && ["collectd", "operator", "nginx"]
+                    .iter()
+                    .all(|app| all[0].iter().any(|o| o.app() == *app))
+        })
+        .await?;
+    // Each app started after the one it depends on was ready, plus the 10 s wait.
+    let first = |app: &str| {
+        placed[0]
+            .iter()
+            .filter(|o| o.app() == app)
+            .map(|o| o.created)
+            .min()
+    };
+    let last = |app: &str| {
+        placed[0]
+            .iter()
+            .filter(|o| o.app() == app)
+            .map(|o| o.created)
+            .max()
+    };
+    for (app, dependency) in [("collectd", "operator"), ("operator", "nginx")] {
+        let (started, dep) = (first(app).unwrap(), last(dependency).unwrap());
+        // Creation times have one-second precision.
+        if started < dep + 9 {
+            return Err(Error::internal(format!(
+                "{app} was created {}s after {dependency}, before its 10 s wait",
+                started - dep
+            )));
+        }
+    }
+    let client = env.kube("c1").await?;
+    let services: kube::Api<k8s_openapi::api::core::v1::Service> =
+        kube::Api::namespaced(client, "default");
+    let nginx = services
+        .get("http-service")
+        .await
+        .map_err(|e| Error::internal(format!("nginx's Service: {e}")))?;
+    let kind = nginx.spec.and_then(|s| s.type_).unwrap_or_default();
+    if kind != "NodePort" {
+        return Err(Error::internal(format!(
+            "the DIG's override did not reach nginx's Service: type {kind:?}"
+        )));
+    }
+    env.remove(&phases).await
+}
+
+/// test-update: collectd on cluster1; an update of its placement intent moves it to cluster2;
+/// a rollback to revision 1 moves it back.
+async fn test_update(env: &Env) -> Result<()> {
+    let out = packages(env);
+    tgz(&chart("collectd/helm"), ".", &out.join("collectd.tar.gz"))?;
+    tgz(
+        &chart("collectd/profile"),
+        ".",
+        &out.join("collectd_profile.tar.gz"),
+    )?;
+    let values = cluster_values(
+        env,
+        json!({"Applist": [
+            {"Name": "collectd", "Cluster": ["cluster1"], "UpdateCluster": ["cluster2"]},
+        ]}),
+    );
+    let step = |f: &str| load(&files("test-update", &[f]), &values);
+    let mut docs = step("00-controllers.yaml")?;
+    for f in [
+        "01-prerequisites.yaml",
+        "02-deployment-intent.yaml",
+        "03-instantiation.yaml",
+    ] {
+        docs.extend(step(f)?);
+    }
+    let phases = Phases::split(without(docs, NO_DTC, &[]));
+    let dig = &phases.dig_paths()[0];
+    env.deploy(&phases).await?;
+    env.wait_placement(&[("collectd", &["c1"])], DEADLINE)
+        .await?;
+
+    env.update(&step("04-update-deployment-intent.yaml")?)
+        .await?;
+    let updated = env.apply(&step("05-update.yaml")?).await?;
+    let answer = match &updated[0].response {
+        Some(Ok(r)) => String::from_utf8_lossy(&r.body).trim().to_owned(),
+        _ => String::new(),
+    };
+    if !answer.contains('2') {
+        return Err(Error::internal(format!(
+            "update answered {answer:?}, not revision 2"
+        )));
+    }
+    env.wait_placement(&[("collectd", &["c2"])], DEADLINE)
+        .await?;
+    env.wait_ready(dig, DEADLINE).await?;
+
+    env.apply(&step("06-rollback.yaml")?).await?;
+    env.wait_placement(&[("collectd", &["c1"])], DEADLINE)
+        .await?;
+    env.wait_ready(dig, DEADLINE).await?;
+    env.remove(&phases).await
+}
+
+/// hpa-test-simple without its hpa intents: http-client placed with anyOf over two
+/// labels (one cluster is kept: cluster1, the first), http-server with allOf on cluster1's
+/// label. The files name their packages relative to themselves (`output/...`), so they are
+/// copied, unchanged, beside the packages.
+async fn hpa_simple(env: &Env) -> Result<()> {
+    let dir = env.dir().join("hpa");
+    std::fs::create_dir_all(dir.join("output")).unwrap();
+    for f in ["prerequisites.yaml", "hpa-test-simple.yaml"] {
+        std::fs::copy(examples().join("hpa").join(f), dir.join(f)).unwrap();
+    }
+    for app in ["http-client", "http-server"] {
+        tgz(
+            &chart(app).join("helm"),
+            ".",
+            &dir.join(format!("output/{app}.tgz")),
+        )?;
+        tgz(
+            &chart(app).join(format!("profile/network_policy_overrides/{app}-profile")),
+            ".",
+            &dir.join(format!("output/{app}-profile.tar.gz")),
+        )?;
+    }
+    let values = env.write_values(
+        "hpa-values.yaml",
+        &json!({
+            "ProjectName": "proj1",
+            "ClusterProvider": "provider1",
+            "RsyncPort": 9031,
+            "OvnActionPort": 9032,
+            "HpaPlacementControllerName": "hpa-placement-controller-1",
+            "HpaPlacementPort": 9099,
+            "HpaActionControllerName": "hpa-action-controller-1",
+            "HpaActionPort": 9042,
+            "Cluster1": "cluster1",
+            "Cluster2": "cluster2",
+            "KubeConfig1": env.kubeconfig_path("c1"),
+            "KubeConfig2": env.kubeconfig_path("c2"),
+            "ClusterLabel1": "edge-label-1",
+            "ClusterLabel2": "edge-label-2",
+            "AdminCloud": "default",
+            "Cluster1Ref": "cluster1-ref",
+            "Cluster2Ref": "cluster2-ref",
+            "VfwGenericPlacementIntent": "vfw-placement-intent",
+            "VfwHpaActionIntent": "hpa-action-intent",
+            "VfwHpaPlacementIntent": "hpa-placement-intent-1",
+        }),
+    )?;
+    let docs = load(
+        &[
+            dir.join("prerequisites.yaml"),
+            dir.join("hpa-test-simple.yaml"),
+        ],
+        &values,
+    )?;
+    // The hpa intents (and with them the hpa controllers' registrations, as placement, action
+    // and clm controller): they require node features and 4 CPUs that kubesim clusters do not
+    // advertise, so hpa would rightly leave no cluster. Unregistered, the controllers the DIG's
+    // intents name take no part, and the simple anyOf placement is what this scenario checks.
+    let docs = without(
+        docs,
+        &[
+            "clm-controllers",
+            "hpa-intents",
+            "hpa-resource-consumers",
+            "resource-requirements",
+        ],
+        &["hpa-placement-controller-1", "hpa-action-controller-1"],
+    );
+    let phases = Phases::split(docs);
+    env.deploy(&phases).await?;
+    env.wait_placement(
+        &[("http-client", &["c1"]), ("http-server", &["c1"])],
+        DEADLINE,
+    )
+    .await?;
+    env.remove(&phases).await
+}
+
+/// One composite app, 100 DIGs of it (release names `r0` .. `r99`) instantiated concurrently
+/// over HTTP, each reaching Instantiated; then all terminated concurrently.
+async fn hundred_digs(env: &Env) -> Result<()> {
+    const DIGS: usize = 100;
+    let out = packages(env);
+    tgz(
+        &chart("http-client/helm"),
+        ".",
+        &out.join("http-client.tar.gz"),
+    )?;
+    tgz(
+        &examples().join("profiles/default/profile"),
+        ".",
+        &out.join("http-client_profile.tar.gz"),
+    )?;
+    let applist = json!([{"Name": "http-client", "Cluster": ["cluster1", "cluster2"]}]);
+    let values = cluster_values(env, json!({"Applist": applist}));
+    let setup = load(
+        &files(
+            "multi-cluster",
+            &["01-prerequisites.yaml", "02-instantiate-lc.yaml"],
+        ),
+        &values,
+    )?;
+    let setup = Phases::split(setup);
+    env.apply(&setup.onboard).await?;
+    env.apply(&setup.clouds).await?;
+    for lc in setup.cloud_paths() {
+        env.wait_cloud(&lc, "Instantiated").await?;
+    }
+    let mut digs = Vec::with_capacity(DIGS);
+    for i in 0..DIGS {
+        let values = env.write_values(
+            &format!("values-{i}.yaml"),
+            &json!({
+                "ProjectName": "proj1", "ClusterProvider": "provider1", "AdminCloud": "default",
+                "CompositeApp": "many", "CompositeProfile": "many-profile",
+                "DeploymentIntent": format!("dig{i}"), "Intent": "intent",
+                "GenericPlacementIntent": "placement", "PackagesPath": out,
+                "Applist": applist,
+            }),
+        )?;
+        let mut docs = load(
+            &files("multi-cluster", &["03-deployment-intent.yaml"]),
+            &values,
+        )?;
+        if i > 0 {
+            // The composite app, its apps and profiles come with the first DIG.
+            docs.retain(|d| d.anchor.contains("deployment-intent-groups"));
+        }
+        for d in &mut docs {
+            if d.anchor.ends_with("deployment-intent-groups") {
+                d.body["spec"]["version"] = json!(format!("r{i}"));
+            }
+        }
+        env.apply(&docs).await?;
+        let dig = emco_e2e::dig_path("proj1", "many", &format!("dig{i}"));
+        expect_accepted(env, &format!("{dig}/approve")).await?;
+        digs.push(dig);
+    }
+    let started = futures::future::join_all(
+        digs.iter()
+            .map(|d| expect_accepted(env, format!("{d}/instantiate"))),
+    )
+    .await;
+    started.into_iter().collect::<Result<Vec<()>>>()?;
+    for dig in &digs {
+        env.wait_status(dig, "status=deployed&output=summary", DEADLINE, |s| {
+            emco_e2e::state(s) == Some("Instantiated") && s["deployedStatus"] == "Instantiated"
+        })
+        .await?;
+    }
+    let objects = env.labelled_objects("c1").await?;
+    if objects.iter().filter(|o| o.kind == "Deployment").count() != DIGS {
+        return Err(Error::internal(format!(
+            "cluster c1 holds {} Deployments, not {DIGS}",
+            objects.iter().filter(|o| o.kind == "Deployment").count()
+        )));
+    }
+    let stopped = futures::future::join_all(
+        digs.iter()
+            .map(|d| expect_accepted(env, format!("{d}/terminate"))),
+    )
+    .await;
+    stopped.into_iter().collect::<Result<Vec<()>>>()?;
+    for dig in &digs {
+        env.wait_terminated(dig, DEADLINE).await?;
+    }
+    env.expect_no_leftovers(&[]).await
+}
+
+/// `POST path` must answer 202.
+async fn expect_accepted(env: &Env, path: impl AsRef<str>) -> Result<()> {
+    let path = path.as_ref();
+    let (code, body) = env.request(http::Method::POST, path).await?;
+    if code == 202 {
+        Ok(())
+    } else {
+        Err(Error::internal(format!("POST {path} -> {code} {body}")))
+    }
+}
