@@ -226,6 +226,26 @@ impl Filter {
     }
 }
 
+/// Reads the whole blob `name` of `key` into memory; `None` when there is none. For files
+/// small enough to hold at once (kubeconfigs, charts being rendered, intent files).
+///
+/// # Errors
+/// The store's errors other than `NotFound`.
+pub async fn read_blob(
+    store: &dyn ResourceStore,
+    key: &ResourceKey,
+    name: &str,
+) -> Result<Option<Vec<u8>>> {
+    use futures::TryStreamExt;
+    let stream = match store.get_blob(key, name).await {
+        Ok(s) => s,
+        Err(e) if e.kind() == emco_core::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let chunks: Vec<Bytes> = stream.try_collect().await?;
+    Ok(Some(chunks.concat()))
+}
+
 /// Whether `doc` passes every filter.
 #[must_use]
 pub fn matches_all(doc: &Value, filters: &[Filter]) -> bool {

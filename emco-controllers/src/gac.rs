@@ -24,15 +24,14 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use base64::Engine as _;
+use emco_appcontext::resource::read_blob;
 use emco_appcontext::{ResourceKey, ResourceStore};
 use emco_controller_sdk::handle::parse_resource;
 use emco_controller_sdk::intent::{Dig, IntentType, file_routes};
 use emco_controller_sdk::{ActionController, ContextHandle, ControllerContext};
-use emco_core::ErrorKind;
 use emco_core::model::Named;
 use emco_core::validate::{check_name, check_one_of, check_required};
 use emco_core::{Error, Metadata, Result, Validate};
-use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -520,28 +519,13 @@ fn text_doc(bytes: &[u8], what: &str) -> Result<Value> {
         .map_err(|e| Error::invalid(format!("{what} is not JSON or YAML")).with_source(e))
 }
 
-/// The blob `name` of `key`, or `None` when it was never uploaded.
-async fn read_blob(
-    store: &Arc<dyn ResourceStore>,
-    key: &ResourceKey,
-    name: &str,
-) -> Result<Option<Vec<u8>>> {
-    let stream = match store.get_blob(key, name).await {
-        Ok(s) => s,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let chunks: Vec<bytes::Bytes> = stream.try_collect().await?;
-    Ok(Some(chunks.concat()))
-}
-
 /// Reads the gac intent `key` with its resources, their files and customizations.
 async fn load(cx: &ControllerContext, key: &ResourceKey) -> Result<Vec<ResourceInput>> {
     let store = Arc::clone(cx.resource_store()?);
     let mut inputs = Vec::new();
     for (rkey, resource) in cx.children::<GacResource>(key).await? {
         let file = if resource.is_new() {
-            read_blob(&store, &rkey, RESOURCE_FILE_BLOB).await?
+            read_blob(store.as_ref(), &rkey, RESOURCE_FILE_BLOB).await?
         } else {
             None
         };
@@ -554,7 +538,7 @@ async fn load(cx: &ControllerContext, key: &ResourceKey) -> Result<Vec<ResourceI
                 .flatten()
                 .flat_map(|o| &o.data_key_options)
             {
-                if let Some(data) = read_blob(&store, &ckey, &o.file_name).await? {
+                if let Some(data) = read_blob(store.as_ref(), &ckey, &o.file_name).await? {
                     files.insert(o.file_name.clone(), data);
                 }
             }

@@ -11,7 +11,6 @@ use emco_core::lifecycle::{AppContextStatus, DigOperation, StateInfo, check_dele
 use emco_core::model::{AppDependency, ClusterReference, DeploymentIntentGroup, LogicalCloud};
 use emco_core::placement::AppPlacementIntent;
 use emco_core::{Error, ErrorKind, Result};
-use futures::TryStreamExt;
 use serde_json::Value;
 
 use crate::diglock::DigLocks;
@@ -42,12 +41,9 @@ fn composite_app_of(key: &ResourceKey) -> Result<ResourceKey> {
 /// # Errors
 /// NotFound when the group does not exist; Internal when the record is corrupt.
 pub async fn load_state(store: &dyn ResourceStore, dig: &ResourceKey) -> Result<StateInfo> {
-    let chunks: Vec<bytes::Bytes> = store
-        .get_blob(dig, keys::STATE_BLOB)
+    let bytes = emco_appcontext::resource::read_blob(store, dig, keys::STATE_BLOB)
         .await?
-        .try_collect()
-        .await?;
-    let bytes: Vec<u8> = chunks.concat();
+        .ok_or_else(|| Error::not_found(format!("{dig} has no lifecycle record")))?;
     serde_json::from_slice(&bytes)
         .map_err(|e| Error::internal(format!("the state of {dig} is corrupt")).with_source(e))
 }

@@ -18,12 +18,11 @@ use emco_controller_sdk::client::ControllerRegistry;
 use emco_controller_sdk::controller::Stores;
 use emco_core::model::{Cluster, ClusterReference, GitOpsSpec, KvPair};
 use emco_core::placement::{AnyOfStrategy, FirstLexicographic};
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{Error, Result};
 use emco_rsync::connector::Connector;
 use emco_rsync::connector::gitops::{GitOpsConfig, GitOpsConnector};
 use emco_rsync::connector::kube::KubePool;
 use emco_rsync::engine::{ClusterResolver, Rsync, RsyncBuilder};
-use futures::TryStreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::upload::Limits;
@@ -337,20 +336,7 @@ pub fn split_cluster_id(id: &str) -> Result<(&str, &str)> {
         })
 }
 
-/// Reads the whole blob `name` of `key`; `None` when there is none.
-pub(crate) async fn read_blob(
-    store: &dyn ResourceStore,
-    key: &ResourceKey,
-    name: &str,
-) -> Result<Option<Vec<u8>>> {
-    let stream = match store.get_blob(key, name).await {
-        Ok(s) => s,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let chunks: Vec<bytes::Bytes> = stream.try_collect().await?;
-    Ok(Some(chunks.concat()))
-}
+pub(crate) use emco_appcontext::resource::read_blob;
 
 /// Reads the whole blob `name` of `key` as UTF-8 text; `None` when there is none.
 pub(crate) async fn read_text_blob(
