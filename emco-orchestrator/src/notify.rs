@@ -125,7 +125,8 @@ impl StatusNotifyService {
             .by_id
             .entry(id.to_owned())
             .or_insert_with(|| Client {
-                token: CancellationToken::new(),
+                // Streams end at shutdown too, so they do not hold up a graceful stop.
+                token: self.orch.shutdown_token().child_token(),
                 streams: 0,
                 generation,
             });

@@ -35,6 +35,9 @@ pub const LOGICAL_CLOUD_KUBECONFIG_BLOB: &str = "kubeconfig";
 /// The run-time services of an orchestrator.
 #[derive(Debug)]
 pub(crate) struct Runtime {
+    /// Cancelled when the process shuts down (the token given to [`Orchestrator::start`]);
+    /// background work of the orchestrator (credential issuing, status streams) ends with it.
+    pub(crate) shutdown: std::sync::Mutex<CancellationToken>,
     pub(crate) contexts: Arc<dyn AppContextStore>,
     pub(crate) rsync: Rsync,
     pub(crate) controllers: Arc<ControllerRegistry>,
@@ -172,6 +175,7 @@ impl OrchestratorBuilder {
             limits: self.limits,
             dig_locks: diglock::DigLocks::default(),
             runtime: Arc::new(Runtime {
+                shutdown: std::sync::Mutex::new(CancellationToken::new()),
                 contexts,
                 rsync,
                 controllers: Arc::new(controllers),
@@ -200,6 +204,15 @@ impl Orchestrator {
         &self.runtime.controllers
     }
 
+    /// The shutdown signal given to [`Orchestrator::start`] (never cancelled before it).
+    pub(crate) fn shutdown_token(&self) -> CancellationToken {
+        self.runtime
+            .shutdown
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// How anyOf groups choose their cluster.
     #[must_use]
     pub fn any_of_strategy(&self) -> &dyn AnyOfStrategy {
@@ -211,6 +224,11 @@ impl Orchestrator {
     /// # Errors
     /// The AppContext store's errors.
     pub async fn start(&self, cancel: CancellationToken) -> Result<()> {
+        *self
+            .runtime
+            .shutdown
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = cancel.clone();
         self.runtime.rsync.start(cancel).await?;
         // Credentials of standard logical clouds whose issuing an earlier process left unfinished.
         let resumed = self.resume_logical_clouds().await?;

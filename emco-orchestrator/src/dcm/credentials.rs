@@ -204,6 +204,7 @@ pub(crate) fn spawn_finisher(orch: &Orchestrator, project: &str, cloud: &str, ct
     let orch = orch.clone();
     let project = project.to_owned();
     let cloud = cloud.to_owned();
+    let shutdown = orch.shutdown_token();
     tokio::spawn(async move {
         // Slow or unreachable clusters are retried for as long as the context is current.
         let backoff = Backoff {
@@ -222,7 +223,11 @@ pub(crate) fn spawn_finisher(orch: &Orchestrator, project: &str, cloud: &str, ct
                 }
             }
             attempt = attempt.saturating_add(1);
-            tokio::time::sleep(backoff.delay(attempt)).await;
+            // At shutdown the next start resumes the work (`resume_logical_clouds`).
+            tokio::select! {
+                () = tokio::time::sleep(backoff.delay(attempt)) => {}
+                () = shutdown.cancelled() => return,
+            }
         }
     });
 }
