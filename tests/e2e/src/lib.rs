@@ -388,11 +388,38 @@ impl Env {
         format!("{} of {}: {}", shown, out.len(), out[..shown].join("; "))
     }
 
-    /// Waits until the DIG is Instantiated (or Updated) and all its resources are Ready.
+    /// Waits until the DIG is Instantiated (or Updated) and all its resources are Ready, following
+    /// it with `emcoctl watch` as an operator would.
     ///
     /// # Errors
     /// As [`Self::wait_status`].
     pub async fn wait_ready(&self, dig: &str, timeout: Duration) -> Result<Value> {
+        // Followed the way an operator does, with `emcoctl watch`; then checked precisely.
+        let target = emcoctl::status::Target {
+            position: format!("{dig} (e2e)"),
+            object: dig.trim_start_matches("/v2/").to_owned(),
+        };
+        let opts = emcoctl::status::WatchOptions {
+            timeout,
+            interval: Duration::from_millis(500),
+            output: ops::Output::Table,
+        };
+        let mut progress = Vec::new();
+        let endings = emcoctl::status::watch(
+            &self.client,
+            std::slice::from_ref(&target),
+            &opts,
+            &mut progress,
+        )
+        .await
+        .map_err(|e| Error::internal(format!("emcoctl watch: {e}")))?;
+        if endings.first() != Some(&emcoctl::status::Ending::Succeeded) {
+            return Err(Error::internal(format!(
+                "emcoctl watch {dig}: {endings:?}; failed resources: {}; progress:\n{}",
+                self.failed_resources(dig).await,
+                cut(&String::from_utf8_lossy(&progress), 3000)
+            )));
+        }
         self.wait_status(dig, "status=ready", timeout, |s| {
             matches!(state(s), Some("Instantiated" | "Updated"))
                 && matches!(
