@@ -9,7 +9,7 @@
 //!
 //! - [`Chart::load_dir`] / [`Chart::load_tgz`] load a chart and its subcharts (archives are
 //!   read in memory; traversal, links and oversized entries are rejected).
-//! - [`render`] renders it with [`RenderOptions`] (values files, `--set`, capabilities) into
+//! - [`render()`] renders it with [`RenderOptions`] (values files, `--set`, capabilities) into
 //!   [`Rendered`] manifests, hooks, CRDs and notes; [`Rendered::to_helm_output`] gives the exact
 //!   text `helm template` prints. The `emco-helm template` binary is a thin CLI over it.
 //! - [`render_templates`] is Helm's engine step alone: the text of every template, unsplit.

@@ -22,7 +22,7 @@
 //!
 //! A group never instantiated answers with its lifecycle record and nothing else, as EMCO.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use axum::Router;
@@ -137,6 +137,8 @@ struct ClusterSnap {
     readystatus: Option<String>,
     collected: Option<Value>,
     order: Vec<String>,
+    /// Hooks that run only when the app is deleted (`pre-delete`, `post-delete`).
+    delete_hooks: BTreeSet<String>,
     resources: BTreeMap<String, ResourceSnap>,
 }
 
@@ -152,6 +154,24 @@ pub(crate) struct Snapshot {
 struct StatusDoc {
     #[serde(rename = "Status")]
     status: String,
+}
+
+/// The resources that are only `pre-delete` / `post-delete` hooks, of a cluster's hook groups
+/// (`resdependency`).
+fn delete_only_hooks(groups: &BTreeMap<String, Vec<String>>) -> BTreeSet<String> {
+    let is_delete = |g: &str| matches!(g, "pre-delete" | "post-delete");
+    let other: BTreeSet<&String> = groups
+        .iter()
+        .filter(|(g, _)| !is_delete(g))
+        .flat_map(|(_, names)| names)
+        .collect();
+    groups
+        .iter()
+        .filter(|(g, _)| is_delete(g))
+        .flat_map(|(_, names)| names)
+        .filter(|n| !other.contains(n))
+        .cloned()
+        .collect()
 }
 
 /// Decodes a JSON string whose text is JSON again (EMCO's instructions).
@@ -215,6 +235,15 @@ impl Snapshot {
                             }
                             if let Some(o) = instruction::<Order>(raw) {
                                 c.order = o.resorder;
+                            }
+                        }
+                        ["resource", "instruction", "dependency", ""] => {
+                            #[derive(Deserialize)]
+                            struct Hooks {
+                                resdependency: BTreeMap<String, Vec<String>>,
+                            }
+                            if let Some(h) = instruction::<Hooks>(raw) {
+                                c.delete_hooks = delete_only_hooks(&h.resdependency);
                             }
                         }
                         ["resource", "instruction", ..] => {}
@@ -287,6 +316,15 @@ impl Snapshot {
                         names.push(n);
                     }
                 }
+                // Delete hooks exist on the cluster only while the app is being removed; before
+                // that they would count as never deployed and never ready.
+                let removing = matches!(
+                    self.status(),
+                    "PreTerminate" | "Terminating" | "Terminated" | "TerminateFailed"
+                );
+                names.retain(|n| {
+                    removing || !c.delete_hooks.contains(*n) || c.order.iter().any(|o| o == n)
+                });
                 let resources: Vec<ResourceView> = names
                     .into_iter()
                     .map(|n| ResourceView::new(n, &c.resources[n], c.collected.as_ref()))
@@ -594,6 +632,46 @@ mod tests {
         assert_eq!(err.kind(), emco_core::ErrorKind::NotFound);
         let err = context_of(&state(&["12"]), Some("x")).unwrap_err();
         assert_eq!(err.field(), Some("instance"));
+    }
+
+    #[test]
+    fn delete_hooks_are_counted_only_while_removing() {
+        let mut snap = Snapshot::default();
+        let cluster = ClusterSnap {
+            order: vec!["web+Deployment".into()],
+            delete_hooks: delete_only_hooks(&BTreeMap::from([
+                ("pre-install".to_owned(), vec!["both+Job".to_owned()]),
+                (
+                    "pre-delete".to_owned(),
+                    vec!["cleanup+Job".to_owned(), "both+Job".to_owned()],
+                ),
+                ("post-delete".to_owned(), vec!["after+Job".to_owned()]),
+            ])),
+            resources: ["web+Deployment", "both+Job", "cleanup+Job", "after+Job"]
+                .into_iter()
+                .map(|n| (n.to_owned(), ResourceSnap::default()))
+                .collect(),
+            ..ClusterSnap::default()
+        };
+        assert_eq!(
+            cluster.delete_hooks,
+            BTreeSet::from(["after+Job".to_owned(), "cleanup+Job".to_owned()])
+        );
+        snap.apps
+            .entry("app".into())
+            .or_default()
+            .insert("p+c".into(), cluster);
+        let names = |snap: &Snapshot| -> Vec<String> {
+            snap.views(&StatusQuery::default())[0].clusters[0]
+                .resources
+                .iter()
+                .map(|r| format!("{}+{}", r.name, r.gvk.kind))
+                .collect()
+        };
+        snap.status = Some("Instantiated".into());
+        assert_eq!(names(&snap), ["web+Deployment", "both+Job"]);
+        snap.status = Some("Terminating".into());
+        assert_eq!(names(&snap).len(), 4);
     }
 
     #[test]

@@ -56,7 +56,7 @@ values file, config or usage (nothing was sent).";
     after_help = EXAMPLES
 )]
 pub struct Cli {
-    /// The server URL (http[s]://host:port); else $EMCO_SERVER, else the config file.
+    /// The server URL (http:// or https://host:port); else $EMCO_SERVER, else the config file.
     #[arg(long, global = true)]
     pub server: Option<String>,
     /// The config file (EMCO's `~/.emco.yaml` shape).

@@ -92,7 +92,7 @@ async fn handle(inner: Arc<FleetInner>, req: Request<Incoming>) -> Response<Full
                 ))
             }
             (&Method::GET, ["clusters", c, "kubeconfig"]) => {
-                let kc = inner.cluster(c)?.kubeconfig_text();
+                let kc = inner.cluster(c)?.kubeconfig_text()?;
                 Ok(respond(StatusCode::OK, "application/yaml", kc))
             }
             _ => Err(Error::not_found(format!(

@@ -13,7 +13,6 @@ use hyper::body::{Frame, Incoming};
 use serde_json::{Value, json};
 
 use crate::apply::{Part, apply, record_update, restrict};
-use crate::discovery;
 use crate::fleet::Cluster;
 use crate::patch::{json_patch, merge_patch, strategic_merge};
 use crate::resources::{BUILTIN_TYPES, ResourceType};
@@ -22,7 +21,12 @@ use crate::sim;
 use crate::status::ApiError;
 use crate::store::{Event, EventType, Key, Store, type_key};
 use crate::table;
+use crate::tls::CertUser;
 use crate::util::{new_uid, now_rfc3339, parse_query, random_suffix};
+use crate::{controllers, discovery, protobuf, validation};
+
+#[path = "legacy.rs"]
+mod legacy;
 
 /// Response body: whole documents or a watch stream.
 pub(crate) type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -72,6 +76,8 @@ pub(crate) fn seed(store: &mut Store) {
 
 /// A parsed request.
 struct Req {
+    /// Who the connection's client certificate authenticates, if it presented one.
+    cert_user: Option<CertUser>,
     method: Method,
     headers: HeaderMap,
     query: Vec<(String, String)>,
@@ -115,9 +121,18 @@ impl Req {
     }
 
     fn json_body(&self) -> Result<Value, ApiError> {
-        // Protobuf and CBOR need the compiled schemas of every type; JSON is what kubectl's
-        // apply path and kube-rs send.
+        // JSON is what kubectl's apply path and kube-rs send; other kinds in protobuf, and CBOR,
+        // would need the compiled schemas of every type.
         let ct = self.header(header::CONTENT_TYPE);
+        if ct.starts_with("application/vnd.kubernetes.protobuf") {
+            // kubectl's typed client always sends protobuf for built-in kinds; see protobuf.rs.
+            return protobuf::decode(&self.body).map_err(|e| match e {
+                protobuf::DecodeError::UnknownKind(_) => ApiError::unsupported_media_type(ct),
+                protobuf::DecodeError::Malformed(m) => ApiError::bad_request(format!(
+                    "the body of the request could not be decoded as protobuf: {m}"
+                )),
+            });
+        }
         if ct.contains("protobuf") || ct.contains("cbor") {
             return Err(ApiError::unsupported_media_type(ct));
         }
@@ -129,8 +144,13 @@ impl Req {
     }
 }
 
-/// Serves one request of `cluster`, after the injected latency and errors.
-pub(crate) async fn serve(cluster: Arc<Cluster>, req: Request<Incoming>) -> Response<Body> {
+/// Serves one request of `cluster` from a client authenticated by `cert_user`'s certificate, if
+/// any, after the injected latency and errors.
+pub(crate) async fn serve(
+    cluster: Arc<Cluster>,
+    cert_user: Option<&CertUser>,
+    req: Request<Incoming>,
+) -> Response<Body> {
     let fault = cluster.fault_state().fault;
     if fault.latency_ms > 0 {
         tokio::time::sleep(Duration::from_millis(fault.latency_ms)).await;
@@ -153,6 +173,7 @@ pub(crate) async fn serve(cluster: Arc<Cluster>, req: Request<Incoming>) -> Resp
         }
     };
     let r = Req {
+        cert_user: cert_user.cloned(),
         method: parts.method,
         headers: parts.headers,
         query: parse_query(parts.uri.query()),
@@ -165,15 +186,45 @@ pub(crate) async fn serve(cluster: Arc<Cluster>, req: Request<Incoming>) -> Resp
     }
 }
 
-fn authorized(cluster: &Cluster, r: &Req) -> bool {
+/// The user and groups of an authenticated request: a client certificate first (as the real
+/// server's x509 authenticator comes before tokens), else the cluster's bearer token, which is
+/// the administrator. `None` means 401. There is no authorization: every user may do anything.
+fn authenticate(cluster: &Cluster, r: &Req) -> Option<(String, Vec<String>)> {
+    let authenticated = "system:authenticated".to_owned();
+    if let Some(u) = &r.cert_user {
+        let mut groups = u.groups.clone();
+        groups.push(authenticated);
+        return Some((u.name.clone(), groups));
+    }
     r.header(header::AUTHORIZATION)
         .strip_prefix("Bearer ")
         .is_some_and(|t| t.trim() == cluster.token)
+        .then(|| {
+            (
+                "admin".to_owned(),
+                vec!["system:masters".to_owned(), authenticated],
+            )
+        })
+}
+
+/// `POST authentication.k8s.io/v1 selfsubjectreviews` (`kubectl auth whoami`): who the
+/// request is authenticated as.
+fn self_subject_review(r: &Req, user: String, groups: Vec<String>) -> ApiResult {
+    if r.method != Method::POST {
+        return Err(ApiError::method_not_allowed(r.method.as_str()));
+    }
+    Ok(json_response(
+        StatusCode::CREATED,
+        &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview",
+                "metadata": {"creationTimestamp": now_rfc3339()},
+                "status": {"userInfo": {"username": user, "groups": groups}}}),
+    ))
 }
 
 fn all_types(store: &Store) -> Vec<Arc<ResourceType>> {
     BUILTIN_TYPES
         .iter()
+        .chain(legacy::TYPES.iter())
         .chain(store.custom_types.iter())
         .cloned()
         .collect()
@@ -186,8 +237,11 @@ fn route(cluster: &Arc<Cluster>, path: &str, r: &Req) -> ApiResult {
         ["healthz" | "livez" | "readyz"] => return Ok(Response::new(full("ok"))),
         _ => {}
     }
-    if !authorized(cluster, r) {
+    let Some((user, groups)) = authenticate(cluster, r) else {
         return Err(ApiError::unauthorized());
+    };
+    if segs.as_slice() == ["apis", "authentication.k8s.io", "v1", "selfsubjectreviews"] {
+        return self_subject_review(r, user, groups);
     }
     let accept = r.header(header::ACCEPT).to_owned();
     let types = all_types(&cluster.store());
@@ -264,6 +318,9 @@ fn resource(
         .find(|t| t.group == group && t.version == version && t.plural == plural)
         .cloned()
         .ok_or_else(ApiError::path_not_found)?;
+    if let Some(res) = legacy::serve(cluster, types, &rt, rest, r) {
+        return res;
+    }
     if ns.is_some() && !rt.namespaced || rt.namespaced && ns.is_none() && name.is_some() {
         return Err(ApiError::path_not_found());
     }
@@ -365,8 +422,9 @@ fn list(cluster: &Arc<Cluster>, t: &Target<'_>, r: &Req) -> ApiResult {
             .map_err(|_| ApiError::bad_request("limit must be a number"))?,
         _ => 0,
     };
-    // The continue token is the (namespace, name) to resume after, base64-encoded JSON.
-    let after: Option<(String, String)> = match r.q("continue") {
+    // The continue token is the (namespace, name) to resume after and the resourceVersion of
+    // the first page, whose snapshot the following pages continue (base64-encoded JSON).
+    let token: Option<(String, String, u64)> = match r.q("continue") {
         Some(c) if !c.is_empty() => Some(
             base64::engine::general_purpose::URL_SAFE_NO_PAD
                 .decode(c)
@@ -378,10 +436,26 @@ fn list(cluster: &Arc<Cluster>, t: &Target<'_>, r: &Req) -> ApiResult {
     };
     let store = cluster.store();
     let tk = type_key(&t.rt);
+    let list_rv = token.as_ref().map_or(store.rv(), |t| t.2);
+    let past = if list_rv == store.rv() {
+        None
+    } else {
+        Some(store.list_at(&tk, t.ns, list_rv).ok_or_else(|| {
+            ApiError::expired(
+                "The provided continue parameter is too old to display a consistent list result. \
+                 You can start a new list without the continue parameter.",
+            )
+        })?)
+    };
+    let rows: Box<dyn Iterator<Item = (&Key, &Arc<Value>)>> = match &past {
+        Some(objects) => Box::new(objects.iter().map(|(k, o)| (k, o))),
+        None => Box::new(store.list(&tk, t.ns)),
+    };
+    let after = token.map(|(ns, name, _)| (ns, name));
     let mut items = Vec::new();
     let mut more = 0usize;
     let mut last: Option<(String, String)> = None;
-    for (k, obj) in store.list(&tk, t.ns) {
+    for (k, obj) in rows {
         if after
             .as_ref()
             .is_some_and(|(ans, an)| (&k.1, &k.2) <= (ans, an))
@@ -398,12 +472,12 @@ fn list(cluster: &Arc<Cluster>, t: &Target<'_>, r: &Req) -> ApiResult {
         last = Some((k.1.clone(), k.2.clone()));
         items.push((**obj).clone());
     }
-    let mut meta = json!({"resourceVersion": store.rv().to_string()});
+    let mut meta = json!({"resourceVersion": list_rv.to_string()});
     if more > 0
         && let Some(last) = last
     {
         let token = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .encode(json!([last.0, last.1]).to_string());
+            .encode(json!([last.0, last.1, list_rv]).to_string());
         meta["continue"] = json!(token);
         meta["remainingItemCount"] = json!(more);
     }
@@ -473,6 +547,78 @@ fn check_body(t: &Target<'_>, obj: &mut Value, name: Option<&str>) -> Result<(),
     Ok(())
 }
 
+/// Applies the request's `fieldValidation` to a written object: Strict rejects unknown fields,
+/// Warn (the default) and Ignore drop them; the answer is the warnings to send.
+fn validate_fields(
+    t: &Target<'_>,
+    r: &Req,
+    obj: &mut Value,
+    apply: bool,
+) -> Result<Vec<String>, ApiError> {
+    let mode = r.q("fieldValidation").unwrap_or("Warn");
+    if !matches!(mode, "Ignore" | "Warn" | "Strict") {
+        return Err(ApiError::bad_request(format!(
+            "fieldValidation: Unsupported value: \"{mode}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
+        )));
+    }
+    let unknown = validation::unknown_fields(&t.rt, obj);
+    if unknown.is_empty() {
+        return Ok(unknown);
+    }
+    if mode == "Strict" {
+        let kind = &t.rt.kind;
+        let message = if apply {
+            let fields: Vec<String> = unknown
+                .iter()
+                .map(|p| format!(".{p}: field not declared in schema"))
+                .collect();
+            format!(
+                "failed to create typed patch object ({}; {}, Kind={kind}): {}",
+                meta_str(obj, "name").unwrap_or_default(),
+                t.rt.api_version(),
+                fields.join(", ")
+            )
+        } else {
+            let fields: Vec<String> = unknown
+                .iter()
+                .map(|p| format!("unknown field \"{p}\""))
+                .collect();
+            format!(
+                "{kind} in version \"{}\" cannot be handled as a {kind}: strict decoding error: {}",
+                t.rt.version,
+                fields.join(", ")
+            )
+        };
+        return Err(ApiError::bad_request(message));
+    }
+    validation::prune(obj, &unknown);
+    if mode == "Ignore" {
+        return Ok(Vec::new());
+    }
+    Ok(unknown
+        .iter()
+        .map(|p| {
+            if apply {
+                format!(".{p}: field not declared in schema")
+            } else {
+                format!("unknown field \"{p}\"")
+            }
+        })
+        .collect())
+}
+
+/// Adds `Warning` headers (code 299, as the real server's warnings) to an answer.
+fn with_warnings(res: ApiResult, warnings: &[String]) -> ApiResult {
+    let mut resp = res?;
+    for w in warnings {
+        let quoted = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = http::HeaderValue::from_str(&format!("299 - \"{quoted}\"")) {
+            resp.headers_mut().append("warning", v);
+        }
+    }
+    Ok(resp)
+}
+
 fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
 }
@@ -480,6 +626,11 @@ fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
 fn create(cluster: &Arc<Cluster>, t: &Target<'_>, r: &Req) -> ApiResult {
     let mut obj = r.json_body()?;
     check_body(t, &mut obj, None)?;
+    let warnings = validate_fields(t, r, &mut obj, false)?;
+    with_warnings(create_checked(cluster, t, r, obj), &warnings)
+}
+
+fn create_checked(cluster: &Arc<Cluster>, t: &Target<'_>, r: &Req, mut obj: Value) -> ApiResult {
     let mut store = cluster.store();
     check_namespace(&store, t, true)?;
     let name = match meta_str(&obj, "name") {
@@ -595,31 +746,96 @@ fn insert_new(
     if dry_run {
         return Ok(obj);
     }
-    Ok(store_with_sim(cluster, store, t, k, obj, true))
+    Ok(store_with_sim(cluster, store, &t.rt, k, obj, true))
 }
+
+/// Creates an object a simulated controller makes (a workload's ReplicaSet or Pod).
+pub(crate) fn create_child(
+    cluster: &Arc<Cluster>,
+    store: &mut Store,
+    tk: &str,
+    ns: &str,
+    mut obj: Value,
+) {
+    let Some(rt) = type_of(store, tk) else {
+        return;
+    };
+    let name = meta_str(&obj, "name").unwrap_or_default().to_owned();
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("uid".to_owned(), json!(new_uid()));
+        meta.insert("creationTimestamp".to_owned(), json!(now_rfc3339()));
+        if rt.has_generation() {
+            meta.insert("generation".to_owned(), json!(1));
+        }
+    }
+    sim::defaults_on_create(&rt, &mut obj, store);
+    record_update(
+        None,
+        &mut obj,
+        CONTROLLER_MANAGER,
+        &rt.api_version(),
+        Part::Main,
+    );
+    let k = (tk.to_owned(), ns.to_owned(), name);
+    store_with_sim(cluster, store, &rt, k, obj, true);
+}
+
+/// Writes a new spec of an object a simulated controller manages (a ReplicaSet it scales).
+pub(crate) fn update_child(cluster: &Arc<Cluster>, store: &mut Store, k: Key, mut obj: Value) {
+    let Some(rt) = type_of(store, &k.0) else {
+        return;
+    };
+    let old = store.get(&k);
+    let generation = obj
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    obj["metadata"]["generation"] = json!(generation + 1);
+    record_update(
+        old.as_deref(),
+        &mut obj,
+        CONTROLLER_MANAGER,
+        &rt.api_version(),
+        Part::Main,
+    );
+    store_with_sim(cluster, store, &rt, k, obj, true);
+}
+
+/// Deletes an object a simulated controller no longer wants, in the background.
+pub(crate) fn remove_child(store: &mut Store, k: &Key) {
+    if let Some(rt) = type_of(store, &k.0) {
+        finish_delete(store, &rt, k, "Background");
+    }
+}
+
+/// The field manager of the simulated controllers.
+const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 
 /// Stores an object whose spec changed (or that is new) and starts its simulated rollout.
 fn store_with_sim(
     cluster: &Arc<Cluster>,
     store: &mut Store,
-    t: &Target<'_>,
+    rt: &Arc<ResourceType>,
     k: Key,
     mut obj: Value,
     spec_changed: bool,
 ) -> Value {
     let delay = cluster.ready_delay;
     if spec_changed
-        && sim::simulated(&t.rt)
-        && let Some(st) = sim::status(&t.rt, &obj, delay.is_zero())
+        && sim::simulated(rt)
+        && let Some(st) = sim::status(rt, &obj, delay.is_zero())
     {
         obj["status"] = st;
     }
     let stored = store.put(k.clone(), obj);
-    if spec_changed && sim::simulated(&t.rt) && !delay.is_zero() {
+    if spec_changed {
+        controllers::reconcile(cluster, store, rt, &stored);
+    }
+    if spec_changed && sim::simulated(rt) && !delay.is_zero() {
         let uid = meta_str(&stored, "uid").unwrap_or_default().to_owned();
         let generation = stored.pointer("/metadata/generation").cloned();
         let c = cluster.clone();
-        let rt = t.rt.clone();
+        let rt = rt.clone();
         tokio::spawn(async move {
             tokio::select! {
                 () = tokio::time::sleep(delay) => {}
@@ -742,7 +958,14 @@ fn write_existing(
         return Ok(finish_delete(store, &t.rt, &k, "Background").map_or(new, |v| (*v).clone()));
     }
     let sim_spec = spec_changed && old.pointer("/metadata/deletionTimestamp").is_none();
-    Ok(store_with_sim(cluster, store, t, k, new, sim_spec))
+    let stored = store_with_sim(cluster, store, &t.rt, k, new, sim_spec);
+    if stored.pointer("/metadata/deletionTimestamp").is_some()
+        && let Some(uid) = meta_str(&stored, "uid")
+    {
+        // Its other finalizers may have been what the foreground deletion waited for.
+        release_foreground(store, uid);
+    }
+    Ok(stored)
 }
 
 /// An object without the metadata that does not count as a spec change.
@@ -757,6 +980,17 @@ fn strip_meta(v: &Value) -> Value {
 fn update(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResult {
     let mut obj = r.json_body()?;
     check_body(t, &mut obj, Some(name))?;
+    let warnings = validate_fields(t, r, &mut obj, false)?;
+    with_warnings(update_checked(cluster, t, name, r, obj), &warnings)
+}
+
+fn update_checked(
+    cluster: &Arc<Cluster>,
+    t: &Target<'_>,
+    name: &str,
+    r: &Req,
+    mut obj: Value,
+) -> ApiResult {
     let mut store = cluster.store();
     check_namespace(&store, t, false)?;
     let old = store
@@ -806,7 +1040,7 @@ fn approve(cluster: &Cluster, old: &Value, body: &Value) -> Result<Value, ApiErr
         .map_err(|e| format!("spec.request is not base64: {e}"))
         .and_then(|pem| String::from_utf8(pem).map_err(|e| format!("spec.request is not PEM: {e}")))
         .and_then(|pem| {
-            let signer = cluster.signer().map_err(|e| e.to_string())?;
+            let signer = cluster.ca().map_err(|e| e.to_string())?;
             signer.sign_csr(&pem)
         });
     match signed {
@@ -854,6 +1088,7 @@ fn patch(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResu
         }
         let mut applied = body;
         check_body(t, &mut applied, Some(name))?;
+        let warnings = validate_fields(t, r, &mut applied, true)?;
         let force = r.q("force").is_some_and(|f| f == "true");
         let conflict =
             |c: crate::apply::ApplyConflict| ApiError::conflict(&t.rt, name, c.message, c.causes);
@@ -884,13 +1119,13 @@ fn patch(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResu
                     },
                     r.dry_run(),
                 )?;
-                Ok(json_response(StatusCode::CREATED, &stored))
+                with_warnings(Ok(json_response(StatusCode::CREATED, &stored)), &warnings)
             }
             Some(old) => {
                 let new = apply(&old, &applied, &manager, &av, force, p).map_err(conflict)?;
                 let stored =
                     write_existing(cluster, &mut store, t, &old, new, |_, _| {}, r.dry_run())?;
-                ok(&stored)
+                with_warnings(ok(&stored), &warnings)
             }
         };
     }
@@ -914,6 +1149,7 @@ fn patch(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResu
         other => return Err(ApiError::unsupported_media_type(other)),
     }
     check_body(t, &mut new, Some(name))?;
+    let warnings = validate_fields(t, r, &mut new, false)?;
     if t.sub == Some("approval") {
         new = approve(cluster, &old, &new)?;
     }
@@ -932,7 +1168,7 @@ fn patch(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResu
         |o, n| record_update(Some(o), n, &manager, &av, p),
         r.dry_run(),
     )?;
-    ok(&stored)
+    with_warnings(ok(&stored), &warnings)
 }
 
 /// DeleteOptions from the body and the query.
@@ -990,8 +1226,12 @@ fn delete(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiRes
     ok(&out)
 }
 
-/// Deletes an object: marks it (finalizers pending, namespaces) or removes it with its
-/// dependents. Returns what the answer shows.
+/// The finalizer that keeps an object deleted in the foreground until its blocking dependents
+/// are gone.
+const FOREGROUND: &str = "foregroundDeletion";
+
+/// Deletes an object: marks it (finalizers pending, namespaces, foreground deletion) or removes
+/// it with its dependents. Returns what the answer shows.
 fn begin_delete(
     cluster: &Arc<Cluster>,
     store: &mut Store,
@@ -1007,13 +1247,22 @@ fn begin_delete(
         .and_then(Value::as_array)
         .is_some_and(|f| !f.is_empty());
     let is_ns = rt.group.is_empty() && rt.plural == "namespaces";
-    if has_finalizers || is_ns {
+    let foreground = policy == "Foreground" && !is_ns;
+    if has_finalizers || is_ns || foreground {
         if old.pointer("/metadata/deletionTimestamp").is_some() {
             return (*old).clone();
         }
         let mut obj = (*old).clone();
         obj["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
         obj["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        if foreground {
+            // As the real server: the owner stays, marked, while the garbage collector deletes
+            // its dependents; it goes once no dependent blocks it.
+            match obj["metadata"]["finalizers"].as_array_mut() {
+                Some(f) => f.push(json!(FOREGROUND)),
+                None => obj["metadata"]["finalizers"] = json!([FOREGROUND]),
+            }
+        }
         if is_ns {
             obj["status"] = json!({"phase": "Terminating"});
         }
@@ -1021,12 +1270,73 @@ fn begin_delete(
         if is_ns {
             terminate_namespace(cluster, k.2.clone());
         }
+        if foreground && let Some(uid) = meta_str(&stored, "uid") {
+            for dk in dependents(store, uid, false) {
+                if let Some(drt) = type_of(store, &dk.0) {
+                    begin_delete(cluster, store, &drt, &dk, "Foreground");
+                }
+            }
+            release_foreground(store, uid);
+        }
         return stored;
     }
     finish_delete(store, rt, k, policy).map_or(Value::Null, |v| (*v).clone())
 }
 
-/// Removes an object and applies the propagation policy to the objects it owns.
+/// The objects with an owner reference to `uid` (only those blocking its deletion if
+/// `blocking`).
+fn dependents(store: &Store, uid: &str, blocking: bool) -> Vec<Key> {
+    store
+        .all()
+        .filter(|(_, o)| {
+            o.pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|refs| {
+                    refs.iter().any(|r| {
+                        r.get("uid").and_then(Value::as_str) == Some(uid)
+                            && (!blocking
+                                || r.get("blockOwnerDeletion").and_then(Value::as_bool)
+                                    == Some(true))
+                    })
+                })
+        })
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// Finishes the foreground deletion of the object `uid` if it waits for dependents and none
+/// blocks it any more: drops its `foregroundDeletion` finalizer, and the object if that was the
+/// last one.
+fn release_foreground(store: &mut Store, uid: &str) {
+    let waiting = store.all().find(|(_, o)| {
+        meta_str(o, "uid") == Some(uid)
+            && o.pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| f.iter().any(|x| x == FOREGROUND))
+    });
+    let Some((k, owner)) = waiting.map(|(k, o)| (k.clone(), o.clone())) else {
+        return;
+    };
+    if !dependents(store, uid, true).is_empty() {
+        return;
+    }
+    let mut owner = (*owner).clone();
+    let mut done = false;
+    if let Some(f) = owner["metadata"]["finalizers"].as_array_mut() {
+        f.retain(|x| x != FOREGROUND);
+        done = f.is_empty();
+    }
+    if done {
+        if let Some(rt) = type_of(store, &k.0) {
+            finish_delete(store, &rt, &k, "Background");
+        }
+    } else {
+        store.put(k, owner);
+    }
+}
+
+/// Removes an object, applies the propagation policy to the objects it owns and releases owners
+/// it kept in foreground deletion.
 fn finish_delete(
     store: &mut Store,
     rt: &ResourceType,
@@ -1037,22 +1347,26 @@ fn finish_delete(
     if rt.plural == "customresourcedefinitions" {
         unregister(store, &gone);
     }
-    let Some(uid) = meta_str(&gone, "uid").map(str::to_owned) else {
-        return Some(gone);
-    };
-    let dependents: Vec<Key> = store
-        .all()
-        .filter(|(_, o)| {
-            o.pointer("/metadata/ownerReferences")
-                .and_then(Value::as_array)
-                .is_some_and(|refs| {
-                    refs.iter()
-                        .any(|r| r.get("uid").and_then(Value::as_str) == Some(&uid))
-                })
-        })
-        .map(|(k, _)| k.clone())
+    let owners: Vec<String> = gone
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("uid").and_then(Value::as_str).map(str::to_owned))
         .collect();
-    for dk in dependents {
+    if let Some(uid) = meta_str(&gone, "uid").map(str::to_owned) {
+        collect_dependents(store, &uid, policy);
+    }
+    for owner in owners {
+        release_foreground(store, &owner);
+    }
+    Some(gone)
+}
+
+/// What happens to the dependents of a removed object: orphaned (their reference to it
+/// dropped) or deleted in the background.
+fn collect_dependents(store: &mut Store, uid: &str, policy: &str) {
+    for dk in dependents(store, uid, false) {
         if policy == "Orphan" {
             if let Some(o) = store.get(&dk) {
                 let mut o = (*o).clone();
@@ -1060,31 +1374,25 @@ fn finish_delete(
                     .pointer_mut("/metadata/ownerReferences")
                     .and_then(Value::as_array_mut)
                 {
-                    refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(&uid));
+                    refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
                 }
                 store.put(dk, o);
             }
         } else if let Some(drt) = type_of(store, &dk.0) {
-            let has_finalizers = store
-                .get(&dk)
-                .and_then(|o| {
-                    o.pointer("/metadata/finalizers")
-                        .and_then(Value::as_array)
-                        .map(|f| !f.is_empty())
-                })
-                .unwrap_or(false);
-            if has_finalizers {
-                if let Some(o) = store.get(&dk) {
-                    let mut o = (*o).clone();
-                    o["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
-                    store.put(dk, o);
-                }
-            } else {
+            let Some(o) = store.get(&dk) else { continue };
+            let has_finalizers = o
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| !f.is_empty());
+            if !has_finalizers {
                 finish_delete(store, &drt, &dk, policy);
+            } else if o.pointer("/metadata/deletionTimestamp").is_none() {
+                let mut o = (*o).clone();
+                o["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
+                store.put(dk, o);
             }
         }
     }
-    Some(gone)
 }
 
 fn type_of(store: &Store, tk: &str) -> Option<Arc<ResourceType>> {

@@ -10,6 +10,8 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use rustls::ServerConfig;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -24,7 +26,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::fault::{Fault, FaultState, Unreachable};
 use crate::store::Store;
-use crate::tls::{ClusterTls, Signer, cluster_tls};
+use crate::tls::{CertUser, ClusterCa, cert_user};
 use crate::{api, persist};
 
 /// How a [`Fleet`] is set up.
@@ -43,6 +45,10 @@ pub struct FleetConfig {
     pub data_dir: Option<PathBuf>,
     /// How often watches that asked for bookmarks get one.
     pub bookmark_interval: Duration,
+    /// Run the workload controllers: Deployments get ReplicaSets, and ReplicaSets,
+    /// StatefulSets, DaemonSets and Jobs get Pods (a few per workload at most). Off by default:
+    /// without them workloads only get their simulated status, which is cheaper for big fleets.
+    pub controllers: bool,
 }
 
 impl Default for FleetConfig {
@@ -54,6 +60,7 @@ impl Default for FleetConfig {
             ready_delay: Duration::from_millis(500),
             data_dir: None,
             bookmark_interval: Duration::from_secs(5),
+            controllers: false,
         }
     }
 }
@@ -63,9 +70,12 @@ impl Default for FleetConfig {
 pub(crate) struct Cluster {
     pub(crate) name: String,
     pub(crate) token: String,
-    pub(crate) tls: Option<ClusterTls>,
-    /// Signs approved CSRs: the serving CA, or one made on first use for plain-HTTP clusters.
-    signer: OnceLock<Arc<Signer>>,
+    /// The names and addresses the serving certificate covers; `None` serves plain HTTP.
+    tls_hosts: Option<Arc<[String]>>,
+    /// The CA, made on first use: generating 10,000 of them up front took most of the start.
+    ca: Mutex<Option<Arc<ClusterCa>>>,
+    /// The TLS configuration with the serving certificate, made on the first connection.
+    serving: OnceLock<Arc<ServerConfig>>,
     pub(crate) addr: SocketAddr,
     store: Mutex<Store>,
     fault: Mutex<FaultState>,
@@ -73,6 +83,8 @@ pub(crate) struct Cluster {
     pub(crate) fault_changed: Notify,
     pub(crate) ready_delay: Duration,
     pub(crate) bookmark_interval: Duration,
+    /// Whether the workload controllers run.
+    pub(crate) controllers: bool,
     pub(crate) shutdown: CancellationToken,
 }
 
@@ -92,14 +104,33 @@ impl Cluster {
             .clone()
     }
 
-    /// The cluster's CA, for signing approved certificate requests.
-    pub(crate) fn signer(&self) -> emco_core::Result<Arc<Signer>> {
-        if let Some(s) = self.signer.get() {
-            return Ok(s.clone());
+    /// The cluster's CA (made now if this is its first use): what clients trust and what signs
+    /// approved certificate requests. Plain-HTTP clusters have one too, for their CSRs.
+    pub(crate) fn ca(&self) -> emco_core::Result<Arc<ClusterCa>> {
+        // Generated under the lock: a kubeconfig handed out must name the CA that stays.
+        let mut ca = self
+            .ca
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(c) = ca.as_ref() {
+            return Ok(c.clone());
         }
-        let (made, _) = Signer::new(&self.name)?;
-        // Another request may have won the race; either CA is as good.
-        Ok(self.signer.get_or_init(|| Arc::new(made)).clone())
+        let made = Arc::new(ClusterCa::new(&self.name)?);
+        *ca = Some(made.clone());
+        Ok(made)
+    }
+
+    /// The TLS configuration, made on the first connection; `None` for plain HTTP.
+    fn server_config(&self) -> emco_core::Result<Option<Arc<ServerConfig>>> {
+        let Some(hosts) = &self.tls_hosts else {
+            return Ok(None);
+        };
+        if let Some(c) = self.serving.get() {
+            return Ok(Some(c.clone()));
+        }
+        let made = self.ca()?.server_config(&self.name, hosts)?;
+        // Two first connections may race; both configurations carry the same CA, one stays.
+        Ok(Some(self.serving.get_or_init(|| made).clone()))
     }
 
     fn set_fault(&self, fault: Fault) {
@@ -115,29 +146,31 @@ impl Cluster {
 
     /// The URL clients use.
     pub(crate) fn server_url(&self) -> String {
-        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let scheme = if self.tls_hosts.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         format!("{scheme}://{}", self.addr)
     }
 
-    pub(crate) fn kubeconfig_text(&self) -> String {
-        let ca = self
-            .tls
-            .as_ref()
-            .map(|t| {
-                format!(
-                    "\n    certificate-authority-data: {}",
-                    base64::engine::general_purpose::STANDARD.encode(&t.ca_pem)
-                )
-            })
-            .unwrap_or_default();
+    pub(crate) fn kubeconfig_text(&self) -> emco_core::Result<String> {
+        let ca = if self.tls_hosts.is_some() {
+            format!(
+                "\n    certificate-authority-data: {}",
+                base64::engine::general_purpose::STANDARD.encode(&self.ca()?.ca_pem)
+            )
+        } else {
+            String::new()
+        };
         let n = &self.name;
-        format!(
+        Ok(format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: {n}\n  cluster:\n    server: {}{ca}\n\
              contexts:\n- name: {n}\n  context:\n    cluster: {n}\n    user: {n}-admin\n    namespace: default\n\
              current-context: {n}\nusers:\n- name: {n}-admin\n  user:\n    token: {}\npreferences: {{}}\n",
             self.server_url(),
             self.token
-        )
+        ))
     }
 }
 
@@ -199,14 +232,10 @@ impl Fleet {
             );
         }
         let listeners = bind_all(config.listen, config.clusters).await?;
-        let tls = if config.plain_http {
-            (0..config.clusters).map(|_| None).collect()
-        } else {
-            make_tls(config.clusters, config.listen.ip()).await?
-        };
+        let tls_hosts = (!config.plain_http).then(|| tls_hosts(config.listen.ip()));
         let cancel = CancellationToken::new();
         let mut clusters = Vec::with_capacity(config.clusters);
-        for (i, (listener, tls)) in listeners.iter().zip(tls).enumerate() {
+        for (i, listener) in listeners.iter().enumerate() {
             let name = format!("c{}", i + 1);
             let addr = listener
                 .local_addr()
@@ -216,21 +245,19 @@ impl Fleet {
             if let Some(dir) = &config.data_dir {
                 persist::load(dir, &name, &mut store)?;
             }
-            let signer = OnceLock::new();
-            if let Some(t) = &tls {
-                let _ = signer.set(t.signer.clone());
-            }
             clusters.push(Arc::new(Cluster {
                 token: format!("{:032x}", rand::random::<u128>()),
                 name,
-                tls,
-                signer,
+                tls_hosts: tls_hosts.clone(),
+                ca: Mutex::new(None),
+                serving: OnceLock::new(),
                 addr,
                 store: Mutex::new(store),
                 fault: Mutex::new(FaultState::default()),
                 fault_changed: Notify::new(),
                 ready_delay: config.ready_delay,
                 bookmark_interval: config.bookmark_interval,
+                controllers: config.controllers,
                 shutdown: cancel.clone(),
             }));
         }
@@ -279,7 +306,7 @@ impl Fleet {
     ///
     /// `NotFound` for an unknown cluster.
     pub fn kubeconfig(&self, cluster: &str) -> emco_core::Result<String> {
-        Ok(self.inner.cluster(cluster)?.kubeconfig_text())
+        self.inner.cluster(cluster)?.kubeconfig_text()
     }
 
     /// Writes `DIR/<cluster>.kubeconfig` for every cluster and returns the paths.
@@ -288,23 +315,38 @@ impl Fleet {
     ///
     /// `Unavailable` when the directory or a file cannot be written.
     pub async fn write_kubeconfigs(&self, dir: &Path) -> emco_core::Result<Vec<PathBuf>> {
-        // One blocking task for all files: a task hop per file made 10,000 files take seconds.
-        let inner = self.inner.clone();
-        let dir = dir.to_path_buf();
-        tokio::task::spawn_blocking(move || {
-            std::fs::create_dir_all(&dir)
-                .map_err(io_err(format!("cannot create {}", dir.display())))?;
-            let mut paths = Vec::with_capacity(inner.clusters.len());
-            for c in &inner.clusters {
-                let path = dir.join(format!("{}.kubeconfig", c.name));
-                std::fs::write(&path, c.kubeconfig_text())
-                    .map_err(io_err(format!("cannot write {}", path.display())))?;
-                paths.push(path);
-            }
-            Ok(paths)
-        })
-        .await
-        .map_err(|e| emco_core::Error::internal("writing kubeconfigs failed").with_source(e))?
+        // One blocking task per core, each for a run of clusters: a task hop per file made
+        // 10,000 files take seconds, and the CAs the kubeconfigs name are generated here.
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(io_err(format!("cannot create {}", dir.display())))?;
+        let n = self.inner.clusters.len();
+        let workers = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+        let chunk = n.div_ceil(workers).max(1);
+        let mut handles = Vec::new();
+        for start in (0..n).step_by(chunk) {
+            let inner = self.inner.clone();
+            let dir = dir.to_path_buf();
+            handles.push(tokio::task::spawn_blocking(move || {
+                let end = (start + chunk).min(inner.clusters.len());
+                inner.clusters[start..end]
+                    .iter()
+                    .map(|c| {
+                        let path = dir.join(format!("{}.kubeconfig", c.name));
+                        std::fs::write(&path, c.kubeconfig_text()?)
+                            .map_err(io_err(format!("cannot write {}", path.display())))?;
+                        Ok(path)
+                    })
+                    .collect::<emco_core::Result<Vec<_>>>()
+            }));
+        }
+        let mut paths = Vec::with_capacity(n);
+        for h in handles {
+            paths.extend(h.await.map_err(|e| {
+                emco_core::Error::internal("writing kubeconfigs failed").with_source(e)
+            })??);
+        }
+        Ok(paths)
     }
 
     /// Switches a cluster's fault; takes effect for new connections and requests at once.
@@ -408,32 +450,14 @@ async fn bind_all(listen: SocketAddr, n: usize) -> emco_core::Result<Vec<TcpList
     Ok(listeners)
 }
 
-/// Generates the certificates of all clusters on the blocking pool, in parallel.
-async fn make_tls(n: usize, ip: std::net::IpAddr) -> emco_core::Result<Vec<Option<ClusterTls>>> {
+/// The names and addresses serving certificates cover: loopback, plus the listen address when
+/// it is a specific other one.
+fn tls_hosts(ip: std::net::IpAddr) -> Arc<[String]> {
     let mut hosts = vec!["127.0.0.1".to_owned(), "localhost".to_owned()];
     if !ip.is_unspecified() && ip.to_string() != "127.0.0.1" {
         hosts.push(ip.to_string());
     }
-    let workers = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-    let chunk = n.div_ceil(workers);
-    let mut handles = Vec::new();
-    for start in (0..n).step_by(chunk.max(1)) {
-        let hosts = hosts.clone();
-        let end = (start + chunk).min(n);
-        handles.push(tokio::task::spawn_blocking(move || {
-            (start..end)
-                .map(|i| cluster_tls(&format!("c{}", i + 1), &hosts).map(Some))
-                .collect::<emco_core::Result<Vec<_>>>()
-        }));
-    }
-    let mut out = Vec::with_capacity(n);
-    for h in handles {
-        let part = h.await.map_err(|e| {
-            emco_core::Error::internal("certificate generation failed").with_source(e)
-        })??;
-        out.extend(part);
-    }
-    Ok(out)
+    hosts.into()
 }
 
 /// Accepts connections for one cluster, closing the port while the cluster is "refused".
@@ -506,28 +530,47 @@ async fn hold(cluster: Arc<Cluster>, tcp: TcpStream) {
 async fn serve_connection(cluster: Arc<Cluster>, tcp: TcpStream) {
     // Lower latency for small request/answer pairs.
     let _ = tcp.set_nodelay(true);
-    match cluster.tls.as_ref().map(|t| t.config.clone()) {
+    let config = match cluster.server_config() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(cluster = %cluster.name, error = %e, "no serving certificate");
+            return;
+        }
+    };
+    match config {
         Some(config) => {
             let acceptor = tokio_rustls::TlsAcceptor::from(config);
             let handshake = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp));
             match handshake.await {
-                Ok(Ok(tls)) => serve_io(cluster, tls).await,
+                Ok(Ok(tls)) => {
+                    // The verifier accepted the chain; the subject says who the client is.
+                    let user = tls
+                        .get_ref()
+                        .1
+                        .peer_certificates()
+                        .and_then(|certs| certs.first())
+                        .and_then(cert_user)
+                        .map(Arc::new);
+                    serve_io(cluster, tls, user).await;
+                }
                 Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!("TLS handshake timed out"),
             }
         }
-        None => serve_io(cluster, tcp).await,
+        None => serve_io(cluster, tcp, None).await,
     }
 }
 
-async fn serve_io<IO>(cluster: Arc<Cluster>, io: IO)
+/// Serves the requests of one connection; `user` is who its client certificate authenticates.
+async fn serve_io<IO>(cluster: Arc<Cluster>, io: IO, user: Option<Arc<CertUser>>)
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let c = cluster.clone();
     let svc = service_fn(move |req| {
         let c = c.clone();
-        async move { Ok::<_, std::convert::Infallible>(api::serve(c, req).await) }
+        let user = user.clone();
+        async move { Ok::<_, std::convert::Infallible>(api::serve(c, user.as_deref(), req).await) }
     });
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     let conn = builder.serve_connection(TokioIo::new(io), svc);
@@ -560,5 +603,71 @@ where
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn has_ca(fleet: &Fleet, name: &str) -> bool {
+        fleet
+            .inner
+            .cluster(name)
+            .unwrap()
+            .ca
+            .lock()
+            .unwrap()
+            .is_some()
+    }
+
+    #[tokio::test]
+    async fn certificates_are_made_on_first_use() {
+        let fleet = Fleet::start(FleetConfig {
+            clusters: 3,
+            ..FleetConfig::default()
+        })
+        .await
+        .unwrap();
+        assert!(!has_ca(&fleet, "c1") && !has_ca(&fleet, "c2"));
+        // The first connection makes the serving certificate (and the CA under it) ...
+        let c1 = fleet.inner.cluster("c1").unwrap().clone();
+        assert!(c1.server_config().unwrap().is_some());
+        assert!(has_ca(&fleet, "c1") && !has_ca(&fleet, "c2"));
+        // ... and a kubeconfig handed out afterwards names that same CA.
+        let text = fleet.kubeconfig("c1").unwrap();
+        assert_eq!(text, fleet.kubeconfig("c1").unwrap());
+        let kc = kube::config::Kubeconfig::from_yaml(&text).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .unwrap();
+        let client = kube::Client::try_from(config).unwrap();
+        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
+        let list = namespaces.list(&Default::default()).await.unwrap();
+        assert!(
+            list.items
+                .iter()
+                .any(|n| n.metadata.name.as_deref() == Some("default"))
+        );
+        // Each cluster its own CA; plain-HTTP kubeconfigs need none.
+        assert_ne!(text, fleet.kubeconfig("c2").unwrap());
+        assert!(has_ca(&fleet, "c2") && !has_ca(&fleet, "c3"));
+        fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+
+        let plain = Fleet::start(FleetConfig {
+            clusters: 1,
+            plain_http: true,
+            ..FleetConfig::default()
+        })
+        .await
+        .unwrap();
+        assert!(
+            !plain
+                .kubeconfig("c1")
+                .unwrap()
+                .contains("certificate-authority-data")
+        );
+        assert!(!has_ca(&plain, "c1"));
+        plain.shutdown(Duration::from_secs(1)).await.unwrap();
     }
 }

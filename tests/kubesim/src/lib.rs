@@ -7,8 +7,11 @@
 //!
 //! Each cluster (`c1` .. `cN`) listens on its own port with its own CA, serving certificate and
 //! bearer token (or plain HTTP for big scale runs); [`Fleet::kubeconfig`] gives a normal
-//! kubeconfig for it. The README of this package lists what the API does, the design choices
-//! (one port per cluster) and the known gaps.
+//! kubeconfig for it. Over TLS, a client certificate the cluster's CA signed (an approved
+//! CertificateSigningRequest's) authenticates too, as its subject's CN. Certificates are made on
+//! first use (a kubeconfig, a CSR, the first connection), so big idle fleets start fast. With
+//! [`FleetConfig::controllers`] workloads also get their ReplicaSets and Pods. The README of this
+//! package lists what the API does, the design choices (one port per cluster) and the known gaps.
 //!
 //! ```no_run
 //! # async fn demo() -> emco_core::Result<()> {
@@ -25,11 +28,13 @@
 mod admin;
 mod api;
 mod apply;
+mod controllers;
 mod discovery;
 mod fault;
 mod fleet;
 mod patch;
 mod persist;
+mod protobuf;
 mod resources;
 mod selector;
 mod sim;
@@ -38,6 +43,7 @@ mod store;
 mod table;
 mod tls;
 mod util;
+mod validation;
 
 pub use admin::{AdminClient, serve_admin};
 pub use fault::{Fault, Unreachable};

@@ -53,6 +53,9 @@ struct ServeArgs {
     /// Address of the admin endpoint (faults).
     #[arg(long, default_value = "127.0.0.1:0")]
     admin_listen: SocketAddr,
+    /// Run the workload controllers (Deployments get ReplicaSets and Pods, ...).
+    #[arg(long)]
+    controllers: bool,
 }
 
 #[derive(Args, Debug)]
@@ -116,6 +119,7 @@ async fn serve(a: ServeArgs) -> emco_core::Result<()> {
         plain_http: a.plain_http,
         ready_delay: Duration::from_millis(a.ready_delay_ms),
         data_dir: a.data_dir,
+        controllers: a.controllers,
         ..FleetConfig::default()
     })
     .await?;

@@ -267,6 +267,17 @@ const BUILTIN: &[Row] = &[
         true,
         false,
     ),
+    // Served by every cluster up to Kubernetes 1.24 and still used by charts of that era.
+    (
+        "policy",
+        "v1beta1",
+        "podsecuritypolicies",
+        "PodSecurityPolicy",
+        false,
+        &["psp"],
+        false,
+        false,
+    ),
     (
         "rbac.authorization.k8s.io",
         "v1",

@@ -160,6 +160,22 @@ pub(crate) fn status(rt: &ResourceType, obj: &Value, ready: bool) -> Option<Valu
                 json!({"startTime": now, "active": 1, "ready": 0})
             }
         }
+        ("", "pods") if ready && owned_by_job(obj) => {
+            // A Job's Pod runs to completion.
+            let containers: Vec<Value> = obj
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|c| json!({"name": c.get("name"), "image": c.get("image"), "ready": false,
+                               "started": false, "restartCount": 0,
+                               "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                                                        "startedAt": now_rfc3339(), "finishedAt": now_rfc3339()}}}))
+                .collect();
+            json!({"phase": "Succeeded", "podIP": "10.244.0.10", "hostIP": "10.0.0.1",
+                   "startTime": now_rfc3339(), "containerStatuses": containers,
+                   "conditions": [condition("PodScheduled", true, "", ""), condition("Ready", false, "PodCompleted", "")]})
+        }
         ("", "pods") => {
             let containers: Vec<Value> = obj
                 .pointer("/spec/containers")
@@ -197,6 +213,12 @@ pub(crate) fn status(rt: &ResourceType, obj: &Value, ready: bool) -> Option<Valu
         _ => return None,
     };
     Some(st)
+}
+
+fn owned_by_job(obj: &Value) -> bool {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| refs.iter().any(|r| r["kind"] == "Job"))
 }
 
 fn name(obj: &Value) -> &str {

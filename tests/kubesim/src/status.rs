@@ -163,6 +163,11 @@ impl ApiError {
         )
     }
 
+    /// A continue token whose snapshot the event log no longer reaches.
+    pub(crate) fn expired(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
     pub(crate) fn internal(message: impl Into<String>) -> Self {
         Self::new(500, "InternalError", message)
     }

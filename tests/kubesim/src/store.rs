@@ -37,7 +37,8 @@ pub(crate) struct Event {
     pub(crate) key: Key,
     pub(crate) kind: EventType,
     pub(crate) object: Arc<Value>,
-    /// The state before a MODIFIED event, so that watches with selectors can tell objects
+    /// The state before a MODIFIED or DELETED event (for DELETED with its version before the
+    /// deletion), so that watches with selectors can tell objects
     /// entering and leaving the selection.
     pub(crate) old: Option<Arc<Value>>,
 }
@@ -135,8 +136,41 @@ impl Store {
             );
         }
         let gone = Arc::new(gone);
-        self.emit(key.clone(), EventType::Deleted, gone.clone(), None);
+        self.emit(key.clone(), EventType::Deleted, gone.clone(), Some(old));
         Some(gone)
+    }
+
+    /// The objects of a type (in one namespace or in all) as they were at version `rv`: the
+    /// current ones with the logged changes after `rv` undone. `None` when the log no longer
+    /// reaches back to `rv`.
+    pub(crate) fn list_at(
+        &self,
+        tk: &str,
+        ns: Option<&str>,
+        rv: u64,
+    ) -> Option<Vec<(Key, Arc<Value>)>> {
+        if rv < self.compacted || rv > self.rv {
+            return None;
+        }
+        let mut objects: BTreeMap<Key, Arc<Value>> = self
+            .list(tk, ns)
+            .map(|(k, o)| (k.clone(), o.clone()))
+            .collect();
+        for ev in self.log.iter().rev().take_while(|e| e.rv > rv) {
+            if ev.key.0 != tk || ns.is_some_and(|n| ev.key.1 != n) {
+                continue;
+            }
+            match (&ev.kind, &ev.old) {
+                (EventType::Added, _) => {
+                    objects.remove(&ev.key);
+                }
+                (EventType::Modified | EventType::Deleted, Some(old)) => {
+                    objects.insert(ev.key.clone(), old.clone());
+                }
+                (_, None) => {}
+            }
+        }
+        Some(objects.into_iter().collect())
     }
 
     fn emit(&mut self, key: Key, kind: EventType, object: Arc<Value>, old: Option<Arc<Value>>) {

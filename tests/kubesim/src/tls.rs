@@ -1,4 +1,10 @@
 //! Per-cluster certificates: each cluster has its own CA and a serving certificate it signs.
+//! Both are made on first use (the CA for a kubeconfig, a CSR or the first connection, the
+//! serving certificate for the first connection), so that idle clusters cost no key generation.
+//!
+//! Clients authenticate with the cluster's bearer token or with a client certificate signed by
+//! the cluster's CA (as the real API server's x509 authenticator: user = subject CN, groups =
+//! subject O), such as the certificate of an approved CertificateSigningRequest.
 
 use std::sync::Arc;
 
@@ -6,34 +12,28 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertificateSigningRequestParams, DnType, IsCa, Issuer,
     KeyPair, KeyUsagePurpose,
 };
-use rustls::ServerConfig;
-use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig};
 
-/// The TLS material of one cluster.
-#[derive(Debug)]
-pub(crate) struct ClusterTls {
+/// The CA of one cluster: it signs the serving certificate and approved
+/// CertificateSigningRequests, and verifies client certificates.
+pub(crate) struct ClusterCa {
     /// The CA certificate (PEM) clients trust.
     pub(crate) ca_pem: String,
-    /// The server configuration presenting the serving certificate.
-    pub(crate) config: Arc<ServerConfig>,
-    /// The CA, which also signs approved CertificateSigningRequests.
-    pub(crate) signer: Arc<Signer>,
-}
-
-/// A cluster CA that signs certificates.
-pub(crate) struct Signer {
+    ca_der: CertificateDer<'static>,
     issuer: Issuer<'static, KeyPair>,
 }
 
-impl std::fmt::Debug for Signer {
+impl std::fmt::Debug for ClusterCa {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Signer")
+        f.write_str("ClusterCa")
     }
 }
 
-impl Signer {
-    /// A new CA named after the cluster, with its certificate.
-    pub(crate) fn new(cluster: &str) -> emco_core::Result<(Self, rcgen::Certificate)> {
+impl ClusterCa {
+    /// A new CA named after the cluster.
+    pub(crate) fn new(cluster: &str) -> emco_core::Result<Self> {
         let ca_key = KeyPair::generate().map_err(tls_err)?;
         let mut ca_params = CertificateParams::default();
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -46,12 +46,11 @@ impl Signer {
             KeyUsagePurpose::DigitalSignature,
         ];
         let ca_cert = ca_params.self_signed(&ca_key).map_err(tls_err)?;
-        Ok((
-            Self {
-                issuer: Issuer::new(ca_params, ca_key),
-            },
-            ca_cert,
-        ))
+        Ok(Self {
+            ca_pem: ca_cert.pem(),
+            ca_der: ca_cert.der().clone(),
+            issuer: Issuer::new(ca_params, ca_key),
+        })
     }
 
     /// Signs a PEM certificate signing request; the answer is the certificate in PEM.
@@ -63,40 +62,75 @@ impl Signer {
             .map_err(|e| format!("cannot sign: {e}"))?;
         Ok(cert.pem())
     }
+
+    /// A serving certificate for `hosts` (IP addresses or DNS names) signed by this CA, in a
+    /// server configuration that also accepts client certificates the CA signed.
+    pub(crate) fn server_config(
+        &self,
+        cluster: &str,
+        hosts: &[String],
+    ) -> emco_core::Result<Arc<ServerConfig>> {
+        let key = KeyPair::generate().map_err(tls_err)?;
+        let mut params = CertificateParams::new(hosts.to_vec()).map_err(tls_err)?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, format!("kubesim-{cluster}"));
+        let cert = params.signed_by(&key, &self.issuer).map_err(tls_err)?;
+
+        let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        // Client certificates are optional (token clients send none) but, when sent, must chain
+        // to the cluster's CA: the handshake fails otherwise, as with the real API server.
+        let mut roots = RootCertStore::empty();
+        roots.add(self.ca_der.clone()).map_err(tls_err)?;
+        let verifier =
+            WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                .allow_unauthenticated()
+                .build()
+                .map_err(tls_err)?;
+        let mut config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(tls_err)?
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(vec![cert.der().clone()], key_der)
+            .map_err(tls_err)?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        // Resumption caches would cost memory in every idle cluster; clients reconnect rarely.
+        config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        Ok(Arc::new(config))
+    }
 }
 
 fn tls_err(e: impl std::error::Error + Send + Sync + 'static) -> emco_core::Error {
     emco_core::Error::internal("cannot create cluster certificates").with_source(e)
 }
 
-/// Creates a CA named after the cluster and a serving certificate for `hosts` (IP addresses or
-/// DNS names) signed by it.
-pub(crate) fn cluster_tls(cluster: &str, hosts: &[String]) -> emco_core::Result<ClusterTls> {
-    let (signer, ca_cert) = Signer::new(cluster)?;
+/// Who a verified client certificate authenticates: the subject's CN is the user, its O
+/// entries are the groups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CertUser {
+    /// The user name.
+    pub(crate) name: String,
+    /// The groups.
+    pub(crate) groups: Vec<String>,
+}
 
-    let key = KeyPair::generate().map_err(tls_err)?;
-    let mut params = CertificateParams::new(hosts.to_vec()).map_err(tls_err)?;
-    params
-        .distinguished_name
-        .push(DnType::CommonName, format!("kubesim-{cluster}"));
-    let cert = params.signed_by(&key, &signer.issuer).map_err(tls_err)?;
-
-    let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-    let mut config =
-        ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .map_err(tls_err)?
-            .with_no_client_auth()
-            .with_single_cert(vec![cert.der().clone()], key_der)
-            .map_err(tls_err)?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    // Resumption caches would cost memory in every idle cluster; clients reconnect rarely.
-    config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
-    Ok(ClusterTls {
-        ca_pem: ca_cert.pem(),
-        config: Arc::new(config),
-        signer: Arc::new(signer),
-    })
+/// The user of a client certificate the TLS layer already verified; `None` when its subject
+/// cannot be read or has no CN (the real server rejects such certificates too).
+pub(crate) fn cert_user(cert: &CertificateDer<'_>) -> Option<CertUser> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert).ok()?;
+    let subject = parsed.subject();
+    let name = subject
+        .iter_common_name()
+        .next()
+        .and_then(|cn| cn.as_str().ok())
+        .filter(|cn| !cn.is_empty())?
+        .to_owned();
+    let groups = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok().map(str::to_owned))
+        .collect();
+    Some(CertUser { name, groups })
 }
 
 #[cfg(test)]
@@ -106,15 +140,17 @@ mod tests {
     #[test]
     fn creates_distinct_cas() {
         let hosts = vec!["127.0.0.1".to_owned(), "localhost".to_owned()];
-        let a = cluster_tls("c1", &hosts).unwrap();
-        let b = cluster_tls("c2", &hosts).unwrap();
+        let a = ClusterCa::new("c1").unwrap();
+        let b = ClusterCa::new("c2").unwrap();
         assert!(a.ca_pem.starts_with("-----BEGIN CERTIFICATE-----"));
         assert_ne!(a.ca_pem, b.ca_pem);
+        let config = a.server_config("c1", &hosts).unwrap();
+        assert_eq!(config.alpn_protocols.len(), 2);
     }
 
     #[test]
     fn signs_csrs() {
-        let (signer, _) = Signer::new("c1").unwrap();
+        let signer = ClusterCa::new("c1").unwrap();
         let key = KeyPair::generate().unwrap();
         let mut params = CertificateParams::new(vec!["user.example".to_owned()]).unwrap();
         params.distinguished_name.push(DnType::CommonName, "alice");
@@ -122,5 +158,24 @@ mod tests {
         let cert = signer.sign_csr(&csr).unwrap();
         assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"));
         assert!(signer.sign_csr("garbage").is_err());
+    }
+
+    #[test]
+    fn reads_the_user_of_a_certificate() {
+        let signer = ClusterCa::new("c1").unwrap();
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, "bob");
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, "devs");
+        let cert = params.signed_by(&key, &signer.issuer).unwrap();
+        let user = cert_user(cert.der()).unwrap();
+        assert_eq!(user.name, "bob");
+        assert_eq!(user.groups, vec!["devs".to_owned()]);
+        let mut anonymous = CertificateParams::new(Vec::<String>::new()).unwrap();
+        anonymous.distinguished_name = rcgen::DistinguishedName::new();
+        let cert = anonymous.signed_by(&key, &signer.issuer).unwrap();
+        assert_eq!(cert_user(cert.der()), None);
     }
 }

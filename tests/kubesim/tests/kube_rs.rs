@@ -371,6 +371,51 @@ async fn pagination_with_limit_and_continue() {
         }
     }
     assert_eq!(names, (0..7).map(|i| format!("p{i}")).collect::<Vec<_>>());
+
+    // Later pages show the snapshot of the first: changes in between do not appear.
+    let first = api.list(&ListParams::default().limit(2)).await.unwrap();
+    let token = first.metadata.continue_.clone().unwrap();
+    api.delete("p4", &DeleteParams::default()).await.unwrap();
+    api.patch(
+        "p5",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "changed"}})),
+    )
+    .await
+    .unwrap();
+    api.create(&PostParams::default(), &cm("p9", &[], "1"))
+        .await
+        .unwrap();
+    let rest = api
+        .list(&ListParams::default().continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(
+        rest.metadata.resource_version,
+        first.metadata.resource_version
+    );
+    let rest_names: Vec<String> = rest
+        .items
+        .iter()
+        .filter_map(|c| c.metadata.name.clone())
+        .collect();
+    assert_eq!(rest_names, ["p2", "p3", "p4", "p5", "p6"]);
+    assert_eq!(rest.items[3].data.as_ref().unwrap()["k"], "1");
+    // A snapshot older than the event log answers 410 Expired.
+    for i in 0..600 {
+        api.patch(
+            "p6",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"k": i.to_string()}})),
+        )
+        .await
+        .unwrap();
+    }
+    let err = api
+        .list(&ListParams::default().continue_token(&token))
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 410);
 }
 
 #[tokio::test]
@@ -570,7 +615,7 @@ async fn crd_serves_its_resources_until_deleted() {
 #[tokio::test]
 async fn approved_csrs_get_a_certificate_from_the_cluster_ca() {
     use base64::Engine;
-    let sim = Sim::start(1, Duration::ZERO).await;
+    let sim = Sim::start(2, Duration::ZERO).await;
     let api: Api<CertificateSigningRequest> = Api::all(sim.client("c1").await);
     let key = rcgen::KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -604,6 +649,42 @@ async fn approved_csrs_get_a_certificate_from_the_cluster_ca() {
         .unwrap_or_else(|| panic!("no certificate: {status:?}"));
     let cert = String::from_utf8(cert.0).unwrap();
     assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"), "{cert}");
+    // The certificate authenticates as its CN: swap the admin token for it.
+    let admin = sim.fleet.kubeconfig("c1").unwrap();
+    let token_line = admin.lines().find(|l| l.contains("token:")).unwrap();
+    let alice = admin.replace(
+        token_line,
+        &format!(
+            "    client-certificate-data: {}\n    client-key-data: {}",
+            b64(&cert),
+            b64(&key.serialize_pem())
+        ),
+    );
+    let client = common::client_for(&alice, None).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    cms.list(&ListParams::default()).await.unwrap();
+    let review = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+        .body(b"{}".to_vec())
+        .unwrap();
+    let who: serde_json::Value = client.request(review).await.unwrap();
+    assert_eq!(who["status"]["userInfo"]["username"], "alice");
+    // Another cluster's CA did not sign it: that cluster refuses the handshake.
+    let c2 = sim.fleet.kubeconfig("c2").unwrap();
+    let c2_line = c2.lines().find(|l| l.contains("token:")).unwrap();
+    let stranger = c2.replace(
+        c2_line,
+        &format!(
+            "    client-certificate-data: {}\n    client-key-data: {}",
+            b64(&cert),
+            b64(&key.serialize_pem())
+        ),
+    );
+    let refused: Api<ConfigMap> =
+        Api::namespaced(common::client_for(&stranger, None).await, "default");
+    assert!(!matches!(
+        refused.list(&ListParams::default()).await,
+        Ok(_) | Err(kube::Error::Api(_))
+    ));
     // A garbage request is marked Failed instead of signed.
     let bad: CertificateSigningRequest = serde_json::from_value(json!({
         "metadata": {"name": "bad"},
@@ -619,4 +700,498 @@ async fn approved_csrs_get_a_certificate_from_the_cluster_ca() {
         .unwrap();
     assert!(st.certificate.is_none());
     assert!(st.conditions.unwrap().iter().any(|c| c.type_ == "Failed"));
+}
+
+/// Foreground deletion keeps the owner, with the `foregroundDeletion` finalizer, until its
+/// blocking dependents are gone; orphaning leaves the dependents without the reference.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreground_and_orphan_propagation() {
+    let sim = Sim::start(1, Duration::from_millis(50)).await;
+    let api: Api<ConfigMap> = Api::default_namespaced(sim.client("c1").await);
+    let owned_by = |owner: &ConfigMap| {
+        Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                name: owner.metadata.name.clone().unwrap(),
+                uid: owner.metadata.uid.clone().unwrap(),
+                block_owner_deletion: Some(true),
+                ..Default::default()
+            },
+        ])
+    };
+    let owner = api
+        .create(&PostParams::default(), &cm("fg-owner", &[], "1"))
+        .await
+        .unwrap();
+    let mut plain = cm("fg-plain", &[], "1");
+    plain.metadata.owner_references = owned_by(&owner);
+    let plain = api.create(&PostParams::default(), &plain).await.unwrap();
+    let mut grandchild = cm("fg-grandchild", &[], "1");
+    grandchild.metadata.owner_references = owned_by(&plain);
+    api.create(&PostParams::default(), &grandchild)
+        .await
+        .unwrap();
+    let mut held = cm("fg-held", &[], "1");
+    held.metadata.owner_references = owned_by(&owner);
+    held.metadata.finalizers = Some(vec!["example.com/keep".into()]);
+    api.create(&PostParams::default(), &held).await.unwrap();
+
+    let answer = api
+        .delete("fg-owner", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    let shown = answer.left().unwrap();
+    assert!(shown.metadata.deletion_timestamp.is_some());
+    assert_eq!(
+        shown.metadata.finalizers.as_deref(),
+        Some(&["foregroundDeletion".to_owned()][..])
+    );
+    // Dependents without finalizers went, grandchildren with them; the held one is marked.
+    assert_eq!(code(api.get("fg-plain").await.unwrap_err()), 404);
+    assert_eq!(code(api.get("fg-grandchild").await.unwrap_err()), 404);
+    let marked = api.get("fg-held").await.unwrap();
+    assert!(marked.metadata.deletion_timestamp.is_some());
+    let waiting = api.get("fg-owner").await.unwrap();
+    assert!(waiting.metadata.deletion_timestamp.is_some());
+    // Once the blocking dependent's own finalizer goes, it goes, and so does the owner.
+    api.patch(
+        "fg-held",
+        &PatchParams::default(),
+        &Patch::Json::<()>(
+            serde_json::from_value(json!([
+                {"op": "remove", "path": "/metadata/finalizers/0"}
+            ]))
+            .unwrap(),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(code(api.get("fg-held").await.unwrap_err()), 404);
+    assert_eq!(code(api.get("fg-owner").await.unwrap_err()), 404);
+
+    // Orphan: the dependent stays, without its owner reference.
+    let owner = api
+        .create(&PostParams::default(), &cm("or-owner", &[], "1"))
+        .await
+        .unwrap();
+    let mut child = cm("or-child", &[], "1");
+    child.metadata.owner_references = owned_by(&owner);
+    api.create(&PostParams::default(), &child).await.unwrap();
+    api.delete("or-owner", &DeleteParams::orphan())
+        .await
+        .unwrap();
+    assert_eq!(code(api.get("or-owner").await.unwrap_err()), 404);
+    let child = api.get("or-child").await.unwrap();
+    assert!(
+        child
+            .metadata
+            .owner_references
+            .unwrap_or_default()
+            .is_empty()
+    );
+    sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+}
+
+/// Polls `f` until it gives `Some`, for at most 60 s.
+async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn controller_uid(o: &DynamicObject) -> Option<String> {
+    o.metadata
+        .owner_references
+        .as_ref()?
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.clone())
+}
+
+/// With controllers on, workloads own ReplicaSets and Pods that garbage collection removes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controllers_create_replica_sets_and_pods() {
+    let sim = Sim::start_with(kubesim::FleetConfig {
+        ready_delay: Duration::from_millis(100),
+        controllers: true,
+        ..kubesim::FleetConfig::default()
+    })
+    .await;
+    let client = sim.client("c1").await;
+    let gvk = |g: &str, v: &str, k: &str, plural: &str| {
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(g, v, k), plural)
+    };
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let rs_api: Api<DynamicObject> = Api::default_namespaced_with(
+        client.clone(),
+        &gvk("apps", "v1", "ReplicaSet", "replicasets"),
+    );
+    let pods: Api<DynamicObject> =
+        Api::default_namespaced_with(client.clone(), &gvk("", "v1", "Pod", "pods"));
+    let workload = |kind: &str, image: &str, replicas: i64| {
+        json!({
+            "apiVersion": if kind == "Job" { "batch/v1" } else { "apps/v1" },
+            "kind": kind,
+            "metadata": {"name": kind.to_lowercase()},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": kind.to_lowercase()}},
+                "template": {
+                    "metadata": {"labels": {"app": kind.to_lowercase()}},
+                    "spec": {"containers": [{"name": "c", "image": image}]},
+                },
+            },
+        })
+    };
+    let ssa = PatchParams::apply("test");
+    deployments
+        .patch(
+            "deployment",
+            &ssa,
+            &Patch::Apply(workload("Deployment", "nginx:1", 2)),
+        )
+        .await
+        .unwrap();
+    let d = deployments.get("deployment").await.unwrap();
+    let sets = rs_api.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(sets.len(), 1);
+    let rs = &sets[0];
+    let hash = rs.metadata.labels.as_ref().unwrap()["pod-template-hash"].clone();
+    assert_eq!(
+        rs.metadata.name.as_deref(),
+        Some(&*format!("deployment-{hash}"))
+    );
+    assert_eq!(controller_uid(rs), d.metadata.uid);
+    assert_eq!(rs.data["spec"]["replicas"], 2);
+    assert_eq!(
+        rs.data["spec"]["selector"]["matchLabels"]["pod-template-hash"],
+        json!(hash)
+    );
+    let selector = ListParams::default().labels("app=deployment");
+    let first = pods.list(&selector).await.unwrap().items;
+    assert_eq!(first.len(), 2);
+    assert!(first.iter().all(|p| controller_uid(p) == rs.metadata.uid
+        && p.metadata.labels.as_ref().unwrap()["pod-template-hash"] == hash));
+    // After the ready delay the Pods run and the Deployment is available.
+    eventually("pods running", || async {
+        let items = pods.list(&selector).await.unwrap().items;
+        items
+            .iter()
+            .all(|p| p.data["status"]["phase"] == "Running")
+            .then_some(())
+    })
+    .await;
+    // Scaling up is capped at a few Pods; a new template gets a new ReplicaSet.
+    deployments
+        .patch(
+            "deployment",
+            &ssa,
+            &Patch::Apply(workload("Deployment", "nginx:2", 5)),
+        )
+        .await
+        .unwrap();
+    let sets = rs_api.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(sets.len(), 2);
+    let new = sets
+        .iter()
+        .find(|s| s.data["spec"]["replicas"] == 5)
+        .unwrap();
+    assert!(sets.iter().any(|s| s.data["spec"]["replicas"] == 0));
+    assert_eq!(
+        new.metadata.annotations.as_ref().unwrap()["deployment.kubernetes.io/revision"],
+        "2"
+    );
+    let now = pods.list(&selector).await.unwrap().items;
+    assert_eq!(now.len(), 3);
+    assert!(now.iter().all(|p| controller_uid(p) == new.metadata.uid
+        && p.data["spec"]["containers"][0]["image"] == "nginx:2"));
+
+    // StatefulSets name their Pods by ordinal, DaemonSets get one, Job Pods complete.
+    let dynamic =
+        |ar: &ApiResource| Api::<DynamicObject>::default_namespaced_with(client.clone(), ar);
+    let sts = dynamic(&gvk("apps", "v1", "StatefulSet", "statefulsets"));
+    sts.patch(
+        "statefulset",
+        &ssa,
+        &Patch::Apply(workload("StatefulSet", "db", 2)),
+    )
+    .await
+    .unwrap();
+    pods.get("statefulset-0").await.unwrap();
+    pods.get("statefulset-1").await.unwrap();
+    let ds = dynamic(&gvk("apps", "v1", "DaemonSet", "daemonsets"));
+    ds.patch(
+        "daemonset",
+        &ssa,
+        &Patch::Apply(workload("DaemonSet", "agent", 1)),
+    )
+    .await
+    .unwrap();
+    let mut job = workload("Job", "task", 1);
+    job["spec"].as_object_mut().unwrap().remove("replicas");
+    job["spec"].as_object_mut().unwrap().remove("selector");
+    job["spec"]["template"]["spec"]["restartPolicy"] = json!("Never");
+    let jobs = dynamic(&gvk("batch", "v1", "Job", "jobs"));
+    jobs.patch("job", &ssa, &Patch::Apply(job)).await.unwrap();
+    eventually("job pod succeeded", || async {
+        let items = pods
+            .list(&ListParams::default().labels("job-name=job"))
+            .await
+            .unwrap()
+            .items;
+        (items.len() == 1 && items[0].data["status"]["phase"] == "Succeeded").then_some(())
+    })
+    .await;
+
+    // Background deletion collects the ReplicaSets and their Pods; foreground waits for them;
+    // orphaning keeps the DaemonSet's Pod.
+    deployments
+        .delete("deployment", &DeleteParams::background())
+        .await
+        .unwrap();
+    assert!(
+        rs_api
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(pods.list(&selector).await.unwrap().items.is_empty());
+    sts.delete("statefulset", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    assert_eq!(code(pods.get("statefulset-0").await.unwrap_err()), 404);
+    assert_eq!(code(sts.get("statefulset").await.unwrap_err()), 404);
+    ds.delete("daemonset", &DeleteParams::orphan())
+        .await
+        .unwrap();
+    let left = pods
+        .list(&ListParams::default().labels("app=daemonset"))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(left.len(), 1);
+    assert_eq!(controller_uid(&left[0]), None);
+    sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+}
+
+fn dyn_api(
+    client: &kube::Client,
+    gvk: (&str, &str, &str),
+    plural: &str,
+    ns: Option<&str>,
+) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(gvk.0, gvk.1, gvk.2), plural);
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    }
+}
+
+async fn raw_get(client: &kube::Client, path: &str) -> serde_json::Value {
+    client
+        .request(http::Request::get(path).body(Vec::new()).unwrap())
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_versions_share_storage_with_v1() {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
+    let sim = Sim::start(1, Duration::ZERO).await;
+    let client = sim.client("c1").await;
+    let rbac = "rbac.authorization.k8s.io";
+    // Created through v1beta1, read through v1 and v1beta1.
+    let roles_beta = dyn_api(&client, (rbac, "v1beta1", "Role"), "roles", Some("default"));
+    let role: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1beta1", "kind": "Role", "metadata": {"name": "r1"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}))
+    .unwrap();
+    let created = roles_beta
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    assert_eq!(
+        created.types.as_ref().unwrap().api_version,
+        "rbac.authorization.k8s.io/v1beta1"
+    );
+    let v1: Api<Role> = Api::namespaced(client.clone(), "default");
+    let got = v1.get("r1").await.unwrap();
+    assert_eq!(got.rules.unwrap()[0].verbs, ["get"]);
+    let raw = raw_get(
+        &client,
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/r1",
+    )
+    .await;
+    assert_eq!(raw["apiVersion"], "rbac.authorization.k8s.io/v1");
+    let listed = roles_beta.list(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(
+        listed.items[0].types.as_ref().unwrap().api_version,
+        "rbac.authorization.k8s.io/v1beta1"
+    );
+    // Created through v1, server-side applied and watched through v1beta1.
+    let cr: ClusterRole =
+        serde_json::from_value(json!({"metadata": {"name": "cr1"}, "rules": []})).unwrap();
+    Api::<ClusterRole>::all(client.clone())
+        .create(&PostParams::default(), &cr)
+        .await
+        .unwrap();
+    let crs_beta = dyn_api(
+        &client,
+        (rbac, "v1beta1", "ClusterRole"),
+        "clusterroles",
+        None,
+    );
+    let applied = json!({"apiVersion": "rbac.authorization.k8s.io/v1beta1", "kind": "ClusterRole",
+        "metadata": {"name": "cr1", "labels": {"via": "beta"}}, "rules": []});
+    let patched = crs_beta
+        .patch(
+            "cr1",
+            &PatchParams::apply("legacy").force(),
+            &Patch::Apply(&applied),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        patched.types.as_ref().unwrap().api_version,
+        "rbac.authorization.k8s.io/v1beta1"
+    );
+    let wp = WatchParams::default().fields("metadata.name=cr1");
+    let mut events = crs_beta.watch(&wp, "0").await.unwrap().boxed();
+    let Some(Ok(WatchEvent::Added(o))) = events.next().await else {
+        panic!("no ADDED event")
+    };
+    assert_eq!(
+        o.types.unwrap().api_version,
+        "rbac.authorization.k8s.io/v1beta1"
+    );
+    assert_eq!(o.metadata.labels.unwrap()["via"], "beta");
+    // PodSecurityPolicy exists only as policy/v1beta1.
+    let psps = dyn_api(
+        &client,
+        ("policy", "v1beta1", "PodSecurityPolicy"),
+        "podsecuritypolicies",
+        None,
+    );
+    let psp: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "policy/v1beta1", "kind": "PodSecurityPolicy", "metadata": {"name": "restricted"},
+        "spec": {"privileged": false, "seLinux": {"rule": "RunAsAny"}, "runAsUser": {"rule": "RunAsAny"},
+                 "supplementalGroups": {"rule": "RunAsAny"}, "fsGroup": {"rule": "RunAsAny"}}}))
+    .unwrap();
+    psps.create(&PostParams::default(), &psp).await.unwrap();
+    assert_eq!(
+        psps.get("restricted").await.unwrap().data["spec"]["privileged"],
+        false
+    );
+    // Discovery: the beta versions are served, v1 is preferred.
+    let group = raw_get(&client, "/apis/rbac.authorization.k8s.io").await;
+    assert_eq!(group["preferredVersion"]["version"], "v1");
+    let versions: Vec<&str> = group["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_str().unwrap())
+        .collect();
+    assert_eq!(versions, ["v1", "v1beta1"]);
+    let discovery = kube::Discovery::new(client.clone()).run().await.unwrap();
+    let policy = discovery.get("policy").unwrap();
+    assert_eq!(policy.preferred_version_or_latest(), "v1");
+    assert!(
+        policy
+            .resources_by_stability()
+            .iter()
+            .any(|(ar, _)| ar.kind == "PodSecurityPolicy")
+    );
+    sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v1beta1_crd_serves_its_resources() {
+    let sim = Sim::start(1, Duration::ZERO).await;
+    let client = sim.client("c1").await;
+    let beta = dyn_api(
+        &client,
+        (
+            "apiextensions.k8s.io",
+            "v1beta1",
+            "CustomResourceDefinition",
+        ),
+        "customresourcedefinitions",
+        None,
+    );
+    let schema =
+        json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object"}}}});
+    let crd: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1beta1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "version": "v1alpha1", "scope": "Namespaced",
+                 "names": {"plural": "gadgets", "kind": "Gadget"},
+                 "validation": schema, "subresources": {"status": {}},
+                 "additionalPrinterColumns": [{"name": "Size", "type": "integer", "JSONPath": ".spec.size"}]}}))
+    .unwrap();
+    beta.create(&PostParams::default(), &crd).await.unwrap();
+    // Read through v1: the storage shape, established.
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let est = tokio::time::timeout(
+        Duration::from_secs(60),
+        await_condition(
+            crds.clone(),
+            "gadgets.example.com",
+            conditions::is_crd_established(),
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .unwrap();
+    let v = &est.spec.versions[0];
+    assert_eq!(v.name, "v1alpha1");
+    assert!(v.served && v.storage);
+    assert!(v.schema.is_some() && v.subresources.as_ref().unwrap().status.is_some());
+    assert_eq!(
+        v.additional_printer_columns.as_ref().unwrap()[0].json_path,
+        ".spec.size"
+    );
+    // Read back through v1beta1: the v1beta1 shape.
+    let back = beta.get("gadgets.example.com").await.unwrap();
+    assert_eq!(back.data["spec"]["version"], "v1alpha1");
+    assert_eq!(back.data["spec"]["validation"], schema);
+    assert_eq!(
+        back.data["spec"]["additionalPrinterColumns"][0]["JSONPath"],
+        ".spec.size"
+    );
+    // The custom resources are served, with their status subresource.
+    let gadgets = dyn_api(
+        &client,
+        ("example.com", "v1alpha1", "Gadget"),
+        "gadgets",
+        Some("default"),
+    );
+    let g: DynamicObject = serde_json::from_value(
+        json!({"apiVersion": "example.com/v1alpha1", "kind": "Gadget",
+        "metadata": {"name": "g1"}, "spec": {"size": 2}}),
+    )
+    .unwrap();
+    gadgets.create(&PostParams::default(), &g).await.unwrap();
+    let status = json!({"status": {"phase": "Ready"}});
+    gadgets
+        .patch_status("g1", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    let got = gadgets.get("g1").await.unwrap();
+    assert_eq!(got.data["spec"]["size"], 2);
+    assert_eq!(got.data["status"]["phase"], "Ready");
+    sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
 }

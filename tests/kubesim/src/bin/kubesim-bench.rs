@@ -3,7 +3,7 @@
 //! It starts `kubesim serve` (plain HTTP, workloads ready at once) as a child process, generates
 //! server-side apply load from this process (one cluster, then spread over many), and reads the
 //! server's RSS with idle clusters. It prints a table and writes it to
-//! `bench-results/kubesim.md` at the workspace root (or `--out`).
+//! `bench-results/kubesim.txt` at the workspace root (or `--out`).
 //!
 //! ```text
 //! cargo build --release -p kubesim && ./target/release/kubesim-bench
@@ -57,7 +57,7 @@ struct Server {
     startup: Duration,
 }
 
-async fn start(bin: &Path, clusters: usize, plain: bool) -> Res<Server> {
+async fn start(bin: &Path, clusters: usize, plain: bool, controllers: bool) -> Res<Server> {
     let dir = tempfile::tempdir()?;
     let mut cmd = Command::new(bin);
     cmd.args([
@@ -73,6 +73,9 @@ async fn start(bin: &Path, clusters: usize, plain: bool) -> Res<Server> {
     .kill_on_drop(true);
     if plain {
         cmd.arg("--plain-http");
+    }
+    if controllers {
+        cmd.arg("--controllers");
     }
     let t = Instant::now();
     let mut child = cmd.spawn()?;
@@ -131,10 +134,20 @@ struct Load {
     p99_us: u64,
 }
 
+/// What the load applies.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mix {
+    /// The same 50 ConfigMaps per cluster again and again: updates once warm.
+    Updates,
+    /// A new object every request, one in ten a Deployment (as the rsync fleet bench deploys).
+    Creates,
+}
+
 async fn ssa_load(
     endpoints: Vec<(String, String)>,
     concurrency: usize,
     duration: Duration,
+    mix: Mix,
 ) -> Res<Load> {
     let mut http = HttpConnector::new();
     http.set_nodelay(true);
@@ -153,12 +166,29 @@ async fn ssa_load(
             let mut i = w;
             while Instant::now() < deadline {
                 let (server, token) = &endpoints[i % endpoints.len()];
-                let name = format!("bench-{}", (i / endpoints.len()) % 50);
-                let body = format!(
-                    r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","labels":{{"bench":"1"}}}},"data":{{"worker":"{w}","seq":"{i}"}}}}"#
-                );
+                let round = i / endpoints.len();
+                let (path, body) = if mix == Mix::Creates && round.is_multiple_of(10) {
+                    let name = format!("deploy-{round}");
+                    (
+                        format!("apis/apps/v1/namespaces/default/deployments/{name}"),
+                        format!(
+                            r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"name":"{name}"}},"spec":{{"replicas":1,"selector":{{"matchLabels":{{"app":"{name}"}}}},"template":{{"metadata":{{"labels":{{"app":"{name}"}}}},"spec":{{"containers":[{{"name":"c","image":"nginx:1.27"}}]}}}}}}}}"#
+                        ),
+                    )
+                } else {
+                    let name = match mix {
+                        Mix::Updates => format!("bench-{}", round % 50),
+                        Mix::Creates => format!("bench-{round}"),
+                    };
+                    (
+                        format!("api/v1/namespaces/default/configmaps/{name}"),
+                        format!(
+                            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","labels":{{"bench":"1"}}}},"data":{{"worker":"{w}","seq":"{i}"}}}}"#
+                        ),
+                    )
+                };
                 let req = http::Request::patch(format!(
-                    "{server}/api/v1/namespaces/default/configmaps/{name}?fieldManager=bench&force=true"
+                    "{server}/{path}?fieldManager=bench&force=true"
                 ))
                 .header("authorization", format!("Bearer {token}"))
                 .header("content-type", "application/apply-patch+yaml")
@@ -208,16 +238,23 @@ async fn ssa_load(
 }
 
 async fn throughput(bin: &Path, clusters: usize, a: &Args) -> Res<(String, Load)> {
-    let server = start(bin, clusters, true).await?;
+    let server = start(bin, clusters, true, false).await?;
     let endpoints = (1..=clusters)
         .map(|c| endpoint(server.dir.path(), c))
         .collect::<Res<Vec<_>>>()?;
     // Warm-up creates the objects, so the measured run is mostly updates.
-    ssa_load(endpoints.clone(), a.concurrency, Duration::from_secs(1)).await?;
+    ssa_load(
+        endpoints.clone(),
+        a.concurrency,
+        Duration::from_secs(1),
+        Mix::Updates,
+    )
+    .await?;
     let load = ssa_load(
         endpoints,
         a.concurrency,
         Duration::from_secs(a.duration_secs),
+        Mix::Updates,
     )
     .await?;
     stop(server).await?;
@@ -227,6 +264,38 @@ async fn throughput(bin: &Path, clusters: usize, a: &Args) -> Res<(String, Load)
             a.concurrency
         ),
         load,
+    ))
+}
+
+/// Creates over many clusters with the workload controllers off or on: what the controllers
+/// cost a fleet deployment. Also gives the server's RSS after the run.
+async fn creates(
+    bin: &Path,
+    clusters: usize,
+    controllers: bool,
+    a: &Args,
+) -> Res<(String, Load, u64)> {
+    let server = start(bin, clusters, true, controllers).await?;
+    let endpoints = (1..=clusters)
+        .map(|c| endpoint(server.dir.path(), c))
+        .collect::<Res<Vec<_>>>()?;
+    let load = ssa_load(
+        endpoints,
+        a.concurrency,
+        Duration::from_secs(a.duration_secs),
+        Mix::Creates,
+    )
+    .await?;
+    let kib = rss_kib(server.child.id().ok_or("kubesim exited")?)?;
+    stop(server).await?;
+    let on = if controllers { "on" } else { "off" };
+    Ok((
+        format!(
+            "SSA creates (1 in 10 a Deployment), {clusters} clusters, controllers {on}, {} in flight",
+            a.concurrency
+        ),
+        load,
+        kib,
     ))
 }
 
@@ -250,8 +319,21 @@ async fn main() -> Res<()> {
             l.errors
         ));
     }
+    for controllers in [false, true] {
+        let (name, l, kib) = creates(&bin, a.spread_clusters, controllers, &a).await?;
+        let rps = l.requests as f64 / l.secs;
+        eprintln!("{name}: {rps:.0} req/s");
+        rows.push(format!(
+            "| {name} | {rps:.0} req/s | p50 {:.2} ms, p99 {:.2} ms | {} ok, {} errors, RSS after {:.1} MiB |",
+            l.p50_us as f64 / 1000.0,
+            l.p99_us as f64 / 1000.0,
+            l.requests,
+            l.errors,
+            kib as f64 / 1024.0
+        ));
+    }
     for &n in &a.idle {
-        let server = start(&bin, n, false).await?;
+        let server = start(&bin, n, false, false).await?;
         tokio::time::sleep(Duration::from_secs(2)).await;
         let pid = server.child.id().ok_or("kubesim exited")?;
         let kib = rss_kib(pid)?;
@@ -276,7 +358,7 @@ async fn main() -> Res<()> {
     }
     println!("{table}");
     let out = a.out.clone().unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench-results/kubesim.md")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench-results/kubesim.txt")
     });
     if let Some(parent) = out.parent() {
         std::fs::create_dir_all(parent)?;

@@ -16,14 +16,17 @@ pub struct Sim {
 
 impl Sim {
     pub async fn start(clusters: usize, ready_delay: Duration) -> Self {
-        let fleet = Fleet::start(FleetConfig {
+        Self::start_with(FleetConfig {
             clusters,
             ready_delay,
             bookmark_interval: Duration::from_millis(200),
             ..FleetConfig::default()
         })
         .await
-        .unwrap();
+    }
+
+    pub async fn start_with(config: FleetConfig) -> Self {
+        let fleet = Fleet::start(config).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         fleet.write_kubeconfigs(dir.path()).await.unwrap();
         Self { fleet, dir }
