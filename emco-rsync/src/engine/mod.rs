@@ -592,6 +592,17 @@ impl Rsync {
                     self.terminate_replaced(ctx, old).await?;
                 }
             }
+            // The skipped instantiate or update never ran: nothing of this context is deployed,
+            // so the terminate is done at once (a bare terminate of a Created context is still
+            // refused, as in EMCO).
+            if ctx.status().await?.unwrap_or(AppContextStatus::Created) == AppContextStatus::Created
+            {
+                ctx.set_desired_state(AppContextStatus::Terminated).await?;
+                ctx.set_pending_terminate(false).await?;
+                set_state(ctx, AppContextStatus::Terminated).await?;
+                ctx.set_event_status(last_terminate, QueueStatus::Done)
+                    .await?;
+            }
             return Ok(true);
         }
         self.process(ctx, task, first, &queue[first]).await?;
@@ -606,13 +617,6 @@ impl Rsync {
         element: &QueueElement,
     ) -> Result<()> {
         let current = ctx.status().await?.unwrap_or(AppContextStatus::Created);
-        if element.event == RsyncEvent::Terminate && current == AppContextStatus::Created {
-            // Nothing of this context was ever deployed (its instantiate or update was skipped).
-            ctx.set_desired_state(AppContextStatus::Terminated).await?;
-            ctx.set_pending_terminate(false).await?;
-            set_state(ctx, AppContextStatus::Terminated).await?;
-            return ctx.set_event_status(index, QueueStatus::Done).await;
-        }
         let statuses = match rsync_transition(current, element.event) {
             Ok(s) => s,
             Err(e) => {
