@@ -133,7 +133,7 @@ async fn bench() -> String {
     let resources = objects * CLUSTERS;
     let mut r = String::new();
     writeln!(r, "instantiate: {APPS} apps (http-client copies) on {CLUSTERS} kubesim TLS clusters, embedded store, over HTTP").unwrap();
-    writeln!(r, "{resources} resources ({objects} per cluster); kubesim ready delay 500 ms; emco-server defaults (readiness polled every 1 s)").unwrap();
+    writeln!(r, "{resources} resources ({objects} per cluster); kubesim ready delay 500 ms; emco-server defaults (readiness from watches)").unwrap();
     writeln!(r, "{:<44} {:>10}", "step", "time").unwrap();
     let row = |r: &mut String, step: &str, d: Duration| {
         writeln!(r, "{step:<44} {:>8.2} s", d.as_secs_f64()).unwrap();
