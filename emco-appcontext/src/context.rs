@@ -50,7 +50,25 @@ pub const MAX_TXN_OPS: usize = 128;
 pub const MAX_TXN_BYTES: usize = 1_500_000;
 
 const CONTEXT_PREFIX: &str = "/context/";
-const ACTIVE_PREFIX: &str = "/activecontext/";
+
+/// A set of context ids kept beside the contexts, so that a restarted process finds the
+/// contexts it must care for without listing every context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registry {
+    /// Contexts with queued rsync events (EMCO's `/activecontext/`): resumed after a restart.
+    Active,
+    /// Contexts whose resources are deployed, whose readiness rsync follows.
+    Deployed,
+}
+
+impl Registry {
+    const fn prefix(self) -> &'static str {
+        match self {
+            Self::Active => "/activecontext/",
+            Self::Deployed => "/deployedcontext/",
+        }
+    }
+}
 const META_GROUP: &str = "!@#metaGrp";
 /// How often a read-modify-write of the event queue is retried when a writer races it.
 const CAS_RETRIES: usize = 32;
@@ -632,32 +650,56 @@ impl AppContext {
 
     /// Records this context as active (rsync is working on it).
     pub async fn mark_active(&self) -> Result<()> {
+        self.mark(Registry::Active).await
+    }
+
+    /// Removes this context from the active registry; returns whether it was there.
+    pub async fn unmark_active(&self) -> Result<bool> {
+        self.unmark(Registry::Active).await
+    }
+
+    /// The ids of the active contexts (the ones rsync resumes after a restart).
+    pub async fn active_contexts(store: &dyn AppContextStore) -> Result<Vec<u64>> {
+        Self::registered(store, Registry::Active).await
+    }
+
+    /// Records this context in `registry`.
+    pub async fn mark(&self, registry: Registry) -> Result<()> {
         self.put_json(
-            &format!("{ACTIVE_PREFIX}{}/", self.id),
+            &format!("{}{}/", registry.prefix(), self.id),
             &self.id.to_string(),
         )
         .await
     }
 
-    /// Removes this context from the active registry; returns whether it was there.
-    pub async fn unmark_active(&self) -> Result<bool> {
-        self.store
-            .delete(&format!("{ACTIVE_PREFIX}{}/", self.id))
-            .await
+    /// Removes this context from `registry`; returns whether it was there.
+    pub async fn unmark(&self, registry: Registry) -> Result<bool> {
+        Self::unregister(self.store.as_ref(), registry, self.id).await
     }
 
-    /// The ids of the active contexts (the ones rsync resumes after a restart).
-    pub async fn active_contexts(store: &dyn AppContextStore) -> Result<Vec<u64>> {
+    /// Removes context `id` from `registry` (also when the context itself is gone); returns
+    /// whether it was there.
+    pub async fn unregister(
+        store: &dyn AppContextStore,
+        registry: Registry,
+        id: u64,
+    ) -> Result<bool> {
+        store.delete(&format!("{}{id}/", registry.prefix())).await
+    }
+
+    /// The ids of the contexts in `registry`, read with one keys-only listing.
+    pub async fn registered(store: &dyn AppContextStore, registry: Registry) -> Result<Vec<u64>> {
+        let prefix = registry.prefix();
         let keys = store
-            .list_all(ACTIVE_PREFIX, true)
+            .list_all(prefix, true)
             .await?
             .into_iter()
             .map(|kv| kv.key);
-        children(keys, ACTIVE_PREFIX)
+        children(keys, prefix)
             .into_iter()
             .map(|id| {
                 id.parse().map_err(|e| {
-                    Error::internal(format!("active context id {id:?} is not a number"))
+                    Error::internal(format!("registered context id {id:?} is not a number"))
                         .with_source(e)
                 })
             })

@@ -70,6 +70,7 @@ pub struct EtcdBuilder {
     connect_timeout: Option<Duration>,
     request_timeout: Option<Duration>,
     user: Option<(String, String)>,
+    prefix: String,
 }
 
 impl EtcdBuilder {
@@ -98,8 +99,18 @@ impl EtcdBuilder {
         Self {
             endpoints,
             user,
+            prefix: std::env::var("EMCO_ETCD_PREFIX").unwrap_or_default(),
             ..Self::default()
         }
+    }
+
+    /// Keeps every key under `prefix` (like kube-apiserver's `--etcd-prefix`), so that several
+    /// installations, or tests, share one etcd without seeing each other's contexts; the store's
+    /// users never see the prefix. Default: none (EMCO's own layout at the root).
+    #[must_use]
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
     }
 
     /// The etcd endpoints (`http://host:port`).
@@ -152,6 +163,7 @@ impl EtcdBuilder {
         let store = EtcdAppContextStore {
             client,
             timeout: self.request_timeout.unwrap_or(Duration::from_secs(30)),
+            prefix: self.prefix,
         };
         store.health().await?;
         Ok(store)
@@ -163,17 +175,34 @@ impl EtcdBuilder {
 pub struct EtcdAppContextStore {
     client: Client,
     timeout: Duration,
+    /// Put before every key on the wire.
+    prefix: String,
 }
 
 impl std::fmt::Debug for EtcdAppContextStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EtcdAppContextStore")
             .field("timeout", &self.timeout)
+            .field("prefix", &self.prefix)
             .finish_non_exhaustive()
     }
 }
 
 impl EtcdAppContextStore {
+    /// `key` as stored in etcd.
+    fn wire(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    /// A key read from etcd as the store's users know it.
+    fn unwire(&self, kv: &etcd_client::KeyValue, keys_only: bool) -> Result<KeyValue> {
+        let mut out = to_kv(kv, keys_only)?;
+        if let Some(k) = out.key.strip_prefix(&self.prefix) {
+            out.key = k.to_owned();
+        }
+        Ok(out)
+    }
+
     async fn timed<T>(&self, f: impl Future<Output = Result<T, etcd_client::Error>>) -> Result<T> {
         match tokio::time::timeout(self.timeout, f).await {
             Ok(r) => r.map_err(etcd_err),
@@ -200,16 +229,19 @@ fn to_kv(kv: &etcd_client::KeyValue, keys_only: bool) -> Result<KeyValue> {
 impl AppContextStore for EtcdAppContextStore {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
         let mut kv = self.client.kv_client();
-        let resp = self.timed(kv.get(key, None)).await?;
-        resp.kvs().first().map(|kv| to_kv(kv, false)).transpose()
+        let resp = self.timed(kv.get(self.wire(key), None)).await?;
+        resp.kvs()
+            .first()
+            .map(|kv| self.unwire(kv, false))
+            .transpose()
     }
 
     async fn list(&self, prefix: &str, options: ListOptions) -> Result<ListPage> {
         let start = match options.start_after.as_deref() {
-            Some(s) if s >= prefix => format!("{s}\0"),
-            _ => prefix.to_owned(),
+            Some(s) if s >= prefix => self.wire(&format!("{s}\0")),
+            _ => self.wire(prefix),
         };
-        let mut get = match prefix_end(prefix) {
+        let mut get = match prefix_end(&self.wire(prefix)) {
             Some(end) => GetOptions::new().with_range(end),
             None => GetOptions::new().with_from_key(),
         };
@@ -224,7 +256,7 @@ impl AppContextStore for EtcdAppContextStore {
         let kvs = resp
             .kvs()
             .iter()
-            .map(|kv| to_kv(kv, options.keys_only))
+            .map(|kv| self.unwire(kv, options.keys_only))
             .collect::<Result<Vec<_>>>()?;
         Ok(ListPage {
             kvs,
@@ -241,12 +273,12 @@ impl AppContextStore for EtcdAppContextStore {
             .map(|c| {
                 Ok(match c {
                     Compare::ModRevision { key, mod_revision } => EtcdCompare::mod_revision(
-                        key.as_str(),
+                        self.wire(key),
                         CompareOp::Equal,
                         to_i64(*mod_revision)?,
                     ),
                     Compare::Exists { key } => {
-                        EtcdCompare::version(key.as_str(), CompareOp::Greater, 0)
+                        EtcdCompare::version(self.wire(key), CompareOp::Greater, 0)
                     }
                 })
             })
@@ -255,10 +287,10 @@ impl AppContextStore for EtcdAppContextStore {
             .ops
             .into_iter()
             .map(|op| match op {
-                Op::Put { key, value } => TxnOp::put(key, value.to_vec(), None),
-                Op::Delete { key } => TxnOp::delete(key, None),
+                Op::Put { key, value } => TxnOp::put(self.wire(&key), value.to_vec(), None),
+                Op::Delete { key } => TxnOp::delete(self.wire(&key), None),
                 Op::DeletePrefix { prefix } => {
-                    TxnOp::delete(prefix, Some(DeleteOptions::new().with_prefix()))
+                    TxnOp::delete(self.wire(&prefix), Some(DeleteOptions::new().with_prefix()))
                 }
             })
             .collect();
@@ -281,25 +313,28 @@ impl AppContextStore for EtcdAppContextStore {
     }
 
     async fn watch(&self, prefix: &str, after_revision: u64) -> Result<WatchStream> {
-        let mut options = match prefix_end(prefix) {
+        let wired = self.wire(prefix);
+        let mut options = match prefix_end(&wired) {
             Some(end) => WatchOptions::new().with_range(end),
             None => WatchOptions::new().with_from_key(),
         };
         options = options.with_start_revision(to_i64(after_revision.saturating_add(1))?);
         let mut client = self.client.watch_client();
-        let stream = self.timed(client.watch(prefix, Some(options))).await?;
+        let stream = self.timed(client.watch(wired, Some(options))).await?;
+        let strip = self.prefix.clone();
         let state = (
             stream,
             std::collections::VecDeque::<WatchEvent>::new(),
             false,
             after_revision,
+            strip,
         );
         Ok(Box::pin(futures::stream::unfold(
             state,
-            |(mut stream, mut pending, done, after)| async move {
+            |(mut stream, mut pending, done, after, strip)| async move {
                 loop {
                     if let Some(e) = pending.pop_front() {
-                        return Some((Ok(e), (stream, pending, done, after)));
+                        return Some((Ok(e), (stream, pending, done, after, strip)));
                     }
                     if done {
                         return None;
@@ -307,7 +342,7 @@ impl AppContextStore for EtcdAppContextStore {
                     // An error ends the stream after it is reported.
                     macro_rules! failed {
                         ($e:expr) => {
-                            return Some((Err($e), (stream, pending, true, after)))
+                            return Some((Err($e), (stream, pending, true, after, strip)))
                         };
                     }
                     let resp = match stream.message().await {
@@ -334,7 +369,9 @@ impl AppContextStore for EtcdAppContextStore {
                     for ev in resp.events() {
                         let Some(kv) = ev.kv() else { continue };
                         let key = match utf8(kv.key()) {
-                            Ok(k) => k,
+                            Ok(k) => k
+                                .strip_prefix(strip.as_str())
+                                .map_or(k.clone(), str::to_owned),
                             Err(e) => failed!(e),
                         };
                         let (kind, value) = match ev.event_type() {

@@ -42,3 +42,46 @@ async fn etcd_rejects_a_transaction_over_its_operation_limit() {
     assert_eq!(err.kind(), emco_core::ErrorKind::InvalidArgument, "{err}");
     assert!(s.list_all(&prefix, true).await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_prefixed_store_conforms_and_is_isolated() {
+    use emco_appcontext::{AppContext, AppContextStore};
+    use futures::StreamExt;
+    let Some(plain) = store().await else { return };
+    let root = conformance::unique_prefix("/emco-rs-test/ns-");
+    let url = std::env::var("EMCO_TEST_ETCD").unwrap();
+    let scoped = EtcdBuilder::new()
+        .with_endpoints([url])
+        .with_prefix(root.clone())
+        .build()
+        .await
+        .unwrap();
+    conformance::app_context_store(&scoped, "/conformance/")
+        .await
+        .unwrap();
+
+    // The same key names on both sides are different keys; the prefix never shows.
+    let mut events = scoped.watch("/activecontext/", 0).await.unwrap();
+    scoped.put("/activecontext/7/", "7".into()).await.unwrap();
+    let seen = events.next().await.unwrap().unwrap();
+    assert_eq!(seen.key, "/activecontext/7/");
+    assert_eq!(
+        AppContext::active_contexts(&scoped).await.unwrap(),
+        [7],
+        "only the scoped registry"
+    );
+    assert_eq!(
+        scoped.get("/activecontext/7/").await.unwrap().unwrap().key,
+        "/activecontext/7/"
+    );
+    let raw = plain
+        .get(&format!("{root}/activecontext/7/"))
+        .await
+        .unwrap();
+    assert_eq!(raw.unwrap().value.as_ref(), b"7");
+    assert!(
+        plain.get("/activecontext/7/").await.unwrap().is_none(),
+        "the unprefixed registry does not see the scoped entry"
+    );
+    assert_eq!(plain.delete_prefix(&root).await.unwrap(), 1);
+}

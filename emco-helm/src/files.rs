@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 
-use crate::value::{Object, Value};
+use crate::value::{Bytes, Object, Value};
 
 /// A set of chart files by path, as a template object.
 #[derive(Debug, Clone, Default)]
@@ -24,6 +24,13 @@ impl Files {
             .get(path)
             .map(|b| String::from_utf8_lossy(b).into_owned())
             .unwrap_or_default()
+    }
+
+    /// The `[]byte` at `path`; Go's zero value (an empty slice) when there is none.
+    fn bytes(&self, path: &str) -> Value {
+        Value::Object(Arc::new(Bytes(
+            self.0.get(path).cloned().unwrap_or_default(),
+        )))
     }
 
     fn glob(&self, pattern: &str) -> Files {
@@ -84,10 +91,7 @@ impl Object for Files {
     fn member(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
         let result = match name {
             "Get" => one_string(args, name).map(|p| Value::String(self.text(&p))),
-            // Go returns []byte here; the model has no byte slices, so the content comes back as
-            // a string (equal for every function that takes the bytes as a string; `%v` of
-            // the value prints the text rather than the byte numbers).
-            "GetBytes" => one_string(args, name).map(|p| Value::String(self.text(&p))),
+            "GetBytes" => one_string(args, name).map(|p| self.bytes(&p)),
             "Glob" => one_string(args, name).map(|p| Value::Object(Arc::new(self.glob(&p)))),
             "Lines" => one_string(args, name).map(|p| {
                 let Some(bytes) = self.0.get(&p) else {
@@ -105,9 +109,9 @@ impl Object for Files {
                     base64::engine::general_purpose::STANDARD.encode(b)
                 })))
             }
-            // `Files` is a Go map: any other name is a key (`.Files.author`), its bytes as text;
+            // `Files` is a Go `map[string][]byte`: any other name is a key (`.Files.author`);
             // a missing key is the empty value.
-            other => Ok(Value::String(self.text(other))),
+            other => Ok(self.bytes(other)),
         };
         Some(result)
     }
@@ -141,12 +145,7 @@ impl Object for Files {
         Some(
             self.0
                 .iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        Value::String(String::from_utf8_lossy(v).into_owned()),
-                    )
-                })
+                .map(|(k, v)| (k.clone(), Value::Object(Arc::new(Bytes(v.clone())))))
                 .collect(),
         )
     }
@@ -336,9 +335,18 @@ mod tests {
             "x.yaml: eDogMQ==\nz.json: e30="
         );
         assert!(f.member("Get", &[]).unwrap().is_err());
+        // `GetBytes` and the map's own values are `[]byte`: `%v` prints the byte numbers.
+        assert_eq!(get("GetBytes", &[Value::str("a.txt")]), "[65 10 66 10]");
+        assert_eq!(get("GetBytes", &[Value::str("missing")]), "[]");
+        let b = f
+            .member("GetBytes", &[Value::str("a.txt")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(b.type_name(), "[]uint8");
+        assert_eq!(crate::funcs::strval(&b), "A\nB\n");
         // A Go map: any other name is a key lookup.
-        assert_eq!(get("a.txt", &[]), "A\nB\n");
-        assert_eq!(get("Nope", &[]), "");
+        assert_eq!(get("a.txt", &[]), "[65 10 66 10]");
+        assert_eq!(get("Nope", &[]), "[]");
         assert!(!Value::Object(Arc::new(f.glob("none/*"))).is_true());
         assert!(Value::Object(Arc::new(f.glob("*.txt"))).is_true());
     }

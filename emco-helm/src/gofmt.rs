@@ -312,21 +312,40 @@ fn format_string(verb: char, spec: &Spec, s: &str, v: &Value) -> String {
     match verb {
         's' | 'v' => spec.pad(s),
         'q' => spec.pad(quote(&s)),
-        'x' | 'X' => {
-            let mut out = String::new();
-            for (i, b) in s.bytes().enumerate() {
-                if spec.space && i > 0 {
-                    out.push(' ');
-                }
-                if verb == 'x' {
-                    out.push_str(&format!("{b:02x}"));
-                } else {
-                    out.push_str(&format!("{b:02X}"));
-                }
-            }
-            spec.pad(out)
-        }
+        'x' | 'X' => hex_bytes(verb, spec, s.as_bytes()),
         _ => bad_verb(verb, v),
+    }
+}
+
+/// `%x`/`%X` of a string or `[]byte`: two hex digits a byte (space-separated with `% x`).
+fn hex_bytes(verb: char, spec: &Spec, bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for (i, b) in bytes.iter().enumerate() {
+        if spec.space && i > 0 {
+            out.push(' ');
+        }
+        if verb == 'x' {
+            out.push_str(&format!("{b:02x}"));
+        } else {
+            out.push_str(&format!("{b:02X}"));
+        }
+    }
+    spec.pad(out)
+}
+
+/// Go's `fmtBytes`: `%s`/`%q` print the text, `%x`/`%X` hex, other verbs each byte as a
+/// `uint8` inside brackets (`%v` gives `[104 105]`).
+fn format_bytes(verb: char, spec: &Spec, bytes: &[u8], v: &Value) -> String {
+    match verb {
+        's' | 'q' => format_string(verb, spec, &String::from_utf8_lossy(bytes), v),
+        'x' | 'X' => hex_bytes(verb, spec, bytes),
+        _ => {
+            let parts: Vec<String> = bytes
+                .iter()
+                .map(|b| format_value(verb, spec, &Value::Int(i64::from(*b))))
+                .collect();
+            format!("[{}]", parts.join(" "))
+        }
     }
 }
 
@@ -360,6 +379,9 @@ fn format_value(verb: char, spec: &Spec, v: &Value) -> String {
                 })
                 .collect();
             format!("map[{}]", parts.join(" "))
+        }
+        Value::Object(o) if o.bytes().is_some() => {
+            format_bytes(verb, spec, o.bytes().unwrap_or_default(), v)
         }
         Value::Object(o) => match verb {
             'v' | 's' => spec.pad(o.display()),

@@ -83,6 +83,69 @@ pub trait Object: fmt::Debug + Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == Some(0)
     }
+    /// The content when the object is a Go `[]byte` ([`Bytes`]): Sprig's `strval` (so
+    /// `toString`, `quote`) and `printf`'s `%s`/`%q`/`%x` read it as text.
+    fn bytes(&self) -> Option<&[u8]> {
+        None
+    }
+}
+
+/// A Go `[]byte`, as `.Files.GetBytes` and the entries of `.Files` hold it.
+///
+/// Only these produce one (Sprig's functions, `randBytes` included, return strings), so it
+/// lives as an object rather than a value kind. Go treats it apart from a string: `{{ }}` and
+/// `%v` print the byte numbers (`[104 105]`), `len`/`index`/`range` see bytes, `toJson` and
+/// `toYaml` write base64, `toString`/`quote`/`printf "%s"` give the text, and functions taking
+/// a `string` (`b64enc`, `sha256sum`, `upper`) reject it as `[]uint8`.
+#[derive(Debug, Clone, Default)]
+pub struct Bytes(pub Arc<Vec<u8>>);
+
+impl Object for Bytes {
+    fn type_name(&self) -> &str {
+        "[]uint8"
+    }
+
+    fn member(&self, _name: &str, _args: &[Value]) -> Option<Result<Value, String>> {
+        None
+    }
+
+    fn is_method(&self, _name: &str) -> bool {
+        false
+    }
+
+    fn display(&self) -> String {
+        let parts: Vec<String> = self.0.iter().map(u8::to_string).collect();
+        format!("[{}]", parts.join(" "))
+    }
+
+    /// `range` visits index and byte (a `uint8`, modelled as an `int`).
+    fn entries(&self) -> Option<Vec<(String, Value)>> {
+        Some(
+            self.0
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (i.to_string(), Value::Int(i64::from(*b))))
+                .collect(),
+        )
+    }
+
+    fn len(&self) -> Option<usize> {
+        Some(self.0.len())
+    }
+
+    fn kind(&self) -> &'static str {
+        "slice"
+    }
+
+    /// `encoding/json` writes a `[]byte` as a base64 string.
+    fn json_text(&self) -> Option<String> {
+        use base64::Engine as _;
+        Some(base64::engine::general_purpose::STANDARD.encode(self.0.as_slice()))
+    }
+
+    fn bytes(&self) -> Option<&[u8]> {
+        Some(self.0.as_slice())
+    }
 }
 
 /// A shared, mutable `map[string]interface{}`.

@@ -229,7 +229,12 @@ fn as_map(v: &Value) -> Option<Map> {
 }
 
 /// Helm's `CoalesceValues`: user values `vals` over the chart's defaults, recursively into
-/// subcharts with globals copied down. A null user value deletes the key.
+/// subcharts with globals copied down.
+///
+/// A null deletes the key only where the user put it (`-f`/`--set`, or the values the caller
+/// passes as `vals`). Nulls that come from chart values — a parent's `values.yaml` setting a
+/// subchart's key to null, kept by [`process_dependencies`] — stay in the subchart's
+/// `.Values` as null, which is what Helm 3 prints (its `issue-9027` golden).
 ///
 /// # Errors
 /// `InvalidArgument` when a subchart's values are not a table.
@@ -238,7 +243,7 @@ pub fn coalesce_values(chart: &Chart, vals: &Map) -> Result<Map, Error> {
         Value::Map(m) => m,
         _ => Map::default(),
     };
-    coalesce(chart, &dest, false)?;
+    coalesce(chart, &dest, Some(vals), false)?;
     Ok(dest)
 }
 
@@ -246,8 +251,20 @@ fn vals_copy(vals: &Map) -> Value {
     Value::Map(vals.clone()).deep_copy()
 }
 
-fn coalesce(chart: &Chart, dest: &Map, merge: bool) -> Result<(), Error> {
-    coalesce_chart_values(chart, dest, merge);
+/// The table under `key` of an optional user-values scope.
+fn user_child(user: Option<&Map>, key: &str) -> Option<Map> {
+    user.and_then(|u| u.get(key)).and_then(|v| as_map(&v))
+}
+
+/// Whether the user set `key` to null in this scope (then a null deletes the key).
+fn user_nulled(user: Option<&Map>, key: &str) -> bool {
+    matches!(user.and_then(|u| u.get(key)), Some(Value::Nil))
+}
+
+/// `user` is the part of the user-supplied values that applies to `chart` (`None` when
+/// nothing does); it decides which nulls delete keys.
+fn coalesce(chart: &Chart, dest: &Map, user: Option<&Map>, merge: bool) -> Result<(), Error> {
+    coalesce_chart_values(chart, dest, user, merge);
     for sub in &chart.dependencies {
         let name = sub.name();
         let dv = match dest.get(name) {
@@ -265,24 +282,44 @@ fn coalesce(chart: &Chart, dest: &Map, merge: bool) -> Result<(), Error> {
             }
         };
         coalesce_globals(&dv, dest);
-        coalesce(sub, &dv, merge)?;
+        // The user's globals reach the subchart through `coalesce_globals`, so they count
+        // as user values there too.
+        let sub_user = user_child(user, name);
+        let sub_user = match (sub_user, user_child(user, GLOBAL)) {
+            (Some(su), Some(ug)) => {
+                let su = Map::from_btree(su.snapshot());
+                su.insert(GLOBAL, Value::Map(ug));
+                Some(su)
+            }
+            (None, Some(ug)) => {
+                let su = Map::default();
+                su.insert(GLOBAL, Value::Map(ug));
+                Some(su)
+            }
+            (su, None) => su,
+        };
+        coalesce(sub, &dv, sub_user.as_ref(), merge)?;
     }
     Ok(())
 }
 
-fn coalesce_chart_values(chart: &Chart, v: &Map, merge: bool) {
+const GLOBAL: &str = "global";
+
+fn coalesce_chart_values(chart: &Chart, v: &Map, user: Option<&Map>, merge: bool) {
     let Value::Map(defaults) = chart.values.deep_copy() else {
         return;
     };
     for (key, val) in defaults.snapshot() {
         match v.get(&key) {
-            Some(Value::Nil) if !merge => {
+            Some(Value::Nil) if !merge && user_nulled(user, &key) => {
                 v.remove(&key);
             }
             Some(Value::Map(dest)) => {
                 if let Value::Map(src) = &val {
+                    // Helm's `childChartMergeTrue`: a subchart's table keeps its nulls here;
+                    // the subchart's own pass decides.
                     let merge = merge || chart.dependencies.iter().any(|d| d.name() == key);
-                    coalesce_tables(&dest, src, merge);
+                    coalesce_tables(&dest, src, user_child(user, &key).as_ref(), merge);
                 }
             }
             Some(_) => {}
@@ -291,20 +328,22 @@ fn coalesce_chart_values(chart: &Chart, v: &Map, merge: bool) {
     }
 }
 
-/// Helm's `coalesceTablesFullKey`: `dst` wins; `src` fills what is missing.
-fn coalesce_tables(dst: &Map, src: &Map, merge: bool) {
+/// Helm's `coalesceTablesFullKey`: `dst` wins; `src` fills what is missing. Unless
+/// `merge`, a null in `dst` that the user set (`user` is the matching user table) deletes
+/// the key.
+fn coalesce_tables(dst: &Map, src: &Map, user: Option<&Map>, merge: bool) {
     if dst.ptr_eq(src) {
         return;
     }
     for (key, val) in src.snapshot() {
         match dst.get(&key) {
-            Some(Value::Nil) if !merge => {
+            Some(Value::Nil) if !merge && user_nulled(user, &key) => {
                 dst.remove(&key);
             }
             None => dst.insert(key, val),
             Some(Value::Map(dv)) => {
                 if let Value::Map(sv) = &val {
-                    coalesce_tables(&dv, sv, merge);
+                    coalesce_tables(&dv, sv, user_child(user, &key).as_ref(), merge);
                 }
             }
             Some(_) => {}
@@ -314,12 +353,12 @@ fn coalesce_tables(dst: &Map, src: &Map, merge: bool) {
 
 /// Helm's `coalesceGlobals`: the parent's `global` table is merged over the subchart's.
 fn coalesce_globals(dest: &Map, src: &Map) {
-    let dg = match dest.get("global") {
+    let dg = match dest.get(GLOBAL) {
         None => Map::default(),
         Some(Value::Map(m)) => m,
         Some(_) => return,
     };
-    let sg = match src.get("global") {
+    let sg = match src.get(GLOBAL) {
         None => Map::default(),
         Some(Value::Map(m)) => m,
         Some(_) => return,
@@ -330,7 +369,7 @@ fn coalesce_globals(dest: &Map, src: &Map) {
             match dg.get(&key) {
                 None => dg.insert(key, Value::Map(vv)),
                 Some(Value::Map(dm)) => {
-                    coalesce_tables(&vv, &dm, true);
+                    coalesce_tables(&vv, &dm, None, true);
                     dg.insert(key, Value::Map(vv));
                 }
                 Some(_) => {}
@@ -339,7 +378,7 @@ fn coalesce_globals(dest: &Map, src: &Map) {
             dg.insert(key, val);
         }
     }
-    dest.insert("global", Value::Map(dg));
+    dest.insert(GLOBAL, Value::Map(dg));
 }
 
 /// Helm's `PathValue`: the non-table value at a dotted path.
@@ -448,7 +487,7 @@ fn process_imports(c: &mut Chart, depth: usize) -> Result<(), Error> {
         return Ok(());
     }
     let cvals = Map::default();
-    coalesce(c, &cvals, true)?;
+    coalesce(c, &cvals, None, true)?;
     let imported = Map::default();
     for req in &c.metadata.dependencies {
         for iv in &req.import_values {
@@ -474,7 +513,7 @@ fn process_imports(c: &mut Chart, depth: usize) -> Result<(), Error> {
                 }
             }
             if let Value::Map(src) = value.deep_copy() {
-                coalesce_tables(&imported, &src, true);
+                coalesce_tables(&imported, &src, None, true);
             }
         }
     }
@@ -482,7 +521,7 @@ fn process_imports(c: &mut Chart, depth: usize) -> Result<(), Error> {
         Value::Map(m) => m,
         _ => Map::default(),
     };
-    coalesce_tables(&merged, &imported, true);
+    coalesce_tables(&merged, &imported, None, true);
     c.values = Value::Map(merged);
     Ok(())
 }

@@ -565,16 +565,42 @@ impl Node {
                     .collect::<Result<_, _>>()?,
             ),
             Value::Map(m) => {
-                let mut entries: Vec<(String, Node)> = m
+                let entries: Vec<(String, Node)> = m
                     .snapshot()
                     .iter()
                     .map(|(k, v)| Ok((k.clone(), Node::from_value(v, depth + 1)?)))
                     .collect::<Result<_, String>>()?;
-                entries.sort_by(|a, b| key_order(&a.0, &b.0));
-                Node::Map(entries)
+                Node::Map(merge_sort_by(entries, &|a, b| key_order(&a.0, &b.0)))
             }
         })
     }
+}
+
+/// A stable merge sort that tolerates an inconsistent comparator: go-yaml's `keyList.Less`
+/// is not a total order (digit runs that overflow `int` wrap, as in Go), which Go's
+/// `sort.Sort` accepts but `slice::sort_by` may answer with a panic.
+fn merge_sort_by<T>(mut v: Vec<T>, cmp: &dyn Fn(&T, &T) -> std::cmp::Ordering) -> Vec<T> {
+    if v.len() <= 1 {
+        return v;
+    }
+    let right = v.split_off(v.len() / 2);
+    let (left, right) = (merge_sort_by(v, cmp), merge_sort_by(right, cmp));
+    let mut out = Vec::with_capacity(left.len() + right.len());
+    let (mut left, mut right) = (left.into_iter().peekable(), right.into_iter().peekable());
+    loop {
+        let take_right = match (left.peek(), right.peek()) {
+            (Some(l), Some(r)) => cmp(r, l) == std::cmp::Ordering::Less,
+            (Some(_), None) => false,
+            (None, Some(_)) => true,
+            (None, None) => break,
+        };
+        out.extend(if take_right {
+            right.next()
+        } else {
+            left.next()
+        });
+    }
+    out
 }
 
 /// go-yaml v2's key order (`keyList.Less`): digit runs compare as numbers, letters sort
@@ -642,6 +668,9 @@ fn key_order(a: &str, b: &str) -> std::cmp::Ordering {
         Ordering::Equal
     }
 }
+
+/// Longest key, in bytes, that go-yaml writes as a simple key.
+const MAX_SIMPLE_KEY: usize = 128;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Ctx {
@@ -802,6 +831,17 @@ impl Emitter {
         self.column = 0;
     }
 
+    /// go-yaml's `write_break`: a `\n` is written as a line break, any other break character
+    /// (`\r`, NEL, LS, PS) as itself.
+    fn write_break(&mut self, c: char) {
+        if c == '\n' {
+            self.put_break();
+        } else {
+            self.out.push(c);
+            self.column = 0;
+        }
+    }
+
     fn write_indent(&mut self, indent: isize) {
         let indent = indent.max(0) as usize;
         if !self.indention || self.column > indent || (self.column == indent && !self.whitespace) {
@@ -868,8 +908,17 @@ impl Emitter {
                 for (k, v) in entries {
                     self.write_indent(indent);
                     let style = string_style(k);
-                    self.scalar(k, style, indent, true);
-                    self.write_indicator(":", false, false, false);
+                    // go-yaml's `check_simple_key`: a key spanning lines or longer than 128
+                    // bytes is written as a complex key (`? key` then `: value`).
+                    if !analyze(k).multiline && k.len() <= MAX_SIMPLE_KEY {
+                        self.scalar(k, style, indent, true);
+                        self.write_indicator(":", false, false, false);
+                    } else {
+                        self.write_indicator("?", true, false, true);
+                        self.scalar(k, style, indent, false);
+                        self.write_indent(indent);
+                        self.write_indicator(":", true, false, true);
+                    }
                     self.node(v, indent, Ctx::MapValue);
                 }
             }
@@ -956,7 +1005,7 @@ impl Emitter {
                 if !breaks && c == '\n' {
                     self.put_break();
                 }
-                self.put_break();
+                self.write_break(c);
                 self.indention = true;
                 breaks = true;
             } else {
@@ -1061,7 +1110,7 @@ impl Emitter {
         let mut breaks = true;
         for &c in &chars {
             if is_break(c) {
-                self.put_break();
+                self.write_break(c);
                 self.indention = true;
                 breaks = true;
             } else {

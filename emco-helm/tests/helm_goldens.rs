@@ -28,6 +28,31 @@ fn check_golden(name: &str, opts: &RenderOptions) {
 fn helm_template_goldens() {
     // Helm's test harness renders with the default release name and namespace.
     check_golden("object-order", &RenderOptions::default());
+    // Nulls a parent's values.yaml sets for a subchart (and in globals) stay in the
+    // subchart's `.Values`.
+    check_golden("issue-9027", &RenderOptions::default());
+}
+
+/// A null the user sets (`--set`) still deletes the key, in the chart and in a subchart,
+/// while a parent's chart-value nulls for the subchart stay (see `issue-9027`).
+#[test]
+fn user_nulls_delete_subchart_keys() {
+    let dir = golden_dir().join("issue-9027/chart");
+    let chart = Chart::load_dir(&dir).unwrap();
+    let opts = RenderOptions {
+        set: vec!["subchart.hash.key4=null,global.hash.key3=null".to_owned()],
+        ..RenderOptions::default()
+    };
+    let out = render_templates(&chart, &opts).unwrap();
+    let sub = &out["issue-9027/charts/subchart/templates/values.yaml"];
+    let (_, hash) = sub.split_once("\nhash:").unwrap();
+    assert!(!hash.contains("key4"), "{sub}");
+    assert!(hash.contains("key1: null"), "{sub}");
+    let parent = &out["issue-9027/templates/values.yaml"];
+    assert!(
+        parent.starts_with("global:\n  hash:\n    key1: null\n    key2: null\nsubchart:"),
+        "{parent}"
+    );
 }
 
 /// A chart written to a temporary directory from `(path, content)` pairs.

@@ -708,6 +708,10 @@ async fn instantiate_update_terminate_on_etcd_and_mongodb() {
     };
     let contexts = emco_appcontext::etcd::EtcdBuilder::new()
         .with_endpoints([etcd])
+        // Its own key space: other tests' engines on this etcd must not resume its contexts.
+        .with_prefix(emco_appcontext::conformance::unique_prefix(
+            "/emco-rs-test/lifecycle-",
+        ))
         .build()
         .await
         .unwrap();

@@ -1,6 +1,6 @@
 //! rsync at fleet scale: one context of `EMCO_BENCH_CLUSTERS` kubesim clusters (default 1,000)
 //! x `EMCO_BENCH_RESOURCES` resources (default 100; every tenth a Deployment, the rest
-//! ConfigMaps), AppContext in memory, kubesim in-process over plain HTTP.
+//! ConfigMaps; the raw loop applies the same objects), AppContext in memory, kubesim in-process over plain HTTP.
 //!
 //! Measures the time until every resource is Applied (context Instantiated), the time until
 //! every cluster reported its app ready, the requests the engine sent until then and per second
@@ -25,9 +25,10 @@ use emco_rsync::connector::kube::KubeConnector;
 use emco_rsync::connector::{Batch, BatchError, Connector, Propagation, ResourceId, Scope};
 use emco_rsync::engine::{MapResolver, Rsync};
 use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kube::api::{Patch, PatchParams};
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use kubesim::{Fleet, FleetConfig};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -54,22 +55,44 @@ fn peak_rss_mib() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-fn manifest(i: usize) -> (String, String) {
+/// Resource `i` of the bench (every tenth a Deployment, the rest ConfigMaps) named with
+/// `prefix`, as JSON (which is YAML too): its AppContext name, the object, and its type.
+fn object(prefix: &str, i: usize) -> (String, Value, ApiResource) {
     if i % 10 == 9 {
-        let name = format!("web{i}");
-        let yaml = format!(
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 1\n  \
-             selector:\n    matchLabels: {{app: {name}}}\n  template:\n    metadata:\n      labels: {{app: {name}}}\n    \
-             spec:\n      containers:\n      - name: c\n        image: nginx\n"
-        );
-        (format!("{name}+Deployment"), yaml)
+        let name = format!("{prefix}web{i}");
+        let object = serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}
+                }
+            }
+        });
+        (
+            format!("{name}+Deployment"),
+            object,
+            ApiResource::erase::<Deployment>(&()),
+        )
     } else {
-        let name = format!("cfg{i}");
-        let yaml = format!(
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  value: \"{i}\"\n"
-        );
-        (format!("{name}+ConfigMap"), yaml)
+        let name = format!("{prefix}cfg{i}");
+        let object = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+            "data": {"value": i.to_string()}
+        });
+        (
+            format!("{name}+ConfigMap"),
+            object,
+            ApiResource::erase::<ConfigMap>(&()),
+        )
     }
+}
+
+fn manifest(i: usize) -> (String, String) {
+    let (name, object, _) = object("", i);
+    (name, object.to_string())
 }
 
 #[tokio::main]
@@ -104,21 +127,18 @@ async fn main() {
     }
     let raw_start = Instant::now();
     // Resource-major order spreads the requests in flight over the clusters, as the engine
-    // does; cluster-major would open a connection per request in flight on one cluster.
+    // does; cluster-major would open a connection per request in flight on one cluster. The
+    // same objects as the engine's (other names), so that the ratio compares like with like.
     let jobs = (0..resources).flat_map(|i| clients.iter().map(move |c| (c.clone(), i)));
     let failures = futures::stream::iter(jobs)
         .map(|(client, i)| async move {
-            let api: Api<ConfigMap> = Api::namespaced(client, "default");
-            let name = format!("raw{i}");
-            let cm: ConfigMap = serde_json::from_value(serde_json::json!({
-                "apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": name}, "data": {"value": i.to_string()}
-            }))
-            .unwrap();
+            let (_, object, resource) = object("raw", i);
+            let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &resource);
+            let name = object["metadata"]["name"].as_str().unwrap().to_owned();
             api.patch(
                 &name,
                 &PatchParams::apply("bench").force(),
-                &Patch::Apply(&cm),
+                &Patch::Apply(&object),
             )
             .await
             .is_err()

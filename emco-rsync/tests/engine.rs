@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::{AppSpec, Env, clusters, config_map, context, status, until};
-use emco_appcontext::context::{AppDependency, HookGroups, QueueStatus};
+use emco_appcontext::context::{AppDependency, HookGroups, QueueStatus, Registry};
 use emco_appcontext::{AppContext, AppContextStore, InMemoryAppContextStore};
 use emco_core::lifecycle::{AppContextStatus, ClusterReadiness, ResourceStatus, RsyncEvent};
 use emco_rsync::connector::Connector;
@@ -157,6 +157,10 @@ async fn instantiate_and_terminate_on_etcd() {
     };
     let store = emco_appcontext::etcd::EtcdBuilder::new()
         .with_endpoints([endpoint])
+        // Its own key space: other tests' engines on this etcd must not resume its contexts.
+        .with_prefix(emco_appcontext::conformance::unique_prefix(
+            "/emco-rs-test/engine-",
+        ))
         .build()
         .await
         .unwrap();
@@ -720,6 +724,64 @@ async fn a_restarted_engine_resumes_active_contexts() {
     assert!(env.calls().iter().all(|c| c.cluster == cs[1]));
     assert!(
         AppContext::active_contexts(store.as_ref())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_restarted_engine_follows_the_readiness_of_deployed_contexts() {
+    let env = Env::start(2).await;
+    let store = memory();
+    let cs = clusters(2);
+    let ctx = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    let first = env.engine(Arc::clone(&store));
+    let shutdown = CancellationToken::new();
+    first.start(shutdown.clone()).await.unwrap();
+    first.instantiate(ctx.id()).await.unwrap();
+    first.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+    assert_eq!(
+        AppContext::registered(store.as_ref(), Registry::Deployed)
+            .await
+            .unwrap(),
+        [ctx.id()]
+    );
+    shutdown.cancel();
+    env.log.lock().unwrap().clear();
+
+    // Nothing is queued: the new engine only follows readiness again, and tells it.
+    let second = env.engine(Arc::clone(&store));
+    let mut sub = second.subscribe_ready(ctx.id());
+    second.start(CancellationToken::new()).await.unwrap();
+    let mut ready = vec![next_ready(&mut sub).await.1, next_ready(&mut sub).await.1];
+    ready.sort();
+    assert_eq!(ready, cs);
+    let deployments: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        env.direct[1].client().clone(),
+        "default",
+        &kube::discovery::ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()),
+    );
+    deployments
+        .patch_status(
+            "web",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"status": {"availableReplicas": 0}})),
+        )
+        .await
+        .unwrap();
+    until("c2 shows the Deployment not ready", || async {
+        collected(&ctx, "web", &cs[1]).await["resources"]["web+Deployment"]["ready"] == false
+    })
+    .await;
+    assert!(env.calls().is_empty(), "nothing is applied again");
+
+    second.terminate(ctx.id()).await.unwrap();
+    second.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Terminated);
+    assert!(
+        AppContext::registered(store.as_ref(), Registry::Deployed)
             .await
             .unwrap()
             .is_empty()

@@ -28,10 +28,13 @@ const CLUSTERS: usize = 50;
 const RESOURCES: usize = 10;
 const CHILD: &str = "child_engine_instantiates_from_kubeconfigs";
 
-async fn etcd(endpoint: &str) -> Arc<dyn AppContextStore> {
+/// The etcd store under `prefix`: parent and child share one key space of their own, since an
+/// engine resumes every active context it sees, and other tests' engines run on the same etcd.
+async fn etcd(endpoint: &str, prefix: &str) -> Arc<dyn AppContextStore> {
     Arc::new(
         emco_appcontext::etcd::EtcdBuilder::new()
             .with_endpoints([endpoint.to_owned()])
+            .with_prefix(prefix)
             .build()
             .await
             .unwrap(),
@@ -57,10 +60,11 @@ async fn applied_count(ctx: &AppContext) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "helper run as a child process by sigkill_during_instantiate_loses_nothing"]
 async fn child_engine_instantiates_from_kubeconfigs() {
-    let (Ok(endpoint), Ok(dir), Ok(ctx)) = (
+    let (Ok(endpoint), Ok(dir), Ok(ctx), Ok(prefix)) = (
         std::env::var("EMCO_TEST_ETCD"),
         std::env::var("EMCO_RSYNC_CHILD_KUBECONFIGS"),
         std::env::var("EMCO_RSYNC_CHILD_CONTEXT"),
+        std::env::var("EMCO_RSYNC_CHILD_PREFIX"),
     ) else {
         eprintln!("SKIPPED {CHILD}: only the restart test runs it");
         return;
@@ -76,7 +80,7 @@ async fn child_engine_instantiates_from_kubeconfigs() {
         resolver.insert(id, Arc::new(conn));
     }
     let rsync = Rsync::builder()
-        .store(etcd(&endpoint).await)
+        .store(etcd(&endpoint, &prefix).await)
         .connectors(resolver)
         .concurrency(8, 2)
         .build()
@@ -100,7 +104,8 @@ async fn sigkill_during_instantiate_loses_nothing() {
     for name in env.fleet.cluster_names() {
         env.fleet.set_fault(&name, Fault::latency(100)).unwrap();
     }
-    let store = etcd(&endpoint).await;
+    let prefix = emco_appcontext::conformance::unique_prefix("/emco-rs-test/restart-");
+    let store = etcd(&endpoint, &prefix).await;
     let cs = clusters(CLUSTERS);
     let cms: Vec<(String, String)> = (0..RESOURCES)
         .map(|i| {
@@ -119,6 +124,7 @@ async fn sigkill_during_instantiate_loses_nothing() {
         .env("EMCO_TEST_ETCD", &endpoint)
         .env("EMCO_RSYNC_CHILD_KUBECONFIGS", dir.path())
         .env("EMCO_RSYNC_CHILD_CONTEXT", ctx.id().to_string())
+        .env("EMCO_RSYNC_CHILD_PREFIX", &prefix)
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
@@ -206,6 +212,6 @@ async fn sigkill_during_instantiate_loses_nothing() {
             emco_rsync::connector::Connector::cluster(conn.as_ref())
         );
     }
-    // Leave etcd as clean as we found it.
-    ctx.delete().await.unwrap();
+    // Leave etcd as clean as we found it: the context and its registry entries.
+    store.delete_prefix("/").await.unwrap();
 }

@@ -70,6 +70,10 @@ struct Cli {
     /// `EMCO_ETCD_PASSWORD` authenticate.
     #[arg(long, env = "EMCO_ETCD_ENDPOINTS", value_delimiter = ',')]
     etcd_endpoints: Option<Vec<String>>,
+    /// A prefix put before every etcd key, for installations sharing one etcd [default: none,
+    /// EMCO's layout at the root].
+    #[arg(long, env = "EMCO_ETCD_PREFIX")]
+    etcd_prefix: Option<String>,
     /// The MongoDB URI (backend mongo).
     #[arg(long, env = "EMCO_MONGO_URI")]
     mongo_uri: Option<String>,
@@ -119,6 +123,7 @@ struct FileConfig {
     backend: Option<Backend>,
     context_backend: Option<ContextBackend>,
     etcd_endpoints: Option<Vec<String>>,
+    etcd_prefix: Option<String>,
     mongo_uri: Option<String>,
     mongo_database: Option<String>,
     log_format: Option<LogFormat>,
@@ -148,6 +153,8 @@ pub struct Config {
     pub context_backend: ContextBackend,
     /// The etcd endpoints (context backend etcd).
     pub etcd_endpoints: Vec<String>,
+    /// The prefix of every etcd key (empty: none).
+    pub etcd_prefix: String,
     /// The MongoDB URI.
     pub mongo_uri: Option<String>,
     /// The MongoDB database.
@@ -183,6 +190,7 @@ impl Default for Config {
             backend: Backend::Embedded,
             context_backend: ContextBackend::Embedded,
             etcd_endpoints: Vec::new(),
+            etcd_prefix: String::new(),
             mongo_uri: None,
             mongo_database: "emco".to_owned(),
             log_format: LogFormat::Text,
@@ -266,6 +274,10 @@ impl Config {
             backend,
             context_backend,
             etcd_endpoints,
+            etcd_prefix: cli
+                .etcd_prefix
+                .or(file.etcd_prefix)
+                .unwrap_or(d.etcd_prefix),
             mongo_uri: cli.mongo_uri.or(file.mongo_uri),
             mongo_database: cli
                 .mongo_database
@@ -336,7 +348,7 @@ mod tests {
         assert_eq!(c.rsync_max_retries, None);
         std::fs::write(
             &file,
-            "context_backend: etcd\netcd_endpoints: [http://a:2379]\nrsync_max_retries: 3\n",
+            "context_backend: etcd\netcd_endpoints: [http://a:2379]\netcd_prefix: /emco-a\nrsync_max_retries: 3\n",
         )
         .unwrap();
         let c = Config::from_args([
@@ -354,6 +366,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.context_backend, ContextBackend::Etcd);
         assert_eq!(c.etcd_endpoints, ["http://b:2379", "http://c:2379"]);
+        assert_eq!(c.etcd_prefix, "/emco-a");
         assert_eq!(c.rsync_max_retries, Some(3));
         assert!(!c.builtin_controllers);
         assert_eq!(c.backend, Backend::Embedded);

@@ -150,6 +150,7 @@ pub async fn open_stores(config: &Config) -> Result<Stores, Error> {
         ContextBackend::Etcd => Arc::new(
             emco_appcontext::etcd::EtcdBuilder::from_env()
                 .with_endpoints(config.etcd_endpoints.clone())
+                .with_prefix(config.etcd_prefix.clone())
                 .build()
                 .await?,
         ),

@@ -505,16 +505,26 @@ async fn etcd_context_backend() {
     };
     let dir = tempfile::tempdir().unwrap();
     let (addr, grpc) = (free_addr(), free_addr());
+    // Its own key space: other tests' engines on the same etcd must not resume its contexts.
+    let prefix = emco_appcontext::conformance::unique_prefix("/emco-rs-test/server-");
     let server = Server::start_with(
         dir.path(),
         addr,
         grpc,
-        &["--context-backend", "etcd", "--etcd-endpoints", &endpoint],
+        &[
+            "--context-backend",
+            "etcd",
+            "--etcd-endpoints",
+            &endpoint,
+            "--etcd-prefix",
+            &prefix,
+        ],
     );
     let ctx = remote_context(grpc).await;
     let etcd: Arc<dyn AppContextStore> = Arc::new(
         emco_appcontext::etcd::EtcdBuilder::new()
             .with_endpoints([endpoint])
+            .with_prefix(prefix)
             .build()
             .await
             .unwrap(),

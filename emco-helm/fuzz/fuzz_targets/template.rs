@@ -4,7 +4,10 @@
 
 use libfuzzer_sys::fuzz_target;
 
-use emco_helm::{Limits, Templates, yaml};
+use std::sync::Arc;
+
+use emco_helm::value::Bytes;
+use emco_helm::{yaml, Limits, Templates, Value};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -14,6 +17,13 @@ fuzz_target!(|data: &[u8]| {
         "s: str\nn: 3\nf: 1.5\nl: [a, 1, null, {k: v}]\nm: {a: 1, b: [x]}\nt: true\n",
     )
     .unwrap_or_default();
+    // A Go `[]byte` (`.Files.GetBytes`), not valid UTF-8.
+    if let Value::Map(m) = &values {
+        m.insert(
+            "b",
+            Value::Object(Arc::new(Bytes(Arc::new(b"hi\xff".to_vec())))),
+        );
+    }
     let mut set = Templates::new();
     if set.add("fuzz", text).is_err() {
         return;

@@ -159,6 +159,14 @@ fn index(_: &mut Exec<'_>, a: Vec<Value>) -> FResult {
                         .ok_or_else(|| format!("index out of range: {x}"))?,
                 ))
             }
+            // A `[]byte`: the byte, a `uint8` (modelled as an `int`).
+            Value::Object(o) if o.bytes().is_some() => {
+                let b = o.bytes().unwrap_or_default();
+                let x = index_arg(idx, b.len())?;
+                Value::Int(i64::from(
+                    *b.get(x).ok_or_else(|| format!("index out of range: {x}"))?,
+                ))
+            }
             Value::Map(m) => match idx {
                 Value::String(k) => m.get(k).unwrap_or_default(),
                 Value::Nil => return Err("value is nil; should be of type string".to_owned()),

@@ -2,10 +2,14 @@
 
 use crate::value::Value;
 
-/// Sprig's `strval`: strings as they are, anything else as `%v` prints it.
+/// Sprig's `strval`: strings as they are, a `[]byte` as its text, anything else as `%v`
+/// prints it.
 pub(crate) fn strval(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
+        Value::Object(o) if o.bytes().is_some() => {
+            String::from_utf8_lossy(o.bytes().unwrap_or_default()).into_owned()
+        }
         other => other.to_go_string(),
     }
 }

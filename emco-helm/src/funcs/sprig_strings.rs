@@ -114,7 +114,8 @@ pub(super) fn register(m: &mut Registry) {
             let parts: Vec<String> = a
                 .iter()
                 .filter(|v| !v.is_nil())
-                .map(|v| format!("'{}'", strval(v)))
+                // Sprig writes `'%v'` here (not `strval`): a `[]byte` prints as numbers.
+                .map(|v| format!("'{}'", v.to_go_string()))
                 .collect();
             string(parts.join(" "))
         }),
@@ -458,6 +459,13 @@ fn go_split(st: &str, sep: &str, n: Option<usize>) -> Vec<String> {
 pub(crate) fn strslice(v: &Value) -> Vec<String> {
     match v {
         Value::List(l) => l.iter().filter(|e| !e.is_nil()).map(strval).collect(),
+        // Any other slice goes element by element: a `[]byte` gives its byte numbers.
+        Value::Object(o) if o.bytes().is_some() => o
+            .bytes()
+            .unwrap_or_default()
+            .iter()
+            .map(u8::to_string)
+            .collect(),
         Value::Nil => Vec::new(),
         other => vec![strval(other)],
     }

@@ -2,8 +2,10 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+
 use crate::template::{Limits, Templates};
-use crate::value::Value;
+use crate::value::{Bytes, Value};
 
 fn data() -> Value {
     let mut m = BTreeMap::new();
@@ -24,6 +26,11 @@ fn data() -> Value {
 }
 
 fn check(cases: &[(&str, Result<&str, &str>)]) {
+    check_on(data, cases);
+}
+
+/// Runs each case on fresh data from `data` (cases may change maps with `set`/`unset`).
+fn check_on(data: fn() -> Value, cases: &[(&str, Result<&str, &str>)]) {
     let mut failures = Vec::new();
     for (src, want) in cases {
         let mut set = Templates::new();
@@ -713,4 +720,68 @@ fn remaining_sprig_functions() {
             Ok("secret 8"),
         ),
     ]);
+}
+
+/// Go's `[]byte` (`.Files.GetBytes`): text/template prints it with `fmt.Fprint` (byte
+/// numbers), Sprig's `strval` (`toString`, `quote`) reads the text, `squote`/`cat` use `%v`,
+/// `encoding/json` writes base64, and `string` parameters (`b64enc`, `sha256sum`) reject it
+/// through `reflect`'s assignability check.
+#[test]
+fn byte_slices() {
+    // Go `[]byte` values, as `.Files.GetBytes` returns them.
+    fn data() -> Value {
+        let bytes = |b: &[u8]| Value::Object(Arc::new(Bytes(Arc::new(b.to_vec()))));
+        let mut m = BTreeMap::new();
+        m.insert("raw".to_owned(), bytes(b"hi"));
+        m.insert("none".to_owned(), bytes(b""));
+        Value::map(m)
+    }
+    check_on(
+        data,
+        &[
+            ("{{ join \",\" .raw }}", Ok("104,105")),
+            ("{{ .raw }}", Ok("[104 105]")),
+            ("{{ len .raw }} {{ len .none }}", Ok("2 0")),
+            ("{{ index .raw 0 }} {{ index .raw 1 }}", Ok("104 105")),
+            ("{{ index .raw 2 }}", Err("index out of range: 2")),
+            ("{{ toString .raw }}", Ok("hi")),
+            (
+                "{{ .raw | quote }} {{ .raw | squote }}",
+                Ok("\"hi\" '[104 105]'"),
+            ),
+            ("{{ cat .raw \"x\" }}", Ok("[104 105] x")),
+            (
+                "{{ printf \"%s|%v|%d|%x|%X|%q|% x\" .raw .raw .raw .raw .raw .raw .raw }}",
+                Ok("hi|[104 105]|[104 105]|6869|6869|\"hi\"|68 69"),
+            ),
+            ("{{ printf \"%5s|%o\" .raw .raw }}", Ok("   hi|[150 151]")),
+            (
+                "{{ toJson .raw }} {{ dict \"b\" .raw | toJson }}",
+                Ok("\"aGk=\" {\"b\":\"aGk=\"}"),
+            ),
+            (
+                "{{ toYaml .raw }}|{{ dict \"b\" .raw | toYaml }}",
+                Ok("aGk=|b: aGk="),
+            ),
+            ("{{ b64enc (toString .raw) }}", Ok("aGk=")),
+            (
+                "{{ b64enc .raw }}",
+                Err("wrong type for value; expected string; got []uint8"),
+            ),
+            (
+                "{{ sha256sum .raw }}",
+                Err("wrong type for value; expected string; got []uint8"),
+            ),
+            ("{{ upper .raw }}", Err("expected string; got []uint8")),
+            ("{{ typeOf .raw }} {{ kindOf .raw }}", Ok("[]uint8 slice")),
+            (
+                "{{ if .raw }}y{{ end }}{{ if .none }}y{{ else }}n{{ end }} {{ empty .none }}",
+                Ok("yn true"),
+            ),
+            (
+                "{{ range $i, $b := .raw }}{{ $i }}={{ $b }} {{ end }}",
+                Ok("0=104 1=105 "),
+            ),
+        ],
+    );
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
-use super::{parse_values_document, to_yaml};
+use super::{key_order, merge_sort_by, parse_values_document, to_yaml};
 use crate::value::Value;
 
 fn map(entries: Vec<(&str, Value)>) -> Value {
@@ -120,6 +120,73 @@ fn sorts_keys_like_go_yaml_v2() {
             .collect::<BTreeMap<_, _>>(),
     );
     assert_eq!(y(&v), "_x: 0\n\"1\": 0\nA: 0\na1: 0\na2: 0\na10: 0\nb: 0\n");
+}
+
+/// go-yaml's `write_break`: inside quotes and literal blocks a break other than `\n` is
+/// written as itself, not as a newline (a fuzz finding: PS came back as a folded space).
+#[test]
+fn writes_other_break_characters_as_themselves() {
+    let v = map(vec![("k", Value::str("a\u{2029}: b"))]);
+    assert_eq!(y(&v), "k: 'a\u{2029}  : b'\n");
+}
+
+/// go-yaml writes a key over 128 bytes or spanning lines as a complex key (a fuzz finding:
+/// a long key written as a simple key does not read back).
+#[test]
+fn writes_long_and_multiline_keys_as_complex_keys() {
+    let long = "k".repeat(129);
+    let v = map(vec![
+        (long.as_str(), Value::Float(1.0)),
+        ("a\nb", Value::Float(2.0)),
+        (
+            &long[..128],
+            Value::map(BTreeMap::from([("x".to_owned(), Value::Float(3.0))])),
+        ),
+    ]);
+    let out = y(&v);
+    assert_eq!(
+        out,
+        format!(
+            "? |-\n  a\n  b\n: 2\n{}:\n  x: 3\n? {long}\n: 1\n",
+            &long[..128]
+        )
+    );
+    let back = parse_values_document(&out);
+    assert!(
+        back.as_ref().is_ok_and(|b| b.deep_equal(&v)),
+        "{out}\n{:?}",
+        back.map(|b| b.to_go_string())
+    );
+}
+
+/// go-yaml's key order is not a total order for digit runs that overflow (a fuzz finding:
+/// `slice::sort_by` panicked on it); sorting must still finish and keep every key.
+#[test]
+fn key_sort_tolerates_an_inconsistent_order() {
+    let always_less = merge_sort_by((0..100).collect(), &|_: &i32, _: &i32| {
+        std::cmp::Ordering::Less
+    });
+    assert_eq!(always_less.len(), 100);
+    let keys: Vec<String> = (0..300)
+        .map(|i| {
+            format!(
+                "{}{}={}~{}",
+                "9".repeat(18 + i % 7),
+                i % 5,
+                "0".repeat(i % 3),
+                i
+            )
+        })
+        .collect();
+    let sorted = merge_sort_by(keys.clone(), &|a: &String, b: &String| key_order(a, b));
+    assert_eq!(sorted.len(), keys.len());
+    let v = Value::map(keys.into_iter().map(|k| (k, Value::Int(0))).collect());
+    assert_eq!(to_yaml(&v).unwrap().lines().count(), 300);
+    // Consistent inputs keep go-yaml's order.
+    let ordered = merge_sort_by(vec!["a10", "a2", "b", "a1"], &|a: &&str, b: &&str| {
+        key_order(a, b)
+    });
+    assert_eq!(ordered, ["a1", "a2", "a10", "b"]);
 }
 
 #[test]

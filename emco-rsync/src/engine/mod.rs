@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use emco_appcontext::context::{CompositeAppMeta, QueueElement, QueueStatus};
+use emco_appcontext::context::{CompositeAppMeta, QueueElement, QueueStatus, Registry};
 use emco_appcontext::{AppContext, AppContextStore};
 use emco_core::lifecycle::{AppContextStatus, RsyncEvent, rsync_transition};
 use emco_core::{Error, Result};
@@ -372,14 +372,62 @@ impl Rsync {
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = cancel;
         let ids = AppContext::active_contexts(self.inner.store.as_ref()).await?;
+        let deployed =
+            AppContext::registered(self.inner.store.as_ref(), Registry::Deployed).await?;
         let mut tasks = self.inner.tasks.lock().await;
-        for id in ids {
+        for &id in &ids {
             match AppContext::load(Arc::clone(&self.inner.store), id).await {
                 Ok(ctx) => self.ensure_task(&mut tasks, ctx),
                 Err(e) => tracing::warn!(ctx = id, error = %e, "cannot resume an active context"),
             }
         }
+        drop(tasks);
+        // Deployed contexts with nothing queued only need their readiness followed again; an
+        // active one gets its observers from the operation it resumes.
+        let idle: Vec<u64> = deployed
+            .into_iter()
+            .filter(|id| !ids.contains(id))
+            .collect();
+        if !idle.is_empty() {
+            let engine = self.clone();
+            tokio::spawn(async move { engine.follow_deployed(idle).await });
+        }
         Ok(())
+    }
+
+    /// Starts the readiness observers of deployed contexts after a restart, one context after
+    /// the other so that a big fleet does not stampede the store; contexts no longer deployed
+    /// (deleted, or left in another state) leave the registry.
+    async fn follow_deployed(&self, ids: Vec<u64>) {
+        let root = self.inner.root();
+        for id in ids {
+            if root.is_cancelled() {
+                return;
+            }
+            let ctx = match AppContext::load(Arc::clone(&self.inner.store), id).await {
+                Ok(ctx) => ctx,
+                Err(e) => {
+                    if e.kind() == emco_core::ErrorKind::NotFound {
+                        let gone = AppContext::unregister(
+                            self.inner.store.as_ref(),
+                            Registry::Deployed,
+                            id,
+                        );
+                        if let Err(e) = gone.await {
+                            tracing::warn!(ctx = id, error = %e, "cannot unregister a deleted context");
+                        }
+                    } else {
+                        tracing::warn!(ctx = id, error = %e, "cannot follow a deployed context");
+                    }
+                    continue;
+                }
+            };
+            let op = OpCtl::new(RsyncEvent::Read, &root);
+            let run = run::Run::new(Arc::clone(&self.inner), ctx, op).await;
+            if let Err(e) = run.follow_deployed().await {
+                tracing::warn!(ctx = id, error = %e, "cannot follow a deployed context");
+            }
+        }
     }
 
     /// Queues an instantiate of context `ctx_id`.
@@ -691,6 +739,10 @@ impl Rsync {
                 };
                 if element.event != RsyncEvent::Read {
                     set_state(ctx, status).await?;
+                }
+                // Observers follow what was applied, failed or not; a restart starts them again.
+                if matches!(element.event, RsyncEvent::Instantiate | RsyncEvent::Update) {
+                    ctx.mark(Registry::Deployed).await?;
                 }
                 ctx.set_event_status(index, queue).await?;
                 if element.event == RsyncEvent::Update

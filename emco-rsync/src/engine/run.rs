@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use emco_appcontext::AppContext;
-use emco_appcontext::context::{AppDependency, CompositeAppMeta};
+use emco_appcontext::context::{AppDependency, CompositeAppMeta, Registry};
 use emco_core::lifecycle::{ClusterReadiness, ResourceStatus, RsyncEvent};
 use emco_core::{ErrorKind, Result};
 use serde_json::{Map, Value, json};
@@ -124,11 +124,11 @@ impl Run {
             RsyncEvent::Instantiate => self.deploy_all(None, resume).await,
             RsyncEvent::Update => self.deploy_all(other.cloned(), resume).await,
             RsyncEvent::Terminate => {
-                self.inner.forget_readiness(self.ctx.id());
+                self.forget_readiness().await?;
                 self.remove_all(None).await
             }
             RsyncEvent::UpdateDelete => {
-                self.inner.forget_readiness(self.ctx.id());
+                self.forget_readiness().await?;
                 self.remove_all(other.cloned()).await
             }
             RsyncEvent::Read => self.read_all().await.map(|()| false),
@@ -719,6 +719,8 @@ impl Run {
             (&plan.post, false),
         ];
         let mut failed = false;
+        // What was applied, parsed once, for the readiness observer.
+        let mut applied: HashMap<String, Resource> = HashMap::new();
         for (i, (names, wait)) in phases.iter().enumerate() {
             let names: Vec<String> = names
                 .iter()
@@ -748,6 +750,7 @@ impl Run {
                     return Ok(true);
                 }
             }
+            applied.extend(phase.done.into_iter().map(|r| (r.id().emco_name(), r)));
             if *wait && phase.failed {
                 self.ctx
                     .set_resource_statuses(app, cluster, &later, ResourceStatus::Failed)
@@ -756,15 +759,70 @@ impl Run {
             }
         }
         if !failed {
-            let mut all = Vec::new();
-            for n in &every {
-                if let Some(r) = self.load(app, cluster, n).await? {
-                    all.push((n.clone(), r));
-                }
-            }
-            self.watch_readiness(conn, app, cluster, all);
+            self.follow(conn, app, cluster, &every, applied).await?;
         }
         Ok(failed)
+    }
+
+    /// Starts following the readiness of the resources `names` of `app` on `cluster`; those in
+    /// `parsed` are not read and parsed again.
+    async fn follow(
+        &self,
+        conn: Arc<dyn Connector>,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+        mut parsed: HashMap<String, Resource>,
+    ) -> Result<()> {
+        let mut all = Vec::new();
+        for n in names {
+            let r = match parsed.remove(n) {
+                Some(r) => Some(r),
+                None => self.load(app, cluster, n).await?,
+            };
+            if let Some(r) = r {
+                all.push((n.clone(), r));
+            }
+        }
+        self.watch_readiness(conn, app, cluster, all);
+        Ok(())
+    }
+
+    /// After a restart: follows again the readiness of every app on every cluster where all of
+    /// its resources were applied, as the deploy that applied them did.
+    pub(super) async fn follow_deployed(&self) -> Result<()> {
+        let recorded = self.ctx.resource_statuses_listed().await?;
+        for app in self.ordered_apps().await? {
+            for cluster in self.ctx.clusters(&app).await? {
+                let every = self.plan(&app, &cluster).await?.installed();
+                let applied = every.iter().all(|n| {
+                    recorded.get(&(app.clone(), cluster.clone(), n.clone()))
+                        == Some(&ResourceStatus::Applied)
+                });
+                if !applied {
+                    continue;
+                }
+                match self
+                    .inner
+                    .resolver
+                    .connector_for(&cluster, &self.meta)
+                    .await
+                {
+                    Ok(conn) => {
+                        self.follow(conn, &app, &cluster, &every, HashMap::new())
+                            .await?;
+                    }
+                    Err(e) => tracing::warn!(app, cluster, error = %e, "cannot follow readiness"),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops following the readiness of this context: it is being removed or replaced.
+    async fn forget_readiness(&self) -> Result<()> {
+        self.inner.forget_readiness(self.ctx.id());
+        self.ctx.unmark(Registry::Deployed).await.map(drop)
     }
 
     // ---- terminate and update-delete ----
@@ -993,6 +1051,9 @@ impl Run {
 /// watches wake it on every change; this only bounds the effect of a lost wake-up).
 const RESYNC: Duration = Duration::from_secs(30);
 
+/// How long an observer woken by a change waits for the rest of a burst before it looks.
+const COALESCE: Duration = Duration::from_millis(50);
+
 /// The entry of one resource in a cluster's collected status: `{"present", "ready", "reason"?}`.
 fn entry(observation: &Observation) -> Value {
     match observation {
@@ -1197,7 +1258,22 @@ impl<'a> Eyes<'a> {
         loop {
             tokio::select! {
                 got = w.changes.recv() => match got {
-                    Ok(change) if w.ids.contains(&change.id) => return true,
+                    Ok(change) if w.ids.contains(&change.id) => {
+                        // Objects of one app change in bursts (a rollout, a relist): one look
+                        // after the burst instead of one per change, which would cost
+                        // O(resources) per change.
+                        tokio::select! {
+                            () = tokio::time::sleep(COALESCE) => {}
+                            () = token.cancelled() => return false,
+                        }
+                        // The look that follows sees what the burst changed.
+                        while !matches!(
+                            w.changes.try_recv(),
+                            Err(broadcast::error::TryRecvError::Empty
+                                | broadcast::error::TryRecvError::Closed)
+                        ) {}
+                        return true;
+                    }
                     Ok(_) => {}
                     Err(broadcast::error::RecvError::Lagged(_)) => return true,
                     // The watcher is gone: only the tick is left.

@@ -174,6 +174,9 @@ fn server_config(stores: Stores, dir: &Path) -> Option<emco_server::Config> {
             .to_owned();
         config.context_backend = emco_server::ContextBackend::Etcd;
         config.etcd_endpoints = vec![etcd];
+        // Its own key space: other tests' engines on the same etcd must not resume (and so
+        // race on) this environment's contexts, nor this one theirs.
+        config.etcd_prefix = emco_appcontext::conformance::unique_prefix("/emco-rs-test/e2e-");
     }
     Some(config)
 }

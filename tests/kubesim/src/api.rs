@@ -2,7 +2,7 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use bytes::Bytes;
@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::apply::{Part, apply, record_update, restrict};
 use crate::fleet::Cluster;
 use crate::patch::{json_patch, merge_patch, strategic_merge};
-use crate::resources::{BUILTIN_TYPES, ResourceType};
+use crate::resources::{BUILTIN_TYPES, Lists, ResourceType, ScalePaths};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::sim;
 use crate::status::ApiError;
@@ -23,10 +23,12 @@ use crate::store::{Event, EventType, Key, Store, type_key};
 use crate::table;
 use crate::tls::CertUser;
 use crate::util::{new_uid, now_rfc3339, parse_query, random_suffix};
-use crate::{controllers, discovery, protobuf, validation};
+use crate::{controllers, discovery, invalid, protobuf, validation};
 
 #[path = "legacy.rs"]
 mod legacy;
+#[path = "scale.rs"]
+mod scale;
 
 /// Response body: whole documents or a watch stream.
 pub(crate) type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -121,13 +123,20 @@ impl Req {
     }
 
     fn json_body(&self) -> Result<Value, ApiError> {
-        // JSON is what kubectl's apply path and kube-rs send; other kinds in protobuf, and CBOR,
-        // would need the compiled schemas of every type.
+        // JSON is what kubectl's apply path and kube-rs send; protobuf of kinds protobuf.rs does
+        // not describe, and CBOR, would need the compiled schemas of every type.
         let ct = self.header(header::CONTENT_TYPE);
         if ct.starts_with("application/vnd.kubernetes.protobuf") {
             // kubectl's typed client always sends protobuf for built-in kinds; see protobuf.rs.
             return protobuf::decode(&self.body).map_err(|e| match e {
-                protobuf::DecodeError::UnknownKind(_) => ApiError::unsupported_media_type(ct),
+                protobuf::DecodeError::UnknownKind(gvk) => {
+                    let mut e = ApiError::unsupported_media_type(ct);
+                    e.message = format!(
+                        "{}; kubesim has no protobuf schema for {gvk}: send it as application/json",
+                        e.message
+                    );
+                    e
+                }
                 protobuf::DecodeError::Malformed(m) => ApiError::bad_request(format!(
                     "the body of the request could not be decoded as protobuf: {m}"
                 )),
@@ -196,15 +205,105 @@ fn authenticate(cluster: &Cluster, r: &Req) -> Option<(String, Vec<String>)> {
         groups.push(authenticated);
         return Some((u.name.clone(), groups));
     }
-    r.header(header::AUTHORIZATION)
-        .strip_prefix("Bearer ")
-        .is_some_and(|t| t.trim() == cluster.token)
-        .then(|| {
-            (
-                "admin".to_owned(),
-                vec!["system:masters".to_owned(), authenticated],
-            )
-        })
+    let token = r
+        .header(header::AUTHORIZATION)
+        .strip_prefix("Bearer ")?
+        .trim();
+    if token == cluster.token {
+        return Some((
+            "admin".to_owned(),
+            vec!["system:masters".to_owned(), authenticated],
+        ));
+    }
+    let store = cluster.store();
+    let sa = store.tokens.get(token)?;
+    let account = store.get(&(
+        "/serviceaccounts".to_owned(),
+        sa.namespace.clone(),
+        sa.name.clone(),
+    ))?;
+    let valid =
+        sa.expires > SystemTime::now() && meta_str(&account, "uid") == Some(sa.uid.as_str());
+    valid.then(|| {
+        (
+            format!("system:serviceaccount:{}:{}", sa.namespace, sa.name),
+            vec![
+                "system:serviceaccounts".to_owned(),
+                format!("system:serviceaccounts:{}", sa.namespace),
+                authenticated,
+            ],
+        )
+    })
+}
+
+/// `POST serviceaccounts/NAME/token` (`kubectl create token`): a token that authenticates as
+/// the service account until it expires (one hour unless the request says otherwise).
+fn token_request(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResult {
+    let req = r.json_body()?;
+    let mut store = cluster.store();
+    let sa = store
+        .get(&key(t, name))
+        .ok_or_else(|| ApiError::not_found(&t.rt, name))?;
+    let uid = meta_str(&sa, "uid").unwrap_or_default().to_owned();
+    let ns = t.ns.unwrap_or_default().to_owned();
+    let seconds = req
+        .pointer("/spec/expirationSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(3600);
+    let Ok(secs) = u64::try_from(seconds) else {
+        return Err(token_too_short(&t.rt, name));
+    };
+    if secs < 600 {
+        return Err(token_too_short(&t.rt, name));
+    }
+    let now = SystemTime::now();
+    let expires = now + Duration::from_secs(secs);
+    let audiences = match req.pointer("/spec/audiences") {
+        Some(Value::Array(a)) if !a.is_empty() => json!(a),
+        _ => json!(["https://kubernetes.default.svc.cluster.local"]),
+    };
+    let epoch = |t: SystemTime| t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    // JWT-shaped like the real server's tokens, so clients that peek at the claims work; only
+    // this cluster's table makes it valid.
+    let b64 = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let claims = json!({"aud": audiences, "exp": epoch(expires), "iat": epoch(now),
+        "iss": "https://kubernetes.default.svc.cluster.local",
+        "sub": format!("system:serviceaccount:{ns}:{name}"),
+        "kubernetes.io": {"namespace": ns, "serviceaccount": {"name": name, "uid": uid}}});
+    let token = format!(
+        "{}.{}.{}",
+        b64(&json!({"alg": "RS256", "kid": cluster.name})),
+        b64(&claims),
+        random_suffix(43)
+    );
+    store.tokens.retain(|_, v| v.expires > now);
+    store.tokens.insert(
+        token.clone(),
+        crate::store::ServiceAccountToken {
+            namespace: ns.clone(),
+            name: name.to_owned(),
+            uid,
+            expires,
+        },
+    );
+    Ok(json_response(
+        StatusCode::CREATED,
+        &json!({"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": name, "namespace": ns, "creationTimestamp": now_rfc3339()},
+            "spec": {"audiences": audiences, "expirationSeconds": secs,
+                     "boundObjectRef": req.pointer("/spec/boundObjectRef")},
+            "status": {"token": token, "expirationTimestamp": emco_core::time::rfc3339(expires)}}),
+    ))
+}
+
+fn token_too_short(rt: &ResourceType, name: &str) -> ApiError {
+    ApiError::invalid(
+        rt,
+        name,
+        "spec.expirationSeconds",
+        "FieldValueInvalid",
+        "may not specify a duration less than 10 minutes",
+    )
 }
 
 /// `POST authentication.k8s.io/v1 selfsubjectreviews` (`kubectl auth whoami`): who the
@@ -329,6 +428,8 @@ fn resource(
         Some("status") => rt.status,
         Some("approval") => rt.plural == "certificatesigningrequests",
         Some("finalize") => rt.plural == "namespaces",
+        Some("token") => rt.plural == "serviceaccounts",
+        Some("scale") => rt.scale.is_some(),
         Some(_) => false,
     };
     if !sub_ok {
@@ -337,6 +438,11 @@ fn resource(
     let t = Target { rt, ns, name, sub };
     let watch = r.q("watch").is_some_and(|w| w == "true" || w == "1");
     match (&r.method, t.name) {
+        (&Method::POST, Some(n)) if t.sub == Some("token") => token_request(cluster, &t, n, r),
+        (_, Some(_)) if t.sub == Some("token") => {
+            Err(ApiError::method_not_allowed(r.method.as_str()))
+        }
+        (_, Some(n)) if t.sub == Some("scale") => scale::serve(cluster, &t, n, r),
         (&Method::GET, None) if watch => watch_stream(cluster, &t, r),
         (&Method::GET, None) => list(cluster, &t, r),
         (&Method::GET, Some(n)) => get(cluster, &t, n, r),
@@ -470,8 +576,10 @@ fn list(cluster: &Arc<Cluster>, t: &Target<'_>, r: &Req) -> ApiResult {
             continue;
         }
         last = Some((k.1.clone(), k.2.clone()));
-        items.push((**obj).clone());
+        // Shared, not copied: a list of a thousand objects costs pointers until serialized.
+        items.push(Arc::clone(obj));
     }
+    drop(store);
     let mut meta = json!({"resourceVersion": list_rv.to_string()});
     if more > 0
         && let Some(last) = last
@@ -482,11 +590,34 @@ fn list(cluster: &Arc<Cluster>, t: &Target<'_>, r: &Req) -> ApiResult {
         meta["remainingItemCount"] = json!(more);
     }
     if table::wants_table(r.header(header::ACCEPT)) {
+        let items: Vec<Value> = items.iter().map(|o| (**o).clone()).collect();
         return ok(&table::table(&t.rt, &items, &meta));
     }
-    ok(
-        &json!({"kind": list_kind(&t.rt), "apiVersion": t.rt.api_version(), "metadata": meta, "items": items}),
-    )
+    let items: Vec<&Value> = items.iter().map(AsRef::as_ref).collect();
+    let body =
+        json!({"kind": list_kind(&t.rt), "apiVersion": t.rt.api_version(), "metadata": meta});
+    Ok(list_response(&body, &items))
+}
+
+/// A list document: `head` (kind, apiVersion, metadata) with `items` serialized in place,
+/// without building a [`Value`] of the whole list.
+fn list_response(head: &Value, items: &[&Value]) -> Response<Body> {
+    let mut text = head.to_string();
+    text.pop(); // the closing brace
+    text.push_str(",\"items\":[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&item.to_string());
+    }
+    text.push_str("]}");
+    let mut r = Response::new(full(text));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    r
 }
 
 /// Validates kind, apiVersion and metadata of a written object and fills them in.
@@ -623,6 +754,34 @@ fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
 }
 
+/// The CustomResourceDefinition of a custom type (for its schema); `None` for built-in types.
+fn crd_of(store: &Store, rt: &ResourceType) -> Option<Arc<Value>> {
+    if !rt.custom {
+        return None;
+    }
+    store.get(&(
+        "apiextensions.k8s.io/customresourcedefinitions".to_owned(),
+        String::new(),
+        format!("{}.{}", rt.plural, rt.group),
+    ))
+}
+
+/// How the lists of objects of `rt` merge: by the built-in rules, or by the list types of the
+/// schema its CRD (from `crd_of`) gives the served version.
+fn lists<'a>(rt: &ResourceType, crd: Option<&'a Value>) -> Lists<'a> {
+    if !rt.custom {
+        return Lists::Builtin;
+    }
+    let schema = crd
+        .and_then(|c| c.pointer("/spec/versions"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|v| v.get("name").and_then(Value::as_str) == Some(rt.version.as_str()))
+        .and_then(|v| v.pointer("/schema/openAPIV3Schema"));
+    Lists::custom(schema)
+}
+
 fn create(cluster: &Arc<Cluster>, t: &Target<'_>, r: &Req) -> ApiResult {
     let mut obj = r.json_body()?;
     check_body(t, &mut obj, None)?;
@@ -653,7 +812,6 @@ fn create_checked(cluster: &Arc<Cluster>, t: &Target<'_>, r: &Req, mut obj: Valu
             "the namespace of the object is required",
         ));
     }
-    validate_name(&t.rt, &name)?;
     let k = key(t, &name);
     if store.get(&k).is_some() {
         return Err(ApiError::already_exists(&t.rt, &name));
@@ -665,42 +823,41 @@ fn create_checked(cluster: &Arc<Cluster>, t: &Target<'_>, r: &Req, mut obj: Valu
         o.remove("status");
     }
     let manager = r.manager();
+    let crd = crd_of(&store, &t.rt);
     let stored = insert_new(
         cluster,
         &mut store,
         t,
         k,
         obj,
-        |o| record_update(None, o, &manager, &t.rt.api_version(), Part::Main),
+        |o| {
+            let av = t.rt.api_version();
+            record_update(
+                None,
+                o,
+                &manager,
+                &av,
+                Part::Main,
+                lists(&t.rt, crd.as_deref()),
+            );
+        },
         r.dry_run(),
     )?;
     Ok(json_response(StatusCode::CREATED, &stored))
 }
 
-fn validate_name(rt: &ResourceType, name: &str) -> Result<(), ApiError> {
-    let ok = name.len() <= 253
-        && name.chars().all(|c| {
-            c.is_ascii_lowercase()
-                || c.is_ascii_digit()
-                || c == '-'
-                || c == '.'
-                || (rt.plural.ends_with("roles") || rt.plural.ends_with("rolebindings")) && c == ':'
-        })
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::invalid(
-            rt,
-            name,
-            "metadata.name",
-            "FieldValueInvalid",
-            &format!(
-                "\"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
-            ),
-        ))
+/// The 422 answer to the validation errors of an object, if any.
+fn check_valid(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    let errs = invalid::check(rt, obj, old);
+    if errs.is_empty() {
+        return Ok(());
     }
+    Err(ApiError::invalid_fields(
+        &rt.group,
+        &rt.kind,
+        meta_str(obj, "name").unwrap_or_default(),
+        &errs,
+    ))
 }
 
 /// Fills in server metadata of a new object, runs the simulation hooks and stores it (unless
@@ -727,6 +884,7 @@ fn insert_new(
         }
     }
     sim::defaults_on_create(&t.rt, &mut obj, store);
+    check_valid(&t.rt, &obj, None)?;
     own(&mut obj);
     if t.rt.plural == "customresourcedefinitions" {
         let rts = crd_types(&obj).map_err(|m| {
@@ -775,6 +933,7 @@ pub(crate) fn create_child(
         CONTROLLER_MANAGER,
         &rt.api_version(),
         Part::Main,
+        Lists::Builtin,
     );
     let k = (tk.to_owned(), ns.to_owned(), name);
     store_with_sim(cluster, store, &rt, k, obj, true);
@@ -791,12 +950,16 @@ pub(crate) fn update_child(cluster: &Arc<Cluster>, store: &mut Store, k: Key, mu
         .and_then(Value::as_i64)
         .unwrap_or(0);
     obj["metadata"]["generation"] = json!(generation + 1);
+    if let Some(o) = &old {
+        sim::defaults_on_update(&rt, o, &mut obj);
+    }
     record_update(
         old.as_deref(),
         &mut obj,
         CONTROLLER_MANAGER,
         &rt.api_version(),
         Part::Main,
+        Lists::Builtin,
     );
     store_with_sim(cluster, store, &rt, k, obj, true);
 }
@@ -927,6 +1090,12 @@ fn write_existing(
             }
         }
     }
+    // Defaults come before ownership and the change check, as the real server defaults the
+    // decoded body before its field manager and storage see it.
+    sim::defaults_on_update(&t.rt, old, &mut new);
+    if p == Part::Main {
+        check_valid(&t.rt, &new, Some(old))?;
+    }
     let spec_changed = p == Part::Main
         && strip_meta(&restrict(old, Part::Main)) != strip_meta(&restrict(&new, Part::Main));
     if spec_changed && t.rt.has_generation() {
@@ -1002,13 +1171,14 @@ fn update_checked(
     let manager = r.manager();
     let av = t.rt.api_version();
     let p = part(t);
+    let crd = crd_of(&store, &t.rt);
     let stored = write_existing(
         cluster,
         &mut store,
         t,
         &old,
         obj,
-        |o, n| record_update(Some(o), n, &manager, &av, p),
+        |o, n| record_update(Some(o), n, &manager, &av, p, lists(&t.rt, crd.as_deref())),
         r.dry_run(),
     )?;
     ok(&stored)
@@ -1076,6 +1246,8 @@ fn patch(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResu
     check_namespace(&store, t, false)?;
     let k = key(t, name);
     let old = store.get(&k);
+    let crd = crd_of(&store, &t.rt);
+    let lists = lists(&t.rt, crd.as_deref());
     if ct == "application/apply-patch+yaml" {
         if r.q("fieldManager").is_none_or(str::is_empty) {
             return Err(ApiError::invalid(
@@ -1095,10 +1267,9 @@ fn patch(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResu
         return match old {
             None => {
                 check_namespace(&store, t, true)?;
-                validate_name(&t.rt, name)?;
                 let base = json!({"apiVersion": av, "kind": t.rt.kind, "metadata": applied["metadata"].clone()});
-                let mut obj =
-                    apply(&base, &applied, &manager, &av, force, Part::Main).map_err(conflict)?;
+                let mut obj = apply(&base, &applied, &manager, &av, force, Part::Main, lists)
+                    .map_err(conflict)?;
                 // Apply's own fields are in managedFields already; keep them.
                 let mf = obj.pointer("/metadata/managedFields").cloned();
                 if t.rt.status
@@ -1122,7 +1293,8 @@ fn patch(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResu
                 with_warnings(Ok(json_response(StatusCode::CREATED, &stored)), &warnings)
             }
             Some(old) => {
-                let new = apply(&old, &applied, &manager, &av, force, p).map_err(conflict)?;
+                let new =
+                    apply(&old, &applied, &manager, &av, force, p, lists).map_err(conflict)?;
                 let stored =
                     write_existing(cluster, &mut store, t, &old, new, |_, _| {}, r.dry_run())?;
                 with_warnings(ok(&stored), &warnings)
@@ -1165,7 +1337,7 @@ fn patch(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResu
         t,
         &old,
         new,
-        |o, n| record_update(Some(o), n, &manager, &av, p),
+        |o, n| record_update(Some(o), n, &manager, &av, p, lists),
         r.dry_run(),
     )?;
     with_warnings(ok(&stored), &warnings)
@@ -1522,6 +1694,14 @@ fn crd_types(crd: &Value) -> Result<Vec<Arc<ResourceType>>, String> {
             categories: strs(names.get("categories")),
             status: v.pointer("/subresources/status").is_some(),
             custom: true,
+            scale: v.pointer("/subresources/scale").map(|sc| {
+                let path = |f: &str| sc.get(f).and_then(Value::as_str).map(str::to_owned);
+                ScalePaths {
+                    spec_replicas: path("specReplicasPath").unwrap_or_default(),
+                    status_replicas: path("statusReplicasPath").unwrap_or_default(),
+                    label_selector: path("labelSelectorPath"),
+                }
+            }),
         }));
     }
     Ok(out)

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use crate::patch::strategic_merge;
-use crate::resources::{is_set_list, list_merge_key};
+use crate::patch::merge_with;
+use crate::resources::{ListType, Lists};
 use crate::util::now_rfc3339;
 
 type Path = Vec<String>;
@@ -47,8 +47,8 @@ impl Part {
     }
 }
 
-/// The field paths an object sets, restricted to `part`.
-pub(crate) fn field_set(obj: &Value, part: Part) -> FieldSet {
+/// The field paths an object sets, restricted to `part`; `lists` says how its lists merge.
+pub(crate) fn field_set(obj: &Value, part: Part, lists: Lists<'_>) -> FieldSet {
     let mut set = FieldSet::new();
     let Some(m) = obj.as_object() else { return set };
     for (k, v) in m {
@@ -61,47 +61,53 @@ pub(crate) fn field_set(obj: &Value, part: Part) -> FieldSet {
         }
         if k == "metadata" {
             if let Some(meta) = v.as_object() {
+                let meta_lists = lists.field(k);
                 for (mk, mv) in meta {
                     if !SERVER_METADATA.contains(&mk.as_str()) {
-                        walk(mk, mv, &mut vec!["f:metadata".to_owned()], &mut set);
+                        let path = &mut vec!["f:metadata".to_owned()];
+                        walk(mk, mv, path, &mut set, meta_lists.field(mk));
                     }
                 }
             }
         } else {
-            walk(k, v, &mut Vec::new(), &mut set);
+            walk(k, v, &mut Vec::new(), &mut set, lists.field(k));
         }
     }
     set
 }
 
-fn walk(key: &str, v: &Value, prefix: &mut Path, out: &mut FieldSet) {
+/// Adds the paths of field `key`, of value `v` whose lists merge as `lists` says.
+fn walk(key: &str, v: &Value, prefix: &mut Path, out: &mut FieldSet, lists: Lists<'_>) {
     prefix.push(format!("f:{key}"));
     match v {
         Value::Object(m) if !m.is_empty() => {
             for (k, c) in m {
-                walk(k, c, prefix, out);
+                walk(k, c, prefix, out, lists.field(k));
             }
         }
-        Value::Array(items) if !items.is_empty() => {
-            if let Some(mk) = list_merge_key(key, items.first()) {
+        Value::Array(items) if !items.is_empty() => match lists.list_type(key, items.first()) {
+            ListType::Map(keys) => {
+                let item_lists = lists.items();
                 for item in items {
-                    prefix.push(item_key(mk, item));
+                    prefix.push(item_key(&keys, item));
                     out.insert(with(prefix, "."));
                     if let Some(fields) = item.as_object() {
                         for (k, c) in fields {
-                            walk(k, c, prefix, out);
+                            walk(k, c, prefix, out, item_lists.field(k));
                         }
                     }
                     prefix.pop();
                 }
-            } else if is_set_list(key) {
+            }
+            ListType::Set => {
                 for item in items {
                     out.insert(with(prefix, &format!("v:{item}")));
                 }
-            } else {
+            }
+            ListType::Atomic => {
                 out.insert(prefix.clone());
             }
-        }
+        },
         _ => {
             out.insert(prefix.clone());
         }
@@ -115,12 +121,11 @@ fn with(prefix: &Path, last: &str) -> Path {
     p
 }
 
-fn item_key(key: &str, item: &Value) -> String {
+fn item_key(keys: &[String], item: &Value) -> String {
     let mut m = Map::new();
-    m.insert(
-        key.to_owned(),
-        item.get(key).cloned().unwrap_or(Value::Null),
-    );
+    for key in keys {
+        m.insert(key.clone(), item.get(key).cloned().unwrap_or(Value::Null));
+    }
     format!("k:{}", Value::Object(m))
 }
 
@@ -346,9 +351,10 @@ pub(crate) fn record_update(
     manager: &str,
     api_version: &str,
     part: Part,
+    lists: Lists<'_>,
 ) {
     let mut entries = old.map(read_entries).unwrap_or_default();
-    let new_set = field_set(new, part);
+    let new_set = field_set(new, part, lists);
     let changed: FieldSet = new_set
         .iter()
         .filter(|p| old.and_then(|o| lookup(o, p)) != lookup(new, p))
@@ -376,8 +382,8 @@ pub(crate) struct ApplyConflict {
     pub(crate) causes: Vec<Value>,
 }
 
-/// Server-side apply of `applied` by `manager` onto `current` (`{}`-like for a new object).
-/// Returns the new object with updated `managedFields`.
+/// Server-side apply of `applied` by `manager` onto `current` (`{}`-like for a new object),
+/// merging lists as `lists` says. Returns the new object with updated `managedFields`.
 pub(crate) fn apply(
     current: &Value,
     applied: &Value,
@@ -385,9 +391,10 @@ pub(crate) fn apply(
     api_version: &str,
     force: bool,
     part: Part,
+    lists: Lists<'_>,
 ) -> Result<Value, ApplyConflict> {
     let mut entries = read_entries(current);
-    let applied_set = field_set(applied, part);
+    let applied_set = field_set(applied, part, lists);
     let mut conflicts: BTreeMap<(String, String), Vec<Path>> = BTreeMap::new();
     for e in &entries {
         if e.manager == manager || e.subresource.as_deref() != part.subresource() {
@@ -433,7 +440,7 @@ pub(crate) fn apply(
     for p in dropped {
         remove_path(&mut obj, p);
     }
-    strategic_merge(&mut obj, &restrict(applied, part));
+    merge_with(&mut obj, &restrict(applied, part), lists);
     entries[mine].fields = applied_set;
     write_entries(&mut obj, &entries);
     Ok(obj)
@@ -495,7 +502,7 @@ mod tests {
 
     #[test]
     fn field_sets_round_trip() {
-        let set = field_set(&deploy(1, "nginx"), Part::Main);
+        let set = field_set(&deploy(1, "nginx"), Part::Main, Lists::Builtin);
         assert!(set.contains(&vec!["f:spec".to_owned(), "f:replicas".to_owned()]));
         assert!(set.contains(&vec![
             "f:spec".to_owned(),
@@ -526,19 +533,47 @@ mod tests {
             "apps/v1",
             false,
             Part::Main,
+            Lists::Builtin,
         )
         .unwrap();
         assert_eq!(obj["spec"]["replicas"], 1);
         // Same value: shared ownership, no conflict.
-        let obj = apply(&obj, &deploy(1, "nginx"), "b", "apps/v1", false, Part::Main).unwrap();
-        let err = apply(&obj, &deploy(3, "nginx"), "c", "apps/v1", false, Part::Main).unwrap_err();
+        let obj = apply(
+            &obj,
+            &deploy(1, "nginx"),
+            "b",
+            "apps/v1",
+            false,
+            Part::Main,
+            Lists::Builtin,
+        )
+        .unwrap();
+        let err = apply(
+            &obj,
+            &deploy(3, "nginx"),
+            "c",
+            "apps/v1",
+            false,
+            Part::Main,
+            Lists::Builtin,
+        )
+        .unwrap_err();
         assert!(
             err.message.starts_with("Apply failed with 2 conflicts"),
             "{}",
             err.message
         );
         assert_eq!(err.causes[0]["field"], ".spec.replicas");
-        let obj = apply(&obj, &deploy(3, "nginx"), "c", "apps/v1", true, Part::Main).unwrap();
+        let obj = apply(
+            &obj,
+            &deploy(3, "nginx"),
+            "c",
+            "apps/v1",
+            true,
+            Part::Main,
+            Lists::Builtin,
+        )
+        .unwrap();
         assert_eq!(obj["spec"]["replicas"], 3);
         let entries = read_entries(&obj);
         let a = entries.iter().find(|e| e.manager == "a").unwrap();
@@ -552,7 +587,16 @@ mod tests {
     fn apply_removes_fields_no_longer_applied() {
         let mut first = deploy(1, "nginx");
         first["metadata"]["labels"]["extra"] = json!("x");
-        let obj = apply(&json!({}), &first, "a", "apps/v1", false, Part::Main).unwrap();
+        let obj = apply(
+            &json!({}),
+            &first,
+            "a",
+            "apps/v1",
+            false,
+            Part::Main,
+            Lists::Builtin,
+        )
+        .unwrap();
         let obj = apply(
             &obj,
             &deploy(2, "nginx:2"),
@@ -560,6 +604,7 @@ mod tests {
             "apps/v1",
             false,
             Part::Main,
+            Lists::Builtin,
         )
         .unwrap();
         assert!(obj["metadata"]["labels"].get("extra").is_none());
@@ -578,15 +623,101 @@ mod tests {
             "apps/v1",
             false,
             Part::Main,
+            Lists::Builtin,
         )
         .unwrap();
         let mut new = obj.clone();
         new["spec"]["replicas"] = json!(5);
-        record_update(Some(&obj), &mut new, "kubectl-edit", "apps/v1", Part::Main);
-        let err = apply(&new, &deploy(1, "nginx"), "a", "apps/v1", false, Part::Main).unwrap_err();
+        record_update(
+            Some(&obj),
+            &mut new,
+            "kubectl-edit",
+            "apps/v1",
+            Part::Main,
+            Lists::Builtin,
+        );
+        let err = apply(
+            &new,
+            &deploy(1, "nginx"),
+            "a",
+            "apps/v1",
+            false,
+            Part::Main,
+            Lists::Builtin,
+        )
+        .unwrap_err();
         assert_eq!(
             err.message,
             "Apply failed with 1 conflict: conflict with \"kubectl-edit\" using apps/v1: .spec.replicas"
+        );
+    }
+
+    #[test]
+    fn custom_lists_follow_the_crd_schema() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "routes": {"type": "array", "x-kubernetes-list-type": "map",
+                       "x-kubernetes-list-map-keys": ["host", "port"],
+                       "items": {"type": "object", "properties": {
+                           "host": {"type": "string"}, "port": {"type": "integer"},
+                           "weight": {"type": "integer"}}}},
+            "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "containers": {"type": "array", "items": {"type": "object"}}}}}});
+        let lists = Lists::custom(Some(&schema));
+        let thing = |spec: Value| {
+            json!({"apiVersion": "example.com/v1", "kind": "Thing",
+                   "metadata": {"name": "t", "finalizers": ["f"]}, "spec": spec})
+        };
+        let av = "example.com/v1";
+        let a = thing(
+            json!({"routes": [{"host": "a", "port": 80, "weight": 1}], "tags": ["x"],
+                             "containers": [{"name": "c", "image": "1"}]}),
+        );
+        let obj = apply(&json!({}), &a, "a", av, false, Part::Main, lists).unwrap();
+        let b = thing(json!({"routes": [{"host": "a", "port": 443, "weight": 2}], "tags": ["y"]}));
+        let obj = apply(&obj, &b, "b", av, false, Part::Main, lists).unwrap();
+        assert_eq!(
+            obj["spec"]["routes"],
+            json!([{"host": "a", "port": 80, "weight": 1}, {"host": "a", "port": 443, "weight": 2}])
+        );
+        assert_eq!(obj["spec"]["tags"], json!(["x", "y"]));
+        let entries = read_entries(&obj);
+        let owned = |m: &str| {
+            entries
+                .iter()
+                .find(|e| e.manager == m)
+                .unwrap()
+                .fields
+                .clone()
+        };
+        let path = |p: &[&str]| p.iter().map(|s| (*s).to_owned()).collect::<Path>();
+        assert!(owned("b").contains(&path(&[
+            "f:spec",
+            "f:routes",
+            r#"k:{"host":"a","port":443}"#,
+            "f:weight"
+        ])));
+        assert!(owned("b").contains(&path(&["f:spec", "f:tags", r#"v:"y""#])));
+        // The schema does not key `containers`: for this type it is atomic, whatever its name.
+        assert!(owned("a").contains(&path(&["f:spec", "f:containers"])));
+        // metadata keeps the built-in rules: finalizers are a set.
+        assert!(owned("a").contains(&path(&["f:metadata", "f:finalizers", r#"v:"f""#])));
+        let c = thing(json!({"containers": [{"name": "d", "image": "2"}]}));
+        let err = apply(&obj, &c, "c", av, false, Part::Main, lists).unwrap_err();
+        assert_eq!(err.causes[0]["field"], ".spec.containers");
+        // Changing another manager's item conflicts on that item's field only.
+        let b2 = thing(json!({"routes": [{"host": "a", "port": 80, "weight": 5}]}));
+        let err = apply(&obj, &b2, "b", av, false, Part::Main, lists).unwrap_err();
+        assert_eq!(err.causes.len(), 1);
+        assert_eq!(
+            err.causes[0]["field"],
+            r#".spec.routes[host="a",port=80].weight"#
+        );
+        // An item its manager no longer applies goes; the others' stay.
+        let a2 = thing(json!({"tags": ["x"], "containers": [{"name": "c", "image": "1"}]}));
+        let obj = apply(&obj, &a2, "a", av, false, Part::Main, lists).unwrap();
+        assert_eq!(
+            obj["spec"]["routes"],
+            json!([{"host": "a", "port": 443, "weight": 2}])
         );
     }
 }

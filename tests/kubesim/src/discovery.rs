@@ -95,10 +95,16 @@ pub(crate) fn resource_list(
             "kind": t.kind, "verbs": VERBS, "shortNames": t.short_names, "categories": t.categories,
         }));
         for sub in subresources(t) {
-            resources.push(json!({
-                "name": format!("{}/{sub}", t.plural), "singularName": "", "namespaced": t.namespaced,
-                "kind": t.kind, "verbs": ["get", "patch", "update"],
-            }));
+            let mut r = json!({
+                "name": format!("{}/{}", t.plural, sub.name), "singularName": "", "namespaced": t.namespaced,
+                "kind": t.kind, "verbs": sub.verbs,
+            });
+            if let Some((group, version, kind)) = sub.kind {
+                r["group"] = json!(group);
+                r["version"] = json!(version);
+                r["kind"] = json!(kind);
+            }
+            resources.push(r);
         }
     }
     if resources.is_empty() {
@@ -114,13 +120,45 @@ pub(crate) fn resource_list(
     )
 }
 
-fn subresources(t: &ResourceType) -> Vec<&'static str> {
+/// A subresource a type serves.
+struct Sub {
+    name: &'static str,
+    verbs: &'static [&'static str],
+    /// (group, version, kind) of its objects when they are not the type's own.
+    kind: Option<(&'static str, &'static str, &'static str)>,
+}
+
+const READ_WRITE: &[&str] = &["get", "patch", "update"];
+
+fn subresources(t: &ResourceType) -> Vec<Sub> {
     let mut subs = Vec::new();
     if t.status {
-        subs.push("status");
+        subs.push(Sub {
+            name: "status",
+            verbs: READ_WRITE,
+            kind: None,
+        });
+    }
+    if t.scale.is_some() {
+        subs.push(Sub {
+            name: "scale",
+            verbs: READ_WRITE,
+            kind: Some(("autoscaling", "v1", "Scale")),
+        });
     }
     if t.plural == "certificatesigningrequests" {
-        subs.push("approval");
+        subs.push(Sub {
+            name: "approval",
+            verbs: READ_WRITE,
+            kind: None,
+        });
+    }
+    if t.group.is_empty() && t.plural == "serviceaccounts" {
+        subs.push(Sub {
+            name: "token",
+            verbs: &["create"],
+            kind: Some(("authentication.k8s.io", "v1", "TokenRequest")),
+        });
     }
     subs
 }
@@ -145,7 +183,13 @@ pub(crate) fn aggregated(types: &[Arc<ResourceType>], core: bool) -> Value {
                             let kind = json!({"group": t.group, "version": t.version, "kind": t.kind});
                             let subs: Vec<Value> = subresources(t)
                                 .into_iter()
-                                .map(|s| json!({"subresource": s, "responseKind": kind, "verbs": ["get", "patch", "update"]}))
+                                .map(|s| {
+                                    let response = s.kind.map_or_else(
+                                        || kind.clone(),
+                                        |(group, version, kind)| json!({"group": group, "version": version, "kind": kind}),
+                                    );
+                                    json!({"subresource": s.name, "responseKind": response, "verbs": s.verbs})
+                                })
                                 .collect();
                             json!({
                                 "resource": t.plural, "responseKind": kind,
@@ -267,10 +311,44 @@ mod tests {
                 .iter()
                 .any(|r| r["name"] == "deployments/status")
         );
+        let scale = apps["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "deployments/scale")
+            .unwrap();
+        assert_eq!(
+            (&scale["group"], &scale["version"], &scale["kind"]),
+            (&json!("autoscaling"), &json!("v1"), &json!("Scale"))
+        );
+        assert_eq!(scale["verbs"], json!(["get", "patch", "update"]));
+        let core = resource_list(types, "", "v1").unwrap();
+        let core_names: Vec<&Value> = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["name"])
+            .collect();
+        assert!(core_names.contains(&&json!("replicationcontrollers/scale")));
+        assert!(!core_names.contains(&&json!("pods/scale")));
         assert!(resource_list(types, "apps", "v9").is_none());
         assert!(group(types, "batch").is_some());
         let agg = aggregated(types, false);
         assert_eq!(agg["items"][0]["metadata"]["name"], "apps");
+        let deployments = agg["items"][0]["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == "deployments")
+            .unwrap();
+        assert!(
+            deployments["subresources"]
+                .as_array()
+                .unwrap()
+                .contains(&json!({
+            "subresource": "scale", "verbs": ["get", "patch", "update"],
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}}))
+        );
         let core = aggregated(types, true);
         assert!(
             core["items"][0]["versions"][0]["resources"]

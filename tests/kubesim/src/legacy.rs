@@ -132,6 +132,14 @@ const LEGACY: &[(&str, &str, &str, &str, &str)] = &[
         "v1",
     ),
     ("events.k8s.io", "v1beta1", "events", "events.k8s.io", "v1"),
+    // kubectl autoscale (up to 1.32 at least) still writes v1.
+    (
+        "autoscaling",
+        "v1",
+        "horizontalpodautoscalers",
+        "autoscaling",
+        "v2",
+    ),
     (
         "certificates.k8s.io",
         "v1beta1",
@@ -258,6 +266,7 @@ impl Conversion {
         match self.plural.as_str() {
             "customresourcedefinitions" => crd_to_v1(o),
             "ingresses" => ingress_to_v1(o),
+            "horizontalpodautoscalers" => hpa_to_v2(o),
             "mutatingwebhookconfigurations" | "validatingwebhookconfigurations" => {
                 webhooks_to_v1(o);
             }
@@ -324,8 +333,57 @@ impl Conversion {
             match self.plural.as_str() {
                 "customresourcedefinitions" => crd_to_v1beta1(o),
                 "ingresses" => ingress_to_v1beta1(o),
+                "horizontalpodautoscalers" => hpa_to_v1(o),
                 _ => {}
             }
+        }
+    }
+}
+
+/// autoscaling/v1 HPA to v2: the CPU target becomes a Resource metric.
+fn hpa_to_v2(o: &mut Map<String, Value>) {
+    if let Some(spec) = spec_mut(o)
+        && let Some(cpu) = spec.remove("targetCPUUtilizationPercentage")
+    {
+        spec.insert(
+            "metrics".to_owned(),
+            json!([{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": cpu}}}]),
+        );
+    }
+    if let Some(status) = o.get_mut("status").and_then(Value::as_object_mut)
+        && let Some(cpu) = status.remove("currentCPUUtilizationPercentage")
+    {
+        status.insert(
+            "currentMetrics".to_owned(),
+            json!([{"type": "Resource", "resource": {"name": "cpu",
+                "current": {"averageUtilization": cpu}}}]),
+        );
+    }
+}
+
+/// autoscaling/v2 HPA to v1: only a CPU utilization target has a v1 form; the other metrics,
+/// `behavior` and conditions are left out (the real server keeps them in annotations).
+fn hpa_to_v1(o: &mut Map<String, Value>) {
+    let cpu = |metrics: Option<Value>, field: &str| {
+        metrics
+            .as_ref()
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|m| m["type"] == "Resource" && m["resource"]["name"] == "cpu")
+            .find_map(|m| m["resource"][field].get("averageUtilization").cloned())
+    };
+    if let Some(spec) = spec_mut(o) {
+        spec.remove("behavior");
+        if let Some(u) = cpu(spec.remove("metrics"), "target") {
+            spec.insert("targetCPUUtilizationPercentage".to_owned(), u);
+        }
+    }
+    if let Some(status) = o.get_mut("status").and_then(Value::as_object_mut) {
+        status.remove("conditions");
+        if let Some(u) = cpu(status.remove("currentMetrics"), "current") {
+            status.insert("currentCPUUtilizationPercentage".to_owned(), u);
         }
     }
 }
@@ -627,6 +685,36 @@ mod tests {
             ".metadata.creationTimestamp"
         );
         assert!(crd["spec"]["versions"][0].get("schema").is_none());
+    }
+
+    #[test]
+    fn hpa_cpu_target_converts_both_ways() {
+        let c = conv(
+            "horizontalpodautoscalers",
+            "autoscaling/v1",
+            "autoscaling/v2",
+            "HorizontalPodAutoscaler",
+        );
+        let mut hpa = json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+            "spec": {"minReplicas": 1, "maxReplicas": 5, "targetCPUUtilizationPercentage": 80},
+            "status": {"currentReplicas": 2, "currentCPUUtilizationPercentage": 40}});
+        c.to_stored(&mut hpa);
+        assert_eq!(hpa["apiVersion"], "autoscaling/v2");
+        assert_eq!(
+            hpa["spec"]["metrics"][0]["resource"],
+            json!({"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}})
+        );
+        assert!(hpa["spec"].get("targetCPUUtilizationPercentage").is_none());
+        hpa["spec"]["behavior"] = json!({"scaleDown": {}});
+        c.to_legacy(&mut hpa);
+        assert_eq!(
+            hpa["spec"],
+            json!({"minReplicas": 1, "maxReplicas": 5, "targetCPUUtilizationPercentage": 80})
+        );
+        assert_eq!(
+            hpa["status"],
+            json!({"currentReplicas": 2, "currentCPUUtilizationPercentage": 40})
+        );
     }
 
     #[test]

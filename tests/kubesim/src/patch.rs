@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::resources::{is_set_list, list_merge_key};
+use crate::resources::{ListType, Lists};
 
 /// Applies a JSON merge patch to `target` in place.
 pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
@@ -28,6 +28,12 @@ pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
 /// built-in types merge item by item, set lists (finalizers) merge as sets, and the `$patch`
 /// directives `delete` and `replace` are honoured.
 pub(crate) fn strategic_merge(target: &mut Value, patch: &Value) {
+    merge_with(target, patch, Lists::Builtin);
+}
+
+/// A strategic merge whose lists merge as `lists` says (a custom resource's schema, for
+/// server-side apply).
+pub(crate) fn merge_with(target: &mut Value, patch: &Value, lists: Lists<'_>) {
     let Value::Object(p) = patch else {
         *target = patch.clone();
         return;
@@ -60,11 +66,12 @@ pub(crate) fn strategic_merge(target: &mut Value, patch: &Value) {
                 let first = items
                     .first()
                     .or_else(|| t.get(k).and_then(|c| c.as_array()?.first()));
-                match (list_merge_key(k, first), t.get_mut(k)) {
-                    (Some(key), Some(Value::Array(current))) => {
-                        merge_keyed_list(current, items, key)
+                let field = lists.field(k);
+                match (field.list_type(k, first), t.get_mut(k)) {
+                    (ListType::Map(keys), Some(Value::Array(current))) => {
+                        merge_keyed_list(current, items, &keys, field.items())
                     }
-                    (None, Some(Value::Array(current))) if is_set_list(k) => {
+                    (ListType::Set, Some(Value::Array(current))) => {
                         for item in items {
                             if !current.contains(item) {
                                 current.push(item.clone());
@@ -85,7 +92,7 @@ pub(crate) fn strategic_merge(target: &mut Value, patch: &Value) {
                 if v.get("$patch").and_then(Value::as_str) == Some("delete") {
                     t.remove(k);
                 } else {
-                    strategic_merge(t.entry(k.clone()).or_insert(Value::Null), v);
+                    merge_with(t.entry(k.clone()).or_insert(Value::Null), v, lists.field(k));
                 }
             }
             _ => {
@@ -93,9 +100,14 @@ pub(crate) fn strategic_merge(target: &mut Value, patch: &Value) {
             }
         }
     }
+    // kubectl sends `$retainKeys` with a changed union (a Deployment's strategy type): fields it
+    // does not list go, such as the `rollingUpdate` a `Recreate` strategy may not keep.
+    if let Some(Value::Array(keep)) = p.get("$retainKeys") {
+        t.retain(|k, _| keep.iter().any(|r| r.as_str() == Some(k.as_str())));
+    }
 }
 
-fn merge_keyed_list(current: &mut Vec<Value>, patch: &[Value], key: &str) {
+fn merge_keyed_list(current: &mut Vec<Value>, patch: &[Value], keys: &[String], items: Lists<'_>) {
     if patch
         .iter()
         .any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"))
@@ -108,10 +120,10 @@ fn merge_keyed_list(current: &mut Vec<Value>, patch: &[Value], key: &str) {
         return;
     }
     for item in patch {
-        let id = item.get(key);
+        let keyed = keys.iter().any(|k| item.get(k).is_some());
         let pos = current
             .iter()
-            .position(|c| id.is_some() && c.get(key) == id);
+            .position(|c| keyed && keys.iter().all(|k| c.get(k) == item.get(k)));
         if item.get("$patch").and_then(Value::as_str) == Some("delete") {
             if let Some(pos) = pos {
                 current.remove(pos);
@@ -119,7 +131,7 @@ fn merge_keyed_list(current: &mut Vec<Value>, patch: &[Value], key: &str) {
             continue;
         }
         match pos {
-            Some(pos) => strategic_merge(&mut current[pos], item),
+            Some(pos) => merge_with(&mut current[pos], item, items),
             None => {
                 let mut new = item.clone();
                 strip_directives(&mut new);
@@ -294,6 +306,13 @@ mod tests {
             &json!({"spec": {"args": ["1"], "$deleteFromPrimitiveList/finalizers": ["x"]}}),
         );
         assert_eq!(t["spec"]["finalizers"], json!(["y"]));
+        let mut d =
+            json!({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}});
+        strategic_merge(
+            &mut d,
+            &json!({"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}),
+        );
+        assert_eq!(d, json!({"strategy": {"type": "Recreate"}}));
         strategic_merge(&mut t, &json!({"spec": {"$patch": "replace", "only": 1}}));
         assert_eq!(t["spec"], json!({"only": 1}));
     }

@@ -26,6 +26,31 @@ pub struct ResourceType {
     pub status: bool,
     /// Whether a CustomResourceDefinition defines the type.
     pub custom: bool,
+    /// Where the `scale` subresource finds replicas and selector, if the type has one.
+    pub scale: Option<ScalePaths>,
+}
+
+/// The fields behind a type's `scale` subresource, as JSON paths (`.spec.replicas`), the form
+/// of a CRD's `subresources.scale`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// `spec.replicas` of the Scale.
+    pub spec_replicas: String,
+    /// `status.replicas` of the Scale.
+    pub status_replicas: String,
+    /// `status.selector` of the Scale: a label selector object (built-in types) or string.
+    pub label_selector: Option<String>,
+}
+
+impl ScalePaths {
+    /// The paths of the built-in scalable workloads.
+    fn builtin() -> Self {
+        Self {
+            spec_replicas: ".spec.replicas".to_owned(),
+            status_replicas: ".status.replicas".to_owned(),
+            label_selector: Some(".spec.selector".to_owned()),
+        }
+    }
 }
 
 impl ResourceType {
@@ -551,6 +576,12 @@ pub(crate) static BUILTIN_TYPES: LazyLock<Vec<Arc<ResourceType>>> = LazyLock::ne
                     },
                     status,
                     custom: false,
+                    scale: matches!(
+                        (group, plural),
+                        ("apps", "deployments" | "replicasets" | "statefulsets")
+                            | ("", "replicationcontrollers")
+                    )
+                    .then(ScalePaths::builtin),
                 })
             },
         )
@@ -587,6 +618,101 @@ pub(crate) fn list_merge_key(
 /// Lists of scalars that merge as sets rather than being replaced.
 pub(crate) fn is_set_list(field: &str) -> bool {
     field == "finalizers"
+}
+
+/// How a list merges in strategic merge patch and server-side apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ListType {
+    /// Replaced as a whole.
+    Atomic,
+    /// Scalars merged as a set.
+    Set,
+    /// Items merged by the values of these keys.
+    Map(Vec<String>),
+}
+
+/// Where list types come from at one point of an object: the well-known lists of built-in types
+/// (by field name), or a CRD's structural schema (`x-kubernetes-list-type` and
+/// `x-kubernetes-list-map-keys`), where lists the schema does not describe are atomic.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Lists<'a> {
+    Builtin,
+    Schema {
+        /// The schema of this point of the object, if the CRD describes it.
+        schema: Option<&'a serde_json::Value>,
+        /// Whether this is the object itself, whose `metadata` is the built-in ObjectMeta.
+        root: bool,
+    },
+}
+
+impl<'a> Lists<'a> {
+    /// The rules of a custom resource whose CRD version has this `openAPIV3Schema`.
+    pub(crate) fn custom(schema: Option<&'a serde_json::Value>) -> Self {
+        Self::Schema { schema, root: true }
+    }
+
+    /// The rules of the value of field `key` of this object.
+    #[must_use]
+    pub(crate) fn field(self, key: &str) -> Self {
+        match self {
+            Self::Builtin => Self::Builtin,
+            Self::Schema { root: true, .. } if key == "metadata" => Self::Builtin,
+            Self::Schema { schema, .. } => Self::Schema {
+                schema: schema.and_then(|s| {
+                    s.get("properties")
+                        .and_then(|p| p.get(key))
+                        .or_else(|| s.get("additionalProperties").filter(|a| a.is_object()))
+                }),
+                root: false,
+            },
+        }
+    }
+
+    /// The rules of the items of this list.
+    #[must_use]
+    pub(crate) fn items(self) -> Self {
+        match self {
+            Self::Builtin => Self::Builtin,
+            Self::Schema { schema, .. } => Self::Schema {
+                schema: schema.and_then(|s| s.get("items")),
+                root: false,
+            },
+        }
+    }
+
+    /// The type of this list, the value of field `key`; `first` is one of its items.
+    pub(crate) fn list_type(self, key: &str, first: Option<&serde_json::Value>) -> ListType {
+        match self {
+            Self::Builtin => match list_merge_key(key, first) {
+                Some(k) => ListType::Map(vec![k.to_owned()]),
+                None if is_set_list(key) => ListType::Set,
+                None => ListType::Atomic,
+            },
+            Self::Schema { schema, .. } => {
+                let kind = schema
+                    .and_then(|s| s.get("x-kubernetes-list-type"))
+                    .and_then(serde_json::Value::as_str);
+                match kind {
+                    Some("set") => ListType::Set,
+                    Some("map") => {
+                        let keys: Vec<String> = schema
+                            .and_then(|s| s.get("x-kubernetes-list-map-keys"))
+                            .and_then(serde_json::Value::as_array)
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|k| k.as_str().map(str::to_owned))
+                            .collect();
+                        if keys.is_empty() {
+                            ListType::Atomic
+                        } else {
+                            ListType::Map(keys)
+                        }
+                    }
+                    _ => ListType::Atomic,
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

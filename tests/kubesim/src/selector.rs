@@ -14,6 +14,39 @@ enum Req {
     NotExists(String),
 }
 
+impl Req {
+    fn key(&self) -> &str {
+        match self {
+            Self::Eq(k, _)
+            | Self::NotEq(k, _)
+            | Self::In(k, _)
+            | Self::NotIn(k, _)
+            | Self::Exists(k)
+            | Self::NotExists(k) => k,
+        }
+    }
+}
+
+/// The query-string form, as the real server writes it (a Scale's `status.selector`).
+impl std::fmt::Display for LabelSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, r) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            match r {
+                Req::Eq(k, v) => write!(f, "{k}={v}")?,
+                Req::NotEq(k, v) => write!(f, "{k}!={v}")?,
+                Req::In(k, vs) => write!(f, "{k} in ({})", vs.join(","))?,
+                Req::NotIn(k, vs) => write!(f, "{k} notin ({})", vs.join(","))?,
+                Req::Exists(k) => f.write_str(k)?,
+                Req::NotExists(k) => write!(f, "!{k}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A parsed label selector (`app=web,tier in (a,b),!legacy`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct LabelSelector(Vec<Req>);
@@ -81,6 +114,59 @@ impl LabelSelector {
             reqs.push(req);
         }
         Ok(Self(reqs))
+    }
+
+    /// The selector a `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`) means;
+    /// `None` if an expression has an unknown operator.
+    pub(crate) fn from_object(sel: &Value) -> Option<Self> {
+        let mut reqs = Vec::new();
+        for (k, v) in sel
+            .get("matchLabels")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            reqs.push(Req::Eq(
+                k.clone(),
+                v.as_str().unwrap_or_default().to_owned(),
+            ));
+        }
+        for e in sel
+            .get("matchExpressions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let key = e
+                .get("key")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let mut values: Vec<String> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect();
+            values.sort();
+            values.dedup();
+            reqs.push(match e.get("operator").and_then(Value::as_str)? {
+                "In" => Req::In(key, values),
+                "NotIn" => Req::NotIn(key, values),
+                "Exists" => Req::Exists(key),
+                "DoesNotExist" => Req::NotExists(key),
+                _ => return None,
+            });
+        }
+        // The real server's selector string sorts its requirements by key.
+        reqs.sort_by(|a, b| a.key().cmp(b.key()));
+        Some(Self(reqs))
+    }
+
+    /// Whether the selector has no requirement (and so matches everything).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// Whether the object's labels satisfy every requirement.
@@ -162,6 +248,22 @@ mod tests {
             );
         }
         assert!(LabelSelector::parse("tier in front").is_err());
+    }
+
+    #[test]
+    fn selector_objects_format_as_the_real_server() {
+        let sel = json!({"matchLabels": {"tier": "web", "app": "x"}, "matchExpressions": [
+            {"key": "env", "operator": "In", "values": ["prod", "dev"]},
+            {"key": "zz", "operator": "DoesNotExist"}, {"key": "b", "operator": "Exists"}]});
+        let s = LabelSelector::from_object(&sel).unwrap();
+        assert_eq!(s.to_string(), "app=x,b,env in (dev,prod),tier=web,!zz");
+        let obj =
+            json!({"metadata": {"labels": {"app": "x", "tier": "web", "env": "dev", "b": ""}}});
+        assert!(s.matches(&obj));
+        assert_eq!(LabelSelector::parse(&s.to_string()).unwrap(), s);
+        let bad = json!({"matchExpressions": [{"key": "a", "operator": "Gt"}]});
+        assert!(LabelSelector::from_object(&bad).is_none());
+        assert!(LabelSelector::from_object(&json!({})).unwrap().is_empty());
     }
 
     #[test]

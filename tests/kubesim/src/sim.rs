@@ -7,19 +7,15 @@ use crate::resources::ResourceType;
 use crate::store::Store;
 use crate::util::now_rfc3339;
 
-/// Server-side defaults applied on create (cluster IPs, namespace phase, ...).
+/// What the server fills in on create: the type's defaults (see `defaults`), then what only a
+/// new object gets (cluster IPs, namespace phase, ...).
 pub(crate) fn defaults_on_create(rt: &ResourceType, obj: &mut Value, store: &mut Store) {
+    crate::defaults::apply(rt, obj);
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "services") => {
-            let spec = obj
-                .as_object_mut()
-                .map(|o| o.entry("spec").or_insert_with(|| json!({})));
-            let Some(spec) = spec.and_then(Value::as_object_mut) else {
+            let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
                 return;
             };
-            spec.entry("type").or_insert_with(|| json!("ClusterIP"));
-            spec.entry("sessionAffinity")
-                .or_insert_with(|| json!("None"));
             let headless = spec.get("clusterIP").and_then(Value::as_str) == Some("None");
             let external = spec.get("type").and_then(Value::as_str) == Some("ExternalName");
             if !headless
@@ -40,19 +36,6 @@ pub(crate) fn defaults_on_create(rt: &ResourceType, obj: &mut Value, store: &mut
                 spec.entry("internalTrafficPolicy")
                     .or_insert_with(|| json!("Cluster"));
             }
-            for p in spec
-                .get_mut("ports")
-                .and_then(Value::as_array_mut)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(p) = p.as_object_mut() {
-                    p.entry("protocol").or_insert_with(|| json!("TCP"));
-                    if let Some(port) = p.get("port").cloned() {
-                        p.entry("targetPort").or_insert(port);
-                    }
-                }
-            }
         }
         ("", "namespaces") => {
             let name = obj
@@ -68,10 +51,35 @@ pub(crate) fn defaults_on_create(rt: &ResourceType, obj: &mut Value, store: &mut
             obj["spec"] = json!({"finalizers": ["kubernetes"]});
             obj["status"] = json!({"phase": "Active"});
         }
-        ("", "secrets") if obj.get("type").is_none() => {
-            obj["type"] = json!("Opaque");
-        }
         _ => {}
+    }
+}
+
+/// What the server fills in when an object is written over: the type's defaults, and what the
+/// object was given on create (a Service's cluster IPs) when the new body leaves it out.
+pub(crate) fn defaults_on_update(rt: &ResourceType, old: &Value, new: &mut Value) {
+    crate::defaults::apply(rt, new);
+    if (rt.group.as_str(), rt.plural.as_str()) != ("", "services") {
+        return;
+    }
+    let (Some(old_spec), Some(spec)) = (
+        old.get("spec").and_then(Value::as_object),
+        new.get_mut("spec").and_then(Value::as_object_mut),
+    ) else {
+        return;
+    };
+    for f in [
+        "clusterIP",
+        "clusterIPs",
+        "ipFamilies",
+        "ipFamilyPolicy",
+        "internalTrafficPolicy",
+    ] {
+        if let Some(v) = old_spec.get(f)
+            && spec.get(f).is_none_or(|n| n.as_str() == Some(""))
+        {
+            spec.insert(f.to_owned(), v.clone());
+        }
     }
 }
 

@@ -16,6 +16,40 @@ pub(crate) struct ApiError {
     pub(crate) retry_after: Option<u32>,
 }
 
+/// One invalid field, as the real server's `field.Error`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FieldError {
+    /// The path (`spec.template.spec.containers[0].name`).
+    pub(crate) field: String,
+    /// The cause type (`FieldValueRequired`, `FieldValueInvalid`, ...).
+    pub(crate) reason: &'static str,
+    /// What follows the type's text: `"Foo": a lowercase ...`, or empty.
+    pub(crate) detail: String,
+}
+
+impl FieldError {
+    pub(crate) fn new(
+        field: impl Into<String>,
+        reason: &'static str,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            field: field.into(),
+            reason,
+            detail: detail.into(),
+        }
+    }
+
+    /// The cause message: `Required value`, `Invalid value: 0: must be ...`.
+    fn body(&self) -> String {
+        if self.detail.is_empty() {
+            reason_text(self.reason).to_owned()
+        } else {
+            format!("{}: {}", reason_text(self.reason), self.detail)
+        }
+    }
+}
+
 fn details(rt: &ResourceType, name: &str) -> Value {
     json!({"name": name, "group": rt.group, "kind": rt.plural})
 }
@@ -106,24 +140,46 @@ impl ApiError {
         rt: &ResourceType,
         name: &str,
         field: &str,
-        reason: &str,
+        reason: &'static str,
         detail: &str,
     ) -> Self {
-        let kind = if rt.group.is_empty() {
-            rt.kind.clone()
+        Self::invalid_fields(
+            &rt.group,
+            &rt.kind,
+            name,
+            &[FieldError::new(field, reason, detail)],
+        )
+    }
+
+    /// A validation failure (422) of one or more fields, worded as the real server's
+    /// `errors.NewInvalid`: one error inline, several in brackets; one cause each.
+    pub(crate) fn invalid_fields(group: &str, kind: &str, name: &str, errs: &[FieldError]) -> Self {
+        let qualified = if group.is_empty() {
+            kind.to_owned()
         } else {
-            format!("{}.{}", rt.kind, rt.group)
+            format!("{kind}.{group}")
         };
-        let cause_msg = format!("{}: {detail}", reason_text(reason));
+        let causes: Vec<Value> = errs
+            .iter()
+            .map(|e| json!({"reason": e.reason, "message": e.body(), "field": e.field}))
+            .collect();
+        let all: Vec<String> = errs
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.body()))
+            .collect();
+        let list = if all.len() == 1 {
+            all.concat()
+        } else {
+            format!("[{}]", all.join(", "))
+        };
         Self {
             details: Some(Box::new(json!({
-                "name": name, "group": rt.group, "kind": rt.kind,
-                "causes": [{"reason": reason, "message": cause_msg, "field": field}],
+                "name": name, "group": group, "kind": kind, "causes": causes,
             }))),
             ..Self::new(
                 422,
                 "Invalid",
-                format!("{kind} \"{name}\" is invalid: {field}: {cause_msg}"),
+                format!("{qualified} \"{name}\" is invalid: {list}"),
             )
         }
     }
@@ -217,6 +273,7 @@ fn reason_text(reason: &str) -> &'static str {
         "FieldValueNotSupported" => "Unsupported value",
         "FieldValueForbidden" => "Forbidden",
         "FieldValueDuplicate" => "Duplicate value",
+        "FieldValueTooLong" => "Too long",
         _ => "Invalid value",
     }
 }

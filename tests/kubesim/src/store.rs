@@ -70,6 +70,19 @@ pub(crate) struct Store {
     next_ip: u32,
     /// Set by every write; cleared by persistence.
     pub(crate) dirty: bool,
+    /// Service account tokens handed out by `serviceaccounts/NAME/token`, by token. Not
+    /// persisted: a restart invalidates them, as a rotated signing key would.
+    pub(crate) tokens: std::collections::HashMap<String, ServiceAccountToken>,
+}
+
+/// Who an issued service account token authenticates, and until when.
+#[derive(Debug, Clone)]
+pub(crate) struct ServiceAccountToken {
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    /// The account's uid: a token of a deleted and re-created account is no longer valid.
+    pub(crate) uid: String,
+    pub(crate) expires: std::time::SystemTime,
 }
 
 impl Store {

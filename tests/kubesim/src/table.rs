@@ -134,6 +134,53 @@ fn columns(rt: &ResourceType, obj: &Value) -> (Vec<&'static str>, Vec<Value>) {
                 ],
             )
         }
+        ("autoscaling", "horizontalpodautoscalers") => {
+            // No metrics server: every current value is unknown, as on a cluster without one.
+            let targets: Vec<String> = obj
+                .pointer("/spec/metrics")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|m| {
+                    let r = m.get("resource")?;
+                    let target = &r["target"];
+                    let want = target
+                        .get("averageUtilization")
+                        .map(|u| format!("{u}%"))
+                        .or_else(|| {
+                            target
+                                .get("averageValue")
+                                .and_then(Value::as_str)
+                                .map(str::to_owned)
+                        })?;
+                    Some(format!(
+                        "{}: <unknown>/{want}",
+                        r["name"].as_str().unwrap_or_default()
+                    ))
+                })
+                .collect();
+            let min = obj
+                .pointer("/spec/minReplicas")
+                .map_or_else(|| json!("<unset>"), Value::clone);
+            (
+                vec!["Reference", "Targets", "MinPods", "MaxPods", "Replicas"],
+                vec![
+                    json!(format!(
+                        "{}/{}",
+                        s(obj, "/spec/scaleTargetRef/kind"),
+                        s(obj, "/spec/scaleTargetRef/name")
+                    )),
+                    json!(if targets.is_empty() {
+                        "<none>".to_owned()
+                    } else {
+                        targets.join(", ")
+                    }),
+                    min,
+                    json!(n(obj, "/spec/maxReplicas")),
+                    json!(n(obj, "/status/currentReplicas")),
+                ],
+            )
+        }
         ("", "namespaces") => (vec!["Status"], vec![json!(s(obj, "/status/phase"))]),
         ("", "configmaps") => (
             vec!["Data"],
@@ -211,6 +258,26 @@ mod tests {
         assert_eq!(t["columnDefinitions"][1]["name"], "Ready");
         assert_eq!(t["rows"][0]["cells"][0], "web");
         assert_eq!(t["rows"][0]["cells"][1], "2/2");
+        let hpa_rt = BUILTIN_TYPES
+            .iter()
+            .find(|t| t.plural == "horizontalpodautoscalers")
+            .unwrap();
+        let hpa = json!({"metadata": {"name": "web"}, "spec": {"minReplicas": 1, "maxReplicas": 5,
+            "scaleTargetRef": {"kind": "Deployment", "name": "web"},
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 80}}}]}});
+        let t = table(hpa_rt, &[hpa], &json!({}));
+        let cells = &t["rows"][0]["cells"];
+        assert_eq!(
+            (&cells[1], &cells[2], &cells[3], &cells[4], &cells[5]),
+            (
+                &json!("Deployment/web"),
+                &json!("cpu: <unknown>/80%"),
+                &json!(1),
+                &json!(5),
+                &json!(0)
+            )
+        );
         assert!(wants_table(
             "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
         ));

@@ -1195,3 +1195,117 @@ async fn v1beta1_crd_serves_its_resources() {
     assert_eq!(got.data["status"]["phase"], "Ready");
     sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
 }
+
+/// The scale subresource through kube-rs: get, update with a stale resourceVersion (409),
+/// server-side apply owning the workload's `spec.replicas` (conflict, then force), and a 422
+/// for an invalid Deployment and a negative replica count.
+#[tokio::test]
+async fn scale_subresource_and_validation() {
+    let sim = Sim::start(1, Duration::ZERO).await;
+    let api: Api<Deployment> = Api::default_namespaced(sim.client("c1").await);
+    let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}});
+    api.patch("web", &PatchParams::apply("alice"), &Patch::Apply(&d))
+        .await
+        .unwrap();
+    let scale = api.get_scale("web").await.unwrap();
+    assert_eq!(scale.spec.as_ref().unwrap().replicas, Some(2));
+    let status = scale.status.clone().unwrap();
+    assert_eq!(
+        (status.replicas, status.selector.as_deref()),
+        (2, Some("app=web"))
+    );
+
+    let mut stale = scale.clone();
+    stale.spec.as_mut().unwrap().replicas = Some(5);
+    api.replace_scale("web", &PostParams::default(), &stale)
+        .await
+        .unwrap();
+    let err = api
+        .replace_scale("web", &PostParams::default(), &stale)
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 409);
+    assert_eq!(api.get("web").await.unwrap().spec.replicas, Some(5));
+
+    // Alice applied spec.replicas, and the update above took it over for its manager; Bob's
+    // apply through the Scale conflicts with that owner until forced.
+    let applied = json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"},
+        "spec": {"replicas": 4}});
+    let err = api
+        .patch_scale("web", &PatchParams::apply("bob"), &Patch::Apply(&applied))
+        .await
+        .unwrap_err();
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 409, "{}", s.message);
+            assert!(s.message.contains(".spec.replicas"), "{}", s.message);
+        }
+        other => panic!("{other:?}"),
+    }
+    let forced = api
+        .patch_scale(
+            "web",
+            &PatchParams::apply("bob").force(),
+            &Patch::Apply(&applied),
+        )
+        .await
+        .unwrap();
+    assert_eq!(forced.spec.unwrap().replicas, Some(4));
+    let stored = api.get("web").await.unwrap();
+    assert_eq!(stored.spec.replicas, Some(4));
+    assert!(
+        stored
+            .metadata
+            .managed_fields
+            .unwrap()
+            .iter()
+            .any(|m| m.manager.as_deref() == Some("bob")
+                && m.operation.as_deref() == Some("Apply"))
+    );
+    let negative = api
+        .patch_scale(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": -1}})),
+        )
+        .await
+        .unwrap_err();
+    match negative {
+        kube::Error::Api(s) => {
+            assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
+            assert_eq!(
+                s.message,
+                "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(api.get_scale("missing").await.is_err());
+
+    // An invalid Deployment: 422 with one cause per field, as the real server.
+    let mut bad = d.clone();
+    bad["metadata"]["name"] = json!("bad");
+    bad["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
+    bad["spec"]["template"]["spec"]["containers"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("image");
+    let bad: Deployment = serde_json::from_value(bad).unwrap();
+    match api.create(&PostParams::default(), &bad).await.unwrap_err() {
+        kube::Error::Api(s) => {
+            assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
+            assert_eq!(
+                s.message,
+                "Deployment.apps \"bad\" is invalid: [spec.template.metadata.labels: Invalid value: \
+                 map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`, \
+                 spec.template.spec.containers[0].image: Required value]"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // kubectl prints the causes (one a line): see the kubectl tests.
+    sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+}

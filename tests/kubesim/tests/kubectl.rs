@@ -422,20 +422,723 @@ async fn kubectl_imperative_create_sends_protobuf() {
     .unwrap();
     assert_eq!(rb["roleRef"]["name"], "reader");
     assert_eq!(rb["subjects"].as_array().unwrap().len(), 2);
+    // A TokenRequest (protobuf too) gives a token that authenticates as the account.
+    let token = ok(&kc, &["create", "token", "robot", "-n", "team-x"]).await;
+    let who = ok(
+        &kc,
+        &[
+            "--token",
+            token.trim(),
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ],
+    )
+    .await;
+    assert_eq!(who, "system:serviceaccount:team-x:robot");
+    let short = kubectl(
+        &kc,
+        &["create", "token", "robot", "-n", "team-x", "--duration=1m"],
+    )
+    .await;
+    assert!(!short.status.success());
     // A duplicate is answered 409 like any create.
     let dup = kubectl(&kc, &["create", "namespace", "team-x"]).await;
     assert!(!dup.status.success());
     assert!(String::from_utf8_lossy(&dup.stderr).contains("AlreadyExists"));
-    // Kinds without a protobuf schema here get the real server's 415 rather than a wrong object.
-    let dep = kubectl(
+    sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+}
+
+async fn get_json(kubeconfig: &Path, what: &[&str]) -> serde_json::Value {
+    let mut args = vec!["get"];
+    args.extend_from_slice(what);
+    args.extend_from_slice(&["-o", "json"]);
+    serde_json::from_str(&ok(kubeconfig, &args).await).unwrap()
+}
+
+/// The pod template defaults the real server fills in, checked on `spec` (a PodSpec).
+fn assert_pod_defaults(spec: &serde_json::Value, pull: &str) {
+    assert_eq!(spec["dnsPolicy"], "ClusterFirst", "{spec}");
+    assert_eq!(spec["terminationGracePeriodSeconds"], 30, "{spec}");
+    assert_eq!(spec["schedulerName"], "default-scheduler", "{spec}");
+    assert_eq!(spec["securityContext"], serde_json::json!({}), "{spec}");
+    let c = &spec["containers"][0];
+    assert_eq!(c["imagePullPolicy"], pull, "{c}");
+    assert_eq!(c["terminationMessagePath"], "/dev/termination-log", "{c}");
+    assert_eq!(c["terminationMessagePolicy"], "File", "{c}");
+}
+
+/// kubectl's imperative workload, service and policy commands (protobuf bodies): what they
+/// set and the defaults the server adds read back through `kubectl get -o json`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_imperative_commands_store_their_fields_and_defaults() {
+    if !kubectl_available() {
+        return;
+    }
+    let sim = Sim::start(1, Duration::from_millis(200)).await;
+    let kc = sim.kubeconfig_path("c1");
+    let out = ok(
         &kc,
-        &["create", "deployment", "d", "--image=nginx", "-n", "team-x"],
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+            "--port=80",
+        ],
     )
     .await;
-    if !dep.status.success() {
-        let err = String::from_utf8_lossy(&dep.stderr);
-        assert!(err.contains("unknown format"), "{err}");
+    assert!(out.contains("deployment.apps/web created"), "{out}");
+    let d = get_json(&kc, &["deployment", "web"]).await;
+    let s = &d["spec"];
+    assert_eq!(s["replicas"], 2);
+    assert_eq!(s["selector"]["matchLabels"]["app"], "web");
+    assert_eq!(
+        s["strategy"],
+        serde_json::json!({"type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+    );
+    assert_eq!(s["revisionHistoryLimit"], 10);
+    assert_eq!(s["progressDeadlineSeconds"], 600);
+    let pod = &s["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Always");
+    assert_eq!(pod["containers"][0]["image"], "nginx");
+    assert_eq!(
+        pod["containers"][0]["ports"],
+        serde_json::json!([{"containerPort": 80, "protocol": "TCP"}])
+    );
+    assert_pod_defaults(pod, "Always");
+    ok(
+        &kc,
+        &[
+            "wait",
+            "--for=condition=Available",
+            "deployment/web",
+            "--timeout=20s",
+        ],
+    )
+    .await;
+    // An explicit zero travels as a set pointer and stays zero.
+    ok(
+        &kc,
+        &[
+            "create",
+            "deployment",
+            "idle",
+            "--image=nginx:1.27",
+            "--replicas=0",
+        ],
+    )
+    .await;
+    let idle = get_json(&kc, &["deployment", "idle"]).await;
+    assert_eq!(idle["spec"]["replicas"], 0);
+    assert_pod_defaults(&idle["spec"]["template"]["spec"], "IfNotPresent");
+
+    ok(
+        &kc,
+        &[
+            "create",
+            "job",
+            "once",
+            "--image=busybox:1.36",
+            "--",
+            "echo",
+            "hi",
+        ],
+    )
+    .await;
+    let job = get_json(&kc, &["job", "once"]).await;
+    assert_eq!(job["spec"]["backoffLimit"], 6);
+    assert_eq!(job["spec"]["completions"], 1);
+    assert_eq!(job["spec"]["parallelism"], 1);
+    let pod = &job["spec"]["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never");
+    assert_eq!(
+        pod["containers"][0]["command"],
+        serde_json::json!(["echo", "hi"])
+    );
+    assert_pod_defaults(pod, "IfNotPresent");
+    ok(
+        &kc,
+        &[
+            "create",
+            "cronjob",
+            "tick",
+            "--image=busybox",
+            "--schedule=*/5 * * * *",
+            "--",
+            "date",
+        ],
+    )
+    .await;
+    let cj = get_json(&kc, &["cronjob", "tick"]).await;
+    let s = &cj["spec"];
+    assert_eq!(s["schedule"], "*/5 * * * *");
+    assert_eq!(s["concurrencyPolicy"], "Allow");
+    assert_eq!(s["suspend"], false);
+    assert_eq!(s["successfulJobsHistoryLimit"], 3);
+    assert_eq!(s["failedJobsHistoryLimit"], 1);
+    let pod = &s["jobTemplate"]["spec"]["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "OnFailure");
+    assert_pod_defaults(pod, "Always");
+    ok(&kc, &["create", "job", "manual", "--from=cronjob/tick"]).await;
+    let manual = get_json(&kc, &["job", "manual"]).await;
+    assert_eq!(manual["metadata"]["ownerReferences"][0]["kind"], "CronJob");
+    assert_eq!(
+        manual["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"],
+        "manual"
+    );
+    assert_eq!(manual["spec"]["backoffLimit"], 6);
+
+    ok(
+        &kc,
+        &["create", "service", "clusterip", "s1", "--tcp=80:8080"],
+    )
+    .await;
+    let s1 = get_json(&kc, &["service", "s1"]).await;
+    let s = &s1["spec"];
+    assert_eq!(s["type"], "ClusterIP");
+    assert_eq!(s["sessionAffinity"], "None");
+    assert_eq!(s["ipFamilies"], serde_json::json!(["IPv4"]));
+    assert_eq!(s["ipFamilyPolicy"], "SingleStack");
+    assert!(
+        s["clusterIP"].as_str().unwrap().starts_with("10.96."),
+        "{s}"
+    );
+    assert_eq!(
+        s["ports"],
+        serde_json::json!([{"name": "80-8080", "port": 80, "targetPort": 8080, "protocol": "TCP"}])
+    );
+    ok(
+        &kc,
+        &[
+            "create",
+            "service",
+            "nodeport",
+            "s2",
+            "--tcp=80:8080",
+            "--node-port=30080",
+        ],
+    )
+    .await;
+    let s2 = get_json(&kc, &["service", "s2"]).await;
+    assert_eq!(s2["spec"]["type"], "NodePort");
+    assert_eq!(s2["spec"]["ports"][0]["nodePort"], 30080);
+    assert_eq!(s2["spec"]["externalTrafficPolicy"], "Cluster");
+    ok(
+        &kc,
+        &["create", "service", "loadbalancer", "s3", "--tcp=443:8443"],
+    )
+    .await;
+    let s3 = get_json(&kc, &["service", "s3"]).await;
+    assert_eq!(s3["spec"]["type"], "LoadBalancer");
+    assert_eq!(s3["spec"]["ports"][0]["targetPort"], 8443);
+    ok(
+        &kc,
+        &[
+            "create",
+            "service",
+            "externalname",
+            "s4",
+            "--external-name=example.com",
+        ],
+    )
+    .await;
+    let s4 = get_json(&kc, &["service", "s4"]).await;
+    assert_eq!(s4["spec"]["externalName"], "example.com");
+    assert!(s4["spec"].get("clusterIP").is_none(), "{s4}");
+    ok(
+        &kc,
+        &[
+            "expose",
+            "deployment",
+            "web",
+            "--name=web-svc",
+            "--port=8080",
+            "--target-port=80",
+        ],
+    )
+    .await;
+    let exposed = get_json(&kc, &["service", "web-svc"]).await;
+    assert_eq!(exposed["spec"]["selector"]["app"], "web");
+    assert_eq!(exposed["spec"]["ports"][0]["targetPort"], 80);
+    assert_eq!(exposed["spec"]["ports"][0]["protocol"], "TCP");
+
+    ok(
+        &kc,
+        &[
+            "create",
+            "ingress",
+            "ing",
+            "--class=nginx",
+            "--rule=foo.com/bar*=svc1:8080,tls=my-cert",
+            "--default-backend=defsvc:http",
+        ],
+    )
+    .await;
+    let ing = get_json(&kc, &["ingress", "ing"]).await;
+    assert_eq!(
+        ing["spec"],
+        serde_json::json!({
+            "ingressClassName": "nginx",
+            "defaultBackend": {"service": {"name": "defsvc", "port": {"name": "http"}}},
+            "rules": [{"host": "foo.com", "http": {"paths": [{"path": "/bar", "pathType": "Prefix",
+                "backend": {"service": {"name": "svc1", "port": {"number": 8080}}}}]}}],
+            "tls": [{"hosts": ["foo.com"], "secretName": "my-cert"}],
+        })
+    );
+    ok(
+        &kc,
+        &[
+            "create",
+            "pdb",
+            "pdb",
+            "--selector=app=web",
+            "--min-available=50%",
+        ],
+    )
+    .await;
+    let pdb = get_json(&kc, &["pdb", "pdb"]).await;
+    assert_eq!(pdb["spec"]["minAvailable"], "50%");
+    assert_eq!(pdb["spec"]["selector"]["matchLabels"]["app"], "web");
+    ok(
+        &kc,
+        &[
+            "create",
+            "pdb",
+            "pdb1",
+            "--selector=app=web",
+            "--max-unavailable=1",
+        ],
+    )
+    .await;
+    let pdb1 = get_json(&kc, &["pdb", "pdb1"]).await;
+    assert_eq!(pdb1["spec"]["maxUnavailable"], 1);
+    ok(
+        &kc,
+        &[
+            "create",
+            "priorityclass",
+            "high",
+            "--value=1000",
+            "--description=important",
+        ],
+    )
+    .await;
+    let pc = get_json(&kc, &["priorityclass", "high"]).await;
+    assert_eq!(pc["value"], 1000);
+    assert_eq!(pc["description"], "important");
+    assert_eq!(pc["preemptionPolicy"], "PreemptLowerPriority");
+    assert!(pc.get("globalDefault").is_none(), "{pc}");
+    ok(
+        &kc,
+        &[
+            "create",
+            "quota",
+            "q",
+            "--hard=cpu=1,memory=1G,pods=2",
+            "--scopes=BestEffort",
+        ],
+    )
+    .await;
+    let q = get_json(&kc, &["quota", "q"]).await;
+    assert_eq!(
+        q["spec"],
+        serde_json::json!({"hard": {"cpu": "1", "memory": "1G", "pods": "2"}, "scopes": ["BestEffort"]})
+    );
+    ok(
+        &kc,
+        &[
+            "create",
+            "clusterrole",
+            "agg",
+            "--aggregation-rule=rbac.example.com/aggregate=true",
+        ],
+    )
+    .await;
+    let agg = get_json(&kc, &["clusterrole", "agg"]).await;
+    assert_eq!(
+        agg["aggregationRule"]["clusterRoleSelectors"][0]["matchLabels"]["rbac.example.com/aggregate"],
+        "true"
+    );
+    ok(
+        &kc,
+        &[
+            "create",
+            "clusterrolebinding",
+            "agg",
+            "--clusterrole=agg",
+            "--group=devs",
+        ],
+    )
+    .await;
+    let crb = get_json(&kc, &["clusterrolebinding", "agg"]).await;
+    assert_eq!(crb["subjects"][0]["kind"], "Group");
+    assert_eq!(crb["roleRef"]["kind"], "ClusterRole");
+
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["web.example".to_owned()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let (cert_path, key_path) = (
+        sim.dir.path().join("tls.crt"),
+        sim.dir.path().join("tls.key"),
+    );
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+    let cert_arg = format!("--cert={}", cert_path.display());
+    let key_arg = format!("--key={}", key_path.display());
+    ok(
+        &kc,
+        &["create", "secret", "tls", "web-tls", &cert_arg, &key_arg],
+    )
+    .await;
+    let tls = get_json(&kc, &["secret", "web-tls"]).await;
+    assert_eq!(tls["type"], "kubernetes.io/tls");
+    assert!(
+        tls["data"]["tls.crt"]
+            .as_str()
+            .is_some_and(|c| !c.is_empty()),
+        "{tls}"
+    );
+    ok(
+        &kc,
+        &[
+            "create",
+            "secret",
+            "docker-registry",
+            "pull",
+            "--docker-server=registry.example",
+            "--docker-username=u",
+            "--docker-password=p",
+        ],
+    )
+    .await;
+    let pull = get_json(&kc, &["secret", "pull"]).await;
+    assert_eq!(pull["type"], "kubernetes.io/dockerconfigjson");
+    assert!(pull["data"][".dockerconfigjson"].is_string(), "{pull}");
+
+    // kubectl run sends JSON; the same defaults apply, plus the Pod's own.
+    ok(
+        &kc,
+        &[
+            "run",
+            "shell",
+            "--image=busybox",
+            "--port=80",
+            "--env=A=B",
+            "--labels=x=y",
+            "--",
+            "sleep",
+            "1000",
+        ],
+    )
+    .await;
+    let pod = get_json(&kc, &["pod", "shell"]).await;
+    assert_eq!(pod["spec"]["restartPolicy"], "Always");
+    assert_eq!(pod["spec"]["enableServiceLinks"], true);
+    assert_eq!(pod["spec"]["containers"][0]["env"][0]["value"], "B");
+    assert_pod_defaults(&pod["spec"], "Always");
+    sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+}
+
+/// `kubectl certificate approve` writes the approval in protobuf; the cluster signs at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_certificate_approve() {
+    use base64::Engine;
+    if !kubectl_available() {
+        return;
     }
+    let sim = Sim::start(1, Duration::from_millis(100)).await;
+    let kc = sim.kubeconfig_path("c1");
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "alice");
+    let pem = params.serialize_request(&key).unwrap().pem().unwrap();
+    let csr = serde_json::json!({"apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest", "metadata": {"name": "alice"},
+        "spec": {"request": base64::engine::general_purpose::STANDARD.encode(pem),
+                 "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]}});
+    let path = sim.dir.path().join("csr.json");
+    std::fs::write(&path, csr.to_string()).unwrap();
+    ok(&kc, &["create", "-f", &path.to_string_lossy()]).await;
+    let out = ok(&kc, &["certificate", "approve", "alice"]).await;
+    assert!(out.contains("approved"), "{out}");
+    let got = get_json(&kc, &["csr", "alice"]).await;
+    assert_eq!(got["status"]["conditions"][0]["type"], "Approved");
+    assert!(got["status"]["certificate"].is_string(), "{got}");
+    sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+}
+
+/// Server-side apply leaves defaulted fields unowned, while an Update (kubectl create) owns
+/// the defaults it brought in, as on the real server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_defaults_and_field_ownership() {
+    if !kubectl_available() {
+        return;
+    }
+    let sim = Sim::start(1, Duration::from_millis(100)).await;
+    let kc = sim.kubeconfig_path("c1");
+    let m2 = manifest(sim.dir.path(), 2);
+    ok(
+        &kc,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=team-a",
+            "-f",
+            &m2,
+        ],
+    )
+    .await;
+    let out = ok(
+        &kc,
+        &[
+            "get",
+            "deployment",
+            "web",
+            "--show-managed-fields",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    let d: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(d["spec"]["revisionHistoryLimit"], 10);
+    let fields = &d["metadata"]["managedFields"][0];
+    assert_eq!(fields["manager"], "team-a");
+    let spec = &fields["fieldsV1"]["f:spec"];
+    assert!(spec.get("f:replicas").is_some(), "{spec}");
+    assert!(spec.get("f:revisionHistoryLimit").is_none(), "{spec}");
+    assert!(spec.get("f:strategy").is_none(), "{spec}");
+    // Nobody owns the default, so another manager may change it without a conflict.
+    let path = sim.dir.path().join("history.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {revisionHistoryLimit: 5}\n",
+    )
+    .unwrap();
+    let file = path.to_string_lossy().into_owned();
+    ok(
+        &kc,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=team-b",
+            "-f",
+            &file,
+        ],
+    )
+    .await;
+    let history = ok(
+        &kc,
+        &[
+            "get",
+            "deployment",
+            "web",
+            "-o",
+            "jsonpath={.spec.revisionHistoryLimit}",
+        ],
+    )
+    .await;
+    assert_eq!(history, "5");
+    // A re-apply by team-a that still leaves the field out keeps it.
+    ok(
+        &kc,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=team-a",
+            "-f",
+            &m2,
+        ],
+    )
+    .await;
+    let history = ok(
+        &kc,
+        &[
+            "get",
+            "deployment",
+            "web",
+            "-o",
+            "jsonpath={.spec.revisionHistoryLimit}",
+        ],
+    )
+    .await;
+    assert_eq!(history, "5");
+    // kubectl create owns what it stored, defaults included.
+    ok(&kc, &["create", "deployment", "made", "--image=nginx"]).await;
+    std::fs::write(
+        &path,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: made}\nspec: {revisionHistoryLimit: 5}\n",
+    )
+    .unwrap();
+    let conflict = kubectl(
+        &kc,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=team-b",
+            "-f",
+            &file,
+        ],
+    )
+    .await;
+    assert!(!conflict.status.success());
+    let err = String::from_utf8_lossy(&conflict.stderr);
+    assert!(
+        err.contains("conflict with \"kubectl-create\"")
+            && err.contains(".spec.revisionHistoryLimit"),
+        "{err}"
+    );
+    sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+}
+
+const ROUTES_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gateways.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gateways, singular: gateway, kind: Gateway}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              routes:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [host, port]
+                items:
+                  type: object
+                  properties:
+                    host: {type: string}
+                    port: {type: integer}
+                    backend: {type: string}
+              hosts:
+                type: array
+                x-kubernetes-list-type: set
+                items: {type: string}
+"#;
+
+/// Server-side apply of a custom resource merges the lists its CRD declares as maps (by their
+/// keys) and sets, so that two managers can each own their items.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_server_side_apply_merges_crd_list_types() {
+    if !kubectl_available() {
+        return;
+    }
+    let sim = Sim::start(1, Duration::from_millis(100)).await;
+    let kc = sim.kubeconfig_path("c1");
+    let write = |name: &str, text: &str| {
+        let path = sim.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let crd = write("crd.yaml", ROUTES_CRD);
+    ok(&kc, &["apply", "--server-side", "-f", &crd]).await;
+    ok(
+        &kc,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/gateways.example.com",
+            "--timeout=60s",
+        ],
+    )
+    .await;
+    let gw = |routes: &str, hosts: &str| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Gateway\nmetadata: {{name: gw}}\nspec:\n  routes: {routes}\n  hosts: {hosts}\n"
+        )
+    };
+    let a = write(
+        "a.yaml",
+        &gw("[{host: a.example, port: 80, backend: web}]", "[a.example]"),
+    );
+    let b = write(
+        "b.yaml",
+        &gw(
+            "[{host: a.example, port: 443, backend: tls}]",
+            "[b.example]",
+        ),
+    );
+    ok(
+        &kc,
+        &["apply", "--server-side", "--field-manager=team-a", "-f", &a],
+    )
+    .await;
+    ok(
+        &kc,
+        &["apply", "--server-side", "--field-manager=team-b", "-f", &b],
+    )
+    .await;
+    let got = get_json(&kc, &["gateway", "gw"]).await;
+    assert_eq!(
+        got["spec"]["routes"],
+        serde_json::json!([{"host": "a.example", "port": 80, "backend": "web"},
+                           {"host": "a.example", "port": 443, "backend": "tls"}])
+    );
+    assert_eq!(
+        got["spec"]["hosts"],
+        serde_json::json!(["a.example", "b.example"])
+    );
+    // team-b may not change team-a's route without forcing.
+    let steal = write(
+        "steal.yaml",
+        &gw("[{host: a.example, port: 80, backend: other}]", "[]"),
+    );
+    let out = kubectl(
+        &kc,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=team-b",
+            "-f",
+            &steal,
+        ],
+    )
+    .await;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("conflict with \"team-a\"")
+            && err.contains(r#".spec.routes[host="a.example",port=80].backend"#),
+        "{err}"
+    );
+    // team-a withdrawing its items leaves team-b's.
+    let none = write("none.yaml", &gw("[]", "[]"));
+    ok(
+        &kc,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=team-a",
+            "-f",
+            &none,
+        ],
+    )
+    .await;
+    let got = get_json(&kc, &["gateway", "gw"]).await;
+    assert_eq!(
+        got["spec"]["routes"],
+        serde_json::json!([{"host": "a.example", "port": 443, "backend": "tls"}])
+    );
+    assert_eq!(got["spec"]["hosts"], serde_json::json!(["b.example"]));
     sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
 }
 
@@ -636,4 +1339,455 @@ async fn kubectl_applies_legacy_versions() {
     let gone = kubectl(&kc, &["get", "clusterrole", "old-psp-user"]).await;
     assert!(!gone.status.success());
     sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+}
+
+const SCALABLE: &str = r#"
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: db
+spec:
+  replicas: 1
+  serviceName: db
+  selector:
+    matchLabels: {app: db}
+  template:
+    metadata:
+      labels: {app: db}
+    spec:
+      containers:
+      - {name: db, image: postgres:16}
+---
+apiVersion: v1
+kind: ReplicationController
+metadata:
+  name: old
+spec:
+  replicas: 1
+  selector: {app: old}
+  template:
+    metadata:
+      labels: {app: old}
+    spec:
+      containers:
+      - {name: old, image: nginx}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+    subresources:
+      status: {}
+      scale:
+        specReplicasPath: .spec.size
+        statusReplicasPath: .status.count
+        labelSelectorPath: .status.selector
+"#;
+
+/// `kubectl scale` (merge patch, and with `--current-replicas` a GET and a PUT carrying the
+/// resourceVersion), `kubectl patch --subresource=scale`, scaling of custom resources through
+/// their CRD's scale paths, and `kubectl autoscale` (an autoscaling/v1 HPA in protobuf).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_scale_and_autoscale() {
+    if !kubectl_available() {
+        return;
+    }
+    let sim = Sim::start(1, Duration::from_millis(300)).await;
+    let kc = sim.kubeconfig_path("c1");
+    ok(&kc, &["create", "deployment", "web", "--image=nginx"]).await;
+    let out = ok(&kc, &["scale", "deployment/web", "--replicas=3"]).await;
+    assert!(out.contains("deployment.apps/web scaled"), "{out}");
+    // The simulation follows the new count after the ready delay.
+    ok(
+        &kc,
+        &[
+            "wait",
+            "--for=jsonpath={.status.readyReplicas}=3",
+            "deployment/web",
+            "--timeout=20s",
+        ],
+    )
+    .await;
+    let stale = kubectl(
+        &kc,
+        &[
+            "scale",
+            "deployment/web",
+            "--current-replicas=2",
+            "--replicas=5",
+        ],
+    )
+    .await;
+    assert!(!stale.status.success());
+    let err = String::from_utf8_lossy(&stale.stderr);
+    assert!(err.contains("Expected replicas to be 2, was 3"), "{err}");
+    ok(
+        &kc,
+        &[
+            "scale",
+            "deployment/web",
+            "--current-replicas=3",
+            "--replicas=1",
+        ],
+    )
+    .await;
+    let raw = ok(
+        &kc,
+        &[
+            "get",
+            "--raw",
+            "/apis/apps/v1/namespaces/default/deployments/web/scale",
+        ],
+    )
+    .await;
+    let scale: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["apiVersion"], "autoscaling/v1");
+    assert_eq!(scale["spec"]["replicas"], 1);
+    assert_eq!(scale["status"]["selector"], "app=web");
+    let d = get_json(&kc, &["deployment", "web"]).await;
+    assert_eq!(d["spec"]["replicas"], 1);
+    // The Scale carries the workload's resourceVersion (the ready timer may have moved it on).
+    assert!(
+        scale["metadata"]["resourceVersion"]
+            .as_str()
+            .is_some_and(|rv| !rv.is_empty())
+    );
+    ok(
+        &kc,
+        &[
+            "wait",
+            "--for=jsonpath={.status.replicas}=1",
+            "deployment/web",
+            "--timeout=20s",
+        ],
+    )
+    .await;
+    for (kind, patch) in [
+        ("merge", r#"{"spec":{"replicas":2}}"#),
+        (
+            "json",
+            r#"[{"op":"replace","path":"/spec/replicas","value":4}]"#,
+        ),
+        ("strategic", r#"{"spec":{"replicas":3}}"#),
+    ] {
+        ok(
+            &kc,
+            &[
+                "patch",
+                "deployment",
+                "web",
+                "--subresource=scale",
+                "--type",
+                kind,
+                "-p",
+                patch,
+            ],
+        )
+        .await;
+    }
+    let d = get_json(&kc, &["deployment", "web"]).await;
+    assert_eq!(d["spec"]["replicas"], 3);
+    // A Scale written with an old resourceVersion conflicts like the workload itself.
+    let mut old = scale.clone();
+    old["spec"]["replicas"] = serde_json::json!(7);
+    let path = sim.dir.path().join("scale.json");
+    std::fs::write(&path, old.to_string()).unwrap();
+    let conflict = kubectl(
+        &kc,
+        &[
+            "replace",
+            "--raw",
+            "/apis/apps/v1/namespaces/default/deployments/web/scale",
+            "-f",
+            &path.to_string_lossy(),
+        ],
+    )
+    .await;
+    assert!(!conflict.status.success());
+    let err = String::from_utf8_lossy(&conflict.stderr);
+    assert!(err.contains("the object has been modified"), "{err}");
+    let negative = kubectl(
+        &kc,
+        &[
+            "patch",
+            "deployment",
+            "web",
+            "--subresource=scale",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"replicas":-1}}"#,
+        ],
+    )
+    .await;
+    let err = String::from_utf8_lossy(&negative.stderr);
+    assert!(
+        err.contains("spec.replicas: Invalid value: -1: must be greater than or equal to 0"),
+        "{err}"
+    );
+
+    // StatefulSets, ReplicationControllers and a custom resource with a scale subresource.
+    let file = sim.dir.path().join("scalable.yaml");
+    std::fs::write(&file, SCALABLE).unwrap();
+    ok(&kc, &["apply", "-f", &file.to_string_lossy()]).await;
+    ok(&kc, &["scale", "statefulset/db", "--replicas=2"]).await;
+    ok(&kc, &["scale", "rc/old", "--replicas=2"]).await;
+    ok(
+        &kc,
+        &[
+            "wait",
+            "--for=jsonpath={.status.readyReplicas}=2",
+            "statefulset/db",
+            "rc/old",
+            "--timeout=20s",
+        ],
+    )
+    .await;
+    let widget = sim.dir.path().join("widget.yaml");
+    std::fs::write(
+        &widget,
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 1}\n",
+    )
+    .unwrap();
+    ok(&kc, &["apply", "-f", &widget.to_string_lossy()]).await;
+    ok(&kc, &["scale", "widgets/w", "--replicas=4"]).await;
+    let w = get_json(&kc, &["widgets", "w"]).await;
+    assert_eq!(w["spec"]["size"], 4);
+    let raw = ok(
+        &kc,
+        &[
+            "get",
+            "--raw",
+            "/apis/example.com/v1/namespaces/default/widgets/w/scale",
+        ],
+    )
+    .await;
+    let scale: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(scale["spec"]["replicas"], 4);
+    assert_eq!(scale["status"]["replicas"], 0);
+
+    let out = ok(
+        &kc,
+        &[
+            "autoscale",
+            "deployment",
+            "web",
+            "--min=1",
+            "--max=5",
+            "--cpu-percent=80",
+        ],
+    )
+    .await;
+    assert!(
+        out.contains("horizontalpodautoscaler.autoscaling/web autoscaled"),
+        "{out}"
+    );
+    let hpa = get_json(&kc, &["hpa", "web"]).await;
+    assert_eq!(hpa["apiVersion"], "autoscaling/v2");
+    assert_eq!(
+        hpa["spec"]["scaleTargetRef"],
+        serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"})
+    );
+    assert_eq!(
+        (&hpa["spec"]["minReplicas"], &hpa["spec"]["maxReplicas"]),
+        (&serde_json::json!(1), &serde_json::json!(5))
+    );
+    assert_eq!(
+        hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
+        80
+    );
+    let table = ok(&kc, &["get", "hpa"]).await;
+    assert!(
+        table.contains("REFERENCE") && table.contains("Deployment/web"),
+        "{table}"
+    );
+    assert!(table.contains("cpu: <unknown>/80%"), "{table}");
+    let v1 = get_json(&kc, &["hpa.v1.autoscaling", "web"]).await;
+    assert_eq!(v1["spec"]["maxReplicas"], 5);
+    sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+}
+
+/// Writes `yaml` to a file and runs `kubectl VERB -f FILE`, expecting it to fail; returns stderr.
+async fn rejected(kc: &Path, dir: &Path, verb: &[&str], yaml: &str) -> String {
+    let file = dir.join("invalid.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let mut args = verb.to_vec();
+    let f = file.to_string_lossy().into_owned();
+    args.extend_from_slice(&["-f", &f]);
+    let out = kubectl(kc, &args).await;
+    assert!(!out.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const MISMATCH: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bad}\nspec:\n  \
+    selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: other}}\n    \
+    spec: {containers: [{name: web, image: nginx}]}\n";
+
+/// The real server's 422 answers as kubectl prints them, on create, client-side apply (a
+/// patch), server-side apply and update.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_rejects_invalid_objects() {
+    if !kubectl_available() {
+        return;
+    }
+    let sim = Sim::start(1, Duration::from_millis(100)).await;
+    let kc = sim.kubeconfig_path("c1");
+    let dir = sim.dir.path();
+    let want = "The Deployment \"bad\" is invalid: spec.template.metadata.labels: Invalid value: \
+                map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`";
+    for verb in [&["create"][..], &["apply"], &["apply", "--server-side"]] {
+        let err = rejected(&kc, dir, verb, MISMATCH).await;
+        assert!(err.contains(want), "{verb:?}: {err}");
+    }
+    // Several causes: kubectl lists them one a line.
+    let no_selector = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bad}\nspec:\n  \
+        template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web}]}\n";
+    let err = rejected(&kc, dir, &["create"], no_selector).await;
+    assert!(
+        err.contains("The Deployment \"bad\" is invalid: \n"),
+        "{err}"
+    );
+    for line in [
+        "* spec.selector: Required value",
+        "* spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"web\"}: `selector` does not match template `labels`",
+        "* spec.template.spec.containers[0].image: Required value",
+    ] {
+        assert!(err.contains(line), "{line}: {err}");
+    }
+    let dup = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, image: x}\n  - {name: a, image: b}\n";
+    let err = rejected(&kc, dir, &["apply"], dup).await;
+    assert!(
+        err.contains("The Pod \"p\" is invalid: spec.containers[1].name: Duplicate value: \"a\"\n"),
+        "{err}"
+    );
+    let port =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec:\n  ports: [{targetPort: 80}]\n";
+    let err = rejected(&kc, dir, &["apply"], port).await;
+    assert!(
+        err.contains(
+            "spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive"
+        ),
+        "{err}"
+    );
+    let bad_name = kubectl(&kc, &["create", "configmap", "Bad_Name"]).await;
+    let err = String::from_utf8_lossy(&bad_name.stderr);
+    assert!(
+        err.contains("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of"),
+        "{err}"
+    );
+    let long = "x".repeat(254);
+    let too_long = kubectl(&kc, &["create", "namespace", &long[..64]]).await;
+    let err = String::from_utf8_lossy(&too_long.stderr);
+    assert!(err.contains("must be no more than 63 characters"), "{err}");
+    assert!(
+        get_all_names(&kc).await.is_empty(),
+        "nothing invalid was stored"
+    );
+
+    // Immutable fields on update: a Deployment's selector, a Service's cluster IP.
+    ok(&kc, &["create", "deployment", "web", "--image=nginx"]).await;
+    let moved = kubectl(
+        &kc,
+        &[
+            "patch",
+            "deployment",
+            "web",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"selector":{"matchLabels":{"app":"x"}},"template":{"metadata":{"labels":{"app":"x"}}}}}"#,
+        ],
+    )
+    .await;
+    let err = String::from_utf8_lossy(&moved.stderr);
+    assert!(
+        err.contains("The Deployment \"web\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"x\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"),
+        "{err}"
+    );
+    // The same through client-side apply (a strategic merge patch) and replace (a PUT).
+    let err = rejected(
+        &kc,
+        dir,
+        &["apply"],
+        &MISMATCH
+            .replace("name: bad", "name: web")
+            .replace("{app: web}", "{app: x}")
+            .replace("other", "x"),
+    )
+    .await;
+    assert!(
+        err.contains("The Deployment \"web\" is invalid: spec.selector: Invalid value:")
+            && err.contains("field is immutable"),
+        "{err}"
+    );
+    let mut current = get_json(&kc, &["deployment", "web"]).await;
+    current["spec"]["template"]["metadata"]["labels"] = serde_json::json!({"app": "moved"});
+    let err = rejected(&kc, dir, &["replace"], &current.to_string()).await;
+    assert!(
+        err.contains("The Deployment \"web\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"moved\"}: `selector` does not match template `labels`"),
+        "{err}"
+    );
+    ok(
+        &kc,
+        &["create", "service", "clusterip", "web", "--tcp=80:80"],
+    )
+    .await;
+    let ip = kubectl(
+        &kc,
+        &[
+            "patch",
+            "service",
+            "web",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"clusterIP":"10.96.250.250"}}"#,
+        ],
+    )
+    .await;
+    let err = String::from_utf8_lossy(&ip.stderr);
+    assert!(
+        err.contains("spec.clusterIPs[0]: Invalid value: []string{\"10.96.250.250\"}: may not change once set"),
+        "{err}"
+    );
+    // The status subresource is not validated: the object's spec is not what it writes.
+    ok(
+        &kc,
+        &[
+            "patch",
+            "deployment",
+            "web",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"observedGeneration":1}}"#,
+        ],
+    )
+    .await;
+    sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+}
+
+/// The names of the Deployments, Pods, Services and ConfigMaps the tests created in `default`.
+async fn get_all_names(kc: &Path) -> String {
+    ok(
+        kc,
+        &[
+            "get",
+            "deployments,pods,services,configmaps",
+            "-o",
+            "name",
+            "--field-selector=metadata.name!=kubernetes,metadata.name!=kube-root-ca.crt",
+        ],
+    )
+    .await
 }
