@@ -223,6 +223,61 @@ fn children(keys: impl IntoIterator<Item = String>, base: &str) -> Vec<String> {
         .collect()
 }
 
+/// What one key of a context is, from its path below the context's root: lets a reader take a
+/// whole context from one prefix listing without knowing the layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextKey<'a> {
+    /// The context's own key (`""`).
+    Root,
+    /// `status/`.
+    Status,
+    /// `app/instruction/order/`.
+    AppOrder,
+    /// `app/<app>/`.
+    App(&'a str),
+    /// `app/<app>/cluster/<cluster>/readystatus/`.
+    ReadyStatus(&'a str, &'a str),
+    /// `app/<app>/cluster/<cluster>/status/` (the collected status).
+    ClusterStatus(&'a str, &'a str),
+    /// `app/<app>/cluster/<cluster>/resource/instruction/order/`.
+    ResourceOrder(&'a str, &'a str),
+    /// `app/<app>/cluster/<cluster>/resource/instruction/dependency/` (hook groups).
+    HookGroups(&'a str, &'a str),
+    /// `app/<app>/cluster/<cluster>/resource/<name>/` (the manifest): app, cluster, name.
+    Resource(&'a str, &'a str, &'a str),
+    /// `app/<app>/cluster/<cluster>/resource/<name>/status/`: app, cluster, name.
+    ResourceStatus(&'a str, &'a str, &'a str),
+    /// Any other key (meta, instructions, cluster groups, rsync state, ...).
+    Other,
+}
+
+impl<'a> ContextKey<'a> {
+    /// The kind of `key`, a key of the context whose root key is `root`; `None` outside it.
+    #[must_use]
+    pub fn parse(root: &str, key: &'a str) -> Option<Self> {
+        let rest = key.strip_prefix(root)?;
+        let parts: Vec<&'a str> = rest.split('/').collect();
+        Some(match parts.as_slice() {
+            [""] => Self::Root,
+            ["status", ""] => Self::Status,
+            ["app", "instruction", "order", ""] => Self::AppOrder,
+            ["app", "instruction", ..] => Self::Other,
+            ["app", app, ""] => Self::App(app),
+            ["app", app, "cluster", cluster, tail @ ..] => match tail {
+                ["readystatus", ""] => Self::ReadyStatus(app, cluster),
+                ["status", ""] => Self::ClusterStatus(app, cluster),
+                ["resource", "instruction", "order", ""] => Self::ResourceOrder(app, cluster),
+                ["resource", "instruction", "dependency", ""] => Self::HookGroups(app, cluster),
+                ["resource", "instruction", ..] => Self::Other,
+                ["resource", name, ""] => Self::Resource(app, cluster, name),
+                ["resource", name, "status", ""] => Self::ResourceStatus(app, cluster, name),
+                _ => Self::Other,
+            },
+            _ => Self::Other,
+        })
+    }
+}
+
 /// A handle on one context in an [`AppContextStore`].
 #[derive(Debug, Clone)]
 pub struct AppContext {
@@ -937,6 +992,55 @@ mod tests {
         );
         assert_eq!(b.iter().map(Vec::len).sum::<usize>(), 5);
         assert_eq!(b.len(), 3);
+    }
+
+    #[test]
+    fn context_keys_are_told_apart() {
+        fn parse(key: &str) -> Option<ContextKey<'_>> {
+            ContextKey::parse("/context/9/", key)
+        }
+        assert_eq!(parse("/context/9/"), Some(ContextKey::Root));
+        assert_eq!(parse("/context/9/status/"), Some(ContextKey::Status));
+        assert_eq!(parse("/context/9/meta/"), Some(ContextKey::Other));
+        assert_eq!(
+            parse("/context/9/app/instruction/order/"),
+            Some(ContextKey::AppOrder)
+        );
+        assert_eq!(
+            parse("/context/9/app/instruction/dependency/"),
+            Some(ContextKey::Other)
+        );
+        assert_eq!(parse("/context/9/app/web/"), Some(ContextKey::App("web")));
+        let c = "/context/9/app/web/cluster/p+c1/";
+        assert_eq!(
+            parse(&format!("{c}readystatus/")),
+            Some(ContextKey::ReadyStatus("web", "p+c1"))
+        );
+        assert_eq!(
+            parse(&format!("{c}status/")),
+            Some(ContextKey::ClusterStatus("web", "p+c1"))
+        );
+        assert_eq!(
+            parse(&format!("{c}resource/instruction/order/")),
+            Some(ContextKey::ResourceOrder("web", "p+c1"))
+        );
+        assert_eq!(
+            parse(&format!("{c}resource/instruction/dependency/")),
+            Some(ContextKey::HookGroups("web", "p+c1"))
+        );
+        assert_eq!(
+            parse(&format!("{c}resource/cm+ConfigMap/")),
+            Some(ContextKey::Resource("web", "p+c1", "cm+ConfigMap"))
+        );
+        assert_eq!(
+            parse(&format!("{c}resource/cm+ConfigMap/status/")),
+            Some(ContextKey::ResourceStatus("web", "p+c1", "cm+ConfigMap"))
+        );
+        assert_eq!(
+            parse(&format!("{c}resource/cm+ConfigMap/x/")),
+            Some(ContextKey::Other)
+        );
+        assert_eq!(parse("/context/10/status/"), None);
     }
 
     #[test]

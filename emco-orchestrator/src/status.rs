@@ -29,6 +29,7 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use axum::routing::get;
+use emco_appcontext::context::ContextKey;
 use emco_appcontext::{AppContextStore, ResourceKey};
 use emco_controller_sdk::rest::{ApiError, json_response};
 use emco_core::lifecycle::{ResourceStatus as Deployed, StateInfo};
@@ -180,6 +181,18 @@ fn instruction<T: for<'de> Deserialize<'de>>(raw: &[u8]) -> Option<T> {
     serde_json::from_str(&text).ok()
 }
 
+/// The snapshot of `cluster` of `app`, created on first sight.
+fn cluster_of<'s>(
+    apps: &'s mut BTreeMap<String, BTreeMap<String, ClusterSnap>>,
+    app: &str,
+    cluster: &str,
+) -> &'s mut ClusterSnap {
+    apps.entry(app.to_owned())
+        .or_default()
+        .entry(cluster.to_owned())
+        .or_default()
+}
+
 impl Snapshot {
     /// Reads context `id`.
     ///
@@ -192,20 +205,19 @@ impl Snapshot {
             return Err(Error::not_found(format!("AppContext {id} does not exist")));
         }
         let mut snap = Self::default();
-        for kv in kvs {
-            let Some(rest) = kv.key.strip_prefix(&root) else {
+        for kv in &kvs {
+            let Some(key) = ContextKey::parse(&root, &kv.key) else {
                 continue;
             };
-            let parts: Vec<&str> = rest.split('/').collect();
             let raw = kv.value.as_ref();
             let text = || serde_json::from_slice::<String>(raw).ok();
-            match parts.as_slice() {
-                ["status", ""] => {
+            match key {
+                ContextKey::Status => {
                     snap.status = serde_json::from_slice::<StatusDoc>(raw)
                         .ok()
                         .map(|d| d.status);
                 }
-                ["app", "instruction", "order", ""] => {
+                ContextKey::AppOrder => {
                     #[derive(Deserialize)]
                     struct Order {
                         apporder: Vec<String>,
@@ -214,52 +226,51 @@ impl Snapshot {
                         snap.app_order = o.apporder;
                     }
                 }
-                ["app", "instruction", ..] => {}
-                ["app", app, ""] => {
-                    snap.apps.entry((*app).to_owned()).or_default();
+                ContextKey::App(app) => {
+                    snap.apps.entry(app.to_owned()).or_default();
                 }
-                ["app", app, "cluster", cluster, tail @ ..] => {
-                    let c = snap
-                        .apps
-                        .entry((*app).to_owned())
-                        .or_default()
-                        .entry((*cluster).to_owned())
-                        .or_default();
-                    match tail {
-                        ["readystatus", ""] => c.readystatus = text(),
-                        ["status", ""] => c.collected = serde_json::from_slice(raw).ok(),
-                        ["resource", "instruction", "order", ""] => {
-                            #[derive(Deserialize)]
-                            struct Order {
-                                resorder: Vec<String>,
-                            }
-                            if let Some(o) = instruction::<Order>(raw) {
-                                c.order = o.resorder;
-                            }
-                        }
-                        ["resource", "instruction", "dependency", ""] => {
-                            #[derive(Deserialize)]
-                            struct Hooks {
-                                resdependency: BTreeMap<String, Vec<String>>,
-                            }
-                            if let Some(h) = instruction::<Hooks>(raw) {
-                                c.delete_hooks = delete_only_hooks(&h.resdependency);
-                            }
-                        }
-                        ["resource", "instruction", ..] => {}
-                        ["resource", name, ""] => {
-                            c.resources.entry((*name).to_owned()).or_default().yaml = text();
-                        }
-                        ["resource", name, "status", ""] => {
-                            c.resources.entry((*name).to_owned()).or_default().status =
-                                serde_json::from_slice::<StatusDoc>(raw)
-                                    .ok()
-                                    .map(|d| d.status);
-                        }
-                        _ => {}
+                ContextKey::ReadyStatus(a, c) => {
+                    cluster_of(&mut snap.apps, a, c).readystatus = text()
+                }
+                ContextKey::ClusterStatus(a, c) => {
+                    cluster_of(&mut snap.apps, a, c).collected = serde_json::from_slice(raw).ok();
+                }
+                ContextKey::ResourceOrder(a, c) => {
+                    #[derive(Deserialize)]
+                    struct Order {
+                        resorder: Vec<String>,
+                    }
+                    if let Some(o) = instruction::<Order>(raw) {
+                        cluster_of(&mut snap.apps, a, c).order = o.resorder;
                     }
                 }
-                _ => {}
+                ContextKey::HookGroups(a, c) => {
+                    #[derive(Deserialize)]
+                    struct Hooks {
+                        resdependency: BTreeMap<String, Vec<String>>,
+                    }
+                    if let Some(h) = instruction::<Hooks>(raw) {
+                        cluster_of(&mut snap.apps, a, c).delete_hooks =
+                            delete_only_hooks(&h.resdependency);
+                    }
+                }
+                ContextKey::Resource(a, c, name) => {
+                    cluster_of(&mut snap.apps, a, c)
+                        .resources
+                        .entry(name.to_owned())
+                        .or_default()
+                        .yaml = text();
+                }
+                ContextKey::ResourceStatus(a, c, name) => {
+                    cluster_of(&mut snap.apps, a, c)
+                        .resources
+                        .entry(name.to_owned())
+                        .or_default()
+                        .status = serde_json::from_slice::<StatusDoc>(raw)
+                        .ok()
+                        .map(|d| d.status);
+                }
+                ContextKey::Root | ContextKey::Other => {}
             }
         }
         Ok(snap)

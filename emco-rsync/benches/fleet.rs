@@ -46,11 +46,12 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-fn peak_rss_mib() -> f64 {
+/// A memory figure of this process from `/proc/self/status` (`VmHWM` peak, `VmRSS` now), MiB.
+fn rss_mib(field: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
 }
@@ -150,6 +151,7 @@ async fn main() {
     let raw = raw_start.elapsed();
     assert_eq!(failures, 0, "raw server-side apply failed");
     drop(clients);
+    let rss_raw = rss_mib("VmRSS");
 
     // The engine, readiness from watches; then (unless EMCO_BENCH_POLL=0) again with readiness
     // polled object by object, as before the watches were wired, for comparison.
@@ -170,7 +172,7 @@ async fn main() {
             Some(run_engine(&fleet, &names, resources, false).await),
         )
     };
-    let rss = peak_rss_mib();
+    let rss = rss_mib("VmHWM");
 
     let per_s = |d: Duration| total as f64 / d.as_secs_f64();
     let mut table = String::new();
@@ -242,7 +244,18 @@ async fn main() {
             p.steady.0 as f64 / STEADY.as_secs_f64()
         )
         .unwrap();
+        writeln!(
+            table,
+            "| rsync ({mode}), RSS once all Ready (engine + kubesim) | {:.1} MiB |",
+            p.rss_ready
+        )
+        .unwrap();
     }
+    writeln!(
+        table,
+        "| RSS after the raw loop (kubesim holding {total} objects) | {rss_raw:.1} MiB |"
+    )
+    .unwrap();
     writeln!(table, "| peak RSS (engine + kubesim) | {rss:.1} MiB |").unwrap();
     print!("{table}");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-results");
@@ -263,6 +276,8 @@ struct Phase {
     until_ready: (usize, usize, usize),
     /// (watches, reads, writes) during [`STEADY`] once all ready.
     steady: (usize, usize, usize),
+    /// RSS (MiB) while the engine was at its fullest: everything ready, observers running.
+    rss_ready: f64,
 }
 
 /// A Kubernetes connector without its watcher: the engine polls readiness object by object.
@@ -359,8 +374,10 @@ async fn run_engine(fleet: &Fleet, names: &[String], resources: usize, watch: bo
     let at_ready = gate.counts.get();
     tokio::time::sleep(STEADY).await;
     let steady = minus(gate.counts.get(), at_ready);
+    let rss_ready = rss_mib("VmRSS");
     // Ends the readiness observers and, with the engine, the connectors and their watches.
     cancel.cancel();
+
     Phase {
         status,
         applied,
@@ -368,5 +385,6 @@ async fn run_engine(fleet: &Fleet, names: &[String], resources: usize, watch: bo
         ready_clusters,
         until_ready: minus(at_ready, before),
         steady,
+        rss_ready,
     }
 }

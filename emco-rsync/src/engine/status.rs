@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use emco_appcontext::context::MAX_TXN_OPS;
+use emco_appcontext::context::{ContextKey, MAX_TXN_OPS};
 use emco_appcontext::{AppContext, Op, Txn};
 use emco_core::lifecycle::ResourceStatus;
 use emco_core::{Error, Result};
@@ -67,16 +67,12 @@ impl ContextStatusExt for AppContext {
         let base = format!("{}app/", self.root_key());
         let mut out = HashMap::new();
         for kv in self.store().list_all(&base, false).await? {
-            let Some(rest) = kv.key.strip_prefix(&base) else {
-                continue;
-            };
-            // `<app>/cluster/<cluster>/resource/<name>/status/`
-            let parts: Vec<&str> = rest.split('/').collect();
-            if let [app, "cluster", cluster, "resource", name, "status", ""] = parts.as_slice()
+            if let Some(ContextKey::ResourceStatus(app, cluster, name)) =
+                ContextKey::parse(self.root_key(), &kv.key)
                 && let Some(status) = parse_status(&kv.value)
             {
                 out.insert(
-                    ((*app).to_owned(), (*cluster).to_owned(), (*name).to_owned()),
+                    (app.to_owned(), cluster.to_owned(), name.to_owned()),
                     status,
                 );
             }

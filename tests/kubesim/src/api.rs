@@ -101,6 +101,16 @@ impl Req {
             .unwrap_or_default()
     }
 
+    /// The media type of the body, without parameters (`application/apply-patch+yaml`).
+    fn media_type(&self) -> String {
+        self.header(header::CONTENT_TYPE)
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    }
+
     fn dry_run(&self) -> bool {
         self.q("dryRun").is_some_and(|v| v == "All")
     }
@@ -1231,13 +1241,7 @@ fn approve(cluster: &Cluster, old: &Value, body: &Value) -> Result<Value, ApiErr
 }
 
 fn patch(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResult {
-    let ct = r
-        .header(header::CONTENT_TYPE)
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_owned();
+    let ct = r.media_type();
     let body = r.json_body()?;
     let manager = r.manager();
     let av = t.rt.api_version();

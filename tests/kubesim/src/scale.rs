@@ -8,7 +8,7 @@
 //!
 //! The module is a child of `api` so that it can reuse the verbs' building blocks.
 
-use http::{Method, header};
+use http::Method;
 use serde_json::{Value, json};
 
 use super::{
@@ -85,13 +85,7 @@ pub(super) fn serve(
         .get(&key(t, name))
         .ok_or_else(|| ApiError::not_found(&t.rt, name))?;
     let current = to_scale(paths, &old);
-    let ct = r
-        .header(header::CONTENT_TYPE)
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_owned();
+    let ct = r.media_type();
     let (scale, applying) = match r.method {
         Method::GET => return ok(&current),
         Method::PUT => (r.json_body()?, false),

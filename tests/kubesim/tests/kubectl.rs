@@ -82,6 +82,26 @@ async fn ok(kubeconfig: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `kubectl apply --server-side --field-manager=MANAGER EXTRA... -f FILE`.
+async fn apply_as(kubeconfig: &Path, manager: &str, file: &str, extra: &[&str]) -> Output {
+    let manager = format!("--field-manager={manager}");
+    let mut args = vec!["apply", "--server-side", manager.as_str()];
+    args.extend_from_slice(extra);
+    args.extend(["-f", file]);
+    kubectl(kubeconfig, &args).await
+}
+
+/// [`apply_as`] that must succeed; its standard output.
+async fn apply_ok(kubeconfig: &Path, manager: &str, file: &str, extra: &[&str]) -> String {
+    let out = apply_as(kubeconfig, manager, file, extra).await;
+    assert!(
+        out.status.success(),
+        "server-side apply of {file} as {manager} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn manifest(dir: &Path, replicas: u32) -> String {
     let path = dir.join(format!("app-{replicas}.yaml"));
     std::fs::write(&path, APP.replace("REPLICAS", &replicas.to_string())).unwrap();
@@ -175,17 +195,7 @@ async fn kubectl_server_side_apply_with_conflicts() {
     let sim = Sim::start(1, Duration::from_millis(100)).await;
     let kc = sim.kubeconfig_path("c1");
     let m2 = manifest(sim.dir.path(), 2);
-    let out = ok(
-        &kc,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=team-a",
-            "-f",
-            &m2,
-        ],
-    )
-    .await;
+    let out = apply_ok(&kc, "team-a", &m2, &[]).await;
     assert!(
         out.contains("deployment.apps/web serverside-applied"),
         "{out}"
@@ -201,29 +211,9 @@ async fn kubectl_server_side_apply_with_conflicts() {
     )
     .await;
     // Same values from another manager: shared ownership, no conflict.
-    ok(
-        &kc,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=team-b",
-            "-f",
-            &m2,
-        ],
-    )
-    .await;
+    apply_ok(&kc, "team-b", &m2, &[]).await;
     let m3 = manifest(sim.dir.path(), 3);
-    let out = kubectl(
-        &kc,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=team-b",
-            "-f",
-            &m3,
-        ],
-    )
-    .await;
+    let out = apply_as(&kc, "team-b", &m3, &[]).await;
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -231,18 +221,7 @@ async fn kubectl_server_side_apply_with_conflicts() {
         "{err}"
     );
     assert!(err.contains(".spec.replicas"), "{err}");
-    ok(
-        &kc,
-        &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--field-manager=team-b",
-            "-f",
-            &m3,
-        ],
-    )
-    .await;
+    apply_ok(&kc, "team-b", &m3, &["--force-conflicts"]).await;
     let managed = ok(
         &kc,
         &[
@@ -269,17 +248,11 @@ async fn kubectl_server_side_apply_with_conflicts() {
     );
     // Dry-run changes nothing.
     let m4 = manifest(sim.dir.path(), 4);
-    ok(
+    apply_ok(
         &kc,
-        &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--field-manager=team-b",
-            "--dry-run=server",
-            "-f",
-            &m4,
-        ],
+        "team-b",
+        &m4,
+        &["--force-conflicts", "--dry-run=server"],
     )
     .await;
     assert_eq!(
@@ -885,17 +858,7 @@ async fn kubectl_defaults_and_field_ownership() {
     let sim = Sim::start(1, Duration::from_millis(100)).await;
     let kc = sim.kubeconfig_path("c1");
     let m2 = manifest(sim.dir.path(), 2);
-    ok(
-        &kc,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=team-a",
-            "-f",
-            &m2,
-        ],
-    )
-    .await;
+    apply_ok(&kc, "team-a", &m2, &[]).await;
     let out = ok(
         &kc,
         &[
@@ -924,17 +887,7 @@ async fn kubectl_defaults_and_field_ownership() {
     )
     .unwrap();
     let file = path.to_string_lossy().into_owned();
-    ok(
-        &kc,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=team-b",
-            "-f",
-            &file,
-        ],
-    )
-    .await;
+    apply_ok(&kc, "team-b", &file, &[]).await;
     let history = ok(
         &kc,
         &[
@@ -948,17 +901,7 @@ async fn kubectl_defaults_and_field_ownership() {
     .await;
     assert_eq!(history, "5");
     // A re-apply by team-a that still leaves the field out keeps it.
-    ok(
-        &kc,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=team-a",
-            "-f",
-            &m2,
-        ],
-    )
-    .await;
+    apply_ok(&kc, "team-a", &m2, &[]).await;
     let history = ok(
         &kc,
         &[
@@ -978,17 +921,7 @@ async fn kubectl_defaults_and_field_ownership() {
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: made}\nspec: {revisionHistoryLimit: 5}\n",
     )
     .unwrap();
-    let conflict = kubectl(
-        &kc,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=team-b",
-            "-f",
-            &file,
-        ],
-    )
-    .await;
+    let conflict = apply_as(&kc, "team-b", &file, &[]).await;
     assert!(!conflict.status.success());
     let err = String::from_utf8_lossy(&conflict.stderr);
     assert!(
@@ -1077,16 +1010,8 @@ async fn kubectl_server_side_apply_merges_crd_list_types() {
             "[b.example]",
         ),
     );
-    ok(
-        &kc,
-        &["apply", "--server-side", "--field-manager=team-a", "-f", &a],
-    )
-    .await;
-    ok(
-        &kc,
-        &["apply", "--server-side", "--field-manager=team-b", "-f", &b],
-    )
-    .await;
+    apply_ok(&kc, "team-a", &a, &[]).await;
+    apply_ok(&kc, "team-b", &b, &[]).await;
     let got = get_json(&kc, &["gateway", "gw"]).await;
     assert_eq!(
         got["spec"]["routes"],
@@ -1102,17 +1027,7 @@ async fn kubectl_server_side_apply_merges_crd_list_types() {
         "steal.yaml",
         &gw("[{host: a.example, port: 80, backend: other}]", "[]"),
     );
-    let out = kubectl(
-        &kc,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=team-b",
-            "-f",
-            &steal,
-        ],
-    )
-    .await;
+    let out = apply_as(&kc, "team-b", &steal, &[]).await;
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -1122,17 +1037,7 @@ async fn kubectl_server_side_apply_merges_crd_list_types() {
     );
     // team-a withdrawing its items leaves team-b's.
     let none = write("none.yaml", &gw("[]", "[]"));
-    ok(
-        &kc,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=team-a",
-            "-f",
-            &none,
-        ],
-    )
-    .await;
+    apply_ok(&kc, "team-a", &none, &[]).await;
     let got = get_json(&kc, &["gateway", "gw"]).await;
     assert_eq!(
         got["spec"]["routes"],
