@@ -197,9 +197,7 @@ impl EtcdAppContextStore {
     /// A key read from etcd as the store's users know it.
     fn unwire(&self, kv: &etcd_client::KeyValue, keys_only: bool) -> Result<KeyValue> {
         let mut out = to_kv(kv, keys_only)?;
-        if let Some(k) = out.key.strip_prefix(&self.prefix) {
-            out.key = k.to_owned();
-        }
+        strip_prefix(&self.prefix, &mut out.key);
         Ok(out)
     }
 
@@ -208,6 +206,13 @@ impl EtcdAppContextStore {
             Ok(r) => r.map_err(etcd_err),
             Err(e) => Err(Error::unavailable("etcd: request timed out").with_source(e)),
         }
+    }
+}
+
+/// Removes the store's `prefix` from a key read from etcd, in place (nothing to do without one).
+fn strip_prefix(prefix: &str, key: &mut String) {
+    if key.starts_with(prefix) {
+        key.drain(..prefix.len());
     }
 }
 
@@ -369,9 +374,10 @@ impl AppContextStore for EtcdAppContextStore {
                     for ev in resp.events() {
                         let Some(kv) = ev.kv() else { continue };
                         let key = match utf8(kv.key()) {
-                            Ok(k) => k
-                                .strip_prefix(strip.as_str())
-                                .map_or(k.clone(), str::to_owned),
+                            Ok(mut k) => {
+                                strip_prefix(&strip, &mut k);
+                                k
+                            }
                             Err(e) => failed!(e),
                         };
                         let (kind, value) = match ev.event_type() {
