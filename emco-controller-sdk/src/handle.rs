@@ -41,7 +41,7 @@ pub fn resource_name(object: &Value) -> Result<String> {
 /// # Errors
 /// `InvalidArgument` when the text is not one YAML document.
 pub fn parse_resource(yaml: &str) -> Result<Value> {
-    serde_yaml_ng::from_str(yaml)
+    emco_go::yaml::from_str(yaml)
         .map_err(|e| Error::invalid("a resource is not valid YAML").with_source(e))
 }
 
@@ -82,7 +82,7 @@ fn not_an_object(path: &[&str]) -> Error {
 }
 
 fn render_resource(object: &Value) -> Result<String> {
-    serde_yaml_ng::to_string(object)
+    emco_go::yaml::to_string(object)
         .map_err(|e| Error::internal("cannot render a resource as YAML").with_source(e))
 }
 

@@ -515,7 +515,7 @@ fn set_data_key(object: &mut Value, o: &DataKeyOption, files: &Files, secret: bo
 fn text_doc(bytes: &[u8], what: &str) -> Result<Value> {
     let text = std::str::from_utf8(bytes)
         .map_err(|e| Error::invalid(format!("{what} is not UTF-8")).with_source(e))?;
-    serde_yaml_ng::from_str(text)
+    emco_go::yaml::from_str(text)
         .map_err(|e| Error::invalid(format!("{what} is not JSON or YAML")).with_source(e))
 }
 

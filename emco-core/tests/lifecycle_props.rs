@@ -143,19 +143,6 @@ fn dig_table() {
         }
     }
     assert_eq!(
-        st(D::Approved, Op::Modify),
-        Some(Outcome::State(D::Created)),
-        "modify from Approved returns to Created"
-    );
-    assert_eq!(
-        st(D::Terminated, Op::Modify),
-        Some(Outcome::State(D::Created))
-    );
-    assert_eq!(
-        st(D::Instantiated, Op::Modify),
-        Some(Outcome::State(D::Instantiated))
-    );
-    assert_eq!(
         st(D::Created, Op::Approve),
         Some(Outcome::State(D::Approved))
     );

@@ -21,8 +21,8 @@ use emco_core::model::{
     ProfileManifest, Project, UserPermission,
 };
 use emco_core::{ErrorKind, Validate};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize as _, Serialize};
 use serde_json::{Value, json};
 
 fn testdata() -> PathBuf {
@@ -57,10 +57,10 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn values(root: &Path) -> BTreeMap<String, String> {
     let text =
         std::fs::read_to_string(root.join("single-cluster/templates/values-novars.yaml")).unwrap();
-    let map: BTreeMap<String, serde_yaml_ng::Value> = serde_yaml_ng::from_str(&text).unwrap();
+    let map: BTreeMap<String, serde_json::Value> = emco_go::yaml::from_str(&text).unwrap();
     map.into_iter()
         .filter_map(|(k, v)| match v {
-            serde_yaml_ng::Value::String(s) => Some((k, s)),
+            serde_json::Value::String(s) => Some((k, s)),
             _ => None,
         })
         .collect()
@@ -351,10 +351,8 @@ fn every_emcoctl_document_of_the_examples() {
         }
         let expanded = expand(&text, &values);
         let rel = file.strip_prefix(&root).unwrap().display().to_string();
-        for (i, de) in serde_yaml_ng::Deserializer::from_str(&expanded).enumerate() {
-            let yaml = serde_yaml_ng::Value::deserialize(de)
-                .unwrap_or_else(|e| panic!("{rel} document {i}: {e}"));
-            let doc: Value = serde_json::to_value(&yaml).unwrap();
+        let docs = emco_go::yaml::parse_all(&expanded).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        for (i, doc) in docs.into_iter().map(|d| d.value).enumerate() {
             if doc.is_null() {
                 continue;
             }
@@ -410,7 +408,7 @@ fn every_profile_manifest() {
     for path in manifests {
         let text = std::fs::read_to_string(path).unwrap();
         let m: ProfileManifest =
-            serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            emco_go::yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         if let Err(e) = m.validate() {
             panic!("{}: {e}", path.display());
         }

@@ -615,6 +615,12 @@ fn untar(bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>, Error> {
         let mut entry = entry.map_err(|e| invalid(format!("cannot read chart archive: {e}")))?;
         let kind = entry.header().entry_type();
         let raw_path = String::from_utf8_lossy(&entry.path_bytes()).replace('\\', "/");
+        // `tar -C dir .` puts `./` before every member: the chart directory comes after it.
+        let mut raw_path = raw_path.as_str();
+        while let Some(rest) = raw_path.strip_prefix("./") {
+            raw_path = rest.trim_start_matches('/');
+        }
+        let raw_path = raw_path.to_owned();
         if kind.is_pax_global_extensions()
             || kind.is_pax_local_extensions()
             || kind.is_gnu_longname()
@@ -701,6 +707,27 @@ mod tests {
     }
 
     const CHART: &[u8] = b"apiVersion: v2\nname: demo\nversion: 1.2.3\n";
+
+    /// `tar -C dir -czf x.tgz .` (how EMCO's setup scripts pack charts): a `./` entry and
+    /// members `./demo/...`, which EMCO's orchestrator accepts.
+    #[test]
+    fn loads_archives_made_with_tar_c_dot() {
+        let top = tgz(&[
+            ("./", b"", tar::EntryType::Directory),
+            ("./demo/", b"", tar::EntryType::Directory),
+            ("./demo/Chart.yaml", CHART, tar::EntryType::Regular),
+            (
+                "./demo/templates/x.yaml",
+                b"kind: X\n",
+                tar::EntryType::Regular,
+            ),
+            ("././demo/values.yaml", b"a: 1\n", tar::EntryType::Regular),
+        ]);
+        let c = Chart::load_tgz(&top).unwrap();
+        assert_eq!(c.name(), "demo");
+        assert_eq!(c.templates[0].name, "templates/x.yaml");
+        assert_eq!(c.values.to_go_string(), "map[a:1]");
+    }
 
     #[test]
     fn loads_archives_with_nested_subcharts() {

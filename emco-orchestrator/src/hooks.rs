@@ -4,14 +4,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use emco_appcontext::resource::{BlobStream, Filter, PutMode};
 use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_controller_sdk::rest::Hook;
 use emco_core::lifecycle::{AppContextStatus, DigOperation, StateInfo, check_delete, transition};
 use emco_core::model::{AppDependency, ClusterReference, DeploymentIntentGroup, LogicalCloud};
 use emco_core::placement::AppPlacementIntent;
 use emco_core::{Error, ErrorKind, Result};
-use serde_json::Value;
 
 use crate::diglock::DigLocks;
 use crate::keys;
@@ -96,93 +94,6 @@ pub(crate) async fn apply_operation(
     Ok(())
 }
 
-/// Records a change of the intents under a deployment intent group: an approved group goes back
-/// to Created, as in EMCO.
-async fn record_modify(
-    store: &dyn ResourceStore,
-    locks: &DigLocks,
-    key: &ResourceKey,
-) -> Result<()> {
-    let Some(dig) = keys::enclosing_dig(key) else {
-        return Ok(());
-    };
-    apply_operation(store, locks, &dig, DigOperation::Modify).await
-}
-
-/// A resource store for the intent routes of controllers (gac, hpa, third parties): a write
-/// under a deployment intent group, other than to the group itself, sends an approved group back
-/// to Created, as the orchestrator's own intent hooks do (EMCO's rule for every intent).
-#[derive(Debug)]
-pub(crate) struct IntentStore {
-    inner: Arc<dyn ResourceStore>,
-    locks: DigLocks,
-}
-
-impl IntentStore {
-    pub(crate) fn new(inner: Arc<dyn ResourceStore>, locks: DigLocks) -> Self {
-        Self { inner, locks }
-    }
-
-    async fn modified(&self, key: &ResourceKey) -> Result<()> {
-        if keys::enclosing_dig(key).is_none_or(|dig| dig == *key) {
-            return Ok(());
-        }
-        match record_modify(self.inner.as_ref(), &self.locks, key).await {
-            // A group written around the orchestrator has no record to update.
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-            other => other,
-        }
-    }
-}
-
-#[async_trait]
-impl ResourceStore for IntentStore {
-    async fn put(&self, key: &ResourceKey, value: &Value, mode: PutMode) -> Result<()> {
-        self.inner.put(key, value, mode).await?;
-        self.modified(key).await
-    }
-
-    async fn get(&self, key: &ResourceKey) -> Result<Option<Value>> {
-        self.inner.get(key).await
-    }
-
-    async fn list(
-        &self,
-        parent: &ResourceKey,
-        child_type: &str,
-        filters: &[Filter],
-    ) -> Result<Vec<(ResourceKey, Value)>> {
-        self.inner.list(parent, child_type, filters).await
-    }
-
-    async fn delete(&self, key: &ResourceKey) -> Result<()> {
-        self.inner.delete(key).await?;
-        self.modified(key).await
-    }
-
-    async fn put_blob(&self, key: &ResourceKey, name: &str, data: BlobStream) -> Result<u64> {
-        let size = self.inner.put_blob(key, name, data).await?;
-        self.modified(key).await?;
-        Ok(size)
-    }
-
-    async fn get_blob(&self, key: &ResourceKey, name: &str) -> Result<BlobStream> {
-        self.inner.get_blob(key, name).await
-    }
-
-    async fn delete_blob(&self, key: &ResourceKey, name: &str) -> Result<bool> {
-        let deleted = self.inner.delete_blob(key, name).await?;
-        if deleted {
-            self.modified(key).await?;
-        }
-        Ok(deleted)
-    }
-
-    async fn health(&self) -> Result<()> {
-        self.inner.health().await
-    }
-}
-
 /// How the orchestrator builds a collection's hook: those touching a group's lifecycle record
 /// share the orchestrator's locks; the group's own hook also reaches its AppContexts.
 pub(crate) trait NewHook {
@@ -202,21 +113,10 @@ macro_rules! stateless_hooks {
 
 stateless_hooks!(
     emco_controller_sdk::rest::NoHook,
+    AppIntentHook,
     DependencyHook,
     ClusterReferenceHook
 );
-
-macro_rules! locking_hooks {
-    ($($hook:ident),+) => {
-        $(impl NewHook for $hook {
-            fn new_hook(locks: &DigLocks, _: &Arc<dyn AppContextStore>) -> Self {
-                Self(locks.clone())
-            }
-        })+
-    };
-}
-
-locking_hooks!(DigChildHook, AppIntentHook);
 
 impl NewHook for DigHook {
     fn new_hook(locks: &DigLocks, contexts: &Arc<dyn AppContextStore>) -> Self {
@@ -388,31 +288,9 @@ impl Hook<DeploymentIntentGroup> for DigHook {
     }
 }
 
-/// Objects under a deployment intent group (its intents): a change sends an approved group back
-/// to Created.
-#[derive(Debug, Clone)]
-pub struct DigChildHook(pub(crate) DigLocks);
-
-#[async_trait]
-impl<T: Send + Sync + 'static> Hook<T> for DigChildHook {
-    async fn after_write(
-        &self,
-        store: &dyn ResourceStore,
-        key: &ResourceKey,
-        _: &T,
-        _: bool,
-    ) -> Result<()> {
-        record_modify(store, &self.0, key).await
-    }
-
-    async fn after_delete(&self, store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
-        record_modify(store, &self.0, key).await
-    }
-}
-
-/// App placement intents: `spec.app` must be an app of the composite app; plus [`DigChildHook`].
-#[derive(Debug, Clone)]
-pub struct AppIntentHook(pub(crate) DigLocks);
+/// App placement intents: `spec.app` must be an app of the composite app.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AppIntentHook;
 
 #[async_trait]
 impl Hook<AppPlacementIntent> for AppIntentHook {
@@ -424,20 +302,6 @@ impl Hook<AppPlacementIntent> for AppIntentHook {
     ) -> Result<()> {
         let ca = composite_app_of(key)?;
         must_exist(store, &ca.child(keys::APP, intent.spec.app.as_str()), "app").await
-    }
-
-    async fn after_write(
-        &self,
-        store: &dyn ResourceStore,
-        key: &ResourceKey,
-        _: &AppPlacementIntent,
-        _: bool,
-    ) -> Result<()> {
-        record_modify(store, &self.0, key).await
-    }
-
-    async fn after_delete(&self, store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
-        record_modify(store, &self.0, key).await
     }
 }
 

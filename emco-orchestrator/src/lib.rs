@@ -135,9 +135,9 @@ impl Orchestrator {
         /// Deployment intent groups (parent: a composite app), with their lifecycle record.
         deployment_intent_groups: DeploymentIntentGroup = keys::DIG, hooks::DigHook;
         /// DIG intents (parent: a deployment intent group).
-        dig_intents: DigIntent = keys::GROUP_INTENT, hooks::DigChildHook;
+        dig_intents: DigIntent = keys::GROUP_INTENT, emco_controller_sdk::rest::NoHook;
         /// Generic placement intents (parent: a deployment intent group).
-        generic_placement_intents: GenericPlacementIntent = keys::GENERIC_PLACEMENT_INTENT, hooks::DigChildHook;
+        generic_placement_intents: GenericPlacementIntent = keys::GENERIC_PLACEMENT_INTENT, emco_controller_sdk::rest::NoHook;
         /// App placement intents (parent: a generic placement intent); `spec.app` must exist.
         app_placement_intents: AppPlacementIntent = keys::APP_INTENT, hooks::AppIntentHook;
         /// Registered controllers (parent: the root).
@@ -559,17 +559,6 @@ impl Orchestrator {
             )
             .await?;
         load_state(self.store.as_ref(), dig).await
-    }
-
-    /// The store to serve controllers' intent routes with (gac, hpa, third-party controllers
-    /// run in-process): the resource store, where a write under a deployment intent group
-    /// sends an approved group back to Created, as the orchestrator's own intents do.
-    #[must_use]
-    pub fn intent_store(&self) -> Arc<dyn ResourceStore> {
-        Arc::new(hooks::IntentStore::new(
-            Arc::clone(&self.store),
-            self.dig_locks.clone(),
-        ))
     }
 
     /// Approves the deployment intent group at `dig` (Created -> Approved).

@@ -122,9 +122,9 @@ pub fn check_chart(path: &Path, limits: &Limits) -> Result<()> {
     let Some(text) = chart_yaml else {
         return bad("the chart has no Chart.yaml in its top directory");
     };
-    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text)
+    let doc: serde_json::Value = emco_go::yaml::from_str(&text)
         .map_err(|e| Error::invalid(format!("Chart.yaml is not YAML: {e}")).with_field("file"))?;
-    match doc.get("name").and_then(serde_yaml_ng::Value::as_str) {
+    match doc.get("name").and_then(serde_json::Value::as_str) {
         Some(n) if !n.is_empty() => Ok(()),
         _ => bad("Chart.yaml has no name"),
     }
@@ -147,7 +147,7 @@ pub fn check_profile(path: &Path, limits: &Limits) -> Result<ProfileManifest> {
     let text = manifest.ok_or_else(|| {
         Error::invalid("the profile archive has no manifest.yaml").with_field("file")
     })?;
-    let parsed: ProfileManifest = serde_yaml_ng::from_str(&text).map_err(|e| {
+    let parsed: ProfileManifest = emco_go::yaml::from_str(&text).map_err(|e| {
         Error::invalid(format!("manifest.yaml is not a profile manifest: {e}")).with_field("file")
     })?;
     parsed
@@ -173,11 +173,13 @@ pub fn check_kubeconfig(path: &Path, limits: &Limits) -> Result<()> {
     }
     let text = std::fs::read(path)
         .map_err(|e| Error::internal("cannot read an uploaded kubeconfig").with_source(e))?;
-    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_slice(&text).map_err(|e| {
+    let text = String::from_utf8(text)
+        .map_err(|_| Error::invalid("the kubeconfig is not UTF-8 text").with_field("file"))?;
+    let doc = emco_go::yaml::parse(&text).map_err(|e| {
         Error::invalid(format!("the kubeconfig is not YAML: {e}")).with_field("file")
     })?;
     for list in ["clusters", "users", "contexts"] {
-        if !doc.get(list).is_some_and(serde_yaml_ng::Value::is_sequence) {
+        if !doc.get(list).is_some_and(serde_json::Value::is_array) {
             return Err(
                 Error::invalid(format!("the kubeconfig has no {list} list")).with_field("file")
             );
@@ -185,7 +187,7 @@ pub fn check_kubeconfig(path: &Path, limits: &Limits) -> Result<()> {
     }
     let clusters = doc
         .get("clusters")
-        .and_then(serde_yaml_ng::Value::as_sequence)
+        .and_then(serde_json::Value::as_array)
         .map_or(0, Vec::len);
     if clusters == 0 {
         return Err(Error::invalid("the kubeconfig names no cluster").with_field("file"));

@@ -323,6 +323,20 @@ impl World {
         cluster: &str,
         controllers: &[&str],
     ) -> ResourceKey {
+        self.dig_with(version, name, cloud, cluster, controllers, Vec::new())
+            .await
+    }
+
+    /// [`World::dig`] with override values.
+    async fn dig_with(
+        &self,
+        version: &str,
+        name: &str,
+        cloud: &str,
+        cluster: &str,
+        controllers: &[&str],
+        override_values: Vec<emco_core::model::OverrideValues>,
+    ) -> ResourceKey {
         let o = &self.orch;
         let ca = keys::composite_app(PROJECT, CA, version);
         let group = DeploymentIntentGroup {
@@ -331,7 +345,7 @@ impl World {
                 composite_profile: "cp".into(),
                 version: format!("r-{name}"),
                 logical_cloud: cloud.into(),
-                override_values: Vec::new(),
+                override_values,
             },
         };
         o.deployment_intent_groups()
@@ -643,13 +657,12 @@ async fn any_of_keeps_one_cluster_of_what_placement_controllers_left() {
         ErrorKind::FailedPrecondition,
         "only while Created: {e}"
     );
-    let dig = keys::dig(PROJECT, CA, "v1", "plain");
-    w.place_with(&dig, any_of).await; // back to Created
-    o.deployment_intent_groups()
-        .put(&ca, "plain", &group)
-        .await
-        .unwrap();
-    o.approve(&dig).await.unwrap();
+    // A group takes its override values when it is created (EMCO refuses a PUT of the group
+    // once it left Created: src/orchestrator/pkg/module/deployment_intent_groups.go).
+    let overrides = group.spec.override_values.clone();
+    let dig = w
+        .dig_with("v1", "overrides", "lc", "c1", &[], overrides)
+        .await;
     o.instantiate(&dig).await.unwrap();
     let ctx = w.context(&dig).await;
     let service = ctx
@@ -757,8 +770,20 @@ async fn refusals_leave_the_group_unchanged() {
 
     // Not approved.
     let ca = keys::composite_app(PROJECT, CA, "v1");
-    let created = w.dig("v1", "fresh", "lc", "c1", &[]).await;
-    w.place(&created, "c2").await; // back to Created
+    let fresh = DeploymentIntentGroup {
+        metadata: meta("fresh"),
+        spec: DeploymentIntentGroupSpec {
+            composite_profile: "cp".into(),
+            version: "r-fresh".into(),
+            logical_cloud: "lc".into(),
+            override_values: Vec::new(),
+        },
+    };
+    o.deployment_intent_groups()
+        .create(&ca, &fresh)
+        .await
+        .unwrap();
+    let created = ca.child(keys::DIG, "fresh");
     assert_eq!(w.state(&created).await.current_state(), DigState::Created);
     let e = o.instantiate(&created).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::FailedPrecondition, "{e}");
@@ -802,13 +827,15 @@ async fn refusals_leave_the_group_unchanged() {
     let left = o.contexts().list_all("/context/", true).await.unwrap();
     assert!(left.is_empty(), "{} keys left behind", left.len());
 
-    // A controller's intent written under an approved group sends it back to Created.
+    // A controller's intent written under an approved group leaves it Approved, as in EMCO
+    // (src/orchestrator/pkg/module/instantiation.go reads intents at instantiate; no intent
+    // module writes the state record).
     let gac = refused.child("genericK8sIntent", "g1");
-    o.intent_store()
+    o.store()
         .create(&gac, &serde_json::json!({"metadata": {"name": "g1"}}))
         .await
         .unwrap();
-    assert_eq!(w.state(&refused).await.current_state(), DigState::Created);
+    assert_eq!(w.state(&refused).await.current_state(), DigState::Approved);
     w.stop().await;
 }
 

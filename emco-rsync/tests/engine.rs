@@ -1022,7 +1022,7 @@ fn write_back(agent: &std::path::Path, ctx: u64, objects: &[serde_json::Value]) 
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join(format!("{ctx}-web-status.yaml")),
-        serde_yaml_ng::to_string(&doc).unwrap(),
+        emco_go::yaml::to_string(&doc).unwrap(),
     )
     .unwrap();
     git(agent, &["add", "-A"]);

@@ -232,7 +232,7 @@ impl Config {
                 let text = std::fs::read_to_string(path).map_err(|e| {
                     Error::invalid(format!("cannot read the config file {path:?}")).with_source(e)
                 })?;
-                serde_yaml_ng::from_str::<FileConfig>(&text).map_err(|e| {
+                emco_go::yaml::from_str::<FileConfig>(&text).map_err(|e| {
                     Error::invalid(format!("the config file {path:?} is not valid: {e}"))
                 })?
             }

@@ -321,7 +321,7 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
     let upload_limit = usize::try_from(config.max_upload)
         .unwrap_or(usize::MAX)
         .saturating_add(2 * 1024 * 1024);
-    let controllers = controller_routes(&orch.intent_store(), config.max_upload)
+    let controllers = controller_routes(orch.store(), config.max_upload)
         .layer(DefaultBodyLimit::max(upload_limit));
     emco_orchestrator::rest::router(orch)
         .merge(controllers)
@@ -329,7 +329,10 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
             "/v2/openapi.yaml",
             get(|| async { ([(header::CONTENT_TYPE, "application/yaml")], OPENAPI) }),
         )
-        .fallback(|| async { ApiError::from(Error::not_found("no such route")).into_response() })
+        // gorilla/mux's default for a path no route serves: http.NotFound's text.
+        .fallback(|| async {
+            ApiError::from(Error::not_found("404 page not found")).into_response()
+        })
         .layer(axum::middleware::from_fn_with_state(
             metrics.clone(),
             metrics::track,

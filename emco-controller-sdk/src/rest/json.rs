@@ -8,9 +8,10 @@ use serde::de::DeserializeOwned;
 
 use super::ApiError;
 
-/// A JSON request body, parsed and validated: an empty body is a 400, a body that is not JSON
-/// or has wrong types is a 422, and a [`Validate`] failure is a 400 naming the field path.
-/// A body over the router's limit is a 413.
+/// A JSON request body, parsed with Go's `encoding/json` rules (`null` for any field reads as
+/// its zero value, field names match case-insensitively; see [`emco_go::json`]) and validated:
+/// an empty body is a 400, a body that is not JSON or has wrong types is a 422, and a
+/// [`Validate`] failure is a 400 naming the field path. A body over the router's limit is a 413.
 #[derive(Debug, Clone)]
 pub struct EmcoJson<T>(pub T);
 
@@ -23,7 +24,7 @@ impl<T: DeserializeOwned + Validate> EmcoJson<T> {
         if body.iter().all(u8::is_ascii_whitespace) {
             return Err(Error::invalid("the request body is empty").into());
         }
-        let value: T = serde_json::from_slice(body).map_err(|e| {
+        let value: T = emco_go::json::from_slice(body).map_err(|e| {
             ApiError::with_status(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 format!("the request body is not valid: {e}"),
@@ -71,5 +72,12 @@ mod tests {
         assert_eq!(err.status(), StatusCode::BAD_REQUEST);
         assert_eq!(err.error().field(), Some("metadata.name"));
         assert!(EmcoJson::<Project>::parse(br#"{"metadata":{"name":"p1"}}"#).is_ok());
+        // Go's encoding/json reads null as the zero value and matches names case-insensitively.
+        let p = EmcoJson::<Project>::parse(
+            br#"{"Metadata":{"name":"p1","description":null,"userData1":null}}"#,
+        )
+        .unwrap();
+        assert_eq!(p.metadata.name, "p1");
+        assert!(p.metadata.description.is_empty());
     }
 }

@@ -116,8 +116,10 @@ fn copy_of<T: Serialize + DeserializeOwned>(value: &T) -> Result<T> {
         .map_err(|e| Error::internal("an object does not survive its own JSON form").with_source(e))
 }
 
+/// A stored object read with Go's rules, so objects EMCO's Go services stored (with `null` for
+/// empty maps and lists) read too.
 fn from_value<T: DeserializeOwned>(key: &ResourceKey, value: serde_json::Value) -> Result<T> {
-    serde_json::from_value(value)
+    emco_go::json::from_value(&value)
         .map_err(|e| Error::internal(format!("stored object {key} is malformed")).with_source(e))
 }
 

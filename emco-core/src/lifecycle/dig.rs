@@ -3,8 +3,6 @@
 //! | operation | allowed from | to |
 //! |---|---|---|
 //! | Put (PUT the DIG itself) | Created | Created |
-//! | Modify (add/change/delete its intents) | Created, Approved, Terminated, TerminateStopped | Created |
-//! |  | Instantiated, Updated, InstantiateStopped | unchanged (deployed by a later update) |
 //! | Approve | Created, Approved (no-op), Terminated, TerminateStopped | Approved |
 //! | Instantiate | Approved, Terminated, TerminateStopped | Instantiated |
 //! | Terminate | Instantiated, Updated, InstantiateStopped, TerminateStopped | Terminated |
@@ -15,6 +13,11 @@
 //! Refusals are FailedPrecondition ("not yet in a state for it"), except where the request
 //! contradicts what is deployed: instantiating what is already instantiated, terminating what is
 //! already terminated and deleting what is still deployed are Conflict (EMCO answers 409).
+//!
+//! Changing a group's intents does not touch its state, as in EMCO (the orchestrator's
+//! `CreateGenericPlacementIntent`, `CreateAppIntent` and `AddIntent` never write the state
+//! record, and controllers' intents live in other services): intents added after approve are
+//! read at instantiate, and an update deploys what changed since.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -90,8 +93,6 @@ impl fmt::Display for DigState {
 pub enum DigOperation {
     /// PUT the deployment intent group itself.
     Put,
-    /// Add, change or delete one of its intents (placement, action controller intents, DIG intents).
-    Modify,
     /// `POST approve`.
     Approve,
     /// `POST instantiate`.
@@ -112,9 +113,8 @@ pub enum DigOperation {
 
 impl DigOperation {
     /// Every operation, for exhaustive checks.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 9] = [
         Self::Put,
-        Self::Modify,
         Self::Approve,
         Self::Instantiate,
         Self::Terminate,
@@ -130,7 +130,6 @@ impl DigOperation {
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Put => "put",
-            Self::Modify => "modify",
             Self::Approve => "approve",
             Self::Instantiate => "instantiate",
             Self::Terminate => "terminate",
@@ -178,11 +177,6 @@ pub fn transition(state: DigState, op: DigOperation) -> Result<Outcome> {
             ErrorKind::FailedPrecondition,
             "it can only be replaced while Created",
         ),
-
-        (O::Modify, S::Created | S::Approved | S::Terminated | S::TerminateStopped) => {
-            to(S::Created)
-        }
-        (O::Modify, S::Instantiated | S::Updated | S::InstantiateStopped) => to(state),
 
         (O::Approve, S::Created | S::Approved | S::Terminated | S::TerminateStopped) => {
             to(S::Approved)
@@ -394,12 +388,16 @@ mod tests {
     #[test]
     fn history_and_revisions() {
         let mut s = StateInfo::created("t0");
-        assert_eq!(
-            s.apply(DigOperation::Modify, "", "t").unwrap(),
-            Outcome::State(DigState::Created)
-        );
-        assert_eq!(s.actions.len(), 1, "no-op modify records nothing");
         s.apply(DigOperation::Approve, "", "t1").unwrap();
+        assert_eq!(
+            s.apply(DigOperation::Approve, "", "t").unwrap(),
+            Outcome::State(DigState::Approved)
+        );
+        assert_eq!(
+            s.actions.len(),
+            2,
+            "approving an approved group records nothing"
+        );
         s.apply(DigOperation::Instantiate, "c1", "t2").unwrap();
         s.apply(DigOperation::Update, "c2", "t3").unwrap();
         s.apply(DigOperation::Update, "c3", "t4").unwrap();

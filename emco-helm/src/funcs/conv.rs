@@ -48,34 +48,4 @@ fn trim_zero_decimal(s: &str) -> &str {
     }
 }
 
-/// `strconv.ParseInt(s, 0, 64)`.
-pub(crate) fn parse_int_base0(s: &str) -> Option<i64> {
-    let (neg, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let lower = body.to_ascii_lowercase();
-    let (radix, digits) = if let Some(d) = lower.strip_prefix("0x") {
-        (16, d.to_owned())
-    } else if let Some(d) = lower.strip_prefix("0o") {
-        (8, d.to_owned())
-    } else if let Some(d) = lower.strip_prefix("0b") {
-        (2, d.to_owned())
-    } else if lower.len() > 1 && lower.starts_with('0') {
-        (8, lower[1..].to_owned())
-    } else {
-        (10, lower)
-    };
-    let digits = if radix == 10 {
-        digits
-    } else {
-        digits.replace('_', "")
-    };
-    if digits.is_empty() || digits.starts_with(['+', '-']) {
-        return None;
-    }
-    let v = i128::from_str_radix(&digits, radix).ok()?;
-    let v = if neg { -v } else { v };
-    i64::try_from(v).ok()
-}
+pub(crate) use emco_go::strconv::parse_int_base0;

@@ -178,10 +178,5 @@ pub(crate) fn i(v: &Value) -> i64 {
     }
 }
 
-/// `strconv.ParseInt(s, 0, 64)`, shared with the YAML scalar resolver.
-pub(crate) fn parse_int_base0_pub(s: &str) -> Option<i64> {
-    conv::parse_int_base0(s)
-}
-
 #[cfg(test)]
 mod tests;

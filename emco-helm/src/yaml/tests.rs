@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
-use super::{key_order, merge_sort_by, parse_values_document, to_yaml};
+use super::{parse_values_document, to_yaml};
 use crate::value::Value;
 
 fn map(entries: Vec<(&str, Value)>) -> Value {
@@ -157,36 +157,6 @@ fn writes_long_and_multiline_keys_as_complex_keys() {
         "{out}\n{:?}",
         back.map(|b| b.to_go_string())
     );
-}
-
-/// go-yaml's key order is not a total order for digit runs that overflow (a fuzz finding:
-/// `slice::sort_by` panicked on it); sorting must still finish and keep every key.
-#[test]
-fn key_sort_tolerates_an_inconsistent_order() {
-    let always_less = merge_sort_by((0..100).collect(), &|_: &i32, _: &i32| {
-        std::cmp::Ordering::Less
-    });
-    assert_eq!(always_less.len(), 100);
-    let keys: Vec<String> = (0..300)
-        .map(|i| {
-            format!(
-                "{}{}={}~{}",
-                "9".repeat(18 + i % 7),
-                i % 5,
-                "0".repeat(i % 3),
-                i
-            )
-        })
-        .collect();
-    let sorted = merge_sort_by(keys.clone(), &|a: &String, b: &String| key_order(a, b));
-    assert_eq!(sorted.len(), keys.len());
-    let v = Value::map(keys.into_iter().map(|k| (k, Value::Int(0))).collect());
-    assert_eq!(to_yaml(&v).unwrap().lines().count(), 300);
-    // Consistent inputs keep go-yaml's order.
-    let ordered = merge_sort_by(vec!["a10", "a2", "b", "a1"], &|a: &&str, b: &&str| {
-        key_order(a, b)
-    });
-    assert_eq!(ordered, ["a1", "a2", "a10", "b"]);
 }
 
 #[test]

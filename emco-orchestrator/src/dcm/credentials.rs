@@ -91,7 +91,7 @@ pub(crate) fn user_kubeconfig(
         Error::failed_precondition(format!("the kubeconfig of cluster {cluster} {why}"))
     };
     let doc: Value =
-        serde_yaml_ng::from_str(admin).map_err(|e| bad("is not YAML").with_source(e))?;
+        emco_go::yaml::from_str(admin).map_err(|e| bad("is not YAML").with_source(e))?;
     let named = |list: &str, name: &str| {
         doc.get(list)
             .and_then(Value::as_array)
@@ -130,7 +130,7 @@ pub(crate) fn user_kubeconfig(
         "current-context": context_name,
         "preferences": {},
     });
-    serde_yaml_ng::to_string(&config)
+    emco_go::yaml::to_string(&config)
         .map_err(|e| Error::internal("cannot write a kubeconfig").with_source(e))
 }
 
@@ -435,7 +435,7 @@ mod tests {
         let req = user_request("alice").unwrap();
         assert!(req.csr_pem.contains("CERTIFICATE REQUEST"));
         let kc = user_kubeconfig(ADMIN, "edge1", "alice", "ns1", "CERT", &req.key_pem).unwrap();
-        let doc: Value = serde_yaml_ng::from_str(&kc).unwrap();
+        let doc: Value = emco_go::yaml::from_str(&kc).unwrap();
         assert_eq!(
             doc["clusters"][0]["cluster"]["server"],
             "https://127.0.0.1:6443"

@@ -35,7 +35,7 @@ impl Manifest {
             .get("kind")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let yaml = serde_yaml_ng::to_string(object)
+        let yaml = emco_go::yaml::to_string(object)
             .map_err(|e| Error::internal("cannot write a manifest as YAML").with_source(e))?;
         Ok(Self {
             key: format!("{name}+{kind}"),

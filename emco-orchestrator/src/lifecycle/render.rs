@@ -76,7 +76,12 @@ pub(crate) fn render_app(input: &RenderInput<'_>, set: Vec<String>) -> Result<Re
     let mut sources: HashMap<String, String> = HashMap::new();
     for crd in &rendered.crds {
         for doc in split_manifests(&crd.content) {
-            let (kind, name) = kind_and_name(&doc);
+            let (kind, name) = kind_and_name(&doc).map_err(|e| {
+                Error::invalid(format!(
+                    "app {app:?}: YAML parse error on {}: {e}",
+                    crd.source
+                ))
+            })?;
             let key = add(&mut out, &mut sources, app, &crd.source, &kind, &name, &doc)?;
             out.hooks.crd_install.push(key);
         }
@@ -157,17 +162,17 @@ fn add(
 }
 
 /// The `kind` and `metadata.name` of a YAML document (empty when absent).
-fn kind_and_name(doc: &str) -> (String, String) {
-    let v: serde_json::Value = serde_yaml_ng::from_str(doc).unwrap_or_default();
+fn kind_and_name(doc: &str) -> std::result::Result<(String, String), emco_go::yaml::Error> {
+    let v = emco_go::yaml::parse(doc)?;
     let text = |v: Option<&serde_json::Value>| {
         v.and_then(serde_json::Value::as_str)
             .unwrap_or_default()
             .to_owned()
     };
-    (
+    Ok((
         text(v.get("kind")),
         text(v.get("metadata").and_then(|m| m.get("name"))),
-    )
+    ))
 }
 
 /// An app profile archive read into memory: `manifest.yaml` at the root or in the single top
@@ -232,7 +237,7 @@ impl Profile {
             .get("manifest.yaml")
             .map(|d| String::from_utf8_lossy(d).into_owned())
             .unwrap_or_default();
-        let manifest: ProfileManifest = serde_yaml_ng::from_str(&text)
+        let manifest: ProfileManifest = emco_go::yaml::from_str(&text)
             .map_err(|e| bad(format!("manifest.yaml is malformed: {e}")))?;
         Ok(Self { manifest, files })
     }

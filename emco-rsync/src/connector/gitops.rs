@@ -253,7 +253,7 @@ impl GitOpsConnector {
                 .await
                 .map_err(read_err)?;
             // A file that is not a status document is skipped, not fatal.
-            let Ok(doc) = serde_yaml_ng::from_str::<Value>(&text) else {
+            let Ok(doc) = emco_go::yaml::from_str::<Value>(&text) else {
                 tracing::debug!(file = %file.path().display(), "unreadable status file");
                 continue;
             };
@@ -528,7 +528,7 @@ impl Connector for GitOpsConnector {
                     .with_field(format!("resources[{i}]")),
                 ));
             }
-            let text = serde_yaml_ng::to_string(manifest).map_err(|e| {
+            let text = emco_go::yaml::to_string(manifest).map_err(|e| {
                 fail(Error::internal(format!("cannot write YAML: {e}")).with_source(e))
             })?;
             changes.push(Change::Write(path, text));
@@ -571,7 +571,7 @@ impl Connector for GitOpsConnector {
                 );
             }
         };
-        let value = serde_yaml_ng::from_str(&text).map_err(|e| {
+        let value = emco_go::yaml::from_str(&text).map_err(|e| {
             Error::invalid(format!(
                 "{} in the repository is not valid YAML: {e}",
                 path.display()
@@ -728,7 +728,7 @@ mod tests {
                 "clusters/edge+c1/context/100/app/web/b+ConfigMap.yaml"
             ]
         );
-        let a: Value = serde_yaml_ng::from_str(
+        let a: Value = emco_go::yaml::from_str(
             &remote.show("clusters/edge+c1/context/100/app/web/a+ConfigMap.yaml"),
         )
         .unwrap();

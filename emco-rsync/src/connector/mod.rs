@@ -126,7 +126,7 @@ impl Resource {
     ///
     /// [`ErrorKind::InvalidArgument`] if the text is not one YAML document holding a manifest.
     pub fn from_yaml(text: &str) -> Result<Self> {
-        let manifest: Value = serde_yaml_ng::from_str(text).map_err(|e| {
+        let manifest: Value = emco_go::yaml::from_str(text).map_err(|e| {
             Error::invalid(format!("manifest is not valid YAML: {e}")).with_source(e)
         })?;
         Self::from_value(manifest)
@@ -649,6 +649,23 @@ mod tests {
         label_for_deployment(&mut svc, "1", "a").unwrap();
         assert_eq!(svc["spec"]["template"], json!({"spec": {}}));
         assert_eq!(label_of(&svc, &[]).as_deref(), Some("1-a"));
+    }
+
+    /// Manifests travel as kubectl reads them (sigs.k8s.io/yaml over go-yaml v2): a chart's
+    /// `defaultMode: 0744` is the integer 484 a real API server accepts, not a string.
+    #[test]
+    fn manifests_read_yaml_as_kubectl_does() {
+        let m = Resource::from_yaml(
+            "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: d\nspec:\n  template:\n    \
+             spec:\n      volumes:\n      - name: v\n        configMap:\n          name: c\n          \
+             defaultMode: 0744\n      hostNetwork: yes\n",
+        )
+        .unwrap();
+        let spec = &m.manifest()["spec"]["template"]["spec"];
+        assert_eq!(spec["volumes"][0]["configMap"]["defaultMode"], json!(484));
+        assert_eq!(spec["hostNetwork"], json!(true));
+        let e = Resource::from_yaml("kind: [\n").unwrap_err();
+        assert!(e.message().contains("yaml: line"), "{e}");
     }
 
     #[test]
