@@ -23,7 +23,7 @@ use crate::controller::ControllerContext;
 use crate::rest::accept::{FilePart, multipart_response};
 use crate::rest::multipart::{MultipartForm, UploadedFile};
 use crate::rest::{
-    ApiError, Collection, KeyPattern, Object, Representation, Routes, json_response,
+    ApiError, Collection, KeyPattern, Object, Representation, Routes, Wording, json_response,
 };
 
 /// EMCO's URL of a deployment intent group, below `/v2`.
@@ -90,15 +90,23 @@ pub trait IntentType: Object {
         format!("{}/{}", Self::Parent::item_path(), Self::SEGMENT)
     }
 
+    /// How the controller's Go service words this type's answers; by default EMCO's
+    /// `<param> not found` / `<param> already exists` (gac's convention).
+    #[must_use]
+    fn wording() -> Wording {
+        Wording::named(Self::PARAM)
+    }
+
     /// The REST routes (collection and item, EMCO's status codes) under `/v2`.
     fn routes<S: Clone + Send + Sync + 'static>(store: Arc<dyn ResourceStore>) -> Router<S> {
-        Routes::<Self>::new(format!("/v2{}", Self::collection_path()), Self::PARAM).router(store)
+        Routes::<Self>::new(format!("/v2{}", Self::collection_path()), Self::PARAM)
+            .serve(Self::collection(store))
     }
 
     /// The typed collection over `store`.
     #[must_use]
     fn collection(store: Arc<dyn ResourceStore>) -> Collection<Self> {
-        Collection::new(store, Self::PARAM)
+        Collection::new(store, Self::PARAM).with_wording(Self::wording())
     }
 
     /// The `files` this object refers to (blobs under their file names, see [`file_routes`]),
@@ -229,7 +237,12 @@ impl ControllerContext {
         let dig = self.dig_key().await?;
         let intent = T::collection(Arc::clone(self.resource_store()?))
             .get(&dig, name)
-            .await?;
+            .await
+            // The REST wording names no object; an instantiate's reason should.
+            .map_err(|e| match e.kind() {
+                ErrorKind::NotFound => Error::not_found(format!("{} {name:?} not found", T::PARAM)),
+                _ => e,
+            })?;
         Ok((dig.child(T::PARAM, name), intent))
     }
 
@@ -320,8 +333,10 @@ async fn write_form<T: IntentType>(
             collection.create(parent, &value).await?;
             StatusCode::CREATED
         }
-        Some(name) if collection.put(parent, name, &value).await? => StatusCode::CREATED,
-        Some(_) => StatusCode::OK,
+        Some(name) => {
+            let created = collection.put(parent, name, &value).await?;
+            collection.wording().put_status(created)
+        }
     };
     let key = parent.child(T::PARAM, value.name());
     for (file, name) in form.files().iter().zip(names) {
@@ -358,7 +373,7 @@ pub fn file_routes<T: IntentType, S: Clone + Send + Sync + 'static>(
     let (c, p) = (collection.clone(), parent);
     let list = move |Path(params): Path<HashMap<String, String>>| async move {
         let items = c.list(&p.key(&params)?, &[]).await?;
-        Ok::<_, ApiError>(json_response(StatusCode::OK, &items))
+        c.wording().list_response(&items)
     };
     let split =
         |item: &KeyPattern, params: &HashMap<String, String>| -> Result<(ResourceKey, String)> {

@@ -90,9 +90,11 @@ async fn label_controller_labels_the_named_apps() {
     let missing_dig =
         "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/nope/label-intents";
     let other = json!({"metadata": {"name": "y"}, "spec": {"apps": ["web"], "labels": {"a": "b"}}});
+    // EMCO's database refuses a child of a missing parent with a 409
+    // (src/orchestrator/pkg/infra/apierror/apierror.go, `db Insert parent resource not found`).
     assert_eq!(
         post(&router, missing_dig, other).await,
-        StatusCode::NOT_FOUND
+        StatusCode::CONFLICT
     );
 
     let running = serve(&store, |b| {

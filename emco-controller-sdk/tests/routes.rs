@@ -105,12 +105,13 @@ async fn a_controller_intent_gets_emco_routes() {
         .filter("app", "spec.app")
         .router(Arc::clone(&store));
 
-    // Missing parent: 404.
+    // Missing parent: EMCO's database answers 409 `Cannot perform requested operation. Parent
+    // resource not found` (src/orchestrator/pkg/infra/apierror/apierror.go).
+    let (status, body) = call(&app, "POST", BASE, Some(intent("s1", "web", 2))).await;
+    assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(
-        call(&app, "POST", BASE, Some(intent("s1", "web", 2)))
-            .await
-            .0,
-        StatusCode::NOT_FOUND
+        body,
+        b"Cannot perform requested operation. Parent resource not found\n"
     );
     assert_eq!(call(&app, "GET", BASE, None).await.0, StatusCode::NOT_FOUND);
 

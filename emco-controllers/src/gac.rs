@@ -28,6 +28,7 @@ use emco_appcontext::resource::read_blob;
 use emco_appcontext::{ResourceKey, ResourceStore};
 use emco_controller_sdk::handle::parse_resource;
 use emco_controller_sdk::intent::{Dig, IntentType, file_routes};
+use emco_controller_sdk::rest::Wording;
 use emco_controller_sdk::{ActionController, ContextHandle, ControllerContext};
 use emco_core::model::Named;
 use emco_core::validate::{check_name, check_one_of, check_required};
@@ -268,6 +269,11 @@ impl IntentType for GacResource {
     type Parent = GenericK8sIntent;
     const SEGMENT: &'static str = "resources";
     const PARAM: &'static str = "genericResource";
+
+    /// src/genericactioncontroller/pkg/module/module.go: `resource not found`.
+    fn wording() -> Wording {
+        Wording::named("resource")
+    }
 }
 
 impl IntentType for Customization {

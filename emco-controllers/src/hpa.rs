@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use emco_controller_sdk::intent::{Dig, IntentType};
+use emco_controller_sdk::rest::{PutStatus, Wording};
 use emco_controller_sdk::{
     ActionController, ContextHandle, ControllerContext, PlacementController, set_field,
 };
@@ -177,22 +178,45 @@ impl Validate for HpaRequirement {
     }
 }
 
+/// hpa's wording of `noun` (src/hpa-plc/api/apierrors.go): `Intent not found`, `Intent already
+/// exists`; PUT answers 200 and a DELETE of a missing object the not-found text.
+fn hpa_wording(noun: &str) -> Wording {
+    let missing = format!("{noun} not found");
+    Wording::new(missing.clone(), format!("{noun} already exists"))
+        .with_delete_missing(missing)
+        .with_put(PutStatus::Ok)
+}
+
 impl IntentType for HpaIntent {
     type Parent = Dig;
     const SEGMENT: &'static str = "hpa-intents";
     const PARAM: &'static str = "hpaIntent";
+
+    /// src/hpa-plc/api/apierrors.go and hpa-intent-handler.go: PUT answers 200; a DELETE looks
+    /// the intent up first.
+    fn wording() -> Wording {
+        hpa_wording("Intent")
+    }
 }
 
 impl IntentType for HpaConsumer {
     type Parent = HpaIntent;
     const SEGMENT: &'static str = "hpa-resource-consumers";
     const PARAM: &'static str = "hpaResourceConsumer";
+
+    fn wording() -> Wording {
+        hpa_wording("Consumer")
+    }
 }
 
 impl IntentType for HpaRequirement {
     type Parent = HpaConsumer;
     const SEGMENT: &'static str = "resource-requirements";
     const PARAM: &'static str = "resourceRequirement";
+
+    fn wording() -> Wording {
+        hpa_wording("Resource")
+    }
 }
 
 /// What is known of a cluster's hardware: its labels and kv-pairs.

@@ -7,8 +7,7 @@ use async_trait::async_trait;
 use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_controller_sdk::rest::Hook;
 use emco_core::lifecycle::{AppContextStatus, DigOperation, StateInfo, check_delete, transition};
-use emco_core::model::{AppDependency, ClusterReference, DeploymentIntentGroup, LogicalCloud};
-use emco_core::placement::AppPlacementIntent;
+use emco_core::model::{AppDependency, DeploymentIntentGroup, LogicalCloud};
 use emco_core::{Error, ErrorKind, Result};
 
 use crate::diglock::DigLocks;
@@ -111,12 +110,7 @@ macro_rules! stateless_hooks {
     };
 }
 
-stateless_hooks!(
-    emco_controller_sdk::rest::NoHook,
-    AppIntentHook,
-    DependencyHook,
-    ClusterReferenceHook
-);
+stateless_hooks!(emco_controller_sdk::rest::NoHook, DependencyHook);
 
 impl NewHook for DigHook {
     fn new_hook(locks: &DigLocks, contexts: &Arc<dyn AppContextStore>) -> Self {
@@ -228,25 +222,18 @@ impl Hook<DeploymentIntentGroup> for DigHook {
         &self,
         store: &dyn ResourceStore,
         key: &ResourceKey,
-        dig: &DeploymentIntentGroup,
+        _: &DeploymentIntentGroup,
     ) -> Result<()> {
-        let ca = composite_app_of(key)?;
-        must_exist(
-            store,
-            &ca.child(keys::COMPOSITE_PROFILE, dig.spec.composite_profile.as_str()),
-            "composite profile",
-        )
-        .await?;
-        let project = ca.parent().unwrap_or_default();
-        must_exist(
-            store,
-            &project.child(keys::LOGICAL_CLOUD, dig.spec.logical_cloud.as_str()),
-            "logical cloud",
-        )
-        .await?;
+        // The composite profile and logical cloud it names may come later: EMCO's database
+        // only logs a reference to a missing object (src/orchestrator/pkg/infra/db/mongo.go
+        // `verifyReferences`); instantiate refuses what is still missing then.
         if store.get(key).await?.is_some() {
             let state = load_state(store, key).await?;
-            transition(state.current_state(), DigOperation::Put)?;
+            // deployment_intent_groups.go: `The DeploymentIntentGroup is not updated` maps to
+            // this text (api/apierrors.go).
+            transition(state.current_state(), DigOperation::Put).map_err(|_| {
+                Error::conflict("The specified DeploymentIntentGroup is not in Created status")
+            })?;
         }
         Ok(())
     }
@@ -288,23 +275,6 @@ impl Hook<DeploymentIntentGroup> for DigHook {
     }
 }
 
-/// App placement intents: `spec.app` must be an app of the composite app.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct AppIntentHook;
-
-#[async_trait]
-impl Hook<AppPlacementIntent> for AppIntentHook {
-    async fn before_write(
-        &self,
-        store: &dyn ResourceStore,
-        key: &ResourceKey,
-        intent: &AppPlacementIntent,
-    ) -> Result<()> {
-        let ca = composite_app_of(key)?;
-        must_exist(store, &ca.child(keys::APP, intent.spec.app.as_str()), "app").await
-    }
-}
-
 /// App dependencies: `spec.app` must be another app of the composite app.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DependencyHook;
@@ -323,33 +293,6 @@ impl Hook<AppDependency> for DependencyHook {
         }
         let ca = composite_app_of(key)?;
         must_exist(store, &ca.child(keys::APP, dep.spec.app.as_str()), "app").await
-    }
-}
-
-/// Logical cloud cluster references: the cluster must be registered.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ClusterReferenceHook;
-
-#[async_trait]
-impl Hook<ClusterReference> for ClusterReferenceHook {
-    async fn before_write(
-        &self,
-        store: &dyn ResourceStore,
-        _: &ResourceKey,
-        r: &ClusterReference,
-    ) -> Result<()> {
-        must_exist(
-            store,
-            &keys::cluster_provider(&r.spec.cluster_provider),
-            "cluster provider",
-        )
-        .await?;
-        must_exist(
-            store,
-            &keys::cluster(&r.spec.cluster_provider, &r.spec.cluster),
-            "cluster",
-        )
-        .await
     }
 }
 

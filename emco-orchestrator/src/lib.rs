@@ -36,13 +36,14 @@ pub mod rest;
 pub mod runtime;
 pub mod status;
 pub mod upload;
+mod wording;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use emco_appcontext::{ResourceKey, ResourceStore};
-use emco_controller_sdk::rest::Collection;
 use emco_controller_sdk::rest::multipart::file_blob_stream;
+use emco_controller_sdk::rest::{Collection, Wording};
 use emco_core::lifecycle::{DigOperation, StateInfo};
 use emco_core::model::{
     App, AppDependency, AppProfile, ClmController, Cluster, ClusterLabel, ClusterProvider,
@@ -73,11 +74,12 @@ pub struct Orchestrator {
 }
 
 macro_rules! collections {
-    ($($(#[$doc:meta])* $fn:ident: $ty:ty = $kind:expr, $hook:ty;)+) => {
+    ($($(#[$doc:meta])* $fn:ident: $ty:ty = $kind:expr, $hook:ty, $wording:path;)+) => {
         $($(#[$doc])* #[must_use]
         pub fn $fn(&self) -> Collection<$ty> {
             Collection::new(Arc::clone(&self.store), $kind)
                 .with_hook(<$hook as hooks::NewHook>::new_hook(&self.dig_locks, &self.runtime.contexts))
+                .with_wording($wording())
         })+
     };
 }
@@ -127,59 +129,62 @@ impl Orchestrator {
 
     collections! {
         /// Projects (parent: the root).
-        projects: Project = keys::PROJECT, emco_controller_sdk::rest::NoHook;
+        projects: Project = keys::PROJECT, emco_controller_sdk::rest::NoHook, wording::project;
         /// App dependencies (parent: an app); `spec.app` must be another app of the composite app.
-        app_dependencies: AppDependency = keys::DEPENDENCY, hooks::DependencyHook;
+        app_dependencies: AppDependency = keys::DEPENDENCY, hooks::DependencyHook, wording::app_dependency;
         /// Composite profiles (parent: a composite app).
-        composite_profiles: CompositeProfile = keys::COMPOSITE_PROFILE, emco_controller_sdk::rest::NoHook;
+        composite_profiles: CompositeProfile = keys::COMPOSITE_PROFILE, emco_controller_sdk::rest::NoHook, wording::composite_profile;
         /// Deployment intent groups (parent: a composite app), with their lifecycle record.
-        deployment_intent_groups: DeploymentIntentGroup = keys::DIG, hooks::DigHook;
+        deployment_intent_groups: DeploymentIntentGroup = keys::DIG, hooks::DigHook, wording::deployment_intent_group;
         /// DIG intents (parent: a deployment intent group).
-        dig_intents: DigIntent = keys::GROUP_INTENT, emco_controller_sdk::rest::NoHook;
+        dig_intents: DigIntent = keys::GROUP_INTENT, emco_controller_sdk::rest::NoHook, wording::dig_intent;
         /// Generic placement intents (parent: a deployment intent group).
-        generic_placement_intents: GenericPlacementIntent = keys::GENERIC_PLACEMENT_INTENT, emco_controller_sdk::rest::NoHook;
-        /// App placement intents (parent: a generic placement intent); `spec.app` must exist.
-        app_placement_intents: AppPlacementIntent = keys::APP_INTENT, hooks::AppIntentHook;
+        generic_placement_intents: GenericPlacementIntent = keys::GENERIC_PLACEMENT_INTENT, emco_controller_sdk::rest::NoHook, wording::generic_placement_intent;
+        /// App placement intents (parent: a generic placement intent).
+        app_placement_intents: AppPlacementIntent = keys::APP_INTENT, emco_controller_sdk::rest::NoHook, wording::app_intent;
         /// Registered controllers (parent: the root).
-        controllers: Controller = keys::CONTROLLER, emco_controller_sdk::rest::NoHook;
+        controllers: Controller = keys::CONTROLLER, emco_controller_sdk::rest::NoHook, wording::controller;
         /// Registered clm controllers (parent: the root).
-        clm_controllers: ClmController = keys::CLM_CONTROLLER, emco_controller_sdk::rest::NoHook;
+        clm_controllers: ClmController = keys::CLM_CONTROLLER, emco_controller_sdk::rest::NoHook, wording::clm_controller;
         /// Cluster providers (parent: the root).
-        cluster_providers: ClusterProvider = keys::CLUSTER_PROVIDER, emco_controller_sdk::rest::NoHook;
+        cluster_providers: ClusterProvider = keys::CLUSTER_PROVIDER, emco_controller_sdk::rest::NoHook, wording::cluster_provider;
         /// Cluster labels (parent: a cluster); keyed by the label itself.
-        cluster_labels: ClusterLabel = keys::CLUSTER_LABEL, emco_controller_sdk::rest::NoHook;
+        cluster_labels: ClusterLabel = keys::CLUSTER_LABEL, emco_controller_sdk::rest::NoHook, wording::cluster_label;
         /// GitOps cluster sync objects (parent: a cluster provider): the repository settings
         /// of GitOps clusters, as kv-pairs (see [`StoreClusterResolver`]).
-        cluster_sync_objects: KvPair = runtime::CLUSTER_SYNC_OBJECT, emco_controller_sdk::rest::NoHook;
-        /// Kv-pairs (parent: a cluster or a logical cloud).
-        kv_pairs: KvPair = keys::KV_PAIR, emco_controller_sdk::rest::NoHook;
+        cluster_sync_objects: KvPair = runtime::CLUSTER_SYNC_OBJECT, emco_controller_sdk::rest::NoHook, wording::cluster_sync_object;
+        /// Kv-pairs of a cluster (parent: a cluster).
+        kv_pairs: KvPair = keys::KV_PAIR, emco_controller_sdk::rest::NoHook, wording::cluster_kv_pair;
         /// Logical clouds (parent: a project), with EMCO's defaults filled in.
-        logical_clouds: LogicalCloud = keys::LOGICAL_CLOUD, hooks::LogicalCloudHook;
-        /// Logical cloud cluster references (parent: a logical cloud); the cluster must exist.
-        cluster_references: ClusterReference = keys::CLUSTER_REFERENCE, hooks::ClusterReferenceHook;
+        logical_clouds: LogicalCloud = keys::LOGICAL_CLOUD, hooks::LogicalCloudHook, wording::logical_cloud;
+        /// Logical cloud cluster references (parent: a logical cloud).
+        cluster_references: ClusterReference = keys::CLUSTER_REFERENCE, emco_controller_sdk::rest::NoHook, wording::cluster_reference;
         /// Logical cloud user permissions (parent: a logical cloud).
-        user_permissions: UserPermission = keys::USER_PERMISSION, emco_controller_sdk::rest::NoHook;
+        user_permissions: UserPermission = keys::USER_PERMISSION, emco_controller_sdk::rest::NoHook, wording::user_permission;
         /// Logical cloud cluster quotas (parent: a logical cloud).
-        cluster_quotas: ClusterQuota = keys::CLUSTER_QUOTA, emco_controller_sdk::rest::NoHook;
+        cluster_quotas: ClusterQuota = keys::CLUSTER_QUOTA, emco_controller_sdk::rest::NoHook, wording::cluster_quota;
+        /// Kv-pairs of a logical cloud (parent: a logical cloud).
+        logical_cloud_kv_pairs: KvPair = keys::KV_PAIR, emco_controller_sdk::rest::NoHook, wording::logical_cloud_kv_pair;
     }
 
     /// Apps, for get, list and delete (create and replace go through [`Self::create_app`] and
     /// [`Self::put_app`], which take the chart).
     #[must_use]
     pub fn apps(&self) -> Collection<App> {
-        Collection::new(Arc::clone(&self.store), keys::APP)
+        Collection::new(Arc::clone(&self.store), keys::APP).with_wording(wording::app())
     }
 
     /// App profiles, for get, list and delete (see [`Self::create_app_profile`]).
     #[must_use]
     pub fn app_profiles(&self) -> Collection<AppProfile> {
         Collection::new(Arc::clone(&self.store), keys::APP_PROFILE)
+            .with_wording(wording::app_profile())
     }
 
     /// Clusters, for get, list and delete (see [`Self::create_cluster`]).
     #[must_use]
     pub fn clusters(&self) -> Collection<Cluster> {
-        Collection::new(Arc::clone(&self.store), keys::CLUSTER)
+        Collection::new(Arc::clone(&self.store), keys::CLUSTER).with_wording(wording::cluster())
     }
 
     // ---- composite apps: keyed by name and version ----
@@ -194,16 +199,7 @@ impl Orchestrator {
         self.store
             .create(&key, &to_value(ca)?)
             .await
-            .map_err(|e| match e.kind() {
-                ErrorKind::AlreadyExists => Error::already_exists(format!(
-                    "composite app {:?} version {:?} already exists",
-                    ca.metadata.name, ca.spec.composite_app_version
-                )),
-                ErrorKind::NotFound => {
-                    Error::not_found(format!("project {project:?} does not exist"))
-                }
-                _ => e,
-            })
+            .map_err(|e| wording::composite_app().write_error(e))
     }
 
     /// The composite app `name` at `version`.
@@ -219,9 +215,7 @@ impl Orchestrator {
         let key = keys::composite_app(project, name, version);
         match self.store.get(&key).await? {
             Some(v) => from_value(&key, v),
-            None => Err(Error::not_found(format!(
-                "composite app {name:?} version {version:?} not found"
-            ))),
+            None => Err(wording::composite_app().missing()),
         }
     }
 
@@ -231,7 +225,9 @@ impl Orchestrator {
     /// NotFound when the project does not exist.
     pub async fn list_composite_apps(&self, project: &str) -> Result<Vec<CompositeApp>> {
         let key = keys::project(project);
-        hooks::must_exist(self.store.as_ref(), &key, "project").await?;
+        if self.store.get(&key).await?.is_none() {
+            return Err(self.projects().wording().missing());
+        }
         self.store
             .list(&key, keys::COMPOSITE_APP, &[])
             .await?
@@ -271,10 +267,7 @@ impl Orchestrator {
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {
                 self.store.update(&key, &doc).await.map(|()| false)
             }
-            Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::not_found(format!(
-                "project {project:?} does not exist"
-            ))),
-            Err(e) => Err(e),
+            Err(e) => Err(wording::composite_app().write_error(e)),
         }
     }
 
@@ -289,14 +282,10 @@ impl Orchestrator {
         version: &str,
     ) -> Result<()> {
         let key = keys::composite_app(project, name, version);
-        self.get_composite_app(project, name, version).await?;
-        self.store.delete(&key).await.map_err(|e| match e.kind() {
-            ErrorKind::Conflict => Error::conflict(format!(
-                "composite app {name:?} version {version:?} still has children; delete them first"
-            ))
-            .with_source(e),
-            _ => e,
-        })
+        self.store
+            .delete(&key)
+            .await
+            .map_err(|e| wording::composite_app().delete_error(e))
     }
 
     // ---- objects with a file ----
@@ -321,13 +310,17 @@ impl Orchestrator {
         object: &T,
         file: Option<&Path>,
         replace: bool,
+        wording: &Wording,
     ) -> Result<bool> {
         let doc = to_value(object)?;
         let created = if replace && self.store.get(key).await?.is_some() {
             self.store.update(key, &doc).await?;
             false
         } else {
-            self.store.create(key, &doc).await?;
+            self.store
+                .create(key, &doc)
+                .await
+                .map_err(|e| wording.write_error(e))?;
             true
         };
         if let Some(file) = file {
@@ -357,7 +350,7 @@ impl Orchestrator {
         app.validate()?;
         self.check_file(FileCheck::Chart, chart).await?;
         let key = ca.child(keys::APP, app.metadata.name.as_str());
-        self.write_with_file(&key, app, Some(chart), false)
+        self.write_with_file(&key, app, Some(chart), false, &wording::app())
             .await
             .map(|_| ())
     }
@@ -376,8 +369,14 @@ impl Orchestrator {
         app.validate()?;
         check_url_name(app, name)?;
         self.check_file(FileCheck::Chart, chart).await?;
-        self.write_with_file(&ca.child(keys::APP, name), app, Some(chart), true)
-            .await
+        self.write_with_file(
+            &ca.child(keys::APP, name),
+            app,
+            Some(chart),
+            true,
+            &wording::app(),
+        )
+        .await
     }
 
     /// Creates `profile` in the composite profile `cp` with its archive at `file`; `spec.app`
@@ -393,7 +392,7 @@ impl Orchestrator {
     ) -> Result<()> {
         self.check_profile(cp, profile, file).await?;
         let key = cp.child(keys::APP_PROFILE, profile.metadata.name.as_str());
-        self.write_with_file(&key, profile, Some(file), false)
+        self.write_with_file(&key, profile, Some(file), false, &wording::app_profile())
             .await
             .map(|_| ())
     }
@@ -416,6 +415,7 @@ impl Orchestrator {
             profile,
             Some(file),
             true,
+            &wording::app_profile(),
         )
         .await
     }
@@ -427,7 +427,9 @@ impl Orchestrator {
         file: &Path,
     ) -> Result<()> {
         profile.validate()?;
-        hooks::must_exist(self.store.as_ref(), cp, "composite profile").await?;
+        if self.store.get(cp).await?.is_none() {
+            return Err(wording::composite_profile().missing());
+        }
         let ca = cp.parent().unwrap_or_default();
         hooks::must_exist(
             self.store.as_ref(),
@@ -449,7 +451,7 @@ impl Orchestrator {
             .await?
             .into_iter()
             .next()
-            .ok_or_else(|| Error::not_found(format!("no profile for app {app:?}")))
+            .ok_or_else(|| wording::app_profile().missing())
     }
 
     async fn check_cluster(&self, cluster: &Cluster, kubeconfig: Option<&Path>) -> Result<()> {
@@ -478,7 +480,7 @@ impl Orchestrator {
     ) -> Result<()> {
         self.check_cluster(cluster, kubeconfig).await?;
         let key = keys::cluster(provider, &cluster.metadata.name);
-        self.write_with_file(&key, cluster, kubeconfig, false)
+        self.write_with_file(&key, cluster, kubeconfig, false, &wording::cluster())
             .await
             .map(|_| ())
     }
@@ -496,8 +498,14 @@ impl Orchestrator {
     ) -> Result<bool> {
         check_url_name(cluster, name)?;
         self.check_cluster(cluster, kubeconfig).await?;
-        self.write_with_file(&keys::cluster(provider, name), cluster, kubeconfig, true)
-            .await
+        self.write_with_file(
+            &keys::cluster(provider, name),
+            cluster,
+            kubeconfig,
+            true,
+            &wording::cluster(),
+        )
+        .await
     }
 
     /// The names of the clusters of `provider` that carry `label`.

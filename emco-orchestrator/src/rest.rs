@@ -3,7 +3,7 @@
 //! The lifecycle routes live beside their operations: [`crate::lifecycle`] (DIG instantiate,
 //! terminate, ...), [`crate::status`] (DIG status) and [`crate::dcm`] (logical clouds).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use axum::Router;
 use axum::extract::multipart::MultipartRejection;
@@ -18,7 +18,7 @@ use emco_core::model::{App, AppProfile, Cluster, ClusterLabel, CompositeApp, Dig
 use emco_core::placement::AppPlacementIntent;
 use http::{HeaderMap, StatusCode};
 
-use crate::{Orchestrator, keys};
+use crate::{Orchestrator, keys, wording};
 
 type Params = Path<HashMap<String, String>>;
 type Answer = Result<Response, ApiError>;
@@ -89,6 +89,7 @@ pub fn router(orch: Orchestrator) -> Router {
         )
         .merge(
             Routes::new(format!("{DIG}/intents"), keys::GROUP_INTENT)
+                .list_view(intent_maps)
                 .collection_view("intent", intent_by_name)
                 .serve(orch.dig_intents()),
         )
@@ -153,18 +154,55 @@ pub fn router(orch: Orchestrator) -> Router {
         .merge(
             Routes::new(format!("{LC}/kv-pairs"), keys::KV_PAIR)
                 .item_view("key", kv_value)
-                .serve(orch.kv_pairs()),
+                .serve(orch.logical_cloud_kv_pairs()),
         )
 }
 
-fn intent_by_name(items: &[DigIntent], name: &str) -> Option<serde_json::Value> {
-    let found = items.iter().find(|i| i.metadata.name == name)?;
-    serde_json::to_value(&found.spec).ok()
+/// `GET .../intents`: only the intents' maps, `{"intent": [...]}`, with `null` for none
+/// (src/orchestrator/pkg/module/add_intents.go `GetAllIntents`).
+fn intent_maps(items: &[DigIntent]) -> serde_json::Value {
+    let maps: Vec<&BTreeMap<String, String>> = items.iter().map(|i| &i.spec.intent).collect();
+    if maps.is_empty() {
+        serde_json::json!({ "intent": null })
+    } else {
+        serde_json::json!({ "intent": maps })
+    }
 }
 
-fn app_intent_for_app(items: &[AppPlacementIntent], app: &str) -> Option<serde_json::Value> {
-    let found = items.iter().find(|i| i.spec.app == app)?;
-    serde_json::to_value(&found.spec).ok()
+/// `GET .../intents/?intent=NAME`: that intent's spec
+/// (src/orchestrator/api/add_intents_handler.go `getIntentByNameHandler`, whose empty-name text
+/// says appName).
+fn intent_by_name(
+    items: &[DigIntent],
+    query: &HashMap<String, String>,
+) -> emco_core::Result<serde_json::Value> {
+    let name = query.get("intent").map_or("", String::as_str);
+    if name.is_empty() {
+        return Err(Error::invalid("Missing appName in GET request"));
+    }
+    let found = items
+        .iter()
+        .find(|i| i.metadata.name == name)
+        .ok_or_else(|| Error::not_found("Intent not found"))?;
+    Ok(serde_json::json!({ "intent": found.spec.intent }))
+}
+
+/// `GET .../app-intents/?app=...`: EMCO's route needs `app` but its handler reads `app-name`,
+/// and answers an empty spec when no intent places that app
+/// (src/orchestrator/api/app_intent_handler.go `getAllIntentsByAppHandler`).
+fn app_intent_for_app(
+    items: &[AppPlacementIntent],
+    query: &HashMap<String, String>,
+) -> emco_core::Result<serde_json::Value> {
+    let app = query.get("app-name").map_or("", String::as_str);
+    if app.is_empty() {
+        return Err(Error::invalid("Missing appName in GET request"));
+    }
+    match items.iter().find(|i| i.spec.app == app) {
+        Some(found) => serde_json::to_value(&found.spec)
+            .map_err(|e| Error::internal("cannot serialize an intent").with_source(e)),
+        None => Ok(serde_json::json!({ "intent": {} })),
+    }
 }
 
 fn kv_value(kv: &KvPair, key: &str) -> Option<serde_json::Value> {
@@ -207,14 +245,6 @@ fn required_file(form: &MultipartForm) -> Result<&UploadedFile, ApiError> {
     })
 }
 
-fn created_or_ok(created: bool) -> StatusCode {
-    if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    }
-}
-
 // ---- composite apps ----
 
 async fn create_composite_app(
@@ -228,10 +258,8 @@ async fn create_composite_app(
 }
 
 async fn list_composite_apps(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
-    Ok(json_response(
-        StatusCode::OK,
-        &orch.list_composite_apps(param(&p, "project")?).await?,
-    ))
+    let items = orch.list_composite_apps(param(&p, "project")?).await?;
+    wording::composite_app().list_response(&items)
 }
 
 async fn get_composite_app(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
@@ -258,7 +286,10 @@ async fn put_composite_app(
             &ca,
         )
         .await?;
-    Ok(json_response(created_or_ok(created), &ca))
+    Ok(json_response(
+        wording::composite_app().put_status(created),
+        &ca,
+    ))
 }
 
 async fn delete_composite_app(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
@@ -297,14 +328,16 @@ async fn put_app(
     let created = orch
         .put_app(&ca, param(&p, "app")?, &app, required_file(&form)?.path())
         .await?;
-    Ok(json_response(created_or_ok(created), &app))
+    Ok(json_response(
+        orch.apps().wording().put_status(created),
+        &app,
+    ))
 }
 
 async fn list_apps(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
-    Ok(json_response(
-        StatusCode::OK,
-        &orch.apps().list(&ca_key(&p)?, &[]).await?,
-    ))
+    let apps = orch.apps();
+    apps.wording()
+        .list_response(&apps.list(&ca_key(&p)?, &[]).await?)
 }
 
 async fn get_app(State(orch): State<Orchestrator>, Path(p): Params, headers: HeaderMap) -> Answer {
@@ -359,7 +392,10 @@ async fn put_profile(
             required_file(&form)?.path(),
         )
         .await?;
-    Ok(json_response(created_or_ok(created), &profile))
+    Ok(json_response(
+        orch.app_profiles().wording().put_status(created),
+        &profile,
+    ))
 }
 
 async fn list_profiles(
@@ -384,10 +420,10 @@ async fn list_profiles(
             )
             .await;
     }
-    Ok(json_response(
-        StatusCode::OK,
-        &orch.app_profiles().list(&cp, &[]).await?,
-    ))
+    let profiles = orch.app_profiles();
+    profiles
+        .wording()
+        .list_response(&profiles.list(&cp, &[]).await?)
 }
 
 async fn get_profile(
@@ -450,7 +486,10 @@ async fn put_cluster(
             form.file().map(UploadedFile::path),
         )
         .await?;
-    Ok(json_response(created_or_ok(created), &cluster))
+    Ok(json_response(
+        orch.clusters().wording().put_status(created),
+        &cluster,
+    ))
 }
 
 async fn list_clusters(
@@ -473,11 +512,12 @@ async fn list_clusters(
             &orch.clusters_with_labels(provider).await?,
         ));
     }
-    let clusters = orch
-        .clusters()
-        .list(&keys::cluster_provider(provider), &[])
-        .await?;
-    Ok(json_response(StatusCode::OK, &clusters))
+    let clusters = orch.clusters();
+    clusters.wording().list_response(
+        &clusters
+            .list(&keys::cluster_provider(provider), &[])
+            .await?,
+    )
 }
 
 async fn get_cluster(

@@ -652,10 +652,10 @@ async fn any_of_keeps_one_cluster_of_what_placement_controllers_left() {
         .put(&ca, "plain", &group)
         .await
         .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict, "only while Created: {e}");
     assert_eq!(
-        e.kind(),
-        ErrorKind::FailedPrecondition,
-        "only while Created: {e}"
+        e.message(),
+        "The specified DeploymentIntentGroup is not in Created status"
     );
     // A group takes its override values when it is created (EMCO refuses a PUT of the group
     // once it left Created: src/orchestrator/pkg/module/deployment_intent_groups.go).

@@ -499,7 +499,7 @@ fn builtin_controllers_register_by_emco_names() {
             r#"{"metadata":{"name":"gi"}}"#
         )
         .0,
-        404
+        409
     );
 }
 

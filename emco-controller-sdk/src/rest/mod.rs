@@ -5,7 +5,8 @@
 //! - [`multipart`]: EMCO's `metadata` + `file` / `files` uploads, spooled to disk with a limit;
 //! - [`accept`]: `Accept` negotiation for objects that carry a file (apps, profiles, clusters);
 //! - [`Collection`] and [`Routes`]: create/get/list/put/delete of one object type over the
-//!   resource store, as a typed API and as axum routes, keyed by the URL's path parameters.
+//!   resource store, as a typed API and as axum routes, keyed by the URL's path parameters,
+//!   answering with EMCO's texts and codes for the type ([`Wording`]).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -33,9 +34,13 @@ mod json;
 pub mod multipart;
 mod pattern;
 mod routes;
+pub mod wording;
 
 pub use accept::Representation;
 pub use error::ApiError;
 pub use json::EmcoJson;
 pub use pattern::KeyPattern;
-pub use routes::{Collection, CollectionView, Hook, NoHook, Object, Routes, View, json_response};
+pub use routes::{
+    Collection, CollectionView, Hook, ListView, NoHook, Object, Routes, View, json_response,
+};
+pub use wording::{EmptyList, PutStatus, Wording};

@@ -17,6 +17,7 @@ use http::StatusCode;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::wording::Wording;
 use super::{ApiError, EmcoJson, KeyPattern};
 
 /// What a body type needs to be served by [`Collection`] and [`Routes`].
@@ -82,6 +83,7 @@ pub struct Collection<T> {
     store: Arc<dyn ResourceStore>,
     kind: String,
     hook: Arc<dyn Hook<T>>,
+    wording: Arc<Wording>,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -91,6 +93,7 @@ impl<T> Clone for Collection<T> {
             store: Arc::clone(&self.store),
             kind: self.kind.clone(),
             hook: Arc::clone(&self.hook),
+            wording: Arc::clone(&self.wording),
             _t: PhantomData,
         }
     }
@@ -126,12 +129,28 @@ fn from_value<T: DeserializeOwned>(key: &ResourceKey, value: serde_json::Value) 
 impl<T: Object> Collection<T> {
     /// The objects of type `kind` in `store`, with no extra checks.
     pub fn new(store: Arc<dyn ResourceStore>, kind: impl Into<String>) -> Self {
+        let kind = kind.into();
         Self {
             store,
-            kind: kind.into(),
+            wording: Arc::new(Wording::named(&kind)),
+            kind,
             hook: Arc::new(NoHook),
             _t: PhantomData,
         }
+    }
+
+    /// Answers with `wording` (EMCO's texts and codes for this type); the default is
+    /// [`Wording::named`] with the kind.
+    #[must_use]
+    pub fn with_wording(mut self, wording: Wording) -> Self {
+        self.wording = Arc::new(wording);
+        self
+    }
+
+    /// How this type's answers are worded.
+    #[must_use]
+    pub fn wording(&self) -> &Wording {
+        &self.wording
     }
 
     /// Runs `hook` around every write.
@@ -166,10 +185,6 @@ impl<T: Object> Collection<T> {
         parent.child(self.kind.as_str(), name)
     }
 
-    fn missing(&self, name: &str) -> Error {
-        Error::not_found(format!("{} {name:?} not found", self.kind))
-    }
-
     /// Creates `value` under `parent`; returns the stored object.
     ///
     /// # Errors
@@ -187,14 +202,7 @@ impl<T: Object> Collection<T> {
         self.store
             .create(&key, &to_value(value)?)
             .await
-            .map_err(|e| match e.kind() {
-                ErrorKind::AlreadyExists => Error::already_exists(format!(
-                    "{} {:?} already exists",
-                    self.kind,
-                    value.name()
-                )),
-                _ => e,
-            })?;
+            .map_err(|e| self.wording.write_error(e))?;
         self.hook
             .after_write(self.store.as_ref(), &key, value, true)
             .await?;
@@ -209,17 +217,38 @@ impl<T: Object> Collection<T> {
         let key = self.key(parent, name);
         match self.store.get(&key).await? {
             Some(v) => from_value(&key, v),
-            None => Err(self.missing(name)),
+            None => Err(self.wording.missing()),
         }
     }
 
     /// The objects under `parent` that pass `filters`, in name order.
     ///
     /// # Errors
-    /// NotFound when `parent` does not exist.
+    /// NotFound when `parent` (or an ancestor the wording names) does not exist.
     pub async fn list(&self, parent: &ResourceKey, filters: &[Filter]) -> Result<Vec<T>> {
-        if !parent.is_root() && self.store.get(parent).await?.is_none() {
-            return Err(Error::not_found(format!("{parent} not found")));
+        match &self.wording.list_checks {
+            None => {
+                if !parent.is_root() && self.store.get(parent).await?.is_none() {
+                    return Err(Error::not_found(format!("{parent} not found")));
+                }
+            }
+            Some(checks) => {
+                for (up, text) in checks {
+                    let mut at = Some(parent.clone());
+                    for _ in 0..*up {
+                        at = at.and_then(|k| k.parent());
+                    }
+                    let Some(at) = at.filter(|k| !k.is_root()) else {
+                        continue;
+                    };
+                    if self.store.get(&at).await?.is_none() {
+                        return Err(Error::not_found(text.clone()));
+                    }
+                }
+                if !parent.is_root() && self.store.get(parent).await?.is_none() {
+                    return Ok(Vec::new());
+                }
+            }
         }
         self.store
             .list(parent, &self.kind, filters)
@@ -272,7 +301,7 @@ impl<T: Object> Collection<T> {
                     self.store.update(&key, &doc).await?;
                     false
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(self.wording.write_error(e)),
             }
         };
         self.hook
@@ -288,18 +317,13 @@ impl<T: Object> Collection<T> {
     pub async fn delete(&self, parent: &ResourceKey, name: &str) -> Result<()> {
         let key = self.key(parent, name);
         if self.store.get(&key).await?.is_none() {
-            return Err(self.missing(name));
+            return Err(Error::not_found(self.wording.delete_missing.clone()));
         }
         self.hook.before_delete(self.store.as_ref(), &key).await?;
-        self.store.delete(&key).await.map_err(|e| match e.kind() {
-            ErrorKind::Conflict => Error::conflict(format!(
-                "{} {name:?} still has children; delete them first",
-                self.kind
-            ))
-            .with_source(e),
-            ErrorKind::NotFound => self.missing(name),
-            _ => e,
-        })?;
+        self.store
+            .delete(&key)
+            .await
+            .map_err(|e| self.wording.delete_error(e))?;
         self.hook.after_delete(self.store.as_ref(), &key).await
     }
 }
@@ -320,15 +344,19 @@ pub struct Routes<T> {
     collection_path: String,
     item_param: String,
     hook: Arc<dyn Hook<T>>,
+    wording: Option<Wording>,
     filters: Vec<(String, String)>,
     item_views: Vec<(String, View<T>)>,
     collection_views: Vec<(String, CollectionView<T>)>,
+    list_view: Option<ListView<T>>,
 }
 
 /// Answers `GET item?{query}=V` from the item (`None` is a 404).
 pub type View<T> = fn(&T, &str) -> Option<serde_json::Value>;
-/// Answers `GET collection?{query}=V` from the whole list (`None` is a 404).
-pub type CollectionView<T> = fn(&[T], &str) -> Option<serde_json::Value>;
+/// Answers `GET collection/?{query}=...` from the whole list and the query.
+pub type CollectionView<T> = fn(&[T], &HashMap<String, String>) -> Result<serde_json::Value>;
+/// Answers `GET collection` from the whole list, in place of the list itself.
+pub type ListView<T> = fn(&[T]) -> serde_json::Value;
 
 impl<T> fmt::Debug for Routes<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -347,9 +375,11 @@ impl<T: Object> Routes<T> {
             collection_path: collection_path.into(),
             item_param: item_param.into(),
             hook: Arc::new(NoHook),
+            wording: None,
             filters: Vec::new(),
             item_views: Vec::new(),
             collection_views: Vec::new(),
+            list_view: None,
         }
     }
 
@@ -360,11 +390,20 @@ impl<T: Object> Routes<T> {
         self
     }
 
-    /// `GET collection?{query}=V` answers `view(all items, V)` instead of the list (EMCO's
-    /// `?intent=` and `?app=` queries, which return one object's spec).
+    /// `GET collection/?{query}=...` (with the trailing slash, as EMCO's routers register
+    /// their query routes) answers `view(all items, query)`; without `query` it is no route.
+    /// EMCO's `?intent=` and `?app=` queries return one object's spec this way.
     #[must_use]
     pub fn collection_view(mut self, query: impl Into<String>, view: CollectionView<T>) -> Self {
         self.collection_views.push((query.into(), view));
+        self
+    }
+
+    /// `GET collection` answers `view(all items)` instead of the list (EMCO's `/intents`
+    /// answers only the intents' maps).
+    #[must_use]
+    pub fn list_view(mut self, view: ListView<T>) -> Self {
+        self.list_view = Some(view);
         self
     }
 
@@ -382,6 +421,14 @@ impl<T: Object> Routes<T> {
         self
     }
 
+    /// Answers with `wording` (see [`Collection::with_wording`]); not used by [`Self::serve`],
+    /// whose collection has its own.
+    #[must_use]
+    pub fn wording(mut self, wording: Wording) -> Self {
+        self.wording = Some(wording);
+        self
+    }
+
     /// `GET collection?{query}=V` keeps the objects whose JSON value at the dotted `path` is V.
     #[must_use]
     pub fn filter(mut self, query: impl Into<String>, path: impl Into<String>) -> Self {
@@ -391,11 +438,14 @@ impl<T: Object> Routes<T> {
 
     /// The routes, over `store`: the objects are children of type `item_param`.
     pub fn router<S: Clone + Send + Sync + 'static>(
-        self,
+        mut self,
         store: Arc<dyn ResourceStore>,
     ) -> Router<S> {
-        let collection = Collection::<T>::new(store, self.item_param.clone())
+        let mut collection = Collection::<T>::new(store, self.item_param.clone())
             .with_shared_hook(Arc::clone(&self.hook));
+        if let Some(wording) = self.wording.take() {
+            collection = collection.with_wording(wording);
+        }
         self.serve(collection)
     }
 
@@ -407,7 +457,9 @@ impl<T: Object> Routes<T> {
         let parent = Arc::new(KeyPattern::parse(&self.collection_path));
         let filters = Arc::new(self.filters);
         let item_views = Arc::new(self.item_views);
+        let has_views = !self.collection_views.is_empty();
         let collection_views = Arc::new(self.collection_views);
+        let list_view = self.list_view;
         let item_param = Arc::new(self.item_param);
         let item_path = format!("{}/{{{}}}", self.collection_path, item_param);
 
@@ -422,21 +474,27 @@ impl<T: Object> Routes<T> {
         let list = move |Path(params): Path<HashMap<String, String>>,
                          Query(query): Query<HashMap<String, String>>| async move {
             let parent = p2.key(&params)?;
-            for (q, view) in collection_views.iter() {
-                if let Some(v) = query.get(q) {
-                    let items = c2.list(&parent, &[]).await?;
-                    let answer = view(&items, v).ok_or_else(|| {
-                        Error::not_found(format!("no {} matches {q}={v:?}", c2.kind()))
-                    })?;
-                    return Ok(json_response(StatusCode::OK, &answer));
-                }
-            }
             let active: Vec<Filter> = filters
                 .iter()
                 .filter_map(|(q, path)| query.get(q).map(|v| Filter::eq(path.as_str(), v.as_str())))
                 .collect();
             let items = c2.list(&parent, &active).await?;
-            Ok::<_, ApiError>(json_response(StatusCode::OK, &items))
+            if let Some(view) = list_view {
+                return Ok(json_response(StatusCode::OK, &view(&items)));
+            }
+            c2.wording().list_response(&items)
+        };
+        let (c6, p6) = (Arc::clone(&collection), Arc::clone(&parent));
+        let view = move |Path(params): Path<HashMap<String, String>>,
+                         Query(query): Query<HashMap<String, String>>| async move {
+            let Some(view) = collection_views
+                .iter()
+                .find_map(|(q, view)| query.contains_key(q).then_some(*view))
+            else {
+                return Err(ApiError::from(Error::not_found("404 page not found")));
+            };
+            let items = c6.list(&p6.key(&params)?, &[]).await?;
+            Ok::<_, ApiError>(json_response(StatusCode::OK, &view(&items, &query)?))
         };
         let (c3, p3, n3) = (
             Arc::clone(&collection),
@@ -466,11 +524,7 @@ impl<T: Object> Routes<T> {
                              EmcoJson(value): EmcoJson<T>| async move {
             let (parent, name) = item_key(&p4, &n4, &params)?;
             let (stored, created) = c4.put_stored(&parent, &name, &value).await?;
-            let status = if created {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            };
+            let status = c4.wording().put_status(created);
             Ok::<_, ApiError>(json_response(status, &stored))
         };
         let (c5, p5, n5) = (collection, parent, item_param);
@@ -480,9 +534,13 @@ impl<T: Object> Routes<T> {
             Ok::<_, ApiError>(StatusCode::NO_CONTENT)
         };
 
-        Router::new()
+        let mut router = Router::new()
             .route(&self.collection_path, get(list).post(create))
-            .route(&item_path, get(get_item).put(put_item).delete(delete_item))
+            .route(&item_path, get(get_item).put(put_item).delete(delete_item));
+        if has_views {
+            router = router.route(&format!("{}/", self.collection_path), get(view));
+        }
+        router
     }
 }
 
