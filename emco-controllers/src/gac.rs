@@ -263,6 +263,12 @@ impl IntentType for GenericK8sIntent {
     type Parent = Dig;
     const SEGMENT: &'static str = "generic-k8s-intents";
     const PARAM: &'static str = "genericK8sIntent";
+
+    /// src/genericactioncontroller/api/generick8sintent.go.
+    fn wording() -> Wording {
+        Wording::named(Self::PARAM)
+            .with_name_mismatch("the intent name is not matching with the name in the request")
+    }
 }
 
 impl IntentType for GacResource {

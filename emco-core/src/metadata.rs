@@ -1,6 +1,7 @@
 //! `metadata`, the envelope every EMCO object carries.
 
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::error::Result;
 use crate::validate::{DESCRIPTION_MAX, USER_DATA_MAX, Validate, check_max_len, check_name};
@@ -41,6 +42,25 @@ impl Validate for Metadata {
         check_max_len("userData2", &self.user_data2, USER_DATA_MAX)?;
         Ok(())
     }
+}
+
+/// Writes `metadata` with its empty fields left out, as Go writes a metadata struct whose tags
+/// are all `omitempty` (the orchestrator's app intents: src/orchestrator/pkg/module/app_intent.go).
+///
+/// # Errors
+/// The serializer's.
+pub fn serialize_omitempty<S: Serializer>(metadata: &Metadata, s: S) -> Result<S::Ok, S::Error> {
+    let fields = [
+        ("name", &metadata.name),
+        ("description", &metadata.description),
+        ("userData1", &metadata.user_data1),
+        ("userData2", &metadata.user_data2),
+    ];
+    let mut map = s.serialize_map(None)?;
+    for (key, value) in fields.iter().filter(|(_, v)| !v.is_empty()) {
+        map.serialize_entry(key, value)?;
+    }
+    map.end()
 }
 
 #[cfg(test)]

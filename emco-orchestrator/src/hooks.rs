@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_controller_sdk::rest::Hook;
 use emco_core::lifecycle::{AppContextStatus, DigOperation, StateInfo, check_delete, transition};
-use emco_core::model::{AppDependency, DeploymentIntentGroup, LogicalCloud};
+use emco_core::model::{AppDependency, ClusterQuota, DeploymentIntentGroup, LogicalCloud};
 use emco_core::{Error, ErrorKind, Result};
 
 use crate::diglock::DigLocks;
@@ -110,7 +110,7 @@ macro_rules! stateless_hooks {
     };
 }
 
-stateless_hooks!(emco_controller_sdk::rest::NoHook, DependencyHook);
+stateless_hooks!(emco_controller_sdk::rest::NoHook, DependencyHook, QuotaHook);
 
 impl NewHook for DigHook {
     fn new_hook(locks: &DigLocks, contexts: &Arc<dyn AppContextStore>) -> Self {
@@ -293,6 +293,37 @@ impl Hook<AppDependency> for DependencyHook {
         }
         let ca = composite_app_of(key)?;
         must_exist(store, &ca.child(keys::APP, dep.spec.app.as_str()), "app").await
+    }
+}
+
+/// Cluster quotas: none on an admin (level 0) logical cloud, as dcm refuses them
+/// (src/dcm/pkg/module/quota.go `CreateQuota`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QuotaHook;
+
+#[async_trait]
+impl Hook<ClusterQuota> for QuotaHook {
+    async fn before_write(
+        &self,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        _: &ClusterQuota,
+    ) -> Result<()> {
+        let Some(cloud) = key.parent() else {
+            return Ok(());
+        };
+        let Some(value) = store.get(&cloud).await? else {
+            // A missing logical cloud is the store's answer.
+            return Ok(());
+        };
+        let cloud: LogicalCloud = emco_go::json::from_value(&value)
+            .map_err(|e| Error::internal("a stored logical cloud is malformed").with_source(e))?;
+        if cloud.is_admin() {
+            return Err(Error::invalid(
+                "Cluster Quotas not allowed for Logical Cloud Level 0",
+            ));
+        }
+        Ok(())
     }
 }
 

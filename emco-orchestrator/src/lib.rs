@@ -49,7 +49,7 @@ use emco_core::model::{
     App, AppDependency, AppProfile, ClmController, Cluster, ClusterLabel, ClusterProvider,
     ClusterQuota, ClusterReference, ClusterWithLabels, CompositeApp, CompositeProfile, Controller,
     DeploymentIntentGroup, DigIntent, GenericPlacementIntent, KvPair, LogicalCloud, Project,
-    UserPermission, check_url_name,
+    UserPermission,
 };
 use emco_core::placement::AppPlacementIntent;
 use emco_core::{Error, ErrorKind, Result, Validate};
@@ -161,8 +161,8 @@ impl Orchestrator {
         cluster_references: ClusterReference = keys::CLUSTER_REFERENCE, emco_controller_sdk::rest::NoHook, wording::cluster_reference;
         /// Logical cloud user permissions (parent: a logical cloud).
         user_permissions: UserPermission = keys::USER_PERMISSION, emco_controller_sdk::rest::NoHook, wording::user_permission;
-        /// Logical cloud cluster quotas (parent: a logical cloud).
-        cluster_quotas: ClusterQuota = keys::CLUSTER_QUOTA, emco_controller_sdk::rest::NoHook, wording::cluster_quota;
+        /// Logical cloud cluster quotas (parent: a logical cloud), none on an admin cloud.
+        cluster_quotas: ClusterQuota = keys::CLUSTER_QUOTA, hooks::QuotaHook, wording::cluster_quota;
         /// Kv-pairs of a logical cloud (parent: a logical cloud).
         logical_cloud_kv_pairs: KvPair = keys::KV_PAIR, emco_controller_sdk::rest::NoHook, wording::logical_cloud_kv_pair;
     }
@@ -248,7 +248,7 @@ impl Orchestrator {
         ca: &CompositeApp,
     ) -> Result<bool> {
         ca.validate()?;
-        check_url_name(ca, name)?;
+        wording::composite_app().check_put_name(&ca.metadata.name, name)?;
         if ca.spec.composite_app_version != version {
             return Err(Error::invalid(format!(
                 "version {:?} does not match the URL's {version:?}",
@@ -367,7 +367,7 @@ impl Orchestrator {
         chart: &Path,
     ) -> Result<bool> {
         app.validate()?;
-        check_url_name(app, name)?;
+        wording::app().check_put_name(&app.metadata.name, name)?;
         self.check_file(FileCheck::Chart, chart).await?;
         self.write_with_file(
             &ca.child(keys::APP, name),
@@ -408,7 +408,7 @@ impl Orchestrator {
         profile: &AppProfile,
         file: &Path,
     ) -> Result<bool> {
-        check_url_name(profile, name)?;
+        wording::app_profile().check_put_name(&profile.metadata.name, name)?;
         self.check_profile(cp, profile, file).await?;
         self.write_with_file(
             &cp.child(keys::APP_PROFILE, name),
@@ -496,7 +496,7 @@ impl Orchestrator {
         cluster: &Cluster,
         kubeconfig: Option<&Path>,
     ) -> Result<bool> {
-        check_url_name(cluster, name)?;
+        wording::cluster().check_put_name(&cluster.metadata.name, name)?;
         self.check_cluster(cluster, kubeconfig).await?;
         self.write_with_file(
             &keys::cluster(provider, name),

@@ -107,6 +107,7 @@ pub(crate) fn cluster() -> Wording {
 /// Cluster labels.
 pub(crate) fn cluster_label() -> Wording {
     Wording::new("Cluster label not found", "Cluster Label already exists")
+        .with_name_mismatch("Mismatched label name in PUT request")
         .with_put(PutStatus::Created)
         .with_empty_list(EmptyList::Array)
         .with_list_checks(&[(0, "Cluster not found")])
@@ -118,6 +119,7 @@ pub(crate) fn cluster_kv_pair() -> Wording {
         "Cluster key value pair not found",
         "Cluster KV Pair already exists",
     )
+    .with_name_mismatch("Mismatched Key Value pair name in PUT request")
     .with_put(PutStatus::Created)
     .with_empty_list(EmptyList::Array)
     .with_list_checks(&[(0, "Cluster not found")])
@@ -129,6 +131,7 @@ pub(crate) fn cluster_sync_object() -> Wording {
         "Cluster sync object not found",
         "Cluster Sync Objects already exists",
     )
+    .with_name_mismatch("Mismatched cluster sync object name in PUT request")
     .with_put(PutStatus::Created)
     .with_empty_list(EmptyList::Array)
     .with_list_checks(&[(0, "Cluster provider not found")])
@@ -145,6 +148,7 @@ pub(crate) fn clm_controller() -> Wording {
 pub(crate) fn logical_cloud() -> Wording {
     Wording::new("Logical Cloud not found", "Logical Cloud already exists")
         .with_create_parent_missing("Project not found")
+        .with_name_conflict("Logical Cloud name mismatch")
         .with_put(PutStatus::Created)
         .with_list_checks(&[])
 }
@@ -155,6 +159,7 @@ pub(crate) fn cluster_reference() -> Wording {
         "Cluster reference not found",
         "Cluster reference already exists",
     )
+    .with_name_conflict("Cluster Reference mismatch")
     .with_create_parent_missing("Logical Cloud not found")
     .with_put(PutStatus::Ok)
     .with_list_checks(&[(0, "Logical Cloud not found")])
@@ -167,6 +172,7 @@ pub(crate) fn user_permission() -> Wording {
         "User Permission not found",
         "User Permission already exists",
     )
+    .with_name_conflict("Permission name mismatch")
     .with_put(PutStatus::Ok)
     .with_list_checks(&[])
 }
@@ -175,6 +181,7 @@ pub(crate) fn user_permission() -> Wording {
 pub(crate) fn cluster_quota() -> Wording {
     Wording::new("Cluster Quota not found", "Quota already exists")
         .with_create_parent_missing("Logical Cloud not found")
+        .with_name_conflict("Quota name mismatch")
         .with_put(PutStatus::Ok)
         .with_list_checks(&[])
 }
@@ -182,6 +189,7 @@ pub(crate) fn cluster_quota() -> Wording {
 /// Logical cloud kv-pairs.
 pub(crate) fn logical_cloud_kv_pair() -> Wording {
     Wording::new("Key Value not found", "Key Value already exists")
+        .with_name_conflict("KV pair name mismatch")
         .with_put(PutStatus::Ok)
         .with_list_checks(&[])
 }

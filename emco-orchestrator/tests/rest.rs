@@ -569,7 +569,8 @@ async fn crud_flow(store: Arc<dyn ResourceStore>) {
     expect(&r, 201);
     // EMCO's defaults are stored and echoed.
     assert_eq!(r.json()["spec"]["level"], "1");
-    assert_eq!(r.json()["spec"]["user"]["type"], "certificate");
+    // Only the level is defaulted (src/dcm/pkg/module/logicalcloud.go `Create`).
+    assert_eq!(r.json()["spec"]["user"]["type"], "");
     assert_eq!(
         c.get("/v2/projects/p1/logical-clouds/lc1").await.json()["spec"]["level"],
         "1"

@@ -22,7 +22,8 @@ impl<T: DeserializeOwned + Validate> EmcoJson<T> {
     /// 400 for an empty body or a schema violation, 422 for malformed JSON.
     pub fn parse(body: &[u8]) -> Result<T, ApiError> {
         if body.iter().all(u8::is_ascii_whitespace) {
-            return Err(Error::invalid("the request body is empty").into());
+            // EMCO's handlers: `io.EOF` from the decoder answers this text.
+            return Err(Error::invalid("Empty body").into());
         }
         let value: T = emco_go::json::from_slice(body).map_err(|e| {
             ApiError::with_status(

@@ -11,7 +11,7 @@ use axum::extract::{Path, Query};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use emco_appcontext::{Filter, ResourceKey, ResourceStore};
-use emco_core::model::{Named, check_url_name};
+use emco_core::model::Named;
 use emco_core::{Error, ErrorKind, Result, Validate};
 use http::StatusCode;
 use serde::Serialize;
@@ -284,7 +284,7 @@ impl<T: Object> Collection<T> {
         let mut value = copy_of(value)?;
         self.hook.prepare(&mut value);
         let value = &value;
-        check_url_name(value, name)?;
+        self.wording.check_put_name(value.name(), name)?;
         let key = self.key(parent, name);
         self.hook
             .before_write(self.store.as_ref(), &key, value)

@@ -27,6 +27,9 @@ pub const REMOVE_MISSING: &str = "The requested resource not found";
 /// constraint`).
 pub const HAS_CHILDREN: &str = "Cannot delete parent without deleting child references first";
 
+/// 400 for a PUT whose body names another object than its URL (the orchestrator's and clm's).
+pub const NAME_MISMATCH: &str = "Mismatched name in PUT request";
+
 /// The status of a PUT, which differs between EMCO's handlers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PutStatus {
@@ -73,6 +76,9 @@ pub struct Wording {
     pub put: PutStatus,
     /// The JSON of an empty list.
     pub empty_list: EmptyList,
+    /// A PUT whose body names another object than its URL: `(conflict, text)`, a 409 when
+    /// `conflict` (dcm), else a 400.
+    pub name_mismatch: (bool, Cow<'static, str>),
 }
 
 impl Wording {
@@ -90,6 +96,7 @@ impl Wording {
             list_checks: None,
             put: PutStatus::default(),
             empty_list: EmptyList::default(),
+            name_mismatch: (false, Cow::Borrowed(NAME_MISMATCH)),
         }
     }
 
@@ -141,9 +148,39 @@ impl Wording {
         self.empty_list = empty;
         self
     }
+
+    /// A PUT naming another object than its URL is a 400 with `text`.
+    #[must_use]
+    pub fn with_name_mismatch(mut self, text: impl Into<Cow<'static, str>>) -> Self {
+        self.name_mismatch = (false, text.into());
+        self
+    }
+
+    /// A PUT naming another object than its URL is a 409 with `text` (dcm's way).
+    #[must_use]
+    pub fn with_name_conflict(mut self, text: impl Into<Cow<'static, str>>) -> Self {
+        self.name_mismatch = (true, text.into());
+        self
+    }
 }
 
 impl Wording {
+    /// Refuses a PUT whose body names `name` while its URL names `url_name`.
+    ///
+    /// # Errors
+    /// The type's mismatch error when the names differ.
+    pub fn check_put_name(&self, name: &str, url_name: &str) -> Result<(), Error> {
+        if name == url_name {
+            return Ok(());
+        }
+        let (conflict, text) = &self.name_mismatch;
+        Err(if *conflict {
+            Error::conflict(text.clone())
+        } else {
+            Error::invalid(text.clone())
+        })
+    }
+
     /// The error of a GET of a missing object.
     #[must_use]
     pub fn missing(&self) -> Error {

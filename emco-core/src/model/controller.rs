@@ -135,14 +135,28 @@ pub struct ClmController {
 #[serde(rename_all = "camelCase")]
 pub struct ClmControllerSpec {
     /// Host name or IP address.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub host: String,
     /// gRPC port, `1..=65535`.
-    #[serde(default, deserialize_with = "int_or_string::deserialize")]
+    #[serde(
+        default,
+        deserialize_with = "int_or_string::deserialize",
+        skip_serializing_if = "is_zero"
+    )]
     pub port: i64,
     /// Call order, `1..=1000000`; 0 means not given.
-    #[serde(default, deserialize_with = "int_or_string::deserialize")]
+    #[serde(
+        default,
+        deserialize_with = "int_or_string::deserialize",
+        skip_serializing_if = "is_zero"
+    )]
     pub priority: i64,
+}
+
+/// clm's `ControllerSpec` tags every field `omitempty` (src/clm/pkg/model/model.go).
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference.
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 impl Validate for ClmController {

@@ -62,9 +62,10 @@ pub struct LogicalCloudSpec {
     /// is accepted too.
     #[serde(default, deserialize_with = "string_or_int::deserialize")]
     pub level: String,
-    /// Labels put on the namespace.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
+    /// Labels put on the namespace; `None` (written `null`, as Go writes a nil map) when the
+    /// body had none.
+    #[serde(default)]
+    pub labels: Option<BTreeMap<String, String>>,
     /// The user of a level-1 logical cloud.
     #[serde(default)]
     pub user: LogicalCloudUser,
@@ -109,14 +110,12 @@ impl LogicalCloud {
         }
     }
 
-    /// Fills in EMCO's defaults the way EMCO stores the object: level `"1"` when absent, and user
-    /// type `certificate` for level 1.
+    /// Fills in EMCO's defaults the way EMCO stores the object: level `"1"` when absent
+    /// (src/dcm/pkg/module/logicalcloud.go `Create`; the user type stays as given and
+    /// [`Self::user_type`] reads an empty one as `certificate`).
     pub fn apply_defaults(&mut self) {
         if self.spec.level.is_empty() {
             LEVEL_CUSTOM.clone_into(&mut self.spec.level);
-        }
-        if self.spec.level == LEVEL_CUSTOM && self.spec.user.kind.is_empty() {
-            USER_TYPE_CERTIFICATE.clone_into(&mut self.spec.user.kind);
         }
     }
 
@@ -182,7 +181,7 @@ impl Validate for LogicalCloud {
                 &[USER_TYPE_CERTIFICATE],
             )?;
         }
-        if self.spec.labels.keys().any(|k| k.is_empty()) {
+        if self.spec.labels.iter().flatten().any(|(k, _)| k.is_empty()) {
             return Err(Error::invalid("label keys must not be empty").with_field("spec.labels"));
         }
         Ok(())
@@ -395,7 +394,7 @@ mod tests {
         let json = serde_json::to_value(&lc).unwrap();
         assert_eq!(
             json["spec"],
-            json!({"namespace": "", "level": "0", "user": {"userName": "", "type": ""}})
+            json!({"namespace": "", "labels": null, "level": "0", "user": {"userName": "", "type": ""}})
         );
     }
 
@@ -429,7 +428,10 @@ mod tests {
         no_type.spec.user.kind.clear();
         assert_eq!(no_type.user_type(), "certificate");
         no_type.apply_defaults();
-        assert_eq!(no_type.spec.user.kind, "certificate");
+        assert!(
+            no_type.spec.user.kind.is_empty(),
+            "stored as given, as EMCO does"
+        );
         let back: LogicalCloud =
             serde_json::from_value(serde_json::to_value(&lc).unwrap()).unwrap();
         assert_eq!(back, lc);
@@ -457,10 +459,10 @@ mod tests {
         lc.spec.user.kind = "token".into();
         assert_invalid(&lc, "spec.user.type");
         let mut lc = standard();
-        lc.spec.labels.insert(String::new(), "x".into());
+        lc.spec.labels = Some(BTreeMap::from([(String::new(), "x".into())]));
         assert_invalid(&lc, "spec.labels");
         let mut lc = standard();
-        lc.spec.labels.insert("team".into(), "edge".into());
+        lc.spec.labels = Some(BTreeMap::from([("team".into(), "edge".into())]));
         assert!(lc.validate().is_ok());
         assert_eq!(
             serde_json::to_value(&lc).unwrap()["spec"]["labels"],

@@ -53,7 +53,7 @@ pub use project::{
 };
 pub use status::StatusQuery;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::validate::{check_name, check_required};
 
 /// Anything with a name: the key of the object under its parent.
@@ -68,21 +68,6 @@ pub trait Named {
     fn name_field(&self) -> &'static str {
         "metadata.name"
     }
-}
-
-/// Checks EMCO's PUT rule: the name in the body must equal the name in the URL.
-///
-/// # Errors
-/// InvalidArgument at [`Named::name_field`] when they differ.
-pub fn check_url_name(object: &impl Named, url_name: &str) -> Result<()> {
-    if object.name() == url_name {
-        return Ok(());
-    }
-    Err(Error::invalid(format!(
-        "name {:?} does not match the URL's {url_name:?}",
-        object.name()
-    ))
-    .with_field(object.name_field()))
 }
 
 /// Implements [`Named`] for types whose name is `self.metadata.name`.
@@ -261,23 +246,6 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(manifest.kind.values, "v.yaml");
-    }
-
-    #[test]
-    fn url_name_must_match() {
-        let p = Project {
-            metadata: crate::Metadata::named("p1"),
-        };
-        assert!(check_url_name(&p, "p1").is_ok());
-        let e = check_url_name(&p, "p2").unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
-        assert_eq!(e.field(), Some("metadata.name"));
-        let l = ClusterLabel::new("east");
-        assert!(check_url_name(&l, "east").is_ok());
-        assert_eq!(
-            check_url_name(&l, "west").unwrap_err().field(),
-            Some("clusterLabel")
-        );
     }
 
     #[test]

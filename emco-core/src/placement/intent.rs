@@ -24,8 +24,8 @@ use crate::validate::{Validate, check_name};
 /// An app placement intent: where one app of a composite app goes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppPlacementIntent {
-    /// Name and descriptions of the intent.
-    #[serde(default)]
+    /// Name and descriptions of the intent (empty ones left out when written, as EMCO does).
+    #[serde(default, serialize_with = "crate::metadata::serialize_omitempty")]
     pub metadata: Metadata,
     /// The app and its placement rules.
     #[serde(default)]
@@ -270,7 +270,8 @@ mod tests {
 
     #[test]
     fn camel_case_round_trip_omits_empty_fields() {
-        let v = json!({"metadata": {"name": "i1", "description": "", "userData1": "", "userData2": ""},
+        // The metadata's empty fields are left out too (app_intent.go's MetaData is omitempty).
+        let v = json!({"metadata": {"name": "i1"},
             "spec": {"app": "a", "intent": {
                 "allOf": [{"clusterProvider": "p", "clusterLabel": "l",
                            "anyOf": [{"clusterProvider": "p", "cluster": "c2"}]},

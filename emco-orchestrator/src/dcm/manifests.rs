@@ -94,7 +94,7 @@ pub(crate) fn cloud_objects(
     let mut out = vec![Manifest::new(&json!({
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": ns, "labels": lc.spec.labels},
+        "metadata": {"name": ns, "labels": lc.spec.labels.clone().unwrap_or_default()},
     }))?];
     let mut roles = Vec::new();
     let mut bindings = Vec::new();

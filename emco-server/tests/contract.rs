@@ -1,0 +1,1333 @@
+//! EMCO's REST contract, service by service: each row is a request and the exact status and body
+//! EMCO's Go handler answers, with the Go file it is read from (satra124/emco-base-test `src/`).
+//! Rows run in order against one server, so a row may rely on the rows before it.
+//!
+//! Where we answer differently on purpose the row says so (`differs:`): EMCO answers some bad
+//! input with a 500, or silently writes another object than the URL names; we keep a 4xx.
+
+#![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
+
+use axum::body::Body;
+use emco_appcontext::InMemoryResourceStore;
+use emco_orchestrator::Orchestrator;
+use emco_server::{Config, Metrics};
+use http::Request;
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tower::ServiceExt;
+
+/// What a row expects in the body.
+enum Body_ {
+    /// Exactly this text (EMCO's `http.Error` adds the newline).
+    Text(&'static str),
+    /// This JSON, compared whole.
+    Json(Value),
+    /// No body.
+    Empty,
+    /// Anything (the row checks the status only).
+    Any,
+}
+
+struct Row {
+    method: &'static str,
+    path: String,
+    body: Option<Value>,
+    status: u16,
+    expect: Body_,
+    go: &'static str,
+}
+
+fn row(
+    method: &'static str,
+    path: impl Into<String>,
+    body: Option<Value>,
+    status: u16,
+    expect: Body_,
+    go: &'static str,
+) -> Row {
+    Row {
+        method,
+        path: path.into(),
+        body,
+        status,
+        expect,
+        go,
+    }
+}
+
+use Body_::{Any, Empty, Json, Text};
+
+fn app() -> axum::Router {
+    let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
+    emco_server::app(orch, &Config::default(), Metrics::new())
+}
+
+async fn run(app: &axum::Router, rows: Vec<Row>) {
+    for r in rows {
+        let req = Request::builder()
+            .method(r.method)
+            .uri(&r.path)
+            .header("content-type", "application/json")
+            .body(Body::from(
+                r.body.map(|b| b.to_string()).unwrap_or_default(),
+            ))
+            .unwrap();
+        let resp = app.clone().oneshot(req).await.unwrap();
+        let status = resp.status().as_u16();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let what = format!("{} {} ({}): got {status} {text:?}", r.method, r.path, r.go);
+        assert_eq!(status, r.status, "{what}");
+        match r.expect {
+            Text(t) => assert_eq!(text, t, "{what}"),
+            Json(v) => {
+                let got: Value =
+                    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(got, v, "{what}");
+            }
+            Empty => assert!(text.is_empty(), "{what}"),
+            Any => {}
+        }
+    }
+}
+
+fn meta(name: &str) -> Value {
+    json!({"name": name, "description": "", "userData1": "", "userData2": ""})
+}
+
+const PROJECTS: &str = "/v2/projects";
+const CA: &str = "/v2/projects/p1/composite-apps/ca/v1";
+const DIG: &str = "/v2/projects/p1/composite-apps/ca/v1/deployment-intent-groups/d1";
+
+#[tokio::test]
+async fn orchestrator() {
+    let app = app();
+    let rows = vec![
+        // ---- projects: api/projecthandler.go, module/project.go ----
+        row(
+            "GET",
+            PROJECTS,
+            None,
+            200,
+            Json(Value::Null),
+            "projecthandler.go getHandler: nil slice",
+        ),
+        row(
+            "POST",
+            PROJECTS,
+            Some(json!({"metadata": {"name": "p1"}})),
+            201,
+            Json(json!({"metadata": meta("p1")})),
+            "projecthandler.go createHandler",
+        ),
+        row(
+            "POST",
+            PROJECTS,
+            Some(json!({"metadata": {"name": "p1"}})),
+            409,
+            Text("Project already exists\n"),
+            "api/apierrors.go",
+        ),
+        row(
+            "POST",
+            PROJECTS,
+            None,
+            400,
+            Text("Empty body\n"),
+            "projecthandler.go: io.EOF",
+        ),
+        row(
+            "POST",
+            PROJECTS,
+            Some(json!({"metadata": {"name": "p2", "description": null}})),
+            201,
+            Json(json!({"metadata": meta("p2")})),
+            "encoding/json: null leaves the zero value",
+        ),
+        row(
+            "GET",
+            "/v2/projects/nope",
+            None,
+            404,
+            Text("Project not found\n"),
+            "api/apierrors.go",
+        ),
+        row(
+            "PUT",
+            "/v2/projects/p3",
+            Some(json!({"metadata": {"name": "p3"}})),
+            200,
+            Json(json!({"metadata": meta("p3")})),
+            "projecthandler.go updateHandler: always 200",
+        ),
+        row(
+            "PUT",
+            "/v2/projects/p3",
+            Some(json!({"metadata": {"name": "p4"}})),
+            400,
+            Text("Mismatched name in PUT request\n"),
+            "projecthandler.go updateHandler",
+        ),
+        row(
+            "DELETE",
+            "/v2/projects/p3",
+            None,
+            204,
+            Empty,
+            "projecthandler.go deleteHandler",
+        ),
+        row(
+            "DELETE",
+            "/v2/projects/p3",
+            None,
+            404,
+            Text("Project not found\n"),
+            "projecthandler.go deleteHandler: looks the project up first",
+        ),
+        // ---- composite apps: api/composite_app_handler.go ----
+        row(
+            "POST",
+            "/v2/projects/nope/composite-apps",
+            Some(json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}})),
+            409,
+            Text("Cannot perform requested operation. Parent resource not found\n"),
+            "pkg/infra/apierror/apierror.go: db Insert parent resource not found",
+        ),
+        row(
+            "POST",
+            "/v2/projects/p1/composite-apps",
+            Some(json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}})),
+            201,
+            Json(json!({"metadata": meta("ca"), "spec": {"compositeAppVersion": "v1"}})),
+            "composite_app_handler.go createHandler",
+        ),
+        row(
+            "POST",
+            "/v2/projects/p1/composite-apps",
+            Some(json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}})),
+            409,
+            Text("App already exists\n"),
+            "api/apierrors.go: `App already exists` matches first",
+        ),
+        row(
+            "GET",
+            "/v2/projects/p1/composite-apps/ca/v9",
+            None,
+            404,
+            Text("App not found\n"),
+            "api/apierrors.go: `App not found` matches first",
+        ),
+        row(
+            "GET",
+            "/v2/projects/nope/composite-apps",
+            None,
+            404,
+            Text("Project not found\n"),
+            "composite_app_handler.go getAllCompositeAppsHandler",
+        ),
+        row(
+            "PUT",
+            CA,
+            Some(json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}})),
+            201,
+            Any,
+            "composite_app_handler.go updateHandler: always 201",
+        ),
+        row(
+            "GET",
+            format!("{CA}/apps"),
+            None,
+            200,
+            Json(Value::Null),
+            "apphandler.go: nil slice",
+        ),
+        row(
+            "GET",
+            format!("{CA}/composite-profiles"),
+            None,
+            200,
+            Json(Value::Null),
+            "composite_profilehandler.go: nil slice",
+        ),
+        row(
+            "POST",
+            format!("{CA}/composite-profiles"),
+            Some(json!({"metadata": {"name": "cp"}})),
+            201,
+            Json(json!({"metadata": meta("cp")})),
+            "composite_profilehandler.go",
+        ),
+        row(
+            "POST",
+            format!("{CA}/composite-profiles"),
+            Some(json!({"metadata": {"name": "cp"}})),
+            409,
+            Text("CompositeProfile already exists\n"),
+            "api/apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{CA}/composite-profiles/x"),
+            None,
+            404,
+            Text("CompositeProfile not found\n"),
+            "api/apierrors.go",
+        ),
+        row(
+            "DELETE",
+            format!("{CA}/composite-profiles/x"),
+            None,
+            404,
+            Text("The requested resource not found\n"),
+            "apierror.go: db Remove resource not found",
+        ),
+        // ---- deployment intent groups: deployment_intent_groups_handler.go ----
+        row(
+            "GET",
+            format!("{CA}/deployment-intent-groups"),
+            None,
+            200,
+            Json(Value::Null),
+            "getAllDeploymentIntentGroupsHandler: nil slice",
+        ),
+        row(
+            "GET",
+            "/v2/projects/nope/composite-apps/ca/v1/deployment-intent-groups",
+            None,
+            404,
+            Text("Project not found\n"),
+            "getAllDeploymentIntentGroupsHandler: project first",
+        ),
+        row(
+            "GET",
+            "/v2/projects/p1/composite-apps/ca/v9/deployment-intent-groups",
+            None,
+            404,
+            Text("App not found\n"),
+            "getAllDeploymentIntentGroupsHandler: then the composite app",
+        ),
+        row(
+            "POST",
+            format!("{CA}/deployment-intent-groups"),
+            Some(
+                json!({"metadata": {"name": "d1"}, "spec": {"compositeProfile": "cp",
+                "version": "r1", "logicalCloud": "lc", "overrideValues": []}}),
+            ),
+            201,
+            Json(
+                json!({"metadata": meta("d1"), "spec": {"compositeProfile": "cp", "version": "r1",
+                "logicalCloud": "lc", "overrideValues": []}}),
+            ),
+            "createDeploymentIntentGroupHandler: a logical cloud created later is accepted",
+        ),
+        row(
+            "POST",
+            format!("{CA}/deployment-intent-groups"),
+            Some(
+                json!({"metadata": {"name": "d1"}, "spec": {"compositeProfile": "cp",
+                "version": "r1", "logicalCloud": "lc", "overrideValues": []}}),
+            ),
+            409,
+            Text("Intent already exists\n"),
+            "api/apierrors.go: `Intent already exists` matches first",
+        ),
+        row(
+            "GET",
+            format!("{CA}/deployment-intent-groups/x"),
+            None,
+            404,
+            Text("DeploymentIntentGroup not found\n"),
+            "api/apierrors.go",
+        ),
+        // ---- generic placement intents, app intents, /intents ----
+        row(
+            "GET",
+            format!("{DIG}/generic-placement-intents"),
+            None,
+            200,
+            Json(Value::Null),
+            "getAllGenericPlacementIntentsHandler: nil slice",
+        ),
+        row(
+            "POST",
+            format!("{DIG}/generic-placement-intents"),
+            Some(json!({"metadata": {"name": "g"}})),
+            201,
+            Json(json!({"metadata": meta("g")})),
+            "generic_placement_intent_handler.go",
+        ),
+        row(
+            "POST",
+            format!("{DIG}/generic-placement-intents"),
+            Some(json!({"metadata": {"name": "g"}})),
+            409,
+            Text("Intent already exists\n"),
+            "api/apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{DIG}/generic-placement-intents/x"),
+            None,
+            404,
+            Text("Intent not found\n"),
+            "api/apierrors.go: `Intent not found` matches GenericPlacementIntent not found",
+        ),
+        row(
+            "PUT",
+            format!("{DIG}/generic-placement-intents/g"),
+            Some(json!({"metadata": {"name": "g"}})),
+            200,
+            Any,
+            "putGenericPlacementHandler: 200 when it existed",
+        ),
+        row(
+            "PUT",
+            format!("{DIG}/generic-placement-intents/h"),
+            Some(json!({"metadata": {"name": "h"}})),
+            201,
+            Any,
+            "putGenericPlacementHandler: 201 when new",
+        ),
+        row(
+            "DELETE",
+            format!("{DIG}/generic-placement-intents/x"),
+            None,
+            404,
+            Text("The requested resource not found\n"),
+            "apierror.go",
+        ),
+        row(
+            "GET",
+            format!("{DIG}/intents"),
+            None,
+            200,
+            Json(json!({"intent": null})),
+            "add_intents.go GetAllIntents: ListOfIntents{}",
+        ),
+        row(
+            "POST",
+            format!("{DIG}/intents"),
+            Some(
+                json!({"metadata": {"name": "i1"}, "spec": {"intent": {"genericPlacementIntent": "g"}}}),
+            ),
+            201,
+            Any,
+            "add_intents_handler.go addIntentHandler",
+        ),
+        row(
+            "GET",
+            format!("{DIG}/intents"),
+            None,
+            200,
+            Json(json!({"intent": [{"genericPlacementIntent": "g"}]})),
+            "add_intents.go GetAllIntents: the maps only",
+        ),
+        row(
+            "GET",
+            format!("{DIG}/intents/?intent=i1"),
+            None,
+            200,
+            Json(json!({"intent": {"genericPlacementIntent": "g"}})),
+            "getIntentByNameHandler",
+        ),
+        row(
+            "GET",
+            format!("{DIG}/intents/?intent=zz"),
+            None,
+            404,
+            Text("Intent not found\n"),
+            "add_intents.go GetIntentByName",
+        ),
+        row(
+            "GET",
+            format!("{DIG}/intents/?intent="),
+            None,
+            400,
+            Text("Missing appName in GET request\n"),
+            "getIntentByNameHandler (sic)",
+        ),
+        row(
+            "POST",
+            format!("{DIG}/intents"),
+            Some(
+                json!({"metadata": {"name": "i1"}, "spec": {"intent": {"genericPlacementIntent": "g"}}}),
+            ),
+            409,
+            Text("Intent already exists\n"),
+            "api/apierrors.go",
+        ),
+        // ---- lifecycle: instantiation_handler.go ----
+        row(
+            "POST",
+            format!("{DIG}/approve"),
+            None,
+            202,
+            Empty,
+            "approveHandler",
+        ),
+        row(
+            "POST",
+            format!("{DIG}/approve"),
+            None,
+            202,
+            Empty,
+            "instantiation.go Approve: an approved group stays approved",
+        ),
+        row(
+            "POST",
+            format!("{DIG}/generic-placement-intents"),
+            Some(json!({"metadata": {"name": "late"}})),
+            201,
+            Any,
+            "generic_placement_intent.go: intents after approve leave the state alone",
+        ),
+        row(
+            "PUT",
+            DIG,
+            Some(
+                json!({"metadata": {"name": "d1"}, "spec": {"compositeProfile": "cp",
+                "version": "r2", "logicalCloud": "lc", "overrideValues": []}}),
+            ),
+            409,
+            Text("The specified DeploymentIntentGroup is not in Created status\n"),
+            "api/apierrors.go: The DeploymentIntentGroup is not updated",
+        ),
+        // ---- controllers: controllerhandler.go ----
+        row(
+            "GET",
+            "/v2/controllers",
+            None,
+            200,
+            Json(Value::Null),
+            "controllerhandler.go: nil slice",
+        ),
+        row(
+            "POST",
+            "/v2/controllers",
+            Some(
+                json!({"metadata": {"name": "c1"}, "spec": {"host": "h", "port": 9000, "type": "action", "priority": 3}}),
+            ),
+            201,
+            Json(
+                json!({"metadata": meta("c1"), "spec": {"host": "h", "port": 9000, "type": "action", "priority": 3}}),
+            ),
+            "controllerhandler.go createHandler",
+        ),
+        row(
+            "POST",
+            "/v2/controllers",
+            Some(
+                json!({"metadata": {"name": "c1"}, "spec": {"host": "h", "port": 9000, "type": "action", "priority": 3}}),
+            ),
+            409,
+            Text("Controller already exists\n"),
+            "controllerhandler.go createHandler",
+        ),
+        row(
+            "PUT",
+            "/v2/controllers/c1",
+            Some(
+                json!({"metadata": {"name": "c1"}, "spec": {"host": "h", "port": 9001, "type": "action", "priority": 3}}),
+            ),
+            201,
+            Any,
+            "controllerhandler.go putHandler: always 201",
+        ),
+        row(
+            "GET",
+            "/v2/controllers/x",
+            None,
+            404,
+            Text("Controller not found\n"),
+            "api/apierrors.go",
+        ),
+        // ---- routes nobody serves: gorilla/mux defaults ----
+        row(
+            "GET",
+            "/v2/nothing",
+            None,
+            404,
+            Text("404 page not found\n"),
+            "gorilla/mux NotFound",
+        ),
+        row(
+            "GET",
+            format!("{DIG}/intents/"),
+            None,
+            404,
+            Text("404 page not found\n"),
+            "the query route needs its query",
+        ),
+    ];
+    run(&app, rows).await;
+}
+
+#[tokio::test]
+async fn clm() {
+    let app = app();
+    let cp = "/v2/cluster-providers";
+    let rows = vec![
+        row(
+            "GET",
+            cp,
+            None,
+            200,
+            Json(json!([])),
+            "clusterhandler.go: made with make",
+        ),
+        row(
+            "POST",
+            cp,
+            Some(json!({"metadata": {"name": "edge"}})),
+            201,
+            Json(json!({"metadata": meta("edge")})),
+            "clusterhandler.go createClusterProviderHandler",
+        ),
+        row(
+            "POST",
+            cp,
+            Some(json!({"metadata": {"name": "edge"}})),
+            409,
+            Text("ClusterProvider already exists\n"),
+            "src/clm/api/apierrors.go",
+        ),
+        row(
+            "PUT",
+            format!("{cp}/edge"),
+            Some(json!({"metadata": {"name": "edge"}})),
+            201,
+            Any,
+            "putClusterProviderHandler: 201 either way",
+        ),
+        row(
+            "PUT",
+            format!("{cp}/edge"),
+            Some(json!({"metadata": {"name": "other"}})),
+            400,
+            Text("Mismatched name in PUT request\n"),
+            "putClusterProviderHandler",
+        ),
+        row(
+            "GET",
+            format!("{cp}/nope"),
+            None,
+            404,
+            Text("Cluster provider not found\n"),
+            "src/clm/api/apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{cp}/nope/clusters"),
+            None,
+            404,
+            Text("Cluster provider not found\n"),
+            "getClusterHandler",
+        ),
+        row(
+            "GET",
+            format!("{cp}/edge/clusters"),
+            None,
+            200,
+            Json(json!([])),
+            "getClusterHandler",
+        ),
+        row(
+            "GET",
+            format!("{cp}/edge/clusters?label=none"),
+            None,
+            200,
+            Json(json!([])),
+            "cluster.go GetClustersWithLabel: make([]string, 0)",
+        ),
+        row(
+            "GET",
+            format!("{cp}/edge/clusters/c1/labels"),
+            None,
+            404,
+            Text("Cluster not found\n"),
+            "getClusterLabelHandler",
+        ),
+        row(
+            "POST",
+            format!("{cp}/edge/clusters/c1/labels"),
+            Some(json!({"clusterLabel": "east"})),
+            409,
+            Text("Cannot perform requested operation. Parent resource not found\n"),
+            "apierror.go: db Insert parent resource not found",
+        ),
+        row(
+            "GET",
+            format!("{cp}/edge/clusters/c1"),
+            None,
+            404,
+            Text("Cluster not found\n"),
+            "src/clm/api/apierrors.go",
+        ),
+        row(
+            "DELETE",
+            format!("{cp}/edge/clusters/c1"),
+            None,
+            404,
+            Text("The requested resource not found\n"),
+            "apierror.go: db Remove resource not found",
+        ),
+        row(
+            "GET",
+            "/v2/clm-controllers",
+            None,
+            200,
+            Json(Value::Null),
+            "clm controller.go: nil slice",
+        ),
+        row(
+            "GET",
+            "/v2/clm-controllers/x",
+            None,
+            404,
+            Text("ClmController not found\n"),
+            "src/clm/api/apierrors.go",
+        ),
+        row(
+            "DELETE",
+            cp,
+            None,
+            405,
+            Empty,
+            "gorilla/mux: the path matches, the method does not",
+        ),
+    ];
+    run(&app, rows).await;
+}
+
+#[tokio::test]
+async fn dcm() {
+    let app = app();
+    let lcs = "/v2/projects/p1/logical-clouds";
+    let lc = "/v2/projects/p1/logical-clouds/lc1";
+    let rows = vec![
+        row(
+            "POST",
+            "/v2/projects/nope/logical-clouds",
+            Some(json!({"metadata": {"name": "lc1"}, "spec": {"level": "0"}})),
+            404,
+            Text("Project not found\n"),
+            "src/dcm/api/apierrors.go",
+        ),
+        row(
+            "POST",
+            PROJECTS,
+            Some(json!({"metadata": {"name": "p1"}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "GET",
+            lcs,
+            None,
+            200,
+            Json(Value::Null),
+            "logicalcloud.go GetAll: nil slice",
+        ),
+        row(
+            "POST",
+            lcs,
+            Some(json!({"metadata": {"name": "lc0"}, "spec": {"level": "0", "labels": null}})),
+            201,
+            Any,
+            "logicalCloudHandler.go createHandler: null labels are Go's nil map",
+        ),
+        row(
+            "POST",
+            lcs,
+            Some(
+                json!({"metadata": {"name": "lc1"}, "spec": {"namespace": "ns1",
+            "user": {"userName": "u1"}}}),
+            ),
+            201,
+            Any,
+            "logicalCloudHandler.go createHandler",
+        ),
+        row(
+            "POST",
+            lcs,
+            Some(
+                json!({"metadata": {"name": "lc1"}, "spec": {"namespace": "ns1",
+            "user": {"userName": "u1"}}}),
+            ),
+            409,
+            Text("Logical Cloud already exists\n"),
+            "src/dcm/api/apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{lcs}/x"),
+            None,
+            404,
+            Text("Logical Cloud not found\n"),
+            "src/dcm/api/apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cluster-references"),
+            None,
+            400,
+            Text("No Cluster References associated\n"),
+            "cluster.go GetAllClusters",
+        ),
+        row(
+            "GET",
+            format!("{lcs}/x/cluster-references"),
+            None,
+            404,
+            Text("Logical Cloud not found\n"),
+            "clusterHandler.go: the logical cloud first",
+        ),
+        row(
+            "POST",
+            format!("{lcs}/x/cluster-references"),
+            Some(
+                json!({"metadata": {"name": "r1"}, "spec": {"clusterProvider": "edge", "cluster": "c1"}}),
+            ),
+            404,
+            Text("Logical Cloud not found\n"),
+            "clusterHandler.go createHandler",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cluster-references"),
+            Some(
+                json!({"metadata": {"name": "r1"}, "spec": {"clusterProvider": "edge", "cluster": "c1"}}),
+            ),
+            201,
+            Any,
+            "cluster.go CreateCluster: the clm cluster is not looked up",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cluster-references"),
+            Some(
+                json!({"metadata": {"name": "r1"}, "spec": {"clusterProvider": "edge", "cluster": "c1"}}),
+            ),
+            409,
+            Text("Cluster reference already exists\n"),
+            "src/dcm/api/apierrors.go",
+        ),
+        row(
+            "PUT",
+            format!("{lc}/cluster-references/r1"),
+            Some(
+                json!({"metadata": {"name": "r2"}, "spec": {"clusterProvider": "edge", "cluster": "c1"}}),
+            ),
+            409,
+            Text("Cluster Reference mismatch\n"),
+            "src/dcm/api/apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cluster-references/x"),
+            None,
+            404,
+            Text("Cluster reference not found\n"),
+            "src/dcm/api/apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{lc}/user-permissions"),
+            None,
+            200,
+            Json(Value::Null),
+            "userpermissions.go: nil slice",
+        ),
+        row(
+            "POST",
+            format!("{lc}/user-permissions"),
+            Some(json!({"metadata": {"name": "up"},
+            "spec": {"namespace": "ns1", "apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}})),
+            201,
+            Any,
+            "userPermissionHandler.go",
+        ),
+        row(
+            "POST",
+            format!("{lc}/user-permissions"),
+            Some(json!({"metadata": {"name": "up"},
+            "spec": {"namespace": "ns1", "apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}})),
+            409,
+            Text("User Permission already exists\n"),
+            "src/dcm/api/apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{lc}/user-permissions/x"),
+            None,
+            404,
+            Text("User Permission not found\n"),
+            "src/dcm/api/apierrors.go",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cluster-quotas"),
+            Some(json!({"metadata": {"name": "q"}, "spec": {"pods": "5"}})),
+            201,
+            Any,
+            "quotaHandler.go",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cluster-quotas"),
+            Some(json!({"metadata": {"name": "q"}, "spec": {"pods": "5"}})),
+            409,
+            Text("Quota already exists\n"),
+            "src/dcm/api/apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cluster-quotas/x"),
+            None,
+            404,
+            Text("Cluster Quota not found\n"),
+            "src/dcm/api/apierrors.go",
+        ),
+        row(
+            "POST",
+            format!("{lcs}/lc0/cluster-quotas"),
+            Some(json!({"metadata": {"name": "q"}, "spec": {"pods": "5"}})),
+            400,
+            Text("Cluster Quotas not allowed for Logical Cloud Level 0\n"),
+            "quota.go CreateQuota",
+        ),
+        row(
+            "POST",
+            format!("{lcs}/x/cluster-quotas"),
+            Some(json!({"metadata": {"name": "q"}, "spec": {"pods": "5"}})),
+            404,
+            Text("Logical Cloud not found\n"),
+            "quota.go CreateQuota",
+        ),
+        row(
+            "GET",
+            format!("{lc}/kv-pairs"),
+            None,
+            200,
+            Json(Value::Null),
+            "keyvalue.go: nil slice",
+        ),
+        row(
+            "POST",
+            format!("{lc}/kv-pairs"),
+            Some(json!({"metadata": {"name": "k"}, "spec": {"kv": [{"a": "b"}]}})),
+            201,
+            Any,
+            "keyValueHandler.go",
+        ),
+        row(
+            "POST",
+            format!("{lc}/kv-pairs"),
+            Some(json!({"metadata": {"name": "k"}, "spec": {"kv": [{"a": "b"}]}})),
+            409,
+            Text("Key Value already exists\n"),
+            "src/dcm/api/apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{lc}/kv-pairs/x"),
+            None,
+            404,
+            Text("Key Value not found\n"),
+            "src/dcm/api/apierrors.go",
+        ),
+    ];
+    run(&app, rows).await;
+}
+
+#[tokio::test]
+async fn gac_and_hpa() {
+    let app = app();
+    let gac = format!("{DIG}/generic-k8s-intents");
+    let hpa = format!("{DIG}/hpa-intents");
+    let setup = vec![
+        row(
+            "POST",
+            PROJECTS,
+            Some(json!({"metadata": {"name": "p1"}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            "/v2/projects/p1/composite-apps",
+            Some(json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            format!("{CA}/deployment-intent-groups"),
+            Some(
+                json!({"metadata": {"name": "d1"}, "spec": {"compositeProfile": "cp",
+                "version": "r1", "logicalCloud": "lc", "overrideValues": []}}),
+            ),
+            201,
+            Any,
+            "setup",
+        ),
+    ];
+    run(&app, setup).await;
+    let rows = vec![
+        // src/genericactioncontroller/api/generick8sintent.go, pkg/module/module.go
+        row(
+            "GET",
+            gac.clone(),
+            None,
+            200,
+            Json(Value::Null),
+            "generick8sintent.go: nil slice",
+        ),
+        row(
+            "POST",
+            gac.clone(),
+            Some(json!({"metadata": {"name": "g1"}})),
+            201,
+            Json(json!({"metadata": meta("g1")})),
+            "handleGenericK8sIntentCreate",
+        ),
+        row(
+            "POST",
+            gac.clone(),
+            Some(json!({"metadata": {"name": "g1"}})),
+            409,
+            Text("genericK8sIntent already exists\n"),
+            "module.go",
+        ),
+        row(
+            "GET",
+            format!("{gac}/x"),
+            None,
+            404,
+            Text("genericK8sIntent not found\n"),
+            "module.go",
+        ),
+        row(
+            "PUT",
+            format!("{gac}/g1"),
+            Some(json!({"metadata": {"name": "g1"}})),
+            200,
+            Any,
+            "handleGenericK8sIntentUpdate: 200 when it existed",
+        ),
+        row(
+            "PUT",
+            format!("{gac}/g1"),
+            Some(json!({"metadata": {"name": "g2"}})),
+            400,
+            Text("the intent name is not matching with the name in the request\n"),
+            "handleGenericK8sIntentUpdate",
+        ),
+        row(
+            "GET",
+            format!("{gac}/g1/resources/x"),
+            None,
+            404,
+            Text("resource not found\n"),
+            "module.go",
+        ),
+        row(
+            "DELETE",
+            format!("{gac}/x"),
+            None,
+            404,
+            Text("The requested resource not found\n"),
+            "differs: gac answers a raw database error with a 500",
+        ),
+        // src/hpa-plc/api/hpa-intent-handler.go, api/apierrors.go
+        row(
+            "POST",
+            hpa.clone(),
+            Some(json!({"metadata": {"name": "h1"}, "spec": {"app": "web"}})),
+            201,
+            Any,
+            "addHpaIntentHandler",
+        ),
+        row(
+            "POST",
+            hpa.clone(),
+            Some(json!({"metadata": {"name": "h1"}, "spec": {"app": "web"}})),
+            409,
+            Text("Intent already exists\n"),
+            "src/hpa-plc/api/apierrors.go",
+        ),
+        row(
+            "PUT",
+            format!("{hpa}/h2"),
+            Some(json!({"metadata": {"name": "h2"}, "spec": {"app": "web"}})),
+            200,
+            Any,
+            "putHpaIntentHandler: 200 either way",
+        ),
+        row(
+            "GET",
+            format!("{hpa}/x"),
+            None,
+            404,
+            Text("Intent not found\n"),
+            "src/hpa-plc/api/apierrors.go",
+        ),
+        row(
+            "DELETE",
+            format!("{hpa}/x"),
+            None,
+            404,
+            Text("Intent not found\n"),
+            "deleteHpaIntentHandler",
+        ),
+        row(
+            "GET",
+            format!("{hpa}/h1/hpa-resource-consumers/x"),
+            None,
+            404,
+            Text("Consumer not found\n"),
+            "src/hpa-plc/api/apierrors.go",
+        ),
+    ];
+    run(&app, rows).await;
+}
+
+/// Whole bodies of GETs, as Go's encoding/json writes EMCO's structs: every field without
+/// `omitempty`, `null` for a nil map or list, omitted empties where the tag says `omitempty`.
+#[tokio::test]
+async fn bodies_as_go_writes_them() {
+    let app = app();
+    let lcs = "/v2/projects/p1/logical-clouds";
+    let lc = "/v2/projects/p1/logical-clouds/lc1";
+    let gpi = format!("{DIG}/generic-placement-intents/g");
+    let cp = "/v2/cluster-providers";
+    let setup = vec![
+        row(
+            "POST",
+            PROJECTS,
+            Some(json!({"metadata": {"name": "p1"}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            "/v2/projects/p1/composite-apps",
+            Some(json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            format!("{CA}/deployment-intent-groups"),
+            Some(
+                json!({"metadata": {"name": "d1"}, "spec": {"compositeProfile": "cp",
+                "version": "r1", "logicalCloud": "lc", "overrideValues": []}}),
+            ),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            format!("{DIG}/generic-placement-intents"),
+            Some(json!({"metadata": {"name": "g"}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            lcs,
+            Some(json!({"metadata": {"name": "lc0"}, "spec": {"level": "0"}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            lcs,
+            Some(
+                json!({"metadata": {"name": "lc1"}, "spec": {"namespace": "ns1",
+            "user": {"userName": "u1"}}}),
+            ),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cluster-references"),
+            Some(
+                json!({"metadata": {"name": "r1"}, "spec": {"clusterProvider": "edge", "cluster": "c1"}}),
+            ),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            format!("{lc}/user-permissions"),
+            Some(json!({"metadata": {"name": "up"},
+            "spec": {"namespace": "ns1", "apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cluster-quotas"),
+            Some(json!({"metadata": {"name": "q"}, "spec": {"pods": "5"}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            format!("{lc}/kv-pairs"),
+            Some(json!({"metadata": {"name": "k"}, "spec": {"kv": [{"a": "b"}]}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            cp,
+            Some(json!({"metadata": {"name": "edge"}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            "/v2/clm-controllers",
+            Some(json!({"metadata": {"name": "cc"}, "spec": {"host": "h", "port": 1}})),
+            201,
+            Any,
+            "setup",
+        ),
+    ];
+    run(&app, setup).await;
+    let rows = vec![
+        row(
+            "GET",
+            format!("{lcs}/lc0"),
+            None,
+            200,
+            Json(
+                json!({"metadata": meta("lc0"), "spec": {"namespace": "", "labels": null, "level": "0",
+                "user": {"userName": "", "type": ""}}}),
+            ),
+            "src/orchestrator/common/logicalcloud.go: labels without omitempty; only level is defaulted",
+        ),
+        row(
+            "GET",
+            lc.to_owned(),
+            None,
+            200,
+            Json(
+                json!({"metadata": meta("lc1"), "spec": {"namespace": "ns1", "labels": null, "level": "1",
+                "user": {"userName": "u1", "type": ""}}}),
+            ),
+            "src/dcm/pkg/module/logicalcloud.go Create: level \"1\" when empty",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cluster-references/r1"),
+            None,
+            200,
+            Json(
+                json!({"metadata": meta("r1"), "spec": {"clusterProvider": "edge", "cluster": "c1",
+                "loadBalancerIP": "", "certificate": ""}}),
+            ),
+            "src/orchestrator/common/clusterreference.go",
+        ),
+        row(
+            "GET",
+            format!("{lc}/user-permissions/up"),
+            None,
+            200,
+            Json(
+                json!({"metadata": meta("up"), "spec": {"namespace": "ns1", "apiGroups": [""],
+                "resources": ["pods"], "verbs": ["get"]}}),
+            ),
+            "src/dcm/pkg/module/userpermissions.go",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cluster-quotas/q"),
+            None,
+            200,
+            Json(json!({"metadata": meta("q"), "spec": {"pods": "5"}})),
+            "src/dcm/pkg/module/quota.go",
+        ),
+        row(
+            "GET",
+            format!("{lc}/kv-pairs/k"),
+            None,
+            200,
+            Json(json!({"metadata": meta("k"), "spec": {"kv": [{"a": "b"}]}})),
+            "src/dcm/pkg/module/keyvalue.go",
+        ),
+        row(
+            "GET",
+            "/v2/clm-controllers/cc",
+            None,
+            200,
+            Json(json!({"metadata": meta("cc"), "spec": {"host": "h", "port": 1}})),
+            "src/clm/pkg/model/model.go: spec fields omitempty",
+        ),
+        row(
+            "GET",
+            format!("{DIG}/generic-placement-intents/g"),
+            None,
+            200,
+            Json(json!({"metadata": meta("g")})),
+            "module/generic_placement_intent.go: no spec",
+        ),
+        row(
+            "POST",
+            format!("{gpi}/app-intents"),
+            Some(json!({"metadata": {"name": "ai"},
+            "spec": {"app": "a", "intent": {"allOf": [{"clusterProvider": "edge", "cluster": "c1"}]}}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "GET",
+            format!("{gpi}/app-intents/ai"),
+            None,
+            200,
+            Json(json!({"metadata": {"name": "ai"}, "spec": {"app": "a",
+                "intent": {"allOf": [{"clusterProvider": "edge", "cluster": "c1"}]}}})),
+            "module/app_intent.go: MetaData and gpic fields all omitempty",
+        ),
+        row(
+            "POST",
+            format!("{DIG}/intents"),
+            Some(
+                json!({"metadata": {"name": "i1"}, "spec": {"intent": {"genericPlacementIntent": "g"}}}),
+            ),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "GET",
+            format!("{DIG}/intents/i1"),
+            None,
+            200,
+            Json(
+                json!({"metadata": meta("i1"), "spec": {"intent": {"genericPlacementIntent": "g"}}}),
+            ),
+            "module/add_intents.go",
+        ),
+    ];
+    run(&app, rows).await;
+}
