@@ -92,6 +92,39 @@ async fn run(app: &axum::Router, rows: Vec<Row>) {
     }
 }
 
+/// A project `p1`, its composite app `ca` v1 and the group `d1`, for the tables that need them.
+fn group_rows() -> Vec<Row> {
+    vec![
+        row(
+            "POST",
+            PROJECTS,
+            Some(json!({"metadata": {"name": "p1"}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            "/v2/projects/p1/composite-apps",
+            Some(json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            format!("{CA}/deployment-intent-groups"),
+            Some(
+                json!({"metadata": {"name": "d1"}, "spec": {"compositeProfile": "cp",
+                "version": "r1", "logicalCloud": "lc", "overrideValues": []}}),
+            ),
+            201,
+            Any,
+            "setup",
+        ),
+    ]
+}
+
 fn meta(name: &str) -> Value {
     json!({"name": name, "description": "", "userData1": "", "userData2": ""})
 }
@@ -947,36 +980,7 @@ async fn gac_and_hpa() {
     let app = app();
     let gac = format!("{DIG}/generic-k8s-intents");
     let hpa = format!("{DIG}/hpa-intents");
-    let setup = vec![
-        row(
-            "POST",
-            PROJECTS,
-            Some(json!({"metadata": {"name": "p1"}})),
-            201,
-            Any,
-            "setup",
-        ),
-        row(
-            "POST",
-            "/v2/projects/p1/composite-apps",
-            Some(json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}})),
-            201,
-            Any,
-            "setup",
-        ),
-        row(
-            "POST",
-            format!("{CA}/deployment-intent-groups"),
-            Some(
-                json!({"metadata": {"name": "d1"}, "spec": {"compositeProfile": "cp",
-                "version": "r1", "logicalCloud": "lc", "overrideValues": []}}),
-            ),
-            201,
-            Any,
-            "setup",
-        ),
-    ];
-    run(&app, setup).await;
+    run(&app, group_rows()).await;
     let rows = vec![
         // src/genericactioncontroller/api/generick8sintent.go, pkg/module/module.go
         row(
@@ -1105,34 +1109,8 @@ async fn bodies_as_go_writes_them() {
     let lc = "/v2/projects/p1/logical-clouds/lc1";
     let gpi = format!("{DIG}/generic-placement-intents/g");
     let cp = "/v2/cluster-providers";
-    let setup = vec![
-        row(
-            "POST",
-            PROJECTS,
-            Some(json!({"metadata": {"name": "p1"}})),
-            201,
-            Any,
-            "setup",
-        ),
-        row(
-            "POST",
-            "/v2/projects/p1/composite-apps",
-            Some(json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}})),
-            201,
-            Any,
-            "setup",
-        ),
-        row(
-            "POST",
-            format!("{CA}/deployment-intent-groups"),
-            Some(
-                json!({"metadata": {"name": "d1"}, "spec": {"compositeProfile": "cp",
-                "version": "r1", "logicalCloud": "lc", "overrideValues": []}}),
-            ),
-            201,
-            Any,
-            "setup",
-        ),
+    let mut setup = group_rows();
+    setup.extend(vec![
         row(
             "POST",
             format!("{DIG}/generic-placement-intents"),
@@ -1211,7 +1189,7 @@ async fn bodies_as_go_writes_them() {
             Any,
             "setup",
         ),
-    ];
+    ]);
     run(&app, setup).await;
     let rows = vec![
         row(
