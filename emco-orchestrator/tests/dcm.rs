@@ -266,6 +266,15 @@ async fn admin_cloud_lifecycle_and_refusals() {
     let status: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(status["name"], "admin");
     assert_eq!(status["states"]["actions"][0]["state"], "Instantiated");
+    // EMCO's example scripts poll `.deployedStatus` of logical clouds too; an admin cloud's
+    // empty-shell context reads Instantiated and Ready (src/dcm/pkg/module/apply.go).
+    assert_eq!(status["deployedStatus"], "Instantiated");
+    assert_eq!(status["readyStatus"], "Ready");
+    // dcm stores the clusters' namespace, `default`, as the admin cloud's.
+    let (code, body) = w.call("GET", &url).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let stored: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(stored["spec"]["namespace"], "default");
 
     // Terminate is refused while a deployment intent group of the cloud is deployed.
     let ca: CompositeApp = serde_json::from_value(

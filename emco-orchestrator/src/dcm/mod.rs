@@ -108,7 +108,7 @@ pub async fn cloud_for_deployment(
         clusters.push((r.spec.cluster_provider, r.spec.cluster));
     }
     let namespace = if lc.spec.namespace.is_empty() {
-        "default".to_owned()
+        ADMIN_NAMESPACE.to_owned()
     } else {
         lc.spec.namespace.clone()
     };
@@ -184,6 +184,9 @@ async fn discard(ctx: &AppContext) {
 }
 
 /// Appends `state` reached with context `instance` and saves the record.
+/// The namespace an admin cloud reads after instantiate: the one clm gives every cluster.
+pub const ADMIN_NAMESPACE: &str = "default";
+
 async fn record(
     orch: &Orchestrator,
     key: &ResourceKey,
@@ -278,6 +281,17 @@ impl Orchestrator {
         }
         credentials::clear(self.store().as_ref(), &key).await?;
         if lc.is_admin() {
+            // dcm stores the clusters' own namespace as the admin cloud's, and clm registers
+            // every cluster with `default` (src/dcm/pkg/module/apply.go `Instantiate`,
+            // src/clm/pkg/cluster/cluster.go `CreateCluster`).
+            if lc.spec.namespace != ADMIN_NAMESPACE {
+                let mut lc = lc;
+                ADMIN_NAMESPACE.clone_into(&mut lc.spec.namespace);
+                let doc = serde_json::to_value(&lc).map_err(|e| {
+                    Error::internal("cannot serialize a logical cloud").with_source(e)
+                })?;
+                self.store().update(&key, &doc).await?;
+            }
             return record(self, &key, info, to, String::new(), 1).await;
         }
         let ctx = self.cloud_context(project, &lc, &references, None).await?;

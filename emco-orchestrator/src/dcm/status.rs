@@ -4,9 +4,12 @@
 //! request counts as ready only once the cloud's kubeconfig for that cluster is built, so
 //! `readyStatus` is `Ready` exactly when the cloud can take deployments.
 //!
-//! An admin cloud, or one never instantiated, answers with its lifecycle record only.
+//! A cloud never instantiated answers with its lifecycle record only; an admin cloud, which
+//! has no AppContext here, answers with the deployed (and ready) status its lifecycle implies,
+//! as EMCO's empty-shell context does.
 
-use emco_core::model::status::{DigStatus, StatusResponse};
+use emco_core::lifecycle::DigState;
+use emco_core::model::status::{DigStatus, StatusResponse, StatusType};
 use emco_core::{Error, Result};
 
 use super::{LC_APP, credentials};
@@ -61,12 +64,34 @@ impl Orchestrator {
                 }
             }
         }
-        let full = DigStatus {
+        let mut full = DigStatus {
             project: project.to_owned(),
             name: name.to_owned(),
-            states,
             ..DigStatus::default()
         };
+        // An admin cloud's AppContext in EMCO is an empty shell that rsync instantiates and
+        // terminates; its status reads as the lifecycle says (src/dcm/pkg/module/apply.go).
+        if snapshot.is_none()
+            && let Some(deployed) = shell_status(states.current_state())
+        {
+            deployed.clone_into(&mut full.deployed_status);
+            if query.status == StatusType::Ready {
+                READY.clone_into(&mut full.ready_status);
+            }
+        }
+        full.states = states;
         Ok(respond(query, full, snapshot.as_ref(), views))
+    }
+}
+
+/// The AppContext status of a cloud without a context of its own (an admin cloud), by its
+/// lifecycle state; `None` before the first instantiate.
+fn shell_status(state: DigState) -> Option<&'static str> {
+    match state {
+        DigState::Instantiated | DigState::Updated | DigState::InstantiateStopped => {
+            Some("Instantiated")
+        }
+        DigState::Terminated | DigState::TerminateStopped => Some("Terminated"),
+        DigState::Created | DigState::Approved => None,
     }
 }
