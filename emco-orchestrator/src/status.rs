@@ -130,6 +130,7 @@ pub(crate) fn context_of(state: &StateInfo, instance: Option<&str>) -> Result<Op
 struct ResourceSnap {
     yaml: Option<String>,
     status: Option<String>,
+    warnings: Vec<String>,
 }
 
 /// One cluster of an app as the context holds it.
@@ -155,6 +156,9 @@ pub(crate) struct Snapshot {
 struct StatusDoc {
     #[serde(rename = "Status")]
     status: String,
+    /// What the cluster warned about when the resource was applied (rsync's addition).
+    #[serde(rename = "Warnings", default)]
+    warnings: Vec<String>,
 }
 
 /// The resources that are only `pre-delete` / `post-delete` hooks, of a cluster's hook groups
@@ -262,13 +266,14 @@ impl Snapshot {
                         .yaml = text();
                 }
                 ContextKey::ResourceStatus(a, c, name) => {
-                    cluster_of(&mut snap.apps, a, c)
+                    let resource = cluster_of(&mut snap.apps, a, c)
                         .resources
                         .entry(name.to_owned())
-                        .or_default()
-                        .status = serde_json::from_slice::<StatusDoc>(raw)
-                        .ok()
-                        .map(|d| d.status);
+                        .or_default();
+                    if let Ok(doc) = serde_json::from_slice::<StatusDoc>(raw) {
+                        resource.status = Some(doc.status);
+                        resource.warnings = doc.warnings;
+                    }
                 }
                 ContextKey::Root | ContextKey::Other => {}
             }
@@ -382,6 +387,7 @@ pub(crate) struct ResourceView {
     pub(crate) deployed: String,
     pub(crate) ready: &'static str,
     observed: Option<Value>,
+    warnings: Vec<String>,
 }
 
 impl ResourceView {
@@ -432,6 +438,7 @@ impl ResourceView {
             deployed,
             ready,
             observed,
+            warnings: snap.warnings.clone(),
         }
     }
 }
@@ -565,6 +572,7 @@ fn full_status(out: &mut DigStatus, views: Vec<AppView>, query: &StatusQuery) {
                 let mut status = ResourceStatus {
                     gvk: r.gvk,
                     name: r.name,
+                    warnings: r.warnings,
                     ..ResourceStatus::default()
                 };
                 match query.status {
@@ -700,6 +708,7 @@ mod tests {
         let snap = ResourceSnap {
             yaml: Some("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n".into()),
             status: Some("Applied".into()),
+            warnings: vec![".spec.replicas: field not declared in schema; dropped".into()],
         };
         let collected = serde_json::json!({"resources": {"web+Deployment": {"present": true, "ready": false, "reason": "0/1"}}});
         let v = ResourceView::new("web+Deployment", &snap, Some(&collected));
@@ -712,9 +721,11 @@ mod tests {
             ("web", "apps", "v1")
         );
         assert_eq!((v.deployed.as_str(), v.ready), ("Applied", NOT_READY));
+        assert_eq!(v.warnings.len(), 1);
         let gone = ResourceSnap {
             yaml: None,
             status: Some("Deleted".into()),
+            warnings: Vec::new(),
         };
         let v = ResourceView::new("web+Deployment", &gone, Some(&collected));
         assert_eq!(

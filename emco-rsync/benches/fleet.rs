@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore};
 use emco_core::lifecycle::AppContextStatus;
 use emco_rsync::connector::kube::KubeConnector;
-use emco_rsync::connector::{Batch, BatchError, Connector, Propagation, ResourceId, Scope};
+use emco_rsync::connector::{
+    Batch, BatchError, Connector, Propagation, ResourceId, Scope, Warnings,
+};
 use emco_rsync::engine::{MapResolver, Rsync};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -292,7 +294,7 @@ impl Connector for Polled {
     fn observes_live_state(&self) -> bool {
         true
     }
-    async fn apply(&self, batch: &Batch) -> Result<(), BatchError> {
+    async fn apply(&self, batch: &Batch) -> Result<Warnings, BatchError> {
         self.0.apply(batch).await
     }
     async fn delete(&self, batch: &Batch, propagation: Propagation) -> Result<(), BatchError> {

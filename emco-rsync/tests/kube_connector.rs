@@ -289,3 +289,53 @@ async fn wrong_token_is_rejected_not_retried() {
         ErrorKind::FailedPrecondition
     );
 }
+
+/// Server-side apply refuses a field the kind lacks (a chart's `spec.replicas` on a DaemonSet)
+/// whatever `fieldValidation` says, where `kubectl apply` drops it with a warning: the connector
+/// drops it too and reports it.
+#[tokio::test]
+async fn fields_the_schema_lacks_are_dropped_and_reported() {
+    let fleet = fleet(1).await;
+    let pool = KubePool::new();
+    let c = connector(&pool, &fleet, "c1").await;
+    let scope = Scope::new("1003", "collectd").with_namespace("default");
+    let ds = res("
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: ds1
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: ds1}
+  template:
+    metadata:
+      labels: {app: ds1}
+    spec:
+      containers:
+      - name: c
+        image: nginx
+      volumes:
+      - name: v
+        configMap: {name: cm, defaultMode: 0744}
+");
+    let batch = Batch::new(scope.clone()).with_resource(ds);
+    let warnings = c.apply(&batch).await.unwrap();
+    assert_eq!(
+        warnings,
+        [(
+            0,
+            ".spec.replicas: field not declared in schema; dropped".to_owned()
+        )]
+    );
+    let live = c
+        .get(&scope, batch.resources[0].id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(live["spec"].get("replicas").is_none());
+    assert_eq!(
+        live["spec"]["template"]["spec"]["volumes"][0]["configMap"]["defaultMode"],
+        484
+    );
+}

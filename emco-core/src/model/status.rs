@@ -304,6 +304,10 @@ pub struct ResourceStatus {
     /// Ready status (`Ready`, `NotReady`, `NotPresent`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub ready_status: String,
+    /// What the cluster warned about when it was applied (a field its schema lacks, dropped as
+    /// `kubectl apply` drops it); absent when there was nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// The answer of `?apps` ([`StatusMode::Apps`]): `{name, apps:[...]}`.

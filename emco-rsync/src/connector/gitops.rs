@@ -40,7 +40,7 @@ use serde_json::Value;
 use tokio::process::Command;
 use tokio::sync::Mutex;
 
-use super::{Batch, BatchError, Connector, Observation, Propagation, ResourceId, Scope};
+use super::{Batch, BatchError, Connector, Observation, Propagation, ResourceId, Scope, Warnings};
 
 /// How to reach the repository of one cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -508,7 +508,7 @@ impl Connector for GitOpsConnector {
         false
     }
 
-    async fn apply(&self, batch: &Batch) -> Result<(), BatchError> {
+    async fn apply(&self, batch: &Batch) -> Result<Warnings, BatchError> {
         let fail = |e| BatchError::at(0, e);
         self.app_dir(&batch.scope).map_err(fail)?;
         let manifests = batch.labelled_manifests().map_err(fail)?;
@@ -535,7 +535,8 @@ impl Connector for GitOpsConnector {
         }
         self.commit_and_push(&batch.scope, &changes, "apply")
             .await
-            .map_err(fail)
+            .map_err(fail)?;
+        Ok(Warnings::new())
     }
 
     async fn delete(&self, batch: &Batch, _propagation: Propagation) -> Result<(), BatchError> {

@@ -36,7 +36,7 @@ use async_trait::async_trait;
 use emco_core::{Error, ErrorKind, Result};
 use serde_json::Value;
 
-use super::{Batch, BatchError, Connector, Propagation, ResourceId, Scope};
+use super::{Batch, BatchError, Connector, Propagation, ResourceId, Scope, Warnings};
 use crate::watch::ClusterWatcher;
 
 /// The field manager of every server-side apply.
@@ -237,7 +237,13 @@ impl KubeConnector {
         }))
     }
 
-    async fn apply_one(&self, scope: &Scope, id: &ResourceId, mut manifest: Value) -> Result<()> {
+    /// Applies one object; returns the fields dropped because the cluster's schema lacks them.
+    async fn apply_one(
+        &self,
+        scope: &Scope,
+        id: &ResourceId,
+        mut manifest: Value,
+    ) -> Result<Vec<String>> {
         let Some((api, namespace)) = self.api_for(scope, id).await? else {
             return Err(Error::not_found(format!(
                 "cluster {} does not serve kind {} of {}",
@@ -253,13 +259,33 @@ impl KubeConnector {
         }
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let what = format!("apply of {id}");
-        self.timed(
-            &what,
-            api.patch(&id.name, &params, &Patch::Apply(&manifest)),
-        )
-        .await?
-        .map_err(|e| map_error(e, &what))?;
-        Ok(())
+        let mut dropped = Vec::new();
+        loop {
+            let answer = self
+                .timed(
+                    &what,
+                    api.patch(&id.name, &params, &Patch::Apply(&manifest)),
+                )
+                .await?;
+            let Err(e) = answer else {
+                return Ok(dropped);
+            };
+            // Server-side apply refuses a field the kind's schema lacks (a 500 naming it, which
+            // `fieldValidation` does not change), where `kubectl apply` drops it with a warning:
+            // drop it too, say so, and apply again.
+            let field = match &e {
+                ::kube::Error::Api(status) if dropped.len() < MAX_DROPPED_FIELDS => {
+                    undeclared_field(&status.message)
+                }
+                _ => None,
+            };
+            match field {
+                Some(path) if drop_field(&mut manifest, &path) => {
+                    dropped.push(format!("{path}: field not declared in schema; dropped"));
+                }
+                _ => return Err(map_error(e, &what)),
+            }
+        }
     }
 
     async fn delete_one(
@@ -298,16 +324,19 @@ impl Connector for KubeConnector {
         true
     }
 
-    async fn apply(&self, batch: &Batch) -> Result<(), BatchError> {
+    async fn apply(&self, batch: &Batch) -> Result<Warnings, BatchError> {
         let manifests = batch
             .labelled_manifests()
             .map_err(|e| BatchError::at(0, e))?;
+        let mut warnings = Warnings::new();
         for (i, (resource, manifest)) in batch.resources.iter().zip(manifests).enumerate() {
-            self.apply_one(&batch.scope, resource.id(), manifest)
+            let dropped = self
+                .apply_one(&batch.scope, resource.id(), manifest)
                 .await
                 .map_err(|e| BatchError::at(i, e))?;
+            warnings.extend(dropped.into_iter().map(|w| (i, w)));
         }
-        Ok(())
+        Ok(warnings)
     }
 
     async fn delete(&self, batch: &Batch, propagation: Propagation) -> Result<(), BatchError> {
@@ -474,9 +503,162 @@ impl KubePool {
     }
 }
 
+/// Most fields dropped from one object before its apply counts as failed.
+const MAX_DROPPED_FIELDS: usize = 32;
+
+/// The field path of kube-apiserver's `failed to create typed patch object (ns/name; group/v,
+/// Kind=K): .spec.replicas: field not declared in schema`.
+fn undeclared_field(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("failed to create typed patch object (")?;
+    let (_, after) = rest.split_once("): ")?;
+    let path = after.strip_suffix(": field not declared in schema")?;
+    path.starts_with('.').then(|| path.to_owned())
+}
+
+/// Removes the field at a structured-merge-diff path (`.spec.template.spec.containers[name="c"].x`,
+/// `[0]` for an index, `[=v]` for a set member) from `manifest`; false when it is not there.
+fn drop_field(manifest: &mut Value, path: &str) -> bool {
+    let Some(steps) = parse_path(path) else {
+        return false;
+    };
+    let Some((last, parents)) = steps.split_last() else {
+        return false;
+    };
+    let mut at = manifest;
+    for step in parents {
+        let next = match step {
+            Step::Field(f) => at.get_mut(f.as_str()),
+            Step::Index(i) => at.get_mut(*i),
+            Step::Keys(keys) => at
+                .as_array_mut()
+                .and_then(|items| items.iter_mut().find(|item| matches_keys(item, keys))),
+        };
+        let Some(next) = next else { return false };
+        at = next;
+    }
+    match last {
+        Step::Field(f) => at
+            .as_object_mut()
+            .is_some_and(|o| o.remove(f.as_str()).is_some()),
+        Step::Index(i) => at
+            .as_array_mut()
+            .is_some_and(|a| (*i < a.len()).then(|| a.remove(*i)).is_some()),
+        Step::Keys(keys) => at.as_array_mut().is_some_and(|a| {
+            let before = a.len();
+            a.retain(|item| !matches_keys(item, keys));
+            a.len() != before
+        }),
+    }
+}
+
+enum Step {
+    Field(String),
+    Index(usize),
+    /// `[k="v",...]`, or `[=v]` (key empty) for a set member.
+    Keys(Vec<(String, Value)>),
+}
+
+fn matches_keys(item: &Value, keys: &[(String, Value)]) -> bool {
+    keys.iter().all(|(k, v)| {
+        if k.is_empty() {
+            item == v
+        } else {
+            item.get(k.as_str()) == Some(v)
+        }
+    })
+}
+
+fn parse_path(path: &str) -> Option<Vec<Step>> {
+    let mut steps = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            steps.push(Step::Field(r[..end].to_owned()));
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']')?;
+            let inner = &r[..end];
+            rest = &r[end + 1..];
+            if let Ok(i) = inner.parse::<usize>() {
+                steps.push(Step::Index(i));
+                continue;
+            }
+            let mut keys = Vec::new();
+            for pair in split_keys(inner) {
+                let (k, v) = pair.split_once('=')?;
+                keys.push((k.to_owned(), serde_json::from_str(v).ok()?));
+            }
+            steps.push(Step::Keys(keys));
+        } else {
+            return None;
+        }
+    }
+    Some(steps)
+}
+
+/// `a="x,y",b=2` split on the commas outside quotes.
+fn split_keys(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut start, mut quoted, mut escaped) = (0, false, false);
+    for (i, c) in s.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// kube-apiserver v1.32's words for a server-side apply with a field the schema lacks.
+    #[test]
+    fn undeclared_fields_are_read_and_dropped() {
+        let message = "failed to create typed patch object (default/ds1; apps/v1, Kind=DaemonSet): \
+                       .spec.replicas: field not declared in schema";
+        assert_eq!(undeclared_field(message).as_deref(), Some(".spec.replicas"));
+        assert_eq!(undeclared_field("the server could not find it"), None);
+        let mut m = serde_json::json!({"spec": {"replicas": 2, "template": {"spec": {
+            "containers": [{"name": "a", "x": 1}, {"name": "b", "x": 2}],
+            "tolerations": ["t1", "t2"]}}}});
+        assert!(drop_field(&mut m, ".spec.replicas"));
+        assert!(drop_field(
+            &mut m,
+            ".spec.template.spec.containers[name=\"b\"].x"
+        ));
+        assert!(drop_field(&mut m, ".spec.template.spec.tolerations[0]"));
+        assert!(!drop_field(&mut m, ".spec.replicas"), "already gone");
+        assert!(!drop_field(
+            &mut m,
+            ".spec.template.spec.containers[name=\"zz\"].x"
+        ));
+        assert!(!drop_field(&mut m, "spec"), "not a path");
+        assert_eq!(
+            m,
+            serde_json::json!({"spec": {"template": {"spec": {
+                "containers": [{"name": "a", "x": 1}, {"name": "b"}],
+                "tolerations": ["t2"]}}}})
+        );
+        let mut set = serde_json::json!({"a": {"finalizers": ["x", "y"]}});
+        assert!(drop_field(&mut set, ".a.finalizers[=\"y\"]"));
+        assert_eq!(set, serde_json::json!({"a": {"finalizers": ["x"]}}));
+        let mut keyed = serde_json::json!({"ports": [{"port": 80, "protocol": "TCP", "x": 1}]});
+        assert!(drop_field(&mut keyed, ".ports[port=80,protocol=\"TCP\"].x"));
+        assert_eq!(
+            keyed,
+            serde_json::json!({"ports": [{"port": 80, "protocol": "TCP"}]})
+        );
+    }
 
     const KUBECONFIG: &str = "
 apiVersion: v1

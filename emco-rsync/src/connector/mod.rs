@@ -145,6 +145,9 @@ impl Resource {
     }
 }
 
+/// Warnings of an apply: the index in the batch of the resource and the text.
+pub type Warnings = Vec<(usize, String)>;
+
 /// The value of [`DEPLOYMENT_ID_LABEL`] for `app` of context `ctx_id`: `<ctx>-<app>`.
 #[must_use]
 pub fn deployment_id(ctx_id: &str, app: &str) -> String {
@@ -424,12 +427,14 @@ pub trait Connector: fmt::Debug + Send + Sync + 'static {
     fn observes_live_state(&self) -> bool;
 
     /// Creates or updates the resources of `batch`, in order, each labelled with its deployment
-    /// id. Applying the same batch twice is harmless.
+    /// id. Applying the same batch twice is harmless. Returns the warnings of the cluster, each
+    /// with the index in the batch of the resource it is about (a field the cluster's schema
+    /// does not have and that was dropped, as `kubectl apply` drops it).
     ///
     /// # Errors
     ///
     /// A [`BatchError`] saying how far the batch got and why it stopped.
-    async fn apply(&self, batch: &Batch) -> Result<(), BatchError>;
+    async fn apply(&self, batch: &Batch) -> Result<Warnings, BatchError>;
 
     /// Deletes the resources of `batch`, in order. Resources that do not exist count as deleted.
     ///

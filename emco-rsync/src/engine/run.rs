@@ -16,7 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::status::ContextStatusExt;
 use super::{Abort, Inner, OpCtl};
-use crate::connector::{Batch, Connector, Observation, Propagation, Resource, ResourceId, Scope};
+use crate::connector::{
+    Batch, Connector, Observation, Propagation, Resource, ResourceId, Scope, Warnings,
+};
 use crate::readiness::{Readiness, readiness};
 use crate::watch::{ClusterWatcher, ReadinessChange, WatchHealth, Watched};
 
@@ -305,7 +307,10 @@ impl Run {
                     let _permits = self.permits(cluster).await;
                     match action {
                         Action::Apply => conn.apply(&batch).await,
-                        Action::Delete => conn.delete(&batch, Propagation::Background).await,
+                        Action::Delete => conn
+                            .delete(&batch, Propagation::Background)
+                            .await
+                            .map(|()| Warnings::new()),
                     }
                 } => r,
                 () = self.op.token.cancelled() => {
@@ -313,9 +318,9 @@ impl Run {
                     return Ok(out);
                 }
             };
-            let (done, err) = match result {
-                Ok(()) => (rest.len(), None),
-                Err(e) => (e.done.min(rest.len()), Some(e.error)),
+            let (done, err, warnings) = match result {
+                Ok(warnings) => (rest.len(), None, warnings),
+                Err(e) => (e.done.min(rest.len()), Some(e.error), Warnings::new()),
             };
             let finished: Vec<(String, Resource)> = rest.drain(..done).collect();
             if !finished.is_empty() {
@@ -323,6 +328,19 @@ impl Run {
                 self.ctx
                     .set_resource_statuses(app, cluster, &names, ok_status)
                     .await?;
+                for (i, name) in names.iter().enumerate() {
+                    let texts: Vec<String> = warnings
+                        .iter()
+                        .filter(|(at, _)| *at == i)
+                        .map(|(_, w)| w.clone())
+                        .collect();
+                    if !texts.is_empty() {
+                        tracing::warn!(cluster, app, resource = %name, warnings = ?texts, "applied with warnings");
+                        self.ctx
+                            .set_resource_warnings(app, cluster, name, ok_status, &texts)
+                            .await?;
+                    }
+                }
                 out.done.extend(finished.into_iter().map(|(_, r)| r));
             }
             match err {

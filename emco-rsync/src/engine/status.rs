@@ -29,6 +29,21 @@ pub trait ContextStatusExt {
         status: ResourceStatus,
     ) -> Result<()>;
 
+    /// Records the status of one resource with the cluster's warnings about it (EMCO's status
+    /// value `{"Status": ...}` with a `Warnings` list beside, which EMCO's readers ignore).
+    ///
+    /// # Errors
+    ///
+    /// The store's errors.
+    async fn set_resource_warnings(
+        &self,
+        app: &str,
+        cluster: &str,
+        name: &str,
+        status: ResourceStatus,
+        warnings: &[String],
+    ) -> Result<()>;
+
     /// Every resource status recorded in the context, by app, cluster and resource name, read
     /// with one prefix listing (paged by the store). Values that are not a status are skipped.
     ///
@@ -59,6 +74,24 @@ impl ContextStatusExt for AppContext {
             self.store().txn(txn).await?;
         }
         Ok(())
+    }
+
+    async fn set_resource_warnings(
+        &self,
+        app: &str,
+        cluster: &str,
+        name: &str,
+        status: ResourceStatus,
+        warnings: &[String],
+    ) -> Result<()> {
+        let value =
+            serde_json::to_vec(&serde_json::json!({ "Status": status, "Warnings": warnings }))
+                .map_err(|e| Error::internal("cannot encode a resource status").with_source(e))?;
+        let key = format!(
+            "{}app/{app}/cluster/{cluster}/resource/{name}/status/",
+            self.root_key()
+        );
+        self.store().put(&key, value.into()).await.map(|_| ())
     }
 
     async fn resource_statuses_listed(

@@ -15,7 +15,7 @@ use emco_core::Result;
 use emco_core::lifecycle::AppContextStatus;
 use emco_rsync::connector::kube::KubeConnector;
 use emco_rsync::connector::{
-    Batch, BatchError, Connector, Observation, Propagation, ResourceId, Scope,
+    Batch, BatchError, Connector, Observation, Propagation, ResourceId, Scope, Warnings,
 };
 use emco_rsync::engine::{Backoff, MapResolver, Rsync};
 use emco_rsync::watch::ClusterWatcher;
@@ -66,7 +66,7 @@ impl Connector for Recording {
     fn observes_live_state(&self) -> bool {
         self.inner.observes_live_state()
     }
-    async fn apply(&self, batch: &Batch) -> std::result::Result<(), BatchError> {
+    async fn apply(&self, batch: &Batch) -> std::result::Result<Warnings, BatchError> {
         let r = self.inner.apply(batch).await;
         self.record(batch, false, &r);
         r

@@ -706,20 +706,26 @@ fn validate_fields(
     if unknown.is_empty() {
         return Ok(unknown);
     }
-    if mode == "Strict" {
-        let kind = &t.rt.kind;
-        let message = if apply {
-            let fields: Vec<String> = unknown
-                .iter()
-                .map(|p| format!(".{p}: field not declared in schema"))
-                .collect();
-            format!(
-                "failed to create typed patch object ({}; {}, Kind={kind}): {}",
-                meta_str(obj, "name").unwrap_or_default(),
-                t.rt.api_version(),
-                fields.join(", ")
-            )
+    let kind = &t.rt.kind;
+    if apply {
+        // Server-side apply types the patch against the kind's schema first, whatever
+        // `fieldValidation` says, and answers a 500 naming the first unknown field (seen on
+        // kube-apiserver v1.32: `.spec.replicas: field not declared in schema`).
+        let namespace = meta_str(obj, "namespace").unwrap_or_default();
+        let name = meta_str(obj, "name").unwrap_or_default();
+        let object = if namespace.is_empty() {
+            name.to_owned()
         } else {
+            format!("{namespace}/{name}")
+        };
+        return Err(ApiError::typed_patch(format!(
+            "failed to create typed patch object ({object}; {}, Kind={kind}): .{}: field not declared in schema",
+            t.rt.api_version(),
+            unknown[0]
+        )));
+    }
+    if mode == "Strict" {
+        let message = {
             let fields: Vec<String> = unknown
                 .iter()
                 .map(|p| format!("unknown field \"{p}\""))
@@ -738,13 +744,7 @@ fn validate_fields(
     }
     Ok(unknown
         .iter()
-        .map(|p| {
-            if apply {
-                format!(".{p}: field not declared in schema")
-            } else {
-                format!("unknown field \"{p}\"")
-            }
-        })
+        .map(|p| format!("unknown field \"{p}\""))
         .collect())
 }
 

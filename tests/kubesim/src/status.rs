@@ -228,6 +228,12 @@ impl ApiError {
         Self::new(500, "InternalError", message)
     }
 
+    /// The real server's answer to a server-side apply it cannot type (an unknown field of a
+    /// built-in kind, whatever `fieldValidation` says): a 500 without a reason.
+    pub(crate) fn typed_patch(message: impl Into<String>) -> Self {
+        Self::new(500, "", message)
+    }
+
     /// An injected overload answer (429 with `Retry-After`).
     pub(crate) fn too_many_requests() -> Self {
         Self {
@@ -260,6 +266,12 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        // The real server leaves out an empty reason (a 500 of server-side apply has none).
+        if self.reason.is_empty()
+            && let Some(o) = v.as_object_mut()
+        {
+            o.remove("reason");
+        }
         if let Some(d) = &self.details {
             v["details"] = (**d).clone();
         }

@@ -930,13 +930,21 @@ async fn controllers_create_replica_sets_and_pods() {
     pods.get("statefulset-0").await.unwrap();
     pods.get("statefulset-1").await.unwrap();
     let ds = dynamic(&gvk("apps", "v1", "DaemonSet", "daemonsets"));
-    ds.patch(
-        "daemonset",
-        &ssa,
-        &Patch::Apply(workload("DaemonSet", "agent", 1)),
-    )
-    .await
-    .unwrap();
+    // A DaemonSet has no `spec.replicas`: server-side apply refuses it as the real server does.
+    let mut daemon = workload("DaemonSet", "agent", 1);
+    let refused = ds
+        .patch("daemonset", &ssa, &Patch::Apply(daemon.clone()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, kube::Error::Api(s) if s.code == 500
+            && s.message.ends_with(".spec.replicas: field not declared in schema")),
+        "{refused}"
+    );
+    daemon["spec"].as_object_mut().unwrap().remove("replicas");
+    ds.patch("daemonset", &ssa, &Patch::Apply(daemon))
+        .await
+        .unwrap();
     let mut job = workload("Job", "task", 1);
     job["spec"].as_object_mut().unwrap().remove("replicas");
     job["spec"].as_object_mut().unwrap().remove("selector");
