@@ -50,7 +50,7 @@ venv_install() {
 }
 
 install_test_deps() {
-  apt_install etcd-server etcd-client protobuf-compiler
+  apt_install etcd-server etcd-client protobuf-compiler xz-utils openssl
   venv_install nx-27017==0.8.1 maturin pytest
 }
 

@@ -66,8 +66,8 @@ async fn bench() -> String {
     }
     let cluster_names: Vec<String> = (1..=CLUSTERS).map(|i| format!("cluster{i}")).collect();
     let clusters: Vec<Value> = env
-        .fleet
-        .cluster_names()
+        .clusters
+        .names()
         .iter()
         .map(|c| json!({"Name": c.replace('c', "cluster"), "KubeConfig": env.kubeconfig_path(c)}))
         .collect();

@@ -86,8 +86,12 @@ impl fmt::Display for Stores {
 pub struct EnvConfig {
     /// The stores.
     pub stores: Stores,
-    /// The number of kubesim clusters, `c1` .. `cN`.
+    /// The number of clusters, `c1` .. `cN`.
     pub clusters: usize,
+    /// Real Kubernetes control planes (`../shared/kube`, no nodes, see [`RealClusters`])
+    /// instead of kubesim: workloads never become ready there, so deployments are followed to
+    /// Instantiated with every resource Applied.
+    pub real: Option<std::sync::Arc<RealClusters>>,
     /// How long kubesim workloads take to become ready.
     pub ready_delay: Duration,
     /// Plain HTTP clusters instead of TLS (cheaper for big fleets).
@@ -103,15 +107,123 @@ impl EnvConfig {
             clusters,
             ready_delay: Duration::from_millis(300),
             plain_http: false,
+            real: None,
         }
+    }
+}
+
+/// The clusters of an [`Env`].
+#[derive(Debug)]
+pub enum Clusters {
+    /// An in-process kubesim fleet.
+    Sim(Fleet),
+    /// Real control planes started with `../shared/kube/start.sh` (shared by environments,
+    /// stopped when the last one is dropped).
+    Real(std::sync::Arc<RealClusters>),
+}
+
+impl Clusters {
+    /// The cluster names, `c1` .. `cN`.
+    #[must_use]
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            Self::Sim(fleet) => fleet.cluster_names(),
+            Self::Real(real) => real.names.clone(),
+        }
+    }
+
+    /// The kubesim fleet, for fault injection; `None` on real clusters.
+    #[must_use]
+    pub fn fleet(&self) -> Option<&Fleet> {
+        match self {
+            Self::Sim(fleet) => Some(fleet),
+            Self::Real(_) => None,
+        }
+    }
+}
+
+/// Real control planes (kube-apiserver and kube-controller-manager, no nodes) in a directory.
+#[derive(Debug)]
+pub struct RealClusters {
+    dir: tempfile::TempDir,
+    kit: PathBuf,
+    names: Vec<String>,
+}
+
+impl RealClusters {
+    /// The kit's start script beside the workspace.
+    #[must_use]
+    pub fn kit() -> PathBuf {
+        workspace().join("../shared/kube")
+    }
+
+    /// Starts `n` clusters; `None` (after saying why) when the kit is not beside the workspace
+    /// outside CI.
+    ///
+    /// # Errors
+    /// When the kit is missing in CI, or `start.sh` fails.
+    pub fn start(n: usize) -> Result<Option<Self>> {
+        let kit = Self::kit();
+        if !kit.join("start.sh").is_file() {
+            if std::env::var("CI").as_deref() == Ok("true") {
+                return Err(Error::unavailable(format!(
+                    "{} is missing: the real-cluster tier cannot run",
+                    kit.display()
+                )));
+            }
+            eprintln!(
+                "SKIPPED: {} is missing; the real-cluster tier did not run",
+                kit.display()
+            );
+            return Ok(None);
+        }
+        let dir = tempfile::tempdir().map_err(io("cannot make a temporary directory"))?;
+        let out = std::process::Command::new("bash")
+            .arg(kit.join("start.sh"))
+            .arg(dir.path())
+            .arg(n.to_string())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(io("cannot run the kit's start.sh"))?;
+        let me = Self {
+            dir,
+            kit,
+            names: (1..=n).map(|i| format!("c{i}")).collect(),
+        };
+        if !out.status.success() {
+            return Err(Error::unavailable(format!(
+                "start.sh failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )));
+        }
+        Ok(Some(me))
+    }
+
+    /// The admin kubeconfig of cluster `name`.
+    #[must_use]
+    pub fn kubeconfig_path(&self, name: &str) -> PathBuf {
+        self.dir
+            .path()
+            .join(format!("kubeconfigs/{name}.kubeconfig"))
+    }
+}
+
+impl Drop for RealClusters {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("bash")
+            .arg(self.kit.join("stop.sh"))
+            .arg(self.dir.path())
+            .stdin(std::process::Stdio::null())
+            .output();
     }
 }
 
 /// One world: kubesim clusters, an orchestrator and its HTTP server, in a temporary directory.
 /// Dropping it stops the server and the clusters.
 pub struct Env {
-    /// The kubesim clusters.
-    pub fleet: Fleet,
+    /// The clusters.
+    pub clusters: Clusters,
     /// The orchestrator the server serves.
     pub orch: Orchestrator,
     /// The server's base URL (`http://127.0.0.1:PORT`).
@@ -192,15 +304,25 @@ impl Env {
         let Some(server_config) = server_config(config.stores, dir.path()) else {
             return Ok(None);
         };
-        let fleet = Fleet::start(FleetConfig {
-            clusters: config.clusters,
-            ready_delay: config.ready_delay,
-            plain_http: config.plain_http,
-            bookmark_interval: Duration::from_millis(500),
-            ..FleetConfig::default()
-        })
-        .await?;
-        fleet.write_kubeconfigs(dir.path()).await?;
+        let clusters = if let Some(real) = config.real {
+            for name in &real.names {
+                let to = dir.path().join(format!("{name}.kubeconfig"));
+                std::fs::copy(real.kubeconfig_path(name), &to)
+                    .map_err(io(format!("cannot copy the kubeconfig of {name}")))?;
+            }
+            Clusters::Real(real)
+        } else {
+            let fleet = Fleet::start(FleetConfig {
+                clusters: config.clusters,
+                ready_delay: config.ready_delay,
+                plain_http: config.plain_http,
+                bookmark_interval: Duration::from_millis(500),
+                ..FleetConfig::default()
+            })
+            .await?;
+            fleet.write_kubeconfigs(dir.path()).await?;
+            Clusters::Sim(fleet)
+        };
         // The server's own composition: its stores, and its orchestrator with the built-in
         // controllers in-process under their EMCO names.
         let stores = emco_server::open_stores(&server_config).await?;
@@ -222,7 +344,7 @@ impl Env {
         let url = format!("http://{addr}");
         let client = Client::new(&url, None).map_err(|e| Error::internal(e.to_string()))?;
         Ok(Some(Self {
-            fleet,
+            clusters,
             orch,
             url,
             client,
@@ -450,7 +572,8 @@ impl Env {
     /// # Errors
     /// When the cluster is unknown.
     pub async fn kube(&self, cluster: &str) -> Result<kube::Client> {
-        let text = self.fleet.kubeconfig(cluster)?;
+        let text = std::fs::read_to_string(self.kubeconfig_path(cluster))
+            .map_err(io(format!("no kubeconfig of {cluster}")))?;
         let invalid =
             |e: &dyn fmt::Display| Error::internal(format!("kubeconfig of {cluster}: {e}"));
         let kc = Kubeconfig::from_yaml(&text).map_err(|e| invalid(&e))?;
@@ -560,7 +683,7 @@ impl Env {
     /// # Errors
     /// On timeout, with the last listing.
     pub async fn wait_placement(&self, expected: Placement<'_>, timeout: Duration) -> Result<()> {
-        let names = self.fleet.cluster_names();
+        let names = self.clusters.names();
         let clusters: Vec<&str> = names.iter().map(String::as_str).collect();
         let apps: BTreeSet<&str> = expected.iter().map(|(app, _)| *app).collect();
         let want: Vec<BTreeSet<&str>> = clusters
@@ -655,9 +778,47 @@ impl Env {
         }
         self.apply(&phases.digs).await?;
         for dig in phases.dig_paths() {
-            self.wait_ready(&dig, DEADLINE).await?;
+            self.wait_deployed(&dig, DEADLINE).await?;
         }
         Ok(())
+    }
+
+    /// Waits until the DIG is deployed as far as the clusters allow: Ready on kubesim, every
+    /// resource Applied on real clusters (see [`Self::wait_applied`]).
+    ///
+    /// # Errors
+    /// As [`Self::wait_status`].
+    pub async fn wait_deployed(&self, dig: &str, timeout: Duration) -> Result<Value> {
+        if self.is_real() {
+            self.wait_applied(dig, timeout).await
+        } else {
+            self.wait_ready(dig, timeout).await
+        }
+    }
+
+    /// Whether the clusters are real control planes.
+    #[must_use]
+    pub fn is_real(&self) -> bool {
+        matches!(self.clusters, Clusters::Real(_))
+    }
+
+    /// Waits until the DIG is Instantiated (or Updated) with every resource Applied, which is
+    /// as far as a cluster without nodes goes.
+    ///
+    /// # Errors
+    /// As [`Self::wait_status`].
+    pub async fn wait_applied(&self, dig: &str, timeout: Duration) -> Result<Value> {
+        self.wait_status(dig, "status=deployed", timeout, |s| {
+            matches!(state(s), Some("Instantiated" | "Updated"))
+                && matches!(
+                    s["deployedStatus"].as_str(),
+                    Some("Instantiated" | "Updated")
+                )
+                && s["deployedCounts"]
+                    .as_object()
+                    .is_some_and(|c| !c.is_empty() && c.keys().all(|k| k == "Applied"))
+        })
+        .await
     }
 
     /// Terminates the DIGs of `phases` (as `emcoctl delete` on the instantiate documents),
@@ -705,7 +866,7 @@ impl Env {
     /// # Errors
     /// The objects left, or a failed listing.
     pub async fn expect_no_leftovers(&self, except: &[&str]) -> Result<()> {
-        let names = self.fleet.cluster_names();
+        let names = self.clusters.names();
         let clusters: Vec<&str> = names.iter().map(String::as_str).collect();
         self.wait_objects(&clusters, DEADLINE, |all| {
             all.iter().flatten().all(|o| except.contains(&o.app()))

@@ -1399,6 +1399,19 @@ fn delete(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiRes
         return ok(&old);
     }
     let out = begin_delete(cluster, &mut store, &t.rt, &k, &policy);
+    // An object deleted at once answers a Status naming it, as the real server's registry does
+    // for every kind but Pods; one that stays (finalizers, foreground) answers itself.
+    let gone = store.get(&k).is_none();
+    if gone && !(t.rt.group.is_empty() && t.rt.plural == "pods") {
+        let mut details = crate::status::details(&t.rt, name);
+        if let Some(uid) = meta_str(&old, "uid") {
+            details["uid"] = json!(uid);
+        }
+        return ok(
+            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+            "status": "Success", "details": details}),
+        );
+    }
     ok(&out)
 }
 

@@ -50,8 +50,15 @@ impl FieldError {
     }
 }
 
-fn details(rt: &ResourceType, name: &str) -> Value {
-    json!({"name": name, "group": rt.group, "kind": rt.plural})
+/// `details` of a Status: the group is left out for the core group, as Go's `omitempty` does.
+pub(crate) fn details(rt: &ResourceType, name: &str) -> Value {
+    let mut d = json!({"name": name, "group": rt.group, "kind": rt.plural});
+    if rt.group.is_empty()
+        && let Some(o) = d.as_object_mut()
+    {
+        o.remove("group");
+    }
+    d
 }
 
 impl ApiError {

@@ -1,0 +1,184 @@
+//! kubesim against a real API server: the same requests to a kubesim cluster and to a real
+//! control plane (`../shared/kube`, kube-apiserver v1.32), compared on status code and on the
+//! body, normalised for what differs by nature (uids, times, resource versions, field
+//! ownership). Each case is a behaviour emco-rs depends on.
+
+#![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
+
+use emco_e2e::RealClusters;
+use http::Request;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kubesim::{Fleet, FleetConfig};
+use serde_json::{Value, json};
+
+async fn client(kubeconfig: &str) -> kube::Client {
+    let kc = Kubeconfig::from_yaml(kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+/// Sends one request; returns the status and the body as JSON (`null` when it is not JSON).
+async fn send(c: &kube::Client, method: &str, path: &str, ct: &str, body: &Value) -> (u16, Value) {
+    let bytes = if body.is_null() {
+        Vec::new()
+    } else {
+        serde_json::to_vec(body).unwrap()
+    };
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", ct)
+        .body(bytes)
+        .unwrap();
+    let resp = c.send(req.map(kube::client::Body::from)).await.unwrap();
+    let status = resp.status().as_u16();
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+/// Leaves out what differs by nature between two servers: identities and times, and `status`,
+/// which controllers write on their own time (kubesim's at once). Go's typed encoding also writes
+/// a pod template's zero `creationTimestamp` as `null`; that artefact is left out too.
+fn normalise(mut v: Value) -> Value {
+    if let Some(o) = v.as_object_mut()
+        && o.get("kind").and_then(Value::as_str) != Some("Status")
+    {
+        o.remove("status");
+    }
+    if let Some(t) = v
+        .pointer_mut("/spec/template/metadata")
+        .and_then(Value::as_object_mut)
+        && t.get("creationTimestamp") == Some(&Value::Null)
+    {
+        t.remove("creationTimestamp");
+    }
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        for k in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+            "generation",
+        ] {
+            m.remove(k);
+        }
+    }
+    if let Some(d) = v.get_mut("details").and_then(Value::as_object_mut) {
+        d.remove("uid");
+    }
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubesim_answers_as_kube_apiserver() {
+    let Some(real) = RealClusters::start(1).unwrap() else {
+        return;
+    };
+    let fleet = Fleet::start(FleetConfig {
+        clusters: 1,
+        ..FleetConfig::default()
+    })
+    .await
+    .unwrap();
+    let real = client(&std::fs::read_to_string(real.kubeconfig_path("c1")).unwrap()).await;
+    let sim = client(&fleet.kubeconfig("c1").unwrap()).await;
+
+    const JSON: &str = "application/json";
+    const APPLY: &str = "application/apply-patch+yaml";
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let cm = |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}});
+    let mut with_unknown = cm("extra");
+    with_unknown["spec"] = json!({"x": 1});
+    let daemon = json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "ds1", "namespace": "default"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d"}},
+            "template": {"metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    let cases: Vec<(&str, &str, String, &str, Value)> = vec![
+        (
+            "a missing object",
+            "GET",
+            format!("{cms}/missing"),
+            JSON,
+            Value::Null,
+        ),
+        ("a create", "POST", cms.to_owned(), JSON, cm("one")),
+        (
+            "a duplicate create",
+            "POST",
+            cms.to_owned(),
+            JSON,
+            cm("one"),
+        ),
+        (
+            "an unknown field, fieldValidation=Strict",
+            "POST",
+            format!("{cms}?fieldValidation=Strict"),
+            JSON,
+            with_unknown.clone(),
+        ),
+        (
+            "an unknown field, dropped by default",
+            "POST",
+            cms.to_owned(),
+            JSON,
+            with_unknown,
+        ),
+        (
+            "server-side apply of a field the kind lacks",
+            "PATCH",
+            "/apis/apps/v1/namespaces/default/daemonsets/ds1?fieldManager=t".to_owned(),
+            APPLY,
+            daemon,
+        ),
+        (
+            "a delete",
+            "DELETE",
+            format!("{cms}/one"),
+            JSON,
+            Value::Null,
+        ),
+        (
+            "a workload",
+            "POST",
+            "/apis/apps/v1/namespaces/default/deployments".to_owned(),
+            JSON,
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"selector": {"matchLabels": {"app": "w"}},
+                    "template": {"metadata": {"labels": {"app": "w"}},
+                        "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+        ),
+        (
+            "a delete of a workload",
+            "DELETE",
+            "/apis/apps/v1/namespaces/default/deployments/web".to_owned(),
+            JSON,
+            Value::Null,
+        ),
+        (
+            "a delete of a missing object",
+            "DELETE",
+            format!("{cms}/one"),
+            JSON,
+            Value::Null,
+        ),
+    ];
+    let mut differences = Vec::new();
+    for (what, method, path, ct, body) in cases {
+        let (rc, rb) = send(&real, method, &path, ct, &body).await;
+        let (sc, sb) = send(&sim, method, &path, ct, &body).await;
+        let (rb, sb) = (normalise(rb), normalise(sb));
+        if rc != sc || rb != sb {
+            differences.push(format!(
+                "{what}: {method} {path}\n  real:    {rc} {rb}\n  kubesim: {sc} {sb}"
+            ));
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
