@@ -466,13 +466,16 @@ impl Orchestrator {
             Some(id) => Some(Snapshot::read(self.contexts(), id).await?),
             None => None,
         };
-        if let Some(snap) = &snapshot {
+        // Only the full status refuses an app filter naming no app of the deployment; the list
+        // queries drop it (src/orchestrator/pkg/status/status_helper.go).
+        if let Some(snap) = &snapshot
+            && query.mode == StatusMode::Full
+        {
             for app in &query.apps {
                 if !snap.has_app(app) {
                     return Err(Error::invalid(format!(
-                        "app {app:?} is not part of this deployment"
-                    ))
-                    .with_field("app"));
+                        "Filter app {app} not in list of apps for composite app {composite_app}"
+                    )));
                 }
             }
         }

@@ -88,9 +88,9 @@ impl StatusQuery {
     /// The legacy `type=rsync|cluster` is read as `status=deployed|ready` when `status` is absent.
     ///
     /// # Errors
-    /// InvalidArgument with the parameter's name as the field: an empty `instance`, a `status` or
-    /// `output` outside its values, an `app` or `resource` that is not a valid name, a `cluster`
-    /// that is not `provider+cluster`.
+    /// InvalidArgument worded as EMCO's (`Invalid query status`, `Invalid cluster query`, ...):
+    /// an empty `instance`, a `status`, `type` or `output` outside its values, an `app` or
+    /// `resource` that is not a valid name, a `cluster` that is not `provider+cluster`.
     pub fn from_pairs<I, K, V>(pairs: I) -> Result<Self>
     where
         I: IntoIterator<Item = (K, V)>,
@@ -122,37 +122,40 @@ impl StatusQuery {
                 "clusters" => clusters_mode = true,
                 "resources" => resources_mode = true,
                 "app" => {
-                    check_name("app", value)?;
+                    check_name("app", value).map_err(|_| query_error("Invalid app query"))?;
                     q.apps.push(value.to_owned());
                 }
                 "resource" => {
-                    check_name("resource", value)?;
+                    check_name("resource", value)
+                        .map_err(|_| query_error("Invalid resources query"))?;
                     q.resources.push(value.to_owned());
                 }
-                "cluster" => q.clusters.push(parse_cluster(value)?),
+                "cluster" => q
+                    .clusters
+                    .push(parse_cluster(value).map_err(|_| query_error("Invalid cluster query"))?),
                 _ => {}
             }
         }
         if let Some(instance) = instance {
             if instance.is_empty() {
-                return Err(Error::invalid("must not be empty").with_field("instance"));
+                return Err(query_error("Invalid query instance"));
             }
             q.instance = Some(instance);
         }
         q.status = match (status.as_deref(), legacy_type.as_deref()) {
             (Some("ready"), _) => StatusType::Ready,
             (Some("deployed"), _) => StatusType::Deployed,
-            (Some(other), _) => return Err(invalid_value("status", other, "ready, deployed")),
+            (Some(_), _) => return Err(query_error("Invalid query status")),
             (None, Some("cluster")) => StatusType::Ready,
             (None, Some("rsync")) => StatusType::Deployed,
-            (None, Some(other)) => return Err(invalid_value("type", other, "cluster, rsync")),
+            (None, Some(_)) => return Err(query_error("Invalid query type")),
             (None, None) => StatusType::Ready,
         };
         q.output = match output.as_deref() {
             None | Some("all") => StatusOutput::All,
             Some("summary") => StatusOutput::Summary,
             Some("detail") => StatusOutput::Detail,
-            Some(other) => return Err(invalid_value("output", other, "summary, all, detail")),
+            Some(_) => return Err(query_error("Invalid query output")),
         };
         q.mode = if apps_mode {
             StatusMode::Apps
@@ -189,8 +192,10 @@ impl StatusQuery {
     }
 }
 
-fn invalid_value(field: &str, value: &str, allowed: &str) -> Error {
-    Error::invalid(format!("{value:?} is not one of {allowed}")).with_field(field)
+/// A bad query parameter, worded as EMCO's status handler words it
+/// (src/orchestrator/api/instantiation_handler.go `statusHandler`).
+fn query_error(text: &'static str) -> Error {
+    Error::invalid(text)
 }
 
 /// Parses `provider+cluster`, both valid names.
@@ -489,23 +494,24 @@ mod tests {
         assert_eq!(q.status, StatusType::Ready);
     }
 
+    /// EMCO's texts for bad parameters (src/orchestrator/api/instantiation_handler.go).
     #[test]
-    fn errors_name_the_parameter() {
-        for (pairs, field) in [
-            (vec![("instance", "")], "instance"),
-            (vec![("status", "up")], "status"),
-            (vec![("type", "x")], "type"),
-            (vec![("output", "full")], "output"),
-            (vec![("app", "bad app")], "app"),
-            (vec![("resource", "-r")], "resource"),
-            (vec![("cluster", "nocluster")], "cluster"),
-            (vec![("cluster", "a+b+c")], "cluster"),
-            (vec![("cluster", "a+")], "cluster"),
-            (vec![("cluster", "a b+c")], "cluster"),
+    fn errors_are_worded_as_emco() {
+        for (pairs, text) in [
+            (vec![("instance", "")], "Invalid query instance"),
+            (vec![("status", "up")], "Invalid query status"),
+            (vec![("type", "x")], "Invalid query type"),
+            (vec![("output", "full")], "Invalid query output"),
+            (vec![("app", "bad app")], "Invalid app query"),
+            (vec![("resource", "-r")], "Invalid resources query"),
+            (vec![("cluster", "nocluster")], "Invalid cluster query"),
+            (vec![("cluster", "a+b+c")], "Invalid cluster query"),
+            (vec![("cluster", "a+")], "Invalid cluster query"),
+            (vec![("cluster", "a b+c")], "Invalid cluster query"),
         ] {
             let err = StatusQuery::from_pairs(pairs.clone()).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{pairs:?}");
-            assert_eq!(err.field(), Some(field), "{pairs:?}");
+            assert_eq!(err.to_string(), text, "{pairs:?}");
         }
     }
 
