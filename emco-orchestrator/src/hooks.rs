@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_controller_sdk::rest::Hook;
-use emco_core::lifecycle::{AppContextStatus, DigOperation, StateInfo, check_delete, transition};
+use emco_core::lifecycle::{
+    AppContextStatus, DigOperation, StateInfo, check_delete, transition, transition_named,
+};
 use emco_core::model::{AppDependency, ClusterQuota, DeploymentIntentGroup, LogicalCloud};
 use emco_core::{Error, ErrorKind, Result};
 
@@ -86,6 +88,8 @@ pub(crate) async fn apply_operation(
     let _held = locks.lock(dig).await;
     let mut state = load_state(store, dig).await?;
     let before = state.actions.len();
+    // EMCO's words for a refusal.
+    transition_named(dig.name().unwrap_or_default(), state.current_state(), op)?;
     state.apply(op, "", now_rfc3339())?;
     if state.actions.len() != before {
         save_state(store, dig, &state).await?;

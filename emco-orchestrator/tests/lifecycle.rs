@@ -1075,7 +1075,11 @@ async fn rest_routes_answer_emco_codes() {
     );
     let (code, body) = http.post(&format!("{dig}/instantiate"), "").await;
     assert_eq!(code, StatusCode::CONFLICT, "{body}");
-    assert!(body.contains("already instantiated"), "{body}");
+    // EMCO's text, the group's name glued on (src/orchestrator/pkg/module/instantiation.go).
+    assert!(
+        body.starts_with("DeploymentIntentGroup has already been instantiated"),
+        "{body}"
+    );
     let (code, body) = http.post(&format!("{dig}/update"), "").await;
     assert_eq!((code, body.as_str()), (StatusCode::ACCEPTED, "2"));
     let rollback = format!("{dig}/rollback");

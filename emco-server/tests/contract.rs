@@ -526,6 +526,31 @@ async fn orchestrator() {
             Text("The specified DeploymentIntentGroup is not in Created status\n"),
             "api/apierrors.go: The DeploymentIntentGroup is not updated",
         ),
+        // ---- lifecycle refusals in EMCO's words ----
+        row(
+            "POST",
+            format!("{DIG}/terminate"),
+            None,
+            409,
+            Text("DeploymentIntentGroup is not instantiated :d1\n"),
+            "differs: EMCO answers 500 with this text (module/instantiation.go, update.go)",
+        ),
+        row(
+            "POST",
+            format!("{DIG}/update"),
+            None,
+            409,
+            Text("DeploymentIntentGroup is not instantiated :d1\n"),
+            "differs: EMCO answers 500 with this text (module/instantiation.go, update.go)",
+        ),
+        row(
+            "POST",
+            format!("{DIG}/stop"),
+            None,
+            409,
+            Text("DeploymentIntentGroup has not been instantiated:d1\n"),
+            "differs: EMCO answers 500 with this text (module/instantiation.go, update.go)",
+        ),
         // ---- status queries: instantiation_handler.go statusHandler ----
         row(
             "GET",

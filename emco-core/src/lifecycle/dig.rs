@@ -219,6 +219,54 @@ pub fn transition(state: DigState, op: DigOperation) -> Result<Outcome> {
     }
 }
 
+/// [`transition`] for the group named `dig`, refusing with the texts of EMCO's orchestrator
+/// (src/orchestrator/pkg/module/instantiation.go, update.go: the name is glued on without a
+/// separator where EMCO does so). The kinds, and so the codes, stay ours: EMCO answers these
+/// refusals with a 500.
+///
+/// # Errors
+/// As [`transition`].
+pub fn transition_named(dig: &str, state: DigState, op: DigOperation) -> Result<Outcome> {
+    transition(state, op).map_err(|e| match emco_refusal(dig, state, op) {
+        Some(text) => Error::new(e.kind(), text),
+        None => e,
+    })
+}
+
+/// EMCO's text for refusing `op` on the group `dig` in `state`, where EMCO has one.
+fn emco_refusal(dig: &str, state: DigState, op: DigOperation) -> Option<String> {
+    use DigOperation as O;
+    use DigState as S;
+    Some(match (op, state) {
+        (O::Approve, S::Instantiated | S::Updated) => {
+            format!("DeploymentIntentGroup has already been instantiated{dig}")
+        }
+        (O::Approve, s) => format!("DeploymentIntentGroup is in an unknown state{s}"),
+        (O::Instantiate, S::Created) => {
+            format!("DeploymentIntentGroup must be Approved before instantiating{dig}")
+        }
+        (O::Instantiate, S::InstantiateStopped) => {
+            format!("DeploymentIntentGroup has already been instantiated and stopped{dig}")
+        }
+        (O::Instantiate, S::Instantiated) => {
+            format!("DeploymentIntentGroup has already been instantiated{dig}")
+        }
+        (O::Instantiate, s) => format!("DeploymentIntentGroup is in an unknown state{s}"),
+        (O::Terminate | O::Update | O::Migrate, _) => {
+            format!("DeploymentIntentGroup is not instantiated :{dig}")
+        }
+        (O::Stop, S::Created) => format!("DeploymentIntentGroup have not been approved: {dig}"),
+        (O::Stop, S::Approved) => format!("DeploymentIntentGroup has not been instantiated:{dig}"),
+        (O::Stop, S::TerminateStopped) => {
+            format!("DeploymentIntentGroup termination already stopped: {dig}")
+        }
+        (O::Stop, S::InstantiateStopped) => {
+            format!("DeploymentIntentGroup instantiation already stopped: {dig}")
+        }
+        _ => return None,
+    })
+}
+
 /// Like [`transition`] for [`DigOperation::Delete`], also checking the status of the context
 /// being terminated: EMCO refuses deletion until a terminate has completed (or was stopped).
 ///

@@ -22,4 +22,7 @@ pub use appcontext::{
     AppContextStatus, ClusterReadiness, EventStatuses, ResourceEvent, ResourceStatus, RsyncEvent,
     StatusRecord, resource_transition, rsync_transition,
 };
-pub use dig::{DigOperation, DigState, Outcome, StateAction, StateInfo, check_delete, transition};
+pub use dig::{
+    DigOperation, DigState, Outcome, StateAction, StateInfo, check_delete, transition,
+    transition_named,
+};

@@ -34,7 +34,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use emco_appcontext::{AppContext, ResourceKey};
 use emco_controller_sdk::rest::{ApiError, EmcoJson};
-use emco_core::lifecycle::{DigOperation, StateInfo, transition};
+use emco_core::lifecycle::{DigOperation, StateInfo, transition_named};
 use emco_core::model::DeploymentIntentGroup;
 use emco_core::{Error, ErrorKind, Metadata, Result, Validate};
 use http::StatusCode;
@@ -189,7 +189,11 @@ impl Orchestrator {
         let group = self.load_dig(dig).await?;
         let _held = self.dig_locks.lock(dig).await;
         let state = load_state(self.store.as_ref(), dig).await?;
-        transition(state.current_state(), DigOperation::Instantiate)?;
+        transition_named(
+            dig_name(dig),
+            state.current_state(),
+            DigOperation::Instantiate,
+        )?;
         self.check_terminated(dig, &state).await?;
         let ctx = build::build_context(self, dig, &group, None).await?;
         self.hand_over(&ctx, self.rsync().instantiate(ctx.id()))
@@ -279,7 +283,11 @@ impl Orchestrator {
         self.load_dig(dig).await?;
         let _held = self.dig_locks.lock(dig).await;
         let state = load_state(self.store.as_ref(), dig).await?;
-        transition(state.current_state(), DigOperation::Terminate)?;
+        transition_named(
+            dig_name(dig),
+            state.current_state(),
+            DigOperation::Terminate,
+        )?;
         let ctx = Self::current_context(dig, &state)?;
         self.rsync().terminate(ctx).await?;
         self.record(dig, state, DigOperation::Terminate, ctx)
@@ -308,7 +316,7 @@ impl Orchestrator {
         self.load_dig(dig).await?;
         let _held = self.dig_locks.lock(dig).await;
         let state = load_state(self.store.as_ref(), dig).await?;
-        transition(state.current_state(), DigOperation::Stop)?;
+        transition_named(dig_name(dig), state.current_state(), DigOperation::Stop)?;
         let ctx = Self::current_context(dig, &state)?;
         self.rsync().stop(ctx).await?;
         self.record(dig, state, DigOperation::Stop, ctx)
@@ -326,7 +334,7 @@ impl Orchestrator {
         let group = self.load_dig(dig).await?;
         let _held = self.dig_locks.lock(dig).await;
         let state = load_state(self.store.as_ref(), dig).await?;
-        transition(state.current_state(), DigOperation::Update)?;
+        transition_named(dig_name(dig), state.current_state(), DigOperation::Update)?;
         let old = Self::current_context(dig, &state)?;
         let ctx = build::build_context(self, dig, &group, Some(old)).await?;
         self.hand_over(&ctx, self.rsync().update(old, ctx.id()))
@@ -348,7 +356,7 @@ impl Orchestrator {
         self.load_dig(dig).await?;
         let _held = self.dig_locks.lock(dig).await;
         let state = load_state(self.store.as_ref(), dig).await?;
-        transition(state.current_state(), DigOperation::Rollback)?;
+        transition_named(dig_name(dig), state.current_state(), DigOperation::Rollback)?;
         // The revision deployed now: the last action's (revisions before a re-instantiate
         // can be higher, but they are not part of this deployment).
         let current_revision = state.actions.last().map_or(0, |a| a.revision);
@@ -406,10 +414,18 @@ impl Orchestrator {
         let target_group = self.load_dig(&target).await?;
         let _held = self.dig_locks.lock_pair(dig, &target).await;
         let source_state = load_state(self.store.as_ref(), dig).await?;
-        transition(source_state.current_state(), DigOperation::Migrate)?;
+        transition_named(
+            dig_name(dig),
+            source_state.current_state(),
+            DigOperation::Migrate,
+        )?;
         let target_state = load_state(self.store.as_ref(), &target).await?;
-        transition(target_state.current_state(), DigOperation::Instantiate)
-            .map_err(|e| Error::new(e.kind(), format!("migrate target: {}", e.message())))?;
+        transition_named(
+            dig_name(&target),
+            target_state.current_state(),
+            DigOperation::Instantiate,
+        )
+        .map_err(|e| Error::new(e.kind(), format!("migrate target: {}", e.message())))?;
         self.check_terminated(&target, &target_state).await?;
         let old = Self::current_context(dig, &source_state)?;
         let ctx = build::build_context(self, &target, &target_group, Some(old)).await?;
@@ -493,4 +509,9 @@ pub(crate) fn routes() -> Router<Orchestrator> {
         .route(&format!("{DIG}/update"), post(update))
         .route(&format!("{DIG}/rollback"), post(rollback))
         .route(&format!("{DIG}/migrate"), post(migrate))
+}
+
+/// The name of the group at `dig`, for EMCO's refusal texts.
+fn dig_name(dig: &ResourceKey) -> &str {
+    dig.name().unwrap_or_default()
 }
