@@ -12,7 +12,7 @@
 //! assert!(q.matches_cluster("p1", "c1"));
 //!
 //! let err = StatusQuery::from_pairs([("output", "everything")]).unwrap_err();
-//! assert_eq!(err.field(), Some("output"));
+//! assert_eq!(err.to_string(), "Invalid query output"); // EMCO's words
 //! ```
 
 use std::collections::BTreeMap;
