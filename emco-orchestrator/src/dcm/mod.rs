@@ -8,11 +8,11 @@
 //! | operation | allowed from | to |
 //! |---|---|---|
 //! | instantiate | Created, Terminated, TerminateStopped | Instantiated |
-//! | terminate | Instantiated, Updated, InstantiateStopped, TerminateStopped | Terminated |
-//! | stop | Instantiated, Updated / Terminated (stopped states: no-op) | InstantiateStopped / TerminateStopped |
+//! | terminate | Instantiated, Updated, InstantiateStopped, TerminateStopped (Created: a no-op, as dcm) | Terminated |
+//! | stop | Instantiated, Updated / Terminated | InstantiateStopped / TerminateStopped |
 //! | update | Instantiated, Updated | Updated |
 //!
-//! A refusal is Conflict (409) with a message. Terminate is also refused while a deployment
+//! A refusal is Conflict (409) with dcm's text. Terminate is also refused while a deployment
 //! intent group of the cloud is deployed.
 //!
 //! An admin cloud (level 0) deploys nothing: its deployments use the clusters' own credentials.
@@ -135,35 +135,36 @@ enum Op {
 }
 
 /// The state `op` leads to from `state` (see the module table); `None` when there is nothing to
-/// record (stopping what is already stopped).
+/// do. Refusals are worded as dcm's (src/dcm/api/apierrors.go, src/dcm/pkg/module/apply.go).
 fn next_state(cloud: &str, state: DigState, op: Op) -> Result<Option<DigState>> {
     use DigState as S;
-    let refuse = |verb: &str, why: &str| {
-        Err(Error::conflict(format!(
-            "cannot {verb} logical cloud {cloud:?} in state {state}: {why}"
-        )))
-    };
+    let refuse = |text: &str| Err(Error::conflict(text.to_owned()));
     match (op, state) {
         // Approved is not a state of logical clouds; a record carrying it reads as Created.
         (Op::Instantiate, S::Created | S::Approved | S::Terminated | S::TerminateStopped) => {
             Ok(Some(S::Instantiated))
         }
-        (Op::Instantiate, _) => refuse("instantiate", "it is already instantiated"),
+        (Op::Instantiate, _) => refuse("The Logical Cloud is already instantiated"),
         (
             Op::Terminate,
             S::Instantiated | S::Updated | S::InstantiateStopped | S::TerminateStopped,
         ) => Ok(Some(S::Terminated)),
-        (Op::Terminate, S::Terminated) => refuse("terminate", "it is already terminated"),
-        (Op::Terminate, _) => refuse("terminate", "it was never instantiated"),
+        (Op::Terminate, S::Terminated) => refuse("The Logical Cloud has already been terminated"),
+        // dcm terminates a cloud it never instantiated as a no-op.
+        (Op::Terminate, S::Created | S::Approved) => Ok(None),
         (Op::Stop, S::Instantiated | S::Updated) => Ok(Some(S::InstantiateStopped)),
         (Op::Stop, S::Terminated) => Ok(Some(S::TerminateStopped)),
-        (Op::Stop, S::InstantiateStopped | S::TerminateStopped) => Ok(None),
-        (Op::Stop, _) => refuse("stop", "no instantiate or terminate to stop"),
+        // dcm's texts end in a space where its callers meant to add the name.
+        (Op::Stop, S::InstantiateStopped) => refuse("LogicalCloud instantiation already stopped: "),
+        (Op::Stop, S::TerminateStopped) => refuse("LogicalCloud termination already stopped: "),
+        (Op::Stop, S::Created | S::Approved) => {
+            refuse("LogicalCloud has not been asked to instantiate: ")
+        }
         (Op::Update, S::Instantiated | S::Updated) => Ok(Some(S::Updated)),
-        (Op::Update, _) => refuse(
-            "update",
-            "only an instantiated logical cloud can be updated",
-        ),
+        (Op::Update, _) => Err(Error::conflict(format!(
+            "cannot update logical cloud {cloud:?} in state {state}: only an instantiated \
+             logical cloud can be updated"
+        ))),
     }
 }
 

@@ -59,7 +59,8 @@ async fn terminate(State(orch): State<Orchestrator>, Path(p): Params) -> Answer 
 async fn stop(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
     let (project, cloud) = names(&p)?;
     orch.stop_logical_cloud(project, cloud).await?;
-    Ok(StatusCode::ACCEPTED.into_response())
+    // dcm's stopHandler answers 200 (src/dcm/api/logicalCloudHandler.go).
+    Ok(StatusCode::OK.into_response())
 }
 
 async fn update(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
