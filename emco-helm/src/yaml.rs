@@ -1,14 +1,7 @@
-//! YAML as Helm reads and writes it.
-//!
-//! Reading follows `sigs.k8s.io/yaml` over go-yaml v2: YAML 1.1 scalars (`yes`/`on` are
-//! booleans, `0777` is octal), duplicate keys accepted with the last one winning, merge keys,
-//! and every number turned into a float64 by the JSON round trip. The event parser is
-//! `saphyr-parser`; the typing of scalars is done here.
-//!
-//! Writing follows `sigs.k8s.io/yaml.Marshal`: a JSON round trip, then go-yaml v2's emitter:
-//! keys sorted with its natural order, 2-space indentation, sequences not indented inside
-//! mappings, strings quoted only where a plain scalar would read back differently, literal
-//! blocks for multi-line strings, and plain or quoted scalars folded at 80 columns.
+//! YAML as Helm reads and writes it, over the workspace's Go YAML module ([`emco_go::yaml`]):
+//! reading is that module's (`sigs.k8s.io/yaml` over go-yaml v2) with every number then a
+//! float64, as Helm's JSON step leaves it; writing turns template values into the module's
+//! [`Node`] tree for its go-yaml v2 emitter.
 
 use emco_go::yaml::Node;
 

@@ -64,12 +64,10 @@ impl ContextStatusExt for AppContext {
         names: &[String],
         status: ResourceStatus,
     ) -> Result<()> {
-        let value = serde_json::to_vec(&serde_json::json!({ "Status": status }))
-            .map_err(|e| Error::internal("cannot encode a resource status").with_source(e))?;
-        let base = format!("{}app/{app}/cluster/{cluster}/resource/", self.root_key());
+        let value = status_value(status, &[])?;
         for chunk in names.chunks(MAX_TXN_OPS) {
             let txn = chunk.iter().fold(Txn::new(), |txn, name| {
-                txn.op(Op::put(format!("{base}{name}/status/"), value.clone()))
+                txn.op(Op::put(status_key(self, app, cluster, name), value.clone()))
             });
             self.store().txn(txn).await?;
         }
@@ -84,14 +82,11 @@ impl ContextStatusExt for AppContext {
         status: ResourceStatus,
         warnings: &[String],
     ) -> Result<()> {
-        let value =
-            serde_json::to_vec(&serde_json::json!({ "Status": status, "Warnings": warnings }))
-                .map_err(|e| Error::internal("cannot encode a resource status").with_source(e))?;
-        let key = format!(
-            "{}app/{app}/cluster/{cluster}/resource/{name}/status/",
-            self.root_key()
-        );
-        self.store().put(&key, value.into()).await.map(|_| ())
+        let value = status_value(status, warnings)?;
+        self.store()
+            .put(&status_key(self, app, cluster, name), value.into())
+            .await
+            .map(|_| ())
     }
 
     async fn resource_statuses_listed(
@@ -115,6 +110,24 @@ impl ContextStatusExt for AppContext {
 }
 
 /// The status of a resource status document (`{"Status": ...}`).
+/// The key of a resource's status in EMCO's layout.
+fn status_key(ctx: &AppContext, app: &str, cluster: &str, name: &str) -> String {
+    format!(
+        "{}app/{app}/cluster/{cluster}/resource/{name}/status/",
+        ctx.root_key()
+    )
+}
+
+/// EMCO's status value `{"Status": ...}`, with rsync's `Warnings` beside when there are any.
+fn status_value(status: ResourceStatus, warnings: &[String]) -> Result<Vec<u8>> {
+    let mut doc = serde_json::json!({ "Status": status });
+    if !warnings.is_empty() {
+        doc["Warnings"] = serde_json::json!(warnings);
+    }
+    serde_json::to_vec(&doc)
+        .map_err(|e| Error::internal("cannot encode a resource status").with_source(e))
+}
+
 fn parse_status(raw: &[u8]) -> Option<ResourceStatus> {
     let doc: serde_json::Value = serde_json::from_slice(raw).ok()?;
     serde_json::from_value(doc.get("Status")?.clone()).ok()

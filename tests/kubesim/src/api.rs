@@ -724,28 +724,22 @@ fn validate_fields(
             unknown[0]
         )));
     }
+    let fields: Vec<String> = unknown
+        .iter()
+        .map(|p| format!("unknown field \"{p}\""))
+        .collect();
     if mode == "Strict" {
-        let message = {
-            let fields: Vec<String> = unknown
-                .iter()
-                .map(|p| format!("unknown field \"{p}\""))
-                .collect();
-            format!(
-                "{kind} in version \"{}\" cannot be handled as a {kind}: strict decoding error: {}",
-                t.rt.version,
-                fields.join(", ")
-            )
-        };
-        return Err(ApiError::bad_request(message));
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version \"{}\" cannot be handled as a {kind}: strict decoding error: {}",
+            t.rt.version,
+            fields.join(", ")
+        )));
     }
     validation::prune(obj, &unknown);
     if mode == "Ignore" {
         return Ok(Vec::new());
     }
-    Ok(unknown
-        .iter()
-        .map(|p| format!("unknown field \"{p}\""))
-        .collect())
+    Ok(fields)
 }
 
 /// Adds `Warning` headers (code 299, as the real server's warnings) to an answer.
