@@ -315,18 +315,28 @@ spec:
       containers:
       - name: c
         image: nginx
+        foo: 1
+        ports:
+        - {containerPort: 80, bar: 1}
       volumes:
       - name: v
         configMap: {name: cm, defaultMode: 0744}
 ");
     let batch = Batch::new(scope.clone()).with_resource(ds);
     let warnings = c.apply(&batch).await.unwrap();
+    let dropped = |p: &str| (0, format!("{p}: field not declared in schema; dropped"));
+    // The server stops reading a map at its first undeclared field, so each answer names the
+    // next one; the port's key includes the protocol the server defaults.
+    let container = ".spec.template.spec.containers[name=\"c\"]";
     assert_eq!(
         warnings,
-        [(
-            0,
-            ".spec.replicas: field not declared in schema; dropped".to_owned()
-        )]
+        [
+            dropped(".spec.replicas"),
+            dropped(&format!("{container}.foo")),
+            dropped(&format!(
+                "{container}.ports[containerPort=80,protocol=\"TCP\"].bar"
+            )),
+        ]
     );
     let live = c
         .get(&scope, batch.resources[0].id())

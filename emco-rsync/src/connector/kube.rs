@@ -273,15 +273,19 @@ impl KubeConnector {
             // Server-side apply refuses a field the kind's schema lacks (a 500 naming it, which
             // `fieldValidation` does not change), where `kubectl apply` drops it with a warning:
             // drop it too, say so, and apply again.
-            let field = match &e {
+            let fields = match &e {
                 ::kube::Error::Api(status) if dropped.len() < MAX_DROPPED_FIELDS => {
-                    undeclared_field(&status.message)
+                    undeclared_fields(&status.message)
                 }
                 _ => None,
             };
-            match field {
-                Some(path) if drop_field(&mut manifest, &path) => {
-                    dropped.push(format!("{path}: field not declared in schema; dropped"));
+            match fields {
+                Some(paths) if paths.iter().all(|p| drop_field(&mut manifest, p)) => {
+                    dropped.extend(
+                        paths
+                            .into_iter()
+                            .map(|p| format!("{p}: field not declared in schema; dropped")),
+                    );
                 }
                 _ => return Err(map_error(e, &what)),
             }
@@ -506,13 +510,23 @@ impl KubePool {
 /// Most fields dropped from one object before its apply counts as failed.
 const MAX_DROPPED_FIELDS: usize = 32;
 
-/// The field path of kube-apiserver's `failed to create typed patch object (ns/name; group/v,
-/// Kind=K): .spec.replicas: field not declared in schema`.
-fn undeclared_field(message: &str) -> Option<String> {
+/// The field paths of kube-apiserver's `failed to create typed patch object (ns/name;
+/// group/v, Kind=K): .spec.replicas: field not declared in schema` (several as `errors:` and
+/// one per line); None when any error of the answer is of another sort.
+fn undeclared_fields(message: &str) -> Option<Vec<String>> {
     let rest = message.strip_prefix("failed to create typed patch object (")?;
     let (_, after) = rest.split_once("): ")?;
-    let path = after.strip_suffix(": field not declared in schema")?;
-    path.starts_with('.').then(|| path.to_owned())
+    let lines: Vec<&str> = match after.strip_prefix("errors:\n") {
+        Some(list) => list.lines().map(str::trim_start).collect(),
+        None => vec![after],
+    };
+    lines
+        .into_iter()
+        .map(|line| {
+            let path = line.strip_suffix(": field not declared in schema")?;
+            path.starts_with('.').then(|| path.to_owned())
+        })
+        .collect()
 }
 
 /// Removes the field at a structured-merge-diff path (`.spec.template.spec.containers[name="c"].x`,
@@ -563,7 +577,8 @@ fn matches_keys(item: &Value, keys: &[(String, Value)]) -> bool {
         if k.is_empty() {
             item == v
         } else {
-            item.get(k.as_str()) == Some(v)
+            // A key the item leaves out is one the server filled from its default.
+            item.get(k.as_str()).is_none_or(|x| x == v)
         }
     })
 }
@@ -626,8 +641,29 @@ mod tests {
     fn undeclared_fields_are_read_and_dropped() {
         let message = "failed to create typed patch object (default/ds1; apps/v1, Kind=DaemonSet): \
                        .spec.replicas: field not declared in schema";
-        assert_eq!(undeclared_field(message).as_deref(), Some(".spec.replicas"));
-        assert_eq!(undeclared_field("the server could not find it"), None);
+        assert_eq!(
+            undeclared_fields(message),
+            Some(vec![".spec.replicas".to_owned()])
+        );
+        assert_eq!(undeclared_fields("the server could not find it"), None);
+        let several = "failed to create typed patch object (default/d; apps/v1, Kind=Deployment): \
+                       errors:\n  .spec.template.spec.containers[name=\"c\"].foo: field not declared in schema\n  \
+                       .spec.template.spec.zzz: field not declared in schema";
+        assert_eq!(
+            undeclared_fields(several),
+            Some(vec![
+                ".spec.template.spec.containers[name=\"c\"].foo".to_owned(),
+                ".spec.template.spec.zzz".to_owned()
+            ])
+        );
+        let mixed = "failed to create typed patch object (default/d; apps/v1, Kind=Deployment): \
+                     errors:\n  .spec.replicas: expected numeric (int or float), got string\n  \
+                     .spec.zzz: field not declared in schema";
+        assert_eq!(
+            undeclared_fields(mixed),
+            None,
+            "a type error is not dropped"
+        );
         let mut m = serde_json::json!({"spec": {"replicas": 2, "template": {"spec": {
             "containers": [{"name": "a", "x": 1}, {"name": "b", "x": 2}],
             "tolerations": ["t1", "t2"]}}}});
@@ -652,6 +688,18 @@ mod tests {
         let mut set = serde_json::json!({"a": {"finalizers": ["x", "y"]}});
         assert!(drop_field(&mut set, ".a.finalizers[=\"y\"]"));
         assert_eq!(set, serde_json::json!({"a": {"finalizers": ["x"]}}));
+        let mut defaulted = serde_json::json!({"ports": [{"containerPort": 80, "x": 1}]});
+        assert!(
+            drop_field(
+                &mut defaulted,
+                ".ports[containerPort=80,protocol=\"TCP\"].x"
+            ),
+            "the server fills the protocol key from its default"
+        );
+        assert_eq!(
+            defaulted,
+            serde_json::json!({"ports": [{"containerPort": 80}]})
+        );
         let mut keyed = serde_json::json!({"ports": [{"port": 80, "protocol": "TCP", "x": 1}]});
         assert!(drop_field(&mut keyed, ".ports[port=80,protocol=\"TCP\"].x"));
         assert_eq!(

@@ -99,6 +99,28 @@ async fn kubesim_answers_as_kube_apiserver() {
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d"}},
             "template": {"metadata": {"labels": {"app": "d"}},
                 "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    const SMP: &str = "application/strategic-merge-patch+json";
+    let deploys = "/apis/apps/v1/namespaces/default/deployments";
+    // A Deployment with extra fields in its container, pod spec and spec.
+    let deployment = |name: &str, container: Value, pod: Value, spec: Value| {
+        let mut d = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "w"}},
+                "template": {"metadata": {"labels": {"app": "w"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+        let merge = |at: &mut Value, extra: Value| {
+            if let (Some(o), Value::Object(e)) = (at.as_object_mut(), extra) {
+                o.extend(e);
+            }
+        };
+        merge(
+            &mut d["spec"]["template"]["spec"]["containers"][0],
+            container,
+        );
+        merge(&mut d["spec"]["template"]["spec"], pod);
+        merge(&mut d["spec"], spec);
+        d
+    };
     let cases: Vec<(&str, &str, String, &str, Value)> = vec![
         (
             "a missing object",
@@ -137,6 +159,87 @@ async fn kubesim_answers_as_kube_apiserver() {
             daemon,
         ),
         (
+            "a create with a number where the Go type has a string",
+            "POST",
+            cms.to_owned(),
+            JSON,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n"}, "data": {"a": 1}}),
+        ),
+        (
+            "server-side apply of a number where the schema has a string",
+            "PATCH",
+            format!("{cms}/n?fieldManager=t"),
+            APPLY,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n"}, "data": {"a": 1}}),
+        ),
+        (
+            "a create with a string where the Go type has an integer, deep in a list",
+            "POST",
+            deploys.to_owned(),
+            JSON,
+            deployment(
+                "d1",
+                json!({"ports": [{"containerPort": "80"}]}),
+                json!({}),
+                json!({}),
+            ),
+        ),
+        (
+            "a create with a fraction for an integer",
+            "POST",
+            deploys.to_owned(),
+            JSON,
+            deployment("d1", json!({}), json!({}), json!({"replicas": 1.5})),
+        ),
+        (
+            "a create with an invalid quantity",
+            "POST",
+            deploys.to_owned(),
+            JSON,
+            deployment(
+                "d1",
+                json!({"resources": {"limits": {"cpu": "abc"}}}),
+                json!({}),
+                json!({}),
+            ),
+        ),
+        (
+            "server-side apply of a file mode as a string (EMCO's collectd chart)",
+            "PATCH",
+            format!("{deploys}/d1?fieldManager=t"),
+            APPLY,
+            deployment(
+                "d1",
+                json!({}),
+                json!({"volumes": [{"name": "v", "configMap": {"name": "x", "defaultMode": "0744"}}]}),
+                json!({}),
+            ),
+        ),
+        (
+            "server-side apply with type errors in several places",
+            "PATCH",
+            format!("{deploys}/d1?fieldManager=t"),
+            APPLY,
+            deployment(
+                "d1",
+                json!({"env": [{"name": "A", "value": 5}], "args": "x"}),
+                json!({"hostNetwork": "true"}),
+                json!({"replicas": "2"}),
+            ),
+        ),
+        (
+            "server-side apply of a value the Go type cannot hold",
+            "PATCH",
+            format!("{deploys}/d1?fieldManager=t"),
+            APPLY,
+            deployment(
+                "d1",
+                json!({}),
+                json!({}),
+                json!({"strategy": {"rollingUpdate": {"maxSurge": true}}}),
+            ),
+        ),
+        (
             "a delete",
             "DELETE",
             format!("{cms}/one"),
@@ -153,6 +256,27 @@ async fn kubesim_answers_as_kube_apiserver() {
                 "spec": {"selector": {"matchLabels": {"app": "w"}},
                     "template": {"metadata": {"labels": {"app": "w"}},
                         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+        ),
+        (
+            "a strategic merge patch of the wrong type",
+            "PATCH",
+            "/apis/apps/v1/namespaces/default/deployments/web".to_owned(),
+            SMP,
+            json!({"spec": {"replicas": "3", "template": {"spec": {"hostname": 5}}}}),
+        ),
+        (
+            "a strategic merge patch with a string for a struct",
+            "PATCH",
+            "/apis/apps/v1/namespaces/default/deployments/web".to_owned(),
+            SMP,
+            json!({"spec": {"selector": "x"}}),
+        ),
+        (
+            "an update with a string for an integer",
+            "PUT",
+            "/apis/apps/v1/namespaces/default/deployments/web".to_owned(),
+            JSON,
+            deployment("web", json!({}), json!({}), json!({"replicas": "3"})),
         ),
         (
             "a delete of a workload",

@@ -16,6 +16,7 @@ use crate::apply::{Part, apply, record_update, restrict};
 use crate::fleet::Cluster;
 use crate::patch::{json_patch, merge_patch, strategic_merge};
 use crate::resources::{BUILTIN_TYPES, Lists, ResourceType, ScalePaths};
+use crate::schema::{self, Schema};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::sim;
 use crate::status::ApiError;
@@ -23,7 +24,7 @@ use crate::store::{Event, EventType, Key, Store, type_key};
 use crate::table;
 use crate::tls::CertUser;
 use crate::util::{new_uid, now_rfc3339, parse_query, random_suffix};
-use crate::{controllers, discovery, invalid, protobuf, validation};
+use crate::{controllers, discovery, invalid, protobuf};
 
 #[path = "legacy.rs"]
 mod legacy;
@@ -688,45 +689,104 @@ fn check_body(t: &Target<'_>, obj: &mut Value, name: Option<&str>) -> Result<(),
     Ok(())
 }
 
-/// Applies the request's `fieldValidation` to a written object: Strict rejects unknown fields,
-/// Warn (the default) and Ignore drop them; the answer is the warnings to send.
-fn validate_fields(
-    t: &Target<'_>,
-    r: &Req,
-    obj: &mut Value,
-    apply: bool,
-) -> Result<Vec<String>, ApiError> {
+/// The request's `fieldValidation` mode, checked as the real server does.
+fn field_validation(r: &Req) -> Result<&str, ApiError> {
     let mode = r.q("fieldValidation").unwrap_or("Warn");
     if !matches!(mode, "Ignore" | "Warn" | "Strict") {
         return Err(ApiError::bad_request(format!(
             "fieldValidation: Unsupported value: \"{mode}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
         )));
     }
-    let unknown = validation::unknown_fields(&t.rt, obj);
-    if unknown.is_empty() {
-        return Ok(unknown);
-    }
+    Ok(mode)
+}
+
+/// Decodes a body into the kind's Go type as the real server does before anything else: a
+/// field of the wrong type is a 400 naming the Go struct field.
+fn decode(t: &Target<'_>, obj: &Value) -> Result<(), ApiError> {
+    let Some(msg) = Schema::of(&t.rt).and_then(|s| s.decode_error(obj)) else {
+        return Ok(());
+    };
     let kind = &t.rt.kind;
-    if apply {
-        // Server-side apply types the patch against the kind's schema first, whatever
-        // `fieldValidation` says, and answers a 500 naming the first unknown field (seen on
-        // kube-apiserver v1.32: `.spec.replicas: field not declared in schema`).
-        let namespace = meta_str(obj, "namespace").unwrap_or_default();
-        let name = meta_str(obj, "name").unwrap_or_default();
-        let object = if namespace.is_empty() {
-            name.to_owned()
+    Err(ApiError::bad_request(format!(
+        "{kind} in version \"{}\" cannot be handled as a {kind}: {msg}",
+        t.rt.version
+    )))
+}
+
+/// Checks the result of a merge, JSON or strategic merge patch: the real server decodes a
+/// merge or JSON patch's result (a type error quotes the whole patched object) and converts a
+/// strategic one's (the error quotes the patch, as Go prints a map).
+fn check_patched(
+    t: &Target<'_>,
+    strategic: bool,
+    patch: &Value,
+    new: &Value,
+) -> Result<(), ApiError> {
+    let Some(schema) = Schema::of(&t.rt) else {
+        return Ok(());
+    };
+    let (shown, msg) = if strategic {
+        (schema::go_v(patch), schema.conversion_error(new))
+    } else {
+        (new.to_string(), schema.decode_error(new))
+    };
+    match msg {
+        Some(msg) => Err(ApiError::invalid_patch(&shown, &msg)),
+        None => Ok(()),
+    }
+}
+
+/// Types a server-side apply body against the kind's schema, whatever `fieldValidation` says:
+/// type errors and undeclared fields are a 500 listing them all, then a value the Go type
+/// cannot hold is a 500 naming it (both as kube-apiserver v1.32 words them). `body` is the
+/// body as sent, whose own namespace the messages name.
+fn type_apply(t: &Target<'_>, body: &Value) -> Result<(), ApiError> {
+    let Some(schema) = Schema::of(&t.rt) else {
+        return Ok(());
+    };
+    // Go prints a GroupVersion with its empty core group: `/v1`.
+    let gv = format!("{}/{}", t.rt.group, t.rt.version);
+    let object = format!(
+        "{}/{}; {gv}, Kind={}",
+        meta_str(body, "namespace").unwrap_or_default(),
+        meta_str(body, "name").unwrap_or_default(),
+        t.rt.kind
+    );
+    let errs = schema.typed_errors(body);
+    if !errs.is_empty() {
+        let list = if errs.len() == 1 {
+            errs.concat()
         } else {
-            format!("{namespace}/{name}")
+            format!("errors:\n  {}", errs.join("\n  "))
         };
         return Err(ApiError::typed_patch(format!(
-            "failed to create typed patch object ({object}; {}, Kind={kind}): .{}: field not declared in schema",
-            t.rt.api_version(),
-            unknown[0]
+            "failed to create typed patch object ({object}): {list}"
         )));
     }
+    match schema.conversion_error(body) {
+        Some(msg) => Err(ApiError::typed_patch(format!(
+            "failed to convert new object ({object}) to proper version: unable to convert unstructured object to {gv}, Kind={}: {msg}",
+            t.rt.kind
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Applies the request's `fieldValidation` to a written object: Strict rejects unknown fields,
+/// Warn (the default) and Ignore drop them; the answer is the warnings to send.
+fn validate_fields(t: &Target<'_>, r: &Req, obj: &mut Value) -> Result<Vec<String>, ApiError> {
+    let mode = field_validation(r)?;
+    let Some(schema) = Schema::of(&t.rt) else {
+        return Ok(Vec::new());
+    };
+    let unknown = schema.unknown_fields(obj);
+    if unknown.is_empty() {
+        return Ok(Vec::new());
+    }
+    let kind = &t.rt.kind;
     let fields: Vec<String> = unknown
         .iter()
-        .map(|p| format!("unknown field \"{p}\""))
+        .map(|p| format!("unknown field \"{}\"", schema::dotted(p)))
         .collect();
     if mode == "Strict" {
         return Err(ApiError::bad_request(format!(
@@ -735,7 +795,9 @@ fn validate_fields(
             fields.join(", ")
         )));
     }
-    validation::prune(obj, &unknown);
+    for p in &unknown {
+        schema::remove(obj, p);
+    }
     if mode == "Ignore" {
         return Ok(Vec::new());
     }
@@ -788,8 +850,9 @@ fn lists<'a>(rt: &ResourceType, crd: Option<&'a Value>) -> Lists<'a> {
 
 fn create(cluster: &Arc<Cluster>, t: &Target<'_>, r: &Req) -> ApiResult {
     let mut obj = r.json_body()?;
+    decode(t, &obj)?;
     check_body(t, &mut obj, None)?;
-    let warnings = validate_fields(t, r, &mut obj, false)?;
+    let warnings = validate_fields(t, r, &mut obj)?;
     with_warnings(create_checked(cluster, t, r, obj), &warnings)
 }
 
@@ -1152,8 +1215,9 @@ fn strip_meta(v: &Value) -> Value {
 
 fn update(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResult {
     let mut obj = r.json_body()?;
+    decode(t, &obj)?;
     check_body(t, &mut obj, Some(name))?;
-    let warnings = validate_fields(t, r, &mut obj, false)?;
+    let warnings = validate_fields(t, r, &mut obj)?;
     with_warnings(update_checked(cluster, t, name, r, obj), &warnings)
 }
 
@@ -1256,9 +1320,10 @@ fn patch(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResu
                 "is required for apply patch",
             ));
         }
+        field_validation(r)?;
+        type_apply(t, &body)?;
         let mut applied = body;
         check_body(t, &mut applied, Some(name))?;
-        let warnings = validate_fields(t, r, &mut applied, true)?;
         let force = r.q("force").is_some_and(|f| f == "true");
         let conflict =
             |c: crate::apply::ApplyConflict| ApiError::conflict(&t.rt, name, c.message, c.causes);
@@ -1288,14 +1353,14 @@ fn patch(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResu
                     },
                     r.dry_run(),
                 )?;
-                with_warnings(Ok(json_response(StatusCode::CREATED, &stored)), &warnings)
+                Ok(json_response(StatusCode::CREATED, &stored))
             }
             Some(old) => {
                 let new =
                     apply(&old, &applied, &manager, &av, force, p, lists).map_err(conflict)?;
                 let stored =
                     write_existing(cluster, &mut store, t, &old, new, |_, _| {}, r.dry_run())?;
-                with_warnings(ok(&stored), &warnings)
+                ok(&stored)
             }
         };
     }
@@ -1318,8 +1383,14 @@ fn patch(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResu
         }
         other => return Err(ApiError::unsupported_media_type(other)),
     }
+    check_patched(
+        t,
+        ct == "application/strategic-merge-patch+json",
+        &body,
+        &new,
+    )?;
     check_body(t, &mut new, Some(name))?;
-    let warnings = validate_fields(t, r, &mut new, false)?;
+    let warnings = validate_fields(t, r, &mut new)?;
     if t.sub == Some("approval") {
         new = approve(cluster, &old, &new)?;
     }

@@ -38,6 +38,7 @@ mod patch;
 mod persist;
 mod protobuf;
 mod resources;
+mod schema;
 mod selector;
 mod sim;
 mod status;
@@ -45,7 +46,6 @@ mod store;
 mod table;
 mod tls;
 mod util;
-mod validation;
 
 pub use admin::{AdminClient, serve_admin};
 pub use fault::{Fault, Unreachable};

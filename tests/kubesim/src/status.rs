@@ -191,6 +191,19 @@ impl ApiError {
         }
     }
 
+    /// A patch whose result the kind's Go type cannot hold: the real server's 422 on the
+    /// `patch` field, quoting `shown` (the patched object or the patch).
+    pub(crate) fn invalid_patch(shown: &str, message: &str) -> Self {
+        let quoted = Value::String(shown.to_owned()).to_string();
+        let cause = format!("Invalid value: {quoted}: {message}");
+        Self {
+            details: Some(Box::new(json!({
+                "causes": [{"reason": "FieldValueInvalid", "message": cause, "field": "patch"}],
+            }))),
+            ..Self::new(422, "Invalid", format!(" \"\" is invalid: patch: {cause}"))
+        }
+    }
+
     pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }
