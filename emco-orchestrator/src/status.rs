@@ -10,7 +10,7 @@
 //!   always given, so that one query tells both what rsync did and what the clusters report;
 //! - `status=deployed`: each resource's rsync status (`Pending` when rsync has not written one,
 //!   as EMCO), counted in `deployedCounts`;
-//! - `status=ready` (the default): each resource's readiness from the cluster's collected status
+//! - `status=ready`: each resource's readiness from the cluster's collected status
 //!   that rsync records as it observes the objects (`Ready`, `NotReady`, or `NotPresent` when
 //!   never seen or deleted), counted in `readyCounts`, and `readyStatus` `Ready` when every
 //!   counted resource is ready;
@@ -18,7 +18,10 @@
 //!   (deployed) or its observed entry `{present, ready, reason}` (ready);
 //! - filters `app=`, `cluster=`, `resource=` (the object's name) narrow the apps and the counts;
 //!   clusters and apps left without resources are omitted;
-//! - list modes `apps`, `clusters` (filtered by app), `resources` (filtered by app and cluster).
+//! - list modes `apps`, `clusters` (filtered by app), `resources` (filtered by app and cluster);
+//! - without `status=`, the deprecated `type=rsync` (the default, as EMCO's) or `type=cluster`:
+//!   the deployed or ready answer in the old names (`status`, `rsyncStatus` or `clusterStatus`
+//!   counts and per resource, the connectivity as the cluster's `readyStatus`).
 //!
 //! A group never instantiated answers with its lifecycle record and nothing else, as EMCO.
 
@@ -75,7 +78,7 @@ async fn dig_status_route(
         param("compositeAppVersion")?,
         param("deploymentIntentGroup")?,
     );
-    let query = StatusQuery::from_pairs(pairs)?;
+    let query = StatusQuery::for_dig(pairs)?;
     let answer = orch.dig_status(&dig, &query).await?;
     Ok(json_response(StatusCode::OK, &answer))
 }
@@ -557,6 +560,9 @@ pub(crate) fn respond(
                 full.deployed_status = snap.status().to_owned();
                 full_status(&mut full, views, query);
             }
+            if let Some(legacy) = query.legacy {
+                full = full.into_legacy(legacy);
+            }
             StatusResponse::Full(Box::new(full))
         }
     }
@@ -603,6 +609,7 @@ fn full_status(out: &mut DigStatus, views: Vec<AppView>, query: &StatusQuery) {
                     cluster: c.cluster,
                     connectivity: c.connectivity,
                     resources,
+                    ..ClusterStatus::default()
                 });
             }
         }

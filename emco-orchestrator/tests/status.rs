@@ -385,7 +385,7 @@ async fn status_query_options_and_list_modes() {
 
     let first = env.instantiate(&[web("blue"), db()]).await;
     let ready = env
-        .status_until("", "Instantiated and Ready", |b| {
+        .status_until("status=ready", "Instantiated and Ready", |b| {
             b["deployedStatus"] == "Instantiated" && b["readyStatus"] == "Ready"
         })
         .await;
@@ -431,8 +431,33 @@ async fn status_query_options_and_list_modes() {
             .iter()
             .all(|r| r.3 == "Applied")
     );
-    // The legacy type=rsync means the same.
-    assert_eq!(env.status("type=rsync").await, deployed);
+    // The deprecated type=rsync, also the answer without status= or type= (EMCO's default,
+    // src/orchestrator/api/instantiation_handler.go statusHandler), says the same in the
+    // names of src/orchestrator/pkg/status/status_helper.go prepareStatusResult.
+    let legacy = env.status("type=rsync").await;
+    assert_eq!(env.status("").await, legacy);
+    assert_eq!(legacy["status"], "Instantiated");
+    assert_eq!(legacy["rsyncStatus"], json!({"Applied": 6}));
+    let c = &legacy["apps"][0]["clusters"][0];
+    assert_eq!(c["readyStatus"], "Available");
+    assert_eq!(c["resources"][1]["rsyncStatus"], "Applied");
+    for field in [
+        "deployedStatus",
+        "deployedCounts",
+        "readyStatus",
+        "readyCounts",
+    ] {
+        assert!(legacy.get(field).is_none(), "{field}: {legacy}");
+    }
+    assert!(c.get("connectivity").is_none() && c["resources"][1].get("deployedStatus").is_none());
+    // type=cluster: what the clusters report, in the same old names.
+    let cluster = env.status("type=cluster").await;
+    assert_eq!(cluster["status"], "Instantiated");
+    assert_eq!(cluster["readyStatus"], "Ready");
+    assert_eq!(cluster["clusterStatus"], json!({"Ready": 6}));
+    let c = &cluster["apps"][0]["clusters"][0];
+    assert_eq!(c["readyStatus"], "Available");
+    assert_eq!(c["resources"][1]["clusterStatus"], "Ready");
 
     // output=summary leaves out the apps; output=detail adds what is known of each resource.
     let summary = env.status("output=summary&status=deployed").await;
@@ -442,7 +467,7 @@ async fn status_query_options_and_list_modes() {
     let d = &detail["apps"][0]["clusters"][0]["resources"][1]["detail"];
     assert_eq!(d["kind"], "Deployment");
     assert_eq!(d["metadata"]["name"], "web");
-    let detail = env.status("output=detail").await;
+    let detail = env.status("output=detail&status=ready").await;
     let d = &detail["apps"][0]["clusters"][0]["resources"][1]["detail"];
     assert_eq!(d["present"], true);
     assert_eq!(d["ready"], true);
@@ -451,7 +476,7 @@ async fn status_query_options_and_list_modes() {
     let only_web = env.status("app=web&status=deployed").await;
     assert_eq!(only_web["deployedCounts"], json!({"Applied": 4}));
     assert_eq!(only_web["apps"].as_array().unwrap().len(), 1);
-    let c2 = env.status("cluster=prov%2Bc2").await;
+    let c2 = env.status("cluster=prov%2Bc2&status=ready").await;
     assert_eq!(
         listed(&c2, "readyStatus")
             .iter()
@@ -459,9 +484,11 @@ async fn status_query_options_and_list_modes() {
             .collect::<Vec<_>>(),
         [("web", "prov+c2", "settings"), ("web", "prov+c2", "web")]
     );
-    let settings = env.status("resource=settings&resource=db").await;
+    let settings = env
+        .status("resource=settings&resource=db&status=ready")
+        .await;
     assert_eq!(count(&settings, "readyCounts", "Ready"), 3);
-    let none = env.status("app=db&cluster=prov%2Bc2").await;
+    let none = env.status("app=db&cluster=prov%2Bc2&status=ready").await;
     assert!(
         none.get("apps").is_none() && none.get("readyStatus").is_none(),
         "{none}"
@@ -515,17 +542,23 @@ async fn status_query_options_and_list_modes() {
         )
         .await;
     assert_eq!(old["apps"][0]["name"], "db");
-    let old_ready = env.status(&format!("instance={first}&app=db")).await;
+    let old_ready = env
+        .status(&format!("instance={first}&app=db&status=ready"))
+        .await;
     assert_eq!(old_ready["readyCounts"], json!({"NotPresent": 2}));
     assert_eq!(old_ready["readyStatus"], "NotReady");
-    env.status_until("", "the new context ready", |b| b["readyStatus"] == "Ready")
-        .await;
+    env.status_until("status=ready", "the new context ready", |b| {
+        b["readyStatus"] == "Ready"
+    })
+    .await;
 
     // Terminate: everything is gone.
     env.record(DigState::Terminated, second, 2).await;
     env.orch.rsync().terminate(second).await.unwrap();
     let gone = env
-        .status_until("", "Terminated", |b| b["deployedStatus"] == "Terminated")
+        .status_until("status=ready", "Terminated", |b| {
+            b["deployedStatus"] == "Terminated"
+        })
         .await;
     assert_eq!(gone["readyCounts"], json!({"NotPresent": 4}), "{gone}");
     let gone = env.status("status=deployed").await;
@@ -539,9 +572,11 @@ async fn not_ready_resources_are_reported() {
     let env = Env::start(Duration::from_secs(3600)).await;
     env.instantiate(&[web("blue")]).await;
     let body = env
-        .status_until("output=detail", "the deployments seen not ready", |b| {
-            count(b, "readyCounts", "NotReady") == 2
-        })
+        .status_until(
+            "output=detail&status=ready",
+            "the deployments seen not ready",
+            |b| count(b, "readyCounts", "NotReady") == 2,
+        )
         .await;
     assert_eq!(body["deployedStatus"], "Instantiated");
     assert_eq!(body["readyStatus"], "NotReady");

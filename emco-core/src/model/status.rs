@@ -27,11 +27,24 @@ use crate::validate::check_name;
 /// Which status the query reports (`status=`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum StatusType {
-    /// What the clusters report: resources ready or not (`status=ready`, the default).
+    /// What the clusters report: resources ready or not (`status=ready`; the default of a
+    /// logical cloud's query).
     #[default]
     Ready,
     /// What rsync did: resources applied, failed, ... (`status=deployed`).
     Deployed,
+}
+
+/// The deprecated `type=` answers, whose field names predate `status=`: a DIG's status query
+/// gives `type=rsync` when neither parameter is given (EMCO's default until `type` goes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LegacyType {
+    /// `type=rsync`: what rsync did, as `status`, `rsyncStatus` counts, per-resource
+    /// `rsyncStatus` and the cluster's connectivity as `readyStatus`.
+    Rsync,
+    /// `type=cluster`: what the clusters report, as `status`, `readyStatus`, `clusterStatus`
+    /// counts and per-resource `clusterStatus`.
+    Cluster,
 }
 
 /// How much the query returns (`output=`).
@@ -66,7 +79,7 @@ pub enum StatusMode {
 pub struct StatusQuery {
     /// `instance=`: the AppContext id to report on; `None` means the current one.
     pub instance: Option<String>,
-    /// `status=`: ready (default) or deployed.
+    /// `status=`: ready or deployed (see [`StatusQuery::for_dig`] for the defaults).
     pub status: StatusType,
     /// `output=`: summary, all (default) or detail.
     pub output: StatusOutput,
@@ -78,6 +91,8 @@ pub struct StatusQuery {
     pub clusters: Vec<ClusterRef>,
     /// `resource=` filters (repeatable); empty means every resource.
     pub resources: Vec<String>,
+    /// The deprecated answer shape `type=` asked for (or a DIG query's default), if any.
+    pub legacy: Option<LegacyType>,
 }
 
 impl StatusQuery {
@@ -92,6 +107,31 @@ impl StatusQuery {
     /// an empty `instance`, a `status`, `type` or `output` outside its values, an `app` or
     /// `resource` that is not a valid name, a `cluster` that is not `provider+cluster`.
     pub fn from_pairs<I, K, V>(pairs: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        Self::parse(pairs, None)
+    }
+
+    /// [`from_pairs`](Self::from_pairs) with a DIG status query's default: without `status`
+    /// and `type`, EMCO's orchestrator answers as `type=rsync` (src/orchestrator/api/
+    /// instantiation_handler.go `statusHandler`; the API document's "default value will be
+    /// ready after type query is removed").
+    ///
+    /// # Errors
+    /// As [`from_pairs`](Self::from_pairs).
+    pub fn for_dig<I, K, V>(pairs: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        Self::parse(pairs, Some("rsync"))
+    }
+
+    fn parse<I, K, V>(pairs: I, default_type: Option<&str>) -> Result<Self>
     where
         I: IntoIterator<Item = (K, V)>,
         K: AsRef<str>,
@@ -142,14 +182,19 @@ impl StatusQuery {
             }
             q.instance = Some(instance);
         }
-        q.status = match (status.as_deref(), legacy_type.as_deref()) {
-            (Some("ready"), _) => StatusType::Ready,
-            (Some("deployed"), _) => StatusType::Deployed,
+        if legacy_type
+            .as_deref()
+            .is_some_and(|t| t != "rsync" && t != "cluster")
+        {
+            return Err(query_error("Invalid query type"));
+        }
+        (q.status, q.legacy) = match (status.as_deref(), legacy_type.as_deref().or(default_type)) {
+            (Some("ready"), _) => (StatusType::Ready, None),
+            (Some("deployed"), _) => (StatusType::Deployed, None),
             (Some(_), _) => return Err(query_error("Invalid query status")),
-            (None, Some("cluster")) => StatusType::Ready,
-            (None, Some("rsync")) => StatusType::Deployed,
-            (None, Some(_)) => return Err(query_error("Invalid query type")),
-            (None, None) => StatusType::Ready,
+            (None, Some("cluster")) => (StatusType::Ready, Some(LegacyType::Cluster)),
+            (None, Some(_)) => (StatusType::Deployed, Some(LegacyType::Rsync)),
+            (None, None) => (StatusType::Ready, None),
         };
         q.output = match output.as_deref() {
             None | Some("all") => StatusOutput::All,
@@ -243,12 +288,21 @@ pub struct DigStatus {
     /// The DIG's lifecycle record.
     #[serde(default)]
     pub states: StateInfo,
+    /// The AppContext status, in the deprecated `type=` answers.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub status: String,
     /// Overall deployed status (the AppContext status: `Instantiated`, ...), with `status=deployed`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub deployed_status: String,
     /// Overall ready status (`Ready`, `NotReady`), with `status=ready`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub ready_status: String,
+    /// Resources per rsync status, in the deprecated `type=rsync` answer.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rsync_status: BTreeMap<String, i64>,
+    /// Resources per cluster-reported status, in the deprecated `type=cluster` answer.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cluster_status: BTreeMap<String, i64>,
     /// Resources per deployed status (`Applied`, `Failed`, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub deployed_counts: BTreeMap<String, i64>,
@@ -258,6 +312,29 @@ pub struct DigStatus {
     /// Per app, cluster and resource; absent with `output=summary`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub apps: Vec<AppStatus>,
+}
+
+impl DigStatus {
+    /// Renames the fields of a `status=deployed` (for [`LegacyType::Rsync`]) or `status=ready`
+    /// (for [`LegacyType::Cluster`]) answer to the deprecated `type=` answer's names.
+    #[must_use]
+    pub fn into_legacy(mut self, legacy: LegacyType) -> Self {
+        self.status = std::mem::take(&mut self.deployed_status);
+        match legacy {
+            LegacyType::Rsync => self.rsync_status = std::mem::take(&mut self.deployed_counts),
+            LegacyType::Cluster => self.cluster_status = std::mem::take(&mut self.ready_counts),
+        }
+        for c in self.apps.iter_mut().flat_map(|a| a.clusters.iter_mut()) {
+            c.ready_status = std::mem::take(&mut c.connectivity);
+            for r in &mut c.resources {
+                match legacy {
+                    LegacyType::Rsync => r.rsync_status = std::mem::take(&mut r.deployed_status),
+                    LegacyType::Cluster => r.cluster_status = std::mem::take(&mut r.ready_status),
+                }
+            }
+        }
+        self
+    }
 }
 
 /// One app of [`DigStatus::apps`].
@@ -282,6 +359,9 @@ pub struct ClusterStatus {
     /// The cluster.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cluster: String,
+    /// The connectivity, under its name in the deprecated `type=` answers.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ready_status: String,
     /// Whether rsync reaches the cluster (`Available`, `Retrying`, `Unknown`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub connectivity: String,
@@ -303,6 +383,12 @@ pub struct ResourceStatus {
     /// The object's status as the cluster reports it, with `output=detail`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<serde_json::Value>,
+    /// The deployed status, under its name in the deprecated `type=rsync` answer.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rsync_status: String,
+    /// The ready status, under its name in the deprecated `type=cluster` answer.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cluster_status: String,
     /// Deployed status (`Pending`, `Applied`, `Failed`, `Retrying`, `Deleted`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub deployed_status: String,
@@ -487,11 +573,71 @@ mod tests {
     #[test]
     fn legacy_type_parameter() {
         let q = StatusQuery::from_pairs([("type", "rsync")]).unwrap();
-        assert_eq!(q.status, StatusType::Deployed);
+        assert_eq!(
+            (q.status, q.legacy),
+            (StatusType::Deployed, Some(LegacyType::Rsync))
+        );
         let q = StatusQuery::from_pairs([("type", "cluster")]).unwrap();
-        assert_eq!(q.status, StatusType::Ready);
+        assert_eq!(
+            (q.status, q.legacy),
+            (StatusType::Ready, Some(LegacyType::Cluster))
+        );
         let q = StatusQuery::from_pairs([("type", "rsync"), ("status", "ready")]).unwrap();
-        assert_eq!(q.status, StatusType::Ready);
+        assert_eq!((q.status, q.legacy), (StatusType::Ready, None));
+        // A DIG's query defaults to type=rsync (instantiation_handler.go statusHandler).
+        let q = StatusQuery::for_dig(Vec::<(String, String)>::new()).unwrap();
+        assert_eq!(
+            (q.status, q.legacy),
+            (StatusType::Deployed, Some(LegacyType::Rsync))
+        );
+        let q = StatusQuery::for_dig([("status", "ready")]).unwrap();
+        assert_eq!((q.status, q.legacy), (StatusType::Ready, None));
+    }
+
+    /// The deprecated answers as EMCO's status helper names them
+    /// (src/orchestrator/pkg/status/status_helper.go `prepareStatusResult`).
+    #[test]
+    fn legacy_answers_rename_the_fields() {
+        let deployed = DigStatus {
+            name: "dig".into(),
+            deployed_status: "Instantiated".into(),
+            deployed_counts: BTreeMap::from([("Applied".to_owned(), 1)]),
+            apps: vec![AppStatus {
+                name: "a".into(),
+                clusters: vec![ClusterStatus {
+                    cluster_provider: "p".into(),
+                    cluster: "c".into(),
+                    connectivity: "Available".into(),
+                    resources: vec![ResourceStatus {
+                        name: "r".into(),
+                        deployed_status: "Applied".into(),
+                        ..ResourceStatus::default()
+                    }],
+                    ..ClusterStatus::default()
+                }],
+            }],
+            ..DigStatus::default()
+        };
+        let body = serde_json::to_value(deployed.into_legacy(LegacyType::Rsync)).unwrap();
+        assert_eq!(
+            body,
+            json!({"name": "dig", "states": {"statusctxid": "", "actions": []},
+                "status": "Instantiated", "rsyncStatus": {"Applied": 1},
+                "apps": [{"name": "a", "clusters": [{"clusterProvider": "p", "cluster": "c",
+                    "readyStatus": "Available", "resources": [{"GVK": {"Group": "", "Version": "", "Kind": ""},
+                        "name": "r", "rsyncStatus": "Applied"}]}]}]})
+        );
+        let ready = DigStatus {
+            deployed_status: "Instantiated".into(),
+            ready_status: "Ready".into(),
+            ready_counts: BTreeMap::from([("Ready".to_owned(), 2)]),
+            ..DigStatus::default()
+        };
+        let body = serde_json::to_value(ready.into_legacy(LegacyType::Cluster)).unwrap();
+        assert_eq!(body["status"], "Instantiated");
+        assert_eq!(body["readyStatus"], "Ready");
+        assert_eq!(body["clusterStatus"], json!({"Ready": 2}));
+        assert!(body.get("readyCounts").is_none() && body.get("deployedStatus").is_none());
     }
 
     /// EMCO's texts for bad parameters (src/orchestrator/api/instantiation_handler.go).
