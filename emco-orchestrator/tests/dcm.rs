@@ -227,10 +227,11 @@ async fn admin_cloud_lifecycle_and_refusals() {
         w.call("POST", &format!("{url}/terminate")).await.0,
         StatusCode::ACCEPTED
     );
-    assert_eq!(
-        w.call("POST", &format!("{url}/update")).await.0,
-        StatusCode::CONFLICT
-    );
+    // Updating a cloud that is not instantiated succeeds and does nothing
+    // (src/dcm/pkg/module/logicalcloud.go `UpdateInstantiation`).
+    let (code, body) = w.call("POST", &format!("{url}/update")).await;
+    assert_eq!(code, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(w.state("admin").await, DigState::Created);
 
     assert_eq!(
         w.call("POST", &format!("{url}/instantiate")).await.0,

@@ -161,10 +161,9 @@ fn next_state(cloud: &str, state: DigState, op: Op) -> Result<Option<DigState>> 
             refuse("LogicalCloud has not been asked to instantiate: ")
         }
         (Op::Update, S::Instantiated | S::Updated) => Ok(Some(S::Updated)),
-        (Op::Update, _) => Err(Error::conflict(format!(
-            "cannot update logical cloud {cloud:?} in state {state}: only an instantiated \
-             logical cloud can be updated"
-        ))),
+        // dcm updates only an instantiated cloud and answers any other state with a success
+        // that does nothing (src/dcm/pkg/module/logicalcloud.go UpdateInstantiation).
+        (Op::Update, _) => Ok(None),
     }
 }
 
