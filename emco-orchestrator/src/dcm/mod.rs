@@ -136,7 +136,7 @@ enum Op {
 
 /// The state `op` leads to from `state` (see the module table); `None` when there is nothing to
 /// do. Refusals are worded as dcm's (src/dcm/api/apierrors.go, src/dcm/pkg/module/apply.go).
-fn next_state(cloud: &str, state: DigState, op: Op) -> Result<Option<DigState>> {
+fn next_state(state: DigState, op: Op) -> Result<Option<DigState>> {
     use DigState as S;
     let refuse = |text: &str| Err(Error::conflict(text.to_owned()));
     match (op, state) {
@@ -260,7 +260,7 @@ impl Orchestrator {
         let _held = self.dig_locks.lock(&key).await;
         let lc = self.logical_cloud(project, name).await?;
         let info = cloud_state(self, &key).await?;
-        let Some(to) = next_state(name, info.current_state(), Op::Instantiate)? else {
+        let Some(to) = next_state(info.current_state(), Op::Instantiate)? else {
             return Ok(());
         };
         if let Some(previous) = self.load_context(info.current_context()).await?
@@ -398,7 +398,7 @@ impl Orchestrator {
         let _held = self.dig_locks.lock(&key).await;
         self.logical_cloud(project, name).await?;
         let info = cloud_state(self, &key).await?;
-        let Some(to) = next_state(name, info.current_state(), Op::Terminate)? else {
+        let Some(to) = next_state(info.current_state(), Op::Terminate)? else {
             return Ok(());
         };
         self.check_no_deployments(project, name).await?;
@@ -448,7 +448,7 @@ impl Orchestrator {
         let _held = self.dig_locks.lock(&key).await;
         self.logical_cloud(project, name).await?;
         let info = cloud_state(self, &key).await?;
-        let Some(to) = next_state(name, info.current_state(), Op::Stop)? else {
+        let Some(to) = next_state(info.current_state(), Op::Stop)? else {
             return Ok(());
         };
         let instance = info.current_context().unwrap_or_default().to_owned();
@@ -470,7 +470,7 @@ impl Orchestrator {
         let _held = self.dig_locks.lock(&key).await;
         let lc = self.logical_cloud(project, name).await?;
         let info = cloud_state(self, &key).await?;
-        let Some(to) = next_state(name, info.current_state(), Op::Update)? else {
+        let Some(to) = next_state(info.current_state(), Op::Update)? else {
             return Ok(info.latest_revision());
         };
         let references = self.references(&key).await?;
