@@ -71,6 +71,15 @@ fn normalise(mut v: Value) -> Value {
     if let Some(d) = v.get_mut("details").and_then(Value::as_object_mut) {
         d.remove("uid");
     }
+    // The real server lists a typed patch's errors in Go map order, which is random: compare
+    // them as a set.
+    if let Some(m) = v.get_mut("message")
+        && let Some((head, list)) = m.as_str().and_then(|t| t.split_once("errors:\n"))
+    {
+        let mut lines: Vec<&str> = list.split('\n').collect();
+        lines.sort_unstable();
+        *m = Value::String(format!("{head}errors:\n{}", lines.join("\n")));
+    }
     v
 }
 
