@@ -9,8 +9,8 @@
 //! | StatefulSet | the controller saw the latest spec, `readyReplicas` reached `spec.replicas`, and the rollout finished (`updatedReplicas` past the partition, or `currentRevision == updateRevision`) |
 //! | DaemonSet | the controller saw the latest spec, `updatedNumberScheduled` and `numberReady` reached `desiredNumberScheduled` |
 //! | ReplicaSet, ReplicationController | the controller saw the latest spec and `readyReplicas` reached `spec.replicas` |
-//! | Job | condition `Complete` is true (`Failed` true is not ready, with its reason) |
-//! | Pod | condition `Ready` is true, or phase `Succeeded` |
+//! | Job | condition `Complete` is true (`Failed` true has failed for good) |
+//! | Pod | condition `Ready` is true, or phase `Succeeded` (phase `Failed` has failed for good) |
 //! | Service | `ExternalName`, or a cluster IP is assigned; `LoadBalancer` also needs an ingress |
 //! | PersistentVolumeClaim | phase `Bound` |
 //! | CustomResourceDefinition | condition `Established` is true |
@@ -26,8 +26,11 @@ use serde_json::Value;
 pub enum Readiness {
     /// The object is ready.
     Ready,
-    /// The object is not ready yet (or failed); the reason says why.
+    /// The object is not ready yet; the reason says why.
     NotReady(String),
+    /// The object will never be ready (a Job or Pod that failed); the reason says why, starting
+    /// with `failed: `.
+    Failed(String),
     /// The value is not a Kubernetes object (it has no `kind`), so readiness cannot be judged.
     NotApplicable,
 }
@@ -245,7 +248,7 @@ fn job(obj: &Value) -> Readiness {
         return Readiness::Ready;
     }
     match condition(obj, "Failed") {
-        Some(c) if c.is_true() => not_ready(format!("failed: {}: {}", c.reason, c.message)),
+        Some(c) if c.is_true() => Readiness::Failed(format!("failed: {}: {}", c.reason, c.message)),
         _ => not_ready("not complete"),
     }
 }
@@ -253,7 +256,9 @@ fn job(obj: &Value) -> Readiness {
 fn pod(obj: &Value) -> Readiness {
     match text(obj, "/status/phase") {
         "Succeeded" => return Readiness::Ready,
-        "Failed" => return not_ready(format!("failed: {}", text(obj, "/status/reason"))),
+        "Failed" => {
+            return Readiness::Failed(format!("failed: {}", text(obj, "/status/reason")));
+        }
         _ => {}
     }
     match condition(obj, "Ready") {
@@ -293,8 +298,8 @@ mod tests {
 
     fn reason(obj: &Value) -> String {
         match readiness(obj) {
-            Readiness::NotReady(r) => r,
-            other => panic!("expected NotReady, got {other:?}"),
+            Readiness::NotReady(r) | Readiness::Failed(r) => r,
+            other => panic!("expected NotReady or Failed, got {other:?}"),
         }
     }
 
@@ -441,12 +446,15 @@ mod tests {
             json!([{"type": "SuccessCriteriaMet", "status": "True"},
             {"type": "Complete", "status": "True"}])
         )));
+        // A failed Job never completes: waiting for it is pointless.
         assert_eq!(
-            reason(&job(
+            readiness(&job(
                 json!([{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
                 "message": "Job has reached the specified backoff limit"}])
             )),
-            "failed: BackoffLimitExceeded: Job has reached the specified backoff limit"
+            Readiness::Failed(
+                "failed: BackoffLimitExceeded: Job has reached the specified backoff limit".into()
+            )
         );
         assert_eq!(reason(&job(json!([]))), "not complete");
         assert_eq!(
@@ -469,8 +477,8 @@ mod tests {
             "not ready: ContainersNotReady"
         );
         assert_eq!(
-            reason(&pod(json!({"phase": "Failed", "reason": "Evicted"}))),
-            "failed: Evicted"
+            readiness(&pod(json!({"phase": "Failed", "reason": "Evicted"}))),
+            Readiness::Failed("failed: Evicted".into())
         );
         assert_eq!(reason(&pod(json!({"phase": "Pending"}))), "not ready");
     }

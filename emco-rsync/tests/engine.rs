@@ -548,6 +548,118 @@ async fn helm_hooks_run_in_their_phases() {
     assert!(env.get(0, ctx.id(), "chart", DEPLOYMENT).await.is_none());
 }
 
+/// A Job hook with `spec` added (a deadline fails it, `suspend` keeps it from ever running, as
+/// kube-controller-manager does).
+fn job_with(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\nspec:\n  {spec}\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: j\n        image: busybox\n"
+    )
+}
+
+/// As `helm install`: a pre-install hook that fails (its Job failed) or does not complete within
+/// the hook timeout fails the install; nothing after it is applied.
+#[tokio::test]
+async fn a_failed_or_late_pre_install_hook_fails_the_install() {
+    let env = Env::start(1).await;
+    let store = memory();
+    let cs = clusters(1);
+    let rsync = env
+        .builder(Arc::clone(&store))
+        .hook_timeout(Duration::from_millis(600))
+        .build()
+        .unwrap();
+    for (i, spec) in ["activeDeadlineSeconds: 0", "suspend: true"]
+        .iter()
+        .enumerate()
+    {
+        let pre = job_with(&format!("pre{i}"), spec);
+        let cm = config_map(&format!("main{i}"), "1");
+        let mut app = AppSpec::new(
+            "chart",
+            &cs,
+            &[
+                (&format!("pre{i}+Job"), &pre),
+                (&format!("main{i}+ConfigMap"), &cm),
+            ],
+        );
+        app.hooks = Some(HookGroups {
+            pre_install: vec![format!("pre{i}+Job")],
+            ..HookGroups::default()
+        });
+        let ctx = context(Arc::clone(&store), &[app]).await;
+        rsync.instantiate(ctx.id()).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(20), rsync.wait_idle(ctx.id()))
+            .await
+            .expect("the install ends");
+        assert_eq!(
+            status(&ctx).await,
+            AppContextStatus::InstantiateFailed,
+            "{spec}"
+        );
+        assert_eq!(
+            resource_statuses(&ctx, "chart", &cs[0]).await,
+            [Some(ResourceStatus::Failed), Some(ResourceStatus::Failed)],
+            "{spec}"
+        );
+        assert!(env.get(0, ctx.id(), "chart", &pre).await.is_some());
+        assert!(env.get(0, ctx.id(), "chart", &cm).await.is_none(), "{spec}");
+    }
+}
+
+/// A pre-delete hook that never completes does not hold a terminate forever: after the hook
+/// timeout the terminate deletes everything (the hook too) and ends TerminateFailed; a failed
+/// delete hook does the same at once.
+#[tokio::test]
+async fn a_failed_or_late_delete_hook_fails_the_terminate_but_deletes_all() {
+    let env = Env::start(1).await;
+    let store = memory();
+    let cs = clusters(1);
+    let rsync = env
+        .builder(Arc::clone(&store))
+        .hook_timeout(Duration::from_millis(600))
+        .build()
+        .unwrap();
+    for (i, spec) in ["suspend: true", "activeDeadlineSeconds: 0"]
+        .iter()
+        .enumerate()
+    {
+        let pre_del = job_with(&format!("predel{i}"), spec);
+        let cm = config_map(&format!("main{i}"), "1");
+        let mut app = AppSpec::new(
+            "chart",
+            &cs,
+            &[
+                (&format!("main{i}+ConfigMap"), &cm),
+                (&format!("predel{i}+Job"), &pre_del),
+            ],
+        );
+        app.hooks = Some(HookGroups {
+            pre_delete: vec![format!("predel{i}+Job")],
+            ..HookGroups::default()
+        });
+        let ctx = context(Arc::clone(&store), &[app]).await;
+        rsync.instantiate(ctx.id()).await.unwrap();
+        rsync.wait_idle(ctx.id()).await;
+        assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+        rsync.terminate(ctx.id()).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(20), rsync.wait_idle(ctx.id()))
+            .await
+            .expect("the terminate ends");
+        assert_eq!(
+            status(&ctx).await,
+            AppContextStatus::TerminateFailed,
+            "{spec}"
+        );
+        assert!(env.get(0, ctx.id(), "chart", &cm).await.is_none(), "{spec}");
+        assert!(
+            env.get(0, ctx.id(), "chart", &pre_del).await.is_none(),
+            "{spec}"
+        );
+        // The hook was deleted too: its status says so.
+        assert!(all_statuses(&ctx, "chart", &cs, ResourceStatus::Deleted).await);
+    }
+}
+
 #[tokio::test]
 async fn update_applies_changes_and_deletes_leftovers_and_rollback_reverts() {
     let env = Env::start(2).await;

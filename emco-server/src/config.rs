@@ -111,6 +111,10 @@ struct Cli {
     /// The cap on one rsync retry delay, seconds [default: 30].
     #[arg(long, env = "EMCO_RSYNC_MAX_BACKOFF_SECONDS")]
     rsync_max_backoff_seconds: Option<u64>,
+    /// How long a Helm hook may run (and CRDs take to be established) before it fails, seconds,
+    /// as `helm --timeout` [default: 300].
+    #[arg(long, env = "EMCO_RSYNC_HOOK_TIMEOUT_SECONDS")]
+    rsync_hook_timeout_seconds: Option<u64>,
 }
 
 /// The configuration file: the same keys as the flags, all optional.
@@ -136,6 +140,7 @@ struct FileConfig {
     rsync_cluster_concurrency: Option<usize>,
     rsync_max_retries: Option<u32>,
     rsync_max_backoff_seconds: Option<u64>,
+    rsync_hook_timeout_seconds: Option<u64>,
 }
 
 /// The resolved configuration.
@@ -179,6 +184,8 @@ pub struct Config {
     pub rsync_max_retries: Option<u32>,
     /// rsync's cap on one retry delay.
     pub rsync_max_backoff: Duration,
+    /// How long a Helm hook may run before it fails.
+    pub rsync_hook_timeout: Duration,
 }
 
 impl Default for Config {
@@ -203,6 +210,7 @@ impl Default for Config {
             rsync_cluster_concurrency: 4,
             rsync_max_retries: None,
             rsync_max_backoff: Duration::from_secs(30),
+            rsync_hook_timeout: emco_rsync::engine::DEFAULT_HOOK_TIMEOUT,
         }
     }
 }
@@ -311,6 +319,10 @@ impl Config {
                 .rsync_max_backoff_seconds
                 .or(file.rsync_max_backoff_seconds)
                 .map_or(d.rsync_max_backoff, Duration::from_secs),
+            rsync_hook_timeout: cli
+                .rsync_hook_timeout_seconds
+                .or(file.rsync_hook_timeout_seconds)
+                .map_or(d.rsync_hook_timeout, Duration::from_secs),
         }))
     }
 }
@@ -346,9 +358,10 @@ mod tests {
         assert_eq!(c.grpc_listen, "127.0.0.1:9016".parse().unwrap());
         assert!(c.builtin_controllers);
         assert_eq!(c.rsync_max_retries, None);
+        assert_eq!(c.rsync_hook_timeout, Duration::from_secs(300));
         std::fs::write(
             &file,
-            "context_backend: etcd\netcd_endpoints: [http://a:2379]\netcd_prefix: /emco-a\nrsync_max_retries: 3\n",
+            "context_backend: etcd\netcd_endpoints: [http://a:2379]\netcd_prefix: /emco-a\nrsync_max_retries: 3\nrsync_hook_timeout_seconds: 20\n",
         )
         .unwrap();
         let c = Config::from_args([
@@ -368,6 +381,7 @@ mod tests {
         assert_eq!(c.etcd_endpoints, ["http://b:2379", "http://c:2379"]);
         assert_eq!(c.etcd_prefix, "/emco-a");
         assert_eq!(c.rsync_max_retries, Some(3));
+        assert_eq!(c.rsync_hook_timeout, Duration::from_secs(20));
         assert!(!c.builtin_controllers);
         assert_eq!(c.backend, Backend::Embedded);
         assert!(

@@ -176,6 +176,7 @@ pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Err
         ..Backoff::default()
     };
     let (global, per_cluster) = (config.rsync_concurrency, config.rsync_cluster_concurrency);
+    let hook_timeout = config.rsync_hook_timeout;
     Orchestrator::builder(stores.resources)
         .contexts(stores.contexts)
         .limits(Limits {
@@ -197,7 +198,11 @@ pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Err
                 )
                 .with_action(HPA_ACTION, Arc::new(HpaAction))
         })
-        .rsync(move |b| b.concurrency(global, per_cluster).backoff(backoff))
+        .rsync(move |b| {
+            b.concurrency(global, per_cluster)
+                .backoff(backoff)
+                .hook_timeout(hook_timeout)
+        })
         .build()
 }
 

@@ -40,6 +40,9 @@ use crate::connector::Connector;
 
 pub use status::ContextStatusExt;
 
+/// Helm's default `--timeout`: how long a hook may run.
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// Turns a cluster id (`provider+cluster`) into the connector that reaches it. The orchestrator
 /// implements it by reading the cluster's kubeconfig from its resource store.
 #[async_trait]
@@ -250,6 +253,8 @@ struct Inner {
     cluster_limits: Mutex<HashMap<String, Arc<Semaphore>>>,
     backoff: Backoff,
     poll: Duration,
+    /// How long CRDs may take to be established and hooks to complete.
+    hook_timeout: Duration,
     root: Mutex<CancellationToken>,
     tasks: tokio::sync::Mutex<HashMap<u64, Arc<CtxTask>>>,
     ready_tx: broadcast::Sender<ReadyNotification>,
@@ -270,6 +275,7 @@ pub struct RsyncBuilder {
     per_cluster: Option<usize>,
     backoff: Backoff,
     poll: Option<Duration>,
+    hook_timeout: Option<Duration>,
 }
 
 impl RsyncBuilder {
@@ -312,6 +318,15 @@ impl RsyncBuilder {
         self
     }
 
+    /// How long CRDs may take to be established and a Helm hook to complete before it counts
+    /// as failed, as `helm --timeout` (default 5 minutes, Helm's). A failed install hook fails
+    /// what follows it; a failed delete hook fails the terminate, which still deletes the rest.
+    #[must_use]
+    pub const fn hook_timeout(mut self, timeout: Duration) -> Self {
+        self.hook_timeout = Some(timeout);
+        self
+    }
+
     /// The engine.
     ///
     /// # Errors
@@ -334,6 +349,7 @@ impl RsyncBuilder {
                 cluster_limits: Mutex::new(HashMap::new()),
                 backoff: self.backoff,
                 poll: self.poll.unwrap_or(Duration::from_secs(1)),
+                hook_timeout: self.hook_timeout.unwrap_or(DEFAULT_HOOK_TIMEOUT),
                 root: Mutex::new(CancellationToken::new()),
                 tasks: tokio::sync::Mutex::new(HashMap::new()),
                 ready_tx,

@@ -60,6 +60,30 @@ enum Action {
     Delete,
 }
 
+/// How a wait for readiness ended.
+enum Waited {
+    Ready,
+    /// Some resources failed for good or were not ready in time: (name, why).
+    Failed(Vec<(String, String)>),
+    /// The operation was cut short.
+    Cut,
+}
+
+/// The (name, reason) of the entries `pick` selects.
+fn failures(entries: &Map<String, Value>, pick: impl Fn(&Value) -> bool) -> Vec<(String, String)> {
+    entries
+        .iter()
+        .filter(|(_, e)| pick(e))
+        .map(|(n, e)| {
+            let why = e
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or("not ready");
+            (n.clone(), why.to_owned())
+        })
+        .collect()
+}
+
 /// The result of one phase on one cluster.
 #[derive(Debug, Default)]
 struct Phase {
@@ -411,33 +435,62 @@ impl Run {
         }
     }
 
-    /// Waits until every resource is ready (CRDs established, hooks complete); false when the
-    /// operation is cut short.
+    /// Waits until every resource is ready (CRDs established, hooks complete), at most the
+    /// hook timeout; a resource that failed for good (a failed Job) ends the wait at once.
     async fn wait_ready(
         &self,
         conn: &Arc<dyn Connector>,
         scope: &Scope,
         resources: &[Resource],
         token: &CancellationToken,
-    ) -> bool {
+    ) -> Waited {
         let rs: Vec<(String, Resource)> = resources
             .iter()
             .map(|r| (r.id().emco_name(), r.clone()))
             .collect();
+        let timeout = self.inner.hook_timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
         let mut eyes = Eyes::new(self, conn, scope.clone(), rs);
         loop {
             let (entries, _) = eyes.look().await;
             if entries.values().all(entry_is_ready) {
-                return true;
+                return Waited::Ready;
             }
-            if !eyes.wait_change(token, self.inner.poll).await {
-                return false;
+            let failed = failures(&entries, |e| e.get("failed") == Some(&Value::Bool(true)));
+            if !failed.is_empty() {
+                return Waited::Failed(failed);
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                let late = failures(&entries, |e| !entry_is_ready(e));
+                let late = late
+                    .into_iter()
+                    .map(|(n, why)| (n, format!("not ready after {timeout:?}: {why}")))
+                    .collect();
+                return Waited::Failed(late);
+            }
+            if !eyes.wait_change(token, self.inner.poll.min(left)).await {
+                return Waited::Cut;
             }
             if token == &self.op.token && self.ctx.stop_flag().await.unwrap_or(false) {
                 self.op.abort(Abort::Stop);
-                return false;
+                return Waited::Cut;
             }
         }
+    }
+
+    /// Marks the resources a wait found failed as failed, saying why.
+    async fn fail_waited(
+        &self,
+        app: &str,
+        cluster: &str,
+        which: &[(String, String)],
+    ) -> Result<()> {
+        for (name, why) in which {
+            tracing::warn!(app, cluster, resource = %name, reason = %why, "hook or CRD failed");
+            self.fail(app, cluster, name).await?;
+        }
+        Ok(())
     }
 
     /// Follows the readiness of an app's resources on a cluster in the background until the
@@ -759,17 +812,25 @@ impl Run {
                 self.abandon(app, cluster, &unfinished).await?;
                 return Ok(true);
             }
-            failed |= phase.failed;
+            let mut phase_failed = phase.failed;
             // CRDs must be established and pre-install hooks complete before what follows.
             if *wait && !phase.done.is_empty() {
                 let token = self.op.token.clone();
-                if !self.wait_ready(&conn, &scope, &phase.done, &token).await {
-                    self.abandon(app, cluster, &later).await?;
-                    return Ok(true);
+                match self.wait_ready(&conn, &scope, &phase.done, &token).await {
+                    Waited::Ready => {}
+                    Waited::Failed(which) => {
+                        self.fail_waited(app, cluster, &which).await?;
+                        phase_failed = true;
+                    }
+                    Waited::Cut => {
+                        self.abandon(app, cluster, &later).await?;
+                        return Ok(true);
+                    }
                 }
             }
+            failed |= phase_failed;
             applied.extend(phase.done.into_iter().map(|r| (r.id().emco_name(), r)));
-            if *wait && phase.failed {
+            if *wait && phase_failed {
                 self.ctx
                     .set_resource_statuses(app, cluster, &later, ResourceStatus::Failed)
                     .await?;
@@ -994,11 +1055,18 @@ impl Run {
             }
             failed |= ran.failed;
             let token = self.op.token.clone();
-            if !self
+            match self
                 .wait_ready(conn, &self.scope(app), &ran.done, &token)
                 .await
             {
-                return Ok(Err(names.to_vec()));
+                Waited::Ready => {}
+                // As `helm uninstall` the terminate fails, but what the hook was to clean up
+                // before is deleted all the same: a terminate never leaves the app running.
+                Waited::Failed(which) => {
+                    self.fail_waited(app, cluster, &which).await?;
+                    failed = true;
+                }
+                Waited::Cut => return Ok(Err(names.to_vec())),
             }
         }
         let removed = self.sync(conn, app, cluster, names, Action::Delete).await?;
@@ -1075,10 +1143,7 @@ const COALESCE: Duration = Duration::from_millis(50);
 /// The entry of one resource in a cluster's collected status: `{"present", "ready", "reason"?}`.
 fn entry(observation: &Observation) -> Value {
     match observation {
-        Observation::Present(obj) => match readiness(obj) {
-            Readiness::NotReady(why) => json!({"present": true, "ready": false, "reason": why}),
-            Readiness::Ready | Readiness::NotApplicable => json!({"present": true, "ready": true}),
-        },
+        Observation::Present(obj) => seen_entry(&readiness(obj)),
         Observation::Absent => json!({"present": false, "ready": false}),
         Observation::Unknown(why) => json!({"present": false, "ready": false, "reason": why}),
     }
@@ -1086,14 +1151,20 @@ fn entry(observation: &Observation) -> Value {
 
 fn watched_entry(watched: &Watched) -> Value {
     match watched {
-        Watched::Seen(Readiness::NotReady(why)) => {
-            json!({"present": true, "ready": false, "reason": why})
-        }
-        Watched::Seen(Readiness::Ready | Readiness::NotApplicable) => {
-            json!({"present": true, "ready": true})
-        }
+        Watched::Seen(r) => seen_entry(r),
         Watched::Absent => json!({"present": false, "ready": false}),
         Watched::Unknown(why) => json!({"present": false, "ready": false, "reason": why}),
+    }
+}
+
+/// The entry of a present object: `failed` marks one that will never be ready.
+fn seen_entry(r: &Readiness) -> Value {
+    match r {
+        Readiness::NotReady(why) => json!({"present": true, "ready": false, "reason": why}),
+        Readiness::Failed(why) => {
+            json!({"present": true, "ready": false, "failed": true, "reason": why})
+        }
+        Readiness::Ready | Readiness::NotApplicable => json!({"present": true, "ready": true}),
     }
 }
 

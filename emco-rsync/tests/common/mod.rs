@@ -17,7 +17,7 @@ use emco_rsync::connector::kube::KubeConnector;
 use emco_rsync::connector::{
     Batch, BatchError, Connector, Observation, Propagation, ResourceId, Scope, Warnings,
 };
-use emco_rsync::engine::{Backoff, MapResolver, Rsync};
+use emco_rsync::engine::{Backoff, MapResolver, Rsync, RsyncBuilder};
 use emco_rsync::watch::ClusterWatcher;
 use kubesim::{Fleet, FleetConfig};
 use serde_json::Value;
@@ -159,6 +159,11 @@ impl Env {
     }
 
     pub fn engine(&self, store: Arc<dyn AppContextStore>) -> Rsync {
+        self.builder(store).build().unwrap()
+    }
+
+    /// The builder of [`Env::engine`], for tests that tune more.
+    pub fn builder(&self, store: Arc<dyn AppContextStore>) -> RsyncBuilder {
         Rsync::builder()
             .store(store)
             .connectors(self.resolver.clone())
@@ -169,8 +174,6 @@ impl Env {
                 max_retries: None,
             })
             .poll_interval(Duration::from_millis(50))
-            .build()
-            .unwrap()
     }
 
     /// The live object of resource `yaml` of `app` in context `ctx` on cluster index `i`.

@@ -1053,7 +1053,7 @@ fn store_with_sim(
     let delay = cluster.ready_delay;
     if spec_changed
         && sim::simulated(rt)
-        && let Some(st) = sim::status(rt, &obj, delay.is_zero())
+        && let Some(st) = sim::status(rt, &obj, delay.is_zero(), delay)
     {
         obj["status"] = st;
     }
@@ -1079,7 +1079,7 @@ fn store_with_sim(
             {
                 return;
             }
-            if let Some(st) = sim::status(&rt, &cur, true) {
+            if let Some(st) = sim::status(&rt, &cur, true, delay) {
                 let mut obj = (*cur).clone();
                 obj["status"] = st;
                 store.put(k, obj);

@@ -1,6 +1,8 @@
 //! What the simulated controllers do: defaults the server fills in, and the status workloads
 //! reach (at once when not yet ready, and again after the ready delay).
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use crate::resources::ResourceType;
@@ -111,9 +113,14 @@ pub(crate) fn simulated(rt: &ResourceType) -> bool {
 }
 
 /// The status a simulated workload shows: `ready == false` right after a change of its spec,
-/// `ready == true` once the ready delay passed. `None` for types without simulated status
-/// (and for services that are not load balancers while not ready).
-pub(crate) fn status(rt: &ResourceType, obj: &Value, ready: bool) -> Option<Value> {
+/// `ready == true` once the ready delay `run_time` passed. `None` for types without simulated
+/// status (and for services that are not load balancers while not ready).
+pub(crate) fn status(
+    rt: &ResourceType,
+    obj: &Value,
+    ready: bool,
+    run_time: Duration,
+) -> Option<Value> {
     let generation = obj
         .pointer("/metadata/generation")
         .and_then(Value::as_i64)
@@ -154,20 +161,7 @@ pub(crate) fn status(rt: &ResourceType, obj: &Value, ready: bool) -> Option<Valu
             "updatedNumberScheduled": 1, "numberReady": i64::from(ready), "numberAvailable": i64::from(ready),
             "numberMisscheduled": 0,
         }),
-        ("batch", "jobs") => {
-            let completions = obj
-                .pointer("/spec/completions")
-                .and_then(Value::as_i64)
-                .unwrap_or(1);
-            let now = now_rfc3339();
-            if ready {
-                json!({"startTime": now, "completionTime": now, "succeeded": completions, "ready": 0,
-                       "conditions": [condition("SuccessCriteriaMet", true, "CompletionsReached", "Reached expected number of succeeded pods"),
-                                      condition("Complete", true, "CompletionsReached", "Reached expected number of succeeded pods")]})
-            } else {
-                json!({"startTime": now, "active": 1, "ready": 0})
-            }
-        }
+        ("batch", "jobs") => return Some(job_status(obj, ready, run_time)),
         ("", "pods") if ready && owned_by_job(obj) => {
             // A Job's Pod runs to completion.
             let containers: Vec<Value> = obj
@@ -223,6 +217,41 @@ pub(crate) fn status(rt: &ResourceType, obj: &Value, ready: bool) -> Option<Valu
     Some(st)
 }
 
+/// A Job runs for the ready delay, then completes; as the real Job controller, a suspended Job
+/// never starts, and one whose `activeDeadlineSeconds` is not longer than its run fails with
+/// `DeadlineExceeded` (at once for a deadline of 0).
+fn job_status(obj: &Value, ready: bool, run_time: Duration) -> Value {
+    if obj.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) {
+        return json!({"ready": 0, "terminating": 0, "uncountedTerminatedPods": {},
+                      "conditions": [condition("Suspended", true, "JobSuspended", "Job suspended")]});
+    }
+    let deadline = obj
+        .pointer("/spec/activeDeadlineSeconds")
+        .and_then(Value::as_u64);
+    if let Some(d) = deadline
+        && Duration::from_secs(d) <= run_time
+        && (ready || d == 0)
+    {
+        let why = "Job was active longer than specified deadline";
+        return json!({"startTime": now_rfc3339(), "ready": 0, "terminating": 0,
+                      "failed": i64::from(d > 0), "uncountedTerminatedPods": {},
+                      "conditions": [condition("FailureTarget", true, "DeadlineExceeded", why),
+                                     condition("Failed", true, "DeadlineExceeded", why)]});
+    }
+    let completions = obj
+        .pointer("/spec/completions")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let now = now_rfc3339();
+    if ready {
+        json!({"startTime": now, "completionTime": now, "succeeded": completions, "ready": 0,
+                   "conditions": [condition("SuccessCriteriaMet", true, "CompletionsReached", "Reached expected number of succeeded pods"),
+                                  condition("Complete", true, "CompletionsReached", "Reached expected number of succeeded pods")]})
+    } else {
+        json!({"startTime": now, "active": 1, "ready": 0})
+    }
+}
+
 fn owned_by_job(obj: &Value) -> bool {
     obj.pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
@@ -264,13 +293,45 @@ mod tests {
         BUILTIN_TYPES.iter().find(|t| t.plural == plural).unwrap()
     }
 
+    const RUN: Duration = Duration::from_millis(500);
+
+    /// As a v1.32 kube-controller-manager answered (`../shared/kube`, no nodes).
+    #[test]
+    fn suspended_jobs_wait_and_deadlines_fail_them() {
+        let job = |spec: Value| json!({"metadata": {"name": "j"}, "spec": spec});
+        let suspended = job(json!({"suspend": true}));
+        for ready in [false, true] {
+            let s = status(rt("jobs"), &suspended, ready, RUN).unwrap();
+            assert_eq!(s["conditions"][0]["type"], "Suspended");
+            assert_eq!(s["conditions"][0]["reason"], "JobSuspended");
+            assert!(s.get("startTime").is_none());
+        }
+        // A deadline of 0 fails at once; one within the run fails when the run would end; a
+        // longer one does not matter.
+        let failed = |s: &Value| {
+            s["conditions"][1]["type"] == "Failed"
+                && s["conditions"][1]["reason"] == "DeadlineExceeded"
+                && s["conditions"][1]["message"] == "Job was active longer than specified deadline"
+        };
+        let zero = job(json!({"activeDeadlineSeconds": 0}));
+        assert!(failed(&status(rt("jobs"), &zero, false, RUN).unwrap()));
+        let one = job(json!({"activeDeadlineSeconds": 1}));
+        let long_run = Duration::from_secs(2);
+        assert!(!failed(&status(rt("jobs"), &one, false, long_run).unwrap()));
+        let s = status(rt("jobs"), &one, true, long_run).unwrap();
+        assert!(failed(&s));
+        assert_eq!(s["failed"], 1);
+        let s = status(rt("jobs"), &one, true, RUN).unwrap();
+        assert_eq!(s["conditions"][1]["type"], "Complete");
+    }
+
     #[test]
     fn deployment_becomes_available() {
         let d = json!({"metadata": {"name": "web", "generation": 2}, "spec": {"replicas": 3}});
-        let s = status(rt("deployments"), &d, false).unwrap();
+        let s = status(rt("deployments"), &d, false, RUN).unwrap();
         assert_eq!(s["conditions"][0]["status"], "False");
         assert!(s.get("availableReplicas").is_none());
-        let s = status(rt("deployments"), &d, true).unwrap();
+        let s = status(rt("deployments"), &d, true, RUN).unwrap();
         assert_eq!(s["availableReplicas"], 3);
         assert_eq!(s["observedGeneration"], 2);
         assert_eq!(s["conditions"][0]["type"], "Available");
@@ -291,9 +352,9 @@ mod tests {
 
     #[test]
     fn jobs_complete() {
-        let s = status(rt("jobs"), &json!({"spec": {"completions": 2}}), true).unwrap();
+        let s = status(rt("jobs"), &json!({"spec": {"completions": 2}}), true, RUN).unwrap();
         assert_eq!(s["succeeded"], 2);
         assert_eq!(s["conditions"][1]["type"], "Complete");
-        assert!(status(rt("configmaps"), &json!({}), true).is_none());
+        assert!(status(rt("configmaps"), &json!({}), true, RUN).is_none());
     }
 }
