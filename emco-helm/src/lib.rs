@@ -1,6 +1,7 @@
 //! # emco-helm
 //!
-//! Renders Helm charts in-process, byte for byte like Helm v3's `helm template`, so that no helm
+//! Renders Helm charts in-process, byte for byte like `helm template` of the current Helm
+//! release (4.2.4 and later; Helm 3 and 4.2.0 to 4.2.3 with [`HelmCompat`]), so that no helm
 //! binary is needed: a Go `text/template` engine, the Sprig and Helm function libraries, values
 //! merging, subcharts, hooks and Helm's install order. Every app of an EMCO composite application
 //! is a Helm chart rendered here before placement.
@@ -48,6 +49,6 @@ pub mod yaml;
 pub use chart::Chart;
 pub use error::TemplateError;
 pub use funcs::names as function_names;
-pub use render::{Hook, Manifest, RenderOptions, Rendered, render, render_templates};
+pub use render::{HelmCompat, Hook, Manifest, RenderOptions, Rendered, render, render_templates};
 pub use template::{Limits, Templates};
 pub use value::{Map, Object, Value};

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use emco_helm::{Chart, RenderOptions, Value, render, yaml};
+use emco_helm::{Chart, HelmCompat, RenderOptions, Value, render, yaml};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -58,6 +58,10 @@ struct TemplateArgs {
     /// Leave test hooks out.
     #[arg(long = "skip-tests")]
     skip_tests: bool,
+    /// Print what this Helm release prints (`3.14.0`, `4.2.3`); the lines differ in blank
+    /// lines and in how nulls in chart values are treated [default: the current 4.2.4 line].
+    #[arg(long = "helm-version")]
+    helm_version: Option<String>,
 }
 
 fn load_chart(path: &Path) -> Result<Chart, emco_core::Error> {
@@ -84,7 +88,12 @@ fn template(args: TemplateArgs) -> Result<String, emco_core::Error> {
         })?;
         values.push(v);
     }
+    let helm = match &args.helm_version {
+        Some(v) => HelmCompat::from_version(v)?,
+        None => HelmCompat::default(),
+    };
     let opts = RenderOptions {
+        helm,
         release_name: args.release,
         namespace: args.namespace,
         values,

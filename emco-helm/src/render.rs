@@ -131,6 +131,8 @@ pub struct RenderOptions {
     pub revision: i64,
     /// Limits on template execution.
     pub limits: Limits,
+    /// Which Helm release's output to match (default: the current one).
+    pub helm: HelmCompat,
 }
 
 impl Default for RenderOptions {
@@ -149,6 +151,7 @@ impl Default for RenderOptions {
             is_upgrade: false,
             revision: 1,
             limits: Limits::default(),
+            helm: HelmCompat::default(),
         }
     }
 }
@@ -162,7 +165,7 @@ pub struct Manifest {
     pub kind: String,
     /// Its `metadata.name`.
     pub name: String,
-    /// The document text, trimmed.
+    /// The document text, as [`HelmCompat::split_manifests`] cut it.
     pub content: String,
 }
 
@@ -254,7 +257,7 @@ impl Rendered {
         if opts.show_only.is_empty() {
             return Ok(out);
         }
-        let docs = split_manifests(&out);
+        let docs = opts.helm.split_manifests(&out);
         let mut selected = String::new();
         for f in &opts.show_only {
             let mut missing = true;
@@ -300,18 +303,103 @@ fn go_path_match(pattern: &str, name: &str) -> bool {
     )
 }
 
-/// Helm's `releaseutil.SplitManifests`: documents of a stream, trimmed, empty ones dropped.
+/// Which Helm release's `helm template` to match. The lines differ in the whitespace each
+/// manifest keeps (Helm's `SplitManifests`) and in how chart-default nulls are coalesced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HelmCompat {
+    /// Helm 3 (and, for the manifest text, Helm 4.0 and 4.1): every manifest is trimmed; a
+    /// null deletes a key only where the user set it.
+    V3,
+    /// Helm 4.2.0 to 4.2.3: manifests are only left-trimmed, but the separator takes the
+    /// whitespace before it, so only the last manifest of a template keeps its trailing
+    /// newlines. Nulls in chart defaults are dropped (helm#32530, helm#32132).
+    V4_2_0,
+    /// Helm 4.2.4 and later (helm#32327): a manifest ends where a line starting with `---`
+    /// begins and keeps its trailing whitespace. Nulls as 4.2.0.
+    #[default]
+    V4_2_4,
+}
+
+impl HelmCompat {
+    /// The line a Helm version (`3.14.2`, `v4.2.1`, `4.2`, `4`) belongs to.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for something that is not a Helm 3 or 4 version.
+    pub fn from_version(version: &str) -> Result<Self, Error> {
+        let bad = || Error::invalid(format!("helm version {version:?}: expected 3.x.y or 4.x.y"));
+        let v = version.trim().trim_start_matches('v');
+        let mut parts = v.split('.').map(str::parse::<u64>);
+        let major = parts.next().and_then(Result::ok).ok_or_else(bad)?;
+        let minor = parts
+            .next()
+            .transpose()
+            .map_err(|_| bad())?
+            .unwrap_or(u64::MAX);
+        let patch = parts
+            .next()
+            .transpose()
+            .map_err(|_| bad())?
+            .unwrap_or(u64::MAX);
+        match (major, minor, patch) {
+            (3, ..) | (4, 0 | 1, _) => Ok(Self::V3),
+            (4, 2, 0..=3) => Ok(Self::V4_2_0),
+            (4, ..) => Ok(Self::V4_2_4),
+            _ => Err(bad()),
+        }
+    }
+
+    /// Whether nulls in chart defaults are dropped (Helm 4.2).
+    pub(crate) const fn drops_default_nulls(self) -> bool {
+        !matches!(self, Self::V3)
+    }
+
+    /// Helm's `SplitManifests` of this line: the documents of a stream, empty ones dropped.
+    #[must_use]
+    pub fn split_manifests(self, text: &str) -> Vec<String> {
+        static SEP: LazyLock<Option<regex::Regex>> =
+            LazyLock::new(|| regex::Regex::new(r"(?:^|\s*\n)---\s*").ok());
+        let split = |text: &str| -> Vec<String> {
+            match SEP.as_ref() {
+                Some(sep) => sep.split(text).map(str::to_owned).collect(),
+                None => vec![text.to_owned()],
+            }
+        };
+        match self {
+            Self::V3 => split(text.trim())
+                .into_iter()
+                .filter(|d| !d.is_empty())
+                .map(|d| d.trim().to_owned())
+                .collect(),
+            Self::V4_2_0 => split(text.trim_start())
+                .into_iter()
+                .filter(|d| !d.trim().is_empty())
+                .map(|d| d.trim_start().to_owned())
+                .collect(),
+            Self::V4_2_4 => {
+                let text = text.trim_start();
+                let mut docs = Vec::new();
+                let mut start = 0;
+                for (at, _) in text.match_indices("---") {
+                    if at == 0 || text.as_bytes()[at - 1] == b'\n' {
+                        docs.push(&text[start..at]);
+                        start = at + 3;
+                    }
+                }
+                docs.push(&text[start..]);
+                docs.into_iter()
+                    .map(str::trim_start)
+                    .filter(|d| !d.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            }
+        }
+    }
+}
+
+/// Helm's `SplitManifests` as the current Helm release does it ([`HelmCompat::default`]).
 #[must_use]
 pub fn split_manifests(text: &str) -> Vec<String> {
-    static SEP: LazyLock<Option<regex::Regex>> =
-        LazyLock::new(|| regex::Regex::new(r"(?:^|\s*\n)---\s*").ok());
-    let Some(sep) = SEP.as_ref() else {
-        return vec![text.trim().to_owned()];
-    };
-    sep.split(text.trim())
-        .filter(|d| !d.is_empty())
-        .map(|d| d.trim().to_owned())
-        .collect()
+    HelmCompat::default().split_manifests(text)
 }
 
 /// `.Capabilities.KubeVersion`.
@@ -638,7 +726,7 @@ pub fn render(chart: &Chart, opts: &RenderOptions) -> Result<Rendered, Error> {
     let notes_name = format!("{}/templates/NOTES.txt", chart.name());
     let notes = rendered.get(&notes_name).cloned().unwrap_or_default();
     rendered.retain(|k, _| !k.ends_with("NOTES.txt"));
-    let (manifests, hooks) = sort_manifests(&rendered)?;
+    let (manifests, hooks) = sort_manifests(&rendered, opts.helm)?;
     Ok(Rendered {
         crds,
         manifests,
@@ -699,7 +787,7 @@ fn render_files(
         values::apply_set(&user, s, true)?;
     }
     let mut chart = chart.clone();
-    values::process_dependencies(&mut chart, &user)?;
+    values::process_dependencies(&mut chart, &user, opts.helm)?;
     let (caps, kube) = capabilities(opts)?;
     if !chart.metadata.kube_version.is_empty() {
         let ok = Constraints::parse(&chart.metadata.kube_version).is_ok_and(|c| c.check(&kube));
@@ -710,7 +798,7 @@ fn render_files(
             )));
         }
     }
-    let coalesced = values::coalesce_values(&chart, &user)?;
+    let coalesced = values::coalesce_values(&chart, &user, opts.helm)?;
     let top = Map::default();
     let mut release = BTreeMap::new();
     release.insert("Name".to_owned(), Value::String(opts.release_name.clone()));
@@ -789,7 +877,10 @@ const HOOK_EVENTS: &[&str] = &[
 
 /// Helm's `SortManifests`: split each file into documents, tell hooks from manifests, and sort
 /// both by kind (stable, so file and document order is kept within a kind).
-fn sort_manifests(files: &BTreeMap<String, String>) -> Result<(Vec<Manifest>, Vec<Hook>), Error> {
+fn sort_manifests(
+    files: &BTreeMap<String, String>,
+    helm: HelmCompat,
+) -> Result<(Vec<Manifest>, Vec<Hook>), Error> {
     let mut manifests = Vec::new();
     let mut hooks = Vec::new();
     for (path, content) in files {
@@ -797,7 +888,7 @@ fn sort_manifests(files: &BTreeMap<String, String>) -> Result<(Vec<Manifest>, Ve
         if base.starts_with('_') || content.trim().is_empty() {
             continue;
         }
-        for doc in split_manifests(content) {
+        for doc in helm.split_manifests(content) {
             let head = simple_head(path, &doc)?;
             let manifest = Manifest {
                 source: path.clone(),

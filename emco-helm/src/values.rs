@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use emco_core::Error;
 
 use crate::chart::Chart;
+use crate::render::HelmCompat;
 use crate::value::{Map, Value};
 
 /// Deep-merges `src` into `dst` like Helm's `mergeMaps` for values files: maps merge
@@ -229,26 +230,87 @@ fn as_map(v: &Value) -> Option<Map> {
 }
 
 /// Helm's `CoalesceValues`: user values `vals` over the chart's defaults, recursively into
-/// subcharts with globals copied down.
+/// subcharts with globals copied down, with the null rules of the `helm` line:
 ///
-/// A null deletes the key only where the user put it (`-f`/`--set`, or the values the caller
-/// passes as `vals`). Nulls that come from chart values — a parent's `values.yaml` setting a
-/// subchart's key to null, kept by [`process_dependencies`] — stay in the subchart's
-/// `.Values` as null, which is what Helm 3 prints (its `issue-9027` golden).
+/// - Helm 4.2: nulls in chart defaults are not copied (a chart's own `values.yaml` nulls and
+///   a parent's nulls for a subchart's keys vanish, helm#32530 and helm#32132); a null
+///   that remains (the user's, or a parent's for a subchart the user also set values for)
+///   deletes the key a chart defines.
+/// - Helm 3: a null deletes the key only where the user put it (`-f`/`--set`, or the values
+///   the caller passes as `vals`); nulls from chart values stay in `.Values` as null, which
+///   is what Helm 3's `issue-9027` golden prints.
 ///
 /// # Errors
 /// `InvalidArgument` when a subchart's values are not a table.
-pub fn coalesce_values(chart: &Chart, vals: &Map) -> Result<Map, Error> {
+pub fn coalesce_values(chart: &Chart, vals: &Map, helm: HelmCompat) -> Result<Map, Error> {
     let dest = match vals_copy(vals) {
         Value::Map(m) => m,
         _ => Map::default(),
     };
-    coalesce(chart, &dest, Some(vals), false)?;
+    let mode = Mode {
+        merge: false,
+        drop_default_nulls: helm.drops_default_nulls(),
+    };
+    coalesce(chart, &dest, Some(vals), mode)?;
     Ok(dest)
 }
 
 fn vals_copy(vals: &Map) -> Value {
     Value::Map(vals.clone()).deep_copy()
+}
+
+/// How a coalescing pass treats nulls.
+#[derive(Debug, Clone, Copy)]
+struct Mode {
+    /// Helm's `merge`: every null is kept (the pass that prepares a parent's values).
+    merge: bool,
+    /// Helm 4.2: nulls of chart defaults are not copied, and any null deletes.
+    drop_default_nulls: bool,
+}
+
+impl Mode {
+    const MERGE: Self = Self {
+        merge: true,
+        drop_default_nulls: false,
+    };
+
+    fn merging(self, merge: bool) -> Self {
+        Self {
+            merge: self.merge || merge,
+            ..self
+        }
+    }
+
+    /// Whether a null at `key` of the coalesced values deletes the key.
+    fn deletes(self, user: Option<&Map>, key: &str) -> bool {
+        !self.merge && (self.drop_default_nulls || user_nulled(user, key))
+    }
+
+    /// A chart default as it is copied where the values lack it; `None` drops it.
+    fn default_copy(self, val: Value) -> Option<Value> {
+        if self.merge || !self.drop_default_nulls {
+            Some(val)
+        } else {
+            without_nulls(val)
+        }
+    }
+}
+
+/// Helm's `cleanNilValues`: the value with every null in its tables dropped.
+fn without_nulls(val: Value) -> Option<Value> {
+    match val {
+        Value::Nil => None,
+        Value::Map(m) => {
+            let out = Map::default();
+            for (k, v) in m.snapshot() {
+                if let Some(v) = without_nulls(v) {
+                    out.insert(k, v);
+                }
+            }
+            Some(Value::Map(out))
+        }
+        other => Some(other),
+    }
 }
 
 /// The table under `key` of an optional user-values scope.
@@ -262,9 +324,9 @@ fn user_nulled(user: Option<&Map>, key: &str) -> bool {
 }
 
 /// `user` is the part of the user-supplied values that applies to `chart` (`None` when
-/// nothing does); it decides which nulls delete keys.
-fn coalesce(chart: &Chart, dest: &Map, user: Option<&Map>, merge: bool) -> Result<(), Error> {
-    coalesce_chart_values(chart, dest, user, merge);
+/// nothing does); it decides which nulls delete keys under Helm 3's rule.
+fn coalesce(chart: &Chart, dest: &Map, user: Option<&Map>, mode: Mode) -> Result<(), Error> {
+    coalesce_chart_values(chart, dest, user, mode);
     for sub in &chart.dependencies {
         let name = sub.name();
         let dv = match dest.get(name) {
@@ -298,52 +360,64 @@ fn coalesce(chart: &Chart, dest: &Map, user: Option<&Map>, merge: bool) -> Resul
             }
             (su, None) => su,
         };
-        coalesce(sub, &dv, sub_user.as_ref(), merge)?;
+        coalesce(sub, &dv, sub_user.as_ref(), mode)?;
     }
     Ok(())
 }
 
 const GLOBAL: &str = "global";
 
-fn coalesce_chart_values(chart: &Chart, v: &Map, user: Option<&Map>, merge: bool) {
+fn coalesce_chart_values(chart: &Chart, v: &Map, user: Option<&Map>, mode: Mode) {
     let Value::Map(defaults) = chart.values.deep_copy() else {
         return;
     };
     for (key, val) in defaults.snapshot() {
         match v.get(&key) {
-            Some(Value::Nil) if !merge && user_nulled(user, &key) => {
+            Some(Value::Nil) if mode.deletes(user, &key) => {
                 v.remove(&key);
             }
             Some(Value::Map(dest)) => {
                 if let Value::Map(src) = &val {
                     // Helm's `childChartMergeTrue`: a subchart's table keeps its nulls here;
                     // the subchart's own pass decides.
-                    let merge = merge || chart.dependencies.iter().any(|d| d.name() == key);
-                    coalesce_tables(&dest, src, user_child(user, &key).as_ref(), merge);
+                    let sub = chart.dependencies.iter().any(|d| d.name() == key);
+                    coalesce_tables(
+                        &dest,
+                        src,
+                        user_child(user, &key).as_ref(),
+                        mode.merging(sub),
+                    );
                 }
             }
             Some(_) => {}
-            None => v.insert(key, val),
+            None => {
+                if let Some(val) = mode.default_copy(val) {
+                    v.insert(key, val);
+                }
+            }
         }
     }
 }
 
-/// Helm's `coalesceTablesFullKey`: `dst` wins; `src` fills what is missing. Unless
-/// `merge`, a null in `dst` that the user set (`user` is the matching user table) deletes
-/// the key.
-fn coalesce_tables(dst: &Map, src: &Map, user: Option<&Map>, merge: bool) {
+/// Helm's `coalesceTablesFullKey`: `dst` wins; `src` fills what is missing. Which nulls in
+/// `dst` delete a key is `mode`'s rule (`user` is the matching user table).
+fn coalesce_tables(dst: &Map, src: &Map, user: Option<&Map>, mode: Mode) {
     if dst.ptr_eq(src) {
         return;
     }
     for (key, val) in src.snapshot() {
         match dst.get(&key) {
-            Some(Value::Nil) if !merge && user_nulled(user, &key) => {
+            Some(Value::Nil) if mode.deletes(user, &key) => {
                 dst.remove(&key);
             }
-            None => dst.insert(key, val),
+            None => {
+                if let Some(val) = mode.default_copy(val) {
+                    dst.insert(key, val);
+                }
+            }
             Some(Value::Map(dv)) => {
                 if let Value::Map(sv) = &val {
-                    coalesce_tables(&dv, sv, user_child(user, &key).as_ref(), merge);
+                    coalesce_tables(&dv, sv, user_child(user, &key).as_ref(), mode);
                 }
             }
             Some(_) => {}
@@ -369,7 +443,7 @@ fn coalesce_globals(dest: &Map, src: &Map) {
             match dg.get(&key) {
                 None => dg.insert(key, Value::Map(vv)),
                 Some(Value::Map(dm)) => {
-                    coalesce_tables(&vv, &dm, None, true);
+                    coalesce_tables(&vv, &dm, None, Mode::MERGE);
                     dg.insert(key, Value::Map(vv));
                 }
                 Some(_) => {}
@@ -400,12 +474,18 @@ fn path_value(vals: &Map, path: &str) -> Option<Value> {
 ///
 /// # Errors
 /// As [`coalesce_values`].
-pub fn process_dependencies(chart: &mut Chart, vals: &Map) -> Result<(), Error> {
-    process_enabled(chart, vals, "", 0)?;
+pub fn process_dependencies(chart: &mut Chart, vals: &Map, helm: HelmCompat) -> Result<(), Error> {
+    process_enabled(chart, vals, helm, "", 0)?;
     process_imports(chart, 0)
 }
 
-fn process_enabled(c: &mut Chart, v: &Map, path: &str, depth: usize) -> Result<(), Error> {
+fn process_enabled(
+    c: &mut Chart,
+    v: &Map,
+    helm: HelmCompat,
+    path: &str,
+    depth: usize,
+) -> Result<(), Error> {
     if c.metadata.dependencies.is_empty() || depth > 32 {
         return Ok(());
     }
@@ -437,7 +517,7 @@ fn process_enabled(c: &mut Chart, v: &Map, path: &str, depth: usize) -> Result<(
         }
     }
     c.dependencies = kept;
-    let cvals = coalesce_values(c, v)?;
+    let cvals = coalesce_values(c, v, helm)?;
     let mut enabled: BTreeMap<String, bool> = c
         .metadata
         .dependencies
@@ -471,7 +551,7 @@ fn process_enabled(c: &mut Chart, v: &Map, path: &str, depth: usize) -> Result<(
     c.metadata.dependencies.retain(|d| !disabled(&d.name));
     for sub in &mut c.dependencies {
         let sub_path = format!("{path}{}.", sub.name());
-        process_enabled(sub, &cvals, &sub_path, depth + 1)?;
+        process_enabled(sub, &cvals, helm, &sub_path, depth + 1)?;
     }
     Ok(())
 }
@@ -487,7 +567,7 @@ fn process_imports(c: &mut Chart, depth: usize) -> Result<(), Error> {
         return Ok(());
     }
     let cvals = Map::default();
-    coalesce(c, &cvals, None, true)?;
+    coalesce(c, &cvals, None, Mode::MERGE)?;
     let imported = Map::default();
     for req in &c.metadata.dependencies {
         for iv in &req.import_values {
@@ -513,7 +593,7 @@ fn process_imports(c: &mut Chart, depth: usize) -> Result<(), Error> {
                 }
             }
             if let Value::Map(src) = value.deep_copy() {
-                coalesce_tables(&imported, &src, None, true);
+                coalesce_tables(&imported, &src, None, Mode::MERGE);
             }
         }
     }
@@ -521,7 +601,7 @@ fn process_imports(c: &mut Chart, depth: usize) -> Result<(), Error> {
         Value::Map(m) => m,
         _ => Map::default(),
     };
-    coalesce_tables(&merged, &imported, None, true);
+    coalesce_tables(&merged, &imported, None, Mode::MERGE);
     c.values = Value::Map(merged);
     Ok(())
 }

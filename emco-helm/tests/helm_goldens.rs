@@ -7,41 +7,115 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use emco_helm::{Chart, Limits, RenderOptions, Templates, Value, render, render_templates, yaml};
+use emco_helm::{
+    Chart, HelmCompat, Limits, RenderOptions, Templates, Value, render, render_templates, yaml,
+};
 
 fn golden_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helm-goldens")
 }
 
-/// Renders a stored Helm test chart like `helm template CHART` and compares byte for byte.
-fn check_golden(name: &str, opts: &RenderOptions) {
+/// Renders a stored Helm test chart like `helm template CHART` and compares byte for byte with
+/// the golden `file`.
+fn check_golden(name: &str, file: &str, opts: &RenderOptions) {
     let dir = golden_dir().join(name);
     let chart = Chart::load_dir(dir.join("chart")).unwrap();
-    let want = std::fs::read_to_string(dir.join("expected.txt")).unwrap();
+    let want = std::fs::read_to_string(dir.join(file)).unwrap();
     let got = render(&chart, opts)
         .and_then(|r| r.to_helm_output(opts))
         .unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert_eq!(got, want, "{name}: output differs from helm template");
+    assert_eq!(got, want, "{name}/{file} ({:?}): output differs", opts.helm);
+}
+
+fn helm(helm: HelmCompat) -> RenderOptions {
+    RenderOptions {
+        helm,
+        ..RenderOptions::default()
+    }
 }
 
 #[test]
 fn helm_template_goldens() {
     // Helm's test harness renders with the default release name and namespace.
-    check_golden("object-order", &RenderOptions::default());
+    check_golden("object-order", "expected.txt", &helm(HelmCompat::V3));
     // Nulls a parent's values.yaml sets for a subchart (and in globals) stay in the
     // subchart's `.Values`.
-    check_golden("issue-9027", &RenderOptions::default());
+    check_golden("issue-9027", "expected.txt", &helm(HelmCompat::V3));
+    // Helm 4.2.0 to 4.2.3: the last manifest of 02-b.yml keeps its newline.
+    check_golden(
+        "object-order",
+        "expected-helm-4.2.0.txt",
+        &helm(HelmCompat::V4_2_0),
+    );
+    // Every Helm 4.2 release (real Helm 4.2.3 prints it; helm#32327 changes nothing in
+    // single-document templates): chart-default nulls are gone, the subchart's defaults show.
+    for line in [HelmCompat::V4_2_0, HelmCompat::V4_2_4] {
+        check_golden("issue-9027", "expected-helm-4.2.txt", &helm(line));
+    }
 }
 
-/// A null the user sets (`--set`) still deletes the key, in the chart and in a subchart,
-/// while a parent's chart-value nulls for the subchart stay (see `issue-9027`).
+/// The 21 cases of Helm's `TestSplitManifests` after helm#32327 (Helm 4.2.4), and what the
+/// earlier lines make of the same inputs.
+#[test]
+fn split_manifests_as_each_helm_line() {
+    let text = std::fs::read_to_string(golden_dir().join("split-manifests-4.2.4.json")).unwrap();
+    let cases: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    assert_eq!(cases.len(), 21);
+    for c in &cases {
+        let (name, input) = (c["name"].as_str().unwrap(), c["input"].as_str().unwrap());
+        let expected: Vec<String> = serde_json::from_value(c["expected"].clone()).unwrap();
+        assert_eq!(
+            HelmCompat::V4_2_4.split_manifests(input),
+            expected,
+            "{name}"
+        );
+        // Helm 3 trims every document.
+        let trimmed: Vec<String> = expected.iter().map(|d| d.trim().to_owned()).collect();
+        assert_eq!(HelmCompat::V3.split_manifests(input), trimmed, "{name}");
+    }
+    // Before helm#32327 the separator took the newlines before it: only the last keeps them.
+    let two = "a: 1\n\n---\nb: 2\n";
+    assert_eq!(HelmCompat::V4_2_0.split_manifests(two), ["a: 1", "b: 2\n"]);
+    assert_eq!(
+        HelmCompat::V4_2_4.split_manifests(two),
+        ["a: 1\n\n", "b: 2\n"]
+    );
+    assert_eq!(HelmCompat::V3.split_manifests(two), ["a: 1", "b: 2"]);
+}
+
+#[test]
+fn helm_versions_name_their_line() {
+    for (v, line) in [
+        ("3.14.2", HelmCompat::V3),
+        ("v4.1.4", HelmCompat::V3),
+        ("4.2.0", HelmCompat::V4_2_0),
+        ("4.2.3", HelmCompat::V4_2_0),
+        ("4.2.4", HelmCompat::V4_2_4),
+        ("4.2", HelmCompat::V4_2_4),
+        ("4", HelmCompat::V4_2_4),
+        ("4.3.0", HelmCompat::V4_2_4),
+    ] {
+        assert_eq!(HelmCompat::from_version(v).unwrap(), line, "{v}");
+    }
+    for bad in ["", "2.17.0", "four", "4.x"] {
+        let e = HelmCompat::from_version(bad).unwrap_err();
+        assert!(
+            e.to_string().contains("expected 3.x.y or 4.x.y"),
+            "{bad}: {e}"
+        );
+    }
+}
+
+/// The null rules of each line on issue-9027's chart (a parent setting `key1`/`key2` to null
+/// for its subchart and in `global`), with user values: Helm 3's as this crate reads its
+/// golden, Helm 4.2's as the real Helm 4.2.3 library rendered the same chart and values.
 #[test]
 fn user_nulls_delete_subchart_keys() {
     let dir = golden_dir().join("issue-9027/chart");
     let chart = Chart::load_dir(&dir).unwrap();
     let opts = RenderOptions {
         set: vec!["subchart.hash.key4=null,global.hash.key3=null".to_owned()],
-        ..RenderOptions::default()
+        ..helm(HelmCompat::V3)
     };
     let out = render_templates(&chart, &opts).unwrap();
     let sub = &out["issue-9027/charts/subchart/templates/values.yaml"];
@@ -53,6 +127,87 @@ fn user_nulls_delete_subchart_keys() {
         parent.starts_with("global:\n  hash:\n    key1: null\n    key2: null\nsubchart:"),
         "{parent}"
     );
+}
+
+#[test]
+fn helm_4_2_null_rules_match_real_helm_4_2_3() {
+    let dir = golden_dir().join("issue-9027/chart");
+    let issue = Chart::load_dir(&dir).unwrap();
+    // (user values, the parent's .Values.global.hash, the subchart's .Values.hash and
+    // .Values.global.hash), as Helm 4.2.3 answered.
+    let all = "{key1: 1, key2: 2, key3: 13, key4: 4, key5: 5, key6: 6}";
+    let cases = [
+        ("{}", "{key3: 13}", all, all),
+        (
+            "{subchart: {hash: {key4: null}}}",
+            "{key3: 13}",
+            "{key3: 13, key5: 5, key6: 6}",
+            "{key3: 13, key4: 4, key5: 5, key6: 6}",
+        ),
+        (
+            "{global: {hash: {key5: null}}}",
+            "{key3: 13, key5: null}",
+            all,
+            "{key1: 1, key2: 2, key3: 13, key4: 4, key6: 6}",
+        ),
+        ("{global: {hash: {key3: null}}}", "{}", all, all),
+        (
+            "{subchart: {hash: {key3: null, key9: null}}}",
+            "{key3: 13}",
+            "{key4: 4, key5: 5, key6: 6, key9: null}",
+            "{key3: 13, key4: 4, key5: 5, key6: 6}",
+        ),
+    ];
+    let table = |text: &str| yaml::parse_values_document(text).unwrap();
+    for (user, parent_global, sub_hash, sub_global) in cases {
+        let opts = RenderOptions {
+            values: vec![table(user)],
+            ..helm(HelmCompat::V4_2_4)
+        };
+        let out = render_templates(&issue, &opts).unwrap();
+        let parent = table(&out["issue-9027/templates/values.yaml"]);
+        let sub = table(&out["issue-9027/charts/subchart/templates/values.yaml"]);
+        let at = |v: &Value, path: &[&str]| {
+            path.iter().fold(v.clone(), |v, k| match v {
+                Value::Map(m) => m.get(k).unwrap_or(Value::Nil),
+                _ => Value::Nil,
+            })
+        };
+        let same = |got: Value, want: &str| {
+            assert_eq!(got.to_go_string(), table(want).to_go_string(), "{user}");
+        };
+        same(at(&parent, &["global", "hash"]), parent_global);
+        same(at(&sub, &["hash"]), sub_hash);
+        same(at(&sub, &["global", "hash"]), sub_global);
+    }
+    // A chart's own nulls are dropped; a user's null deletes what the chart defines and
+    // stays where it defines nothing.
+    let own = chart(&[
+        ("Chart.yaml", chart_yaml("own").as_str()),
+        (
+            "values.yaml",
+            "foobar: null\nkeep: 1\nstuff:\n  baz: null\n  foo: bar\n",
+        ),
+        ("templates/v.yaml", "{{ .Values | toYaml }}\n"),
+    ]);
+    for (user, want) in [
+        ("{}", "{keep: 1, stuff: {foo: bar}}"),
+        (
+            "{stuff: {foo: null}, keep: null, newkey: null, stuff2: {x: null}}",
+            "{newkey: null, stuff: {}, stuff2: {x: null}}",
+        ),
+    ] {
+        let opts = RenderOptions {
+            values: vec![table(user)],
+            ..helm(HelmCompat::V4_2_4)
+        };
+        let out = render_templates(&own, &opts).unwrap();
+        assert_eq!(
+            table(&out["own/templates/v.yaml"]).to_go_string(),
+            table(want).to_go_string(),
+            "{user}"
+        );
+    }
 }
 
 /// A chart written to a temporary directory from `(path, content)` pairs.

@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
-use emco_helm::{Chart, RenderOptions, Value, render, yaml};
+use emco_helm::{Chart, HelmCompat, RenderOptions, Value, render, yaml};
 
 fn chart(files: &[(&str, &str)]) -> Chart {
     let dir = tempfile::tempdir().unwrap();
@@ -147,8 +147,10 @@ fn output_is_sorted_split_and_hooks_come_last() {
         ("templates/empty.yaml", "{{ if false }}x{{ end }}\n"),
         ("crds/crd.yaml", "kind: CustomResourceDefinition\n"),
     ]);
+    // Helm 3's separator; Helm 4.2.4's is checked at the end.
     let opts = RenderOptions {
         include_crds: true,
+        helm: HelmCompat::V3,
         ..RenderOptions::default()
     };
     let r = render(&c, &opts).unwrap();
@@ -180,6 +182,7 @@ fn output_is_sorted_split_and_hooks_come_last() {
     assert!(!out.contains("not rendered") && !out.contains("Thanks"));
     let skip = RenderOptions {
         skip_tests: true,
+        helm: HelmCompat::V3,
         ..RenderOptions::default()
     };
     let out = render(&c, &skip).unwrap().to_helm_output(&skip).unwrap();
@@ -189,6 +192,7 @@ fn output_is_sorted_split_and_hooks_come_last() {
     );
     let only = RenderOptions {
         show_only: vec!["templates/b.yaml".to_owned()],
+        helm: HelmCompat::V3,
         ..RenderOptions::default()
     };
     let out = render(&c, &only).unwrap().to_helm_output(&only).unwrap();
@@ -202,6 +206,26 @@ fn output_is_sorted_split_and_hooks_come_last() {
         ..RenderOptions::default()
     };
     assert!(error(&c, &missing).contains("could not find template templates/zz.yaml in chart"));
+    // Helm 4.2.4 cuts before every line that starts with `---` and keeps each manifest's
+    // trailing newline: the comment is a manifest of its own and the Service stands alone.
+    let current = RenderOptions {
+        include_crds: true,
+        ..RenderOptions::default()
+    };
+    let out = render(&c, &current)
+        .unwrap()
+        .to_helm_output(&current)
+        .unwrap();
+    assert!(
+        out.contains(
+            "name: ns\n\n---\n# Source: app/templates/a.yaml\napiVersion: v1\nkind: Service\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("---\n# Source: app/templates/a.yaml\n# just a comment\n\n---\n"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -66,6 +66,8 @@ pub use upload::Limits;
 pub struct Orchestrator {
     store: Arc<dyn ResourceStore>,
     limits: Limits,
+    /// Which Helm release's rendering to match.
+    helm: emco_helm::HelmCompat,
     /// Serializes the updates of each group's lifecycle record (see [`diglock`]); shared by
     /// clones so that every request handler of one process takes the same locks.
     dig_locks: diglock::DigLocks,
@@ -119,6 +121,12 @@ impl Orchestrator {
     #[must_use]
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// Which Helm release's rendering the apps get.
+    #[must_use]
+    pub const fn helm(&self) -> emco_helm::HelmCompat {
+        self.helm
     }
 
     /// The resource store.

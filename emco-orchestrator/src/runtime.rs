@@ -19,6 +19,7 @@ use emco_controller_sdk::controller::Stores;
 use emco_core::model::{Cluster, ClusterReference, GitOpsSpec, KvPair};
 use emco_core::placement::{AnyOfStrategy, FirstLexicographic};
 use emco_core::{Error, Result};
+use emco_helm::HelmCompat;
 use emco_rsync::connector::Connector;
 use emco_rsync::connector::gitops::{GitOpsConfig, GitOpsConnector};
 use emco_rsync::connector::kube::KubePool;
@@ -58,6 +59,7 @@ pub struct OrchestratorBuilder {
     pool: Option<Arc<KubePool>>,
     any_of: Option<Arc<dyn AnyOfStrategy>>,
     gitops_dir: Option<PathBuf>,
+    helm: HelmCompat,
 }
 
 impl fmt::Debug for OrchestratorBuilder {
@@ -80,6 +82,7 @@ impl OrchestratorBuilder {
             pool: None,
             any_of: None,
             gitops_dir: None,
+            helm: HelmCompat::default(),
         }
     }
 
@@ -94,6 +97,14 @@ impl OrchestratorBuilder {
     #[must_use]
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Which Helm release's rendering to match (default: the current one). EMCO's own
+    /// services render like Helm 3 ([`HelmCompat::V3`]).
+    #[must_use]
+    pub const fn helm(mut self, helm: HelmCompat) -> Self {
+        self.helm = helm;
         self
     }
 
@@ -173,6 +184,7 @@ impl OrchestratorBuilder {
         Ok(Orchestrator {
             store: self.store,
             limits: self.limits,
+            helm: self.helm,
             dig_locks: diglock::DigLocks::default(),
             runtime: Arc::new(Runtime {
                 shutdown: std::sync::Mutex::new(CancellationToken::new()),

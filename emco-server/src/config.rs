@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use emco_core::Error;
+use emco_helm::HelmCompat;
 use serde::Deserialize;
 
 /// Where the onboarded objects are kept.
@@ -115,6 +116,11 @@ struct Cli {
     /// as `helm --timeout` [default: 300].
     #[arg(long, env = "EMCO_RSYNC_HOOK_TIMEOUT_SECONDS")]
     rsync_hook_timeout_seconds: Option<u64>,
+    /// Render apps as this Helm release does (`3.14.0` as EMCO's Go services, `4.2.3`); the
+    /// lines differ in blank lines and in nulls of chart values [default: the current 4.2.4
+    /// line].
+    #[arg(long, env = "EMCO_HELM_VERSION")]
+    helm_version: Option<String>,
 }
 
 /// The configuration file: the same keys as the flags, all optional.
@@ -141,6 +147,7 @@ struct FileConfig {
     rsync_max_retries: Option<u32>,
     rsync_max_backoff_seconds: Option<u64>,
     rsync_hook_timeout_seconds: Option<u64>,
+    helm_version: Option<String>,
 }
 
 /// The resolved configuration.
@@ -186,6 +193,8 @@ pub struct Config {
     pub rsync_max_backoff: Duration,
     /// How long a Helm hook may run before it fails.
     pub rsync_hook_timeout: Duration,
+    /// Which Helm release's rendering the apps get.
+    pub helm: HelmCompat,
 }
 
 impl Default for Config {
@@ -211,6 +220,7 @@ impl Default for Config {
             rsync_max_retries: None,
             rsync_max_backoff: Duration::from_secs(30),
             rsync_hook_timeout: emco_rsync::engine::DEFAULT_HOOK_TIMEOUT,
+            helm: HelmCompat::default(),
         }
     }
 }
@@ -272,7 +282,12 @@ impl Config {
                 "the etcd context backend needs --etcd-endpoints",
             ));
         }
+        let helm = match cli.helm_version.or(file.helm_version) {
+            Some(v) => HelmCompat::from_version(&v)?,
+            None => d.helm,
+        };
         Ok(Some(Self {
+            helm,
             listen: cli.listen.or(file.listen).unwrap_or(d.listen),
             grpc_listen: cli
                 .grpc_listen
@@ -359,9 +374,10 @@ mod tests {
         assert!(c.builtin_controllers);
         assert_eq!(c.rsync_max_retries, None);
         assert_eq!(c.rsync_hook_timeout, Duration::from_secs(300));
+        assert_eq!(c.helm, HelmCompat::V4_2_4);
         std::fs::write(
             &file,
-            "context_backend: etcd\netcd_endpoints: [http://a:2379]\netcd_prefix: /emco-a\nrsync_max_retries: 3\nrsync_hook_timeout_seconds: 20\n",
+            "context_backend: etcd\netcd_endpoints: [http://a:2379]\netcd_prefix: /emco-a\nrsync_max_retries: 3\nrsync_hook_timeout_seconds: 20\nhelm_version: 3.14.0\n",
         )
         .unwrap();
         let c = Config::from_args([
@@ -382,6 +398,7 @@ mod tests {
         assert_eq!(c.etcd_prefix, "/emco-a");
         assert_eq!(c.rsync_max_retries, Some(3));
         assert_eq!(c.rsync_hook_timeout, Duration::from_secs(20));
+        assert_eq!(c.helm, HelmCompat::V3);
         assert!(!c.builtin_controllers);
         assert_eq!(c.backend, Backend::Embedded);
         assert!(
@@ -391,6 +408,8 @@ mod tests {
         std::fs::write(&file, "nonsense: 1\n").unwrap();
         assert!(Config::from_args(["emco-server", "--config", file.to_str().unwrap()]).is_err());
         assert!(Config::from_args(["emco-server", "--listen", "nope"]).is_err());
+        let e = Config::from_args(["emco-server", "--helm-version", "2.17"]).unwrap_err();
+        assert!(e.to_string().contains("expected 3.x.y or 4.x.y"), "{e}");
         assert!(
             Config::from_args(["emco-server", "--help"])
                 .unwrap()

@@ -179,6 +179,7 @@ pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Err
     let hook_timeout = config.rsync_hook_timeout;
     Orchestrator::builder(stores.resources)
         .contexts(stores.contexts)
+        .helm(config.helm)
         .limits(Limits {
             max_archive: config.max_upload,
             ..Limits::default()

@@ -292,7 +292,7 @@ async fn render_all(
     dig: &DeploymentIntentGroup,
     cloud: &DeployCloud,
 ) -> Result<BTreeMap<String, RenderedApp>> {
-    let max_unpacked = orch.limits().max_unpacked;
+    let (max_unpacked, helm) = (orch.limits().max_unpacked, orch.helm());
     let tasks = apps.iter().map(|a| {
         let (name, chart, profile, set) = (
             a.name.clone(),
@@ -310,6 +310,7 @@ async fn render_all(
                 release: &release,
                 namespace: &namespace,
                 max_unpacked,
+                helm,
             };
             render_app(&input, set).map(|r| (name.clone(), r))
         })

@@ -12,8 +12,7 @@ use emco_appcontext::context::HookGroups;
 use emco_core::model::ProfileManifest;
 use emco_core::{Error, Result};
 use emco_helm::chart::ChartFile;
-use emco_helm::render::split_manifests;
-use emco_helm::{Chart, RenderOptions, Value};
+use emco_helm::{Chart, HelmCompat, RenderOptions, Value};
 
 /// Picks one hook group out of [`HookGroups`].
 type HookGroup = fn(&mut HookGroups) -> &mut Vec<String>;
@@ -44,6 +43,8 @@ pub(crate) struct RenderInput<'a> {
     pub(crate) namespace: &'a str,
     /// The largest unpacked size of the profile archive.
     pub(crate) max_unpacked: u64,
+    /// Which Helm release's rendering to match.
+    pub(crate) helm: HelmCompat,
 }
 
 /// Renders `input` with the `--set` expressions `set`.
@@ -68,6 +69,7 @@ pub(crate) fn render_app(input: &RenderInput<'_>, set: Vec<String>) -> Result<Re
         set,
         skip_tests: true,
         include_crds: true,
+        helm: input.helm,
         ..RenderOptions::default()
     };
     let rendered = emco_helm::render(&chart, &opts).map_err(within)?;
@@ -75,7 +77,7 @@ pub(crate) fn render_app(input: &RenderInput<'_>, set: Vec<String>) -> Result<Re
     let mut out = RenderedApp::default();
     let mut sources: HashMap<String, String> = HashMap::new();
     for crd in &rendered.crds {
-        for doc in split_manifests(&crd.content) {
+        for doc in input.helm.split_manifests(&crd.content) {
             let (kind, name) = kind_and_name(&doc).map_err(|e| {
                 Error::invalid(format!(
                     "app {app:?}: YAML parse error on {}: {e}",
@@ -368,6 +370,7 @@ spec:
             release: "r1",
             namespace: "team",
             max_unpacked: 1 << 20,
+            helm: HelmCompat::default(),
         }
     }
 
