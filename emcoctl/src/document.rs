@@ -115,14 +115,24 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Reads a values file (go-yaml v2 semantics, like Helm's values files).
+/// Reads a values file as EMCO's emcoctl does (go-yaml v3: `yes` and `on` are strings).
 ///
 /// # Errors
 /// An input error naming the values file and, for malformed YAML, the line.
 pub fn load_values(path: &Path) -> Result<Value> {
     let text = read(path)?;
-    emco_helm::yaml::parse_values_document(&text)
-        .map_err(|e| CtlError::input(path, None, yaml_error_line(&e, 1), e))
+    read_yaml(&text).map_err(|e| CtlError::input(path, None, yaml_error_line(&e, 1), e))
+}
+
+/// The first document of `text` read with go-yaml v3's scalar rules, as EMCO's emcoctl reads
+/// its files and values files (`nil` when there is none).
+fn read_yaml(text: &str) -> std::result::Result<Value, String> {
+    emco_go::yaml::parse_all_with(text, emco_go::yaml::Rules::GoYamlV3)
+        .map(|docs| {
+            docs.first()
+                .map_or(Value::Nil, |d| Value::from_json(&d.value))
+        })
+        .map_err(|e| format!("error converting YAML to JSON: {e}"))
 }
 
 /// Reads several values files and merges them in order, later files winning, like Helm's
@@ -214,7 +224,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Document>> {
     for (start, raw) in split(text) {
         let err =
             |line: usize, msg: String| CtlError::input(path, Some(docs.len() + 1), Some(line), msg);
-        let value = emco_helm::yaml::parse_values_document(&raw).map_err(|e| {
+        let value = read_yaml(&raw).map_err(|e| {
             let line = yaml_error_line(&e, start);
             // The parser counts from the document's start; say the file's line instead.
             let message = match (yaml_error_line(&e, 1), line) {

@@ -667,3 +667,24 @@ fn snapshot_verdicts() {
         snap.summary()
     );
 }
+
+/// EMCO's emcoctl reads its files and values files with go-yaml v3 (src/tools/emcoctl/cmd/
+/// utils.go, `readResources`): only `true`/`false` are booleans, so `yes` and `on` travel as
+/// strings, from the file and through a values file alike; numbers read as v2 reads them.
+#[test]
+fn files_and_values_read_as_go_yaml_v3() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "in.yaml",
+        "version: emco/v2\nresourceContext:\n  anchor: projects\nmetadata:\n  name: p1\nspec:\n  \
+         flag: on\n  answer: yes\n  real: true\n  mode: 0744\n  from_values: {{ .Enabled }}\n",
+    );
+    let values = write(dir.path(), "values.yaml", "Enabled: yes\n");
+    let docs = load_documents(std::slice::from_ref(&file), Some(&values)).unwrap();
+    assert_eq!(
+        serde_json::Value::Object(docs[0].body["spec"].as_object().unwrap().clone()),
+        serde_json::json!({"flag": "on", "answer": "yes", "real": true, "mode": 484,
+                           "from_values": "yes"})
+    );
+}

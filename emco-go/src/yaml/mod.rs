@@ -72,6 +72,19 @@ impl Error {
     }
 }
 
+/// Which go-yaml's scalar rules a reading follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Rules {
+    /// go-yaml v2 (YAML 1.1 scalars: `yes`, `on`, `y` are booleans): what `sigs.k8s.io/yaml`,
+    /// kubectl, client-go and Helm read with.
+    #[default]
+    GoYamlV2,
+    /// go-yaml v3 (only `true` and `false` are booleans; `yes`, `on` are strings): what EMCO's
+    /// emcoctl reads its files and values files with. Numbers read as v2 reads them (v3 keeps
+    /// `0744` octal for compatibility).
+    GoYamlV3,
+}
+
 /// One document of a YAML stream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Document {
@@ -86,7 +99,7 @@ pub struct Document {
 /// # Errors
 /// Malformed YAML, or a value JSON cannot hold (`.nan`).
 pub fn parse(text: &str) -> Result<Value, Error> {
-    Ok(read::documents(text)?
+    Ok(read::documents(text, Rules::GoYamlV2)?
         .into_iter()
         .next()
         .map_or(Value::Null, |(_, v)| v))
@@ -97,7 +110,21 @@ pub fn parse(text: &str) -> Result<Value, Error> {
 /// # Errors
 /// Malformed YAML in any document, or a value JSON cannot hold.
 pub fn parse_all(text: &str) -> Result<Vec<Document>, Error> {
-    Ok(read::documents(text)?
+    parse_all_with(text, Rules::GoYamlV2)
+}
+
+/// [`parse_all`] with the scalar rules of `rules`.
+///
+/// ```
+/// use emco_go::yaml::{Rules, parse_all_with};
+/// let docs = parse_all_with("on: yes\nok: true\n", Rules::GoYamlV3).unwrap();
+/// assert_eq!(docs[0].value, serde_json::json!({"on": "yes", "ok": true}));
+/// ```
+///
+/// # Errors
+/// As [`parse_all`].
+pub fn parse_all_with(text: &str, rules: Rules) -> Result<Vec<Document>, Error> {
+    Ok(read::documents(text, rules)?
         .into_iter()
         .map(|(line, value)| Document { line, value })
         .collect())

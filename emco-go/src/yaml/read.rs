@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use serde_json::{Map, Number, Value};
 
-use super::Error;
+use super::{Error, Rules};
 use crate::strconv::{format_float_g, parse_int_base0};
 
 /// Deepest nesting of collections accepted in a YAML document.
@@ -18,20 +18,21 @@ const MAX_NODES: usize = 5_000_000;
 
 /// The documents of a YAML stream as JSON, each with the line (from 1) it starts on. An empty
 /// document is `null`.
-pub(super) fn documents(text: &str) -> Result<Vec<(usize, Value)>, Error> {
-    match read_documents(text) {
+pub(super) fn documents(text: &str, rules: Rules) -> Result<Vec<(usize, Value)>, Error> {
+    match read_documents(text, rules) {
         Err(e) if e.message.starts_with("tabs disallowed") => {
-            read_documents(&indent_flow_lines(text)).map_err(|_| e)
+            read_documents(&indent_flow_lines(text), rules).map_err(|_| e)
         }
         other => other,
     }
 }
 
-fn read_documents(text: &str) -> Result<Vec<(usize, Value)>, Error> {
+fn read_documents(text: &str, rules: Rules) -> Result<Vec<(usize, Value)>, Error> {
     let mut b = Builder {
         parser: Parser::new_from_str(text),
         anchors: BTreeMap::new(),
         nodes: 0,
+        rules,
     };
     let mut out = Vec::new();
     loop {
@@ -154,6 +155,7 @@ struct Builder<'a> {
     parser: Parser<'a, saphyr_parser::StrInput<'a>>,
     anchors: BTreeMap<usize, Value>,
     nodes: usize,
+    rules: Rules,
 }
 
 fn err(line: usize, msg: impl std::fmt::Display) -> Error {
@@ -194,7 +196,7 @@ impl<'a> Builder<'a> {
             }
             Event::Scalar(text, style, anchor, tag) => {
                 let tag = tag.map(|t| format!("{}{}", t.handle, t.suffix));
-                let v = scalar(&text, style, tag.as_deref(), line)?;
+                let v = scalar(&text, style, tag.as_deref(), line, self.rules)?;
                 if anchor > 0 {
                     self.anchors.insert(anchor, v.clone());
                 }
@@ -297,8 +299,14 @@ fn key_string(key: &Value, line: usize) -> Result<String, Error> {
     }
 }
 
-/// Types a scalar like go-yaml v2 does; numbers keep being integers or floats, as in JSON.
-fn scalar(text: &str, style: ScalarStyle, tag: Option<&str>, line: usize) -> Result<Value, Error> {
+/// Types a scalar like go-yaml (`rules`) does; numbers keep being integers or floats, as in JSON.
+fn scalar(
+    text: &str,
+    style: ScalarStyle,
+    tag: Option<&str>,
+    line: usize,
+    rules: Rules,
+) -> Result<Value, Error> {
     let resolved = match (style, tag) {
         (_, Some("tag:yaml.org,2002:str" | "!")) => Resolved::Str,
         (_, Some("tag:yaml.org,2002:binary")) => {
@@ -309,7 +317,11 @@ fn scalar(text: &str, style: ScalarStyle, tag: Option<&str>, line: usize) -> Res
                 .map_err(|_| err(line, "!!binary value contains invalid base64 data"))?;
             return Ok(Value::String(String::from_utf8_lossy(&bytes).into_owned()));
         }
-        (ScalarStyle::Plain, _) | (_, Some(_)) => resolve(text),
+        (ScalarStyle::Plain, _) | (_, Some(_)) => match resolve(text) {
+            // YAML 1.2's core schema: only true and false are booleans.
+            Resolved::Bool(_) if rules == Rules::GoYamlV3 && !is_core_bool(text) => Resolved::Str,
+            r => r,
+        },
         _ => Resolved::Str,
     };
     let checked = |want: &str, ok: bool| -> Result<(), Error> {
@@ -353,6 +365,11 @@ fn scalar(text: &str, style: ScalarStyle, tag: Option<&str>, line: usize) -> Res
         }),
         Resolved::Str => Ok(Value::String(text.to_owned())),
     }
+}
+
+/// Whether a boolean of YAML 1.1 is one of YAML 1.2 too (go-yaml v3's).
+fn is_core_bool(s: &str) -> bool {
+    matches!(s, "true" | "True" | "TRUE" | "false" | "False" | "FALSE")
 }
 
 /// The type a plain scalar resolves to under go-yaml v2's rules.
