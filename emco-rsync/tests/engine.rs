@@ -556,6 +556,38 @@ fn job_with(name: &str, spec: &str) -> String {
     )
 }
 
+/// An app `chart` of a ConfigMap and a Job hook (`spec` added to the Job, named after `n`) in
+/// the hook group `group` picks: (app, hook YAML, ConfigMap YAML).
+fn hooked_app(
+    cs: &[String],
+    n: &str,
+    spec: &str,
+    group: fn(&mut HookGroups) -> &mut Vec<String>,
+) -> (AppSpec, String, String) {
+    let hook = job_with(&format!("hook{n}"), spec);
+    let cm = config_map(&format!("main{n}"), "1");
+    let mut app = AppSpec::new(
+        "chart",
+        cs,
+        &[
+            (&format!("main{n}+ConfigMap"), &cm),
+            (&format!("hook{n}+Job"), &hook),
+        ],
+    );
+    let mut hooks = HookGroups::default();
+    group(&mut hooks).push(format!("hook{n}+Job"));
+    app.hooks = Some(hooks);
+    (app, hook, cm)
+}
+
+/// An engine whose hooks time out after 600 ms.
+fn short_hook_timeout(env: &Env, store: &Arc<dyn AppContextStore>) -> emco_rsync::engine::Rsync {
+    env.builder(Arc::clone(store))
+        .hook_timeout(Duration::from_millis(600))
+        .build()
+        .unwrap()
+}
+
 /// As `helm install`: a pre-install hook that fails (its Job failed) or does not complete within
 /// the hook timeout fails the install; nothing after it is applied.
 #[tokio::test]
@@ -563,29 +595,12 @@ async fn a_failed_or_late_pre_install_hook_fails_the_install() {
     let env = Env::start(1).await;
     let store = memory();
     let cs = clusters(1);
-    let rsync = env
-        .builder(Arc::clone(&store))
-        .hook_timeout(Duration::from_millis(600))
-        .build()
-        .unwrap();
+    let rsync = short_hook_timeout(&env, &store);
     for (i, spec) in ["activeDeadlineSeconds: 0", "suspend: true"]
         .iter()
         .enumerate()
     {
-        let pre = job_with(&format!("pre{i}"), spec);
-        let cm = config_map(&format!("main{i}"), "1");
-        let mut app = AppSpec::new(
-            "chart",
-            &cs,
-            &[
-                (&format!("pre{i}+Job"), &pre),
-                (&format!("main{i}+ConfigMap"), &cm),
-            ],
-        );
-        app.hooks = Some(HookGroups {
-            pre_install: vec![format!("pre{i}+Job")],
-            ..HookGroups::default()
-        });
+        let (app, pre, cm) = hooked_app(&cs, &i.to_string(), spec, |h| &mut h.pre_install);
         let ctx = context(Arc::clone(&store), &[app]).await;
         rsync.instantiate(ctx.id()).await.unwrap();
         tokio::time::timeout(Duration::from_secs(20), rsync.wait_idle(ctx.id()))
@@ -614,29 +629,12 @@ async fn a_failed_or_late_delete_hook_fails_the_terminate_but_deletes_all() {
     let env = Env::start(1).await;
     let store = memory();
     let cs = clusters(1);
-    let rsync = env
-        .builder(Arc::clone(&store))
-        .hook_timeout(Duration::from_millis(600))
-        .build()
-        .unwrap();
+    let rsync = short_hook_timeout(&env, &store);
     for (i, spec) in ["suspend: true", "activeDeadlineSeconds: 0"]
         .iter()
         .enumerate()
     {
-        let pre_del = job_with(&format!("predel{i}"), spec);
-        let cm = config_map(&format!("main{i}"), "1");
-        let mut app = AppSpec::new(
-            "chart",
-            &cs,
-            &[
-                (&format!("main{i}+ConfigMap"), &cm),
-                (&format!("predel{i}+Job"), &pre_del),
-            ],
-        );
-        app.hooks = Some(HookGroups {
-            pre_delete: vec![format!("predel{i}+Job")],
-            ..HookGroups::default()
-        });
+        let (app, pre_del, cm) = hooked_app(&cs, &i.to_string(), spec, |h| &mut h.pre_delete);
         let ctx = context(Arc::clone(&store), &[app]).await;
         rsync.instantiate(ctx.id()).await.unwrap();
         rsync.wait_idle(ctx.id()).await;
