@@ -29,6 +29,7 @@ pub mod lifecycle;
 pub mod metadata;
 pub mod model;
 pub mod placement;
+pub mod schemas;
 pub mod time;
 pub mod validate;
 

@@ -14,6 +14,16 @@ pub trait Validate {
     /// An [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) error whose field path
     /// names the first rule that failed.
     fn validate(&self) -> Result<()>;
+
+    /// The JSON schema EMCO's handler checks this body against before anything else
+    /// (gojsonschema, on the body as Go writes it back); `None` when it checks none.
+    #[must_use]
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema>
+    where
+        Self: Sized,
+    {
+        None
+    }
 }
 
 impl<T: Validate> Validate for Vec<T> {

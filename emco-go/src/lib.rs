@@ -6,6 +6,8 @@
 //!   `sigs.k8s.io/yaml`), for manifests, values, profiles, emcoctl files and configuration.
 //! - [`json`]: `encoding/json`'s decoding rules for typed bodies (`null` is the zero value,
 //!   case-insensitive field names).
+//! - [`jsonschema`]: gojsonschema's validation of request bodies, as EMCO's handlers answer
+//!   invalid ones (`Invalid Input:` and gojsonschema's texts).
 //! - [`strconv`]: Go's float formats and integer parsing.
 //!
 //! ```
@@ -14,5 +16,6 @@
 //! ```
 
 pub mod json;
+pub mod jsonschema;
 pub mod strconv;
 pub mod yaml;

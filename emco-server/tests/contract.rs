@@ -170,6 +170,37 @@ async fn orchestrator() {
             Text("Empty body\n"),
             "projecthandler.go: io.EOF",
         ),
+        // ---- request bodies checked against EMCO's JSON schemas (infra/validation
+        // ValidateJsonSchemaData, gojsonschema v1.2.0), on the body as the Go struct writes it
+        // back: a missing name is an empty one ----
+        row(
+            "POST",
+            PROJECTS,
+            Some(json!({"metadata": {"description": "d"}})),
+            400,
+            Text(
+                "Invalid Input:\nDoes not match pattern '^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$'\n",
+            ),
+            "projecthandler.go createHandler, json-schemas/metadata.json",
+        ),
+        row(
+            "POST",
+            PROJECTS,
+            Some(json!({"metadata": {"name": "-".repeat(129)}})),
+            400,
+            Text(
+                "Invalid Input:\nString length must be less than or equal to 128\nDoes not match pattern '^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$'\n",
+            ),
+            "projecthandler.go createHandler, json-schemas/metadata.json",
+        ),
+        row(
+            "POST",
+            PROJECTS,
+            Some(json!({"metadata": {"name": "p9", "userData2": "u".repeat(513)}})),
+            400,
+            Text("Invalid Input:\nString length must be less than or equal to 512\n"),
+            "projecthandler.go createHandler, json-schemas/metadata.json",
+        ),
         row(
             "POST",
             PROJECTS,
@@ -364,6 +395,43 @@ async fn orchestrator() {
             409,
             Text("Intent already exists\n"),
             "api/apierrors.go: `Intent already exists` matches first",
+        ),
+        row(
+            "POST",
+            format!("{CA}/deployment-intent-groups"),
+            Some(
+                json!({"metadata": {"name": "d2"}, "spec": {"compositeProfile": "cp",
+                "version": "r 1", "logicalCloud": "lc", "overrideValues": []}}),
+            ),
+            400,
+            Text(
+                "Invalid Input:\nDoes not match pattern '^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$'\n",
+            ),
+            "createDeploymentIntentGroupHandler, json-schemas/deployment-group-intent.json",
+        ),
+        row(
+            "POST",
+            format!("{CA}/deployment-intent-groups"),
+            Some(
+                json!({"metadata": {"name": "d2"}, "spec": {"compositeProfile": "cp",
+                "version": "r1", "logicalCloud": "lc",
+                "overrideValues": [{"app": "a", "values": {"k": "v".repeat(129)}}]}}),
+            ),
+            400,
+            Text("Invalid Input:\nString length must be less than or equal to 128\n"),
+            "createDeploymentIntentGroupHandler: override values of at most 128 characters",
+        ),
+        row(
+            "POST",
+            format!("{CA}/deployment-intent-groups"),
+            Some(
+                json!({"metadata": {"name": "d2"}, "spec": {"compositeProfile": "cp",
+                "version": "r1", "logicalCloud": "lc"}}),
+            ),
+            201,
+            Any,
+            "differs: EMCO refuses a group without overrideValues (its nil slice is `null`: \
+             `Invalid type. Expected: array, given: null`); an absent list is an empty one here",
         ),
         row(
             "GET",
@@ -706,6 +774,16 @@ async fn clm() {
             409,
             Text("ClusterProvider already exists\n"),
             "src/clm/api/apierrors.go",
+        ),
+        row(
+            "POST",
+            cp,
+            Some(json!({"metadata": {"name": "edge_"}})),
+            400,
+            Text(
+                "Invalid Input:\nDoes not match pattern '^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$'\n",
+            ),
+            "clusterhandler.go createClusterProviderHandler, json-schemas/metadata.json",
         ),
         row(
             "PUT",

@@ -4,18 +4,21 @@ use axum::extract::{FromRequest, Request};
 use bytes::Bytes;
 use emco_core::{Error, Validate};
 use http::StatusCode;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::ApiError;
 
 /// A JSON request body, parsed with Go's `encoding/json` rules (`null` for any field reads as
 /// its zero value, field names match case-insensitively; see [`emco_go::json`]) and validated:
-/// an empty body is a 400, a body that is not JSON or has wrong types is a 422, and a
-/// [`Validate`] failure is a 400 naming the field path. A body over the router's limit is a 413.
+/// an empty body is a 400, a body that is not JSON or has wrong types is a 422, a body its
+/// type's EMCO schema refuses ([`Validate::schema`]) a 400 with EMCO's `Invalid Input:` text,
+/// and a [`Validate`] failure a 400 naming the field path. A body over the router's limit is a
+/// 413.
 #[derive(Debug, Clone)]
 pub struct EmcoJson<T>(pub T);
 
-impl<T: DeserializeOwned + Validate> EmcoJson<T> {
+impl<T: DeserializeOwned + Serialize + Validate> EmcoJson<T> {
     /// Parses and validates `body` as the extractor does.
     ///
     /// # Errors
@@ -31,6 +34,14 @@ impl<T: DeserializeOwned + Validate> EmcoJson<T> {
                 format!("the request body is not valid: {e}"),
             )
         })?;
+        if let Some(schema) = T::schema() {
+            // As EMCO: the body as the Go struct writes it back, not as it was sent.
+            let doc = serde_json::to_value(&value)
+                .map_err(|e| Error::internal("cannot re-encode a body").with_source(e))?;
+            if let Some(text) = schema.invalid_input(&doc) {
+                return Err(Error::invalid(text).into());
+            }
+        }
         value.validate()?;
         Ok(value)
     }
@@ -38,7 +49,7 @@ impl<T: DeserializeOwned + Validate> EmcoJson<T> {
 
 impl<T, S> FromRequest<S> for EmcoJson<T>
 where
-    T: DeserializeOwned + Validate,
+    T: DeserializeOwned + Serialize + Validate,
     S: Send + Sync,
 {
     type Rejection = ApiError;
@@ -69,9 +80,13 @@ mod tests {
             status(r#"{"metadata":{"name":5}}"#),
             StatusCode::UNPROCESSABLE_ENTITY
         );
+        // The project's schema (EMCO's metadata.json), in gojsonschema's words.
         let err = EmcoJson::<Project>::parse(br#"{"metadata":{"name":"-x"}}"#).unwrap_err();
         assert_eq!(err.status(), StatusCode::BAD_REQUEST);
-        assert_eq!(err.error().field(), Some("metadata.name"));
+        assert_eq!(
+            err.error().message(),
+            "Invalid Input:\nDoes not match pattern '^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$'"
+        );
         assert!(EmcoJson::<Project>::parse(br#"{"metadata":{"name":"p1"}}"#).is_ok());
         // Go's encoding/json reads null as the zero value and matches names case-insensitively.
         let p = EmcoJson::<Project>::parse(

@@ -13,6 +13,7 @@ use emco_appcontext::BlobStream;
 use emco_core::{Error, Validate};
 use futures::StreamExt;
 use http::StatusCode;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::io::AsyncWriteExt;
 
@@ -137,7 +138,7 @@ impl MultipartForm {
     ///
     /// # Errors
     /// 400 when the field is missing or invalid, 422 when it is not JSON of the right shape.
-    pub fn metadata<T: DeserializeOwned + Validate>(&self) -> Result<T, ApiError> {
+    pub fn metadata<T: DeserializeOwned + Serialize + Validate>(&self) -> Result<T, ApiError> {
         match &self.metadata {
             Some(m) => EmcoJson::<T>::parse(m),
             None => Err(Error::invalid("the form has no metadata field").into()),

@@ -22,6 +22,10 @@ impl Validate for ClusterProvider {
     fn validate(&self) -> Result<()> {
         self.metadata.validate().map_err(|e| e.within("metadata"))
     }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::METADATA)
+    }
 }
 
 /// `.../clusters/{cluster}`: `{metadata, spec:{gitOps?}}`. The kubeconfig is a separate multipart

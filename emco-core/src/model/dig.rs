@@ -98,6 +98,10 @@ impl Validate for DeploymentIntentGroup {
             .validate()
             .map_err(|e| e.within("spec.overrideValues"))
     }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::DEPLOYMENT_INTENT_GROUP)
+    }
 }
 
 /// The key under which DIG intents name the generic placement intent.

@@ -21,6 +21,10 @@ impl Validate for Project {
     fn validate(&self) -> Result<()> {
         self.metadata.validate().map_err(|e| e.within("metadata"))
     }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::METADATA)
+    }
 }
 
 /// `.../composite-apps/{compositeApp}/{version}`: `{metadata, spec:{compositeAppVersion}}`.
@@ -64,6 +68,10 @@ pub struct App {
 impl Validate for App {
     fn validate(&self) -> Result<()> {
         self.metadata.validate().map_err(|e| e.within("metadata"))
+    }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::METADATA)
     }
 }
 
@@ -163,6 +171,10 @@ impl Validate for CompositeProfile {
     fn validate(&self) -> Result<()> {
         self.metadata.validate().map_err(|e| e.within("metadata"))
     }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::METADATA)
+    }
 }
 
 /// `.../composite-profiles/{cp}/profiles/{appProfile}`: `{metadata, spec:{app}}`; the profile
@@ -191,6 +203,10 @@ impl Validate for AppProfile {
     fn validate(&self) -> Result<()> {
         self.metadata.validate().map_err(|e| e.within("metadata"))?;
         check_reference("spec.app", &self.spec.app)
+    }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::METADATA)
     }
 }
 
