@@ -11,11 +11,14 @@
 //!   requirements (cluster kv-pairs and labels) and, in each anyOf group, the clusters that
 //!   score below the best on the weights of the optional ones; [`hpa::HpaAction`] writes the
 //!   requests and limits into the consumer's pod template.
+//! - [`dtc::routes`] serves dtc's traffic intents (traffic groups, inbound servers, clients,
+//!   access points) and its sub-controller registry at EMCO's URLs, with dtc's checks and texts.
 //! - [`gac::routes`] serves gac's intents at EMCO's URLs; a GET of a resource or customization
 //!   answers JSON, `multipart/form-data` (metadata and files) or the raw file, as `Accept` asks.
 //!
 //! Each runs in-process through `ControllerRegistry::with_action` / `with_placement`, or as a
 //! gRPC server with `emco_controller_sdk::Server`.
 
+pub mod dtc;
 pub mod gac;
 pub mod hpa;

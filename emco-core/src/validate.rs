@@ -24,6 +24,15 @@ pub trait Validate {
     {
         None
     }
+
+    /// Whether EMCO's PUT handler checks [`Validate::schema`] too (some check it on POST only).
+    #[must_use]
+    fn schema_on_put() -> bool
+    where
+        Self: Sized,
+    {
+        true
+    }
 }
 
 impl<T: Validate> Validate for Vec<T> {

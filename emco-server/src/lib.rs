@@ -212,6 +212,7 @@ pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Err
 /// and hpa's `hpa-intents` (with `hpa-resource-consumers` and `resource-requirements`).
 pub fn controller_routes(store: &Arc<dyn ResourceStore>, max_file: u64) -> Router {
     emco_controllers::gac::routes(Arc::clone(store), max_file)
+        .merge(emco_controllers::dtc::routes(Arc::clone(store)))
         .merge(HpaIntent::routes(Arc::clone(store)))
         .merge(HpaConsumer::routes(Arc::clone(store)))
         .merge(HpaRequirement::routes(Arc::clone(store)))

@@ -1469,3 +1469,254 @@ async fn bodies_as_go_writes_them() {
     ];
     run(&app, rows).await;
 }
+
+/// dtc: src/dtc/api/{trafficgroupintent,inboundserverintent,inboundclientsintent,
+/// inboundclientsaccessintents,controllerhandler}.go, src/dtc/api/apierrors.go,
+/// src/dtc/pkg/module/*.go and src/dtc/json-schemas.
+#[tokio::test]
+async fn dtc() {
+    let app = app();
+    let tgis = format!("{DIG}/traffic-group-intents");
+    let inbound = format!("{tgis}/tg1/inbound-intents");
+    let clients = format!("{inbound}/web/clients");
+    let pattern =
+        "Invalid Input:\nDoes not match pattern '^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$'\n";
+    let server = |port: i64| {
+        json!({"metadata": {"name": "web"}, "spec": {"app": "web", "appLabel": "app=web",
+            "serviceName": "web", "port": port, "protocol": "TCP"}})
+    };
+    let long = "a".repeat(64);
+    let long_name: &'static str = Box::leak(
+        format!(
+            "Invalid traffic group intent metadata: Invalid Metadata name=[{long}], errors: \
+             [must be no more than 63 characters]\n"
+        )
+        .into_boxed_str(),
+    );
+    let mut rows = group_rows();
+    rows.extend([
+        row("GET", tgis.clone(), None, 200, Json(Value::Null), "trafficgroupintent.go getHandler: nil slice"),
+        row(
+            "GET",
+            "/v2/projects/p1/composite-apps/ca/v1/deployment-intent-groups/nope/traffic-group-intents",
+            None,
+            200,
+            Json(Value::Null),
+            "getHandler: a list checks no parent",
+        ),
+        row(
+            "POST",
+            "/v2/projects/p1/composite-apps/ca/v1/deployment-intent-groups/nope/traffic-group-intents",
+            None,
+            404,
+            Text("deploymentIntentGroup not found\n"),
+            "createHandler: the DIG is looked up before the body is read (apierror shared list)",
+        ),
+        row("POST", tgis.clone(), None, 400, Text("Empty body\n"), "createHandler: io.EOF"),
+        row("POST", tgis.clone(), Some(json!({})), 400, Text(pattern), "createHandler: json-schemas/metadata.json"),
+        row(
+            "POST",
+            tgis.clone(),
+            Some(json!({"metadata": {"name": long}})),
+            400,
+            Text(long_name),
+            "validateTrafficGroupIntentInputs: IsValidMetadata, k8s IsValidLabelValue",
+        ),
+        row(
+            "POST",
+            tgis.clone(),
+            Some(json!({"metadata": {"name": "tg1"}})),
+            201,
+            Json(json!({"metadata": meta("tg1")})),
+            "createHandler",
+        ),
+        row(
+            "POST",
+            tgis.clone(),
+            Some(json!({"metadata": {"name": "tg1"}})),
+            409,
+            Text("TrafficGroupIntent already exists\n"),
+            "apierrors.go",
+        ),
+        row("GET", format!("{tgis}/tg1"), None, 200, Json(json!({"metadata": meta("tg1")})), "getHandler"),
+        row("GET", format!("{tgis}/x"), None, 404, Text("Traffic group intent not found\n"), "apierrors.go"),
+        row(
+            "PUT",
+            format!("{tgis}/tg1"),
+            Some(json!({"metadata": {"name": "tg2"}})),
+            400,
+            Text("Mismatched name in PUT request\n"),
+            "putHandler",
+        ),
+        row(
+            "PUT",
+            format!("{tgis}/tg1"),
+            Some(json!({"metadata": {"description": "d"}})),
+            400,
+            Text("Missing name in PUT request\n"),
+            "putHandler: the name before the mismatch",
+        ),
+        row(
+            "PUT",
+            format!("{tgis}/bad%20name"),
+            Some(json!({"metadata": {"name": "bad name"}})),
+            400,
+            Text("Invalid traffic group intent metadata: Invalid Metadata name=[bad name], errors: [a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')]\n"),
+            "putHandler: no schema on PUT, IsValidMetadata",
+        ),
+        row(
+            "PUT",
+            format!("{tgis}/tg1"),
+            Some(json!({"metadata": {"name": "tg1", "description": "d"}})),
+            201,
+            Any,
+            "putHandler: 201 for an update too",
+        ),
+        // ---- inbound-intents ----
+        row("POST", inbound.clone(), Some(server(0)), 400, Text("Invalid Input:\nMust be greater than or equal to 1\n"), "json-schemas/inbound-server.json"),
+        row(
+            "POST",
+            format!("{tgis}/none/inbound-intents"),
+            Some(server(80)),
+            409,
+            Text("Cannot perform requested operation. Parent resource not found\n"),
+            "db Insert parent resource not found (apierror dbErrors)",
+        ),
+        row(
+            "POST",
+            inbound.clone(),
+            Some(server(80)),
+            201,
+            Json(json!({"metadata": meta("web"), "spec": {"app": "web", "appLabel": "app=web",
+                "serviceName": "web", "externalName": "", "port": 80, "protocol": "TCP",
+                "externalSupport": false, "serviceMesh": "",
+                "management": {"sidecarProxy": "", "tlsType": ""},
+                "external": {"externalCerts": {"serviceCertificate": "",
+                    "servicePrivateKey": "", "caCertificate": ""}},
+                "edgeCNF": ""}})),
+            "module/inboundserverintent.go: every field written",
+        ),
+        row("POST", inbound.clone(), Some(server(80)), 409, Text("ServerInboundIntent already exists\n"), "apierrors.go"),
+        row("GET", format!("{inbound}/x"), None, 404, Text("Inbound server intent not found\n"), "apierrors.go"),
+        // ---- clients ----
+        row(
+            "POST",
+            clients.clone(),
+            Some(json!({"metadata": {"name": "c1"}, "spec": {"app": "client", "appLabel": "app=client",
+                "serviceName": "client", "cidrs": []}})),
+            400,
+            Text("Invalid Input:\nInvalid type. Expected: array, given: null\n"),
+            "json-schemas/inbound-clients.json: a missing list is Go's nil slice",
+        ),
+        row(
+            "POST",
+            clients.clone(),
+            Some(json!({"metadata": {"name": "c1"}, "spec": {"app": "client", "appLabel": "app=client",
+                "serviceName": "client", "namespaces": [], "cidrs": []}})),
+            201,
+            Json(json!({"metadata": meta("c1"), "spec": {"app": "client", "appLabel": "app=client",
+                "serviceName": "client", "namespaces": [], "cidrs": []}})),
+            "inboundclientsintent.go createHandler",
+        ),
+        row("GET", format!("{clients}/x"), None, 404, Text("Inbound clients intent not found\n"), "apierrors.go"),
+        // ---- access-points ----
+        row(
+            "POST",
+            format!("{clients}/c1/access-points"),
+            Some(json!({"metadata": {"name": "a1"}, "spec": {"action": "DENY", "url": ["/status/*"],
+                "access": ["GET"]}})),
+            400,
+            Text("Invalid Input:\nspec.action must be one of the following: \"ALLOW\"\n"),
+            "json-schemas/inbound-clients-access.json",
+        ),
+        row(
+            "POST",
+            format!("{clients}/c1/access-points"),
+            Some(json!({"metadata": {"name": "a1"}, "spec": {"action": "ALLOW", "url": ["/status/*"],
+                "access": ["GET"]}})),
+            201,
+            Any,
+            "differs: EMCO's dtc refuses every access point (409: its ref-schemas/v1.yaml lacks \
+             inboundClientsAccessIntent)",
+        ),
+        // ---- deletes: db Remove ----
+        row(
+            "DELETE",
+            format!("{tgis}/tg1"),
+            None,
+            409,
+            Text("Cannot delete parent without deleting child references first\n"),
+            "db Remove parent child constraint",
+        ),
+        row("DELETE", format!("{tgis}/x"), None, 404, Text("The requested resource not found\n"), "db Remove resource not found"),
+        // ---- dtc-controllers: controllerhandler.go, json-schemas/controller.json ----
+        row("GET", "/v2/dtc-controllers", None, 200, Json(Value::Null), "getHandler: nil slice"),
+        row(
+            "POST",
+            "/v2/dtc-controllers",
+            Some(json!({"metadata": {"name": "nps"}, "spec": {"host": "nps", "port": 9062,
+                "type": "action", "priority": 1}})),
+            201,
+            Json(json!({"metadata": meta("nps"), "spec": {"host": "nps", "port": 9062,
+                "type": "action", "priority": 1}})),
+            "createHandler",
+        ),
+        row(
+            "POST",
+            "/v2/dtc-controllers",
+            Some(json!({"metadata": {"name": "nps"}, "spec": {"host": "nps", "port": 9062,
+                "type": "action", "priority": 1}})),
+            409,
+            Text("Controller already exists\n"),
+            "apierrors.go",
+        ),
+        row(
+            "POST",
+            "/v2/dtc-controllers",
+            Some(json!({"metadata": {"name": "its"}, "spec": {"host": "its", "port": 9066,
+                "type": "placement", "priority": 1}})),
+            400,
+            Text("Invalid Input:\nMust validate one and only one schema (oneOf)\nDoes not match pattern 'action'\n"),
+            "controller.json: type oneOf [pattern action]",
+        ),
+        row(
+            "POST",
+            "/v2/dtc-controllers",
+            Some(json!({"metadata": {"name": "its"}, "spec": {"host": "its", "port": 9066,
+                "type": "action", "priority": 0}})),
+            400,
+            Text("Invalid Input:\nMust be greater than or equal to 1\n"),
+            "controller.json: priority 1 to 100",
+        ),
+        row(
+            "PUT",
+            "/v2/dtc-controllers/nps",
+            Some(json!({"metadata": {"name": "nps"}, "spec": {"host": "nps", "port": 70000,
+                "type": "action", "priority": 1}})),
+            400,
+            Text("Invalid Input:\nMust be less than or equal to 65535\n"),
+            "putHandler: the schema on PUT too",
+        ),
+        row(
+            "PUT",
+            "/v2/dtc-controllers/nps",
+            Some(json!({"metadata": {"name": "sds"}, "spec": {"host": "nps", "port": 9062,
+                "type": "action", "priority": 1}})),
+            400,
+            Text("Mismatched name in PUT request\n"),
+            "putHandler",
+        ),
+        row(
+            "PUT",
+            "/v2/dtc-controllers/nps",
+            Some(json!({"metadata": {"name": "nps"}, "spec": {"host": "nps", "port": 9062,
+                "type": "action", "priority": 2}})),
+            201,
+            Any,
+            "putHandler: 201",
+        ),
+        row("GET", "/v2/dtc-controllers/x", None, 404, Text("Controller not found\n"), "apierrors.go"),
+        row("DELETE", "/v2/dtc-controllers/nps", None, 204, Empty, "deleteHandler"),
+    ]);
+    run(&app, rows).await;
+}

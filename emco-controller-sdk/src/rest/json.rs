@@ -24,6 +24,19 @@ impl<T: DeserializeOwned + Serialize + Validate> EmcoJson<T> {
     /// # Errors
     /// 400 for an empty body or a schema violation, 422 for malformed JSON.
     pub fn parse(body: &[u8]) -> Result<T, ApiError> {
+        Self::parse_checked(body, true)
+    }
+
+    /// [`Self::parse`] for a PUT: the schema is checked only where EMCO's PUT handler checks it
+    /// ([`Validate::schema_on_put`]).
+    ///
+    /// # Errors
+    /// As [`Self::parse`].
+    pub fn parse_put(body: &[u8]) -> Result<T, ApiError> {
+        Self::parse_checked(body, T::schema_on_put())
+    }
+
+    fn parse_checked(body: &[u8], schema: bool) -> Result<T, ApiError> {
         if body.iter().all(u8::is_ascii_whitespace) {
             // EMCO's handlers: `io.EOF` from the decoder answers this text.
             return Err(Error::invalid("Empty body").into());
@@ -34,7 +47,7 @@ impl<T: DeserializeOwned + Serialize + Validate> EmcoJson<T> {
                 format!("the request body is not valid: {e}"),
             )
         })?;
-        if let Some(schema) = T::schema() {
+        if let Some(schema) = T::schema().filter(|_| schema) {
             // As EMCO: the body as the Go struct writes it back, not as it was sent.
             let doc = serde_json::to_value(&value)
                 .map_err(|e| Error::internal("cannot re-encode a body").with_source(e))?;
@@ -47,6 +60,22 @@ impl<T: DeserializeOwned + Serialize + Validate> EmcoJson<T> {
     }
 }
 
+/// A request body as bytes, for handlers that check something before reading it; a body over
+/// the router's limit is a 413.
+#[derive(Debug, Clone)]
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        Bytes::from_request(req, state)
+            .await
+            .map(RawBody)
+            .map_err(|rej| ApiError::with_status(rej.status(), rej.body_text()))
+    }
+}
+
 impl<T, S> FromRequest<S> for EmcoJson<T>
 where
     T: DeserializeOwned + Serialize + Validate,
@@ -55,9 +84,7 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let body = Bytes::from_request(req, state)
-            .await
-            .map_err(|rej| ApiError::with_status(rej.status(), rej.body_text()))?;
+        let RawBody(body) = RawBody::from_request(req, state).await?;
         Self::parse(&body).map(EmcoJson)
     }
 }

@@ -38,7 +38,7 @@ pub mod wording;
 
 pub use accept::Representation;
 pub use error::ApiError;
-pub use json::EmcoJson;
+pub use json::{EmcoJson, RawBody};
 pub use pattern::KeyPattern;
 pub use routes::{
     Collection, CollectionView, Hook, ListView, NoHook, Object, Routes, View, json_response,

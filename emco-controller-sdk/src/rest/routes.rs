@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::wording::Wording;
-use super::{ApiError, EmcoJson, KeyPattern};
+use super::{ApiError, EmcoJson, KeyPattern, RawBody};
 
 /// What a body type needs to be served by [`Collection`] and [`Routes`].
 pub trait Object: Serialize + DeserializeOwned + Validate + Named + Send + Sync + 'static {}
@@ -221,6 +221,24 @@ impl<T: Object> Collection<T> {
         }
     }
 
+    /// The check of [`Wording::ancestor_first`], if the wording has one.
+    ///
+    /// # Errors
+    /// NotFound with the wording's text when the ancestor is missing.
+    pub async fn check_ancestor(&self, parent: &ResourceKey) -> Result<()> {
+        let Some((up, text)) = &self.wording.ancestor_first else {
+            return Ok(());
+        };
+        let mut at = Some(parent.clone());
+        for _ in 0..*up {
+            at = at.and_then(|k| k.parent());
+        }
+        match at.filter(|k| !k.is_root()) {
+            Some(k) if self.store.get(&k).await?.is_none() => Err(Error::not_found(text.clone())),
+            _ => Ok(()),
+        }
+    }
+
     /// The objects under `parent` that pass `filters`, in name order.
     ///
     /// # Errors
@@ -280,6 +298,10 @@ impl<T: Object> Collection<T> {
         name: &str,
         value: &T,
     ) -> Result<(T, bool)> {
+        // EMCO's PUT handlers refuse a body naming another object before checking the rest.
+        if !value.name().is_empty() {
+            self.wording.check_put_name(value.name(), name)?;
+        }
         value.validate()?;
         let mut value = copy_of(value)?;
         self.hook.prepare(&mut value);
@@ -464,9 +486,10 @@ impl<T: Object> Routes<T> {
         let item_path = format!("{}/{{{}}}", self.collection_path, item_param);
 
         let (c1, p1) = (Arc::clone(&collection), Arc::clone(&parent));
-        let create = move |Path(params): Path<HashMap<String, String>>,
-                           EmcoJson(value): EmcoJson<T>| async move {
+        let create = move |Path(params): Path<HashMap<String, String>>, RawBody(body): RawBody| async move {
             let parent = p1.key(&params)?;
+            c1.check_ancestor(&parent).await?;
+            let value = EmcoJson::<T>::parse(&body)?;
             let stored = c1.create(&parent, &value).await?;
             Ok::<_, ApiError>(json_response(StatusCode::CREATED, &stored))
         };
@@ -521,8 +544,10 @@ impl<T: Object> Routes<T> {
             Arc::clone(&item_param),
         );
         let put_item = move |Path(params): Path<HashMap<String, String>>,
-                             EmcoJson(value): EmcoJson<T>| async move {
+                             RawBody(body): RawBody| async move {
             let (parent, name) = item_key(&p4, &n4, &params)?;
+            c4.check_ancestor(&parent).await?;
+            let value = EmcoJson::<T>::parse_put(&body)?;
             let (stored, created) = c4.put_stored(&parent, &name, &value).await?;
             let status = c4.wording().put_status(created);
             Ok::<_, ApiError>(json_response(status, &stored))

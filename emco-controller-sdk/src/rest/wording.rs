@@ -79,6 +79,10 @@ pub struct Wording {
     /// A PUT whose body names another object than its URL: `(conflict, text)`, a 409 when
     /// `conflict` (dcm), else a 400.
     pub name_mismatch: (bool, Cow<'static, str>),
+    /// Before a create or PUT reads its body, the ancestor this many levels above the parent
+    /// (0 is the parent) must exist, else a 404 with the text (dtc looks its deployment intent
+    /// group up first).
+    pub ancestor_first: Option<(usize, Cow<'static, str>)>,
 }
 
 impl Wording {
@@ -97,6 +101,7 @@ impl Wording {
             put: PutStatus::default(),
             empty_list: EmptyList::default(),
             name_mismatch: (false, Cow::Borrowed(NAME_MISMATCH)),
+            ancestor_first: None,
         }
     }
 
@@ -153,6 +158,14 @@ impl Wording {
     #[must_use]
     pub fn with_name_mismatch(mut self, text: impl Into<Cow<'static, str>>) -> Self {
         self.name_mismatch = (false, text.into());
+        self
+    }
+
+    /// Creates and PUTs look the ancestor `up` levels above the parent up before reading the
+    /// body; a missing one is a 404 with `text`.
+    #[must_use]
+    pub fn with_ancestor_first(mut self, up: usize, text: impl Into<Cow<'static, str>>) -> Self {
+        self.ancestor_first = Some((up, text.into()));
         self
     }
 

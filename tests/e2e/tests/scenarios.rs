@@ -4,8 +4,7 @@
 //! of ours left on the clusters. Each scenario runs on the embedded store and on etcd + MongoDB
 //! (skipped, loudly, when `EMCO_TEST_ETCD` / `EMCO_TEST_MONGO` are unset).
 //!
-//! Documents left out, each with the reason where it is done: dtc's sub-controller registry
-//! (`dtc-controllers`; emco-rs does not ship dtc) and hpa's intents and controller
+//! Documents left out, with the reason where it is done: hpa's intents and controller
 //! registrations (kubesim clusters have none of the hardware the intents require).
 
 #![allow(clippy::unwrap_used)] // Tests fail on bad fixtures.
@@ -162,9 +161,6 @@ fn files(dir: &str, names: &[&str]) -> Vec<PathBuf> {
     names.iter().map(|n| examples().join(dir).join(n)).collect()
 }
 
-/// dtc's sub-controller registry (`/dtc-controllers`) is served by dtc, which emco-rs does not
-/// ship; the plain `dtc` entry in `/controllers` is only a registration and stays.
-const NO_DTC: &[&str] = &["dtc-controllers"];
 
 /// single-cluster: prometheus-operator (as kube-prometheus-stack) and collectd on one cluster
 /// through an admin logical cloud, as the README's first use case.
@@ -220,7 +216,7 @@ async fn single_cluster(env: &Env) -> Result<()> {
         ),
         &values_path,
     )?;
-    let phases = Phases::split(without(docs, NO_DTC, &[]));
+    let phases = Phases::split(docs);
     if env.is_real() {
         return single_cluster_on_real_clusters(env, &phases).await;
     }
@@ -323,7 +319,7 @@ async fn single_cluster_standard_cloud(env: &Env) -> Result<()> {
         ),
         &values_path,
     )?;
-    let phases = Phases::split(without(docs, NO_DTC, &[]));
+    let phases = Phases::split(docs);
     env.deploy(&phases).await?;
     env.wait_placement(&[("monitor", &["c1"])], DEADLINE)
         .await?;
@@ -393,7 +389,7 @@ async fn multi_cluster(env: &Env) -> Result<()> {
         ),
         &values,
     )?;
-    let phases = Phases::split(without(docs, NO_DTC, &[]));
+    let phases = Phases::split(docs);
     env.deploy(&phases).await?;
     env.wait_placement(
         &[
@@ -463,7 +459,7 @@ async fn test_dependency(env: &Env) -> Result<()> {
         ),
         &values,
     )?;
-    let phases = Phases::split(without(docs, NO_DTC, &[]));
+    let phases = Phases::split(docs);
     env.deploy(&phases).await?;
     let placed = env
         .wait_objects(&["c1", "c2", "c3"], DEADLINE, |all| {
@@ -539,7 +535,7 @@ async fn test_update(env: &Env) -> Result<()> {
     ] {
         docs.extend(step(f)?);
     }
-    let phases = Phases::split(without(docs, NO_DTC, &[]));
+    let phases = Phases::split(docs);
     let dig = &phases.dig_paths()[0];
     env.deploy(&phases).await?;
     env.wait_placement(&[("collectd", &["c1"])], DEADLINE)
