@@ -25,6 +25,16 @@ pub trait Validate {
         None
     }
 
+    /// The answer to a body [`Validate::schema`] refuses, from the schema's `Invalid Input:`
+    /// text (some handlers answer in their own words).
+    #[must_use]
+    fn schema_message(text: String) -> String
+    where
+        Self: Sized,
+    {
+        text
+    }
+
     /// Whether EMCO's PUT handler checks [`Validate::schema`] too (some check it on POST only).
     #[must_use]
     fn schema_on_put() -> bool

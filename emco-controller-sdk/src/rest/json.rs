@@ -52,7 +52,7 @@ impl<T: DeserializeOwned + Serialize + Validate> EmcoJson<T> {
             let doc = serde_json::to_value(&value)
                 .map_err(|e| Error::internal("cannot re-encode a body").with_source(e))?;
             if let Some(text) = schema.invalid_input(&doc) {
-                return Err(Error::invalid(text).into());
+                return Err(Error::invalid(T::schema_message(text)).into());
             }
         }
         value.validate()?;

@@ -147,6 +147,10 @@ impl Validate for ClusterLabel {
     fn validate(&self) -> Result<()> {
         check_reference("clusterLabel", &self.cluster_label)
     }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::CLUSTER_LABEL)
+    }
 }
 
 /// An item of `GET .../clusters?withLabels=true`: `{metadata, labels:[{clusterLabel}]}`.

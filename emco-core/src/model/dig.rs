@@ -188,6 +188,10 @@ impl Validate for DigIntent {
         }
         Ok(())
     }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::DEPLOYMENT_INTENT)
+    }
 }
 
 /// `DIG/generic-placement-intents/{gpi}`: `{metadata}`. The `spec.logicalCloud` that old
@@ -203,6 +207,10 @@ pub struct GenericPlacementIntent {
 impl Validate for GenericPlacementIntent {
     fn validate(&self) -> Result<()> {
         self.metadata.validate().map_err(|e| e.within("metadata"))
+    }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::GENERIC_PLACEMENT_INTENT)
     }
 }
 

@@ -186,6 +186,10 @@ impl Validate for LogicalCloud {
         }
         Ok(())
     }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::LOGICAL_CLOUD)
+    }
 }
 
 /// `.../logical-clouds/{lc}/cluster-references/{ref}`:
@@ -237,6 +241,10 @@ impl Validate for ClusterReference {
                 .with_field("spec.loadBalancerIP"));
         }
         Ok(())
+    }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::CLUSTER_REFERENCE)
     }
 }
 
@@ -296,6 +304,10 @@ impl Validate for UserPermission {
         check_items("spec.resources", &self.spec.resources)?;
         check_items("spec.verbs", &self.spec.verbs)
     }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::USER_PERMISSION)
+    }
 }
 
 /// The ResourceQuota keys EMCO's OpenAPI lists for a cluster quota. Other keys (extended
@@ -350,6 +362,10 @@ impl Validate for ClusterQuota {
             check_required(&format!("spec.{key}"), value.trim())?;
         }
         Ok(())
+    }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::CLUSTER_QUOTA)
     }
 }
 

@@ -54,6 +54,10 @@ impl Validate for CompositeApp {
         self.metadata.validate().map_err(|e| e.within("metadata"))?;
         check_reference("spec.compositeAppVersion", &self.spec.composite_app_version)
     }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::COMPOSITE_APP)
+    }
 }
 
 /// `CA/apps/{app}`: `{metadata}`; the Helm chart travels beside it as the multipart `file`.
@@ -155,6 +159,10 @@ impl Validate for AppDependency {
         check_required("spec.opStatus", &self.spec.op_status)?;
         check_one_of("spec.opStatus", &self.spec.op_status, &OpStatus::ALLOWED)?;
         check_range("spec.wait", self.spec.wait, 0, DEPENDENCY_WAIT_MAX)
+    }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::APP_DEPENDENCY)
     }
 }
 

@@ -36,7 +36,8 @@ pub struct AppPlacementIntent {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "SpecWire")]
 pub struct AppPlacementSpec {
-    /// The app this intent places.
+    /// The app this intent places (`omitempty` in EMCO's struct).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub app: String,
     /// The placement rules.
     pub intent: PlacementIntent,
@@ -253,6 +254,32 @@ impl Validate for AppPlacementIntent {
     fn validate(&self) -> Result<()> {
         self.metadata.validate().map_err(|e| e.within("metadata"))?;
         self.spec.validate().map_err(|e| e.within("spec"))
+    }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&crate::schemas::APP_INTENT)
+    }
+
+    /// app_intent_handler.go `handleJsonSchemaValidationError`: the first of these errors in
+    /// the handler's words, else the schema's text.
+    fn schema_message(text: String) -> String {
+        const WORDS: [(&str, &str); 5] = [
+            (
+                "clusterProvider is required",
+                "Missing clusterProvider in an intent",
+            ),
+            ("cluster is required", "Missing cluster or clusterLabel"),
+            (
+                "Must not validate the schema (not)",
+                "Only one of cluster name or cluster label allowed",
+            ),
+            ("app is required", "Missing app for the intent"),
+            ("name is required", "Missing name for the intent"),
+        ];
+        WORDS
+            .iter()
+            .find(|(found, _)| text.contains(found))
+            .map_or(text, |(_, said)| (*said).to_owned())
     }
 }
 

@@ -137,6 +137,10 @@ impl Validate for MigrateIntent {
         }
         Ok(())
     }
+
+    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
+        Some(&emco_core::schemas::MIGRATE)
+    }
 }
 
 impl Orchestrator {

@@ -161,7 +161,6 @@ fn files(dir: &str, names: &[&str]) -> Vec<PathBuf> {
     names.iter().map(|n| examples().join(dir).join(n)).collect()
 }
 
-
 /// single-cluster: prometheus-operator (as kube-prometheus-stack) and collectd on one cluster
 /// through an admin logical cloud, as the README's first use case.
 async fn single_cluster(env: &Env) -> Result<()> {
