@@ -7,20 +7,30 @@
 //! `access-points/{inboundClientsAccessIntent}` (which URLs and methods). `/v2/dtc-controllers`
 //! registers the sub-controllers (nps, its, sds, swc) dtc calls in priority order.
 //!
+//! [`Dtc`] is the action controller a DIG names with `dtc: <trafficGroupIntent>` in its
+//! `/intents`: it calls the registered sub-controllers, higher priority first; [`Nps`] is the
+//! network policy one.
+//!
 //! As dtc: a create or PUT of an intent first looks up the deployment intent group (404
 //! `deploymentIntentGroup not found`), a POST checks the body against dtc's JSON schema (PUT
 //! does not), then the metadata as Kubernetes label values; PUT answers 201; lists are `null`
 //! when empty and check no parent.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
-use emco_appcontext::ResourceStore;
+use async_trait::async_trait;
+use emco_appcontext::{ResourceKey, ResourceStore};
 use emco_controller_sdk::intent::{Dig, IntentType};
-use emco_controller_sdk::rest::{PutStatus, Routes, Wording};
-use emco_core::model::Named;
+use emco_controller_sdk::rest::{Collection, PutStatus, Routes, Wording};
+use emco_controller_sdk::{
+    ActionController, ControllerContext, ControllerRegistry, Stores, resource_name,
+};
+use emco_core::model::{Controller, Named};
 use emco_core::{Error, Metadata, Result, Validate};
 use emco_go::jsonschema::Schema;
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 /// `DIG/traffic-group-intents/{trafficGroupIntent}`: `{metadata}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -329,63 +339,60 @@ fn intent_wording(not_found: &'static str, exists: &'static str, levels: usize) 
         .with_list_checks(&[])
 }
 
-impl IntentType for TrafficGroupIntent {
-    type Parent = Dig;
-    const SEGMENT: &'static str = "traffic-group-intents";
-    const PARAM: &'static str = "trafficGroupIntent";
+/// dtc's intent levels: the type, its parent, URL segment and parameter, and its texts
+/// (src/dtc/api/apierrors.go) with how many levels below the DIG it sits.
+macro_rules! intent_type {
+    ($ty:ty, $parent:ty, $segment:literal, $param:literal, $missing:literal, $exists:literal,
+     $levels:literal) => {
+        impl IntentType for $ty {
+            type Parent = $parent;
+            const SEGMENT: &'static str = $segment;
+            const PARAM: &'static str = $param;
 
-    fn wording() -> Wording {
-        intent_wording(
-            "Traffic group intent not found",
-            "TrafficGroupIntent already exists",
-            0,
-        )
-    }
+            fn wording() -> Wording {
+                intent_wording($missing, $exists, $levels)
+            }
+        }
+    };
 }
-
-impl IntentType for InboundServerIntent {
-    type Parent = TrafficGroupIntent;
-    const SEGMENT: &'static str = "inbound-intents";
-    const PARAM: &'static str = "inboundServerIntent";
-
-    fn wording() -> Wording {
-        intent_wording(
-            "Inbound server intent not found",
-            "ServerInboundIntent already exists",
-            1,
-        )
-    }
-}
-
-impl IntentType for InboundClientsIntent {
-    type Parent = InboundServerIntent;
-    const SEGMENT: &'static str = "clients";
-    const PARAM: &'static str = "inboundClientsIntent";
-
-    fn wording() -> Wording {
-        intent_wording(
-            "Inbound clients intent not found",
-            "InboundClientsIntent already exists",
-            2,
-        )
-    }
-}
-
-impl IntentType for InboundClientsAccessIntent {
-    type Parent = InboundClientsIntent;
-    const SEGMENT: &'static str = "access-points";
-    const PARAM: &'static str = "inboundClientsAccessIntent";
-
-    /// dtc's own texts; EMCO's dtc answers these two with a 500 (its error table lacks them)
-    /// and refuses every access point (its referential schema lacks the type).
-    fn wording() -> Wording {
-        intent_wording(
-            "Inbound clients access intent not found",
-            "InboundClientsAccessIntent already exists",
-            3,
-        )
-    }
-}
+intent_type!(
+    TrafficGroupIntent,
+    Dig,
+    "traffic-group-intents",
+    "trafficGroupIntent",
+    "Traffic group intent not found",
+    "TrafficGroupIntent already exists",
+    0
+);
+intent_type!(
+    InboundServerIntent,
+    TrafficGroupIntent,
+    "inbound-intents",
+    "inboundServerIntent",
+    "Inbound server intent not found",
+    "ServerInboundIntent already exists",
+    1
+);
+intent_type!(
+    InboundClientsIntent,
+    InboundServerIntent,
+    "clients",
+    "inboundClientsIntent",
+    "Inbound clients intent not found",
+    "InboundClientsIntent already exists",
+    2
+);
+// dtc's own texts; EMCO's dtc answers these two with a 500 (its error table lacks them) and
+// refuses every access point (its referential schema lacks the type).
+intent_type!(
+    InboundClientsAccessIntent,
+    InboundClientsIntent,
+    "access-points",
+    "inboundClientsAccessIntent",
+    "Inbound clients access intent not found",
+    "InboundClientsAccessIntent already exists",
+    3
+);
 
 impl Named for DtcController {
     fn name(&self) -> &str {
@@ -428,6 +435,65 @@ pub fn routes<S: Clone + Send + Sync + 'static>(store: Arc<dyn ResourceStore>) -
 mod tests {
     use super::*;
 
+    fn server(external: bool) -> InboundServerIntent {
+        let mut s = InboundServerIntent::default();
+        s.metadata.name = "isi".into();
+        s.spec.app = "server".into();
+        s.spec.app_label = "app=server".into();
+        s.spec.port = 53;
+        s.spec.protocol = "UDP".into();
+        s.spec.external_support = external;
+        s
+    }
+
+    fn client(label: &str, cidrs: &[&str]) -> InboundClientsIntent {
+        let mut c = InboundClientsIntent::default();
+        c.spec.app_label = label.into();
+        c.spec.cidrs = Some(cidrs.iter().map(|s| (*s).to_owned()).collect());
+        c
+    }
+
+    /// nps's policies, as its structs marshal them (research notes of src/nps, checked
+    /// against its action_test.go with gopkg.in/yaml.v2).
+    #[test]
+    fn network_policies_as_nps_writes_them() {
+        let clients = [
+            client("app=client", &["10.0.0.0/8", "192.168.1.0/24"]),
+            client("", &["1.2.3.0/24"]),
+        ];
+        let p = network_policy("tgi", &server(true), &clients).unwrap();
+        assert_eq!(
+            p,
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                "metadata": {"name": "tgi-isi"},
+                "spec": {"podSelector": {"matchLabels": {"app": "server"}},
+                    "policyTypes": ["Ingress"],
+                    "ingress": [{"from": [
+                        {"podSelector": {"matchLabels": {"app": "client"}}},
+                        {"ipBlock": {"cidr": "10.0.0.0/8"}},
+                        {"ipBlock": {"cidr": "192.168.1.0/24"}},
+                        {"ipBlock": {"cidr": "1.2.3.0/24"}}],
+                        "ports": [{"protocol": "UDP"}, {"port": 53}]}]}})
+        );
+        // Without externalSupport the CIDRs are ignored and any source is admitted.
+        let p = network_policy("tgi", &server(false), &clients[..1]).unwrap();
+        assert_eq!(
+            p["spec"]["ingress"][0]["from"],
+            json!([{"podSelector": {"matchLabels": {"app": "client"}}},
+                   {"ipBlock": {"cidr": "0.0.0.0/0"}}])
+        );
+        // Nothing to admit: the rule has ports only (any source).
+        let p = network_policy("tgi", &server(true), &[client("", &[])]).unwrap();
+        assert_eq!(
+            p["spec"]["ingress"],
+            json!([{"ports": [{"protocol": "UDP"}, {"port": 53}]}])
+        );
+        let mut bad = server(true);
+        bad.spec.app_label = "a=b=c".into();
+        let e = network_policy("tgi", &bad, &clients).unwrap_err();
+        assert_eq!(e.message(), "Not a valid app label");
+    }
+
     #[test]
     fn names_as_kubernetes_label_values() {
         assert!(name_errors("web-1_a.b").is_empty());
@@ -438,4 +504,174 @@ mod tests {
         assert_eq!(name_errors(""), ["name must have non-zero length"]);
         assert_eq!(name_errors("-a").len(), 1);
     }
+}
+
+/// The cluster label that lets nps add NetworkPolicies on a cluster (nps's action.go).
+pub const NETWORK_POLICY_LABEL: &str = "networkpolicy-supported";
+
+/// dtc as an action controller: calls the sub-controllers registered in `/v2/dtc-controllers`,
+/// highest `priority` first, each with the DIG's traffic group intent. As dtc, a sub-controller
+/// that fails is logged and the rest still run: dtc itself never fails the deployment. The
+/// sub-controllers given to [`Dtc::with_sub`] run in-process; the others are called over
+/// EMCO's gRPC `contextupdate` protocol at their registered host and port.
+#[derive(Clone)]
+pub struct Dtc {
+    stores: Stores,
+    subs: Vec<(String, Arc<dyn ActionController>)>,
+}
+
+impl std::fmt::Debug for Dtc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let subs: Vec<&str> = self.subs.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("Dtc").field("in_process", &subs).finish()
+    }
+}
+
+impl Dtc {
+    /// dtc over `stores` (the resource store holds the registry and the intents).
+    #[must_use]
+    pub fn new(stores: Stores) -> Self {
+        Self {
+            stores,
+            subs: Vec::new(),
+        }
+    }
+
+    /// Runs the sub-controller registered as `name` in-process.
+    #[must_use]
+    pub fn with_sub(mut self, name: impl Into<String>, sub: Arc<dyn ActionController>) -> Self {
+        self.subs.push((name.into(), sub));
+        self
+    }
+}
+
+#[async_trait]
+impl ActionController for Dtc {
+    async fn update(&self, cx: &mut ControllerContext) -> Result<()> {
+        let Some(intent) = cx.intent_name().map(str::to_owned) else {
+            return Err(Error::failed_precondition("the request names no intent"));
+        };
+        let store = Arc::clone(cx.resource_store()?);
+        let mut subs = Collection::<DtcController>::new(store, DTC_CONTROLLER)
+            .list(&ResourceKey::root(), &[])
+            .await?;
+        // Stable, so equal priorities keep name order.
+        subs.sort_by_key(|c| std::cmp::Reverse(c.spec.priority));
+        let mut registry = ControllerRegistry::new(self.stores.clone());
+        for (name, sub) in &self.subs {
+            registry = registry.with_action(name.clone(), Arc::clone(sub));
+        }
+        for sub in subs {
+            let name = sub.metadata.name.clone();
+            let controller: Controller = serde_json::to_value(&sub)
+                .and_then(serde_json::from_value)
+                .map_err(|e| Error::internal("a dtc controller record").with_source(e))?;
+            let intents = BTreeMap::from([(name.clone(), intent.clone())]);
+            if let Err(e) = registry
+                .act(&[controller], &intents, cx.id(), cx.update_from())
+                .await
+            {
+                tracing::error!(sub_controller = %name, error = %e, "dtc: sub-controller failed");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// nps, dtc's network policy sub-controller: for every inbound intent of the traffic group
+/// that has clients, a NetworkPolicy `<trafficGroupIntent>-<inboundServerIntent>` admitting
+/// the clients' pods (their `appLabel`) to the server's pods (its `appLabel`) on its port, on
+/// each of the server app's clusters labelled `networkpolicy-supported` (src/nps/internal/
+/// networkpolicy). As nps: client CIDRs are admitted only when the server has
+/// `externalSupport`, otherwise any source (`0.0.0.0/0`) is; the protocol and the port are two
+/// entries of `ports`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Nps;
+
+#[async_trait]
+impl ActionController for Nps {
+    async fn update(&self, cx: &mut ControllerContext) -> Result<()> {
+        let (tgi_key, tgi) = cx.intent::<TrafficGroupIntent>().await?;
+        let servers = cx.children::<InboundServerIntent>(&tgi_key).await?;
+        if servers.is_empty() {
+            let m = cx.meta().await?;
+            return Err(Error::not_found(format!(
+                "ServerInboundIntents not found for {}/{}/{}/{}/{}.",
+                tgi.metadata.name, m.project, m.composite_app, m.version, m.deployment_intent_group
+            )));
+        }
+        for (key, server) in servers {
+            let clients = cx.children::<InboundClientsIntent>(&key).await?;
+            if clients.is_empty() {
+                continue;
+            }
+            let clients: Vec<InboundClientsIntent> = clients.into_iter().map(|(_, c)| c).collect();
+            let policy = network_policy(&tgi.metadata.name, &server, &clients)?;
+            let app = server.spec.app.clone();
+            for cluster in cx.clusters(&app).await? {
+                // A cluster nps cannot read the labels of is skipped, as one without the label.
+                let supported = cx
+                    .cluster_labels(&cluster)
+                    .await
+                    .is_ok_and(|l| l.contains(NETWORK_POLICY_LABEL));
+                if supported {
+                    cx.put_resource(&app, &cluster, &resource_name(&policy)?, policy.clone())
+                        .await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `k=v` as a one-label selector.
+fn label_selector(label: &str) -> Result<Value> {
+    match label.split('=').collect::<Vec<_>>().as_slice() {
+        [k, v] => Ok(json!({"matchLabels": {(*k): v}})),
+        _ => Err(Error::invalid("Not a valid app label")),
+    }
+}
+
+/// nps's NetworkPolicy for `server` and its `clients` in traffic group `tgi`.
+fn network_policy(
+    tgi: &str,
+    server: &InboundServerIntent,
+    clients: &[InboundClientsIntent],
+) -> Result<Value> {
+    let spec = &server.spec;
+    let pods = label_selector(&spec.app_label)?;
+    let mut from = Vec::new();
+    for c in clients {
+        if !c.spec.app_label.is_empty() {
+            from.push(json!({"podSelector": label_selector(&c.spec.app_label)?}));
+        }
+        if spec.external_support {
+            for cidr in c.spec.cidrs.iter().flatten() {
+                from.push(json!({"ipBlock": {"cidr": cidr}}));
+            }
+        }
+    }
+    if !spec.external_support {
+        from.push(json!({"ipBlock": {"cidr": "0.0.0.0/0"}}));
+    }
+    let protocol = if spec.protocol.is_empty() {
+        json!({})
+    } else {
+        json!({"protocol": spec.protocol})
+    };
+    let mut rule = serde_json::Map::new();
+    if !from.is_empty() {
+        rule.insert("from".to_owned(), Value::Array(from));
+    }
+    rule.insert("ports".to_owned(), json!([protocol, {"port": spec.port}]));
+    Ok(json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": format!("{tgi}-{}", server.metadata.name)},
+        "spec": {
+            "podSelector": pods,
+            "policyTypes": ["Ingress"],
+            "ingress": [Value::Object(rule)],
+        },
+    }))
 }

@@ -1,8 +1,9 @@
 //! # emco-controllers
 //!
 //! EMCO's built-in controllers, written only with the public API of `emco-controller-sdk`: the
-//! generic action controller (gac) and the hardware-platform-aware placement and action
-//! controllers (hpa).
+//! generic action controller (gac), the hardware-platform-aware placement and action
+//! controllers (hpa) and the distributed traffic controller (dtc) with its network policy
+//! sub-controller (nps).
 //!
 //! - [`gac::Gac`]: applies the generic-k8s-intent the DIG names (new objects, JSON / merge
 //!   patches, ConfigMap / Secret data from files, per-cluster or per-label scope with allow /
@@ -11,6 +12,9 @@
 //!   requirements (cluster kv-pairs and labels) and, in each anyOf group, the clusters that
 //!   score below the best on the weights of the optional ones; [`hpa::HpaAction`] writes the
 //!   requests and limits into the consumer's pod template.
+//! - [`dtc::Dtc`] calls dtc's sub-controllers in priority order (in-process ones and, at their
+//!   registered address, remote ones); [`dtc::Nps`] writes the NetworkPolicies that admit each
+//!   inbound intent's clients to its server.
 //! - [`dtc::routes`] serves dtc's traffic intents (traffic groups, inbound servers, clients,
 //!   access points) and its sub-controller registry at EMCO's URLs, with dtc's checks and texts.
 //! - [`gac::routes`] serves gac's intents at EMCO's URLs; a GET of a resource or customization

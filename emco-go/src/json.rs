@@ -272,6 +272,28 @@ impl<'de> MapAccess<'de> for Entries<'de> {
     }
 }
 
+/// Writes `s` as Go's `encoding/json` writes a string (Go 1.22+: `\b` and `\f` short forms),
+/// escaping `<`, `>` and `&` when `html` (as `json.Marshal` does).
+pub fn write_string(s: &str, html: bool, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '<' | '>' | '&' if html => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

@@ -2,6 +2,7 @@
 
 use crate::gofmt::format_float_json;
 use crate::value::Value;
+use emco_go::json::write_string;
 
 /// `json.Marshal` (with `escape_html`, Go's default) or an encoder with HTML escaping off
 /// (Sprig's `toRawJson`).
@@ -121,27 +122,6 @@ fn write(
         }
     }
     Ok(())
-}
-
-/// Go's JSON string escaping (Go 1.22+: `\b` and `\f` short forms).
-fn write_string(s: &str, html: bool, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' | '>' | '&' if html => out.push_str(&format!("\\u{:04x}", c as u32)),
-            '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// `json.Unmarshal` into `interface{}`: numbers become float64.

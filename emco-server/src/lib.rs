@@ -12,7 +12,8 @@
 //!   and the standard gRPC health service.
 //! - Stores: resources in the embedded redb file (default), memory or MongoDB; AppContexts in the
 //!   same redb file (default), memory or etcd. A fresh machine needs no external service.
-//! - Controllers: gac and hpa run in-process under the names EMCO's files register them with
+//! - Controllers: gac, hpa and dtc (with its sub-controller nps) run in-process under the names
+//!   EMCO's files register them with
 //!   ([`BUILTIN_CONTROLLERS`]): a `POST /v2/controllers` of `gac` with any host and port still runs
 //!   the built-in one, without a network hop (`--builtin-controllers false` calls every registered
 //!   controller over gRPC instead). `rsync` registers without a type and is the in-process engine.
@@ -47,6 +48,7 @@ use emco_controller_sdk::client::ControllerRegistry;
 use emco_controller_sdk::intent::IntentType;
 use emco_controller_sdk::remote::AppContextService;
 use emco_controller_sdk::rest::ApiError;
+use emco_controllers::dtc::{Dtc, Nps};
 use emco_controllers::gac::Gac;
 use emco_controllers::hpa::{HpaAction, HpaConsumer, HpaIntent, HpaPlacement, HpaRequirement};
 use emco_core::Error;
@@ -70,8 +72,12 @@ pub const GAC: &str = "gac";
 pub const HPA_PLACEMENT: &str = "hpa-placement-controller-1";
 /// The name hpa's action controller is registered under (EMCO's hpa examples).
 pub const HPA_ACTION: &str = "hpa-action-controller-1";
+/// The name dtc is registered under in EMCO's files (`prerequisites-common.yaml`).
+pub const DTC: &str = "dtc";
+/// The name dtc's network policy sub-controller is registered under in `/v2/dtc-controllers`.
+pub const NPS: &str = "nps";
 /// The controllers run in-process by default, by registration name.
-pub const BUILTIN_CONTROLLERS: [&str; 3] = [GAC, HPA_PLACEMENT, HPA_ACTION];
+pub const BUILTIN_CONTROLLERS: [&str; 4] = [GAC, HPA_PLACEMENT, HPA_ACTION, DTC];
 
 /// The two stores the server runs on.
 #[derive(Debug, Clone)]
@@ -185,12 +191,14 @@ pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Err
             ..Limits::default()
         })
         .controllers(move |stores| {
-            let registry = ControllerRegistry::new(stores).with_timeout(timeout);
+            let registry = ControllerRegistry::new(stores.clone()).with_timeout(timeout);
             if !builtin {
                 return registry;
             }
+            let dtc = Dtc::new(stores).with_sub(NPS, Arc::new(Nps));
             registry
                 .with_action(GAC, Arc::new(Gac))
+                .with_action(DTC, Arc::new(dtc))
                 .with_placement(
                     HPA_PLACEMENT,
                     Arc::new(HpaPlacement {
@@ -208,8 +216,9 @@ pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Err
 }
 
 /// The REST routes of the built-in controllers' intents over `store`: gac's
-/// `generic-k8s-intents` (with `resources` and `customizations`, files up to `max_file` bytes)
-/// and hpa's `hpa-intents` (with `hpa-resource-consumers` and `resource-requirements`).
+/// `generic-k8s-intents` (with `resources` and `customizations`, files up to `max_file` bytes),
+/// dtc's `traffic-group-intents` (and below) and `/v2/dtc-controllers`, and hpa's
+/// `hpa-intents` (with `hpa-resource-consumers` and `resource-requirements`).
 pub fn controller_routes(store: &Arc<dyn ResourceStore>, max_file: u64) -> Router {
     emco_controllers::gac::routes(Arc::clone(store), max_file)
         .merge(emco_controllers::dtc::routes(Arc::clone(store)))

@@ -419,6 +419,7 @@ fn builtin_controllers_register_by_emco_names() {
         r#"{"metadata":{"name":"gac"},"spec":{"host":"gac.invalid","port":9033,"type":"action","priority":1}}"#,
         r#"{"metadata":{"name":"hpa-placement-controller-1"},"spec":{"host":"hpaplc","port":9099,"type":"placement"}}"#,
         r#"{"metadata":{"name":"hpa-action-controller-1"},"spec":{"host":"hpaac","port":9042,"type":"action","priority":1}}"#,
+        r#"{"metadata":{"name":"dtc"},"spec":{"host":"dtc","port":9048,"type":"action","priority":1}}"#,
     ] {
         let (status, out) = post(addr, "/v2/controllers", body);
         assert_eq!(status, 201, "{out}");

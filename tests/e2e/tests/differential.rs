@@ -140,6 +140,17 @@ async fn kubesim_answers_as_kube_apiserver() {
         ),
         ("a create", "POST", cms.to_owned(), JSON, cm("one")),
         (
+            "a NetworkPolicy as nps writes it: its ports and policy types defaulted",
+            "POST",
+            "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies".to_owned(),
+            JSON,
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                "metadata": {"name": "np1"},
+                "spec": {"podSelector": {"matchLabels": {"app": "s"}},
+                    "ingress": [{"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}],
+                        "ports": [{"protocol": "UDP"}, {"port": 53}]}]}}),
+        ),
+        (
             "a duplicate create",
             "POST",
             cms.to_owned(),

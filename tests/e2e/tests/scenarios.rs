@@ -40,6 +40,7 @@ macro_rules! on_both_stores {
 on_both_stores!(
     single_cluster,
     single_cluster_standard_cloud,
+    single_cluster_dtc,
     multi_cluster,
     test_dependency,
     test_update,
@@ -87,6 +88,7 @@ async fn real_clusters() {
     each!(
         single_cluster,
         single_cluster_standard_cloud,
+        single_cluster_dtc,
         multi_cluster,
         test_update,
         hpa_simple
@@ -161,10 +163,30 @@ fn files(dir: &str, names: &[&str]) -> Vec<PathBuf> {
     names.iter().map(|n| examples().join(dir).join(n)).collect()
 }
 
+/// single-cluster's `values-novars.yaml` pointed at this environment (cluster c1, local
+/// ports) with the packages `files`; the values file's path.
+fn single_cluster_values(env: &Env, files: &[(&str, PathBuf)]) -> PathBuf {
+    let ex = examples().join("single-cluster");
+    let novars = std::fs::read_to_string(ex.join("templates/values-novars.yaml")).unwrap();
+    let mut set = vec![
+        ("HostIP", "127.0.0.1".to_owned()),
+        ("RsyncPort", "9031".to_owned()),
+        ("DtcPort", "9048".to_owned()),
+        ("NpsPort", "9062".to_owned()),
+        (
+            "KubeConfig",
+            env.kubeconfig_path("c1").display().to_string(),
+        ),
+    ];
+    set.extend(files.iter().map(|(k, p)| (*k, p.display().to_string())));
+    let path = env.dir().join("values.yaml");
+    std::fs::write(&path, set_values(&novars, &set)).unwrap();
+    path
+}
+
 /// single-cluster: prometheus-operator (as kube-prometheus-stack) and collectd on one cluster
 /// through an admin logical cloud, as the README's first use case.
 async fn single_cluster(env: &Env) -> Result<()> {
-    let ex = examples().join("single-cluster");
     let out = packages(env);
     for (app, src) in [
         ("kube-prometheus-stack", "prometheus-operator"),
@@ -181,27 +203,18 @@ async fn single_cluster(env: &Env) -> Result<()> {
             &out.join(format!("{app}_profile.tar.gz")),
         )?;
     }
-    let novars = std::fs::read_to_string(ex.join("templates/values-novars.yaml")).unwrap();
-    let path = |p: PathBuf| p.display().to_string();
-    let values = set_values(
-        &novars,
+    let values_path = single_cluster_values(
+        env,
         &[
-            ("HostIP", "127.0.0.1".to_owned()),
-            ("RsyncPort", "9031".to_owned()),
-            ("DtcPort", "9048".to_owned()),
-            ("NpsPort", "9062".to_owned()),
-            ("KubeConfig", path(env.kubeconfig_path("c1"))),
-            ("HelmApp1", path(out.join("kube-prometheus-stack.tar.gz"))),
-            ("HelmApp2", path(out.join("collectd.tar.gz"))),
+            ("HelmApp1", out.join("kube-prometheus-stack.tar.gz")),
+            ("HelmApp2", out.join("collectd.tar.gz")),
             (
                 "ProfileApp1",
-                path(out.join("kube-prometheus-stack_profile.tar.gz")),
+                out.join("kube-prometheus-stack_profile.tar.gz"),
             ),
-            ("ProfileApp2", path(out.join("collectd_profile.tar.gz"))),
+            ("ProfileApp2", out.join("collectd_profile.tar.gz")),
         ],
     );
-    let values_path = env.dir().join("values.yaml");
-    std::fs::write(&values_path, values).unwrap();
     let docs = load(
         &files(
             "single-cluster",
@@ -342,6 +355,101 @@ async fn single_cluster_standard_cloud(env: &Env) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// single-cluster's dtc use case (`test-dtc-deployment.yaml`): http-client and http-server
+/// through the admin cloud, a traffic group whose inbound intent lets http-client reach
+/// http-server on 3333/TCP, dtc registered as an action controller with nps as its
+/// sub-controller and cluster1 labelled `networkpolicy-supported`: nps's NetworkPolicy reaches
+/// the cluster, and goes with the terminate.
+async fn single_cluster_dtc(env: &Env) -> Result<()> {
+    let out = packages(env);
+    for (app, profile) in [
+        (
+            "http-client",
+            "network_policy_overrides/http-client-profile",
+        ),
+        (
+            "http-server",
+            "network_policy_overrides/http-server-profile",
+        ),
+    ] {
+        tgz(
+            &chart(app).join("helm"),
+            ".",
+            &out.join(format!("{app}.tar.gz")),
+        )?;
+        tgz(
+            &chart(app).join("profile").join(profile),
+            ".",
+            &out.join(format!("{app}-profile.tar.gz")),
+        )?;
+    }
+    let values_path = single_cluster_values(
+        env,
+        &[
+            ("HelmApp4", out.join("http-client.tar.gz")),
+            ("HelmApp5", out.join("http-server.tar.gz")),
+            ("ProfileApp4", out.join("http-client-profile.tar.gz")),
+            ("ProfileApp5", out.join("http-server-profile.tar.gz")),
+        ],
+    );
+    let docs = load(
+        &files(
+            "single-cluster",
+            &[
+                "templates/prerequisites-common.yaml",
+                "templates/prerequisites-lc-admin.yaml",
+                "instantiate-lc.yaml",
+                "test-dtc-deployment.yaml",
+                "test-dtc-instantiate.yaml",
+            ],
+        ),
+        &values_path,
+    )?;
+    let phases = Phases::split(docs);
+    env.deploy(&phases).await?;
+    env.wait_placement(
+        &[("http-client", &["c1"]), ("http-server", &["c1"])],
+        DEADLINE,
+    )
+    .await?;
+    // nps's policy (src/nps/internal/networkpolicy): the server's pods admit the client's, and
+    // any source, as the server has no externalSupport; protocol and port are two entries (the
+    // API server defaults the second's protocol to TCP).
+    let policies: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
+        env.kube("c1").await?,
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "networking.k8s.io",
+            "v1",
+            "NetworkPolicy",
+        )),
+    );
+    let list = policies
+        .list(&kube::api::ListParams::default())
+        .await
+        .map_err(|e| Error::unavailable("NetworkPolicies of c1").with_source(e))?;
+    let found: Vec<Value> = list
+        .items
+        .iter()
+        .filter(|p| p.metadata.name.as_deref() == Some("collectd-dtc-intent-serverin"))
+        .map(|p| p.data["spec"].clone())
+        .collect();
+    let want = json!({
+        "podSelector": {"matchLabels": {"app": "http-server"}},
+        "policyTypes": ["Ingress"],
+        "ingress": [{
+            "from": [{"podSelector": {"matchLabels": {"app": "http-client"}}},
+                     {"ipBlock": {"cidr": "0.0.0.0/0"}}],
+            "ports": [{"protocol": "TCP"}, {"protocol": "TCP", "port": 3333}],
+        }],
+    });
+    if found != [want.clone()] {
+        return Err(Error::internal(format!(
+            "expected nps's NetworkPolicy collectd-dtc-intent-serverin {want} on c1, found {found:?}"
+        )));
+    }
+    env.remove(&phases).await
 }
 
 /// multi-cluster: three apps over three clusters, each app on its own list of clusters.

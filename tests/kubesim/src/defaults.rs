@@ -134,12 +134,44 @@ pub(crate) fn apply(rt: &ResourceType, obj: &mut Value) {
                 set(o, "type", json!("Opaque"));
             }
         }
+        ("networking.k8s.io", "networkpolicies") => {
+            if let Some(spec) = child(obj, "spec") {
+                network_policy_spec(spec);
+            }
+        }
         ("scheduling.k8s.io", "priorityclasses") => {
             if let Some(o) = obj.as_object_mut() {
                 set(o, "preemptionPolicy", json!("PreemptLowerPriority"));
             }
         }
         _ => {}
+    }
+}
+
+/// SetDefaults_NetworkPolicy and _NetworkPolicyPort: TCP ports, and `Ingress` (plus `Egress`
+/// when there are egress rules) when no policy type is given.
+fn network_policy_spec(spec: &mut Obj) {
+    for rules in ["ingress", "egress"] {
+        for rule in items(spec, rules) {
+            for port in items(rule, "ports") {
+                set(port, "protocol", json!("TCP"));
+            }
+        }
+    }
+    let none = spec
+        .get("policyTypes")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    if none {
+        let mut types = vec![json!("Ingress")];
+        if spec
+            .get("egress")
+            .and_then(Value::as_array)
+            .is_some_and(|e| !e.is_empty())
+        {
+            types.push(json!("Egress"));
+        }
+        spec.insert("policyTypes".to_owned(), Value::Array(types));
     }
 }
 
@@ -324,6 +356,21 @@ mod tests {
         let mut r = json!({"spec": {"strategy": {"type": "Recreate"}}});
         apply(rt("deployments"), &mut r);
         assert!(r["spec"]["strategy"].get("rollingUpdate").is_none());
+    }
+
+    /// As a v1.32 kube-apiserver stores them (`../shared/kube`).
+    #[test]
+    fn network_policy_defaults() {
+        let mut np = json!({"spec": {"podSelector": {},
+            "ingress": [{"ports": [{"protocol": "UDP"}, {"port": 80}]}],
+            "egress": [{"ports": [{"port": 53}]}]}});
+        apply(rt("networkpolicies"), &mut np);
+        assert_eq!(
+            np["spec"]["ingress"][0]["ports"],
+            json!([{"protocol": "UDP"}, {"protocol": "TCP", "port": 80}])
+        );
+        assert_eq!(np["spec"]["egress"][0]["ports"][0]["protocol"], "TCP");
+        assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
     }
 
     #[test]
