@@ -20,7 +20,7 @@
 //!   each element of `patchJson` as an RFC 7386 merge patch).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -33,6 +33,7 @@ use emco_controller_sdk::{ActionController, ContextHandle, ControllerContext};
 use emco_core::model::Named;
 use emco_core::validate::{check_name, check_one_of, check_required};
 use emco_core::{Error, Metadata, Result, Validate};
+use emco_go::jsonschema::Schema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -198,19 +199,69 @@ impl Named for Customization {
     }
 }
 
-impl Validate for GenericK8sIntent {
-    fn validate(&self) -> Result<()> {
-        check_name("metadata.name", &self.metadata.name)
+macro_rules! gac_schema {
+    ($name:ident, $file:literal) => {
+        static $name: LazyLock<Schema> = LazyLock::new(|| {
+            Schema::parse(include_str!(concat!("../schemas/gac/", $file))).expect(concat!(
+                "schemas/gac/",
+                $file,
+                " compiles"
+            ))
+        });
+    };
+}
+gac_schema!(INTENT_SCHEMA, "generic-k8s-intent.json");
+gac_schema!(RESOURCE_SCHEMA, "resource.json");
+
+/// gac's own checks (api/helper.go `validateData`), each failure a line, before the schema.
+fn may_not_be_empty(fields: &[(&str, &str)]) -> Result<()> {
+    let missing: Vec<String> = fields
+        .iter()
+        .filter(|(_, v)| v.is_empty())
+        .map(|(what, _)| format!("{what} may not be empty"))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::invalid(missing.join("\n")))
     }
 }
 
+/// generick8sintent.go: the name, then json-schemas/genericK8sIntent.json.
+impl Validate for GenericK8sIntent {
+    fn validate(&self) -> Result<()> {
+        may_not_be_empty(&[("genericK8sIntent name", &self.metadata.name)])
+    }
+
+    fn schema() -> Option<&'static Schema> {
+        Some(&INTENT_SCHEMA)
+    }
+
+    fn checks_before_schema() -> bool {
+        true
+    }
+}
+
+/// resource.go `validateResourceData`, then json-schemas/resource.json.
 impl Validate for GacResource {
     fn validate(&self) -> Result<()> {
-        check_name("metadata.name", &self.metadata.name)?;
-        check_name("spec.app", &self.spec.app)?;
-        check_one_of("spec.newObject", &self.spec.new_object, &["true", "false"])?;
-        check_required("spec.resourceGVK.kind", &self.spec.resource_gvk.kind)?;
-        check_required("spec.resourceGVK.name", &self.spec.resource_gvk.name)
+        let gvk = &self.spec.resource_gvk;
+        may_not_be_empty(&[
+            ("resource name", &self.metadata.name),
+            ("app", &self.spec.app),
+            ("newObject", &self.spec.new_object),
+            ("apiVersion", &gvk.api_version),
+            ("kind", &gvk.kind),
+            ("name", &gvk.name),
+        ])
+    }
+
+    fn schema() -> Option<&'static Schema> {
+        Some(&RESOURCE_SCHEMA)
+    }
+
+    fn checks_before_schema() -> bool {
+        true
     }
 }
 
@@ -603,6 +654,31 @@ fn escape(segment: &str) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    /// resource.go: gac's own checks, every missing value a line, then resource.json.
+    #[test]
+    fn resource_bodies_as_gac_refuses_them() {
+        use emco_controller_sdk::rest::EmcoJson;
+        let refused = |body: &str| {
+            EmcoJson::<super::GacResource>::parse(body.as_bytes())
+                .unwrap_err()
+                .error()
+                .message()
+                .to_owned()
+        };
+        assert_eq!(
+            refused(r#"{"metadata": {"name": "r1"}, "spec": {"app": "a"}}"#),
+            "newObject may not be empty\napiVersion may not be empty\nkind may not be empty\n\
+             name may not be empty"
+        );
+        assert_eq!(
+            refused(
+                r#"{"metadata": {"name": "r1"}, "spec": {"app": "a", "newObject": "yes",
+                "resourceGVK": {"apiVersion": "v1", "kind": "ConfigMap", "name": "c"}}}"#
+            ),
+            "Invalid Input:\nspec.newObject must be one of the following: \"true\", \"false\""
+        );
+    }
+
     use std::sync::Arc;
 
     use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore};
@@ -921,6 +997,12 @@ mod tests {
         r.validate().unwrap();
         let mut r2 = r.clone();
         r2.spec.new_object = "maybe".into();
-        assert_eq!(r2.validate().unwrap_err().field(), Some("spec.newObject"));
+        // Not empty, so gac's own checks pass; its schema refuses the value.
+        r2.validate().unwrap();
+        let doc = serde_json::to_value(&r2).unwrap();
+        assert_eq!(
+            GacResource::schema().unwrap().invalid_input(&doc).unwrap(),
+            "Invalid Input:\nspec.newObject must be one of the following: \"true\", \"false\""
+        );
     }
 }

@@ -35,6 +35,16 @@ pub trait Validate {
         text
     }
 
+    /// Whether EMCO's handler runs [`Validate::validate`] before [`Validate::schema`] (gac's
+    /// own checks come first).
+    #[must_use]
+    fn checks_before_schema() -> bool
+    where
+        Self: Sized,
+    {
+        false
+    }
+
     /// Whether EMCO's PUT handler checks [`Validate::schema`] too (some check it on POST only).
     #[must_use]
     fn schema_on_put() -> bool

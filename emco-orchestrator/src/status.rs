@@ -134,6 +134,8 @@ struct ResourceSnap {
     yaml: Option<String>,
     status: Option<String>,
     warnings: Vec<String>,
+    /// Why it failed or retries: rsync's `Reason` and `Message`.
+    why: Option<(String, String)>,
 }
 
 /// One cluster of an app as the context holds it.
@@ -162,6 +164,11 @@ struct StatusDoc {
     /// What the cluster warned about when the resource was applied (rsync's addition).
     #[serde(rename = "Warnings", default)]
     warnings: Vec<String>,
+    /// Why it failed or retries (rsync's addition).
+    #[serde(rename = "Reason", default)]
+    reason: Option<String>,
+    #[serde(rename = "Message", default)]
+    message: Option<String>,
 }
 
 /// The resources that are only `pre-delete` / `post-delete` hooks, of a cluster's hook groups
@@ -276,6 +283,7 @@ impl Snapshot {
                     if let Ok(doc) = serde_json::from_slice::<StatusDoc>(raw) {
                         resource.status = Some(doc.status);
                         resource.warnings = doc.warnings;
+                        resource.why = doc.reason.zip(doc.message);
                     }
                 }
                 ContextKey::Root | ContextKey::Other => {}
@@ -391,6 +399,7 @@ pub(crate) struct ResourceView {
     pub(crate) ready: &'static str,
     observed: Option<Value>,
     warnings: Vec<String>,
+    why: Option<(String, String)>,
 }
 
 impl ResourceView {
@@ -442,6 +451,7 @@ impl ResourceView {
             ready,
             observed,
             warnings: snap.warnings.clone(),
+            why: snap.why.clone(),
         }
     }
 }
@@ -578,10 +588,13 @@ fn full_status(out: &mut DigStatus, views: Vec<AppView>, query: &StatusQuery) {
             let mut resources = Vec::new();
             for r in c.resources {
                 total += 1;
+                let (reason, message) = r.why.unzip();
                 let mut status = ResourceStatus {
                     gvk: r.gvk,
                     name: r.name,
                     warnings: r.warnings,
+                    reason,
+                    message,
                     ..ResourceStatus::default()
                 };
                 match query.status {
@@ -719,6 +732,7 @@ mod tests {
             yaml: Some("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n".into()),
             status: Some("Applied".into()),
             warnings: vec![".spec.replicas: field not declared in schema; dropped".into()],
+            why: None,
         };
         let collected = serde_json::json!({"resources": {"web+Deployment": {"present": true, "ready": false, "reason": "0/1"}}});
         let v = ResourceView::new("web+Deployment", &snap, Some(&collected));
@@ -736,6 +750,7 @@ mod tests {
             yaml: None,
             status: Some("Deleted".into()),
             warnings: Vec::new(),
+            why: None,
         };
         let v = ResourceView::new("web+Deployment", &gone, Some(&collected));
         assert_eq!(

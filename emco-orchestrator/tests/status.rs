@@ -595,6 +595,52 @@ async fn not_ready_resources_are_reported() {
     env.stop().await;
 }
 
+/// A resource rsync could not deploy says why in the status answer (`reason`, `message`), and
+/// stops saying it once applied.
+#[tokio::test]
+async fn failed_resources_say_why() {
+    use emco_rsync::engine::ContextStatusExt as _;
+    let env = Env::start(Duration::ZERO).await;
+    let id = env.context(&[web("blue")]).await;
+    env.record(DigState::Instantiated, id, 1).await;
+    let ctx = AppContext::load(Arc::clone(env.orch.contexts()), id)
+        .await
+        .unwrap();
+    let cluster = ctx.clusters("web").await.unwrap()[0].clone();
+    let names = ctx.resources("web", &cluster).await.unwrap();
+    ctx.set_resource_failures(
+        "web",
+        &cluster,
+        &names[..1],
+        emco_core::lifecycle::ResourceStatus::Retrying,
+        "Unreachable",
+        "cluster did not answer within 5s",
+    )
+    .await
+    .unwrap();
+    let body = env.status("status=deployed").await;
+    let resources = &body["apps"][0]["clusters"][0]["resources"];
+    assert_eq!(resources[0]["deployedStatus"], "Retrying", "{body}");
+    assert_eq!(resources[0]["reason"], "Unreachable", "{body}");
+    assert_eq!(resources[0]["message"], "cluster did not answer within 5s");
+    assert!(resources[1].get("reason").is_none(), "{body}");
+    ctx.set_resource_statuses(
+        "web",
+        &cluster,
+        &names[..1],
+        emco_core::lifecycle::ResourceStatus::Applied,
+    )
+    .await
+    .unwrap();
+    let body = env.status("status=deployed").await;
+    assert!(
+        body["apps"][0]["clusters"][0]["resources"][0]
+            .get("reason")
+            .is_none()
+    );
+    env.stop().await;
+}
+
 fn registration(client: &str, status: StatusValue, output: StatusOutput) -> StatusRegistration {
     StatusRegistration {
         client_id: client.into(),

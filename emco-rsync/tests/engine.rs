@@ -54,6 +54,32 @@ async fn resource_statuses(
     out
 }
 
+/// Why each resource of `app` on `cluster` failed or retries (`Reason`, `Message` of its status
+/// record); `None` for one that says nothing.
+async fn reasons(ctx: &AppContext, app: &str, cluster: &str) -> Vec<Option<(String, String)>> {
+    let mut out = Vec::new();
+    for n in ctx.resources(app, cluster).await.unwrap() {
+        let key = format!(
+            "{}app/{app}/cluster/{cluster}/resource/{n}/status/",
+            ctx.root_key()
+        );
+        let raw = ctx.store().get(&key).await.unwrap().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&raw.value).unwrap();
+        let text = |k: &str| doc.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+        out.push(text("Reason").zip(text("Message")));
+    }
+    out
+}
+
+/// The reasons of [`reasons`] alone.
+async fn reason_words(ctx: &AppContext, app: &str, cluster: &str) -> Vec<Option<String>> {
+    reasons(ctx, app, cluster)
+        .await
+        .into_iter()
+        .map(|r| r.map(|(reason, _)| reason))
+        .collect()
+}
+
 async fn all_statuses(ctx: &AppContext, app: &str, cs: &[String], want: ResourceStatus) -> bool {
     for c in cs {
         if resource_statuses(ctx, app, c)
@@ -221,11 +247,19 @@ async fn a_cluster_that_is_down_is_retried_without_blocking_the_others() {
     })
     .await;
     assert_eq!(status(&ctx).await, AppContextStatus::Instantiating);
+    // Each says why it retries, and the cluster's answer.
+    for why in reasons(&ctx, "web", &cs[1]).await {
+        let (reason, message) = why.unwrap();
+        assert_eq!(reason, "Unreachable");
+        assert!(!message.is_empty());
+    }
 
     env.fleet.set_fault("c2", Fault::none()).unwrap();
     rsync.wait_idle(ctx.id()).await;
     assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
     assert!(all_statuses(&ctx, "web", &cs, ResourceStatus::Applied).await);
+    // Applied: nothing left to explain.
+    assert_eq!(reason_words(&ctx, "web", &cs[1]).await, [None, None]);
     assert_eq!(
         ctx.cluster_ready_status("web", &cs[1]).await.unwrap(),
         ClusterReadiness::Available
@@ -258,6 +292,14 @@ async fn retries_run_out_when_a_maximum_is_set() {
     rsync.wait_idle(ctx.id()).await;
     assert_eq!(status(&ctx).await, AppContextStatus::InstantiateFailed);
     assert!(all_statuses(&ctx, "web", &cs, ResourceStatus::Failed).await);
+    for why in reasons(&ctx, "web", &cs[0]).await {
+        let (reason, message) = why.unwrap();
+        assert_eq!(reason, "Unreachable");
+        assert!(
+            message.starts_with("gave up after 4 attempts: "),
+            "{message}"
+        );
+    }
     let applies = env.calls().iter().filter(|c| !c.delete).count();
     assert_eq!(applies, 4, "one try and three retries");
 }
@@ -281,6 +323,10 @@ async fn stop_while_retrying_fails_the_operation() {
     assert_eq!(status(&ctx).await, AppContextStatus::InstantiateFailed);
     assert!(all_statuses(&ctx, "web", &cs[..1], ResourceStatus::Failed).await);
     assert!(all_statuses(&ctx, "web", &cs[1..], ResourceStatus::Applied).await);
+    assert_eq!(
+        reason_words(&ctx, "web", &cs[0]).await,
+        [Some("Stopped".to_owned()), Some("Stopped".to_owned())]
+    );
     let queue = ctx.event_queue().await.unwrap();
     assert_eq!(queue[0].status, QueueStatus::Error);
     assert!(ctx.stop_flag().await.unwrap());
@@ -618,6 +664,16 @@ async fn a_failed_or_late_pre_install_hook_fails_the_install() {
         );
         assert!(env.get(0, ctx.id(), "chart", &pre).await.is_some());
         assert!(env.get(0, ctx.id(), "chart", &cm).await.is_none(), "{spec}");
+        // The ConfigMap was held back by the hook, which says why it failed (in name order:
+        // the hook, then the ConfigMap).
+        let why = reasons(&ctx, "chart", &cs[0]).await;
+        assert_eq!(why[1].as_ref().unwrap().0, "NotApplied", "{spec}");
+        let (reason, message) = why[0].clone().unwrap();
+        assert_eq!(reason, "NotReady", "{spec}");
+        assert!(
+            message.contains("DeadlineExceeded") || message.starts_with("not ready after"),
+            "{spec}: {message}"
+        );
     }
 }
 

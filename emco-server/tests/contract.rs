@@ -1197,6 +1197,24 @@ async fn gac_and_hpa() {
         row(
             "POST",
             gac.clone(),
+            Some(json!({"metadata": {"description": "d"}})),
+            400,
+            Text("genericK8sIntent name may not be empty\n"),
+            "helper.go validateRequestBody: gac's own checks before the schema",
+        ),
+        row(
+            "POST",
+            gac.clone(),
+            Some(json!({"metadata": {"name": "g 1"}})),
+            400,
+            Text(
+                "Invalid Input:\nDoes not match pattern '^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$'\n",
+            ),
+            "helper.go validateRequestBody: json-schemas/genericK8sIntent.json",
+        ),
+        row(
+            "POST",
+            gac.clone(),
             Some(json!({"metadata": {"name": "g1"}})),
             201,
             Json(json!({"metadata": meta("g1")})),

@@ -219,6 +219,8 @@ pub fn print(answers: &[Answer], output: Output, out: &mut dyn Write) -> Result<
 /// The table of one answer: a heading, then one row per app and cluster (or per list entry).
 fn table(answer: &Answer) -> String {
     let mut s = format!("{} ({})\n", answer.target.label(), answer.target.position);
+    // Why resources failed or retry, listed under the table.
+    let mut why: Vec<String> = Vec::new();
     let rows: Vec<Vec<String>> = match &answer.status {
         Err(e) => return format!("{s}  error: {e}\n"),
         Ok(StatusResponse::Full(d)) => {
@@ -256,6 +258,18 @@ fn table(answer: &Answer) -> String {
                             &r.ready_status
                         };
                         *counts.entry(st.clone()).or_insert(0) += 1;
+                        if let Some(reason) = &r.reason {
+                            why.push(format!(
+                                "{} {}+{} {}/{}: {} {reason}: {}",
+                                app.name,
+                                c.cluster_provider,
+                                c.cluster,
+                                r.gvk.kind,
+                                r.name,
+                                r.deployed_status,
+                                r.message.as_deref().unwrap_or_default()
+                            ));
+                        }
                     }
                     rows.push(vec![
                         app.name.clone(),
@@ -309,6 +323,9 @@ fn table(answer: &Answer) -> String {
             s.push_str(line);
             s.push('\n');
         }
+    }
+    for line in &why {
+        s.push_str(&format!("  why: {line}\n"));
     }
     s
 }

@@ -617,6 +617,34 @@ async fn watch_reports_failure_and_timeout_with_exit_1() {
     assert!(out.contains("dig: failed: 404"), "{out}");
 }
 
+/// A resource that failed or retries says why under the table.
+#[tokio::test]
+async fn status_tables_say_why_resources_fail() {
+    let mut body = dig_status(
+        "Instantiated",
+        "Instantiating",
+        "",
+        &[("a1", "c1", "Applied", ""), ("a2", "c2", "Retrying", "")],
+    );
+    let r = &mut body["apps"][1]["clusters"][0]["resources"][0];
+    r["reason"] = "Unreachable".into();
+    r["message"] = "cluster p+c2 did not answer within 5s".into();
+    let (server, _) = stub_status(vec![body], axum::Router::new()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = instantiate_file(dir.path());
+    let f = file.to_str().unwrap();
+    let (code, out, err) = cli(&["emcoctl", "--server", &server, "status", "-f", f]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "  why: a2 p+c2 Deployment/a2: Retrying Unreachable: cluster p+c2 did not answer \
+             within 5s\n"
+        ),
+        "{out}"
+    );
+    assert_eq!(out.matches("why:").count(), 1, "{out}");
+}
+
 #[tokio::test]
 async fn status_prints_tables_json_and_passes_query_options() {
     let answers = vec![dig_status(

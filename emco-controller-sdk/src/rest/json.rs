@@ -47,6 +47,9 @@ impl<T: DeserializeOwned + Serialize + Validate> EmcoJson<T> {
                 format!("the request body is not valid: {e}"),
             )
         })?;
+        if T::checks_before_schema() {
+            value.validate()?;
+        }
         if let Some(schema) = T::schema().filter(|_| schema) {
             // As EMCO: the body as the Go struct writes it back, not as it was sent.
             let doc = serde_json::to_value(&value)
@@ -55,7 +58,9 @@ impl<T: DeserializeOwned + Serialize + Validate> EmcoJson<T> {
                 return Err(Error::invalid(T::schema_message(text)).into());
             }
         }
-        value.validate()?;
+        if !T::checks_before_schema() {
+            value.validate()?;
+        }
         Ok(value)
     }
 }

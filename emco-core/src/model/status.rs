@@ -399,6 +399,14 @@ pub struct ResourceStatus {
     /// `kubectl apply` drops it); absent when there was nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Why it failed or is retrying, as one CamelCase word (`Unreachable`, `NotReady`,
+    /// `DependencyFailed`, `Stopped`, or the kind of error the cluster answered); absent once it
+    /// is applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The last error's text, beside `reason`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// The answer of `?apps` ([`StatusMode::Apps`]): `{name, apps:[...]}`.

@@ -256,7 +256,14 @@ impl Run {
     async fn abandon(&self, app: &str, cluster: &str, names: &[String]) -> Result<()> {
         if self.op.aborted() == Some(Abort::Stop) && !names.is_empty() {
             self.ctx
-                .set_resource_statuses(app, cluster, names, ResourceStatus::Failed)
+                .set_resource_failures(
+                    app,
+                    cluster,
+                    names,
+                    ResourceStatus::Failed,
+                    "Stopped",
+                    "the operation was stopped before this resource was done",
+                )
                 .await?;
         }
         Ok(())
@@ -272,12 +279,12 @@ impl Run {
     ) -> Result<Option<Arc<dyn Connector>>> {
         let mut attempt = 0;
         loop {
-            match self.inner.resolver.connector_for(cluster, &self.meta).await {
+            let e = match self.inner.resolver.connector_for(cluster, &self.meta).await {
                 Ok(c) => return Ok(Some(c)),
                 Err(e) if e.kind() == ErrorKind::Unavailable => {
                     attempt += 1;
                     if !self.inner.backoff.allows(attempt) {
-                        tracing::warn!(cluster, error = %e, "cluster cannot be resolved");
+                        e
                     } else if self.pause(self.inner.backoff.delay(attempt)).await {
                         continue;
                     } else {
@@ -285,10 +292,18 @@ impl Run {
                         return Ok(None);
                     }
                 }
-                Err(e) => tracing::warn!(cluster, error = %e, "cluster cannot be resolved"),
-            }
+                Err(e) => e,
+            };
+            tracing::warn!(cluster, error = %e, "cluster cannot be resolved");
             self.ctx
-                .set_resource_statuses(app, cluster, names, ResourceStatus::Failed)
+                .set_resource_failures(
+                    app,
+                    cluster,
+                    names,
+                    ResourceStatus::Failed,
+                    "ClusterUnresolved",
+                    &e.to_string(),
+                )
                 .await?;
             return Ok(None);
         }
@@ -309,7 +324,14 @@ impl Run {
             match self.load(app, cluster, n).await? {
                 Some(r) => rest.push((n.clone(), r)),
                 None => {
-                    self.fail(app, cluster, n).await?;
+                    self.fail(
+                        app,
+                        cluster,
+                        n,
+                        "InvalidManifest",
+                        "its YAML is missing or invalid",
+                    )
+                    .await?;
                     out.failed = true;
                 }
             }
@@ -386,13 +408,27 @@ impl Run {
                             .await?;
                         let names: Vec<String> = unfinished(&rest);
                         self.ctx
-                            .set_resource_statuses(app, cluster, &names, ResourceStatus::Retrying)
+                            .set_resource_failures(
+                                app,
+                                cluster,
+                                &names,
+                                ResourceStatus::Retrying,
+                                "Unreachable",
+                                &e.to_string(),
+                            )
                             .await?;
                     }
                     if !self.inner.backoff.allows(attempt) {
                         let names: Vec<String> = unfinished(&rest);
                         self.ctx
-                            .set_resource_statuses(app, cluster, &names, ResourceStatus::Failed)
+                            .set_resource_failures(
+                                app,
+                                cluster,
+                                &names,
+                                ResourceStatus::Failed,
+                                "Unreachable",
+                                &format!("gave up after {attempt} attempts: {e}"),
+                            )
                             .await?;
                         out.failed = true;
                         break;
@@ -405,7 +441,8 @@ impl Run {
                 Some(e) => {
                     let (name, _) = rest.remove(0);
                     tracing::warn!(cluster, resource = %name, error = %e, "resource not {ok}");
-                    self.fail(app, cluster, &name).await?;
+                    self.fail(app, cluster, &name, e.kind().as_str(), &e.to_string())
+                        .await?;
                     out.failed = true;
                     attempt = 0;
                 }
@@ -414,9 +451,25 @@ impl Run {
         Ok(out)
     }
 
-    async fn fail(&self, app: &str, cluster: &str, name: &str) -> Result<()> {
+    /// Marks one resource failed, saying why.
+    async fn fail(
+        &self,
+        app: &str,
+        cluster: &str,
+        name: &str,
+        reason: &str,
+        message: &str,
+    ) -> Result<()> {
+        let names = [name.to_owned()];
         self.ctx
-            .set_resource_status(app, cluster, name, ResourceStatus::Failed)
+            .set_resource_failures(
+                app,
+                cluster,
+                &names,
+                ResourceStatus::Failed,
+                reason,
+                message,
+            )
             .await
     }
 
@@ -488,7 +541,7 @@ impl Run {
     ) -> Result<()> {
         for (name, why) in which {
             tracing::warn!(app, cluster, resource = %name, reason = %why, "hook or CRD failed");
-            self.fail(app, cluster, name).await?;
+            self.fail(app, cluster, name, "NotReady", why).await?;
         }
         Ok(())
     }
@@ -692,10 +745,25 @@ impl Run {
                 // Stopped, or the dependency failed: nothing of this app is applied.
                 let stopped = self.op.aborted() == Some(Abort::Stop);
                 if stopped || !self.op.token.is_cancelled() {
+                    let (reason, message) = if stopped {
+                        (
+                            "Stopped",
+                            "the operation was stopped before this app was deployed",
+                        )
+                    } else {
+                        ("DependencyFailed", "an app this app depends on failed")
+                    };
                     for c in &clusters {
                         let names = self.plan(app, c).await?.installed();
                         self.ctx
-                            .set_resource_statuses(app, c, &names, ResourceStatus::Failed)
+                            .set_resource_failures(
+                                app,
+                                c,
+                                &names,
+                                ResourceStatus::Failed,
+                                reason,
+                                message,
+                            )
                             .await?;
                     }
                 }
@@ -832,7 +900,14 @@ impl Run {
             applied.extend(phase.done.into_iter().map(|r| (r.id().emco_name(), r)));
             if *wait && phase_failed {
                 self.ctx
-                    .set_resource_statuses(app, cluster, &later, ResourceStatus::Failed)
+                    .set_resource_failures(
+                        app,
+                        cluster,
+                        &later,
+                        ResourceStatus::Failed,
+                        "NotApplied",
+                        "a CRD or pre-install hook of the app failed on this cluster",
+                    )
                     .await?;
                 return Ok(true);
             }

@@ -29,6 +29,23 @@ pub trait ContextStatusExt {
         status: ResourceStatus,
     ) -> Result<()>;
 
+    /// Sets the status of the resources `names` of `app` on `cluster` with why (`reason`, a
+    /// CamelCase word, and `message`), as [`set_resource_statuses`](Self::set_resource_statuses)
+    /// does; the status value gains `Reason` and `Message` beside EMCO's `Status`.
+    ///
+    /// # Errors
+    ///
+    /// The store's errors.
+    async fn set_resource_failures(
+        &self,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+        status: ResourceStatus,
+        reason: &str,
+        message: &str,
+    ) -> Result<()>;
+
     /// Records the status of one resource with the cluster's warnings about it (EMCO's status
     /// value `{"Status": ...}` with a `Warnings` list beside, which EMCO's readers ignore).
     ///
@@ -64,14 +81,20 @@ impl ContextStatusExt for AppContext {
         names: &[String],
         status: ResourceStatus,
     ) -> Result<()> {
-        let value = status_value(status, &[])?;
-        for chunk in names.chunks(MAX_TXN_OPS) {
-            let txn = chunk.iter().fold(Txn::new(), |txn, name| {
-                txn.op(Op::put(status_key(self, app, cluster, name), value.clone()))
-            });
-            self.store().txn(txn).await?;
-        }
-        Ok(())
+        put_statuses(self, app, cluster, names, status_value(status, &[], None)?).await
+    }
+
+    async fn set_resource_failures(
+        &self,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+        status: ResourceStatus,
+        reason: &str,
+        message: &str,
+    ) -> Result<()> {
+        let value = status_value(status, &[], Some((reason, message)))?;
+        put_statuses(self, app, cluster, names, value).await
     }
 
     async fn set_resource_warnings(
@@ -82,7 +105,7 @@ impl ContextStatusExt for AppContext {
         status: ResourceStatus,
         warnings: &[String],
     ) -> Result<()> {
-        let value = status_value(status, warnings)?;
+        let value = status_value(status, warnings, None)?;
         self.store()
             .put(&status_key(self, app, cluster, name), value.into())
             .await
@@ -118,11 +141,38 @@ fn status_key(ctx: &AppContext, app: &str, cluster: &str, name: &str) -> String 
     )
 }
 
-/// EMCO's status value `{"Status": ...}`, with rsync's `Warnings` beside when there are any.
-fn status_value(status: ResourceStatus, warnings: &[String]) -> Result<Vec<u8>> {
+/// Writes `value` as the status of every resource of `names`, in transactions of at most
+/// [`MAX_TXN_OPS`] writes.
+async fn put_statuses(
+    ctx: &AppContext,
+    app: &str,
+    cluster: &str,
+    names: &[String],
+    value: Vec<u8>,
+) -> Result<()> {
+    for chunk in names.chunks(MAX_TXN_OPS) {
+        let txn = chunk.iter().fold(Txn::new(), |txn, name| {
+            txn.op(Op::put(status_key(ctx, app, cluster, name), value.clone()))
+        });
+        ctx.store().txn(txn).await?;
+    }
+    Ok(())
+}
+
+/// EMCO's status value `{"Status": ...}`, with rsync's `Warnings` beside when there are any and
+/// `Reason` and `Message` when it says why.
+fn status_value(
+    status: ResourceStatus,
+    warnings: &[String],
+    why: Option<(&str, &str)>,
+) -> Result<Vec<u8>> {
     let mut doc = serde_json::json!({ "Status": status });
     if !warnings.is_empty() {
         doc["Warnings"] = serde_json::json!(warnings);
+    }
+    if let Some((reason, message)) = why {
+        doc["Reason"] = serde_json::json!(reason);
+        doc["Message"] = serde_json::json!(message);
     }
     serde_json::to_vec(&doc)
         .map_err(|e| Error::internal("cannot encode a resource status").with_source(e))
