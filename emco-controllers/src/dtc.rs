@@ -17,7 +17,7 @@
 //! when empty and check no parent.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use emco_appcontext::{ResourceKey, ResourceStore};
@@ -212,21 +212,12 @@ pub struct DtcControllerSpec {
     pub priority: i64,
 }
 
-macro_rules! schema {
-    ($name:ident, $file:literal) => {
-        static $name: LazyLock<Schema> = LazyLock::new(|| {
-            Schema::parse(include_str!(concat!("../schemas/dtc/", $file))).expect(concat!(
-                "schemas/dtc/",
-                $file,
-                " compiles"
-            ))
-        });
-    };
+emco_go::schemas! {
+    INBOUND_SERVER = "../schemas/dtc/inbound-server.json";
+    INBOUND_CLIENTS = "../schemas/dtc/inbound-clients.json";
+    INBOUND_CLIENTS_ACCESS = "../schemas/dtc/inbound-clients-access.json";
+    CONTROLLER = "../schemas/dtc/controller.json";
 }
-schema!(INBOUND_SERVER, "inbound-server.json");
-schema!(INBOUND_CLIENTS, "inbound-clients.json");
-schema!(INBOUND_CLIENTS_ACCESS, "inbound-clients-access.json");
-schema!(CONTROLLER, "controller.json");
 
 /// The 404 of a create or PUT under a missing deployment intent group (EMCO's shared apierror
 /// entry for the orchestrator's `DeploymentIntentGroup not found`).

@@ -20,7 +20,7 @@
 //!   each element of `patchJson` as an RFC 7386 merge patch).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -199,19 +199,10 @@ impl Named for Customization {
     }
 }
 
-macro_rules! gac_schema {
-    ($name:ident, $file:literal) => {
-        static $name: LazyLock<Schema> = LazyLock::new(|| {
-            Schema::parse(include_str!(concat!("../schemas/gac/", $file))).expect(concat!(
-                "schemas/gac/",
-                $file,
-                " compiles"
-            ))
-        });
-    };
+emco_go::schemas! {
+    INTENT_SCHEMA = "../schemas/gac/generic-k8s-intent.json";
+    RESOURCE_SCHEMA = "../schemas/gac/resource.json";
 }
-gac_schema!(INTENT_SCHEMA, "generic-k8s-intent.json");
-gac_schema!(RESOURCE_SCHEMA, "resource.json");
 
 /// gac's own checks (api/helper.go `validateData`), each failure a line, before the schema.
 fn may_not_be_empty(fields: &[(&str, &str)]) -> Result<()> {

@@ -1,48 +1,36 @@
 //! The JSON schemas EMCO's handlers check request bodies against (files in `schemas/`, see its
 //! README), compiled once.
 
-use std::sync::LazyLock;
-
-use emco_go::jsonschema::Schema;
-
-macro_rules! schemas {
-    ($($(#[$doc:meta])* $name:ident = $file:literal;)+) => {$(
-        $(#[$doc])*
-        pub static $name: LazyLock<Schema> = LazyLock::new(|| {
-            Schema::parse(include_str!(concat!("../schemas/", $file)))
-                .expect(concat!("schemas/", $file, " compiles"))
-        });
-    )+};
-}
+use emco_go::schemas;
 
 schemas! {
     /// `metadata.json`: a body of `{metadata}` (projects, composite profiles, apps, app
     /// profiles, cluster providers).
-    METADATA = "metadata.json";
+    pub METADATA = "../schemas/metadata.json";
     /// `deployment-group-intent.json`: a deployment intent group.
-    DEPLOYMENT_INTENT_GROUP = "deployment-intent-group.json";
+    pub DEPLOYMENT_INTENT_GROUP = "../schemas/deployment-intent-group.json";
     /// `composite-app.json` (its `spec` checks nothing: the keyword sits outside `properties`).
-    COMPOSITE_APP = "composite-app.json";
+    pub COMPOSITE_APP = "../schemas/composite-app.json";
     /// `generic-placement-intent.json`.
-    GENERIC_PLACEMENT_INTENT = "generic-placement-intent.json";
+    pub GENERIC_PLACEMENT_INTENT = "../schemas/generic-placement-intent.json";
     /// `generic-placement-intent-app.json`: an app's placement intent.
-    APP_INTENT = "app-intent.json";
+    pub APP_INTENT = "../schemas/app-intent.json";
     /// `deployment-intent.json`: a DIG's `/intents` entry.
-    DEPLOYMENT_INTENT = "deployment-intent.json";
+    pub DEPLOYMENT_INTENT = "../schemas/deployment-intent.json";
     /// `app-dependency.json`.
-    APP_DEPENDENCY = "app-dependency.json";
+    pub APP_DEPENDENCY = "../schemas/app-dependency.json";
     /// `migrate.json`.
-    MIGRATE = "migrate.json";
+    pub MIGRATE = "../schemas/migrate.json";
     /// clm's `cluster-label.json`.
-    CLUSTER_LABEL = "clm-cluster-label.json";
+    pub CLUSTER_LABEL = "../schemas/clm-cluster-label.json";
     /// dcm's `logical-cloud.json`.
-    LOGICAL_CLOUD = "dcm-logical-cloud.json";
+    pub LOGICAL_CLOUD = "../schemas/dcm-logical-cloud.json";
     /// dcm's `cluster-reference.json`.
-    CLUSTER_REFERENCE = "dcm-cluster-reference.json";
+    pub CLUSTER_REFERENCE = "../schemas/dcm-cluster-reference.json";
     /// dcm's `user-permission.json`.
-    USER_PERMISSION = "dcm-user-permission.json";
+    pub USER_PERMISSION = "../schemas/dcm-user-permission.json";
     /// dcm's `cluster-quota.json`.
-    CLUSTER_QUOTA = "dcm-cluster-quota.json";
+    pub CLUSTER_QUOTA = "../schemas/dcm-cluster-quota.json";
 }
 
 #[cfg(test)]

@@ -23,6 +23,21 @@
 
 use std::collections::HashMap;
 
+/// Declares statics holding schemas compiled once from files next to the calling crate's
+/// sources: `emco_go::schemas! { /// doc \n pub NAME = "../schemas/x.json"; }` (the path is
+/// `include_str!`'s, relative to the calling file).
+#[macro_export]
+macro_rules! schemas {
+    ($($(#[$doc:meta])* $vis:vis $name:ident = $file:literal;)+) => {$(
+        $(#[$doc])*
+        $vis static $name: std::sync::LazyLock<$crate::jsonschema::Schema> =
+            std::sync::LazyLock::new(|| {
+                $crate::jsonschema::Schema::parse(include_str!($file))
+                    .expect(concat!($file, " compiles"))
+            });
+    )+};
+}
+
 use regex::Regex;
 use serde_json::{Map, Value};
 
