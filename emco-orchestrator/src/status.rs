@@ -136,6 +136,8 @@ struct ResourceSnap {
     warnings: Vec<String>,
     /// Why it failed or retries: rsync's `Reason` and `Message`.
     why: Option<(String, String)>,
+    /// While it retries: the tries so far and when the next is due.
+    retry: Option<(u32, String)>,
 }
 
 /// One cluster of an app as the context holds it.
@@ -169,6 +171,10 @@ struct StatusDoc {
     reason: Option<String>,
     #[serde(rename = "Message", default)]
     message: Option<String>,
+    #[serde(rename = "Attempts", default)]
+    attempts: Option<u32>,
+    #[serde(rename = "NextRetry", default)]
+    next_retry: Option<String>,
 }
 
 /// The resources that are only `pre-delete` / `post-delete` hooks, of a cluster's hook groups
@@ -284,6 +290,7 @@ impl Snapshot {
                         resource.status = Some(doc.status);
                         resource.warnings = doc.warnings;
                         resource.why = doc.reason.zip(doc.message);
+                        resource.retry = doc.attempts.zip(doc.next_retry);
                     }
                 }
                 ContextKey::Root | ContextKey::Other => {}
@@ -400,6 +407,7 @@ pub(crate) struct ResourceView {
     observed: Option<Value>,
     warnings: Vec<String>,
     why: Option<(String, String)>,
+    retry: Option<(u32, String)>,
 }
 
 impl ResourceView {
@@ -452,6 +460,7 @@ impl ResourceView {
             observed,
             warnings: snap.warnings.clone(),
             why: snap.why.clone(),
+            retry: snap.retry.clone(),
         }
     }
 }
@@ -589,12 +598,15 @@ fn full_status(out: &mut DigStatus, views: Vec<AppView>, query: &StatusQuery) {
             for r in c.resources {
                 total += 1;
                 let (reason, message) = r.why.unzip();
+                let (attempts, next_retry) = r.retry.unzip();
                 let mut status = ResourceStatus {
                     gvk: r.gvk,
                     name: r.name,
                     warnings: r.warnings,
                     reason,
                     message,
+                    attempts,
+                    next_retry,
                     ..ResourceStatus::default()
                 };
                 match query.status {
@@ -733,6 +745,7 @@ mod tests {
             status: Some("Applied".into()),
             warnings: vec![".spec.replicas: field not declared in schema; dropped".into()],
             why: None,
+            retry: None,
         };
         let collected = serde_json::json!({"resources": {"web+Deployment": {"present": true, "ready": false, "reason": "0/1"}}});
         let v = ResourceView::new("web+Deployment", &snap, Some(&collected));
@@ -751,6 +764,7 @@ mod tests {
             status: Some("Deleted".into()),
             warnings: Vec::new(),
             why: None,
+            retry: None,
         };
         let v = ResourceView::new("web+Deployment", &gone, Some(&collected));
         assert_eq!(

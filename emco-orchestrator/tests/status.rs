@@ -608,13 +608,23 @@ async fn failed_resources_say_why() {
         .unwrap();
     let cluster = ctx.clusters("web").await.unwrap()[0].clone();
     let names = ctx.resources("web", &cluster).await.unwrap();
-    ctx.set_resource_failures(
+    ctx.set_resource_retrying(
         "web",
         &cluster,
         &names[..1],
-        emco_core::lifecycle::ResourceStatus::Retrying,
-        "Unreachable",
-        "cluster did not answer within 5s",
+        ("Unreachable", "cluster did not answer within 5s"),
+        3,
+        "2026-11-26T03:30:00Z",
+    )
+    .await
+    .unwrap();
+    ctx.set_resource_failures(
+        "web",
+        &cluster,
+        &names[1..],
+        emco_core::lifecycle::ResourceStatus::Failed,
+        "NotApplied",
+        "a CRD or pre-install hook of the app failed on this cluster",
     )
     .await
     .unwrap();
@@ -623,7 +633,10 @@ async fn failed_resources_say_why() {
     assert_eq!(resources[0]["deployedStatus"], "Retrying", "{body}");
     assert_eq!(resources[0]["reason"], "Unreachable", "{body}");
     assert_eq!(resources[0]["message"], "cluster did not answer within 5s");
-    assert!(resources[1].get("reason").is_none(), "{body}");
+    assert_eq!(resources[0]["attempts"], 3, "{body}");
+    assert_eq!(resources[0]["nextRetry"], "2026-11-26T03:30:00Z", "{body}");
+    assert_eq!(resources[1]["reason"], "NotApplied", "{body}");
+    assert!(resources[1].get("attempts").is_none(), "{body}");
     ctx.set_resource_statuses(
         "web",
         &cluster,

@@ -247,11 +247,23 @@ async fn a_cluster_that_is_down_is_retried_without_blocking_the_others() {
     })
     .await;
     assert_eq!(status(&ctx).await, AppContextStatus::Instantiating);
-    // Each says why it retries, and the cluster's answer.
+    // Each says why it retries, the cluster's answer, the tries so far and the next one's time.
     for why in reasons(&ctx, "web", &cs[1]).await {
         let (reason, message) = why.unwrap();
         assert_eq!(reason, "Unreachable");
         assert!(!message.is_empty());
+    }
+    for n in ctx.resources("web", &cs[1]).await.unwrap() {
+        let key = format!(
+            "{}app/web/cluster/{}/resource/{n}/status/",
+            ctx.root_key(),
+            cs[1]
+        );
+        let raw = ctx.store().get(&key).await.unwrap().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&raw.value).unwrap();
+        assert!(doc["Attempts"].as_u64().is_some_and(|a| a >= 1), "{doc}");
+        let next = doc["NextRetry"].as_str().unwrap();
+        assert!(emco_core::time::parse_rfc3339(next).is_some(), "{doc}");
     }
 
     env.fleet.set_fault("c2", Fault::none()).unwrap();

@@ -259,8 +259,12 @@ fn table(answer: &Answer) -> String {
                         };
                         *counts.entry(st.clone()).or_insert(0) += 1;
                         if let Some(reason) = &r.reason {
+                            let retry = match (r.attempts, &r.next_retry) {
+                                (Some(n), Some(at)) => format!(" (attempt {n}, next at {at})"),
+                                _ => String::new(),
+                            };
                             why.push(format!(
-                                "{} {}+{} {}/{}: {} {reason}: {}",
+                                "{} {}+{} {}/{}: {} {reason}: {}{retry}",
                                 app.name,
                                 c.cluster_provider,
                                 c.cluster,

@@ -629,6 +629,8 @@ async fn status_tables_say_why_resources_fail() {
     let r = &mut body["apps"][1]["clusters"][0]["resources"][0];
     r["reason"] = "Unreachable".into();
     r["message"] = "cluster p+c2 did not answer within 5s".into();
+    r["attempts"] = 2.into();
+    r["nextRetry"] = "2026-11-26T03:30:00Z".into();
     let (server, _) = stub_status(vec![body], axum::Router::new()).await;
     let dir = tempfile::tempdir().unwrap();
     let file = instantiate_file(dir.path());
@@ -638,7 +640,7 @@ async fn status_tables_say_why_resources_fail() {
     assert!(
         out.contains(
             "  why: a2 p+c2 Deployment/a2: Retrying Unreachable: cluster p+c2 did not answer \
-             within 5s\n"
+             within 5s (attempt 2, next at 2026-11-26T03:30:00Z)\n"
         ),
         "{out}"
     );

@@ -407,6 +407,12 @@ pub struct ResourceStatus {
     /// The last error's text, beside `reason`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// While it retries: the tries so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    /// While it retries: when the next try is due (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_retry: Option<String>,
 }
 
 /// The answer of `?apps` ([`StatusMode::Apps`]): `{name, apps:[...]}`.

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use emco_appcontext::AppContext;
 use emco_appcontext::context::{AppDependency, CompositeAppMeta, Registry};
@@ -406,17 +406,6 @@ impl Run {
                         self.ctx
                             .set_cluster_ready_status(app, cluster, ClusterReadiness::Retrying)
                             .await?;
-                        let names: Vec<String> = unfinished(&rest);
-                        self.ctx
-                            .set_resource_failures(
-                                app,
-                                cluster,
-                                &names,
-                                ResourceStatus::Retrying,
-                                "Unreachable",
-                                &e.to_string(),
-                            )
-                            .await?;
                     }
                     if !self.inner.backoff.allows(attempt) {
                         let names: Vec<String> = unfinished(&rest);
@@ -433,7 +422,19 @@ impl Run {
                         out.failed = true;
                         break;
                     }
-                    if !self.pause(self.inner.backoff.delay(attempt)).await {
+                    // Each retry says how many tries so far and when the next is due.
+                    let delay = self.inner.backoff.delay(attempt);
+                    self.ctx
+                        .set_resource_retrying(
+                            app,
+                            cluster,
+                            &unfinished(&rest),
+                            ("Unreachable", &e.to_string()),
+                            attempt,
+                            &emco_core::time::rfc3339(SystemTime::now() + delay),
+                        )
+                        .await?;
+                    if !self.pause(delay).await {
                         out.aborted = Some(unfinished(&rest));
                         return Ok(out);
                     }

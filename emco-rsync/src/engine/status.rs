@@ -46,6 +46,23 @@ pub trait ContextStatusExt {
         message: &str,
     ) -> Result<()>;
 
+    /// Marks the resources `names` of `app` on `cluster` `Retrying` for `reason` and `message`,
+    /// with the number of `attempts` so far and when the next one is due (`next_retry`,
+    /// RFC 3339): `Attempts` and `NextRetry` beside `Reason` and `Message`.
+    ///
+    /// # Errors
+    ///
+    /// The store's errors.
+    async fn set_resource_retrying(
+        &self,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+        (reason, message): (&str, &str),
+        attempts: u32,
+        next_retry: &str,
+    ) -> Result<()>;
+
     /// Records the status of one resource with the cluster's warnings about it (EMCO's status
     /// value `{"Status": ...}` with a `Warnings` list beside, which EMCO's readers ignore).
     ///
@@ -94,6 +111,25 @@ impl ContextStatusExt for AppContext {
         message: &str,
     ) -> Result<()> {
         let value = status_value(status, &[], Some((reason, message)))?;
+        put_statuses(self, app, cluster, names, value).await
+    }
+
+    async fn set_resource_retrying(
+        &self,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+        why: (&str, &str),
+        attempts: u32,
+        next_retry: &str,
+    ) -> Result<()> {
+        let mut doc: serde_json::Value =
+            serde_json::from_slice(&status_value(ResourceStatus::Retrying, &[], Some(why))?)
+                .map_err(|e| Error::internal("cannot encode a resource status").with_source(e))?;
+        doc["Attempts"] = serde_json::json!(attempts);
+        doc["NextRetry"] = serde_json::json!(next_retry);
+        let value = serde_json::to_vec(&doc)
+            .map_err(|e| Error::internal("cannot encode a resource status").with_source(e))?;
         put_statuses(self, app, cluster, names, value).await
     }
 
