@@ -114,6 +114,55 @@ struct StatusDoc<T> {
     status: T,
 }
 
+/// The record of a resource's deploy status (`.../resource/<name>/status/`): EMCO's
+/// `{"Status": ...}`, and beside it what rsync adds (EMCO's readers ignore it): the cluster's
+/// warnings, and while a resource fails or retries why, the tries so far and when the next is
+/// due. `S` is the status's type: a reader that shows any word stored reads it as `String`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceStatusRecord<S = ResourceStatus> {
+    /// The deploy status.
+    #[serde(rename = "Status")]
+    pub status: S,
+    /// What the cluster warned about when it applied the resource.
+    #[serde(rename = "Warnings", default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// Why it failed or retries, one CamelCase word.
+    #[serde(rename = "Reason", default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The last error's text.
+    #[serde(rename = "Message", default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// While it retries: the tries so far.
+    #[serde(rename = "Attempts", default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    /// While it retries: when the next try is due (RFC 3339).
+    #[serde(rename = "NextRetry", default, skip_serializing_if = "Option::is_none")]
+    pub next_retry: Option<String>,
+}
+
+impl<S> ResourceStatusRecord<S> {
+    /// A record of `status` alone.
+    #[must_use]
+    pub const fn new(status: S) -> Self {
+        Self {
+            status,
+            warnings: Vec::new(),
+            reason: None,
+            message: None,
+            attempts: None,
+            next_retry: None,
+        }
+    }
+
+    /// The record with why it failed or retries.
+    #[must_use]
+    pub fn because(mut self, reason: &str, message: &str) -> Self {
+        self.reason = Some(reason.to_owned());
+        self.message = Some(message.to_owned());
+        self
+    }
+}
+
 /// The processing status of a queued event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum QueueStatus {
@@ -516,7 +565,8 @@ impl AppContext {
         status: ResourceStatus,
     ) -> Result<()> {
         let key = self.cluster_key(app, cluster, &format!("resource/{resource}/status/"));
-        self.put_json(&key, &StatusDoc { status }).await
+        self.put_json(&key, &ResourceStatusRecord::new(status))
+            .await
     }
 
     /// The deploy status of a resource.
@@ -528,7 +578,7 @@ impl AppContext {
     ) -> Result<Option<ResourceStatus>> {
         let key = self.cluster_key(app, cluster, &format!("resource/{resource}/status/"));
         Ok(self
-            .get_json::<StatusDoc<ResourceStatus>>(&key)
+            .get_json::<ResourceStatusRecord>(&key)
             .await?
             .map(|d| d.status))
     }

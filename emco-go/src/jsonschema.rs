@@ -204,24 +204,11 @@ impl Schema {
         out: &mut Outcome,
     ) {
         if let Some(Value::Array(branches)) = schema.get("anyOf").filter(|v| non_empty(v)) {
-            let mut best: Option<Outcome> = None;
-            let mut passed = false;
-            for b in branches {
-                let r = self.recurse(b, node, field);
-                if r.valid() {
-                    passed = true;
-                    break;
-                }
-                if best.as_ref().is_none_or(|x| r.score > x.score) {
-                    best = Some(r);
-                }
-            }
-            if !passed {
-                out.fail("Must validate at least one schema (anyOf)".to_owned());
-                if let Some(best) = best {
-                    out.merge(best);
-                }
-            }
+            any_valid(
+                out,
+                branches.iter().map(|b| self.recurse(b, node, field)),
+                "Must validate at least one schema (anyOf)",
+            );
         }
         if let Some(Value::Array(branches)) = schema.get("oneOf").filter(|v| non_empty(v)) {
             let mut best: Option<Outcome> = None;
@@ -350,24 +337,11 @@ impl Schema {
             }
         }
         if let Some(contains) = schema.get("contains") {
-            let mut best: Option<Outcome> = None;
-            let mut found = false;
-            for (i, item) in items.iter().enumerate() {
-                let r = self.recurse(contains, item, &child_field(field, &i.to_string()));
-                if r.valid() {
-                    found = true;
-                    break;
-                }
-                if best.as_ref().is_none_or(|x| r.score > x.score) {
-                    best = Some(r);
-                }
-            }
-            if !found {
-                out.fail("At least one of the items must match".to_owned());
-                if let Some(best) = best {
-                    out.merge(best);
-                }
-            }
+            let attempts = items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| self.recurse(contains, item, &child_field(field, &i.to_string())));
+            any_valid(out, attempts, "At least one of the items must match");
         }
         out.score += 1;
     }
@@ -464,6 +438,24 @@ impl Schema {
             out.fail(format!("Does not match format '{format}'"));
         }
         out.score += 1;
+    }
+}
+
+/// gojsonschema's `anyOf` and `contains`: nothing once an attempt is valid (the rest are not
+/// tried), else `text` and the errors of the best-scoring attempt (the first among equals).
+fn any_valid(out: &mut Outcome, attempts: impl Iterator<Item = Outcome>, text: &str) {
+    let mut best: Option<Outcome> = None;
+    for r in attempts {
+        if r.valid() {
+            return;
+        }
+        if best.as_ref().is_none_or(|x| r.score > x.score) {
+            best = Some(r);
+        }
+    }
+    out.fail(text.to_owned());
+    if let Some(best) = best {
+        out.merge(best);
     }
 }
 

@@ -32,7 +32,7 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use axum::routing::get;
-use emco_appcontext::context::ContextKey;
+use emco_appcontext::context::{ContextKey, ResourceStatusRecord};
 use emco_appcontext::{AppContextStore, ResourceKey};
 use emco_controller_sdk::rest::{ApiError, json_response};
 use emco_core::lifecycle::{ResourceStatus as Deployed, StateInfo};
@@ -159,22 +159,11 @@ pub(crate) struct Snapshot {
     apps: BTreeMap<String, BTreeMap<String, ClusterSnap>>,
 }
 
+/// A context's status record (`{"Status": ...}`), read as text.
 #[derive(Deserialize)]
 struct StatusDoc {
     #[serde(rename = "Status")]
     status: String,
-    /// What the cluster warned about when the resource was applied (rsync's addition).
-    #[serde(rename = "Warnings", default)]
-    warnings: Vec<String>,
-    /// Why it failed or retries (rsync's addition).
-    #[serde(rename = "Reason", default)]
-    reason: Option<String>,
-    #[serde(rename = "Message", default)]
-    message: Option<String>,
-    #[serde(rename = "Attempts", default)]
-    attempts: Option<u32>,
-    #[serde(rename = "NextRetry", default)]
-    next_retry: Option<String>,
 }
 
 /// The resources that are only `pre-delete` / `post-delete` hooks, of a cluster's hook groups
@@ -286,7 +275,7 @@ impl Snapshot {
                         .resources
                         .entry(name.to_owned())
                         .or_default();
-                    if let Ok(doc) = serde_json::from_slice::<StatusDoc>(raw) {
+                    if let Ok(doc) = serde_json::from_slice::<ResourceStatusRecord<String>>(raw) {
                         resource.status = Some(doc.status);
                         resource.warnings = doc.warnings;
                         resource.why = doc.reason.zip(doc.message);

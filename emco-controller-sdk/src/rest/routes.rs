@@ -229,11 +229,7 @@ impl<T: Object> Collection<T> {
         let Some((up, text)) = &self.wording.ancestor_first else {
             return Ok(());
         };
-        let mut at = Some(parent.clone());
-        for _ in 0..*up {
-            at = at.and_then(|k| k.parent());
-        }
-        match at.filter(|k| !k.is_root()) {
+        match ancestor(parent, *up) {
             Some(k) if self.store.get(&k).await?.is_none() => Err(Error::not_found(text.clone())),
             _ => Ok(()),
         }
@@ -252,11 +248,7 @@ impl<T: Object> Collection<T> {
             }
             Some(checks) => {
                 for (up, text) in checks {
-                    let mut at = Some(parent.clone());
-                    for _ in 0..*up {
-                        at = at.and_then(|k| k.parent());
-                    }
-                    let Some(at) = at.filter(|k| !k.is_root()) else {
+                    let Some(at) = ancestor(parent, *up) else {
                         continue;
                     };
                     if self.store.get(&at).await?.is_none() {
@@ -567,6 +559,15 @@ impl<T: Object> Routes<T> {
         }
         router
     }
+}
+
+/// The key `up` levels above `key` (0 is `key` itself); `None` past the root or at it.
+fn ancestor(key: &ResourceKey, up: usize) -> Option<ResourceKey> {
+    let mut at = Some(key.clone());
+    for _ in 0..up {
+        at = at.and_then(|k| k.parent());
+    }
+    at.filter(|k| !k.is_root())
 }
 
 /// The parent key and item name of an item route.

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use emco_appcontext::context::{ContextKey, MAX_TXN_OPS};
+use emco_appcontext::context::{ContextKey, MAX_TXN_OPS, ResourceStatusRecord};
 use emco_appcontext::{AppContext, Op, Txn};
 use emco_core::lifecycle::ResourceStatus;
 use emco_core::{Error, Result};
@@ -98,7 +98,14 @@ impl ContextStatusExt for AppContext {
         names: &[String],
         status: ResourceStatus,
     ) -> Result<()> {
-        put_statuses(self, app, cluster, names, status_value(status, &[], None)?).await
+        put_statuses(
+            self,
+            app,
+            cluster,
+            names,
+            &ResourceStatusRecord::new(status),
+        )
+        .await
     }
 
     async fn set_resource_failures(
@@ -110,8 +117,8 @@ impl ContextStatusExt for AppContext {
         reason: &str,
         message: &str,
     ) -> Result<()> {
-        let value = status_value(status, &[], Some((reason, message)))?;
-        put_statuses(self, app, cluster, names, value).await
+        let record = ResourceStatusRecord::new(status).because(reason, message);
+        put_statuses(self, app, cluster, names, &record).await
     }
 
     async fn set_resource_retrying(
@@ -119,18 +126,16 @@ impl ContextStatusExt for AppContext {
         app: &str,
         cluster: &str,
         names: &[String],
-        why: (&str, &str),
+        (reason, message): (&str, &str),
         attempts: u32,
         next_retry: &str,
     ) -> Result<()> {
-        let mut doc: serde_json::Value =
-            serde_json::from_slice(&status_value(ResourceStatus::Retrying, &[], Some(why))?)
-                .map_err(|e| Error::internal("cannot encode a resource status").with_source(e))?;
-        doc["Attempts"] = serde_json::json!(attempts);
-        doc["NextRetry"] = serde_json::json!(next_retry);
-        let value = serde_json::to_vec(&doc)
-            .map_err(|e| Error::internal("cannot encode a resource status").with_source(e))?;
-        put_statuses(self, app, cluster, names, value).await
+        let record = ResourceStatusRecord {
+            attempts: Some(attempts),
+            next_retry: Some(next_retry.to_owned()),
+            ..ResourceStatusRecord::new(ResourceStatus::Retrying).because(reason, message)
+        };
+        put_statuses(self, app, cluster, names, &record).await
     }
 
     async fn set_resource_warnings(
@@ -141,9 +146,15 @@ impl ContextStatusExt for AppContext {
         status: ResourceStatus,
         warnings: &[String],
     ) -> Result<()> {
-        let value = status_value(status, warnings, None)?;
+        let record = ResourceStatusRecord {
+            warnings: warnings.to_vec(),
+            ..ResourceStatusRecord::new(status)
+        };
         self.store()
-            .put(&status_key(self, app, cluster, name), value.into())
+            .put(
+                &status_key(self, app, cluster, name),
+                encode(&record)?.into(),
+            )
             .await
             .map(|_| ())
     }
@@ -168,7 +179,6 @@ impl ContextStatusExt for AppContext {
     }
 }
 
-/// The status of a resource status document (`{"Status": ...}`).
 /// The key of a resource's status in EMCO's layout.
 fn status_key(ctx: &AppContext, app: &str, cluster: &str, name: &str) -> String {
     format!(
@@ -184,8 +194,9 @@ async fn put_statuses(
     app: &str,
     cluster: &str,
     names: &[String],
-    value: Vec<u8>,
+    record: &ResourceStatusRecord,
 ) -> Result<()> {
+    let value = encode(record)?;
     for chunk in names.chunks(MAX_TXN_OPS) {
         let txn = chunk.iter().fold(Txn::new(), |txn, name| {
             txn.op(Op::put(status_key(ctx, app, cluster, name), value.clone()))
@@ -195,26 +206,15 @@ async fn put_statuses(
     Ok(())
 }
 
-/// EMCO's status value `{"Status": ...}`, with rsync's `Warnings` beside when there are any and
-/// `Reason` and `Message` when it says why.
-fn status_value(
-    status: ResourceStatus,
-    warnings: &[String],
-    why: Option<(&str, &str)>,
-) -> Result<Vec<u8>> {
-    let mut doc = serde_json::json!({ "Status": status });
-    if !warnings.is_empty() {
-        doc["Warnings"] = serde_json::json!(warnings);
-    }
-    if let Some((reason, message)) = why {
-        doc["Reason"] = serde_json::json!(reason);
-        doc["Message"] = serde_json::json!(message);
-    }
-    serde_json::to_vec(&doc)
+/// The stored bytes of a record.
+fn encode(record: &ResourceStatusRecord) -> Result<Vec<u8>> {
+    serde_json::to_vec(record)
         .map_err(|e| Error::internal("cannot encode a resource status").with_source(e))
 }
 
+/// The status of a resource status record; `None` for a value that is not one.
 fn parse_status(raw: &[u8]) -> Option<ResourceStatus> {
-    let doc: serde_json::Value = serde_json::from_slice(raw).ok()?;
-    serde_json::from_value(doc.get("Status")?.clone()).ok()
+    serde_json::from_slice::<ResourceStatusRecord>(raw)
+        .ok()
+        .map(|r| r.status)
 }
