@@ -18,20 +18,22 @@
 
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use emco_appcontext::{ResourceKey, ResourceStore};
 use emco_controller_sdk::intent::{Dig, IntentType};
-use emco_controller_sdk::rest::{PutStatus, Wording};
+use emco_controller_sdk::rest::{Collection, Hook, PutStatus, Wording};
 use emco_controller_sdk::{
     ActionController, ContextHandle, ControllerContext, PlacementController, set_field,
 };
 use emco_core::model::Named;
-use emco_core::validate::{check_name, check_required};
 use emco_core::{Error, Metadata, Result, Validate};
+use emco_go::jsonschema::Schema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// `DIG/hpa-intents/{hpaIntent}`: `spec{app}`.
+/// `DIG/hpa-intents/{hpaIntent}`: `spec{app}` (every field omitempty, as hpa's model.go).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HpaIntent {
     /// Name and descriptions.
@@ -46,11 +48,12 @@ pub struct HpaIntent {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HpaIntentSpec {
     /// The app whose clusters are filtered.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub app: String,
 }
 
-/// `.../hpa-resource-consumers/{hpaResourceConsumer}`: `spec{apiVersion, kind, name, container}`.
+/// `.../hpa-resource-consumers/{hpaResourceConsumer}`: `spec{apiVersion, kind, replicas, name,
+/// container}`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HpaConsumer {
     /// Name and descriptions.
@@ -66,16 +69,27 @@ pub struct HpaConsumer {
 #[serde(rename_all = "camelCase")]
 pub struct HpaConsumerSpec {
     /// The workload's API version.
-    #[serde(default, alias = "api-version")]
+    #[serde(
+        default,
+        alias = "api-version",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub api_version: String,
     /// The workload's kind (`Deployment`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub kind: String,
+    /// The workload's replicas.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replicas: i64,
     /// The workload's name.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
-    /// The container in its pod template.
-    #[serde(default, alias = "container-name")]
+    /// The container in its pod template (needed by allocatable requirements).
+    #[serde(
+        default,
+        alias = "container-name",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub container: String,
 }
 
@@ -93,38 +107,56 @@ pub struct HpaRequirement {
 /// The `spec` of an [`HpaRequirement`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HpaRequirementSpec {
-    /// A countable resource (`cpu`) rather than a feature.
-    #[serde(default)]
-    pub allocatable: bool,
+    /// A countable resource (`cpu`) rather than a feature (required: hpa's Go pointer, absent
+    /// is `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocatable: Option<bool>,
     /// Clusters that miss it are removed.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mandatory: bool,
     /// The preference of an optional requirement.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub weight: i64,
-    /// `{name, requests, limits}` or `{key, value}`.
+    /// `{name, requests, limits, units}` or `{key, value}`.
     #[serde(default)]
     pub resource: HpaResource,
 }
 
-/// The resource of a requirement: the allocatable or the non-allocatable fields are used.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+impl HpaRequirementSpec {
+    /// Whether this is an allocatable requirement.
+    #[must_use]
+    pub fn is_allocatable(&self) -> bool {
+        self.allocatable == Some(true)
+    }
+}
+
+/// The resource of a requirement: the allocatable or the non-allocatable fields are used (hpa's
+/// Go struct embeds both, every field omitempty).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HpaResource {
     /// Allocatable: the resource name.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
-    /// Allocatable: the requested amount.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requests: Option<f64>,
-    /// Allocatable: the limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limits: Option<f64>,
+    /// Allocatable: the requested amount (0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub requests: i64,
+    /// Allocatable: the limit (0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub limits: i64,
+    /// Allocatable: the unit suffix of both amounts (`Mi`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub units: String,
     /// Non-allocatable: the feature key.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub key: String,
     /// Non-allocatable: the feature value.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub value: String,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 macro_rules! named {
@@ -138,43 +170,98 @@ macro_rules! named {
 }
 named!(HpaIntent, HpaConsumer, HpaRequirement);
 
+emco_go::schemas! {
+    INTENT_SCHEMA = "../schemas/hpa/intent.json";
+    CONSUMER_SCHEMA = "../schemas/hpa/consumer.json";
+    REQUIREMENT_SCHEMA = "../schemas/hpa/resource.json";
+}
+
+/// hpa-intent-handler.go: json-schemas/placement-hpa-intent.json on POST and PUT.
 impl Validate for HpaIntent {
     fn validate(&self) -> Result<()> {
-        check_name("metadata.name", &self.metadata.name)?;
-        check_name("spec.app", &self.spec.app)
+        Ok(())
+    }
+
+    fn schema() -> Option<&'static Schema> {
+        Some(&INTENT_SCHEMA)
     }
 }
 
+/// hpa-consumer-handler.go: json-schemas/placement-hpa-consumer.json on POST and PUT.
 impl Validate for HpaConsumer {
     fn validate(&self) -> Result<()> {
-        check_name("metadata.name", &self.metadata.name)?;
-        check_required("spec.kind", &self.spec.kind)?;
-        check_required("spec.name", &self.spec.name)?;
-        check_required("spec.container", &self.spec.container)
+        Ok(())
+    }
+
+    fn schema() -> Option<&'static Schema> {
+        Some(&CONSUMER_SCHEMA)
     }
 }
 
+/// hpa-resource-handler.go: json-schemas/placement-hpa-resource.json on POST and PUT; the
+/// checks against the consumer are [`RequirementHook`]'s.
 impl Validate for HpaRequirement {
     fn validate(&self) -> Result<()> {
-        check_name("metadata.name", &self.metadata.name)?;
-        let r = &self.spec.resource;
-        if self.spec.allocatable {
-            check_required("spec.resource.name", &r.name)?;
-            for (field, v) in [("requests", r.requests), ("limits", r.limits)] {
-                if v.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
-                    return Err(Error::invalid("must be a non-negative number")
-                        .with_field(format!("spec.resource.{field}")));
-                }
-            }
-            if let (Some(req), Some(lim)) = (r.requests, r.limits)
-                && req > lim
-            {
-                return Err(Error::invalid("requests exceed limits").with_field("spec.resource"));
-            }
-            Ok(())
-        } else {
-            check_required("spec.resource.key", &r.key)
+        Ok(())
+    }
+
+    fn schema() -> Option<&'static Schema> {
+        Some(&REQUIREMENT_SCHEMA)
+    }
+}
+
+/// hpa-resource-handler.go `validateDependents`: a requirement must fit its consumer and its
+/// own `allocatable` flag, in hpa's texts (hpa prints Go's `%v` of the spec after them, with a
+/// pointer's address; we print the name only).
+struct RequirementHook;
+
+#[async_trait]
+impl Hook<HpaRequirement> for RequirementHook {
+    async fn before_write(
+        &self,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        value: &HpaRequirement,
+    ) -> Result<()> {
+        let consumer_key = key
+            .parent()
+            .ok_or_else(|| Error::internal(format!("{key} has no consumer above it")))?;
+        let Some(doc) = store.get(&consumer_key).await? else {
+            return Err(Error::not_found("Consumer not found"));
+        };
+        let consumer: HpaConsumer = emco_go::json::from_value(&doc)
+            .map_err(|e| Error::internal("a stored hpa consumer does not read").with_source(e))?;
+        let spec = &value.spec;
+        let r = &spec.resource;
+        let empty_param = || Error::invalid("param[] is empty");
+        let mismatch = || {
+            Error::invalid(format!(
+                "JsonSchemaValidation: Document Validation failed .. resource-spec allocatable \
+                 and resource field value mismatch. hpa-resource-name[{}]",
+                value.metadata.name
+            ))
+        };
+        if consumer.spec.name.is_empty() {
+            return Err(empty_param());
         }
+        if spec.is_allocatable() {
+            if consumer.spec.container.is_empty() {
+                return Err(empty_param());
+            }
+            if r.name.is_empty() && r.requests == 0 && r.limits == 0 && r.units.is_empty() {
+                return Err(mismatch());
+            }
+            if r.limits > 0 && r.requests > r.limits {
+                return Err(Error::invalid(format!(
+                    "JsonSchemaValidation: Document Validation failed .. resource-spec requests \
+                     must be less or equal to limits. hpa-resource-name[{}]",
+                    value.metadata.name
+                )));
+            }
+        } else if r.key.is_empty() && r.value.is_empty() {
+            return Err(mismatch());
+        }
+        Ok(())
     }
 }
 
@@ -217,6 +304,12 @@ impl IntentType for HpaRequirement {
     fn wording() -> Wording {
         hpa_wording("Resource")
     }
+
+    fn collection(store: Arc<dyn ResourceStore>) -> Collection<Self> {
+        Collection::new(store, Self::PARAM)
+            .with_wording(Self::wording())
+            .with_hook(RequirementHook)
+    }
 }
 
 /// What is known of a cluster's hardware: its labels and kv-pairs.
@@ -247,13 +340,13 @@ fn text(v: &Value) -> String {
 #[must_use]
 pub fn satisfies(req: &HpaRequirementSpec, facts: &ClusterFacts) -> bool {
     let r = &req.resource;
-    if req.allocatable {
-        let need = r.requests.or(r.limits).unwrap_or(0.0);
+    if req.is_allocatable() {
+        let need = if r.requests > 0 { r.requests } else { r.limits };
         facts
             .kv
             .get(&r.name)
             .and_then(number)
-            .is_some_and(|have| have >= need)
+            .is_some_and(|have| have >= need as f64)
     } else {
         let on = r.value.is_empty() || r.value == "true";
         let label = r.key.rsplit('/').next().unwrap_or(&r.key);
@@ -363,11 +456,12 @@ pub async fn set_resources(handle: &mut ContextHandle, inputs: &[HpaInput]) -> R
                     .ok_or_else(|| {
                         Error::invalid(format!("{name} has no container {}", c.container))
                     })?;
-                for r in reqs.iter().filter(|r| r.spec.allocatable) {
+                for r in reqs.iter().filter(|r| r.spec.is_allocatable()) {
                     let res = &r.spec.resource;
                     for (field, amount) in [("requests", res.requests), ("limits", res.limits)] {
-                        if let Some(a) = amount {
-                            set_field(container, &["resources", field, &res.name], quantity(a))?;
+                        if amount > 0 {
+                            let q = Value::String(format!("{amount}{}", res.units));
+                            set_field(container, &["resources", field, &res.name], q)?;
                         }
                     }
                 }
@@ -382,11 +476,6 @@ pub async fn set_resources(handle: &mut ContextHandle, inputs: &[HpaInput]) -> R
         }
     }
     Ok(())
-}
-
-/// A Kubernetes quantity for a plain amount (`4` -> `"4"`, `0.5` -> `"0.5"`).
-fn quantity(a: f64) -> Value {
-    Value::String(a.to_string())
 }
 
 /// Reads the hpa intents `names` of the context's DIG with their consumers and requirements.

@@ -1183,6 +1183,7 @@ async fn gac_and_hpa() {
     let app = app();
     let gac = format!("{DIG}/generic-k8s-intents");
     let hpa = format!("{DIG}/hpa-intents");
+    let consumers = format!("{hpa}/h1/hpa-resource-consumers");
     run(&app, group_rows()).await;
     let rows = vec![
         // src/genericactioncontroller/api/generick8sintent.go, pkg/module/module.go
@@ -1316,6 +1317,148 @@ async fn gac_and_hpa() {
             404,
             Text("Consumer not found\n"),
             "src/hpa-plc/api/apierrors.go",
+        ),
+        // json-schemas/placement-hpa-intent.json, on POST and PUT
+        row(
+            "POST",
+            hpa.clone(),
+            Some(json!({"metadata": {"name": "h3"}, "spec": {}})),
+            400,
+            Text("Invalid Input:\napp is required\n"),
+            "addHpaIntentHandler: placement-hpa-intent.json",
+        ),
+        row(
+            "PUT",
+            format!("{hpa}/h1"),
+            Some(json!({"metadata": {"name": "h1"}, "spec": {"app": "a b"}})),
+            400,
+            Text(
+                "Invalid Input:\nDoes not match pattern '^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$'\n",
+            ),
+            "putHpaIntentHandler: the schema on PUT too",
+        ),
+        // hpa-consumer-handler.go, json-schemas/placement-hpa-consumer.json
+        row(
+            "POST",
+            consumers.clone(),
+            Some(json!({"metadata": {"name": "c1"}, "spec": {"kind": "Deployment"}})),
+            400,
+            Text("Invalid Input:\nname is required\n"),
+            "addHpaConsumerHandler: spec.name is the only required field",
+        ),
+        row(
+            "POST",
+            consumers.clone(),
+            Some(json!({"metadata": {"name": "c1"}, "spec": {"name": "d", "replicas": -1}})),
+            400,
+            Text("Invalid Input:\nMust be greater than or equal to 1\n"),
+            "addHpaConsumerHandler: replicas minimum 1",
+        ),
+        row(
+            "POST",
+            consumers.clone(),
+            Some(json!({"metadata": {"name": "c1"}, "spec": {"name": "d", "kind": "Deployment"}})),
+            201,
+            Json(json!({"metadata": meta("c1"), "spec": {"kind": "Deployment", "name": "d"}})),
+            "model.go: every spec field omitempty",
+        ),
+        row(
+            "POST",
+            consumers.clone(),
+            Some(
+                json!({"metadata": {"name": "c2"}, "spec": {"name": "d", "container": "app",
+                "apiVersion": "apps/v1", "kind": "Deployment", "replicas": 2}}),
+            ),
+            201,
+            Any,
+            "addHpaConsumerHandler",
+        ),
+        // hpa-resource-handler.go: placement-hpa-resource.json, then validateDependents
+        row(
+            "POST",
+            format!("{consumers}/c1/resource-requirements"),
+            Some(
+                json!({"metadata": {"name": "r1"}, "spec": {"resource": {"key": "k", "value": "v"}}}),
+            ),
+            400,
+            Text("Invalid Input:\nallocatable is required\n"),
+            "addHpaResourceHandler: placement-hpa-resource.json",
+        ),
+        row(
+            "POST",
+            format!("{consumers}/c2/resource-requirements"),
+            Some(
+                json!({"metadata": {"name": "r1"}, "spec": {"allocatable": true,
+                "resource": {"name": "cpu", "requests": 1, "key": "k", "value": "v"}}}),
+            ),
+            400,
+            Text("Invalid Input:\nMust validate one and only one schema (oneOf)\n"),
+            "placement-hpa-resource.json: one of the two resource shapes",
+        ),
+        row(
+            "POST",
+            format!("{consumers}/c2/resource-requirements"),
+            Some(
+                json!({"metadata": {"name": "r1"}, "spec": {"allocatable": true,
+                "resource": {"name": "cpu"}}}),
+            ),
+            400,
+            Text(
+                "Invalid Input:\nMust validate one and only one schema (oneOf)\nrequests is required\n",
+            ),
+            "placement-hpa-resource.json: gojsonschema names the closest branch's failure",
+        ),
+        row(
+            "POST",
+            format!("{consumers}/c1/resource-requirements"),
+            Some(
+                json!({"metadata": {"name": "r1"}, "spec": {"allocatable": true,
+                "resource": {"name": "cpu", "requests": 1}}}),
+            ),
+            400,
+            Text("param[] is empty\n"),
+            "validateDependents: an allocatable requirement needs the consumer's container",
+        ),
+        row(
+            "POST",
+            format!("{consumers}/c2/resource-requirements"),
+            Some(
+                json!({"metadata": {"name": "r1"}, "spec": {"allocatable": false,
+                "resource": {"name": "cpu", "requests": 1}}}),
+            ),
+            400,
+            Text(
+                "JsonSchemaValidation: Document Validation failed .. resource-spec allocatable and resource field value mismatch. hpa-resource-name[r1]\n",
+            ),
+            "validateDependents (differs: hpa appends Go's %v of the spec, a pointer address)",
+        ),
+        row(
+            "POST",
+            format!("{consumers}/c2/resource-requirements"),
+            Some(
+                json!({"metadata": {"name": "r1"}, "spec": {"allocatable": true,
+                "resource": {"name": "cpu", "requests": 5, "limits": 4}}}),
+            ),
+            400,
+            Text(
+                "JsonSchemaValidation: Document Validation failed .. resource-spec requests must be less or equal to limits. hpa-resource-name[r1]\n",
+            ),
+            "validateDependents (differs: without hpa's %v of the spec)",
+        ),
+        row(
+            "POST",
+            format!("{consumers}/c2/resource-requirements"),
+            Some(
+                json!({"metadata": {"name": "r1"}, "spec": {"allocatable": true,
+                "mandatory": false, "weight": 2,
+                "resource": {"name": "memory", "requests": 512, "limits": 1024, "units": "Mi"}}}),
+            ),
+            201,
+            Json(
+                json!({"metadata": meta("r1"), "spec": {"allocatable": true, "weight": 2,
+                "resource": {"name": "memory", "requests": 512, "limits": 1024, "units": "Mi"}}}),
+            ),
+            "addHpaResourceHandler; model.go omitempty (mandatory false left out)",
         ),
     ];
     run(&app, rows).await;
