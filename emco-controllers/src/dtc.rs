@@ -27,6 +27,7 @@ use emco_controller_sdk::{
     ActionController, ControllerContext, ControllerRegistry, Stores, resource_name,
 };
 use emco_core::model::{Controller, Named};
+use emco_core::validate::go_name_errors;
 use emco_core::{Error, Metadata, Result, Validate};
 use emco_go::jsonschema::Schema;
 use serde::{Deserialize, Serialize};
@@ -223,32 +224,6 @@ emco_go::schemas! {
 /// entry for the orchestrator's `DeploymentIntentGroup not found`).
 pub const DIG_MISSING: &str = "deploymentIntentGroup not found";
 
-/// k8s `IsValidLabelValue` and EMCO's `IsValidName`: the problems of `name`.
-fn name_errors(name: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if name.len() > 63 {
-        errs.push("must be no more than 63 characters".to_owned());
-    }
-    let bytes = name.as_bytes();
-    let edge = |b: u8| b.is_ascii_alphanumeric();
-    let inner = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
-    let valid = bytes.is_empty()
-        || (edge(bytes[0]) && edge(bytes[bytes.len() - 1]) && bytes.iter().all(|&b| inner(b)));
-    if !valid {
-        errs.push(
-            "a valid label must be an empty string or consist of alphanumeric characters, \
-             '-', '_' or '.', and must start and end with an alphanumeric character (e.g. \
-             'MyValue',  or 'my_value',  or '12345', regex used for validation is \
-             '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-                .to_owned(),
-        );
-    }
-    if name.is_empty() {
-        errs.push("name must have non-zero length".to_owned());
-    }
-    errs
-}
-
 /// dtc's checks of an intent's metadata (module_definitions.go `IsValidMetadata`, wrapped by
 /// the handler as `Invalid <what> metadata: ...`). An empty name is the PUT handler's
 /// `Missing name in PUT request` (on POST the schema refuses it first).
@@ -256,7 +231,7 @@ fn check_metadata(what: &str, m: &Metadata) -> Result<()> {
     if m.name.is_empty() {
         return Err(Error::invalid("Missing name in PUT request"));
     }
-    let errs = name_errors(&m.name);
+    let errs = go_name_errors(&m.name);
     if !errs.is_empty() {
         return Err(Error::invalid(format!(
             "Invalid {what} metadata: Invalid Metadata name=[{}], errors: [{}]",
@@ -487,13 +462,13 @@ mod tests {
 
     #[test]
     fn names_as_kubernetes_label_values() {
-        assert!(name_errors("web-1_a.b").is_empty());
+        assert!(go_name_errors("web-1_a.b").is_empty());
         assert_eq!(
-            name_errors(&"a".repeat(64)),
+            go_name_errors(&"a".repeat(64)),
             ["must be no more than 63 characters"]
         );
-        assert_eq!(name_errors(""), ["name must have non-zero length"]);
-        assert_eq!(name_errors("-a").len(), 1);
+        assert_eq!(go_name_errors(""), ["name must have non-zero length"]);
+        assert_eq!(go_name_errors("-a").len(), 1);
     }
 }
 

@@ -31,6 +31,10 @@ schemas! {
     pub USER_PERMISSION = "../schemas/dcm-user-permission.json";
     /// dcm's `cluster-quota.json`.
     pub CLUSTER_QUOTA = "../schemas/dcm-cluster-quota.json";
+    /// ncm's `virtual-network.json`: a network.
+    pub NETWORK = "../schemas/ncm-virtual-network.json";
+    /// ncm's `provider-network.json`: a provider network.
+    pub PROVIDER_NETWORK = "../schemas/ncm-provider-network.json";
 }
 
 #[cfg(test)]

@@ -155,6 +155,137 @@ pub fn check_one_of(field: &str, value: &str, allowed: &[&str]) -> Result<()> {
     Err(Error::invalid(format!("{value:?} is not one of {}", allowed.join(", "))).with_field(field))
 }
 
+/// The text of Kubernetes' label-value regex error (apimachinery `RegexError`, with its two
+/// spaces before each `or`).
+const LABEL_VALUE_REGEX_ERROR: &str = "a valid label must be an empty string or consist of \
+    alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric \
+    character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is \
+    '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+/// Kubernetes' `IsValidLabelValue`: the problems of `value` (an empty value is valid).
+#[must_use]
+pub fn label_value_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 63 {
+        errs.push("must be no more than 63 characters".to_owned());
+    }
+    let bytes = value.as_bytes();
+    let edge = |b: u8| b.is_ascii_alphanumeric();
+    let inner = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+    let valid = bytes.is_empty()
+        || (edge(bytes[0]) && edge(bytes[bytes.len() - 1]) && bytes.iter().all(|&b| inner(b)));
+    if !valid {
+        errs.push(LABEL_VALUE_REGEX_ERROR.to_owned());
+    }
+    errs
+}
+
+/// EMCO's `validation.IsValidName`: a label value that is not empty, its problems in
+/// Kubernetes' words.
+#[must_use]
+pub fn go_name_errors(name: &str) -> Vec<String> {
+    let mut errs = label_value_errors(name);
+    if name.is_empty() {
+        errs.push("name must have non-zero length".to_owned());
+    }
+    errs
+}
+
+/// Whether `s` matches Kubernetes' DNS-1123 label regex `[a-z0-9]([-a-z0-9]*[a-z0-9])?`.
+#[must_use]
+pub fn is_dns1123_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    let edge = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !b.is_empty() && edge(b[0]) && edge(b[b.len() - 1]) && b.iter().all(|&c| edge(c) || c == b'-')
+}
+
+/// Kubernetes' `IsDNS1123Label`: the problems of `s`.
+#[must_use]
+pub fn dns1123_label_errors(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 63 {
+        errs.push("must be no more than 63 characters".to_owned());
+    }
+    if !is_dns1123_label(s) {
+        errs.push(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or \
+             '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or \
+             '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+                .to_owned(),
+        );
+    }
+    errs
+}
+
+/// Kubernetes' `IsDNS1123Subdomain`: the problems of `s`.
+#[must_use]
+pub fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 253 {
+        errs.push("must be no more than 253 characters".to_owned());
+    }
+    if !s.split('.').all(is_dns1123_label) {
+        errs.push(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
+             '-' or '.', and must start and end with an alphanumeric character (e.g. \
+             'example.com', regex used for validation is \
+             '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+                .to_owned(),
+        );
+    }
+    errs
+}
+
+/// EMCO's `validation.IsValidLabel` for `value`, `name=value` or `prefix/name=value` (node
+/// labels): its list of problems, each check's heading followed by Kubernetes' texts.
+#[must_use]
+pub fn go_label_errors(label: &str) -> Vec<String> {
+    fn section(errs: &mut Vec<String>, heading: String, found: Vec<String>) {
+        if !found.is_empty() {
+            errs.push(heading);
+            errs.extend(found);
+        }
+    }
+    let mut errs = Vec::new();
+    let (prefix, name, value, expect_name, expect_prefix) = match label.split_once('=') {
+        None => ("", "", label, false, false),
+        Some((key, value)) => match key.split_once('/') {
+            None => ("", key, value, true, false),
+            Some((prefix, name)) => (prefix, name, value, true, true),
+        },
+    };
+    if !prefix.is_empty() {
+        let heading =
+            format!("Invalid label prefix - label=[{label}%], labelprefix=[{prefix}], errors: ");
+        section(&mut errs, heading, dns1123_subdomain_errors(prefix));
+    } else if expect_prefix {
+        errs.push(format!(
+            "Invalid label prefix - label=[{label}%], labelprefix=[{prefix}]"
+        ));
+    }
+    if expect_name {
+        let heading =
+            format!("Invalid label name - label=[{label}%], labelname=[{name}], errors: ");
+        section(&mut errs, heading, dns1123_label_errors(name));
+    }
+    if value.is_empty() {
+        errs.push(format!(
+            "Invalid label value - label=[{label}%], labelvalue=[{value}]"
+        ));
+    } else {
+        let heading =
+            format!("Invalid label value - label=[{label}%], labelvalue=[{value}], errors: ");
+        section(&mut errs, heading, label_value_errors(value));
+    }
+    errs
+}
+
+/// Go's `fmt` `%v` of a `[]string`: `[a b c]`.
+#[must_use]
+pub fn go_list(items: &[String]) -> String {
+    format!("[{}]", items.join(" "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -114,7 +114,13 @@ macro_rules! stateless_hooks {
     };
 }
 
-stateless_hooks!(emco_controller_sdk::rest::NoHook, DependencyHook, QuotaHook);
+stateless_hooks!(
+    emco_controller_sdk::rest::NoHook,
+    DependencyHook,
+    QuotaHook,
+    crate::ncm::NetworkHook,
+    crate::ncm::ProviderNetworkHook
+);
 
 impl NewHook for DigHook {
     fn new_hook(locks: &DigLocks, contexts: &Arc<dyn AppContextStore>) -> Self {

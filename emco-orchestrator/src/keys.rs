@@ -80,6 +80,10 @@ pub const CLUSTER_REFERENCE: &str = "clusterReference";
 pub const USER_PERMISSION: &str = "userPermission";
 /// Child type of logical cloud cluster quotas.
 pub const CLUSTER_QUOTA: &str = "clusterQuota";
+/// The child type of an ncm network (parent: a cluster).
+pub const NETWORK: &str = "network";
+/// The child type of an ncm provider network (parent: a cluster).
+pub const PROVIDER_NETWORK: &str = "providerNetwork";
 
 /// The blob holding an object's uploaded file (chart, profile, kubeconfig).
 pub const FILE_BLOB: &str = "file";

@@ -31,6 +31,7 @@ mod diglock;
 mod hooks;
 pub mod keys;
 pub mod lifecycle;
+pub mod ncm;
 pub mod notify;
 pub mod rest;
 pub mod runtime;
@@ -48,8 +49,8 @@ use emco_core::lifecycle::{DigOperation, StateInfo};
 use emco_core::model::{
     App, AppDependency, AppProfile, ClmController, Cluster, ClusterLabel, ClusterProvider,
     ClusterQuota, ClusterReference, ClusterWithLabels, CompositeApp, CompositeProfile, Controller,
-    DeploymentIntentGroup, DigIntent, GenericPlacementIntent, KvPair, LogicalCloud, Project,
-    UserPermission,
+    DeploymentIntentGroup, DigIntent, GenericPlacementIntent, KvPair, LogicalCloud, Network,
+    Project, ProviderNetwork, UserPermission,
 };
 use emco_core::placement::AppPlacementIntent;
 use emco_core::{Error, ErrorKind, Result, Validate};
@@ -173,6 +174,10 @@ impl Orchestrator {
         cluster_quotas: ClusterQuota = keys::CLUSTER_QUOTA, hooks::QuotaHook, wording::cluster_quota;
         /// Kv-pairs of a logical cloud (parent: a logical cloud).
         logical_cloud_kv_pairs: KvPair = keys::KV_PAIR, emco_controller_sdk::rest::NoHook, wording::logical_cloud_kv_pair;
+        /// ncm's networks of a cluster (parent: a cluster), fixed while they are applied.
+        networks: Network = keys::NETWORK, ncm::NetworkHook, wording::network;
+        /// ncm's provider networks of a cluster (parent: a cluster), fixed while applied.
+        provider_networks: ProviderNetwork = keys::PROVIDER_NETWORK, ncm::ProviderNetworkHook, wording::provider_network;
     }
 
     /// Apps, for get, list and delete (create and replace go through [`Self::create_app`] and

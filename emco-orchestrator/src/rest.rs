@@ -70,6 +70,7 @@ pub fn router(orch: Orchestrator) -> Router {
         .merge(crate::lifecycle::routes())
         .merge(crate::status::routes())
         .merge(crate::dcm::routes())
+        .merge(crate::ncm::routes())
         .merge(uploads)
         .with_state(orch.clone());
 
@@ -109,6 +110,17 @@ pub fn router(orch: Orchestrator) -> Router {
             .serve(orch.app_placement_intents()),
         )
         .merge(Routes::new("/v2/controllers", keys::CONTROLLER).serve(orch.controllers()))
+        .merge(
+            Routes::new(format!("{CLUSTERS}/{{cluster}}/networks"), keys::NETWORK)
+                .serve(orch.networks()),
+        )
+        .merge(
+            Routes::new(
+                format!("{CLUSTERS}/{{cluster}}/provider-networks"),
+                keys::PROVIDER_NETWORK,
+            )
+            .serve(orch.provider_networks()),
+        )
         .merge(
             Routes::new("/v2/clm-controllers", keys::CLM_CONTROLLER).serve(orch.clm_controllers()),
         )
@@ -541,11 +553,10 @@ async fn get_cluster(
 }
 
 async fn delete_cluster(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
+    let (provider, cluster) = (param(&p, "clusterProvider")?, param(&p, "cluster")?);
+    crate::ncm::check_cluster_delete(&orch, &keys::cluster(provider, cluster)).await?;
     orch.clusters()
-        .delete(
-            &keys::cluster_provider(param(&p, "clusterProvider")?),
-            param(&p, "cluster")?,
-        )
+        .delete(&keys::cluster_provider(provider), cluster)
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -193,3 +193,18 @@ pub(crate) fn logical_cloud_kv_pair() -> Wording {
         .with_put(PutStatus::Ok)
         .with_list_checks(&[])
 }
+
+/// ncm's networks (src/ncm/api/apierrors.go; PUT answers 201, an empty list is `null` and
+/// checks no parent).
+pub(crate) fn network() -> Wording {
+    Wording::new("Network not found", "Network already exists")
+        .with_put(PutStatus::Created)
+        .with_list_checks(&[])
+}
+
+/// ncm's provider networks (as [`network`]).
+pub(crate) fn provider_network() -> Wording {
+    Wording::new("ProviderNet not found", "ProviderNet already exists")
+        .with_put(PutStatus::Created)
+        .with_list_checks(&[])
+}

@@ -1980,3 +1980,336 @@ async fn dtc() {
     ]);
     run(&app, rows).await;
 }
+
+/// ncm (src/ncm/api/networkhandler.go, providernethandler.go, schedulerhandler.go,
+/// apierrors.go): networks and provider networks of cluster `c1` and its lifecycle refusals.
+#[tokio::test]
+async fn ncm() {
+    use emco_appcontext::ResourceKey;
+    use emco_core::Metadata;
+    use emco_core::model::{Cluster, ClusterProvider};
+
+    let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
+    orch.cluster_providers()
+        .create(
+            &ResourceKey::root(),
+            &ClusterProvider {
+                metadata: Metadata::named("edge"),
+            },
+        )
+        .await
+        .unwrap();
+    let c1 = Cluster {
+        metadata: Metadata::named("c1"),
+        ..Cluster::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("c1.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c1\n  cluster: {server: 'https://127.0.0.1:1'}\n\
+         users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: c1\n  context: {cluster: c1, user: u}\n\
+         current-context: c1\n",
+    )
+    .unwrap();
+    orch.create_cluster("edge", &c1, Some(&kubeconfig))
+        .await
+        .unwrap();
+    let app = emco_server::app(orch, &Config::default(), Metrics::new());
+    let c = "/v2/cluster-providers/edge/clusters/c1";
+    let nets = format!("{c}/networks");
+    let pnets = format!("{c}/provider-networks");
+    let net = |name: &str, subnet: &str| {
+        json!({"metadata": {"name": name}, "spec": {"cniType": "ovn4nfv",
+            "ipv4Subnets": [{"subnet": subnet, "name": "subnet1", "gateway": "10.10.20.1/24"}]}})
+    };
+    let pnet = |labels: Value, vlan_id: &str, selector: &str| {
+        json!({"metadata": {"name": "pn1"}, "spec": {"cniType": "ovn4nfv", "providerNetType": "vlan",
+            "ipv4Subnets": [{"subnet": "172.16.30.0/24", "name": "s2"}],
+            "vlan": {"vlanId": vlan_id, "providerInterfaceName": "eth1",
+                "logicalInterfaceName": "eth1.102", "vlanNodeSelector": selector,
+                "nodeLabelList": labels}}})
+    };
+    let rows = vec![
+        row(
+            "GET",
+            nets.clone(),
+            None,
+            200,
+            Json(Value::Null),
+            "network.go GetNetworks: a nil slice",
+        ),
+        row(
+            "GET",
+            "/v2/cluster-providers/edge/clusters/nope/networks",
+            None,
+            200,
+            Json(Value::Null),
+            "GetNetworks checks no cluster",
+        ),
+        row(
+            "POST",
+            nets.clone(),
+            None,
+            400,
+            Text("Empty body\n"),
+            "createNetworkHandler: io.EOF",
+        ),
+        row(
+            "POST",
+            nets.clone(),
+            Some(json!({"metadata": {"name": "n1"}, "spec": {"cniType": "ovn4nfv"}})),
+            400,
+            Text(
+                "Invalid Input:\nMust validate at least one schema (anyOf)\nipv4Subnets is required\n",
+            ),
+            "createNetworkHandler: json-schemas/virtual-network.json",
+        ),
+        row(
+            "POST",
+            nets.clone(),
+            Some(
+                json!({"metadata": {"name": "n1"}, "spec": {"cniType": "calico",
+                "ipv4Subnets": [{"subnet": "10.10.20.0/24", "name": "s"}]}}),
+            ),
+            400,
+            Text("Invalid cni type: calico\n"),
+            "validateNetworkInputs",
+        ),
+        row(
+            "POST",
+            nets.clone(),
+            Some(net("n1", "10.10.20.0")),
+            400,
+            Text(
+                "invalid subnet: invalid subnet: could not parse ipv4 cidr 10.10.20.0: invalid CIDR address: 10.10.20.0\n",
+            ),
+            "validateNetworkInputs: types.go ValidateSubnet, validation IsIpv4Cidr",
+        ),
+        row(
+            "POST",
+            nets.clone(),
+            Some(net(&"n".repeat(64), "10.10.20.0/24")),
+            400,
+            Text(
+                "Invalid network name - name=[nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn], errors: [must be no more than 63 characters]\n",
+            ),
+            "validateNetworkInputs: IsValidName caps at 63 where the schema allows 128",
+        ),
+        row(
+            "POST",
+            "/v2/cluster-providers/edge/clusters/nope/networks",
+            Some(net("n1", "10.10.20.0/24")),
+            404,
+            Text("Requested resource not found.\n"),
+            "differs: clm's `Cluster StateInfo not found` reaches apierror's generic `not found` (404) or its default 500, by version",
+        ),
+        row(
+            "POST",
+            nets.clone(),
+            Some(net("n1", "10.10.20.0/24")),
+            201,
+            Json(
+                json!({"metadata": {"name": "n1", "description": "", "userData1": "", "userData2": ""},
+                "spec": {"cniType": "ovn4nfv", "ipv4Subnets": [{"subnet": "10.10.20.0/24",
+                    "name": "subnet1", "gateway": "10.10.20.1/24"}]}}),
+            ),
+            "createNetworkHandler; types.go: gateway and excludeIps omitempty",
+        ),
+        row(
+            "POST",
+            nets.clone(),
+            Some(net("n1", "10.10.20.0/24")),
+            409,
+            Text("Network already exists\n"),
+            "network.go CreateNetwork, apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{nets}/nope"),
+            None,
+            404,
+            Text("Network not found\n"),
+            "apierrors.go",
+        ),
+        row(
+            "PUT",
+            format!("{nets}/n2"),
+            Some(json!({"metadata": {}, "spec": {}})),
+            400,
+            Text("Missing name in PUT request\n"),
+            "putNetworkHandler",
+        ),
+        row(
+            "PUT",
+            format!("{nets}/n2"),
+            Some(net("n1", "10.10.20.0/24")),
+            400,
+            Text("Mismatched name in PUT request\n"),
+            "putNetworkHandler",
+        ),
+        row(
+            "PUT",
+            format!("{nets}/n2"),
+            Some(json!({"metadata": {"name": "n2"}, "spec": {"cniType": "ovn4nfv"}})),
+            201,
+            Any,
+            "putNetworkHandler: no schema on PUT; 201 either way",
+        ),
+        row(
+            "DELETE",
+            format!("{nets}/nope"),
+            None,
+            404,
+            Text("The requested resource not found\n"),
+            "DeleteNetwork: db Remove resource not found",
+        ),
+        row(
+            "POST",
+            pnets.clone(),
+            Some(pnet(Value::Null, "102", "any")),
+            400,
+            Text("Invalid Input:\nInvalid type. Expected: array, given: null\n"),
+            "createProviderNetHandler: the nil nodeLabelList is null in the schema's document",
+        ),
+        row(
+            "POST",
+            pnets.clone(),
+            Some(pnet(json!([]), "5000", "any")),
+            400,
+            Text("Invalid VlAN ID 5000 - error: [value greater than maximum]\n"),
+            "validateProviderNetInputs: IsValidNumberStr",
+        ),
+        row(
+            "POST",
+            pnets.clone(),
+            Some(pnet(json!([]), "x1", "any")),
+            400,
+            Text("Invalid VlAN ID x1 - error: [strconv.Atoi: parsing \"x1\": invalid syntax]\n"),
+            "validateProviderNetInputs: IsValidNumberStr",
+        ),
+        row(
+            "POST",
+            pnets.clone(),
+            Some(pnet(json!([]), "102", "some")),
+            400,
+            Text("Invalid VlAN Node Selector some\n"),
+            "validateProviderNetInputs",
+        ),
+        row(
+            "POST",
+            pnets.clone(),
+            Some(pnet(json!([]), "102", "specific")),
+            400,
+            Text("Node Labels required for VlAN node selector \"specific\"\n"),
+            "validateProviderNetInputs",
+        ),
+        row(
+            "POST",
+            pnets.clone(),
+            Some(pnet(json!(["a=b=c"]), "102", "specific")),
+            400,
+            Text(
+                "Invalid Label=a=b=c - errors: [Invalid label value - label=[a=b=c%], labelvalue=[b=c], errors:  a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')]\n",
+            ),
+            "validateProviderNetInputs: validation.go IsValidLabel",
+        ),
+        row(
+            "POST",
+            pnets.clone(),
+            Some(pnet(
+                json!(["kubernetes.io/hostname=localhost"]),
+                "102",
+                "Specific",
+            )),
+            201,
+            Json(
+                json!({"metadata": {"name": "pn1", "description": "", "userData1": "", "userData2": ""},
+                "spec": {"cniType": "ovn4nfv", "ipv4Subnets": [{"subnet": "172.16.30.0/24", "name": "s2"}],
+                    "providerNetType": "vlan",
+                    "vlan": {"vlanID": "102", "providerInterfaceName": "eth1",
+                        "logicalInterfaceName": "eth1.102", "vlanNodeSelector": "Specific",
+                        "nodeLabelList": ["kubernetes.io/hostname=localhost"]}}}),
+            ),
+            "createProviderNetHandler: types case-insensitive, kept as sent; Go's `vlanID`",
+        ),
+        row(
+            "POST",
+            pnets.clone(),
+            Some(pnet(json!([]), "102", "any")),
+            409,
+            Text("ProviderNet already exists\n"),
+            "providernet.go CreateProviderNet, apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{pnets}/nope"),
+            None,
+            404,
+            Text("ProviderNet not found\n"),
+            "apierrors.go",
+        ),
+        // src/ncm/pkg/scheduler/scheduler.go
+        row(
+            "POST",
+            format!("{c}/terminate"),
+            None,
+            409,
+            Text("Cluster network intents have not been applied: c1\n"),
+            "TerminateNetworkIntents: Created",
+        ),
+        row(
+            "POST",
+            format!("{c}/stop"),
+            None,
+            409,
+            Text("Cluster network intents have not been applied: c1\n"),
+            "StopNetworkIntents: Created",
+        ),
+        row(
+            "POST",
+            "/v2/cluster-providers/edge/clusters/nope/apply",
+            None,
+            404,
+            Text("Requested resource not found.\n"),
+            "differs: ApplyNetworkIntents answers clm's error with a 404 or a 500, by version",
+        ),
+        row(
+            "GET",
+            format!("{c}/status"),
+            None,
+            200,
+            Json(
+                json!({"name": "edge+c1", "states": {"statusctxid": "", "actions": [
+                {"state": "Created", "instance": "", "time": "", "revision": 0}]},
+                "cluster": {}}),
+            ),
+            "statusSchedulerHandler: never applied, only the record; `cluster` always present",
+        ),
+        row(
+            "GET",
+            format!("{c}/status?type=none"),
+            None,
+            400,
+            Text("Invalid query type\n"),
+            "statusSchedulerHandler",
+        ),
+        row(
+            "GET",
+            format!("{c}/status?output=none"),
+            None,
+            400,
+            Text("Invalid query output\n"),
+            "statusSchedulerHandler",
+        ),
+        row(
+            "GET",
+            "/v2/cluster-providers/edge/clusters/nope/status",
+            None,
+            404,
+            Text("Requested resource not found.\n"),
+            "differs: ncm's handler passes a nil error on and drops the connection",
+        ),
+    ];
+    run(&app, rows).await;
+}

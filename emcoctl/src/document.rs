@@ -13,6 +13,7 @@ pub const VERSION: &str = "emco/v2";
 
 /// The last anchor segments that name an operation on their parent rather than a collection.
 pub const LIFECYCLE: &[&str] = &[
+    "apply",
     "approve",
     "instantiate",
     "terminate",

@@ -96,7 +96,8 @@ pub fn plan(cmd: Command, doc: &Document) -> Option<Planned> {
         (Command::Get, Some("status")) => planned(Method::GET, &doc.anchor, Payload::Empty),
         (Command::Get, None) => planned(Method::GET, &doc.object_path(), Payload::Empty),
         (Command::Update, None) => planned(Method::PUT, &doc.object_path(), Payload::Document),
-        (Command::Delete, Some("instantiate")) => {
+        // A cluster's networks (ncm's `apply`) are removed by `terminate`, as EMCO's emcoctl.
+        (Command::Delete, Some("instantiate" | "apply")) => {
             let parent = doc.anchor.rsplit_once('/').map_or("", |(p, _)| p);
             planned(Method::POST, &format!("{parent}/terminate"), Payload::Empty)
         }

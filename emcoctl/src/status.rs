@@ -468,14 +468,16 @@ impl Snapshot {
                 "TerminateFailed" => Verdict::Failed(dep.to_owned()),
                 _ => Verdict::Pending,
             },
-            Some(DigState::Instantiated | DigState::Updated) | None => match dep {
-                "InstantiateFailed" | "UpdateFailed" | "TerminateFailed" => {
-                    Verdict::Failed(dep.to_owned())
+            Some(DigState::Instantiated | DigState::Updated | DigState::Applied) | None => {
+                match dep {
+                    "InstantiateFailed" | "UpdateFailed" | "TerminateFailed" => {
+                        Verdict::Failed(dep.to_owned())
+                    }
+                    "Instantiated" | "Updated" if !require_ready || ready => Verdict::Succeeded,
+                    "Terminated" if self.state.is_none() => Verdict::Succeeded,
+                    _ => Verdict::Pending,
                 }
-                "Instantiated" | "Updated" if !require_ready || ready => Verdict::Succeeded,
-                "Terminated" if self.state.is_none() => Verdict::Succeeded,
-                _ => Verdict::Pending,
-            },
+            }
         }
     }
 

@@ -1239,3 +1239,91 @@ async fn test_dependency_instantiate_watch_status_delete() {
     cancel.cancel();
     fleet.shutdown(Duration::from_secs(1)).await.unwrap();
 }
+
+/// EMCO's hpa example networks (`hpa/hpa-vfw-networks.yaml`, three ovn4nfv networks on each of
+/// two clusters, then `apply` on both) with the values of EMCO's vfw setup: applied, read back
+/// and deleted (delete turns `apply` into `terminate`, as EMCO's emcoctl).
+#[tokio::test]
+async fn ncm_networks_apply_and_delete() {
+    let file = PathBuf::from(format!("{EXAMPLES}/hpa/hpa-vfw-networks.yaml"));
+    if !file.exists() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "{} is missing in CI",
+            file.display()
+        );
+        eprintln!("SKIPPED: {} is missing", file.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path()).await;
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, KUBECONFIG).unwrap();
+    let clusters = dir.path().join("clusters.yaml");
+    let mut text = "version: emco/v2\nresourceContext:\n  anchor: cluster-providers\nmetadata:\n  name: vfw-provider\n".to_owned();
+    for c in ["edge01", "edge02"] {
+        text.push_str(&format!(
+            "---\nversion: emco/v2\nresourceContext:\n  anchor: cluster-providers/vfw-provider/clusters\nmetadata:\n  name: {c}\nfile: {}\n",
+            kubeconfig.display()
+        ));
+    }
+    std::fs::write(&clusters, text).unwrap();
+    let values = dir.path().join("values.yaml");
+    std::fs::write(
+        &values,
+        "ClusterProvider: vfw-provider\nCluster1: edge01\nCluster2: edge02\n\
+         EmcoPrivateNet: emco-private-net\nEmcoPrivateSubnet: 10.10.20.0/24\n\
+         EmcoPrivateSubnetName: subnet1\nEmcoPrivateGateway: 10.10.20.1/24\n\
+         UnprotectedPrivateNet: unprotected-private-net\nUnprotectedPrivateSubnet: 192.168.10.0/24\n\
+         UnprotectedPrivateSubnetName: subnet1\nUnprotectedPrivateGateway: 192.168.10.1/24\n\
+         ProtectedPrivateNet: protected-private-net\nProtectedPrivateSubnet: 192.168.20.0/24\n\
+         ProtectedPrivateSubnetName: subnet1\nProtectedPrivateGateway: 192.168.20.1/24\n",
+    )
+    .unwrap();
+    let client = Client::new(&server, None).unwrap();
+    let setup = load_documents(std::slice::from_ref(&clusters), None).unwrap();
+    let made = run(&client, Command::Apply, &setup).await;
+    assert_eq!(statuses(&made), [Some(201); 3], "{}", lines(&made));
+
+    let docs = load_documents(std::slice::from_ref(&file), Some(&values)).unwrap();
+    let applied = run(&client, Command::Apply, &docs).await;
+    let mut expected = vec![Some(201); 6];
+    expected.extend([Some(204); 2]);
+    assert_eq!(statuses(&applied), expected, "{}", lines(&applied));
+    let got = run(&client, Command::Get, &docs).await;
+    let mut expected = vec![Some(200); 6];
+    expected.extend([None, None]); // nothing to get for `apply`
+    assert_eq!(statuses(&got), expected, "{}", lines(&got));
+    // While applied, the networks stay.
+    let refused = run(&client, Command::Delete, &docs[..1]).await;
+    assert_eq!(statuses(&refused), [Some(409)], "{}", lines(&refused));
+
+    let deleted = run(&client, Command::Delete, &docs).await;
+    assert_eq!(
+        statuses(&deleted),
+        [
+            Some(204),
+            Some(204),
+            Some(204),
+            Some(204),
+            Some(204),
+            Some(204),
+            Some(204),
+            Some(204)
+        ],
+        "{}",
+        lines(&deleted)
+    );
+    assert!(
+        deleted[0].line().contains("POST") && deleted[0].line().contains("edge02/terminate"),
+        "{}",
+        deleted[0].line()
+    );
+    let gone = run(&client, Command::Get, &docs).await;
+    assert_eq!(
+        statuses(&gone).into_iter().flatten().collect::<Vec<_>>(),
+        [404; 6],
+        "{}",
+        lines(&gone)
+    );
+}

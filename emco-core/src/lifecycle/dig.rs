@@ -44,10 +44,13 @@ pub enum DigState {
     TerminateStopped,
     /// Updated, migrated or rolled back to another revision.
     Updated,
+    /// A cluster's network intents were applied (ncm's state of a cluster; never a group's).
+    Applied,
 }
 
 impl DigState {
-    /// Every state, for exhaustive checks.
+    /// Every state of a deployment intent group, for exhaustive checks ([`DigState::Applied`]
+    /// is a cluster's).
     pub const ALL: [Self; 7] = [
         Self::Created,
         Self::Approved,
@@ -69,6 +72,7 @@ impl DigState {
             Self::InstantiateStopped => "InstantiateStopped",
             Self::TerminateStopped => "TerminateStopped",
             Self::Updated => "Updated",
+            Self::Applied => "Applied",
         }
     }
 

@@ -28,6 +28,7 @@ pub mod controller;
 pub mod dig;
 pub mod kv;
 pub mod logical_cloud;
+pub mod ncm;
 pub mod project;
 pub mod status;
 
@@ -46,6 +47,7 @@ pub use logical_cloud::{
     ClusterQuota, ClusterReference, ClusterReferenceSpec, LogicalCloud, LogicalCloudKind,
     LogicalCloudLevel, LogicalCloudSpec, LogicalCloudUser, UserPermission, UserPermissionSpec,
 };
+pub use ncm::{Network, NetworkSpec, ProviderNetwork, ProviderNetworkSpec, Subnet, Vlan};
 pub use project::{
     App, AppDependency, AppDependencySpec, AppProfile, AppProfileSpec, CompositeApp,
     CompositeAppSpec, CompositeProfile, ConfigResource, OpStatus, ProfileManifest,

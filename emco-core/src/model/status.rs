@@ -314,6 +314,67 @@ pub struct DigStatus {
     pub apps: Vec<AppStatus>,
 }
 
+/// The status of a cluster's networks (ncm's `ClusterStatusResult`): a deployment intent
+/// group's status fields, with the one cluster of the network AppContext as `cluster` (`{}`
+/// before anything is deployed).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterNetworkStatus {
+    /// `provider+cluster`.
+    #[serde(default)]
+    pub name: String,
+    /// The cluster's network lifecycle record.
+    #[serde(default)]
+    pub states: StateInfo,
+    /// The AppContext's status (legacy queries).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub status: String,
+    /// The AppContext's deployed status.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub deployed_status: String,
+    /// Ready or not (`status=ready`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ready_status: String,
+    /// Resources by rsync status (`type=rsync`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rsync_status: BTreeMap<String, i64>,
+    /// Resources by cluster status (`type=cluster`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cluster_status: BTreeMap<String, i64>,
+    /// Resources by deployed status.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub deployed_counts: BTreeMap<String, i64>,
+    /// Resources by ready status.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ready_counts: BTreeMap<String, i64>,
+    /// The cluster and its resources.
+    #[serde(default)]
+    pub cluster: ClusterStatus,
+}
+
+impl From<DigStatus> for ClusterNetworkStatus {
+    fn from(d: DigStatus) -> Self {
+        let cluster = d
+            .apps
+            .into_iter()
+            .next()
+            .and_then(|a| a.clusters.into_iter().next())
+            .unwrap_or_default();
+        Self {
+            name: d.name,
+            states: d.states,
+            status: d.status,
+            deployed_status: d.deployed_status,
+            ready_status: d.ready_status,
+            rsync_status: d.rsync_status,
+            cluster_status: d.cluster_status,
+            deployed_counts: d.deployed_counts,
+            ready_counts: d.ready_counts,
+            cluster,
+        }
+    }
+}
+
 impl DigStatus {
     /// Renames the fields of a `status=deployed` (for [`LegacyType::Rsync`]) or `status=ready`
     /// (for [`LegacyType::Cluster`]) answer to the deprecated `type=` answer's names.

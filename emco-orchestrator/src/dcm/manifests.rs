@@ -26,7 +26,7 @@ pub(crate) struct Manifest {
 }
 
 impl Manifest {
-    fn new(object: &Value) -> Result<Self> {
+    pub(crate) fn new(object: &Value) -> Result<Self> {
         let name = object
             .pointer("/metadata/name")
             .and_then(Value::as_str)

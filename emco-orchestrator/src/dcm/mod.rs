@@ -25,7 +25,7 @@
 //! requests, the other clusters keeping theirs) and rsync removes what it no longer has.
 
 mod credentials;
-mod manifests;
+pub(crate) mod manifests;
 mod routes;
 mod status;
 
@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use emco_appcontext::context::{AppContextStatus, CompositeAppMeta};
-use emco_appcontext::{AppContext, Filter, ResourceKey};
+use emco_appcontext::{AppContext, Filter, ResourceKey, ResourceStore};
 use emco_core::lifecycle::{DigState, StateAction, StateInfo};
 use emco_core::model::{ClusterReference, LogicalCloud};
 use emco_core::{Error, ErrorKind, Result};
@@ -140,7 +140,8 @@ fn next_state(state: DigState, op: Op) -> Result<Option<DigState>> {
     use DigState as S;
     let refuse = |text: &str| Err(Error::conflict(text.to_owned()));
     match (op, state) {
-        // Approved is not a state of logical clouds; a record carrying it reads as Created.
+        // Approved and Applied are not states of logical clouds; a record carrying one reads
+        // as Created.
         (Op::Instantiate, S::Created | S::Approved | S::Terminated | S::TerminateStopped) => {
             Ok(Some(S::Instantiated))
         }
@@ -151,13 +152,13 @@ fn next_state(state: DigState, op: Op) -> Result<Option<DigState>> {
         ) => Ok(Some(S::Terminated)),
         (Op::Terminate, S::Terminated) => refuse("The Logical Cloud has already been terminated"),
         // dcm terminates a cloud it never instantiated as a no-op.
-        (Op::Terminate, S::Created | S::Approved) => Ok(None),
+        (Op::Terminate, S::Created | S::Approved | S::Applied) => Ok(None),
         (Op::Stop, S::Instantiated | S::Updated) => Ok(Some(S::InstantiateStopped)),
         (Op::Stop, S::Terminated) => Ok(Some(S::TerminateStopped)),
         // dcm's texts end in a space where its callers meant to add the name.
         (Op::Stop, S::InstantiateStopped) => refuse("LogicalCloud instantiation already stopped: "),
         (Op::Stop, S::TerminateStopped) => refuse("LogicalCloud termination already stopped: "),
-        (Op::Stop, S::Created | S::Approved) => {
+        (Op::Stop, S::Created | S::Approved | S::Applied) => {
             refuse("LogicalCloud has not been asked to instantiate: ")
         }
         (Op::Update, S::Instantiated | S::Updated) => Ok(Some(S::Updated)),
@@ -168,8 +169,12 @@ fn next_state(state: DigState, op: Op) -> Result<Option<DigState>> {
 }
 
 /// The lifecycle record of the logical cloud at `key` (a fresh Created one when it has none).
-async fn cloud_state(orch: &Orchestrator, key: &ResourceKey) -> Result<StateInfo> {
-    match hooks::load_state(orch.store().as_ref(), key).await {
+/// The lifecycle record kept at `key`; an empty one (Created) when there is none yet.
+pub(crate) async fn state_or_new(
+    store: &dyn ResourceStore,
+    key: &ResourceKey,
+) -> Result<StateInfo> {
+    match hooks::load_state(store, key).await {
         Ok(s) => Ok(s),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(StateInfo::default()),
         Err(e) => Err(e),
@@ -177,7 +182,7 @@ async fn cloud_state(orch: &Orchestrator, key: &ResourceKey) -> Result<StateInfo
 }
 
 /// Deletes a context that was never handed to rsync (its operation failed before).
-async fn discard(ctx: &AppContext) {
+pub(crate) async fn discard(ctx: &AppContext) {
     if let Err(e) = ctx.delete().await {
         tracing::warn!(ctx = ctx.id(), error = %e, "cannot delete an unused AppContext");
     }
@@ -187,8 +192,8 @@ async fn discard(ctx: &AppContext) {
 /// The namespace an admin cloud reads after instantiate: the one clm gives every cluster.
 pub const ADMIN_NAMESPACE: &str = "default";
 
-async fn record(
-    orch: &Orchestrator,
+pub(crate) async fn record(
+    store: &dyn ResourceStore,
     key: &ResourceKey,
     mut info: StateInfo,
     state: DigState,
@@ -204,7 +209,7 @@ async fn record(
         time: hooks::now_rfc3339(),
         revision,
     });
-    hooks::save_state(orch.store().as_ref(), key, &info).await
+    hooks::save_state(store, key, &info).await
 }
 
 impl Orchestrator {
@@ -224,7 +229,7 @@ impl Orchestrator {
             .collect()
     }
 
-    async fn load_context(&self, id: Option<&str>) -> Result<Option<AppContext>> {
+    pub(crate) async fn load_context(&self, id: Option<&str>) -> Result<Option<AppContext>> {
         let Some(id) = id.and_then(|i| i.parse::<u64>().ok()) else {
             return Ok(None);
         };
@@ -241,7 +246,7 @@ impl Orchestrator {
     /// NotFound when it does not exist.
     pub async fn logical_cloud_state(&self, project: &str, name: &str) -> Result<StateInfo> {
         self.logical_cloud(project, name).await?;
-        let info = cloud_state(self, &keys::logical_cloud(project, name)).await?;
+        let info = state_or_new(self.store().as_ref(), &keys::logical_cloud(project, name)).await?;
         if info.actions.is_empty() {
             return Ok(StateInfo::created(""));
         }
@@ -259,7 +264,7 @@ impl Orchestrator {
         let key = keys::logical_cloud(project, name);
         let _held = self.dig_locks.lock(&key).await;
         let lc = self.logical_cloud(project, name).await?;
-        let info = cloud_state(self, &key).await?;
+        let info = state_or_new(self.store().as_ref(), &key).await?;
         let Some(to) = next_state(info.current_state(), Op::Instantiate)? else {
             return Ok(());
         };
@@ -292,14 +297,22 @@ impl Orchestrator {
                 })?;
                 self.store().update(&key, &doc).await?;
             }
-            return record(self, &key, info, to, String::new(), 1).await;
+            return record(self.store().as_ref(), &key, info, to, String::new(), 1).await;
         }
         let ctx = self.cloud_context(project, &lc, &references, None).await?;
         if let Err(e) = self.rsync().instantiate(ctx.id()).await {
             discard(&ctx).await;
             return Err(e);
         }
-        record(self, &key, info, to, ctx.id().to_string(), 1).await?;
+        record(
+            self.store().as_ref(),
+            &key,
+            info,
+            to,
+            ctx.id().to_string(),
+            1,
+        )
+        .await?;
         credentials::spawn_finisher(self, project, name, ctx.id());
         Ok(())
     }
@@ -397,7 +410,7 @@ impl Orchestrator {
         let key = keys::logical_cloud(project, name);
         let _held = self.dig_locks.lock(&key).await;
         self.logical_cloud(project, name).await?;
-        let info = cloud_state(self, &key).await?;
+        let info = state_or_new(self.store().as_ref(), &key).await?;
         let Some(to) = next_state(info.current_state(), Op::Terminate)? else {
             return Ok(());
         };
@@ -408,7 +421,7 @@ impl Orchestrator {
         }
         credentials::clear(self.store().as_ref(), &key).await?;
         let revision = info.latest_revision();
-        record(self, &key, info, to, instance, revision).await
+        record(self.store().as_ref(), &key, info, to, instance, revision).await
     }
 
     /// Fails with Conflict while a deployment intent group of cloud `name` is deployed.
@@ -447,7 +460,7 @@ impl Orchestrator {
         let key = keys::logical_cloud(project, name);
         let _held = self.dig_locks.lock(&key).await;
         self.logical_cloud(project, name).await?;
-        let info = cloud_state(self, &key).await?;
+        let info = state_or_new(self.store().as_ref(), &key).await?;
         let Some(to) = next_state(info.current_state(), Op::Stop)? else {
             return Ok(());
         };
@@ -456,7 +469,7 @@ impl Orchestrator {
             self.rsync().stop(ctx.id()).await?;
         }
         let revision = info.latest_revision();
-        record(self, &key, info, to, instance, revision).await
+        record(self.store().as_ref(), &key, info, to, instance, revision).await
     }
 
     /// Updates instantiated logical cloud `name` to its current user permissions, quotas and
@@ -469,7 +482,7 @@ impl Orchestrator {
         let key = keys::logical_cloud(project, name);
         let _held = self.dig_locks.lock(&key).await;
         let lc = self.logical_cloud(project, name).await?;
-        let info = cloud_state(self, &key).await?;
+        let info = state_or_new(self.store().as_ref(), &key).await?;
         let Some(to) = next_state(info.current_state(), Op::Update)? else {
             return Ok(info.latest_revision());
         };
@@ -481,7 +494,15 @@ impl Orchestrator {
         }
         let revision = info.latest_revision() + 1;
         if lc.is_admin() {
-            record(self, &key, info, to, String::new(), revision).await?;
+            record(
+                self.store().as_ref(),
+                &key,
+                info,
+                to,
+                String::new(),
+                revision,
+            )
+            .await?;
             return Ok(revision);
         }
         let old = self.load_context(info.current_context()).await?;
@@ -502,7 +523,15 @@ impl Orchestrator {
             discard(&ctx).await;
             return Err(e);
         }
-        record(self, &key, info, to, ctx.id().to_string(), revision).await?;
+        record(
+            self.store().as_ref(),
+            &key,
+            info,
+            to,
+            ctx.id().to_string(),
+            revision,
+        )
+        .await?;
         credentials::spawn_finisher(self, project, name, ctx.id());
         Ok(revision)
     }
@@ -524,7 +553,7 @@ impl Orchestrator {
                 .await?
             {
                 let key = keys::logical_cloud(&project, &lc.metadata.name);
-                let info = cloud_state(self, &key).await?;
+                let info = state_or_new(self.store().as_ref(), &key).await?;
                 if lc.is_admin()
                     || !matches!(
                         info.current_state(),
@@ -576,7 +605,9 @@ impl Orchestrator {
                 "logical cloud {name:?} is an admin cloud: it uses the clusters' own kubeconfigs"
             )));
         }
-        let state = cloud_state(self, &key).await?.current_state();
+        let state = state_or_new(self.store().as_ref(), &key)
+            .await?
+            .current_state();
         if !state.is_deployed() {
             return Err(Error::failed_precondition(format!(
                 "logical cloud {name:?} is {state}; instantiate it first"

@@ -92,6 +92,6 @@ fn shell_status(state: DigState) -> Option<&'static str> {
             Some("Instantiated")
         }
         DigState::Terminated | DigState::TerminateStopped => Some("Terminated"),
-        DigState::Created | DigState::Approved => None,
+        DigState::Created | DigState::Approved | DigState::Applied => None,
     }
 }

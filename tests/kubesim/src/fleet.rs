@@ -577,6 +577,15 @@ where
     tokio::pin!(conn);
     loop {
         let changed = cluster.fault_changed.notified();
+        // A connection accepted just before the cluster went unreachable missed the change:
+        // look again now that `changed` will see any later one.
+        if cluster
+            .fault_state()
+            .unreachable_at(Instant::now())
+            .is_some()
+        {
+            return;
+        }
         let flip = cluster.fault_state().next_flip(Instant::now());
         let flip_sleep = async {
             match flip {

@@ -8,6 +8,7 @@
 //! resource; status writes are not validated (nor here nor, for these fields, on the real
 //! server).
 
+use emco_core::validate::{dns1123_label_errors, dns1123_subdomain_errors, is_dns1123_label};
 use serde_json::Value;
 
 use crate::resources::ResourceType;
@@ -63,10 +64,10 @@ pub(crate) fn check(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<
 /// (services), path segment (RBAC), DNS-1123 subdomain (the rest, custom resources too).
 pub(crate) fn name_errors(rt: &ResourceType, name: &str) -> Vec<FieldError> {
     let msgs = match (rt.group.as_str(), rt.plural.as_str()) {
-        ("", "namespaces") => dns1123_label(name),
+        ("", "namespaces") => dns1123_label_errors(name),
         ("", "services") => dns1035_label(name),
         ("rbac.authorization.k8s.io", _) => path_segment(name),
-        _ => dns1123_subdomain(name),
+        _ => dns1123_subdomain_errors(name),
     };
     msgs.into_iter()
         .map(|m| FieldError::new("metadata.name", INVALID, format!("{}: {m}", quote(name))))
@@ -77,57 +78,16 @@ fn quote(s: &str) -> String {
     Value::String(s.to_owned()).to_string()
 }
 
-fn is_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && s.ends_with(|c: char| c.is_ascii_alphanumeric())
-}
-
-fn dns1123_label(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    if s.len() > 63 {
-        out.push("must be no more than 63 characters".to_owned());
-    }
-    if !is_label(s) {
-        out.push(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', \
-             and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', \
-             regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-                .to_owned(),
-        );
-    }
-    out
-}
-
 fn dns1035_label(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     if s.len() > 63 {
         out.push("must be no more than 63 characters".to_owned());
     }
-    if !is_label(s) || !s.starts_with(|c: char| c.is_ascii_lowercase()) {
+    if !is_dns1123_label(s) || !s.starts_with(|c: char| c.is_ascii_lowercase()) {
         out.push(
             "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start \
              with an alphabetic character, and end with an alphanumeric character (e.g. \
              'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-                .to_owned(),
-        );
-    }
-    out
-}
-
-fn dns1123_subdomain(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    if s.len() > 253 {
-        out.push("must be no more than 253 characters".to_owned());
-    }
-    if !s.split('.').all(is_label) {
-        out.push(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
-             '-' or '.', and must start and end with an alphanumeric character (e.g. \
-             'example.com', regex used for validation is \
-             '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
                 .to_owned(),
         );
     }
@@ -305,7 +265,7 @@ fn containers(errs: &mut Vec<FieldError>, pod_spec: Option<&Value>, path: &str) 
         if name.is_empty() {
             errs.push(FieldError::new(format!("{at}.name"), REQUIRED, ""));
         } else {
-            for m in dns1123_label(name) {
+            for m in dns1123_label_errors(name) {
                 errs.push(FieldError::new(
                     format!("{at}.name"),
                     INVALID,
@@ -348,7 +308,7 @@ fn service(errs: &mut Vec<FieldError>, spec: Option<&Value>) {
         if ports.len() > 1 && name.is_empty() {
             errs.push(FieldError::new(format!("{at}.name"), REQUIRED, ""));
         } else if !name.is_empty() {
-            for m in dns1123_label(name) {
+            for m in dns1123_label_errors(name) {
                 errs.push(FieldError::new(
                     format!("{at}.name"),
                     INVALID,

@@ -1,0 +1,500 @@
+//! ncm: the networks and provider networks of a cluster and their lifecycle (apply, terminate,
+//! stop, status), as EMCO's ncm service (src/ncm).
+//!
+//! A cluster's network lifecycle record is kept beside the cluster like a deployment intent
+//! group's (the blob `state`, no record reading as Created), with ncm's states:
+//!
+//! | operation | allowed from | to |
+//! |---|---|---|
+//! | apply | Created, Terminated, TerminateStopped (Applied, InstantiateStopped: a no-op) | Applied |
+//! | terminate | Applied, InstantiateStopped (Terminated, TerminateStopped: a no-op) | Terminated |
+//! | stop | Applied / Terminated, while rsync still works on it | InstantiateStopped / TerminateStopped |
+//! | create or replace a network | Created, Terminated | |
+//! | delete a network | Created, Terminated, TerminateStopped | |
+//!
+//! Apply writes one AppContext with one app ([`NETWORK_APP`]) on the one cluster
+//! `provider+cluster`, holding a `k8s.plugin.opnfv.org/v1alpha1` `Network` (labelled
+//! `net: <name>`) per network and a `ProviderNetwork` per provider network, each followed by a
+//! `k8s.cni.cncf.io/v1` `NetworkAttachmentDefinition` when the cluster's kv-pairs name multus
+//! as its CNI wrapper (src/ncm/internal/ovncontroller `Apply`); rsync deploys it with the
+//! cluster's own credentials. Refusals are ncm's texts; where ncm answers a 500 for a missing
+//! cluster or a wrong-state stop we answer 404 and 409.
+
+mod routes;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use emco_appcontext::context::{AppContextStatus, CompositeAppMeta};
+use emco_appcontext::{AppContext, ResourceKey, ResourceStore};
+use emco_controller_sdk::rest::Hook;
+use emco_core::lifecycle::{DigState, StateInfo};
+use emco_core::model::status::{ClusterNetworkStatus, DigStatus, StatusQuery};
+use emco_core::model::{KvPair, Network, ProviderNetwork};
+use emco_core::{Error, Result};
+use serde_json::{Value, json};
+
+pub(crate) use routes::routes;
+
+use crate::dcm::manifests::Manifest;
+use crate::dcm::{discard, record, state_or_new};
+use crate::status::{Snapshot, context_of, respond};
+use crate::{Orchestrator, keys};
+
+/// The one app of a cluster's network AppContext (ncm's `CONTEXT_CLUSTER_APP`).
+pub const NETWORK_APP: &str = "network-intents";
+/// The API group and version of ovn4nfv's (Nodus) network resources.
+pub const NETWORK_API_VERSION: &str = "k8s.plugin.opnfv.org/v1alpha1";
+/// The cluster kv-pair key naming the CNI wrapper; `multus` adds attachment definitions.
+pub const MULTUS_KEY: &str = "CNI-Networking-Multi-VM-CNI-Wrapper";
+
+/// ncm's answer when the cluster (or its provider) does not exist (apierror's generic
+/// `not found` entry; ncm's own table has none for it).
+const CLUSTER_MISSING: &str = "Requested resource not found.";
+
+/// The lifecycle record of the cluster at `cluster`; NotFound when the cluster does not exist.
+async fn cluster_state(store: &dyn ResourceStore, cluster: &ResourceKey) -> Result<StateInfo> {
+    if store.get(cluster).await?.is_none() {
+        return Err(Error::not_found(CLUSTER_MISSING));
+    }
+    state_or_new(store, cluster).await
+}
+
+/// ncm's `Cluster is in an invalid state` (409).
+fn invalid_state(cluster: &str, state: DigState) -> Error {
+    Error::conflict(format!("Cluster is in an invalid state: {cluster} {state}"))
+}
+
+/// Refuses writes of a cluster's networks while they are applied (ncm's `CreateNetwork`);
+/// `which` is `"provider "` for provider networks, as ncm's texts say.
+async fn check_write(store: &dyn ResourceStore, key: &ResourceKey, which: &str) -> Result<()> {
+    match network_state(store, key).await? {
+        (_, DigState::Created | DigState::Terminated) => Ok(()),
+        (c, DigState::Applied) => Err(Error::invalid(format!(
+            "Existing cluster {which}network intents must be terminated before creating: {c}"
+        ))),
+        (c, s) => Err(invalid_state(&c, s)),
+    }
+}
+
+/// Refuses deletes of a cluster's networks while they are applied (ncm's `DeleteNetwork`).
+async fn check_delete(store: &dyn ResourceStore, key: &ResourceKey, which: &str) -> Result<()> {
+    match network_state(store, key).await? {
+        (_, DigState::Created | DigState::Terminated | DigState::TerminateStopped) => Ok(()),
+        (c, DigState::Applied | DigState::InstantiateStopped) => Err(Error::conflict(format!(
+            "Cluster {which}network intents must be terminated before deleting: {c}"
+        ))),
+        (c, s) => Err(invalid_state(&c, s)),
+    }
+}
+
+/// The name and network state of the cluster of the network at `key`.
+async fn network_state(store: &dyn ResourceStore, key: &ResourceKey) -> Result<(String, DigState)> {
+    let cluster = key.parent().unwrap_or_default();
+    let name = cluster.name().unwrap_or_default().to_owned();
+    Ok((name, cluster_state(store, &cluster).await?.current_state()))
+}
+
+macro_rules! network_hooks {
+    ($($hook:ident, $ty:ty, $which:literal;)+) => {$(
+        /// The state checks of ncm for this type's writes and deletes.
+        #[derive(Debug, Clone, Copy, Default)]
+        pub(crate) struct $hook;
+
+        #[async_trait]
+        impl Hook<$ty> for $hook {
+            async fn before_write(
+                &self,
+                store: &dyn ResourceStore,
+                key: &ResourceKey,
+                _: &$ty,
+            ) -> Result<()> {
+                check_write(store, key, $which).await
+            }
+
+            async fn before_delete(&self, store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
+                check_delete(store, key, $which).await
+            }
+        }
+    )+};
+}
+network_hooks! {
+    NetworkHook, Network, "";
+    ProviderNetworkHook, ProviderNetwork, "provider ";
+}
+
+/// clm's refusal to delete a cluster whose network intents are applied (src/clm/pkg/cluster
+/// `DeleteCluster`).
+///
+/// # Errors
+/// Conflict while the cluster's networks are applied or still terminating.
+pub(crate) async fn check_cluster_delete(orch: &Orchestrator, cluster: &ResourceKey) -> Result<()> {
+    let name = cluster.name().unwrap_or_default();
+    let info = state_or_new(orch.store().as_ref(), cluster).await?;
+    match info.current_state() {
+        DigState::Applied | DigState::InstantiateStopped => Err(Error::conflict(format!(
+            "Cluster network intents must be terminated before it can be deleted {name}"
+        ))),
+        DigState::Terminated | DigState::TerminateStopped => {
+            let running = match orch.load_context(info.current_context()).await? {
+                Some(ctx) => ctx
+                    .status()
+                    .await?
+                    .is_some_and(AppContextStatus::is_running),
+                None => false,
+            };
+            if running {
+                return Err(Error::conflict(format!(
+                    "Network intents for cluster have not completed terminating {name}"
+                )));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The Kubernetes resources of a cluster's networks, in ncm's order: every network (each
+/// followed by its attachment definition under multus), then every provider network.
+fn network_manifests(
+    networks: &[Network],
+    providers: &[ProviderNetwork],
+    multus: bool,
+) -> Result<Vec<Manifest>> {
+    let mut out = Vec::new();
+    let mut push = |object: Value, name: &str| -> Result<()> {
+        out.push(Manifest::new(&object)?);
+        if multus {
+            out.push(Manifest::new(&attachment_definition(name))?);
+        }
+        Ok(())
+    };
+    for n in networks {
+        let name = n.metadata.name.as_str();
+        let spec = serde_json::to_value(&n.spec)
+            .map_err(|e| Error::internal("cannot serialize a network").with_source(e))?;
+        push(
+            json!({"apiVersion": NETWORK_API_VERSION, "kind": "Network",
+                   "metadata": {"name": name, "labels": {"net": name}}, "spec": spec}),
+            name,
+        )?;
+    }
+    for p in providers {
+        let name = p.metadata.name.as_str();
+        let mut spec = serde_json::to_value(&p.spec)
+            .map_err(|e| Error::internal("cannot serialize a provider network").with_source(e))?;
+        // The resource's YAML tags: `vlanId`, and an empty list for no node labels.
+        if let Some(vlan) = spec.get_mut("vlan").and_then(Value::as_object_mut) {
+            if let Some(id) = vlan.remove("vlanID") {
+                vlan.insert("vlanId".to_owned(), id);
+            }
+            if vlan.get("nodeLabelList").is_some_and(Value::is_null) {
+                vlan.insert("nodeLabelList".to_owned(), json!([]));
+            }
+        }
+        push(
+            json!({"apiVersion": NETWORK_API_VERSION, "kind": "ProviderNetwork",
+                   "metadata": {"name": name}, "spec": spec}),
+            name,
+        )?;
+    }
+    Ok(out)
+}
+
+/// The multus attachment definition ncm adds for network `name` (its config text kept as ncm
+/// writes it).
+fn attachment_definition(name: &str) -> Value {
+    let pad = " ".repeat(18);
+    let config = format!(
+        "{{\n{pad}\"cniVersion\": \"0.3.1\",\n{pad}\"type\": \"ovn4nfvk8s-cni\",\n{pad}\"nfn-network\": \"{name}\"\n{}}}",
+        " ".repeat(16)
+    );
+    json!({"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+           "metadata": {"name": name}, "spec": {"config": config}})
+}
+
+/// Whether the cluster's kv-pairs name multus as the CNI wrapper (the last kv-pair object
+/// that names one wins, as ncm reads them).
+fn names_multus(kv_pairs: &[KvPair]) -> bool {
+    let mut wrapper = String::new();
+    for kv in kv_pairs {
+        if let Some(v) = kv.spec.kv.iter().find_map(|m| m.get(MULTUS_KEY)) {
+            wrapper = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+        }
+    }
+    wrapper.eq_ignore_ascii_case("multus")
+}
+
+impl Orchestrator {
+    /// The lifecycle record of the networks of cluster `cluster` of `provider` (Created when
+    /// never applied).
+    ///
+    /// # Errors
+    /// NotFound when the cluster does not exist.
+    pub async fn cluster_network_state(&self, provider: &str, cluster: &str) -> Result<StateInfo> {
+        let info = cluster_state(self.store().as_ref(), &keys::cluster(provider, cluster)).await?;
+        if info.actions.is_empty() {
+            return Ok(StateInfo::created(""));
+        }
+        Ok(info)
+    }
+
+    /// Applies the networks and provider networks of cluster `cluster`: their resources are
+    /// deployed to it through rsync. Applying applied networks is a no-op, as ncm.
+    ///
+    /// # Errors
+    /// NotFound for an unknown cluster; Conflict in a wrong state; the stores' and rsync's
+    /// errors.
+    pub async fn apply_cluster_networks(&self, provider: &str, cluster: &str) -> Result<()> {
+        let key = keys::cluster(provider, cluster);
+        let _held = self.dig_locks.lock(&key).await;
+        let info = cluster_state(self.store().as_ref(), &key).await?;
+        match info.current_state() {
+            DigState::Created | DigState::Terminated | DigState::TerminateStopped => {}
+            DigState::Applied | DigState::InstantiateStopped => return Ok(()),
+            s => return Err(invalid_state(cluster, s)),
+        }
+        let networks = self.networks().list(&key, &[]).await?;
+        let providers = self.provider_networks().list(&key, &[]).await?;
+        let multus = names_multus(&self.kv_pairs().list(&key, &[]).await?);
+        let manifests = network_manifests(&networks, &providers, multus)?;
+        let meta = CompositeAppMeta {
+            composite_app: NETWORK_APP.to_owned(),
+            // rsync deploys with the cluster's own credentials.
+            level: emco_core::model::logical_cloud::LEVEL_ADMIN.to_owned(),
+            ..CompositeAppMeta::default()
+        };
+        let ctx = AppContext::create(Arc::clone(self.contexts()), &meta).await?;
+        let target = format!("{provider}+{cluster}");
+        let written = async {
+            let mut w = ctx.writer();
+            w.add_app(NETWORK_APP)?;
+            w.set_app_order(&[NETWORK_APP])?;
+            w.set_app_dependency_instruction(&BTreeMap::from([(
+                NETWORK_APP.to_owned(),
+                "go".to_owned(),
+            )]))?;
+            w.add_cluster(NETWORK_APP, &target, None)?;
+            for m in &manifests {
+                w.add_resource(NETWORK_APP, &target, &m.key, &m.yaml)?;
+            }
+            let order: Vec<&str> = manifests.iter().map(|m| m.key.as_str()).collect();
+            w.set_resource_order(NETWORK_APP, &target, &order)?;
+            w.set_status(AppContextStatus::Created)?;
+            w.flush().await?;
+            Ok::<(), Error>(())
+        };
+        if let Err(e) = written.await {
+            discard(&ctx).await;
+            return Err(e);
+        }
+        if let Err(e) = self.rsync().instantiate(ctx.id()).await {
+            discard(&ctx).await;
+            return Err(e);
+        }
+        let id = ctx.id().to_string();
+        record(self.store().as_ref(), &key, info, DigState::Applied, id, 0).await
+    }
+
+    /// Terminates the applied networks of cluster `cluster`: rsync removes their resources.
+    /// Terminating terminated networks is a no-op, as ncm.
+    ///
+    /// # Errors
+    /// NotFound for an unknown cluster; Conflict when never applied or in a wrong state.
+    pub async fn terminate_cluster_networks(&self, provider: &str, cluster: &str) -> Result<()> {
+        let key = keys::cluster(provider, cluster);
+        let _held = self.dig_locks.lock(&key).await;
+        let info = cluster_state(self.store().as_ref(), &key).await?;
+        match info.current_state() {
+            DigState::Applied | DigState::InstantiateStopped => {}
+            DigState::Terminated | DigState::TerminateStopped => return Ok(()),
+            DigState::Created => return Err(not_applied(cluster)),
+            s => return Err(invalid_state(cluster, s)),
+        }
+        let instance = info.current_context().unwrap_or_default().to_owned();
+        if let Some(ctx) = self.load_context(Some(&instance)).await? {
+            self.rsync().terminate(ctx.id()).await?;
+        }
+        record(
+            self.store().as_ref(),
+            &key,
+            info,
+            DigState::Terminated,
+            instance,
+            0,
+        )
+        .await
+    }
+
+    /// Stops the running apply or terminate of cluster `cluster`'s networks: rsync stops
+    /// waiting and retrying.
+    ///
+    /// # Errors
+    /// NotFound for an unknown cluster; Conflict when there is nothing to stop.
+    pub async fn stop_cluster_networks(&self, provider: &str, cluster: &str) -> Result<()> {
+        let key = keys::cluster(provider, cluster);
+        let _held = self.dig_locks.lock(&key).await;
+        let info = cluster_state(self.store().as_ref(), &key).await?;
+        let to = match info.current_state() {
+            DigState::Applied => DigState::InstantiateStopped,
+            DigState::Terminated => DigState::TerminateStopped,
+            DigState::TerminateStopped => {
+                return Err(Error::conflict(format!(
+                    "Cluster network intents termination already stopped: {cluster}"
+                )));
+            }
+            DigState::InstantiateStopped => {
+                return Err(Error::conflict(format!(
+                    "Cluster network intents instantiation already stopped: {cluster}"
+                )));
+            }
+            DigState::Created => return Err(not_applied(cluster)),
+            s => return Err(invalid_state(cluster, s)),
+        };
+        let instance = info.current_context().unwrap_or_default().to_owned();
+        let ctx = self.load_context(Some(&instance)).await?;
+        let running = match &ctx {
+            Some(ctx) => ctx
+                .status()
+                .await?
+                .is_some_and(AppContextStatus::is_running),
+            None => false,
+        };
+        if !running {
+            return Err(Error::conflict(format!(
+                "Cluster network intents are not instantiating or terminating:{cluster}"
+            )));
+        }
+        if let Some(ctx) = ctx {
+            self.rsync().stop(ctx.id()).await?;
+        }
+        record(self.store().as_ref(), &key, info, to, instance, 0).await
+    }
+
+    /// The status of cluster `cluster`'s networks as `query` asks (ncm's `status` route: the
+    /// status of a deployment intent group's shape, its one cluster as `cluster`).
+    ///
+    /// # Errors
+    /// NotFound for an unknown cluster or `instance`; InvalidArgument for an `app` filter
+    /// other than [`NETWORK_APP`].
+    pub async fn cluster_network_status(
+        &self,
+        provider: &str,
+        cluster: &str,
+        query: &StatusQuery,
+    ) -> Result<ClusterNetworkStatus> {
+        let states = self.cluster_network_state(provider, cluster).await?;
+        if let Some(app) = query.apps.iter().find(|a| *a != NETWORK_APP) {
+            return Err(Error::invalid(format!(
+                "Filter app {app} not in list of apps for composite app {NETWORK_APP}"
+            )));
+        }
+        let snapshot = match context_of(&states, query.instance.as_deref())? {
+            Some(id) => Some(Snapshot::read(self.contexts(), id).await?),
+            None => None,
+        };
+        let views = snapshot
+            .as_ref()
+            .map(|s| s.views(query))
+            .unwrap_or_default();
+        let full = DigStatus {
+            name: format!("{provider}+{cluster}"),
+            states,
+            ..DigStatus::default()
+        };
+        let mut full_query = query.clone();
+        full_query.mode = emco_core::model::status::StatusMode::Full;
+        match respond(&full_query, full, snapshot.as_ref(), views) {
+            emco_core::model::status::StatusResponse::Full(full) => {
+                Ok(ClusterNetworkStatus::from(*full))
+            }
+            _ => Err(Error::internal("a full status query answered a list")),
+        }
+    }
+}
+
+fn not_applied(cluster: &str) -> Error {
+    Error::conflict(format!(
+        "Cluster network intents have not been applied: {cluster}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use emco_core::Metadata;
+    use emco_core::model::{NetworkSpec, Subnet};
+
+    #[test]
+    fn resources_as_ncm_writes_them() {
+        let net = Network {
+            metadata: Metadata::named("emco-private-net"),
+            spec: NetworkSpec {
+                cni_type: "ovn4nfv".into(),
+                ipv4_subnets: vec![Subnet {
+                    subnet: "10.10.20.0/24".into(),
+                    name: "subnet1".into(),
+                    gateway: "10.10.20.1/24".into(),
+                    exclude_ips: String::new(),
+                }],
+                ipv6_subnets: Vec::new(),
+            },
+        };
+        let mut pn = ProviderNetwork {
+            metadata: Metadata::named("pnet"),
+            ..ProviderNetwork::default()
+        };
+        pn.spec.cni_type = "ovn4nfv".into();
+        pn.spec.provider_net_type = "VLAN".into();
+        pn.spec.vlan.vlan_id = "102".into();
+        pn.spec.vlan.vlan_node_selector = "any".into();
+        let m = network_manifests(&[net], &[pn], false).unwrap();
+        assert_eq!(
+            m.iter().map(|m| m.key.as_str()).collect::<Vec<_>>(),
+            ["emco-private-net+Network", "pnet+ProviderNetwork"]
+        );
+        let net: Value = emco_go::yaml::from_str(&m[0].yaml).unwrap();
+        assert_eq!(
+            net,
+            json!({"apiVersion": "k8s.plugin.opnfv.org/v1alpha1", "kind": "Network",
+                "metadata": {"name": "emco-private-net", "labels": {"net": "emco-private-net"}},
+                "spec": {"cniType": "ovn4nfv", "ipv4Subnets": [{"subnet": "10.10.20.0/24",
+                    "name": "subnet1", "gateway": "10.10.20.1/24"}]}})
+        );
+        let pn: Value = emco_go::yaml::from_str(&m[1].yaml).unwrap();
+        assert_eq!(
+            pn["spec"]["vlan"],
+            json!({"vlanId": "102", "providerInterfaceName": "", "logicalInterfaceName": "",
+                   "vlanNodeSelector": "any", "nodeLabelList": []})
+        );
+        assert_eq!(pn["metadata"], json!({"name": "pnet"}));
+        let with_multus = network_manifests(&[], &[], true).unwrap();
+        assert!(with_multus.is_empty());
+    }
+
+    #[test]
+    fn multus_from_the_last_kv_pair_naming_a_wrapper() {
+        let kv = |v: Value| KvPair {
+            metadata: Metadata::named("k"),
+            spec: emco_core::model::KvPairSpec {
+                kv: vec![BTreeMap::from([(MULTUS_KEY.to_owned(), v)])],
+            },
+        };
+        assert!(names_multus(&[kv(json!("Multus"))]));
+        assert!(!names_multus(&[kv(json!("multus")), kv(json!("none"))]));
+        assert!(!names_multus(&[]));
+        let def = attachment_definition("n1");
+        assert_eq!(
+            def["spec"]["config"],
+            format!(
+                "{{\n{0}\"cniVersion\": \"0.3.1\",\n{0}\"type\": \"ovn4nfvk8s-cni\",\n{0}\"nfn-network\": \"n1\"\n{1}}}",
+                " ".repeat(18),
+                " ".repeat(16)
+            )
+        );
+    }
+}
