@@ -599,6 +599,48 @@ impl Env {
         kube::Client::try_from(config).map_err(|e| invalid(&e))
     }
 
+    /// Creates the CustomResourceDefinitions of the YAML `text` (documents separated by
+    /// `---`) on `cluster`, as its admin would, and waits until each is established.
+    ///
+    /// # Errors
+    /// When a definition does not parse, is refused, or is not established in time.
+    pub async fn install_crds(&self, cluster: &str, text: &str) -> Result<()> {
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+        let api: kube::Api<CustomResourceDefinition> = kube::Api::all(self.kube(cluster).await?);
+        for doc in text.split("\n---\n") {
+            let crd: CustomResourceDefinition = emco_go::yaml::from_str(doc)
+                .map_err(|e| Error::invalid(format!("a CRD does not parse: {e}")))?;
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            api.create(&kube::api::PostParams::default(), &crd)
+                .await
+                .map_err(|e| {
+                    Error::unavailable(format!("CRD {name} on {cluster}")).with_source(e)
+                })?;
+            let deadline = tokio::time::Instant::now() + DEADLINE;
+            loop {
+                let got = api.get(&name).await.map_err(|e| {
+                    Error::unavailable(format!("CRD {name} on {cluster}")).with_source(e)
+                })?;
+                let established = got
+                    .status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True");
+                if established {
+                    break;
+                }
+                if tokio::time::Instant::now() > deadline {
+                    return Err(Error::unavailable(format!(
+                        "CRD {name} on {cluster} is not established"
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Ok(())
+    }
+
     /// Every object on kubesim cluster `cluster` that carries EMCO's deployment label, of every
     /// listable resource type the cluster serves (CRDs included).
     ///

@@ -45,6 +45,7 @@ on_both_stores!(
     test_dependency,
     test_update,
     hpa_simple,
+    hpa_vfw_networks,
     hundred_digs
 );
 
@@ -91,7 +92,8 @@ async fn real_clusters() {
         single_cluster_dtc,
         multi_cluster,
         test_update,
-        hpa_simple
+        hpa_simple,
+        hpa_vfw_networks
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
@@ -747,6 +749,127 @@ async fn hpa_simple(env: &Env) -> Result<()> {
     )
     .await?;
     env.remove(&phases).await
+}
+
+/// hpa's vfw networks (`hpa/hpa-vfw-networks.yaml`): three ovn4nfv networks on each of two
+/// clusters that have the network CRDs, applied through ncm; on each cluster exactly the
+/// Network resources ncm generates, with every resource Applied; then deleted (the `apply`
+/// documents terminate), nothing of ours left, and the prerequisites go.
+async fn hpa_vfw_networks(env: &Env) -> Result<()> {
+    const CRDS: &str = include_str!("../../crds/ncm.yaml");
+    for c in ["c1", "c2"] {
+        env.install_crds(c, CRDS).await?;
+    }
+    let values = env.write_values(
+        "vfw-values.yaml",
+        &json!({
+            "ProjectName": "proj1",
+            "ClusterProvider": "provider1",
+            "RsyncPort": 9031,
+            "OvnActionPort": 9032,
+            "HpaPlacementControllerName": "hpa-placement-controller-1",
+            "HpaPlacementPort": 9099,
+            "HpaActionControllerName": "hpa-action-controller-1",
+            "HpaActionPort": 9042,
+            "Cluster1": "cluster1",
+            "Cluster2": "cluster2",
+            "KubeConfig1": env.kubeconfig_path("c1"),
+            "KubeConfig2": env.kubeconfig_path("c2"),
+            "ClusterLabel1": "edge-label-1",
+            "ClusterLabel2": "edge-label-2",
+            "AdminCloud": "default",
+            "Cluster1Ref": "cluster1-ref",
+            "Cluster2Ref": "cluster2-ref",
+            // EMCO's vfw setup (examples/single-cluster/test-vfw.yaml's networks).
+            "EmcoPrivateNet": "emco-private-net",
+            "EmcoPrivateSubnet": "10.10.20.0/24",
+            "EmcoPrivateSubnetName": "subnet1",
+            "EmcoPrivateGateway": "10.10.20.1/24",
+            "UnprotectedPrivateNet": "unprotected-private-net",
+            "UnprotectedPrivateSubnet": "192.168.10.0/24",
+            "UnprotectedPrivateSubnetName": "subnet1",
+            "UnprotectedPrivateGateway": "192.168.10.1/24",
+            "ProtectedPrivateNet": "protected-private-net",
+            "ProtectedPrivateSubnet": "192.168.20.0/24",
+            "ProtectedPrivateSubnetName": "subnet1",
+            "ProtectedPrivateGateway": "192.168.20.1/24",
+        }),
+    )?;
+    let prerequisites = without(
+        load(&files("hpa", &["prerequisites.yaml"]), &values)?,
+        &["clm-controllers"],
+        &["hpa-placement-controller-1", "hpa-action-controller-1"],
+    );
+    let networks = load(&files("hpa", &["hpa-vfw-networks.yaml"]), &values)?;
+    env.apply(&prerequisites).await?;
+    env.apply(&networks).await?;
+    for (cluster, kube_cluster) in [("cluster1", "c1"), ("cluster2", "c2")] {
+        let status = format!("/v2/cluster-providers/provider1/clusters/{cluster}/status");
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let (_, s) = env.request(http::Method::GET, &status).await?;
+            if s["status"] == "Instantiated" && s["rsyncStatus"] == json!({"Applied": 3}) {
+                break;
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(Error::internal(format!(
+                    "{cluster}'s networks not applied: {s}"
+                )));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        let networks: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+            env.kube(kube_cluster).await?,
+            "default",
+            &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                "k8s.plugin.opnfv.org",
+                "v1alpha1",
+                "Network",
+            )),
+        );
+        let net = networks
+            .get("emco-private-net")
+            .await
+            .map_err(|e| Error::unavailable("the Network emco-private-net").with_source(e))?;
+        let want = json!({"cniType": "ovn4nfv", "ipv4Subnets": [{"subnet": "10.10.20.0/24",
+            "name": "subnet1", "gateway": "10.10.20.1/24"}]});
+        let labelled = net
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .get("net")
+            .is_some_and(|v| v == "emco-private-net");
+        if net.data["spec"] != want || !labelled {
+            return Err(Error::internal(format!(
+                "{kube_cluster}: expected ncm's Network {want} labelled net=emco-private-net, found {:?}",
+                net.data
+            )));
+        }
+    }
+    env.delete(&networks).await?;
+    for (cluster, kube_cluster) in [("cluster1", "c1"), ("cluster2", "c2")] {
+        let status = format!("/v2/cluster-providers/provider1/clusters/{cluster}/status");
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let (_, s) = env.request(http::Method::GET, &status).await?;
+            let left = env
+                .labelled_objects(kube_cluster)
+                .await?
+                .into_iter()
+                .filter(|o| o.kind == "Network")
+                .count();
+            if s["status"] == "Terminated" && left == 0 {
+                break;
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(Error::internal(format!(
+                    "{cluster}'s networks not terminated ({left} left): {s}"
+                )));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+    env.delete(&prerequisites).await.map(|_| ())
 }
 
 /// One composite app, 100 DIGs of it (release names `r0` .. `r99`) instantiated concurrently
