@@ -2,8 +2,8 @@
 //!
 //! EMCO's built-in controllers, written only with the public API of `emco-controller-sdk`: the
 //! generic action controller (gac), the hardware-platform-aware placement and action
-//! controllers (hpa) and the distributed traffic controller (dtc) with its network policy
-//! sub-controller (nps).
+//! controllers (hpa), the distributed traffic controller (dtc) with its network policy
+//! sub-controller (nps), and the network action controller (ovnaction).
 //!
 //! - [`gac::Gac`]: applies the generic-k8s-intent the DIG names (new objects, JSON / merge
 //!   patches, ConfigMap / Secret data from files, per-cluster or per-label scope with allow /
@@ -17,6 +17,9 @@
 //!   inbound intent's clients to its server.
 //! - [`dtc::routes`] serves dtc's traffic intents (traffic groups, inbound servers, clients,
 //!   access points) and its sub-controller registry at EMCO's URLs, with dtc's checks and texts.
+//! - [`ovnaction::Ovnaction`] sets the network annotations (ovn4nfv's `nfn-network`, multus'
+//!   `networks`) on the pod templates of the workloads a network-controller-intent names;
+//!   [`ovnaction::routes`] serves its intents.
 //! - [`gac::routes`] serves gac's intents at EMCO's URLs; a GET of a resource or customization
 //!   answers JSON, `multipart/form-data` (metadata and files) or the raw file, as `Accept` asks.
 //!
@@ -26,3 +29,4 @@
 pub mod dtc;
 pub mod gac;
 pub mod hpa;
+pub mod ovnaction;

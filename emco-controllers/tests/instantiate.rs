@@ -954,3 +954,80 @@ async fn the_example_label_controller_labels_deployments_on_the_clusters() {
     assert!(cm["metadata"]["labels"].get("team").is_none(), "{cm}");
     w.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ovnaction_annotates_the_workloads_pod_template() {
+    use emco_controllers::ovnaction::{
+        NETWORKS_ANNOTATION, NFN_ANNOTATION, NetControlIntent, Ovnaction, WorkloadIfIntent,
+        WorkloadIntent,
+    };
+    let w = World::start(|r| r.with_action("ovnaction", Arc::new(Ovnaction))).await;
+    w.register("ovnaction", dead_port().await, "action", 1)
+        .await;
+    let o = &w.orch;
+    // c2 has Nodus on every interface: no multus selection there.
+    kv(
+        o,
+        "c2",
+        json!({"CNI-Networking-Nodus-CNI-For-all-interfaces": "true"}),
+    )
+    .await;
+    let both = json!({"allOf": [
+        {"clusterProvider": PROVIDER, "cluster": "c1"},
+        {"clusterProvider": PROVIDER, "cluster": "c2"}]});
+    let dig = w.dig("d1", both, &[("ovnaction", "net")]).await;
+    let nci =
+        put_intent::<NetControlIntent>(o, &dig, json!({"metadata": {"name": "net"}}), &[]).await;
+    let wi = put_intent::<WorkloadIntent>(
+        o,
+        &nci,
+        json!({"metadata": {"name": "web-wi"}, "spec": {"app": APP,
+            "workloadResource": "web", "type": "Deployment"}}),
+        &[],
+    )
+    .await;
+    // A workload intent without interfaces changes nothing (the ConfigMap stays as it is).
+    put_intent::<WorkloadIntent>(
+        o,
+        &nci,
+        json!({"metadata": {"name": "cfg-wi"}, "spec": {"app": APP,
+            "workloadResource": "web-cfg", "type": "ConfigMap"}}),
+        &[],
+    )
+    .await;
+    for (name, interface, network, ip) in [
+        ("a-if", "eth1", "emco-private-net", "10.10.20.2"),
+        ("b-if", "eth2", "protected-private-net", ""),
+    ] {
+        put_intent::<WorkloadIfIntent>(
+            o,
+            &wi,
+            json!({"metadata": {"name": name}, "spec": {"interface": interface,
+                "name": network, "defaultGateway": "false", "ipAddress": ip}}),
+            &[],
+        )
+        .await;
+    }
+    o.instantiate(&dig).await.unwrap();
+    let ctx = w.context(&dig).await;
+    let nfn = r#"{"type":"ovn4nfv","interface":[{"interface":"eth1","name":"emco-private-net","defaultGateway":"false","ipAddress":"10.10.20.2"},{"interface":"eth2","name":"protected-private-net","defaultGateway":"false"}]}"#;
+    for (cluster, networks) in [
+        (
+            "c1",
+            Some(r#"[{"name":"ovn-networkobj","namespace":"default","cni-args":null}]"#),
+        ),
+        ("c2", None),
+    ] {
+        let d = w.wait_object(cluster, DEPLOYMENT, &ctx, |_| true).await;
+        let a = &d["spec"]["template"]["metadata"]["annotations"];
+        assert_eq!(a[NFN_ANNOTATION], nfn, "{cluster}: {d}");
+        assert_eq!(
+            a.get(NETWORKS_ANNOTATION).and_then(Value::as_str),
+            networks,
+            "{cluster}"
+        );
+        let cm = w.wait_object(cluster, CONFIG_MAP, &ctx, |_| true).await;
+        assert!(cm["metadata"].get("annotations").is_none(), "{cm}");
+    }
+    w.stop().await;
+}

@@ -51,6 +51,7 @@ use emco_controller_sdk::rest::ApiError;
 use emco_controllers::dtc::{Dtc, Nps};
 use emco_controllers::gac::Gac;
 use emco_controllers::hpa::{HpaAction, HpaConsumer, HpaIntent, HpaPlacement, HpaRequirement};
+use emco_controllers::ovnaction::Ovnaction;
 use emco_core::Error;
 use emco_orchestrator::{Limits, Orchestrator};
 use emco_rsync::engine::Backoff;
@@ -74,10 +75,12 @@ pub const HPA_PLACEMENT: &str = "hpa-placement-controller-1";
 pub const HPA_ACTION: &str = "hpa-action-controller-1";
 /// The name dtc is registered under in EMCO's files (`prerequisites-common.yaml`).
 pub const DTC: &str = "dtc";
+/// The name EMCO's files register the network action controller (ovnaction) under.
+pub const OVNACTION: &str = "ovnaction";
 /// The name dtc's network policy sub-controller is registered under in `/v2/dtc-controllers`.
 pub const NPS: &str = "nps";
 /// The controllers run in-process by default, by registration name.
-pub const BUILTIN_CONTROLLERS: [&str; 4] = [GAC, HPA_PLACEMENT, HPA_ACTION, DTC];
+pub const BUILTIN_CONTROLLERS: [&str; 5] = [GAC, HPA_PLACEMENT, HPA_ACTION, DTC, OVNACTION];
 
 /// The two stores the server runs on.
 #[derive(Debug, Clone)]
@@ -206,6 +209,7 @@ pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Err
                     }),
                 )
                 .with_action(HPA_ACTION, Arc::new(HpaAction))
+                .with_action(OVNACTION, Arc::new(Ovnaction))
         })
         .rsync(move |b| {
             b.concurrency(global, per_cluster)
@@ -217,14 +221,16 @@ pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Err
 
 /// The REST routes of the built-in controllers' intents over `store`: gac's
 /// `generic-k8s-intents` (with `resources` and `customizations`, files up to `max_file` bytes),
-/// dtc's `traffic-group-intents` (and below) and `/v2/dtc-controllers`, and hpa's
-/// `hpa-intents` (with `hpa-resource-consumers` and `resource-requirements`).
+/// dtc's `traffic-group-intents` (and below) and `/v2/dtc-controllers`, hpa's `hpa-intents`
+/// (with `hpa-resource-consumers` and `resource-requirements`), and ovnaction's
+/// `network-controller-intent` (with `workload-intents` and `interfaces`).
 pub fn controller_routes(store: &Arc<dyn ResourceStore>, max_file: u64) -> Router {
     emco_controllers::gac::routes(Arc::clone(store), max_file)
         .merge(emco_controllers::dtc::routes(Arc::clone(store)))
         .merge(HpaIntent::routes(Arc::clone(store)))
         .merge(HpaConsumer::routes(Arc::clone(store)))
         .merge(HpaRequirement::routes(Arc::clone(store)))
+        .merge(emco_controllers::ovnaction::routes(Arc::clone(store)))
 }
 
 fn service_name<S: NamedService>(_: &S) -> &'static str {

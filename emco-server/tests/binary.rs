@@ -420,6 +420,7 @@ fn builtin_controllers_register_by_emco_names() {
         r#"{"metadata":{"name":"hpa-placement-controller-1"},"spec":{"host":"hpaplc","port":9099,"type":"placement"}}"#,
         r#"{"metadata":{"name":"hpa-action-controller-1"},"spec":{"host":"hpaac","port":9042,"type":"action","priority":1}}"#,
         r#"{"metadata":{"name":"dtc"},"spec":{"host":"dtc","port":9048,"type":"action","priority":1}}"#,
+        r#"{"metadata":{"name":"ovnaction"},"spec":{"host":"ovnaction","port":9032,"type":"action","priority":1}}"#,
     ] {
         let (status, out) = post(addr, "/v2/controllers", body);
         assert_eq!(status, 201, "{out}");
@@ -481,6 +482,12 @@ fn builtin_controllers_register_by_emco_names() {
         addr,
         &format!("{dig}/hpa-intents/hi/hpa-resource-consumers"),
         r#"{"metadata":{"name":"c"},"spec":{"apiVersion":"apps/v1","kind":"Deployment","name":"web","container":"web"}}"#,
+    );
+    assert_eq!(status, 201, "{out}");
+    let (status, out) = post(
+        addr,
+        &format!("{dig}/network-controller-intent"),
+        r#"{"metadata":{"name":"vfw_ovnaction_intent"}}"#,
     );
     assert_eq!(status, 201, "{out}");
     // EMCO's codes on the controllers' routes too.

@@ -2313,3 +2313,206 @@ async fn ncm() {
     ];
     run(&app, rows).await;
 }
+
+/// ovnaction (src/ovnaction/api/*handler.go, api/apierrors.go, pkg/module): its three intent
+/// levels under a DIG.
+#[tokio::test]
+async fn ovnaction() {
+    let app = app();
+    run(&app, group_rows()).await;
+    let nci = format!("{DIG}/network-controller-intent");
+    let wis = format!("{nci}/n1/workload-intents");
+    let ifs = format!("{wis}/w1/interfaces");
+    let full_meta =
+        |name: &str| json!({"name": name, "description": "", "userData1": "", "userData2": ""});
+    let rows = vec![
+        row(
+            "GET",
+            nci.clone(),
+            None,
+            200,
+            Json(Value::Null),
+            "netcontrolintent.go GetNetControlIntents: a nil slice",
+        ),
+        row(
+            "POST",
+            nci.clone(),
+            Some(json!({"metadata": {"name": "n 1"}})),
+            400,
+            Text(
+                "Invalid Input:\nDoes not match pattern '^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$'\n",
+            ),
+            "netcontrolintenthandler.go createHandler: json-schemas/metadata.json",
+        ),
+        row(
+            "POST",
+            nci.clone(),
+            Some(json!({"metadata": {"name": "n1"}})),
+            201,
+            Json(json!({"metadata": full_meta("n1")})),
+            "createHandler",
+        ),
+        row(
+            "POST",
+            nci.clone(),
+            Some(json!({"metadata": {"name": "n1"}})),
+            409,
+            Text("NetControlIntent already exists\n"),
+            "apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{nci}/nope"),
+            None,
+            404,
+            Text("Net Control Intent not found\n"),
+            "apierrors.go: with spaces, unlike the 409",
+        ),
+        row(
+            "PUT",
+            format!("{nci}/n2"),
+            Some(json!({"metadata": {"name": "n1"}})),
+            400,
+            Text("Mismatched name in PUT request\n"),
+            "putHandler",
+        ),
+        row(
+            "PUT",
+            format!("{nci}/n2"),
+            Some(json!({"metadata": {"name": "n2"}})),
+            201,
+            Any,
+            "putHandler: 201 either way",
+        ),
+        row(
+            "POST",
+            format!("{DIG}x/network-controller-intent"),
+            Some(json!({"metadata": {"name": "n1"}})),
+            409,
+            Text("Cannot perform requested operation. Parent resource not found\n"),
+            "apierror.go: db Insert parent resource not found",
+        ),
+        row(
+            "POST",
+            wis.clone(),
+            Some(
+                json!({"metadata": {"name": "w1"}, "spec": {"app": "web", "workloadResource": "r1-web"}}),
+            ),
+            400,
+            Text(
+                "Invalid Input:\nDoes not match pattern '^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$'\n",
+            ),
+            "workloadintenthandler.go: the missing type is Go's \"\" in the schema's document",
+        ),
+        row(
+            "POST",
+            wis.clone(),
+            Some(json!({"metadata": {"name": "w1"}, "spec": {"app": "web",
+                "workloadResource": "r1-web", "type": "Deployment"}})),
+            201,
+            Json(json!({"metadata": full_meta("w1"), "spec": {"app": "web",
+                "workloadResource": "r1-web", "type": "Deployment"}})),
+            "workloadintenthandler.go createHandler",
+        ),
+        row(
+            "GET",
+            format!("{wis}/nope"),
+            None,
+            404,
+            Text("WorkloadIntent not found\n"),
+            "apierrors.go",
+        ),
+        row(
+            "POST",
+            ifs.clone(),
+            Some(json!({"metadata": {"name": "i1"}, "spec": {"name": "emco-private-net"}})),
+            400,
+            Text(
+                "Invalid Input:\nDoes not match pattern '^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$'\n",
+            ),
+            "workloadifintenthandler.go: json-schemas/network-load-interface.json",
+        ),
+        row(
+            "POST",
+            ifs.clone(),
+            Some(
+                json!({"metadata": {"name": "i1"}, "spec": {"interface": "eth1",
+                "name": "emco-private-net", "ipAddress": "10.10.20.300"}}),
+            ),
+            400,
+            Text("Invalid IP address = [10.10.20.300], errors: invalid ip address 10.10.20.300\n"),
+            "validateWorkloadIfIntentInputs: validation.go IsIp",
+        ),
+        row(
+            "POST",
+            ifs.clone(),
+            Some(
+                json!({"metadata": {"name": "i1"}, "spec": {"interface": "eth1",
+                "name": "emco-private-net", "macAddress": "00:11"}}),
+            ),
+            400,
+            Text("Invalid MAC address = [00:11], errors: invalid MAC address 00:11\n"),
+            "validateWorkloadIfIntentInputs: validation.go IsMac",
+        ),
+        row(
+            "POST",
+            ifs.clone(),
+            Some(
+                json!({"metadata": {"name": "i1"}, "spec": {"interface": "eth1",
+                "name": "emco-private-net", "ipAddress": "10.10.20.2"}}),
+            ),
+            201,
+            Json(
+                json!({"metadata": full_meta("i1"), "spec": {"interface": "eth1",
+                "name": "emco-private-net", "defaultGateway": "false", "ipAddress": "10.10.20.2"}}),
+            ),
+            "createHandler: defaultGateway defaults to \"false\"; macAddress omitempty",
+        ),
+        row(
+            "PUT",
+            format!("{ifs}/i2"),
+            Some(json!({"metadata": {}, "spec": {}})),
+            400,
+            Text("Missing name in PUT request\n"),
+            "workloadifintenthandler.go putHandler",
+        ),
+        row(
+            "PUT",
+            format!("{ifs}/i2"),
+            Some(
+                json!({"metadata": {"name": "i2"}, "spec": {"interface": "eth 2",
+                "name": "emco-private-net"}}),
+            ),
+            400,
+            Text(
+                "Invalid interface name = [eth 2], errors: [a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')]\n",
+            ),
+            "putHandler: no schema on PUT, then validateWorkloadIfIntentInputs",
+        ),
+        row(
+            "GET",
+            format!("{ifs}/nope"),
+            None,
+            404,
+            Text("WorkloadIfIntent not found\n"),
+            "apierrors.go",
+        ),
+        row(
+            "DELETE",
+            format!("{nci}/n1"),
+            None,
+            409,
+            Text("Cannot delete parent without deleting child references first\n"),
+            "apierror.go: db Remove parent child constraint",
+        ),
+        row(
+            "DELETE",
+            format!("{ifs}/nope"),
+            None,
+            404,
+            Text("The requested resource not found\n"),
+            "apierror.go: db Remove resource not found",
+        ),
+    ];
+    run(&app, rows).await;
+}
