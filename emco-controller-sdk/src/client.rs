@@ -88,6 +88,13 @@ impl ControllerRegistry {
         }
     }
 
+    /// The stores its in-process controllers work on (to build controllers that call others,
+    /// such as dtc, from the same stores).
+    #[must_use]
+    pub fn stores(&self) -> &Stores {
+        &self.stores
+    }
+
     /// Sets how long one controller call may take.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {

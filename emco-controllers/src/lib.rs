@@ -15,6 +15,9 @@
 //! - [`dtc::Dtc`] calls dtc's sub-controllers in priority order (in-process ones and, at their
 //!   registered address, remote ones); [`dtc::Nps`] writes the NetworkPolicies that admit each
 //!   inbound intent's clients to its server.
+//! - [`its::Its`], dtc's Istio sub-controller, adds the Gateways, ServiceEntries,
+//!   DestinationRules, AuthorizationPolicies (and for external access VirtualServices and
+//!   Secrets) that let clients in other clusters reach a server through the ingress gateways.
 //! - [`dtc::routes`] serves dtc's traffic intents (traffic groups, inbound servers, clients,
 //!   access points) and its sub-controller registry at EMCO's URLs, with dtc's checks and texts.
 //! - [`ovnaction::Ovnaction`] sets the network annotations (ovn4nfv's `nfn-network`, multus'
@@ -29,4 +32,5 @@
 pub mod dtc;
 pub mod gac;
 pub mod hpa;
+pub mod its;
 pub mod ovnaction;

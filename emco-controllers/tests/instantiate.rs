@@ -1031,3 +1031,195 @@ async fn ovnaction_annotates_the_workloads_pod_template() {
     }
     w.stop().await;
 }
+
+/// The CRDs of Istio's resources (written for these tests).
+const ISTIO_CRDS: &str = include_str!("../../tests/crds/istio.yaml");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dtc_runs_its_which_deploys_istio_resources_across_clusters() {
+    use emco_controller_sdk::rest::Collection;
+    use emco_controllers::dtc::{DTC_CONTROLLER, Dtc, DtcController};
+    use emco_controllers::its::Its;
+
+    let w = World::start(|r| {
+        let dtc = Dtc::new(r.stores().clone()).with_sub("its", Arc::new(Its));
+        r.with_action("dtc", Arc::new(dtc))
+    })
+    .await;
+    w.register("dtc", dead_port().await, "action", 1).await;
+    let o = &w.orch;
+    let its: DtcController = serde_json::from_value(json!({"metadata": {"name": "its"},
+        "spec": {"host": "its.invalid", "port": 9053, "type": "action", "priority": 3}}))
+    .unwrap();
+    Collection::<DtcController>::new(Arc::clone(o.store()), DTC_CONTROLLER)
+        .create(&ResourceKey::root(), &its)
+        .await
+        .unwrap();
+    // Istio on every cluster: its CRDs, its namespace and the ingress gateway's kv-pairs.
+    for cluster in ["c1", "c2"] {
+        let conn = w
+            .pool
+            .connector(cluster, &w.fleet.kubeconfig(cluster).unwrap())
+            .await
+            .unwrap();
+        let mut batch = emco_rsync::connector::Batch::new(Scope::new("setup", "istio"));
+        for doc in ISTIO_CRDS
+            .split("\n---\n")
+            .chain(["apiVersion: v1\nkind: Namespace\nmetadata:\n  name: istio-system\n"])
+        {
+            batch = batch.with_resource(Resource::from_yaml(doc).unwrap());
+        }
+        conn.apply(&batch).await.unwrap();
+        kv(
+            o,
+            cluster,
+            json!({"istioIngressGatewayAddress": format!("10.0.0.{}", &cluster[1..]),
+                "istioIngressGatewayPort": "32001", "istioIngressGatewayInternalPort": "15443"}),
+        )
+        .await;
+    }
+    // web serves on c1 and is its own client on c2 (one app, two clusters).
+    let both = json!({"allOf": [
+        {"clusterProvider": PROVIDER, "cluster": "c1"},
+        {"clusterProvider": PROVIDER, "cluster": "c2"}]});
+    let dig = w.dig("d1", both, &[("dtc", "tg")]).await;
+    let tg = put_intent::<emco_controllers::dtc::TrafficGroupIntent>(
+        o,
+        &dig,
+        json!({"metadata": {"name": "tg"}}),
+        &[],
+    )
+    .await;
+    let server = put_intent::<emco_controllers::dtc::InboundServerIntent>(
+        o,
+        &tg,
+        json!({"metadata": {"name": "srv"}, "spec": {"app": APP, "appLabel": "app=web",
+            "serviceName": "web", "port": 80, "protocol": "TCP", "serviceMesh": "istio"}}),
+        &[],
+    )
+    .await;
+    let client = put_intent::<emco_controllers::dtc::InboundClientsIntent>(
+        o,
+        &server,
+        json!({"metadata": {"name": "cli"}, "spec": {"app": APP, "appLabel": "app=web",
+            "serviceName": "web"}}),
+        &[],
+    )
+    .await;
+    put_intent::<emco_controllers::dtc::InboundClientsAccessIntent>(
+        o,
+        &client,
+        json!({"metadata": {"name": "get"}, "spec": {"action": "ALLOW",
+            "url": ["/status"], "access": ["GET"]}}),
+        &[],
+    )
+    .await;
+    o.instantiate(&dig).await.unwrap();
+    let ctx = w.context(&dig).await;
+    // As its writes them, under the app on each cluster (the AppContext's view).
+    let on = |cluster: &str, name: &str| {
+        let ctx = &ctx;
+        let key = name.to_owned();
+        let app_cluster = format!("{PROVIDER}+{cluster}");
+        async move {
+            let yaml = ctx.resource(APP, &app_cluster, &key).await.unwrap();
+            emco_go::yaml::from_str::<Value>(
+                &yaml.unwrap_or_else(|| panic!("no {key} on {app_cluster}")),
+            )
+            .unwrap()
+        }
+    };
+    // web is on both clusters, so each is a server cluster that the client on the other one
+    // reaches through its gateway: the server side on both, no client side (its' unit tests
+    // cover a client in a cluster without the server).
+    for cluster in ["c1", "c2"] {
+        let names = ctx
+            .resources(APP, &format!("{PROVIDER}+{cluster}"))
+            .await
+            .unwrap();
+        for name in [
+            "web-gateway+Gateway",
+            "web-se-server+ServiceEntry",
+            "web-se-server-dr+DestinationRule",
+            "web+AuthorizationPolicy",
+        ] {
+            assert!(names.iter().any(|n| n == name), "{cluster}: {names:?}");
+        }
+        assert!(
+            !names.iter().any(|n| n.contains("client")),
+            "{cluster}: {names:?}"
+        );
+        let gw = on(cluster, "web-gateway+Gateway").await;
+        assert_eq!(gw["metadata"]["namespace"], "istio-system");
+        assert_eq!(
+            gw["spec"]["servers"][0],
+            json!({"port": {"name": "tls", "number": 15443, "protocol": "TLS"},
+                "hosts": [format!("web.default.edge.{cluster}")],
+                "tls": {"mode": "AUTO_PASSTHROUGH"}, "name": "tls"})
+        );
+        let ap = on(cluster, "web+AuthorizationPolicy").await;
+        assert_eq!(
+            ap["spec"],
+            json!({"action": "ALLOW", "rules": [{"to": [{"operation": {
+                "hosts": ["web.default", "web.default.svc.cluster.local", "web"],
+                "methods": ["GET"], "paths": ["/status"]}}]}]})
+        );
+    }
+    // And on the clusters.
+    let get = |cluster: &'static str,
+               api: &'static str,
+               kind: &'static str,
+               ns: &'static str,
+               name: &'static str| {
+        let w = &w;
+        async move {
+            let conn = w
+                .pool
+                .connector(cluster, &w.fleet.kubeconfig(cluster).unwrap())
+                .await
+                .unwrap();
+            let yaml = format!(
+                "apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {name}\n  namespace: {ns}\n"
+            );
+            let rid = Resource::from_yaml(&yaml).unwrap().id().clone();
+            conn.get(&Scope::new("0", APP), &rid).await.unwrap()
+        }
+    };
+    let end = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let entry = get(
+            "c2",
+            "networking.istio.io/v1beta1",
+            "ServiceEntry",
+            "istio-system",
+            "web-se-server",
+        )
+        .await;
+        let policy = get(
+            "c1",
+            "security.istio.io/v1beta1",
+            "AuthorizationPolicy",
+            "default",
+            "web",
+        )
+        .await;
+        if let (Some(e), Some(p)) = (entry, policy) {
+            assert_eq!(e["spec"]["endpoints"], json!([{"address": "web.default"}]));
+            assert_eq!(e["spec"]["hosts"], json!(["web.default.edge.c2"]));
+            assert_eq!(p["spec"]["action"], "ALLOW");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "its' resources never reached the clusters"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    o.terminate(&dig).await.unwrap();
+    w.wait_gone(
+        "c1",
+        ("security.istio.io/v1beta1", "AuthorizationPolicy", "web"),
+    )
+    .await;
+    w.stop().await;
+}

@@ -51,6 +51,7 @@ use emco_controller_sdk::rest::ApiError;
 use emco_controllers::dtc::{Dtc, Nps};
 use emco_controllers::gac::Gac;
 use emco_controllers::hpa::{HpaAction, HpaConsumer, HpaIntent, HpaPlacement, HpaRequirement};
+use emco_controllers::its::Its;
 use emco_controllers::ovnaction::Ovnaction;
 use emco_core::Error;
 use emco_orchestrator::{Limits, Orchestrator};
@@ -79,6 +80,8 @@ pub const DTC: &str = "dtc";
 pub const OVNACTION: &str = "ovnaction";
 /// The name dtc's network policy sub-controller is registered under in `/v2/dtc-controllers`.
 pub const NPS: &str = "nps";
+/// The name dtc's Istio sub-controller is registered under in `/v2/dtc-controllers`.
+pub const ITS: &str = "its";
 /// The controllers run in-process by default, by registration name.
 pub const BUILTIN_CONTROLLERS: [&str; 5] = [GAC, HPA_PLACEMENT, HPA_ACTION, DTC, OVNACTION];
 
@@ -198,7 +201,9 @@ pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Err
             if !builtin {
                 return registry;
             }
-            let dtc = Dtc::new(stores).with_sub(NPS, Arc::new(Nps));
+            let dtc = Dtc::new(stores)
+                .with_sub(NPS, Arc::new(Nps))
+                .with_sub(ITS, Arc::new(Its));
             registry
                 .with_action(GAC, Arc::new(Gac))
                 .with_action(DTC, Arc::new(dtc))
