@@ -2,8 +2,8 @@
 # The main job of emco-rs on one machine: emco-server on the embedded store (no external service),
 # kubesim serving simulated Kubernetes clusters, and those clusters registered with the server, so
 # a composite app can be onboarded and deployed to them: the example of examples/emcoctl, whose
-# charts are tarred here from ../shared/testdata. Prints the emcoctl commands that deploy it.
-# Stops both on Ctrl-C.
+# charts (examples/charts) and profile (examples/profiles) are tarred here. Prints the emcoctl
+# commands that deploy it. Stops both on Ctrl-C. Refuses to start when its port is taken.
 #
 # Environment: EMCO_RUN_CLUSTERS (default 3), EMCO_LISTEN (default 127.0.0.1:9015),
 # EMCO_GRPC_LISTEN (default 127.0.0.1:9016), EMCO_RUN_DIR (default .tmp/run; recreated on every
@@ -26,6 +26,14 @@ SERVER="http://$LISTEN"
 # Building needs protoc; registration uses curl; the example's packages need tar.
 apt_install protobuf-compiler curl tar gzip
 
+# Never talk to someone else's server: the ports must be free.
+for addr in "$LISTEN" "$GRPC_LISTEN"; do
+  if (exec 3<>"/dev/tcp/${addr%:*}/${addr##*:}") 2>/dev/null; then
+    echo "run.sh: $addr is already in use (another emco-server?); stop it or set EMCO_LISTEN / EMCO_GRPC_LISTEN" >&2
+    exit 1
+  fi
+done
+
 step "build emco-server, kubesim and emcoctl ($PROFILE)" \
   cargo build --profile "$PROFILE" -p emco-server -p kubesim -p emcoctl
 BIN="$ROOT/target/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")"
@@ -33,13 +41,12 @@ BIN="$ROOT/target/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")"
 rm -rf "$RUN_DIR"
 mkdir -p "$RUN_DIR/kubeconfigs" "$RUN_DIR/data" "$RUN_DIR/packages"
 
-# The example's packages: the charts and a profile from the shared testdata, tarred (never
-# copied into the repository), and the values that examples/emcoctl/*.yaml are rendered with.
-EXAMPLES="$ROOT/../shared/testdata/emco-examples"
+# The example's packages: the project's own charts and profile, tarred, and the values that
+# examples/emcoctl/*.yaml are rendered with.
 for app in http-server http-client; do
-  tar -czf "$RUN_DIR/packages/$app.tgz" -C "$EXAMPLES/helm_charts/$app/helm" "$app"
+  tar -czf "$RUN_DIR/packages/$app.tgz" -C "$ROOT/examples/charts" "$app"
 done
-tar -czf "$RUN_DIR/packages/profile.tgz" -C "$EXAMPLES/profiles/default/profile" .
+tar -czf "$RUN_DIR/packages/profile.tgz" -C "$ROOT/examples/profiles/default" .
 {
   echo "PackagesPath: $RUN_DIR/packages"
   echo "ClusterProvider: kubesim"
@@ -58,7 +65,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 log "starting kubesim with $CLUSTERS clusters"
-"$BIN/kubesim" serve --clusters "$CLUSTERS" --kubeconfig-dir "$RUN_DIR/kubeconfigs" \
+"$BIN/kubesim" serve --clusters "$CLUSTERS" --kubeconfig-dir "$RUN_DIR/kubeconfigs" --controllers \
   >"$RUN_DIR/kubesim.out" 2>"$RUN_DIR/kubesim.log" &
 PIDS+=("$!")
 for _ in $(seq 1 300); do

@@ -117,25 +117,30 @@ pub struct CustomizationSpec {
     #[serde(default, alias = "clusterinfo")]
     pub cluster_info: ClusterInfo,
     /// `json` or `merge` (empty: no patch).
-    #[serde(default, alias = "patchtype")]
+    #[serde(default, alias = "patchtype", skip_serializing_if = "String::is_empty")]
     pub patch_type: String,
     /// The patch.
-    #[serde(default, alias = "patchjson")]
+    #[serde(default, alias = "patchjson", skip_serializing_if = "Vec::is_empty")]
     pub patch_json: Vec<Value>,
     /// ConfigMap data from files.
     #[serde(
         default,
         alias = "configmapoptions",
-        skip_serializing_if = "Option::is_none"
+        serialize_with = "options_or_empty"
     )]
     pub config_map_options: Option<DataOptions>,
     /// Secret data from files.
-    #[serde(
-        default,
-        alias = "secretoptions",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "secretoptions", serialize_with = "options_or_empty")]
     pub secret_options: Option<DataOptions>,
+}
+
+/// gac's `ConfigMapOptions` / `SecretOptions` are structs, which `omitempty` never leaves out:
+/// none is written `{}` (src/genericactioncontroller/pkg/module/customization.go).
+fn options_or_empty<S: serde::Serializer>(
+    options: &Option<DataOptions>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    options.clone().unwrap_or_default().serialize(s)
 }
 
 /// `clusterInfo{scope, clusterProvider, cluster, clusterLabel, mode}`.
@@ -164,7 +169,11 @@ pub struct ClusterInfo {
 #[serde(rename_all = "camelCase")]
 pub struct DataOptions {
     /// One entry per data key.
-    #[serde(default, alias = "datakeyoptions")]
+    #[serde(
+        default,
+        alias = "datakeyoptions",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub data_key_options: Vec<DataKeyOption>,
 }
 
@@ -173,13 +182,17 @@ pub struct DataOptions {
 #[serde(rename_all = "camelCase")]
 pub struct DataKeyOption {
     /// The uploaded file holding the value.
-    #[serde(default, alias = "filename")]
+    #[serde(default, alias = "filename", skip_serializing_if = "String::is_empty")]
     pub file_name: String,
     /// The data key it goes to.
-    #[serde(default, alias = "keyname")]
+    #[serde(default, alias = "keyname", skip_serializing_if = "String::is_empty")]
     pub key_name: String,
     /// `"true"`: merge the file into the key's current value.
-    #[serde(default, alias = "mergepatch")]
+    #[serde(
+        default,
+        alias = "mergepatch",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub merge_patch: String,
 }
 

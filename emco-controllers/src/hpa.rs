@@ -266,12 +266,14 @@ impl Hook<HpaRequirement> for RequirementHook {
 }
 
 /// hpa's wording of `noun` (src/hpa-plc/api/apierrors.go): `Intent not found`, `Intent already
-/// exists`; PUT answers 200 and a DELETE of a missing object the not-found text.
-fn hpa_wording(noun: &str) -> Wording {
+/// exists`; PUT answers 200 and a DELETE of a missing object the not-found text; a PUT naming
+/// another object answers `mismatch` (each put handler words it its own way).
+fn hpa_wording(noun: &str, mismatch: &'static str) -> Wording {
     let missing = format!("{noun} not found");
     Wording::new(missing.clone(), format!("{noun} already exists"))
         .with_delete_missing(missing)
         .with_put(PutStatus::Ok)
+        .with_name_mismatch(mismatch)
 }
 
 impl IntentType for HpaIntent {
@@ -282,7 +284,10 @@ impl IntentType for HpaIntent {
     /// src/hpa-plc/api/apierrors.go and hpa-intent-handler.go: PUT answers 200; a DELETE looks
     /// the intent up first.
     fn wording() -> Wording {
-        hpa_wording("Intent")
+        hpa_wording(
+            "Intent",
+            "putHpaIntentHandler .. Mismatched name in PUT request",
+        )
     }
 }
 
@@ -291,8 +296,12 @@ impl IntentType for HpaConsumer {
     const SEGMENT: &'static str = "hpa-resource-consumers";
     const PARAM: &'static str = "hpaResourceConsumer";
 
+    /// hpa-consumer-handler.go `putHpaConsumerHandler` (sic, one space).
     fn wording() -> Wording {
-        hpa_wording("Consumer")
+        hpa_wording(
+            "Consumer",
+            "putHpaConsumerHandler ..Mismatched name in PUT request",
+        )
     }
 }
 
@@ -301,8 +310,12 @@ impl IntentType for HpaRequirement {
     const SEGMENT: &'static str = "resource-requirements";
     const PARAM: &'static str = "resourceRequirement";
 
+    /// hpa-resource-handler.go `putHpaResourceHandler`.
     fn wording() -> Wording {
-        hpa_wording("Resource")
+        hpa_wording(
+            "Resource",
+            "putHpaResourceHandler .. Mismatched name in PUT request",
+        )
     }
 
     fn collection(store: Arc<dyn ResourceStore>) -> Collection<Self> {

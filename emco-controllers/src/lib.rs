@@ -18,6 +18,8 @@
 //! - [`its::Its`], dtc's Istio sub-controller, adds the Gateways, ServiceEntries,
 //!   DestinationRules, AuthorizationPolicies (and for external access VirtualServices and
 //!   Secrets) that let clients in other clusters reach a server through the ingress gateways.
+//! - [`swc::Swc`], dtc's SD-EWAN sub-controller, adds the CNFServices and SdewanApplications
+//!   that expose a server behind an SD-EWAN CNF to its clients' clusters.
 //! - [`dtc::routes`] serves dtc's traffic intents (traffic groups, inbound servers, clients,
 //!   access points) and its sub-controller registry at EMCO's URLs, with dtc's checks and texts.
 //! - [`ovnaction::Ovnaction`] sets the network annotations (ovn4nfv's `nfn-network`, multus'
@@ -34,3 +36,4 @@ pub mod gac;
 pub mod hpa;
 pub mod its;
 pub mod ovnaction;
+pub mod swc;

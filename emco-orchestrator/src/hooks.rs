@@ -362,9 +362,10 @@ impl Hook<LogicalCloud> for LogicalCloudHook {
         let what = format!("logical cloud {:?}", key.name().unwrap_or_default());
         let now = state.current_state();
         if now.is_deployed() {
-            return Err(Error::conflict(format!(
-                "cannot delete {what} in state {now}: terminate it first"
-            )));
+            // src/dcm/api/apierrors.go, for dcm's `Delete` of an instantiated cloud.
+            return Err(Error::conflict(
+                "The Logical Cloud is instantiated, please terminate first",
+            ));
         }
         OwnedContexts::refuse_running(&what, self.owned.current_status(&state).await?)?;
         self.owned.doom(key, &state);

@@ -393,10 +393,11 @@ impl Orchestrator {
     }
 
     /// Creates `profile` in the composite profile `cp` with its archive at `file`; `spec.app`
-    /// must be an app of the composite app.
+    /// must be an app of the composite app without a profile in `cp` yet.
     ///
     /// # Errors
-    /// InvalidArgument for a bad profile or archive; NotFound; AlreadyExists.
+    /// InvalidArgument for a bad profile or archive; NotFound; AlreadyExists (the name, or the
+    /// app's profile).
     pub async fn create_app_profile(
         &self,
         cp: &ResourceKey,
@@ -404,6 +405,18 @@ impl Orchestrator {
         file: &Path,
     ) -> Result<()> {
         self.check_profile(cp, profile, file).await?;
+        // One profile per app (src/orchestrator/pkg/module/app_profile.go CreateAppProfile);
+        // a profile of the same name is the duplicate the write reports.
+        let filter = emco_appcontext::Filter::eq("spec.app", profile.spec.app.as_str());
+        if self
+            .app_profiles()
+            .list(cp, &[filter])
+            .await?
+            .iter()
+            .any(|other| other.metadata.name != profile.metadata.name)
+        {
+            return Err(Error::already_exists("App already has an AppProfile"));
+        }
         let key = cp.child(keys::APP_PROFILE, profile.metadata.name.as_str());
         self.write_with_file(&key, profile, Some(file), false, &wording::app_profile())
             .await

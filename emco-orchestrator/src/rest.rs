@@ -144,7 +144,7 @@ pub fn router(orch: Orchestrator) -> Router {
         )
         .merge(
             Routes::new(format!("{CLUSTERS}/{{cluster}}/kv-pairs"), keys::KV_PAIR)
-                .item_view("key", kv_value)
+                .item_view("key", cluster_kv_value)
                 .serve(orch.kv_pairs()),
         )
         .merge(
@@ -165,7 +165,7 @@ pub fn router(orch: Orchestrator) -> Router {
         )
         .merge(
             Routes::new(format!("{LC}/kv-pairs"), keys::KV_PAIR)
-                .item_view("key", kv_value)
+                .item_view("key", cloud_kv_value)
                 .serve(orch.logical_cloud_kv_pairs()),
         )
 }
@@ -217,8 +217,22 @@ fn app_intent_for_app(
     }
 }
 
+/// `GET .../kv-pairs/{kvPair}?key=K`: `{"value": V}`.
 fn kv_value(kv: &KvPair, key: &str) -> Option<serde_json::Value> {
     serde_json::to_value(kv.value_of(key)?).ok()
+}
+
+/// A cluster kv-pair's `?key=` (src/clm/pkg/cluster/cluster.go `GetClusterKvPairsValue`, clm's
+/// `Cluster KV pair key value not found`).
+fn cluster_kv_value(kv: &KvPair, key: &str) -> emco_core::Result<serde_json::Value> {
+    kv_value(kv, key).ok_or_else(|| Error::not_found("Cluster KV pair key value not found"))
+}
+
+/// A logical cloud kv-pair's `?key=` (ours: dcm serves no such query).
+fn cloud_kv_value(kv: &KvPair, key: &str) -> emco_core::Result<serde_json::Value> {
+    kv_value(kv, key).ok_or_else(|| {
+        Error::not_found(format!("kvPair {:?} has no key {key:?}", kv.metadata.name))
+    })
 }
 
 fn param<'a>(params: &'a HashMap<String, String>, name: &str) -> Result<&'a str, ApiError> {
@@ -249,12 +263,26 @@ async fn read_form(
     MultipartForm::read(form, max).await
 }
 
+/// EMCO's answer to a form without its `file` part: `r.FormFile("file")` fails
+/// (src/orchestrator/api/apphandler.go, app_profilehandler.go, src/clm/api/clusterhandler.go).
+fn no_file() -> ApiError {
+    ApiError::with_status(StatusCode::UNPROCESSABLE_ENTITY, "Unable to process file")
+}
+
 fn required_file(form: &MultipartForm) -> Result<&UploadedFile, ApiError> {
-    form.file().ok_or_else(|| {
-        Error::invalid("the form has no file field")
-            .with_field("file")
-            .into()
-    })
+    form.file().ok_or_else(no_file)
+}
+
+/// A cluster's kubeconfig: required unless the cluster is a GitOps one (clm's
+/// `createClusterHandler` reads the file only when `spec.gitOps.gitOpsType` is empty).
+fn cluster_file<'a>(
+    form: &'a MultipartForm,
+    cluster: &Cluster,
+) -> Result<Option<&'a UploadedFile>, ApiError> {
+    match form.file() {
+        None if cluster.needs_kubeconfig() => Err(no_file()),
+        file => Ok(file),
+    }
 }
 
 // ---- composite apps ----
@@ -474,10 +502,11 @@ async fn create_cluster(
 ) -> Answer {
     let form = read_form(&orch, form).await?;
     let cluster: Cluster = form.metadata()?;
+    let file = cluster_file(&form, &cluster)?;
     orch.create_cluster(
         param(&p, "clusterProvider")?,
         &cluster,
-        form.file().map(UploadedFile::path),
+        file.map(UploadedFile::path),
     )
     .await?;
     Ok(json_response(StatusCode::CREATED, &cluster))
@@ -490,12 +519,13 @@ async fn put_cluster(
 ) -> Answer {
     let form = read_form(&orch, form).await?;
     let cluster: Cluster = form.metadata()?;
+    let file = cluster_file(&form, &cluster)?;
     let created = orch
         .put_cluster(
             param(&p, "clusterProvider")?,
             param(&p, "cluster")?,
             &cluster,
-            form.file().map(UploadedFile::path),
+            file.map(UploadedFile::path),
         )
         .await?;
     Ok(json_response(

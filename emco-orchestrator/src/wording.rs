@@ -144,10 +144,13 @@ pub(crate) fn clm_controller() -> Wording {
 
 // ---- dcm: src/dcm/api/apierrors.go, src/dcm/api/*Handler.go ----
 
-/// Logical clouds: the create looks the project up first.
+/// Logical clouds: the create looks the project up first; a PUT (`logicalCloudHandler.go
+/// putHandler`: it only replaces) and a DELETE (`logicalcloud.go Delete`) the logical cloud.
 pub(crate) fn logical_cloud() -> Wording {
     Wording::new("Logical Cloud not found", "Logical Cloud already exists")
         .with_create_parent_missing("Project not found")
+        .with_put_missing("Logical Cloud not found")
+        .with_delete_missing("Logical Cloud not found")
         .with_name_conflict("Logical Cloud name mismatch")
         .with_put(PutStatus::Created)
         .with_list_checks(&[])

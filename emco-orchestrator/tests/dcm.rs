@@ -206,7 +206,7 @@ async fn admin_cloud_lifecycle_and_refusals() {
         .call("POST", &format!("{}/instantiate", lc_url("bare")))
         .await;
     assert_eq!(code, StatusCode::BAD_REQUEST, "{body}");
-    assert!(body.contains("no cluster references"), "{body}");
+    assert_eq!(body, "No Cluster References associated\n");
 
     w.create_cloud(
         json!({"metadata": {"name": "admin"}, "spec": {"level": "0"}}),
@@ -378,7 +378,10 @@ async fn admin_cloud_lifecycle_and_refusals() {
     // A deployed cloud cannot be deleted; a terminated one can once its children are gone.
     let (code, body) = w.call("DELETE", &url).await;
     assert_eq!(code, StatusCode::CONFLICT, "{body}");
-    assert!(body.contains("terminate it first"), "{body}");
+    assert_eq!(
+        body,
+        "The Logical Cloud is instantiated, please terminate first\n"
+    );
     assert_eq!(
         w.call("POST", &format!("{url}/terminate")).await.0,
         StatusCode::ACCEPTED

@@ -331,9 +331,10 @@ async fn crud_flow(store: Arc<dyn ResourceStore>) {
             .await,
         409,
     );
+    // apphandler.go: a form without its file is a 422 `Unable to process file`.
     expect(
         &c.upload("POST", &apps, Some(&named("other")), None).await,
-        400,
+        422,
     );
     expect(&c.upload("POST", &apps, None, Some(&chart)).await, 400);
     expect(
@@ -584,9 +585,10 @@ async fn crud_flow(store: Arc<dyn ResourceStore>) {
     expect(&c.post("/v2/cluster-providers", &named("edge")).await, 201);
     let clusters = "/v2/cluster-providers/edge/clusters";
     let kc = KUBECONFIG.as_bytes();
+    // clusterhandler.go: a cluster without GitOps needs its kubeconfig (422).
     expect(
         &c.upload("POST", clusters, Some(&named("c1")), None).await,
-        400,
+        422,
     );
     expect(
         &c.upload("POST", clusters, Some(&named("c1")), Some(b"clusters: 5\n"))

@@ -53,6 +53,7 @@ use emco_controllers::gac::Gac;
 use emco_controllers::hpa::{HpaAction, HpaConsumer, HpaIntent, HpaPlacement, HpaRequirement};
 use emco_controllers::its::Its;
 use emco_controllers::ovnaction::Ovnaction;
+use emco_controllers::swc::Swc;
 use emco_core::Error;
 use emco_orchestrator::{Limits, Orchestrator};
 use emco_rsync::engine::Backoff;
@@ -82,6 +83,8 @@ pub const OVNACTION: &str = "ovnaction";
 pub const NPS: &str = "nps";
 /// The name dtc's Istio sub-controller is registered under in `/v2/dtc-controllers`.
 pub const ITS: &str = "its";
+/// The name dtc's SD-EWAN sub-controller is registered under in `/v2/dtc-controllers`.
+pub const SWC: &str = "swc";
 /// The controllers run in-process by default, by registration name.
 pub const BUILTIN_CONTROLLERS: [&str; 5] = [GAC, HPA_PLACEMENT, HPA_ACTION, DTC, OVNACTION];
 
@@ -203,7 +206,8 @@ pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Err
             }
             let dtc = Dtc::new(stores)
                 .with_sub(NPS, Arc::new(Nps))
-                .with_sub(ITS, Arc::new(Its));
+                .with_sub(ITS, Arc::new(Its))
+                .with_sub(SWC, Arc::new(Swc));
             registry
                 .with_action(GAC, Arc::new(Gac))
                 .with_action(DTC, Arc::new(dtc))

@@ -283,13 +283,19 @@ impl<T: Object> Collection<T> {
     ///
     /// # Errors
     /// InvalidArgument when `value` is invalid or its name is not `name`; NotFound when
-    /// `parent` is missing; the hook's errors.
+    /// `parent` is missing (or the object, when the wording has [`Wording::put_missing`]); the
+    /// hook's errors.
     pub async fn put_stored(
         &self,
         parent: &ResourceKey,
         name: &str,
         value: &T,
     ) -> Result<(T, bool)> {
+        if let Some(text) = &self.wording.put_missing
+            && self.store.get(&self.key(parent, name)).await?.is_none()
+        {
+            return Err(Error::not_found(text.clone()));
+        }
         // EMCO's PUT handlers refuse a body naming another object before checking the rest.
         if !value.name().is_empty() {
             self.wording.check_put_name(value.name(), name)?;
@@ -365,8 +371,8 @@ pub struct Routes<T> {
     list_view: Option<ListView<T>>,
 }
 
-/// Answers `GET item?{query}=V` from the item (`None` is a 404).
-pub type View<T> = fn(&T, &str) -> Option<serde_json::Value>;
+/// Answers `GET item?{query}=V` from the item (its error, a 404 for a missing value, is sent).
+pub type View<T> = fn(&T, &str) -> Result<serde_json::Value>;
 /// Answers `GET collection/?{query}=...` from the whole list and the query.
 pub type CollectionView<T> = fn(&[T], &HashMap<String, String>) -> Result<serde_json::Value>;
 /// Answers `GET collection` from the whole list, in place of the list itself.
@@ -522,10 +528,7 @@ impl<T: Object> Routes<T> {
             let item = c3.get(&parent, &name).await?;
             for (q, view) in item_views.iter() {
                 if let Some(v) = query.get(q) {
-                    let answer = view(&item, v).ok_or_else(|| {
-                        Error::not_found(format!("{} {name:?} has no {q} {v:?}", c3.kind()))
-                    })?;
-                    return Ok(json_response(StatusCode::OK, &answer));
+                    return Ok(json_response(StatusCode::OK, &view(&item, v)?));
                 }
             }
             Ok::<_, ApiError>(json_response(StatusCode::OK, &item))

@@ -83,6 +83,9 @@ pub struct Wording {
     /// (0 is the parent) must exist, else a 404 with the text (dtc looks its deployment intent
     /// group up first).
     pub ancestor_first: Option<(usize, Cow<'static, str>)>,
+    /// A PUT only replaces: a PUT of a missing object is a 404 with this text (dcm's logical
+    /// cloud `putHandler` looks the cloud up first).
+    pub put_missing: Option<Cow<'static, str>>,
 }
 
 impl Wording {
@@ -102,6 +105,7 @@ impl Wording {
             empty_list: EmptyList::default(),
             name_mismatch: (false, Cow::Borrowed(NAME_MISMATCH)),
             ancestor_first: None,
+            put_missing: None,
         }
     }
 
@@ -166,6 +170,13 @@ impl Wording {
     #[must_use]
     pub fn with_ancestor_first(mut self, up: usize, text: impl Into<Cow<'static, str>>) -> Self {
         self.ancestor_first = Some((up, text.into()));
+        self
+    }
+
+    /// A PUT of a missing object is a 404 with `text` instead of a create.
+    #[must_use]
+    pub fn with_put_missing(mut self, text: impl Into<Cow<'static, str>>) -> Self {
+        self.put_missing = Some(text.into());
         self
     }
 

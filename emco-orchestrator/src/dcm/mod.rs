@@ -168,6 +168,12 @@ fn next_state(state: DigState, op: Op) -> Result<Option<DigState>> {
     }
 }
 
+/// A lifecycle operation on a logical cloud without cluster references (dcm's
+/// `GetAllClusters`, src/dcm/api/apierrors.go: a 400).
+fn no_references() -> Error {
+    Error::invalid("No Cluster References associated")
+}
+
 /// The lifecycle record of the logical cloud at `key` (a fresh Created one when it has none).
 /// The lifecycle record kept at `key`; an empty one (Created) when there is none yet.
 pub(crate) async fn state_or_new(
@@ -264,6 +270,11 @@ impl Orchestrator {
         let key = keys::logical_cloud(project, name);
         let _held = self.dig_locks.lock(&key).await;
         let lc = self.logical_cloud(project, name).await?;
+        // dcm's instantiateHandler reads the cluster references before the state.
+        let references = self.references(&key).await?;
+        if references.is_empty() {
+            return Err(no_references());
+        }
         let info = state_or_new(self.store().as_ref(), &key).await?;
         let Some(to) = next_state(info.current_state(), Op::Instantiate)? else {
             return Ok(());
@@ -276,12 +287,6 @@ impl Orchestrator {
         {
             return Err(Error::conflict(format!(
                 "logical cloud {name:?} is still terminating; try again when it is done"
-            )));
-        }
-        let references = self.references(&key).await?;
-        if references.is_empty() {
-            return Err(Error::invalid(format!(
-                "logical cloud {name:?} has no cluster references"
             )));
         }
         credentials::clear(self.store().as_ref(), &key).await?;
@@ -404,12 +409,16 @@ impl Orchestrator {
     /// kubeconfigs and certificates are forgotten.
     ///
     /// # Errors
-    /// NotFound; Conflict in a wrong state or while a deployment intent group of the cloud is
-    /// deployed.
+    /// NotFound; InvalidArgument without cluster references; Conflict in a wrong state or while
+    /// a deployment intent group of the cloud is deployed.
     pub async fn terminate_logical_cloud(&self, project: &str, name: &str) -> Result<()> {
         let key = keys::logical_cloud(project, name);
         let _held = self.dig_locks.lock(&key).await;
         self.logical_cloud(project, name).await?;
+        // dcm's terminateHandler reads the cluster references before the state.
+        if self.references(&key).await?.is_empty() {
+            return Err(no_references());
+        }
         let info = state_or_new(self.store().as_ref(), &key).await?;
         let Some(to) = next_state(info.current_state(), Op::Terminate)? else {
             return Ok(());
@@ -488,9 +497,7 @@ impl Orchestrator {
         };
         let references = self.references(&key).await?;
         if references.is_empty() {
-            return Err(Error::invalid(format!(
-                "logical cloud {name:?} has no cluster references"
-            )));
+            return Err(no_references());
         }
         let revision = info.latest_revision() + 1;
         if lc.is_admin() {
@@ -587,8 +594,9 @@ impl Orchestrator {
     /// `cluster_reference`.
     ///
     /// # Errors
-    /// NotFound for an unknown cloud or reference; FailedPrecondition for an admin cloud (its
-    /// users use the cluster's own kubeconfig) and while the kubeconfig is not generated yet.
+    /// NotFound for an unknown cloud or reference; Conflict (`Logical Cloud hasn't been
+    /// instantiated`) before it is instantiated; FailedPrecondition for an admin cloud (its users
+    /// use the cluster's own kubeconfig) and while the kubeconfig is not generated yet.
     pub async fn logical_cloud_kubeconfig(
         &self,
         project: &str,
@@ -600,17 +608,17 @@ impl Orchestrator {
         self.cluster_references()
             .get(&key, cluster_reference)
             .await?;
-        if lc.is_admin() {
-            return Err(Error::failed_precondition(format!(
-                "logical cloud {name:?} is an admin cloud: it uses the clusters' own kubeconfigs"
-            )));
-        }
+        // dcm's cluster.go GetClusterConfig: the status context first, then the private key an
+        // admin cloud has none of.
         let state = state_or_new(self.store().as_ref(), &key)
             .await?
             .current_state();
         if !state.is_deployed() {
+            return Err(Error::conflict("Logical Cloud hasn't been instantiated"));
+        }
+        if lc.is_admin() {
             return Err(Error::failed_precondition(format!(
-                "logical cloud {name:?} is {state}; instantiate it first"
+                "logical cloud {name:?} is an admin cloud: it uses the clusters' own kubeconfigs"
             )));
         }
         let ref_key = key.child(keys::CLUSTER_REFERENCE, cluster_reference);

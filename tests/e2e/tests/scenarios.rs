@@ -46,6 +46,7 @@ on_both_stores!(
     test_update,
     hpa_simple,
     hpa_vfw_networks,
+    own_example,
     hundred_digs
 );
 
@@ -870,6 +871,71 @@ async fn hpa_vfw_networks(env: &Env) -> Result<()> {
         }
     }
     env.delete(&prerequisites).await.map(|_| ())
+}
+
+/// The project's own example (`examples/emcoctl` with `examples/charts` and
+/// `examples/profiles`), as `scripts/run.sh` serves it from a plain clone: the clusters
+/// registered with label `edge`, the example onboarded and deployed to all three, then removed.
+async fn own_example(env: &Env) -> Result<()> {
+    use emco_core::Metadata;
+    use emco_core::model::{Cluster, ClusterLabel, ClusterProvider};
+    let root = emco_e2e::workspace().join("examples");
+    let packages = env.dir().join("own-packages");
+    std::fs::create_dir_all(&packages)
+        .map_err(|e| Error::internal("packages dir").with_source(e))?;
+    for app in ["http-server", "http-client"] {
+        tgz(
+            &root.join("charts").join(app),
+            app,
+            &packages.join(format!("{app}.tgz")),
+        )?;
+    }
+    tgz(
+        &root.join("profiles/default"),
+        ".",
+        &packages.join("profile.tgz"),
+    )?;
+    let o = &env.orch;
+    o.cluster_providers()
+        .create(
+            &emco_appcontext::ResourceKey::root(),
+            &ClusterProvider {
+                metadata: Metadata::named("kubesim"),
+            },
+        )
+        .await?;
+    for c in ["c1", "c2", "c3"] {
+        let cluster = Cluster {
+            metadata: Metadata::named(c),
+            ..Cluster::default()
+        };
+        o.create_cluster("kubesim", &cluster, Some(&env.kubeconfig_path(c)))
+            .await?;
+        o.cluster_labels()
+            .create(
+                &emco_orchestrator::keys::cluster("kubesim", c),
+                &ClusterLabel::new("edge"),
+            )
+            .await?;
+    }
+    let values = env.write_values(
+        "own-values.yaml",
+        &json!({"PackagesPath": packages, "ClusterProvider": "kubesim",
+            "ClusterLabel": "edge", "Clusters": ["c1", "c2", "c3"]}),
+    )?;
+    let docs = load(
+        &[
+            root.join("emcoctl/project.yaml"),
+            root.join("emcoctl/instantiate.yaml"),
+        ],
+        &values,
+    )?;
+    let phases = Phases::split(docs);
+    env.deploy(&phases).await?;
+    let all: &[&str] = &["c1", "c2", "c3"];
+    env.wait_placement(&[("http-server", all), ("http-client", all)], DEADLINE)
+        .await?;
+    env.remove(&phases).await
 }
 
 /// One composite app, 100 DIGs of it (release names `r0` .. `r99`) instantiated concurrently
