@@ -472,6 +472,32 @@ mod tests {
     }
 }
 
+/// What a sub-controller adds: `(app, cluster, object)`.
+pub(crate) type Placed = Vec<(String, String, Value)>;
+
+/// The key of the traffic group intent a sub-controller is called with, and the deployment's
+/// namespace (`default` when it has none).
+pub(crate) async fn traffic_group(cx: &ControllerContext) -> Result<(ResourceKey, String)> {
+    let (key, _) = cx.intent::<TrafficGroupIntent>().await?;
+    let meta = cx.meta().await?;
+    let namespace = if meta.namespace.is_empty() {
+        "default".to_owned()
+    } else {
+        meta.namespace
+    };
+    Ok((key, namespace))
+}
+
+/// Adds the objects `placed`, each as `name+Kind` under its app and cluster (everything is
+/// built before anything is written, as the sub-controllers do).
+pub(crate) async fn put_placed(cx: &mut ControllerContext, placed: Placed) -> Result<()> {
+    for (app, cluster, object) in placed {
+        let name = resource_name(&object)?;
+        cx.put_resource(&app, &cluster, &name, object).await?;
+    }
+    Ok(())
+}
+
 /// The cluster label that lets nps add NetworkPolicies on a cluster (nps's action.go).
 pub const NETWORK_POLICY_LABEL: &str = "networkpolicy-supported";
 

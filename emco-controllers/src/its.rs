@@ -27,12 +27,13 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use emco_controller_sdk::{ActionController, ControllerContext, resource_name};
+use emco_controller_sdk::{ActionController, ControllerContext};
 use emco_core::{Error, Result};
 use serde_json::{Value, json};
 
 use crate::dtc::{
-    InboundClientsAccessIntent, InboundClientsIntent, InboundServerIntent, TrafficGroupIntent,
+    InboundClientsAccessIntent, InboundClientsIntent, InboundServerIntent, Placed, put_placed,
+    traffic_group,
 };
 
 const NETWORKING: &str = "networking.istio.io/v1beta1";
@@ -126,9 +127,6 @@ fn tcp_port(server: &InboundServerIntent) -> Value {
 fn server_host(svc: &str, ns: &str, cluster: &str) -> String {
     format!("{svc}.{ns}.{}", cluster.replace('+', "."))
 }
-
-/// What its adds, per app and cluster.
-type Placed = Vec<(String, String, Value)>;
 
 /// its' resources for one server inbound intent and its clients (with their access points).
 fn server_resources(
@@ -286,13 +284,7 @@ pub struct Its;
 #[async_trait]
 impl ActionController for Its {
     async fn update(&self, cx: &mut ControllerContext) -> Result<()> {
-        let (tgi_key, _) = cx.intent::<TrafficGroupIntent>().await?;
-        let meta = cx.meta().await?;
-        let namespace = if meta.namespace.is_empty() {
-            "default".to_owned()
-        } else {
-            meta.namespace.clone()
-        };
+        let (tgi_key, namespace) = traffic_group(cx).await?;
         let mut addresses = Addresses(1);
         let mut placed: Placed = Vec::new();
         for (key, server) in cx.children::<InboundServerIntent>(&tgi_key).await? {
@@ -346,11 +338,7 @@ impl ActionController for Its {
                 &mut addresses,
             )?);
         }
-        for (app, cluster, object) in placed {
-            let name = resource_name(&object)?;
-            cx.put_resource(&app, &cluster, &name, object).await?;
-        }
-        Ok(())
+        put_placed(cx, placed).await
     }
 }
 

@@ -15,11 +15,11 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use emco_controller_sdk::{ActionController, ControllerContext, resource_name};
+use emco_controller_sdk::{ActionController, ControllerContext};
 use emco_core::{Error, Result};
 use serde_json::{Value, json};
 
-use crate::dtc::{InboundClientsIntent, InboundServerIntent, TrafficGroupIntent};
+use crate::dtc::{InboundClientsIntent, InboundServerIntent, Placed, put_placed, traffic_group};
 
 const SDEWAN: &str = "batch.sdewan.akraino.org/v1alpha1";
 
@@ -53,7 +53,7 @@ fn sdewan_resources(
     namespace: &str,
     cnfs: &[Cnf],
     clients: &[(InboundClientsIntent, Vec<String>)],
-) -> Result<Vec<(String, String, Value)>> {
+) -> Result<Placed> {
     let spec = &server.spec;
     let svc = spec.service_name.as_str();
     let fullname = format!("{svc}.{namespace}.svc.cluster.local");
@@ -92,14 +92,7 @@ pub struct Swc;
 #[async_trait]
 impl ActionController for Swc {
     async fn update(&self, cx: &mut ControllerContext) -> Result<()> {
-        let (tgi_key, _) = cx.intent::<TrafficGroupIntent>().await?;
-        let meta = cx.meta().await?;
-        let namespace = if meta.namespace.is_empty() {
-            "default".to_owned()
-        } else {
-            meta.namespace.clone()
-        };
-        // Everything is built before anything is written, as swc does.
+        let (tgi_key, namespace) = traffic_group(cx).await?;
         let mut placed = Vec::new();
         for (key, server) in cx.children::<InboundServerIntent>(&tgi_key).await? {
             if server.spec.edge_cnf != "sdewan" {
@@ -122,11 +115,7 @@ impl ActionController for Swc {
             }
             placed.extend(sdewan_resources(&server, &namespace, &cnfs, &clients)?);
         }
-        for (app, cluster, object) in placed {
-            let name = resource_name(&object)?;
-            cx.put_resource(&app, &cluster, &name, object).await?;
-        }
-        Ok(())
+        put_placed(cx, placed).await
     }
 }
 
