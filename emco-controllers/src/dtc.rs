@@ -488,6 +488,14 @@ pub(crate) async fn traffic_group(cx: &ControllerContext) -> Result<(ResourceKey
     Ok((key, namespace))
 }
 
+/// The value of the cluster kv-pair `key` as text; its absence is the sub-controllers'
+/// `Error getting <what>: Cluster kvpair not found`.
+pub(crate) fn required_kv(kv: &BTreeMap<String, Value>, key: &str, what: &str) -> Result<String> {
+    kv.get(key)
+        .map(emco_core::model::kv_value_text)
+        .ok_or_else(|| Error::not_found(format!("Error getting {what}: Cluster kvpair not found")))
+}
+
 /// Adds the objects `placed`, each as `name+Kind` under its app and cluster (everything is
 /// built before anything is written, as the sub-controllers do).
 pub(crate) async fn put_placed(cx: &mut ControllerContext, placed: Placed) -> Result<()> {

@@ -27,7 +27,7 @@ use emco_controller_sdk::rest::{Collection, Hook, PutStatus, Wording};
 use emco_controller_sdk::{
     ActionController, ContextHandle, ControllerContext, PlacementController, set_field,
 };
-use emco_core::model::Named;
+use emco_core::model::{Named, kv_value_text};
 use emco_core::{Error, Metadata, Result, Validate};
 use emco_go::jsonschema::Schema;
 use serde::{Deserialize, Serialize};
@@ -342,13 +342,6 @@ fn number(v: &Value) -> Option<f64> {
     }
 }
 
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// Whether a cluster with `facts` satisfies `req`.
 #[must_use]
 pub fn satisfies(req: &HpaRequirementSpec, facts: &ClusterFacts) -> bool {
@@ -363,7 +356,10 @@ pub fn satisfies(req: &HpaRequirementSpec, facts: &ClusterFacts) -> bool {
     } else {
         let on = r.value.is_empty() || r.value == "true";
         let label = r.key.rsplit('/').next().unwrap_or(&r.key);
-        facts.kv.get(&r.key).is_some_and(|v| text(v) == r.value)
+        facts
+            .kv
+            .get(&r.key)
+            .is_some_and(|v| kv_value_text(v) == r.value)
             || (on && facts.labels.contains(label))
     }
 }

@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 
 use crate::dtc::{
     InboundClientsAccessIntent, InboundClientsIntent, InboundServerIntent, Placed, put_placed,
-    traffic_group,
+    required_kv, traffic_group,
 };
 
 const NETWORKING: &str = "networking.istio.io/v1beta1";
@@ -65,13 +65,7 @@ impl Addresses {
 }
 
 fn kv_text(kv: &BTreeMap<String, Value>, key: &str, what: &str) -> Result<String> {
-    match kv.get(key) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Ok(other.to_string()),
-        None => Err(Error::not_found(format!(
-            "Error getting istio ingress gateway {what}: Cluster kvpair not found"
-        ))),
-    }
+    required_kv(kv, key, &format!("istio ingress gateway {what}"))
 }
 
 fn kv_port(kv: &BTreeMap<String, Value>, key: &str, what: &str) -> Result<u32> {
@@ -82,29 +76,41 @@ fn kv_port(kv: &BTreeMap<String, Value>, key: &str, what: &str) -> Result<u32> {
     })
 }
 
-/// The TLS mode, gateway name part, protocol and kv-pair key of an external server's access.
-fn external_access(
-    tls_type: &str,
-) -> Result<(
-    Option<&'static str>,
-    &'static str,
-    &'static str,
-    &'static str,
-)> {
-    match tls_type {
-        "MUTUAL" => Ok((
-            Some("MUTUAL"),
-            "mutual",
-            "HTTPS",
-            "istioIngressGatewayHttpsPort",
-        )),
-        "SIMPLE" => Ok((
-            Some("SIMPLE"),
-            "simple",
-            "HTTPS",
-            "istioIngressGatewayHttpsPort",
-        )),
-        "NONE" => Ok((None, "http", "HTTP", "istioIngressGatewayHttpPort")),
+/// How clients outside the mesh reach a server (its `tlsType`).
+struct External {
+    /// The Gateway's TLS mode (none for plain HTTP).
+    mode: Option<&'static str>,
+    /// The part of the Gateway's name (`svc-ext-<part>-gateway`).
+    part: &'static str,
+    protocol: &'static str,
+    /// The cluster kv-pair holding the gateway's port, and what it is called in errors.
+    port_key: &'static str,
+    port_what: &'static str,
+}
+
+/// The external access of a server that has `externalSupport` and a sidecar; `None` otherwise.
+fn external_of(server: &InboundServerIntent) -> Result<Option<External>> {
+    let spec = &server.spec;
+    if !(spec.external_support && spec.management.sidecar_proxy == "yes") {
+        return Ok(None);
+    }
+    let https = |mode, part| External {
+        mode: Some(mode),
+        part,
+        protocol: "HTTPS",
+        port_key: "istioIngressGatewayHttpsPort",
+        port_what: "https port",
+    };
+    match spec.management.tls_type.as_str() {
+        "MUTUAL" => Ok(Some(https("MUTUAL", "mutual"))),
+        "SIMPLE" => Ok(Some(https("SIMPLE", "simple"))),
+        "NONE" => Ok(Some(External {
+            mode: None,
+            part: "http",
+            protocol: "HTTP",
+            port_key: "istioIngressGatewayHttpPort",
+            port_what: "http port",
+        })),
         _ => Err(Error::invalid("Invalid tls type")),
     }
 }
@@ -212,9 +218,14 @@ fn server_resources(
     }
 
     // External access to the server.
-    let external = spec.external_support && spec.management.sidecar_proxy == "yes";
-    if external {
-        let (mode, part, protocol, _) = external_access(&spec.management.tls_type)?;
+    let external = external_of(server)?;
+    if let Some(&External {
+        mode,
+        part,
+        protocol,
+        ..
+    }) = external.as_ref()
+    {
         let gw_name = format!("{svc}-ext-{part}-gateway");
         for g in gateways {
             let port = g.access_port.unwrap_or_default();
@@ -260,7 +271,7 @@ fn server_resources(
                 format!("{svc}.{namespace}.svc.cluster.local"),
                 svc.to_owned(),
             ]);
-            if external {
+            if external.is_some() {
                 policy_hosts.push(spec.external_name.clone());
             }
             let policy = json!({"apiVersion": SECURITY, "kind": "AuthorizationPolicy",
@@ -291,22 +302,14 @@ impl ActionController for Its {
             if server.spec.service_mesh != "istio" {
                 continue;
             }
-            let external =
-                server.spec.external_support && server.spec.management.sidecar_proxy == "yes";
+            let external = external_of(&server)?;
             let mut gateways = Vec::new();
             for cluster in cx.clusters(&server.spec.app).await? {
                 let kv = cx.cluster_kv(&cluster).await?;
-                let access_port = if external {
-                    let (_, _, _, key) = external_access(&server.spec.management.tls_type)?;
-                    let what = if key.ends_with("HttpsPort") {
-                        "https port"
-                    } else {
-                        "http port"
-                    };
-                    Some(kv_port(&kv, key, what)?)
-                } else {
-                    None
-                };
+                let access_port = external
+                    .as_ref()
+                    .map(|e| kv_port(&kv, e.port_key, e.port_what))
+                    .transpose()?;
                 gateways.push(Gateway {
                     address: kv_text(&kv, "istioIngressGatewayAddress", "address")?,
                     external_port: kv_port(&kv, "istioIngressGatewayPort", "port")?,

@@ -26,7 +26,7 @@ use async_trait::async_trait;
 use emco_controller_sdk::intent::{Dig, IntentType};
 use emco_controller_sdk::rest::{PutStatus, Wording};
 use emco_controller_sdk::{ActionController, ControllerContext};
-use emco_core::model::Named;
+use emco_core::model::{Named, kv_value_text};
 use emco_core::validate::{go_list, go_name_errors};
 use emco_core::{Error, Metadata, Result, Validate};
 use emco_go::jsonschema::Schema;
@@ -572,10 +572,7 @@ fn to_json<T: Serialize>(value: &T) -> Result<String> {
 /// Whether ovnaction selects its network through multus on a cluster with kv-pairs `kv`.
 #[must_use]
 pub fn uses_multus(kv: &std::collections::BTreeMap<String, Value>) -> bool {
-    let text = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
+    let text = kv_value_text;
     // Go's strconv.ParseBool; anything else is false.
     let all_interfaces = kv
         .get(NODUS_ALL_INTERFACES)
@@ -600,6 +597,7 @@ impl ActionController for Ovnaction {
             .to_owned();
         // As ovnaction, the intent itself is not looked up: an unknown name changes nothing.
         let key = cx.dig_key().await?.child(NetControlIntent::PARAM, &intent);
+        let mut multus_of = std::collections::BTreeMap::new();
         for (wkey, wi) in cx.children::<WorkloadIntent>(&key).await? {
             let interfaces: Vec<InterfaceSpec> = cx
                 .children::<WorkloadIfIntent>(&wkey)
@@ -624,7 +622,15 @@ impl ActionController for Ovnaction {
                     tracing::warn!(%app, %cluster, %resource, "ovnaction: no such resource");
                     continue;
                 };
-                let multus = uses_multus(&cx.cluster_kv(&cluster).await?);
+                // A cluster's kv-pairs are read once, however many workloads it has.
+                let multus = match multus_of.get(&cluster) {
+                    Some(m) => *m,
+                    None => {
+                        let m = uses_multus(&cx.cluster_kv(&cluster).await?);
+                        multus_of.insert(cluster.clone(), m);
+                        m
+                    }
+                };
                 if annotate(&mut object, &interfaces, multus)? {
                     cx.handle_mut()
                         .put_resource(app, &cluster, &resource, object)

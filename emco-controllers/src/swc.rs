@@ -12,14 +12,14 @@
 //! client's index (and fails past the last) we take the first server cluster's; an `appLabel`
 //! without `=` is refused instead of crashing.
 
-use std::collections::BTreeMap;
-
 use async_trait::async_trait;
 use emco_controller_sdk::{ActionController, ControllerContext};
 use emco_core::{Error, Result};
 use serde_json::{Value, json};
 
-use crate::dtc::{InboundClientsIntent, InboundServerIntent, Placed, put_placed, traffic_group};
+use crate::dtc::{
+    InboundClientsIntent, InboundServerIntent, Placed, put_placed, required_kv, traffic_group,
+};
 
 const SDEWAN: &str = "batch.sdewan.akraino.org/v1alpha1";
 
@@ -30,16 +30,6 @@ struct Cnf {
     cnf_port: String,
     service_port: String,
     allowed_cidr: String,
-}
-
-fn kv_text(kv: &BTreeMap<String, Value>, key: &str, what: &str) -> Result<String> {
-    match kv.get(key) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Ok(other.to_string()),
-        None => Err(Error::not_found(format!(
-            "Error getting sdewan {what}: Cluster kvpair not found"
-        ))),
-    }
 }
 
 fn metadata(name: &str, namespace: &str) -> Value {
@@ -102,9 +92,13 @@ impl ActionController for Swc {
             for cluster in cx.clusters(&server.spec.app).await? {
                 let kv = cx.cluster_kv(&cluster).await?;
                 cnfs.push(Cnf {
-                    cnf_port: kv_text(&kv, "SdewanCnfPort", "cnf port")?,
-                    service_port: kv_text(&kv, "SdewanServicePort", "service port")?,
-                    allowed_cidr: kv_text(&kv, "SdewanServiceAllowedCidr", "service allowed CIDR")?,
+                    cnf_port: required_kv(&kv, "SdewanCnfPort", "sdewan cnf port")?,
+                    service_port: required_kv(&kv, "SdewanServicePort", "sdewan service port")?,
+                    allowed_cidr: required_kv(
+                        &kv,
+                        "SdewanServiceAllowedCidr",
+                        "sdewan service allowed CIDR",
+                    )?,
                     cluster,
                 });
             }

@@ -512,7 +512,7 @@ impl Orchestrator {
 /// names and lifecycle record) with the context's status, the counts and the resources.
 pub(crate) fn respond(
     query: &StatusQuery,
-    mut full: DigStatus,
+    full: DigStatus,
     snapshot: Option<&Snapshot>,
     views: Vec<AppView>,
 ) -> StatusResponse {
@@ -564,15 +564,26 @@ pub(crate) fn respond(
                 .collect(),
         }),
         StatusMode::Full => {
-            if let Some(snap) = snapshot {
-                full.deployed_status = snap.status().to_owned();
-                full_status(&mut full, views, query);
-            }
-            if let Some(legacy) = query.legacy {
-                full = full.into_legacy(legacy);
-            }
-            StatusResponse::Full(Box::new(full))
+            StatusResponse::Full(Box::new(full_answer(query, full, snapshot, views)))
         }
+    }
+}
+
+/// The full answer: `full` (names and lifecycle record) with the context's status, the counts
+/// and, unless the query asks for a summary, the resources; in the legacy shape if asked.
+pub(crate) fn full_answer(
+    query: &StatusQuery,
+    mut full: DigStatus,
+    snapshot: Option<&Snapshot>,
+    views: Vec<AppView>,
+) -> DigStatus {
+    if let Some(snap) = snapshot {
+        full.deployed_status = snap.status().to_owned();
+        full_status(&mut full, views, query);
+    }
+    match query.legacy {
+        Some(legacy) => full.into_legacy(legacy),
+        None => full,
     }
 }
 

@@ -11,6 +11,16 @@ use crate::metadata::Metadata;
 use crate::model::named_by_metadata;
 use crate::validate::Validate;
 
+/// A kv-pair value as EMCO's controllers read it (Go's `%v`): a string as it is, anything
+/// else as its JSON text (`4`, `true`).
+#[must_use]
+pub fn kv_value_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// `{metadata, spec:{kv:[{"key": value}, ...]}}`.
 ///
 /// Each list entry is a map, usually of one key; values are kept as JSON because EMCO stores

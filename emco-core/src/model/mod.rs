@@ -42,7 +42,10 @@ pub use dig::{
     DeploymentIntentGroup, DeploymentIntentGroupSpec, DigIntent, DigIntentSpec,
     GenericPlacementIntent, OverrideValues,
 };
-pub use kv::{ClusterKvPair, ClusterSyncObject, KvPair, KvPairSpec, KvValue, LogicalCloudKvPair};
+pub use kv::{
+    ClusterKvPair, ClusterSyncObject, KvPair, KvPairSpec, KvValue, LogicalCloudKvPair,
+    kv_value_text,
+};
 pub use logical_cloud::{
     ClusterQuota, ClusterReference, ClusterReferenceSpec, LogicalCloud, LogicalCloudKind,
     LogicalCloudLevel, LogicalCloudSpec, LogicalCloudUser, UserPermission, UserPermissionSpec,

@@ -32,7 +32,7 @@ mod status;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use emco_appcontext::context::{AppContextStatus, CompositeAppMeta};
+use emco_appcontext::context::{AppContextStatus, CompositeAppMeta, ContextWriter};
 use emco_appcontext::{AppContext, Filter, ResourceKey, ResourceStore};
 use emco_core::lifecycle::{DigState, StateAction, StateInfo};
 use emco_core::model::{ClusterReference, LogicalCloud};
@@ -185,6 +185,13 @@ pub(crate) async fn state_or_new(
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(StateInfo::default()),
         Err(e) => Err(e),
     }
+}
+
+/// Adds `app` to a context as its only app, deployed at once (order and dependency `go`).
+pub(crate) fn add_only_app(w: &mut ContextWriter, app: &str) -> Result<()> {
+    w.add_app(app)?;
+    w.set_app_order(&[app])?;
+    w.set_app_dependency_instruction(&BTreeMap::from([(app.to_owned(), "go".to_owned())]))
 }
 
 /// Deletes a context that was never handed to rsync (its operation failed before).
@@ -351,12 +358,7 @@ impl Orchestrator {
         let written = async {
             let mut pending = Vec::new();
             let mut w = ctx.writer();
-            w.add_app(LC_APP)?;
-            w.set_app_order(&[LC_APP])?;
-            w.set_app_dependency_instruction(&BTreeMap::from([(
-                LC_APP.to_owned(),
-                "go".to_owned(),
-            )]))?;
+            add_only_app(&mut w, LC_APP)?;
             for (ref_key, r) in references {
                 let cluster = format!("{}+{}", r.spec.cluster_provider, r.spec.cluster);
                 w.add_cluster(LC_APP, &cluster, None)?;

@@ -22,7 +22,6 @@
 
 mod routes;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -31,15 +30,15 @@ use emco_appcontext::{AppContext, ResourceKey, ResourceStore};
 use emco_controller_sdk::rest::Hook;
 use emco_core::lifecycle::{DigState, StateInfo};
 use emco_core::model::status::{ClusterNetworkStatus, DigStatus, StatusQuery};
-use emco_core::model::{KvPair, Network, ProviderNetwork};
+use emco_core::model::{KvPair, Network, ProviderNetwork, kv_value_text};
 use emco_core::{Error, Result};
 use serde_json::{Value, json};
 
 pub(crate) use routes::routes;
 
 use crate::dcm::manifests::Manifest;
-use crate::dcm::{discard, record, state_or_new};
-use crate::status::{Snapshot, context_of, respond};
+use crate::dcm::{add_only_app, discard, record, state_or_new};
+use crate::status::{Snapshot, context_of, full_answer};
 use crate::{Orchestrator, keys};
 
 /// The one app of a cluster's network AppContext (ncm's `CONTEXT_CLUSTER_APP`).
@@ -220,10 +219,7 @@ fn names_multus(kv_pairs: &[KvPair]) -> bool {
     let mut wrapper = String::new();
     for kv in kv_pairs {
         if let Some(v) = kv.spec.kv.iter().find_map(|m| m.get(MULTUS_KEY)) {
-            wrapper = match v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
+            wrapper = kv_value_text(v);
         }
     }
     wrapper.eq_ignore_ascii_case("multus")
@@ -272,12 +268,7 @@ impl Orchestrator {
         let target = format!("{provider}+{cluster}");
         let written = async {
             let mut w = ctx.writer();
-            w.add_app(NETWORK_APP)?;
-            w.set_app_order(&[NETWORK_APP])?;
-            w.set_app_dependency_instruction(&BTreeMap::from([(
-                NETWORK_APP.to_owned(),
-                "go".to_owned(),
-            )]))?;
+            add_only_app(&mut w, NETWORK_APP)?;
             w.add_cluster(NETWORK_APP, &target, None)?;
             for m in &manifests {
                 w.add_resource(NETWORK_APP, &target, &m.key, &m.yaml)?;
@@ -406,14 +397,9 @@ impl Orchestrator {
             states,
             ..DigStatus::default()
         };
-        let mut full_query = query.clone();
-        full_query.mode = emco_core::model::status::StatusMode::Full;
-        match respond(&full_query, full, snapshot.as_ref(), views) {
-            emco_core::model::status::StatusResponse::Full(full) => {
-                Ok(ClusterNetworkStatus::from(*full))
-            }
-            _ => Err(Error::internal("a full status query answered a list")),
-        }
+        // ncm has only the full status, whatever list mode the query names.
+        let full = full_answer(query, full, snapshot.as_ref(), views);
+        Ok(ClusterNetworkStatus::from(full))
     }
 }
 
@@ -425,6 +411,8 @@ fn not_applied(cluster: &str) -> Error {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use emco_core::Metadata;
     use emco_core::model::{NetworkSpec, Subnet};

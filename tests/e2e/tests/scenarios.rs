@@ -678,6 +678,32 @@ async fn test_update(env: &Env) -> Result<()> {
 /// labels (one cluster is kept: cluster1, the first), http-server with allOf on cluster1's
 /// label. The files name their packages relative to themselves (`output/...`), so they are
 /// copied, unchanged, beside the packages.
+/// The values of EMCO's hpa example files (prerequisites and intents) in this environment.
+fn hpa_values(env: &Env) -> Value {
+    json!({
+            "ProjectName": "proj1",
+            "ClusterProvider": "provider1",
+            "RsyncPort": 9031,
+            "OvnActionPort": 9032,
+            "HpaPlacementControllerName": "hpa-placement-controller-1",
+            "HpaPlacementPort": 9099,
+            "HpaActionControllerName": "hpa-action-controller-1",
+            "HpaActionPort": 9042,
+            "Cluster1": "cluster1",
+            "Cluster2": "cluster2",
+            "KubeConfig1": env.kubeconfig_path("c1"),
+            "KubeConfig2": env.kubeconfig_path("c2"),
+            "ClusterLabel1": "edge-label-1",
+            "ClusterLabel2": "edge-label-2",
+            "AdminCloud": "default",
+            "Cluster1Ref": "cluster1-ref",
+            "Cluster2Ref": "cluster2-ref",
+        "VfwGenericPlacementIntent": "vfw-placement-intent",
+        "VfwHpaActionIntent": "hpa-action-intent",
+        "VfwHpaPlacementIntent": "hpa-placement-intent-1",
+    })
+}
+
 async fn hpa_simple(env: &Env) -> Result<()> {
     let dir = env.dir().join("hpa");
     std::fs::create_dir_all(dir.join("output")).unwrap();
@@ -696,31 +722,7 @@ async fn hpa_simple(env: &Env) -> Result<()> {
             &dir.join(format!("output/{app}-profile.tar.gz")),
         )?;
     }
-    let values = env.write_values(
-        "hpa-values.yaml",
-        &json!({
-            "ProjectName": "proj1",
-            "ClusterProvider": "provider1",
-            "RsyncPort": 9031,
-            "OvnActionPort": 9032,
-            "HpaPlacementControllerName": "hpa-placement-controller-1",
-            "HpaPlacementPort": 9099,
-            "HpaActionControllerName": "hpa-action-controller-1",
-            "HpaActionPort": 9042,
-            "Cluster1": "cluster1",
-            "Cluster2": "cluster2",
-            "KubeConfig1": env.kubeconfig_path("c1"),
-            "KubeConfig2": env.kubeconfig_path("c2"),
-            "ClusterLabel1": "edge-label-1",
-            "ClusterLabel2": "edge-label-2",
-            "AdminCloud": "default",
-            "Cluster1Ref": "cluster1-ref",
-            "Cluster2Ref": "cluster2-ref",
-            "VfwGenericPlacementIntent": "vfw-placement-intent",
-            "VfwHpaActionIntent": "hpa-action-intent",
-            "VfwHpaPlacementIntent": "hpa-placement-intent-1",
-        }),
-    )?;
+    let values = env.write_values("hpa-values.yaml", &hpa_values(env))?;
     let docs = load(
         &[
             dir.join("prerequisites.yaml"),
@@ -761,26 +763,8 @@ async fn hpa_vfw_networks(env: &Env) -> Result<()> {
     for c in ["c1", "c2"] {
         env.install_crds(c, CRDS).await?;
     }
-    let values = env.write_values(
-        "vfw-values.yaml",
-        &json!({
-            "ProjectName": "proj1",
-            "ClusterProvider": "provider1",
-            "RsyncPort": 9031,
-            "OvnActionPort": 9032,
-            "HpaPlacementControllerName": "hpa-placement-controller-1",
-            "HpaPlacementPort": 9099,
-            "HpaActionControllerName": "hpa-action-controller-1",
-            "HpaActionPort": 9042,
-            "Cluster1": "cluster1",
-            "Cluster2": "cluster2",
-            "KubeConfig1": env.kubeconfig_path("c1"),
-            "KubeConfig2": env.kubeconfig_path("c2"),
-            "ClusterLabel1": "edge-label-1",
-            "ClusterLabel2": "edge-label-2",
-            "AdminCloud": "default",
-            "Cluster1Ref": "cluster1-ref",
-            "Cluster2Ref": "cluster2-ref",
+    let mut values = hpa_values(env);
+    let networks = json!({
             // EMCO's vfw setup (examples/single-cluster/test-vfw.yaml's networks).
             "EmcoPrivateNet": "emco-private-net",
             "EmcoPrivateSubnet": "10.10.20.0/24",
@@ -794,8 +778,12 @@ async fn hpa_vfw_networks(env: &Env) -> Result<()> {
             "ProtectedPrivateSubnet": "192.168.20.0/24",
             "ProtectedPrivateSubnetName": "subnet1",
             "ProtectedPrivateGateway": "192.168.20.1/24",
-        }),
-    )?;
+    });
+    values
+        .as_object_mut()
+        .unwrap()
+        .extend(networks.as_object().unwrap().clone());
+    let values = env.write_values("vfw-values.yaml", &values)?;
     let prerequisites = without(
         load(&files("hpa", &["prerequisites.yaml"]), &values)?,
         &["clm-controllers"],
