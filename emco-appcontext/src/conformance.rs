@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::kv::{
     AppContextStore, Compare, EventKind, ListOptions, Op, Txn, WatchStream, compacted_revision,
 };
-use crate::resource::{BlobStream, Filter, ResourceKey, ResourceStore};
+use crate::resource::{BlobStream, Expect, Filter, ResourceKey, ResourceStore};
 
 macro_rules! check {
     ($cond:expr, $($msg:tt)+) => {
@@ -497,6 +497,63 @@ pub async fn resource_store(store: &dyn ResourceStore, run: &str) -> Result<()> 
         read_blob(store.get_blob(&ca, "chart").await?).await? == b"v2",
         "a failed upload leaves the previous blob"
     );
+
+    // compare-and-set of blobs
+    let r = store
+        .put_blob_if(&ca, "chart", blob_of(&[b"x"]), Expect::Absent)
+        .await;
+    check!(
+        kind_of(&r) == Some(ErrorKind::Conflict),
+        "an expected-absent put over a blob: {r:?}"
+    );
+    let (v2, _) = store.get_blob_versioned(&ca, "chart").await?;
+    let (_, v3) = store
+        .put_blob_if(&ca, "chart", blob_of(&[b"v3"]), Expect::Version(v2))
+        .await?;
+    check!(v3 != v2, "a put makes a new version");
+    let r = store
+        .put_blob_if(&ca, "chart", blob_of(&[b"stale"]), Expect::Version(v2))
+        .await;
+    check!(
+        kind_of(&r) == Some(ErrorKind::Conflict),
+        "a put expecting a replaced version: {r:?}"
+    );
+    let (now, data) = store.get_blob_versioned(&ca, "chart").await?;
+    check!(
+        now == v3 && read_blob(data).await? == b"v3",
+        "a refused put leaves the winner's blob and version"
+    );
+    let (_, first) = store
+        .put_blob_if(&ca, "state", blob_of(&[b"s1"]), Expect::Absent)
+        .await?;
+    let r = store
+        .put_blob_if(&ca, "state", blob_of(&[b"s2"]), Expect::Absent)
+        .await;
+    check!(
+        kind_of(&r) == Some(ErrorKind::Conflict),
+        "a second first write: {r:?}"
+    );
+    // Many writers expecting one version: exactly one wins.
+    let writers = (0..8).map(|i| {
+        store.put_blob_if(
+            &ca,
+            "state",
+            blob_of(&[if i % 2 == 0 {
+                &b"even"[..]
+            } else {
+                &b"odd!"[..]
+            }]),
+            Expect::Version(first),
+        )
+    });
+    let won = futures::future::join_all(writers)
+        .await
+        .into_iter()
+        .filter(Result::is_ok)
+        .count();
+    check!(won == 1, "{won} of 8 racing writers won one version");
+    store.delete_blob(&ca, "state").await?;
+
     check!(
         store.delete_blob(&ca, "big").await?,
         "delete_blob reports an existing blob"

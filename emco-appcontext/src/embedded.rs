@@ -29,8 +29,8 @@ use serde_json::Value;
 use crate::kv::{KeyValue, ListOptions, ListPage, Txn, WatchEvent};
 use crate::local::{self, Engine, KvView, LocalStore, Revs};
 use crate::resource::{
-    BLOB_CHUNK, BlobStream, Filter, PutMode, ResourceKey, ResourceStore, check_put, matches_all,
-    rechunk,
+    BLOB_CHUNK, BlobStream, BlobVersion, Expect, Filter, PutMode, ResourceKey, ResourceStore,
+    check_put, matches_all, rechunk,
 };
 
 const KV: TableDefinition<&str, &[u8]> = TableDefinition::new("appcontext");
@@ -493,12 +493,19 @@ impl ResourceStore for RedbResourceStore {
         .await
     }
 
-    async fn put_blob(&self, key: &ResourceKey, name: &str, data: BlobStream) -> Result<u64> {
+    async fn put_blob_if(
+        &self,
+        key: &ResourceKey,
+        name: &str,
+        data: BlobStream,
+        expect: Expect,
+    ) -> Result<(u64, BlobVersion)> {
         let enc = key.encode()?;
         if self.get(key).await?.is_none() {
             return Err(Error::not_found(format!("{key} does not exist")));
         }
-        let upload: u64 = rand::random();
+        // The upload id is the blob's version.
+        let upload = BlobVersion::fresh().raw();
         let mut chunks = rechunk(data, BLOB_CHUNK);
         let (mut size, mut n) = (0u64, 0u32);
         let mut failure = None;
@@ -551,6 +558,16 @@ impl ResourceStore for RedbResourceStore {
                     return Err(Error::not_found(format!("{key} does not exist")));
                 }
                 let mut meta = tx.open_table(BLOB_META).map_err(db_err)?;
+                // One write transaction at a time: nothing changes between this check and the
+                // insert.
+                let current = meta
+                    .get((k.as_str(), nm.as_str()))
+                    .map_err(db_err)?
+                    .map(|g| BlobVersion::from_raw(g.value().0));
+                if !expect.holds(current) {
+                    remove_chunks(&mut chunks, &k, &nm, upload)?;
+                    return Err(Expect::failed(&key, &nm));
+                }
                 let old = meta
                     .insert((k.as_str(), nm.as_str()), (upload, size, n))
                     .map_err(db_err)?
@@ -558,7 +575,7 @@ impl ResourceStore for RedbResourceStore {
                 if let Some(old) = old {
                     remove_chunks(&mut chunks, &k, &nm, old)?;
                 }
-                Ok(size)
+                Ok((size, BlobVersion::from_raw(upload)))
             })();
             // Commit the cleanup of a failed upload too; then report its error.
             tx.commit().map_err(db_err)?;
@@ -567,7 +584,11 @@ impl ResourceStore for RedbResourceStore {
         .await
     }
 
-    async fn get_blob(&self, key: &ResourceKey, name: &str) -> Result<BlobStream> {
+    async fn get_blob_versioned(
+        &self,
+        key: &ResourceKey,
+        name: &str,
+    ) -> Result<(BlobVersion, BlobStream)> {
         let (enc, nm, shown) = (key.encode()?, name.to_owned(), key.to_string());
         let (tx, upload, count) = self
             .blocking(move |db| {
@@ -586,7 +607,7 @@ impl ResourceStore for RedbResourceStore {
             .await?;
         // The read transaction is a snapshot: a concurrent replace cannot tear the stream.
         let state = (Some(tx), 0u32, key.encode()?, name.to_owned());
-        Ok(Box::pin(futures::stream::unfold(
+        let stream = Box::pin(futures::stream::unfold(
             state,
             move |(tx, i, k, nm)| async move {
                 let tx = tx?;
@@ -615,7 +636,8 @@ impl ResourceStore for RedbResourceStore {
                     )),
                 }
             },
-        )))
+        ));
+        Ok((BlobVersion::from_raw(upload), stream))
     }
 
     async fn delete_blob(&self, key: &ResourceKey, name: &str) -> Result<bool> {

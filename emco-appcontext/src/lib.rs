@@ -85,4 +85,4 @@ pub mod resource;
 pub use context::{AppContext, CompositeAppMeta};
 pub use kv::{AppContextStore, Compare, KeyValue, ListOptions, ListPage, Op, Txn, TxnResult};
 pub use memory::{InMemoryAppContextStore, InMemoryResourceStore};
-pub use resource::{BlobStream, Filter, PutMode, ResourceKey, ResourceStore};
+pub use resource::{BlobStream, BlobVersion, Expect, Filter, PutMode, ResourceKey, ResourceStore};

@@ -14,7 +14,8 @@ use serde_json::Value;
 use crate::kv::{KeyValue, ListOptions, ListPage, Txn, WatchEvent};
 use crate::local::{self, Engine, KvView, LocalStore, Revs};
 use crate::resource::{
-    BlobStream, Filter, PutMode, ResourceKey, ResourceStore, check_put, matches_all,
+    BlobStream, BlobVersion, Expect, Filter, PutMode, ResourceKey, ResourceStore, check_put,
+    matches_all,
 };
 
 fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -140,11 +141,14 @@ impl InMemoryAppContextStore {
 
 crate::local::delegate_app_context_store!(InMemoryAppContextStore);
 
+/// A blob's version and chunks.
+type StoredBlob = (BlobVersion, std::sync::Arc<Vec<Bytes>>);
+
 #[derive(Debug, Default)]
 struct ResState {
     docs: BTreeMap<String, Value>,
-    /// (encoded key, blob name) -> chunks.
-    blobs: BTreeMap<(String, String), std::sync::Arc<Vec<Bytes>>>,
+    /// (encoded key, blob name) -> version and chunks.
+    blobs: BTreeMap<(String, String), StoredBlob>,
 }
 
 /// The in-memory resource store.
@@ -218,7 +222,13 @@ impl ResourceStore for InMemoryResourceStore {
         Ok(())
     }
 
-    async fn put_blob(&self, key: &ResourceKey, name: &str, mut data: BlobStream) -> Result<u64> {
+    async fn put_blob_if(
+        &self,
+        key: &ResourceKey,
+        name: &str,
+        mut data: BlobStream,
+        expect: Expect,
+    ) -> Result<(u64, BlobVersion)> {
         let enc = key.encode()?;
         if !guard(&self.0).docs.contains_key(&enc) {
             return Err(Error::not_found(format!("{key} does not exist")));
@@ -235,20 +245,28 @@ impl ResourceStore for InMemoryResourceStore {
         if !s.docs.contains_key(&enc) {
             return Err(Error::not_found(format!("{key} does not exist")));
         }
-        s.blobs
-            .insert((enc, name.to_owned()), std::sync::Arc::new(chunks));
-        Ok(size)
+        let slot = (enc, name.to_owned());
+        if !expect.holds(s.blobs.get(&slot).map(|(v, _)| *v)) {
+            return Err(Expect::failed(key, name));
+        }
+        let version = BlobVersion::fresh();
+        s.blobs.insert(slot, (version, std::sync::Arc::new(chunks)));
+        Ok((size, version))
     }
 
-    async fn get_blob(&self, key: &ResourceKey, name: &str) -> Result<BlobStream> {
+    async fn get_blob_versioned(
+        &self,
+        key: &ResourceKey,
+        name: &str,
+    ) -> Result<(BlobVersion, BlobStream)> {
         let enc = key.encode()?;
-        let chunks = guard(&self.0)
+        let (version, chunks) = guard(&self.0)
             .blobs
             .get(&(enc, name.to_owned()))
             .cloned()
             .ok_or_else(|| Error::not_found(format!("{key} has no blob {name:?}")))?;
         let items: Vec<Result<Bytes>> = chunks.iter().cloned().map(Ok).collect();
-        Ok(Box::pin(futures::stream::iter(items)))
+        Ok((version, Box::pin(futures::stream::iter(items))))
     }
 
     async fn delete_blob(&self, key: &ResourceKey, name: &str) -> Result<bool> {

@@ -42,7 +42,8 @@ use mongodb::{Client, Collection, IndexModel};
 use serde_json::Value;
 
 use crate::resource::{
-    BLOB_CHUNK, BlobStream, Filter, PutMode, ResourceKey, ResourceStore, check_put, rechunk,
+    BLOB_CHUNK, BlobStream, BlobVersion, Expect, Filter, PutMode, ResourceKey, ResourceStore,
+    check_put, rechunk,
 };
 
 fn mongo_err(e: mongodb::error::Error) -> Error {
@@ -382,14 +383,21 @@ impl ResourceStore for MongoResourceStore {
         Ok(())
     }
 
-    async fn put_blob(&self, key: &ResourceKey, name: &str, data: BlobStream) -> Result<u64> {
+    async fn put_blob_if(
+        &self,
+        key: &ResourceKey,
+        name: &str,
+        data: BlobStream,
+        expect: Expect,
+    ) -> Result<(u64, BlobVersion)> {
         check_blob_name(name)?;
         let enc = key.encode()?;
         if !self.exists(&enc).await? {
             return Err(Error::not_found(format!("{key} does not exist")));
         }
-        // Positive, so it survives the i64 round trip unchanged.
-        let upload = i64::try_from(rand::random::<u64>() >> 1).unwrap_or_default();
+        // The upload id is the blob's version; below 2^63, so the i64 round trip keeps it.
+        let version = BlobVersion::fresh();
+        let upload = i64::try_from(version.raw()).unwrap_or_default();
         let mut chunks = rechunk(data, BLOB_CHUNK);
         let (mut size, mut n) = (0u64, 0i32);
         let mut failure = None;
@@ -435,22 +443,52 @@ impl ResourceStore for MongoResourceStore {
             "size": i64::try_from(size).unwrap_or(i64::MAX),
             "chunks": n,
         };
-        let old = self
-            .meta
-            .find_one_and_replace(doc! {"_id": blob_id(&enc, name)}, meta)
-            .upsert(true)
-            .await
-            .map_err(mongo_err)?;
-        if let Some(old) = old.and_then(|d| d.get_i64("upload").ok()) {
+        // The check and the swap are one document operation, atomic on the server.
+        let id = blob_id(&enc, name);
+        let swapped = match expect {
+            Expect::Any => self
+                .meta
+                .find_one_and_replace(doc! {"_id": &id}, meta)
+                .upsert(true)
+                .await
+                .map(|old| Some(old.and_then(|d| d.get_i64("upload").ok()))),
+            Expect::Version(v) => {
+                let expected = i64::try_from(v.raw()).unwrap_or(-1);
+                self.meta
+                    .find_one_and_replace(doc! {"_id": &id, "upload": expected}, meta)
+                    .await
+                    .map(|old| old.map(|_| Some(expected)))
+            }
+            Expect::Absent => match self.meta.insert_one(meta).await {
+                Ok(_) => Ok(Some(None)),
+                Err(e) if is_duplicate(&e) => Ok(None),
+                Err(e) => Err(e),
+            },
+        };
+        let replaced = match swapped {
+            Ok(Some(replaced)) => replaced,
+            failed => {
+                self.chunks
+                    .delete_many(doc! {"upload": upload})
+                    .await
+                    .map_err(mongo_err)?;
+                return Err(failed.map_or_else(mongo_err, |_| Expect::failed(key, name)));
+            }
+        };
+        if let Some(old) = replaced {
             self.chunks
                 .delete_many(doc! {"upload": old})
                 .await
                 .map_err(mongo_err)?;
         }
-        Ok(size)
+        Ok((size, version))
     }
 
-    async fn get_blob(&self, key: &ResourceKey, name: &str) -> Result<BlobStream> {
+    async fn get_blob_versioned(
+        &self,
+        key: &ResourceKey,
+        name: &str,
+    ) -> Result<(BlobVersion, BlobStream)> {
         check_blob_name(name)?;
         let enc = key.encode()?;
         let meta = self
@@ -469,7 +507,7 @@ impl ResourceStore for MongoResourceStore {
             .map_err(mongo_err)?;
         // The cursor fetches batches as the consumer reads, so the blob is never held whole.
         let state = (Some(cursor), 0i32);
-        Ok(Box::pin(futures::stream::unfold(
+        let stream = Box::pin(futures::stream::unfold(
             state,
             move |(cursor, seen)| async move {
                 let mut cursor = cursor?;
@@ -489,7 +527,9 @@ impl ResourceStore for MongoResourceStore {
                     )),
                 }
             },
-        )))
+        ));
+        let version = BlobVersion::from_raw(u64::try_from(upload).unwrap_or_default());
+        Ok((version, stream))
     }
 
     async fn delete_blob(&self, key: &ResourceKey, name: &str) -> Result<bool> {

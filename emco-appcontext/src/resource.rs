@@ -246,6 +246,83 @@ pub async fn read_blob(
     Ok(Some(chunks.concat()))
 }
 
+/// Reads the whole blob `name` of `key` with its version; `None` when there is none. For the
+/// read half of a compare-and-set ([`ResourceStore::put_blob_if`]).
+///
+/// # Errors
+/// The store's errors other than `NotFound`.
+pub async fn read_blob_versioned(
+    store: &dyn ResourceStore,
+    key: &ResourceKey,
+    name: &str,
+) -> Result<Option<(Vec<u8>, BlobVersion)>> {
+    use futures::TryStreamExt;
+    let (version, stream) = match store.get_blob_versioned(key, name).await {
+        Ok(found) => found,
+        Err(e) if e.kind() == emco_core::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let chunks: Vec<Bytes> = stream.try_collect().await?;
+    Ok(Some((chunks.concat(), version)))
+}
+
+/// One stored content of a blob: every put makes a new version, so a version read with the
+/// content names exactly that content. Opaque; compare versions only for equality.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BlobVersion(u64);
+
+impl BlobVersion {
+    /// A fresh version for a new upload: random, so versions never repeat across processes
+    /// sharing a store. Kept below 2^63 so that it survives a signed 64-bit field unchanged.
+    #[must_use]
+    pub fn fresh() -> Self {
+        Self(rand::random::<u64>() >> 1)
+    }
+
+    /// The version a backend stored as `raw`.
+    #[must_use]
+    pub const fn from_raw(raw: u64) -> Self {
+        Self(raw)
+    }
+
+    /// The number a backend stores.
+    #[must_use]
+    pub const fn raw(self) -> u64 {
+        self.0
+    }
+}
+
+/// What a conditional blob write ([`ResourceStore::put_blob_if`]) expects to find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Anything: an unconditional write.
+    Any,
+    /// No blob of that name.
+    Absent,
+    /// The blob at exactly this version.
+    Version(BlobVersion),
+}
+
+impl Expect {
+    /// Whether a blob currently at `current` (`None`: no blob) meets the expectation.
+    #[must_use]
+    pub fn holds(self, current: Option<BlobVersion>) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Absent => current.is_none(),
+            Self::Version(v) => current == Some(v),
+        }
+    }
+
+    /// The error of a write whose expectation failed.
+    #[must_use]
+    pub fn failed(key: &ResourceKey, name: &str) -> Error {
+        Error::conflict(format!(
+            "the blob {name:?} of {key} was changed by another writer"
+        ))
+    }
+}
+
 /// Whether `doc` passes every filter.
 #[must_use]
 pub fn matches_all(doc: &Value, filters: &[Filter]) -> bool {
@@ -317,18 +394,48 @@ pub trait ResourceStore: Debug + Send + Sync + 'static {
     /// `NotFound` when it does not exist; `Conflict` when it has children.
     async fn delete(&self, key: &ResourceKey) -> Result<()>;
 
-    /// Stores the blob `name` of `key` from `data`, replacing a previous one atomically; returns
-    /// its size. Persistent backends write it chunk by chunk, never holding it whole.
+    /// Stores the blob `name` of `key` from `data` if the blob is as `expect` says, replacing a
+    /// previous one atomically; returns its size and new version. Persistent backends write it
+    /// chunk by chunk, never holding it whole. The check and the replace are one atomic step, so
+    /// of two writers expecting one version, one wins and the other gets `Conflict` (whatever
+    /// the process each runs in): the compare-and-set that state records are kept with.
     ///
     /// # Errors
-    /// `NotFound` when `key` does not exist; the stream's error when it fails.
-    async fn put_blob(&self, key: &ResourceKey, name: &str, data: BlobStream) -> Result<u64>;
+    /// `NotFound` when `key` does not exist; `Conflict` when the blob is not as expected; the
+    /// stream's error when it fails. A failed put leaves the previous blob.
+    async fn put_blob_if(
+        &self,
+        key: &ResourceKey,
+        name: &str,
+        data: BlobStream,
+        expect: Expect,
+    ) -> Result<(u64, BlobVersion)>;
+
+    /// The blob `name` of `key`, streamed, with the version it was read at.
+    ///
+    /// # Errors
+    /// `NotFound` when there is no such blob.
+    async fn get_blob_versioned(
+        &self,
+        key: &ResourceKey,
+        name: &str,
+    ) -> Result<(BlobVersion, BlobStream)>;
+
+    /// Stores the blob `name` of `key` from `data` whatever was there; returns its size.
+    ///
+    /// # Errors
+    /// As [`Self::put_blob_if`] but never `Conflict`.
+    async fn put_blob(&self, key: &ResourceKey, name: &str, data: BlobStream) -> Result<u64> {
+        Ok(self.put_blob_if(key, name, data, Expect::Any).await?.0)
+    }
 
     /// The blob `name` of `key`, streamed.
     ///
     /// # Errors
     /// `NotFound` when there is no such blob.
-    async fn get_blob(&self, key: &ResourceKey, name: &str) -> Result<BlobStream>;
+    async fn get_blob(&self, key: &ResourceKey, name: &str) -> Result<BlobStream> {
+        Ok(self.get_blob_versioned(key, name).await?.1)
+    }
 
     /// Deletes the blob `name` of `key`; returns whether it existed.
     async fn delete_blob(&self, key: &ResourceKey, name: &str) -> Result<bool>;

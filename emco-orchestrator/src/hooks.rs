@@ -6,14 +6,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_controller_sdk::rest::Hook;
-use emco_core::lifecycle::{
-    AppContextStatus, DigOperation, StateInfo, check_delete, transition, transition_named,
-};
+use emco_core::lifecycle::{AppContextStatus, DigOperation, StateInfo, check_delete, transition};
 use emco_core::model::{AppDependency, ClusterQuota, DeploymentIntentGroup, LogicalCloud};
 use emco_core::{Error, ErrorKind, Result};
 
-use crate::diglock::DigLocks;
 use crate::keys;
+use crate::state::{load_state, now_rfc3339, save_state};
 
 /// Fails with NotFound unless `key` exists.
 pub(crate) async fn must_exist(
@@ -35,79 +33,17 @@ fn composite_app_of(key: &ResourceKey) -> Result<ResourceKey> {
         .ok_or_else(|| Error::internal(format!("{key} is not under a composite app")))
 }
 
-/// The lifecycle record of the deployment intent group at `dig`.
-///
-/// # Errors
-/// NotFound when the group does not exist; Internal when the record is corrupt.
-pub async fn load_state(store: &dyn ResourceStore, dig: &ResourceKey) -> Result<StateInfo> {
-    let bytes = emco_appcontext::resource::read_blob(store, dig, keys::STATE_BLOB)
-        .await?
-        .ok_or_else(|| Error::not_found(format!("{dig} has no lifecycle record")))?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| Error::internal(format!("the state of {dig} is corrupt")).with_source(e))
-}
-
-/// Stores the lifecycle record of the deployment intent group at `dig`.
-///
-/// This is a plain write: a read-modify-write must hold the group's lock, as the orchestrator's
-/// own operations do, or a concurrent operation's update can be lost.
-///
-/// # Errors
-/// The store's errors.
-pub async fn save_state(
-    store: &dyn ResourceStore,
-    dig: &ResourceKey,
-    state: &StateInfo,
-) -> Result<()> {
-    let bytes = serde_json::to_vec(state)
-        .map_err(|e| Error::internal("cannot serialize a state record").with_source(e))?;
-    let data = futures::stream::iter([Ok(bytes::Bytes::from(bytes))]);
-    store
-        .put_blob(dig, keys::STATE_BLOB, Box::pin(data))
-        .await?;
-    Ok(())
-}
-
-/// Now as RFC 3339 UTC, for state records.
-pub(crate) fn now_rfc3339() -> String {
-    emco_core::time::rfc3339(std::time::SystemTime::now())
-}
-
-/// Applies `op` to the lifecycle record of the group at `dig` under the group's lock, so that
-/// concurrent operations on one group each see the record the previous one saved. The record is
-/// rewritten only when the operation recorded an action.
-///
-/// # Errors
-/// NotFound when the record does not exist; as [`StateInfo::apply`]; the store's errors.
-pub(crate) async fn apply_operation(
-    store: &dyn ResourceStore,
-    locks: &DigLocks,
-    dig: &ResourceKey,
-    op: DigOperation,
-) -> Result<()> {
-    let _held = locks.lock(dig).await;
-    let mut state = load_state(store, dig).await?;
-    let before = state.actions.len();
-    // EMCO's words for a refusal.
-    transition_named(dig.name().unwrap_or_default(), state.current_state(), op)?;
-    state.apply(op, "", now_rfc3339())?;
-    if state.actions.len() != before {
-        save_state(store, dig, &state).await?;
-    }
-    Ok(())
-}
-
 /// How the orchestrator builds a collection's hook: those touching a group's lifecycle record
-/// share the orchestrator's locks; the group's own hook also reaches its AppContexts.
+/// reach the AppContexts they own.
 pub(crate) trait NewHook {
-    /// The hook, with `locks` and `contexts` if it needs them.
-    fn new_hook(locks: &DigLocks, contexts: &Arc<dyn AppContextStore>) -> Self;
+    /// The hook, with `contexts` if it needs them.
+    fn new_hook(contexts: &Arc<dyn AppContextStore>) -> Self;
 }
 
 macro_rules! stateless_hooks {
     ($($hook:ty),+) => {
         $(impl NewHook for $hook {
-            fn new_hook(_: &DigLocks, _: &Arc<dyn AppContextStore>) -> Self {
+            fn new_hook(_: &Arc<dyn AppContextStore>) -> Self {
                 Self
             }
         })+
@@ -123,18 +59,16 @@ stateless_hooks!(
 );
 
 impl NewHook for DigHook {
-    fn new_hook(locks: &DigLocks, contexts: &Arc<dyn AppContextStore>) -> Self {
+    fn new_hook(contexts: &Arc<dyn AppContextStore>) -> Self {
         Self {
-            locks: locks.clone(),
             owned: OwnedContexts::new(contexts),
         }
     }
 }
 
 impl NewHook for LogicalCloudHook {
-    fn new_hook(locks: &DigLocks, contexts: &Arc<dyn AppContextStore>) -> Self {
+    fn new_hook(contexts: &Arc<dyn AppContextStore>) -> Self {
         Self {
-            locks: locks.clone(),
             owned: OwnedContexts::new(contexts),
         }
     }
@@ -145,7 +79,6 @@ impl NewHook for LogicalCloudHook {
 /// created with the group, and a deleted group's AppContexts are deleted with it.
 #[derive(Debug, Clone)]
 pub struct DigHook {
-    locks: DigLocks,
     owned: OwnedContexts,
 }
 
@@ -256,14 +189,12 @@ impl Hook<DeploymentIntentGroup> for DigHook {
         created: bool,
     ) -> Result<()> {
         if created {
-            let _held = self.locks.lock(key).await;
             save_state(store, key, &StateInfo::created(now_rfc3339())).await?;
         }
         Ok(())
     }
 
     async fn before_delete(&self, store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
-        let _held = self.locks.lock(key).await;
         let state = load_state(store, key).await?;
         let current = self.owned.current_status(&state).await?;
         check_delete(state.current_state(), current)?;
@@ -341,7 +272,6 @@ impl Hook<ClusterQuota> for QuotaHook {
 /// deployed cloud cannot be deleted, and a deleted cloud's AppContexts are deleted with it.
 #[derive(Debug, Clone)]
 pub struct LogicalCloudHook {
-    locks: DigLocks,
     owned: OwnedContexts,
 }
 
@@ -353,7 +283,6 @@ impl Hook<LogicalCloud> for LogicalCloudHook {
 
     /// A deployed cloud must be terminated first (as in EMCO's dcm); its contexts go with it.
     async fn before_delete(&self, store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
-        let _held = self.locks.lock(key).await;
         let state = match load_state(store, key).await {
             Ok(s) => s,
             Err(e) if e.kind() == ErrorKind::NotFound => StateInfo::default(),

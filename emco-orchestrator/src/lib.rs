@@ -27,7 +27,6 @@
 //! ```
 
 pub mod dcm;
-mod diglock;
 mod hooks;
 pub mod keys;
 pub mod lifecycle;
@@ -35,6 +34,7 @@ pub mod ncm;
 pub mod notify;
 pub mod rest;
 pub mod runtime;
+mod state;
 pub mod status;
 pub mod upload;
 mod wording;
@@ -57,9 +57,9 @@ use emco_core::{Error, ErrorKind, Result, Validate};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-pub use hooks::{load_state, save_state};
 pub use lifecycle::{MigrateIntent, RollbackIntent};
 pub use runtime::{CLUSTER_SYNC_OBJECT, OrchestratorBuilder, StoreClusterResolver};
+pub use state::{load_state, save_state};
 pub use upload::Limits;
 
 /// The orchestrator: every onboarding operation over one resource store.
@@ -69,9 +69,6 @@ pub struct Orchestrator {
     limits: Limits,
     /// Which Helm release's rendering to match.
     helm: emco_helm::HelmCompat,
-    /// Serializes the updates of each group's lifecycle record (see [`diglock`]); shared by
-    /// clones so that every request handler of one process takes the same locks.
-    dig_locks: diglock::DigLocks,
     /// The AppContext store, rsync and the controller registry (see [`runtime`]).
     runtime: Arc<runtime::Runtime>,
 }
@@ -81,7 +78,7 @@ macro_rules! collections {
         $($(#[$doc])* #[must_use]
         pub fn $fn(&self) -> Collection<$ty> {
             Collection::new(Arc::clone(&self.store), $kind)
-                .with_hook(<$hook as hooks::NewHook>::new_hook(&self.dig_locks, &self.runtime.contexts))
+                .with_hook(<$hook as hooks::NewHook>::new_hook(&self.runtime.contexts))
                 .with_wording($wording())
         })+
     };
@@ -601,13 +598,7 @@ impl Orchestrator {
     /// NotFound; FailedPrecondition when it is deployed.
     pub async fn approve(&self, dig: &ResourceKey) -> Result<()> {
         self.dig_state(dig).await?;
-        hooks::apply_operation(
-            self.store.as_ref(),
-            &self.dig_locks,
-            dig,
-            DigOperation::Approve,
-        )
-        .await
+        state::apply_operation(self.store.as_ref(), dig, DigOperation::Approve).await
     }
 }
 

@@ -27,7 +27,7 @@ use emco_rsync::engine::{ClusterResolver, Rsync, RsyncBuilder};
 use tokio_util::sync::CancellationToken;
 
 use crate::upload::Limits;
-use crate::{Orchestrator, diglock, keys};
+use crate::{Orchestrator, keys};
 
 /// The blob of a logical cloud's cluster reference holding the kubeconfig dcm generated for that
 /// cloud on that cluster (standard and privileged logical clouds).
@@ -185,7 +185,6 @@ impl OrchestratorBuilder {
             store: self.store,
             limits: self.limits,
             helm: self.helm,
-            dig_locks: diglock::DigLocks::default(),
             runtime: Arc::new(Runtime {
                 shutdown: std::sync::Mutex::new(CancellationToken::new()),
                 contexts,

@@ -118,9 +118,31 @@ impl World {
         .await
         .unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let orch = Orchestrator::builder(resources)
+        let orch = Self::orchestrator(resources, contexts, dir.path());
+        let cancel = CancellationToken::new();
+        if resume {
+            orch.start(cancel.clone()).await.unwrap();
+        }
+        let world = Self {
+            fleet,
+            orch,
+            pool: KubePool::new(),
+            cancel,
+            dir,
+        };
+        world.onboard().await;
+        world
+    }
+
+    /// An orchestrator as the world's (a replica of it when given the world's stores).
+    fn orchestrator(
+        resources: Arc<dyn ResourceStore>,
+        contexts: Arc<dyn AppContextStore>,
+        dir: &Path,
+    ) -> Orchestrator {
+        Orchestrator::builder(resources)
             .contexts(contexts)
-            .gitops_dir(dir.path().join("clones"))
+            .gitops_dir(dir.join("clones"))
             .rsync(|b| {
                 b.backoff(Backoff {
                     initial: Duration::from_millis(50),
@@ -135,20 +157,7 @@ impl World {
                     .with_placement("avoid-c1", Arc::new(AvoidC1))
             })
             .build()
-            .unwrap();
-        let cancel = CancellationToken::new();
-        if resume {
-            orch.start(cancel.clone()).await.unwrap();
-        }
-        let world = Self {
-            fleet,
-            orch,
-            pool: KubePool::new(),
-            cancel,
-            dir,
-        };
-        world.onboard().await;
-        world
+            .unwrap()
     }
 
     async fn onboard(&self) {
@@ -704,6 +713,75 @@ async fn a_running_terminate_blocks_a_new_instantiate_until_stopped() {
     assert_ne!(second.id(), first.id());
     w.wait_status(&second, AppContextStatus::Instantiated).await;
     w.wait_service("c1", Some(&second)).await;
+    w.stop().await;
+}
+
+/// The AppContexts in `store`.
+async fn context_ids(store: &dyn AppContextStore) -> std::collections::BTreeSet<String> {
+    let page = store
+        .list(
+            "/context/",
+            emco_appcontext::ListOptions {
+                keys_only: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    page.kvs
+        .iter()
+        .filter_map(|kv| kv.key.strip_prefix("/context/")?.split('/').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Eight instantiates of one group race, half through a second orchestrator sharing the stores
+/// (another replica): the record's compare-and-set lets exactly one win; every other one is
+/// refused with EMCO's 409 text and deletes the context it built, so only the winner's context
+/// exists and reaches rsync (src/orchestrator/pkg/module/instantiation.go `Instantiate`:
+/// `DeploymentIntentGroup has already been instantiated`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_instantiates_one_wins_across_replicas() {
+    let w = World::start().await;
+    let other = World::orchestrator(
+        Arc::clone(w.orch.store()),
+        Arc::clone(w.orch.contexts()),
+        w.dir.path(),
+    );
+    let dig = w.dig("v1", "d1", "lc", "c1", &[]).await;
+    let before = context_ids(w.orch.contexts().as_ref()).await;
+    let racers = (0..8).map(|i| {
+        let orch = if i % 2 == 0 {
+            w.orch.clone()
+        } else {
+            other.clone()
+        };
+        let dig = dig.clone();
+        tokio::spawn(async move { orch.instantiate(&dig).await })
+    });
+    let results: Vec<_> = futures::future::join_all(racers)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let won = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(won, 1, "{results:?}");
+    for lost in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert_eq!(lost.kind(), ErrorKind::Conflict, "{lost}");
+        assert!(
+            lost.message()
+                .starts_with("DeploymentIntentGroup has already been instantiated"),
+            "{lost}"
+        );
+    }
+    let state = w.state(&dig).await;
+    assert_eq!(state.current_state(), DigState::Instantiated);
+    assert_eq!(state.actions.len(), 3, "{state:?}");
+    let after = context_ids(w.orch.contexts().as_ref()).await;
+    let new: Vec<_> = after.difference(&before).collect();
+    assert_eq!(new, [state.statusctxid.as_str()], "contexts left: {new:?}");
+    let ctx = w.context(&dig).await;
+    w.wait_status(&ctx, AppContextStatus::Instantiated).await;
     w.stop().await;
 }
 

@@ -1124,25 +1124,26 @@ impl ResourceStore for CountingStore {
     async fn delete(&self, key: &emco_appcontext::ResourceKey) -> emco_core::Result<()> {
         self.inner.delete(key).await
     }
-    async fn put_blob(
+    async fn put_blob_if(
         &self,
         key: &emco_appcontext::ResourceKey,
         name: &str,
         data: emco_appcontext::BlobStream,
-    ) -> emco_core::Result<u64> {
-        let n = self.inner.put_blob(key, name, data).await?;
+        expect: emco_appcontext::Expect,
+    ) -> emco_core::Result<(u64, emco_appcontext::BlobVersion)> {
+        let written = self.inner.put_blob_if(key, name, data, expect).await?;
         if name == keys::STATE_BLOB {
             self.state_writes
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
-        Ok(n)
+        Ok(written)
     }
-    async fn get_blob(
+    async fn get_blob_versioned(
         &self,
         key: &emco_appcontext::ResourceKey,
         name: &str,
-    ) -> emco_core::Result<emco_appcontext::BlobStream> {
-        let blob = self.inner.get_blob(key, name).await;
+    ) -> emco_core::Result<(emco_appcontext::BlobVersion, emco_appcontext::BlobStream)> {
+        let blob = self.inner.get_blob_versioned(key, name).await;
         tokio::task::yield_now().await;
         blob
     }

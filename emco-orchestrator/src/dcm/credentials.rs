@@ -32,7 +32,8 @@ use serde_json::{Value, json};
 
 use super::LC_APP;
 use crate::runtime::{LOGICAL_CLOUD_KUBECONFIG_BLOB, read_text_blob};
-use crate::{Orchestrator, from_value, hooks, keys};
+use crate::state::state_or_new;
+use crate::{Orchestrator, from_value, keys};
 
 /// The blob of a cluster reference holding the private key of a certificate request until its
 /// kubeconfig is built.
@@ -149,15 +150,21 @@ pub(crate) async fn put_text_blob(
 /// kubeconfigs, pending keys and certificates.
 pub(crate) async fn clear(store: &dyn ResourceStore, lc: &ResourceKey) -> Result<()> {
     for (key, value) in store.list(lc, keys::CLUSTER_REFERENCE, &[]).await? {
-        store
-            .delete_blob(&key, LOGICAL_CLOUD_KUBECONFIG_BLOB)
-            .await?;
-        store.delete_blob(&key, PENDING_KEY_BLOB).await?;
-        let mut reference: ClusterReference = from_value(&key, value)?;
-        if !reference.spec.certificate.is_empty() {
-            reference.spec.certificate.clear();
-            store.update(&key, &crate::to_value(&reference)?).await?;
-        }
+        clear_reference(store, &key, value).await?;
+    }
+    Ok(())
+}
+
+/// Forgets the credentials of the cluster reference at `key` (its document `value`).
+async fn clear_reference(store: &dyn ResourceStore, key: &ResourceKey, value: Value) -> Result<()> {
+    store
+        .delete_blob(key, LOGICAL_CLOUD_KUBECONFIG_BLOB)
+        .await?;
+    store.delete_blob(key, PENDING_KEY_BLOB).await?;
+    let mut reference: ClusterReference = from_value(key, value)?;
+    if !reference.spec.certificate.is_empty() {
+        reference.spec.certificate.clear();
+        store.update(key, &crate::to_value(&reference)?).await?;
     }
     Ok(())
 }
@@ -234,7 +241,7 @@ pub(crate) fn spawn_finisher(orch: &Orchestrator, project: &str, cloud: &str, ct
 
 /// Whether the logical cloud at `lc` is instantiated (or updated) with context `ctx_id`.
 async fn runs(orch: &Orchestrator, lc: &ResourceKey, ctx_id: u64) -> Result<bool> {
-    let state = hooks::load_state(orch.store().as_ref(), lc).await?;
+    let state = crate::state::load_state(orch.store().as_ref(), lc).await?;
     let current = state.current_context().and_then(|c| c.parse::<u64>().ok());
     Ok(current == Some(ctx_id)
         && matches!(
@@ -361,10 +368,10 @@ async fn finish_cluster(
         &cert_pem,
         &key_pem,
     )?;
-    // Under the cloud's lock, and only while the context is still the cloud's: a terminate
-    // that cleared the credentials meanwhile must not see them come back.
+    // Only while the context is still the cloud's, and checked again after the write: a
+    // terminate (here or in another replica) that cleared the credentials meanwhile must not see
+    // them come back, so what this wrote goes again if the cloud was terminated under it.
     let lc_key = keys::logical_cloud(project, &lc.metadata.name);
-    let _held = orch.dig_locks.lock(&lc_key).await;
     if !runs(orch, &lc_key, ctx.id()).await? {
         return Ok(true);
     }
@@ -377,6 +384,14 @@ async fn finish_cluster(
         }
     }
     store.delete_blob(reference, PENDING_KEY_BLOB).await?;
+    if !state_or_new(store, &lc_key)
+        .await?
+        .current_state()
+        .is_deployed()
+        && let Some(value) = store.get(reference).await?
+    {
+        clear_reference(store, reference, value).await?;
+    }
     Ok(true)
 }
 
@@ -401,7 +416,7 @@ async fn approve(conn: &KubeConnector, name: &str, mut csr: Value, cloud: &str) 
         "status": "True",
         "reason": "EMCOApproved",
         "message": format!("approved by EMCO for logical cloud {cloud}"),
-        "lastUpdateTime": crate::hooks::now_rfc3339(),
+        "lastUpdateTime": crate::state::now_rfc3339(),
     });
     match csr
         .pointer_mut("/status/conditions")

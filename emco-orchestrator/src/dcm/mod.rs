@@ -33,15 +33,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use emco_appcontext::context::{AppContextStatus, CompositeAppMeta, ContextWriter};
-use emco_appcontext::{AppContext, Filter, ResourceKey, ResourceStore};
-use emco_core::lifecycle::{DigState, StateAction, StateInfo};
+use emco_appcontext::{AppContext, Filter, ResourceKey};
+use emco_core::lifecycle::{DigState, StateInfo};
 use emco_core::model::{ClusterReference, LogicalCloud};
 use emco_core::{Error, ErrorKind, Result};
 
 pub use status::{LogicalCloudStatus, LogicalCloudStatusQuery};
 
 use crate::runtime::{LOGICAL_CLOUD_KUBECONFIG_BLOB, read_text_blob};
-use crate::{Orchestrator, from_value, hooks, keys};
+use crate::state::{Record, append_and_hand_over, deploy_fresh, state_or_new};
+use crate::{Orchestrator, from_value, keys};
 
 /// The one app of a logical cloud's AppContext.
 pub const LC_APP: &str = "logical-cloud";
@@ -80,7 +81,7 @@ pub async fn cloud_for_deployment(
             )));
         }
     };
-    let state = match hooks::load_state(orch.store().as_ref(), &key).await {
+    let state = match crate::state::load_state(orch.store().as_ref(), &key).await {
         Ok(s) => s.current_state(),
         Err(e) if e.kind() == ErrorKind::NotFound => DigState::Created,
         Err(e) => return Err(e),
@@ -174,19 +175,6 @@ fn no_references() -> Error {
     Error::invalid("No Cluster References associated")
 }
 
-/// The lifecycle record of the logical cloud at `key` (a fresh Created one when it has none).
-/// The lifecycle record kept at `key`; an empty one (Created) when there is none yet.
-pub(crate) async fn state_or_new(
-    store: &dyn ResourceStore,
-    key: &ResourceKey,
-) -> Result<StateInfo> {
-    match hooks::load_state(store, key).await {
-        Ok(s) => Ok(s),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(StateInfo::default()),
-        Err(e) => Err(e),
-    }
-}
-
 /// Adds `app` to a context as its only app, deployed at once (order and dependency `go`).
 pub(crate) fn add_only_app(w: &mut ContextWriter, app: &str) -> Result<()> {
     w.add_app(app)?;
@@ -201,29 +189,8 @@ pub(crate) async fn discard(ctx: &AppContext) {
     }
 }
 
-/// Appends `state` reached with context `instance` and saves the record.
 /// The namespace an admin cloud reads after instantiate: the one clm gives every cluster.
 pub const ADMIN_NAMESPACE: &str = "default";
-
-pub(crate) async fn record(
-    store: &dyn ResourceStore,
-    key: &ResourceKey,
-    mut info: StateInfo,
-    state: DigState,
-    instance: String,
-    revision: i64,
-) -> Result<()> {
-    if !instance.is_empty() {
-        info.statusctxid.clone_from(&instance);
-    }
-    info.actions.push(StateAction {
-        state,
-        instance,
-        time: hooks::now_rfc3339(),
-        revision,
-    });
-    hooks::save_state(store, key, &info).await
-}
 
 impl Orchestrator {
     async fn logical_cloud(&self, project: &str, name: &str) -> Result<LogicalCloud> {
@@ -275,18 +242,18 @@ impl Orchestrator {
     /// while the previous terminate still runs.
     pub async fn instantiate_logical_cloud(&self, project: &str, name: &str) -> Result<()> {
         let key = keys::logical_cloud(project, name);
-        let _held = self.dig_locks.lock(&key).await;
+        let store = self.store().as_ref();
         let lc = self.logical_cloud(project, name).await?;
         // dcm's instantiateHandler reads the cluster references before the state.
         let references = self.references(&key).await?;
         if references.is_empty() {
             return Err(no_references());
         }
-        let info = state_or_new(self.store().as_ref(), &key).await?;
-        let Some(to) = next_state(info.current_state(), Op::Instantiate)? else {
+        let record = Record::load_or_new(store, &key).await?;
+        let Some(to) = next_state(record.info.current_state(), Op::Instantiate)? else {
             return Ok(());
         };
-        if let Some(previous) = self.load_context(info.current_context()).await?
+        if let Some(previous) = self.load_context(record.info.current_context()).await?
             && previous
                 .status()
                 .await?
@@ -296,37 +263,52 @@ impl Orchestrator {
                 "logical cloud {name:?} is still terminating; try again when it is done"
             )));
         }
-        credentials::clear(self.store().as_ref(), &key).await?;
-        if lc.is_admin() {
-            // dcm stores the clusters' own namespace as the admin cloud's, and clm registers
-            // every cluster with `default` (src/dcm/pkg/module/apply.go `Instantiate`,
-            // src/clm/pkg/cluster/cluster.go `CreateCluster`).
-            if lc.spec.namespace != ADMIN_NAMESPACE {
-                let mut lc = lc;
-                ADMIN_NAMESPACE.clone_into(&mut lc.spec.namespace);
-                let doc = serde_json::to_value(&lc).map_err(|e| {
-                    Error::internal("cannot serialize a logical cloud").with_source(e)
-                })?;
-                self.store().update(&key, &doc).await?;
+        // Claimed before its side effects (credentials, keys on the references): a concurrent
+        // instantiate, here or in another replica, is refused by the record from now on.
+        let claimed = record.append(store, &key, to, String::new(), 1).await?;
+        let ctx = match self.instantiate_claimed(project, lc, &references).await {
+            Ok(Some(ctx)) => ctx,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                claimed.revert(store, &key, &record).await;
+                return Err(e);
             }
-            return record(self.store().as_ref(), &key, info, to, String::new(), 1).await;
-        }
-        let ctx = self.cloud_context(project, &lc, &references, None).await?;
-        if let Err(e) = self.rsync().instantiate(ctx.id()).await {
-            discard(&ctx).await;
-            return Err(e);
-        }
-        record(
-            self.store().as_ref(),
-            &key,
-            info,
-            to,
-            ctx.id().to_string(),
-            1,
-        )
-        .await?;
+        };
+        // A terminate that took the claim meanwhile makes the fill fail: never deployed.
+        let written = claimed.fill(store, &key, ctx.id().to_string()).await;
+        let queued = self.rsync().instantiate(ctx.id());
+        deploy_fresh(store, &key, written, &record, &ctx, queued).await?;
         credentials::spawn_finisher(self, project, name, ctx.id());
         Ok(())
+    }
+
+    /// The side effects of a claimed instantiate: the cloud's credentials are cleared, then an
+    /// admin cloud gets the clusters' namespace (and no context), any other cloud the context
+    /// to deploy.
+    async fn instantiate_claimed(
+        &self,
+        project: &str,
+        mut lc: LogicalCloud,
+        references: &[(ResourceKey, ClusterReference)],
+    ) -> Result<Option<AppContext>> {
+        let key = keys::logical_cloud(project, &lc.metadata.name);
+        credentials::clear(self.store().as_ref(), &key).await?;
+        if !lc.is_admin() {
+            return self
+                .cloud_context(project, &lc, references, None)
+                .await
+                .map(Some);
+        }
+        // dcm stores the clusters' own namespace as the admin cloud's, and clm registers
+        // every cluster with `default` (src/dcm/pkg/module/apply.go `Instantiate`,
+        // src/clm/pkg/cluster/cluster.go `CreateCluster`).
+        if lc.spec.namespace != ADMIN_NAMESPACE {
+            ADMIN_NAMESPACE.clone_into(&mut lc.spec.namespace);
+            let doc = serde_json::to_value(&lc)
+                .map_err(|e| Error::internal("cannot serialize a logical cloud").with_source(e))?;
+            self.store().update(&key, &doc).await?;
+        }
+        Ok(None)
     }
 
     /// Writes the AppContext of a level-1 cloud over `references`. A cluster whose request is
@@ -415,24 +397,25 @@ impl Orchestrator {
     /// a deployment intent group of the cloud is deployed.
     pub async fn terminate_logical_cloud(&self, project: &str, name: &str) -> Result<()> {
         let key = keys::logical_cloud(project, name);
-        let _held = self.dig_locks.lock(&key).await;
+        let store = self.store().as_ref();
         self.logical_cloud(project, name).await?;
         // dcm's terminateHandler reads the cluster references before the state.
         if self.references(&key).await?.is_empty() {
             return Err(no_references());
         }
-        let info = state_or_new(self.store().as_ref(), &key).await?;
-        let Some(to) = next_state(info.current_state(), Op::Terminate)? else {
+        let record = Record::load_or_new(store, &key).await?;
+        let Some(to) = next_state(record.info.current_state(), Op::Terminate)? else {
             return Ok(());
         };
         self.check_no_deployments(project, name).await?;
-        let instance = info.current_context().unwrap_or_default().to_owned();
-        if let Some(ctx) = self.load_context(Some(&instance)).await? {
-            self.rsync().terminate(ctx.id()).await?;
-        }
-        credentials::clear(self.store().as_ref(), &key).await?;
-        let revision = info.latest_revision();
-        record(self.store().as_ref(), &key, info, to, instance, revision).await
+        let instance = record.info.current_context().unwrap_or_default().to_owned();
+        let revision = record.info.latest_revision();
+        let queued = self
+            .load_context(Some(&instance))
+            .await?
+            .map(|ctx| self.rsync().terminate(ctx.id()));
+        append_and_hand_over(store, &key, &record, (to, instance, revision), queued).await?;
+        credentials::clear(store, &key).await
     }
 
     /// Fails with Conflict while a deployment intent group of cloud `name` is deployed.
@@ -447,7 +430,7 @@ impl Orchestrator {
                 .await?
             {
                 let dig_key = ca_key.child(keys::DIG, dig.metadata.name.as_str());
-                let state = hooks::load_state(self.store().as_ref(), &dig_key).await?;
+                let state = crate::state::load_state(self.store().as_ref(), &dig_key).await?;
                 if state.current_state().is_deployed() {
                     return Err(Error::conflict(format!(
                         "deployment intent group {:?} of composite app {:?} uses logical cloud \
@@ -469,18 +452,19 @@ impl Orchestrator {
     /// NotFound; Conflict when there is nothing to stop.
     pub async fn stop_logical_cloud(&self, project: &str, name: &str) -> Result<()> {
         let key = keys::logical_cloud(project, name);
-        let _held = self.dig_locks.lock(&key).await;
+        let store = self.store().as_ref();
         self.logical_cloud(project, name).await?;
-        let info = state_or_new(self.store().as_ref(), &key).await?;
-        let Some(to) = next_state(info.current_state(), Op::Stop)? else {
+        let record = Record::load_or_new(store, &key).await?;
+        let Some(to) = next_state(record.info.current_state(), Op::Stop)? else {
             return Ok(());
         };
-        let instance = info.current_context().unwrap_or_default().to_owned();
-        if let Some(ctx) = self.load_context(Some(&instance)).await? {
-            self.rsync().stop(ctx.id()).await?;
-        }
-        let revision = info.latest_revision();
-        record(self.store().as_ref(), &key, info, to, instance, revision).await
+        let instance = record.info.current_context().unwrap_or_default().to_owned();
+        let revision = record.info.latest_revision();
+        let queued = self
+            .load_context(Some(&instance))
+            .await?
+            .map(|ctx| self.rsync().stop(ctx.id()));
+        append_and_hand_over(store, &key, &record, (to, instance, revision), queued).await
     }
 
     /// Updates instantiated logical cloud `name` to its current user permissions, quotas and
@@ -491,56 +475,55 @@ impl Orchestrator {
     /// NotFound; InvalidArgument without cluster references; Conflict in a wrong state.
     pub async fn update_logical_cloud(&self, project: &str, name: &str) -> Result<i64> {
         let key = keys::logical_cloud(project, name);
-        let _held = self.dig_locks.lock(&key).await;
+        let store = self.store().as_ref();
         let lc = self.logical_cloud(project, name).await?;
-        let info = state_or_new(self.store().as_ref(), &key).await?;
-        let Some(to) = next_state(info.current_state(), Op::Update)? else {
-            return Ok(info.latest_revision());
+        let record = Record::load_or_new(store, &key).await?;
+        let Some(to) = next_state(record.info.current_state(), Op::Update)? else {
+            return Ok(record.info.latest_revision());
         };
         let references = self.references(&key).await?;
         if references.is_empty() {
             return Err(no_references());
         }
-        let revision = info.latest_revision() + 1;
-        if lc.is_admin() {
-            record(
-                self.store().as_ref(),
-                &key,
-                info,
-                to,
-                String::new(),
-                revision,
-            )
+        if !lc.is_admin() && record.claimed() {
+            return Err(Error::conflict(format!(
+                "an operation on logical cloud {name:?} is in progress; try again when it is done"
+            )));
+        }
+        let revision = record.info.latest_revision() + 1;
+        let old = self.load_context(record.info.current_context()).await?;
+        // Claimed before its side effects, as an instantiate.
+        let claimed = record
+            .append(store, &key, to, String::new(), revision)
             .await?;
+        if lc.is_admin() {
             return Ok(revision);
         }
-        let old = self.load_context(info.current_context()).await?;
-        if old.is_none() {
-            // Every cluster gets a new request, hence a new kubeconfig.
-            credentials::clear(self.store().as_ref(), &key).await?;
-        }
-        let ctx = self
-            .cloud_context(project, &lc, &references, old.as_ref())
-            .await?;
+        let built = async {
+            if old.is_none() {
+                // Every cluster gets a new request, hence a new kubeconfig.
+                credentials::clear(store, &key).await?;
+            }
+            self.cloud_context(project, &lc, &references, old.as_ref())
+                .await
+        };
+        let ctx = match built.await {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                claimed.revert(store, &key, &record).await;
+                return Err(e);
+            }
+        };
+        let written = claimed.fill(store, &key, ctx.id().to_string()).await;
         // Without the running context (lost with an in-memory AppContext store) the new one is
         // simply instantiated; server-side apply takes over what is already there.
-        let handed = match &old {
-            Some(old) => self.rsync().update(old.id(), ctx.id()).await,
-            None => self.rsync().instantiate(ctx.id()).await,
+        let handed = async {
+            match &old {
+                Some(old) => self.rsync().update(old.id(), ctx.id()).await,
+                None => self.rsync().instantiate(ctx.id()).await,
+            }
         };
-        if let Err(e) = handed {
-            discard(&ctx).await;
-            return Err(e);
-        }
-        record(
-            self.store().as_ref(),
-            &key,
-            info,
-            to,
-            ctx.id().to_string(),
-            revision,
-        )
-        .await?;
+        deploy_fresh(store, &key, written, &record, &ctx, handed).await?;
         credentials::spawn_finisher(self, project, name, ctx.id());
         Ok(revision)
     }

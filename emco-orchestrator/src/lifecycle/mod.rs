@@ -1,9 +1,13 @@
 //! The lifecycle of deployment intent groups: instantiate, terminate, stop, update, migrate and
 //! rollback (EMCO.md sections 4 and 6).
 //!
-//! Each operation holds the group's lock from reading its lifecycle record to saving it, so
-//! operations on one group run one after the other while other groups proceed concurrently.
-//! A group's record (`{statusctxid, actions}`, see [`StateInfo`]) names the AppContext of every
+//! Each operation reads the group's lifecycle record, does its work (rendering, controllers)
+//! holding nothing, then records its outcome with a compare-and-set against the record it read
+//! (see [`crate::state`]) and only then hands the work to rsync. Of two operations racing on one
+//! group, in one process or in several replicas, one wins; the other deletes what it built and
+//! answers with the refusal the winner's record gives (EMCO's words, a 409 for a second
+//! instantiate), so rsync never gets a loser's work. When rsync refuses the work, the record is
+//! put back. A group's record (`{statusctxid, actions}`, see [`StateInfo`]) names the AppContext of every
 //! revision; `statusctxid` is the context currently deployed.
 //!
 //! | operation | AppContext | rsync | record |
@@ -42,8 +46,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use build::DigPath;
 
-use crate::hooks::{load_state, now_rfc3339, save_state};
 use crate::rest::DIG;
+use crate::state::{Record, deploy_fresh, hand_over, load_state, now_rfc3339};
 use crate::{Orchestrator, keys};
 
 /// The body of `POST DIG/rollback`: `{metadata, spec:{revision}}`.
@@ -163,56 +167,67 @@ impl Orchestrator {
             .map_err(|_| Error::internal(format!("the state of {dig} names context {id:?}")))
     }
 
-    /// Records `op` (deploying context `ctx`) in the record of `dig`, already checked.
+    /// Records `op` (deploying context `ctx`) over `record` of `dig`, already checked: the
+    /// compare-and-set that decides a race. Returns the record as written.
+    ///
+    /// # Errors
+    /// The refusal of the record that won a race (see [`Self::lost`]); the store's errors.
     async fn record(
         &self,
         dig: &ResourceKey,
-        mut state: StateInfo,
+        record: &Record,
         op: DigOperation,
         ctx: u64,
-    ) -> Result<StateInfo> {
+    ) -> Result<Record> {
+        let mut state = record.info.clone();
         state.apply(op, ctx.to_string(), now_rfc3339())?;
         if !matches!(op, DigOperation::Terminate | DigOperation::Stop) {
             state.statusctxid = ctx.to_string();
         }
-        save_state(self.store.as_ref(), dig, &state).await?;
-        Ok(state)
+        match record.swap(self.store.as_ref(), dig, state).await {
+            Err(e) if e.kind() == ErrorKind::Conflict => Err(self.lost(dig, op, e).await),
+            written => written,
+        }
+    }
+
+    /// Why `op` lost a race on the record of `dig`: the refusal the winner's record gives, in
+    /// EMCO's words (`already been instantiated` for a second instantiate), or `lost` itself
+    /// when the record still allows `op`.
+    async fn lost(&self, dig: &ResourceKey, op: DigOperation, lost: Error) -> Error {
+        match load_state(self.store.as_ref(), dig).await {
+            Ok(now) => transition_named(dig_name(dig), now.current_state(), op)
+                .err()
+                .unwrap_or(lost),
+            Err(e) => e,
+        }
     }
 
     /// Instantiates the deployment intent group at `dig` (EMCO.md section 4): renders its apps,
-    /// places them, writes a new AppContext, runs the placement then action controllers and
-    /// hands the context to rsync. Returns once rsync has the work queued; follow the progress
-    /// in the AppContext's status.
+    /// places them, writes a new AppContext, runs the placement then action controllers,
+    /// records the group Instantiated and hands the context to rsync. Returns once rsync has
+    /// the work queued; follow the progress in the AppContext's status.
     ///
     /// # Errors
     /// NotFound (the group or a piece it names); FailedPrecondition when it is not approved or
-    /// its logical cloud is not instantiated; Conflict when it is already instantiated or the
-    /// terminate of its previous deployment still runs; InvalidArgument for a bad chart, profile or placement; a controller's failure, naming it
-    /// (the group's state is then unchanged).
+    /// its logical cloud is not instantiated; Conflict when it is already instantiated (also
+    /// by a concurrent instantiate that won) or the terminate of its previous deployment still
+    /// runs; InvalidArgument for a bad chart, profile or placement; a controller's failure,
+    /// naming it (the group's state is then unchanged).
     pub async fn instantiate(&self, dig: &ResourceKey) -> Result<()> {
         let group = self.load_dig(dig).await?;
-        let _held = self.dig_locks.lock(dig).await;
-        let state = load_state(self.store.as_ref(), dig).await?;
+        let record = Record::load(self.store.as_ref(), dig).await?;
         transition_named(
             dig_name(dig),
-            state.current_state(),
+            record.info.current_state(),
             DigOperation::Instantiate,
         )?;
-        self.check_terminated(dig, &state).await?;
+        self.check_terminated(dig, &record.info).await?;
         let ctx = build::build_context(self, dig, &group, None).await?;
-        self.hand_over(&ctx, self.rsync().instantiate(ctx.id()))
-            .await?;
-        if let Err(e) = self
-            .record(dig, state, DigOperation::Instantiate, ctx.id())
-            .await
-        {
-            // Unrecorded, the deployment could never be terminated through the group: undo it.
-            if let Err(undo) = self.rsync().terminate(ctx.id()).await {
-                tracing::warn!(ctx = ctx.id(), error = %undo, "cannot undo an unrecorded instantiate");
-            }
-            return Err(e);
-        }
-        Ok(())
+        let written = self
+            .record(dig, &record, DigOperation::Instantiate, ctx.id())
+            .await;
+        let queued = self.rsync().instantiate(ctx.id());
+        deploy_fresh(self.store.as_ref(), dig, written, &record, &ctx, queued).await
     }
 
     /// Refuses to deploy a group again while the terminate of its previous deployment still
@@ -262,19 +277,13 @@ impl Orchestrator {
         }
     }
 
-    /// Deletes `ctx` when `queued` (giving it to rsync) failed.
-    async fn hand_over(
-        &self,
-        ctx: &AppContext,
-        queued: impl Future<Output = Result<()>>,
-    ) -> Result<()> {
-        if let Err(e) = queued.await {
-            if let Err(undo) = ctx.delete().await {
-                tracing::warn!(ctx = ctx.id(), error = %undo, "cannot delete an unused context");
-            }
-            return Err(e);
-        }
-        Ok(())
+    /// The record of `dig` checked for `op`, with the context `op` acts on (the current one).
+    async fn checked(&self, dig: &ResourceKey, op: DigOperation) -> Result<(Record, u64)> {
+        self.load_dig(dig).await?;
+        let record = Record::load(self.store.as_ref(), dig).await?;
+        transition_named(dig_name(dig), record.info.current_state(), op)?;
+        let ctx = Self::current_context(dig, &record.info)?;
+        Ok((record, ctx))
     }
 
     /// Terminates the deployment intent group at `dig`: rsync removes its resources from the
@@ -284,18 +293,17 @@ impl Orchestrator {
     /// NotFound; FailedPrecondition when it was never instantiated; Conflict when it is
     /// already terminated.
     pub async fn terminate(&self, dig: &ResourceKey) -> Result<()> {
-        self.load_dig(dig).await?;
-        let _held = self.dig_locks.lock(dig).await;
-        let state = load_state(self.store.as_ref(), dig).await?;
-        transition_named(
-            dig_name(dig),
-            state.current_state(),
-            DigOperation::Terminate,
-        )?;
-        let ctx = Self::current_context(dig, &state)?;
-        self.rsync().terminate(ctx).await?;
-        self.record(dig, state, DigOperation::Terminate, ctx)
+        let (record, ctx) = self.checked(dig, DigOperation::Terminate).await?;
+        let written = self
+            .record(dig, &record, DigOperation::Terminate, ctx)
             .await?;
+        hand_over(
+            self.store.as_ref(),
+            self.rsync().terminate(ctx),
+            &[(dig, &written, &record)],
+            None,
+        )
+        .await?;
         // Controllers are told after the fact: the deployment is going whatever they answer,
         // and a controller that is down must not keep it on the clusters.
         let intents = build::dig_intents(self, dig).await?;
@@ -317,15 +325,15 @@ impl Orchestrator {
     /// # Errors
     /// NotFound; FailedPrecondition when nothing was ever instantiated.
     pub async fn stop(&self, dig: &ResourceKey) -> Result<()> {
-        self.load_dig(dig).await?;
-        let _held = self.dig_locks.lock(dig).await;
-        let state = load_state(self.store.as_ref(), dig).await?;
-        transition_named(dig_name(dig), state.current_state(), DigOperation::Stop)?;
-        let ctx = Self::current_context(dig, &state)?;
-        self.rsync().stop(ctx).await?;
-        self.record(dig, state, DigOperation::Stop, ctx)
-            .await
-            .map(drop)
+        let (record, ctx) = self.checked(dig, DigOperation::Stop).await?;
+        let written = self.record(dig, &record, DigOperation::Stop, ctx).await?;
+        hand_over(
+            self.store.as_ref(),
+            self.rsync().stop(ctx),
+            &[(dig, &written, &record)],
+            None,
+        )
+        .await
     }
 
     /// Deploys the current intents of the instantiated group at `dig` as a new revision: a new
@@ -336,17 +344,15 @@ impl Orchestrator {
     /// As [`Self::instantiate`]; FailedPrecondition unless it is Instantiated or Updated.
     pub async fn update(&self, dig: &ResourceKey) -> Result<i64> {
         let group = self.load_dig(dig).await?;
-        let _held = self.dig_locks.lock(dig).await;
-        let state = load_state(self.store.as_ref(), dig).await?;
-        transition_named(dig_name(dig), state.current_state(), DigOperation::Update)?;
-        let old = Self::current_context(dig, &state)?;
+        let (record, old) = self.checked(dig, DigOperation::Update).await?;
         let ctx = build::build_context(self, dig, &group, Some(old)).await?;
-        self.hand_over(&ctx, self.rsync().update(old, ctx.id()))
-            .await?;
-        let state = self
-            .record(dig, state, DigOperation::Update, ctx.id())
-            .await?;
-        Ok(state.latest_revision())
+        let written = self
+            .record(dig, &record, DigOperation::Update, ctx.id())
+            .await;
+        let revision = written.as_ref().map_or(0, |w| w.info.latest_revision());
+        let queued = self.rsync().update(old, ctx.id());
+        deploy_fresh(self.store.as_ref(), dig, written, &record, &ctx, queued).await?;
+        Ok(revision)
     }
 
     /// Rolls the group at `dig` back to `revision`, an earlier revision of its current
@@ -357,10 +363,8 @@ impl Orchestrator {
     /// NotFound; FailedPrecondition unless it is Instantiated or Updated; InvalidArgument when
     /// `revision` is not an earlier revision of the current deployment.
     pub async fn rollback(&self, dig: &ResourceKey, revision: i64) -> Result<i64> {
-        self.load_dig(dig).await?;
-        let _held = self.dig_locks.lock(dig).await;
-        let state = load_state(self.store.as_ref(), dig).await?;
-        transition_named(dig_name(dig), state.current_state(), DigOperation::Rollback)?;
+        let (record, current) = self.checked(dig, DigOperation::Rollback).await?;
+        let state = &record.info;
         // The revision deployed now: the last action's (revisions before a re-instantiate
         // can be higher, but they are not part of this deployment).
         let current_revision = state.actions.last().map_or(0, |a| a.revision);
@@ -379,15 +383,22 @@ impl Orchestrator {
         let target: u64 = target
             .parse()
             .map_err(|_| Error::internal(format!("the state of {dig} names context {target:?}")))?;
-        let current = Self::current_context(dig, &state)?;
         if target != current {
             self.settle(target).await?;
-            self.rsync().rollback(current, target).await?;
         }
-        let state = self
-            .record(dig, state, DigOperation::Rollback, target)
+        let written = self
+            .record(dig, &record, DigOperation::Rollback, target)
             .await?;
-        Ok(state.latest_revision())
+        if target != current {
+            hand_over(
+                self.store.as_ref(),
+                self.rsync().rollback(current, target),
+                &[(dig, &written, &record)],
+                None,
+            )
+            .await?;
+        }
+        Ok(written.info.latest_revision())
     }
 
     /// Migrates the deployment of the group at `dig` to another version of its composite app:
@@ -414,32 +425,50 @@ impl Orchestrator {
                 "a deployment intent group cannot migrate to itself",
             ));
         }
-        self.load_dig(dig).await?;
+        let (source_record, old) = self.checked(dig, DigOperation::Migrate).await?;
         let target_group = self.load_dig(&target).await?;
-        let _held = self.dig_locks.lock_pair(dig, &target).await;
-        let source_state = load_state(self.store.as_ref(), dig).await?;
-        transition_named(
-            dig_name(dig),
-            source_state.current_state(),
-            DigOperation::Migrate,
-        )?;
-        let target_state = load_state(self.store.as_ref(), &target).await?;
+        let target_record = Record::load(self.store.as_ref(), &target).await?;
         transition_named(
             dig_name(&target),
-            target_state.current_state(),
+            target_record.info.current_state(),
             DigOperation::Instantiate,
         )
         .map_err(|e| Error::new(e.kind(), format!("migrate target: {}", e.message())))?;
-        self.check_terminated(&target, &target_state).await?;
-        let old = Self::current_context(dig, &source_state)?;
+        self.check_terminated(&target, &target_record.info).await?;
         let ctx = build::build_context(self, &target, &target_group, Some(old)).await?;
-        self.hand_over(&ctx, self.rsync().update(old, ctx.id()))
-            .await?;
-        self.record(&target, target_state, DigOperation::Instantiate, ctx.id())
-            .await?;
-        self.record(dig, source_state, DigOperation::Terminate, old)
+        let target_written = match self
+            .record(&target, &target_record, DigOperation::Instantiate, ctx.id())
             .await
-            .map(drop)
+        {
+            Ok(w) => w,
+            Err(e) => {
+                crate::dcm::discard(&ctx).await;
+                return Err(e);
+            }
+        };
+        let source_written = match self
+            .record(dig, &source_record, DigOperation::Terminate, old)
+            .await
+        {
+            Ok(w) => w,
+            Err(e) => {
+                target_written
+                    .revert(self.store.as_ref(), &target, &target_record)
+                    .await;
+                crate::dcm::discard(&ctx).await;
+                return Err(e);
+            }
+        };
+        hand_over(
+            self.store.as_ref(),
+            self.rsync().update(old, ctx.id()),
+            &[
+                (&target, &target_written, &target_record),
+                (dig, &source_written, &source_record),
+            ],
+            Some(&ctx),
+        )
+        .await
     }
 }
 

@@ -37,7 +37,8 @@ use serde_json::{Value, json};
 pub(crate) use routes::routes;
 
 use crate::dcm::manifests::Manifest;
-use crate::dcm::{add_only_app, discard, record, state_or_new};
+use crate::dcm::{add_only_app, discard};
+use crate::state::{Record, append_and_hand_over, deploy_fresh, state_or_new};
 use crate::status::{Snapshot, context_of, full_answer};
 use crate::{Orchestrator, keys};
 
@@ -53,11 +54,11 @@ pub const MULTUS_KEY: &str = "CNI-Networking-Multi-VM-CNI-Wrapper";
 const CLUSTER_MISSING: &str = "Requested resource not found.";
 
 /// The lifecycle record of the cluster at `cluster`; NotFound when the cluster does not exist.
-async fn cluster_state(store: &dyn ResourceStore, cluster: &ResourceKey) -> Result<StateInfo> {
+async fn cluster_record(store: &dyn ResourceStore, cluster: &ResourceKey) -> Result<Record> {
     if store.get(cluster).await?.is_none() {
         return Err(Error::not_found(CLUSTER_MISSING));
     }
-    state_or_new(store, cluster).await
+    Record::load_or_new(store, cluster).await
 }
 
 /// ncm's `Cluster is in an invalid state` (409).
@@ -92,7 +93,10 @@ async fn check_delete(store: &dyn ResourceStore, key: &ResourceKey, which: &str)
 async fn network_state(store: &dyn ResourceStore, key: &ResourceKey) -> Result<(String, DigState)> {
     let cluster = key.parent().unwrap_or_default();
     let name = cluster.name().unwrap_or_default().to_owned();
-    Ok((name, cluster_state(store, &cluster).await?.current_state()))
+    Ok((
+        name,
+        cluster_record(store, &cluster).await?.info.current_state(),
+    ))
 }
 
 macro_rules! network_hooks {
@@ -232,7 +236,9 @@ impl Orchestrator {
     /// # Errors
     /// NotFound when the cluster does not exist.
     pub async fn cluster_network_state(&self, provider: &str, cluster: &str) -> Result<StateInfo> {
-        let info = cluster_state(self.store().as_ref(), &keys::cluster(provider, cluster)).await?;
+        let info = cluster_record(self.store().as_ref(), &keys::cluster(provider, cluster))
+            .await?
+            .info;
         if info.actions.is_empty() {
             return Ok(StateInfo::created(""));
         }
@@ -247,9 +253,8 @@ impl Orchestrator {
     /// errors.
     pub async fn apply_cluster_networks(&self, provider: &str, cluster: &str) -> Result<()> {
         let key = keys::cluster(provider, cluster);
-        let _held = self.dig_locks.lock(&key).await;
-        let info = cluster_state(self.store().as_ref(), &key).await?;
-        match info.current_state() {
+        let record = cluster_record(self.store().as_ref(), &key).await?;
+        match record.info.current_state() {
             DigState::Created | DigState::Terminated | DigState::TerminateStopped => {}
             DigState::Applied | DigState::InstantiateStopped => return Ok(()),
             s => return Err(invalid_state(cluster, s)),
@@ -283,12 +288,11 @@ impl Orchestrator {
             discard(&ctx).await;
             return Err(e);
         }
-        if let Err(e) = self.rsync().instantiate(ctx.id()).await {
-            discard(&ctx).await;
-            return Err(e);
-        }
+        let store = self.store().as_ref();
         let id = ctx.id().to_string();
-        record(self.store().as_ref(), &key, info, DigState::Applied, id, 0).await
+        let written = record.append(store, &key, DigState::Applied, id, 0).await;
+        let queued = self.rsync().instantiate(ctx.id());
+        deploy_fresh(store, &key, written, &record, &ctx, queued).await
     }
 
     /// Terminates the applied networks of cluster `cluster`: rsync removes their resources.
@@ -298,27 +302,21 @@ impl Orchestrator {
     /// NotFound for an unknown cluster; Conflict when never applied or in a wrong state.
     pub async fn terminate_cluster_networks(&self, provider: &str, cluster: &str) -> Result<()> {
         let key = keys::cluster(provider, cluster);
-        let _held = self.dig_locks.lock(&key).await;
-        let info = cluster_state(self.store().as_ref(), &key).await?;
-        match info.current_state() {
+        let store = self.store().as_ref();
+        let record = cluster_record(store, &key).await?;
+        match record.info.current_state() {
             DigState::Applied | DigState::InstantiateStopped => {}
             DigState::Terminated | DigState::TerminateStopped => return Ok(()),
             DigState::Created => return Err(not_applied(cluster)),
             s => return Err(invalid_state(cluster, s)),
         }
-        let instance = info.current_context().unwrap_or_default().to_owned();
-        if let Some(ctx) = self.load_context(Some(&instance)).await? {
-            self.rsync().terminate(ctx.id()).await?;
-        }
-        record(
-            self.store().as_ref(),
-            &key,
-            info,
-            DigState::Terminated,
-            instance,
-            0,
-        )
-        .await
+        let instance = record.info.current_context().unwrap_or_default().to_owned();
+        let queued = self
+            .load_context(Some(&instance))
+            .await?
+            .map(|ctx| self.rsync().terminate(ctx.id()));
+        let to = (DigState::Terminated, instance, 0);
+        append_and_hand_over(store, &key, &record, to, queued).await
     }
 
     /// Stops the running apply or terminate of cluster `cluster`'s networks: rsync stops
@@ -328,9 +326,9 @@ impl Orchestrator {
     /// NotFound for an unknown cluster; Conflict when there is nothing to stop.
     pub async fn stop_cluster_networks(&self, provider: &str, cluster: &str) -> Result<()> {
         let key = keys::cluster(provider, cluster);
-        let _held = self.dig_locks.lock(&key).await;
-        let info = cluster_state(self.store().as_ref(), &key).await?;
-        let to = match info.current_state() {
+        let store = self.store().as_ref();
+        let record = cluster_record(store, &key).await?;
+        let to = match record.info.current_state() {
             DigState::Applied => DigState::InstantiateStopped,
             DigState::Terminated => DigState::TerminateStopped,
             DigState::TerminateStopped => {
@@ -346,7 +344,7 @@ impl Orchestrator {
             DigState::Created => return Err(not_applied(cluster)),
             s => return Err(invalid_state(cluster, s)),
         };
-        let instance = info.current_context().unwrap_or_default().to_owned();
+        let instance = record.info.current_context().unwrap_or_default().to_owned();
         let ctx = self.load_context(Some(&instance)).await?;
         let running = match &ctx {
             Some(ctx) => ctx
@@ -360,10 +358,8 @@ impl Orchestrator {
                 "Cluster network intents are not instantiating or terminating:{cluster}"
             )));
         }
-        if let Some(ctx) = ctx {
-            self.rsync().stop(ctx.id()).await?;
-        }
-        record(self.store().as_ref(), &key, info, to, instance, 0).await
+        let queued = ctx.map(|ctx| self.rsync().stop(ctx.id()));
+        append_and_hand_over(store, &key, &record, (to, instance, 0), queued).await
     }
 
     /// The status of cluster `cluster`'s networks as `query` asks (ncm's `status` route: the

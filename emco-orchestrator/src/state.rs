@@ -1,0 +1,336 @@
+//! The lifecycle records of deployment intent groups, logical clouds and cluster networks.
+//!
+//! A record is the `state` blob of its object. Every change is a compare-and-set against the
+//! version the record was read at ([`ResourceStore::put_blob_if`]), so two operations racing on
+//! one object, in one process or in several replicas sharing the store, cannot both win: the
+//! loser gets `Conflict` and nothing of its own is recorded. No lock is held while an operation
+//! renders, calls controllers or hands work to rsync.
+
+use emco_appcontext::resource::read_blob_versioned;
+use emco_appcontext::{AppContext, Expect, ResourceKey, ResourceStore};
+use emco_core::lifecycle::{DigOperation, DigState, StateAction, StateInfo, transition_named};
+use emco_core::{Error, ErrorKind, Result};
+
+use crate::keys;
+
+/// A lifecycle record as read, with what a later write of it must find in the store.
+#[derive(Debug, Clone)]
+pub(crate) struct Record {
+    /// The record.
+    pub info: StateInfo,
+    /// The version read; `Absent` when the object had no record yet.
+    expect: Expect,
+}
+
+impl Record {
+    /// The record of `key`; `None` when it has none.
+    ///
+    /// # Errors
+    /// Internal when it is corrupt; the store's errors.
+    pub async fn read(store: &dyn ResourceStore, key: &ResourceKey) -> Result<Option<Self>> {
+        let Some((bytes, version)) = read_blob_versioned(store, key, keys::STATE_BLOB).await?
+        else {
+            return Ok(None);
+        };
+        let info = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::internal(format!("the state of {key} is corrupt")).with_source(e)
+        })?;
+        Ok(Some(Self {
+            info,
+            expect: Expect::Version(version),
+        }))
+    }
+
+    /// The record of `key`.
+    ///
+    /// # Errors
+    /// NotFound when it has none; as [`Self::read`].
+    pub async fn load(store: &dyn ResourceStore, key: &ResourceKey) -> Result<Self> {
+        Self::read(store, key)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("{key} has no lifecycle record")))
+    }
+
+    /// The record of `key`, or an empty one (Created) to be written for the first time.
+    ///
+    /// # Errors
+    /// As [`Self::read`].
+    pub async fn load_or_new(store: &dyn ResourceStore, key: &ResourceKey) -> Result<Self> {
+        Ok(Self::read(store, key).await?.unwrap_or(Self {
+            info: StateInfo::default(),
+            expect: Expect::Absent,
+        }))
+    }
+
+    /// Writes `info` in place of this record, unless another writer changed the record since
+    /// it was read; returns the record as written, for a further change.
+    ///
+    /// # Errors
+    /// Conflict when the record changed (re-read it and decide again); the store's errors.
+    pub async fn swap(
+        &self,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        info: StateInfo,
+    ) -> Result<Self> {
+        let (_, version) = store
+            .put_blob_if(key, keys::STATE_BLOB, encode(&info)?, self.expect)
+            .await
+            .map_err(|e| match e.kind() {
+                ErrorKind::Conflict => Error::conflict(format!(
+                    "{} {:?} was changed by a concurrent operation; try again",
+                    key.kind().unwrap_or("object"),
+                    key.name().unwrap_or_default()
+                )),
+                _ => e,
+            })?;
+        Ok(Self {
+            info,
+            expect: Expect::Version(version),
+        })
+    }
+
+    /// Appends `state` reached with context `instance` (empty: none, or not yet: see
+    /// [`Self::fill`]) at `revision` and writes the record by [`Self::swap`].
+    ///
+    /// # Errors
+    /// As [`Self::swap`].
+    pub async fn append(
+        &self,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        state: DigState,
+        instance: String,
+        revision: i64,
+    ) -> Result<Self> {
+        let mut info = self.info.clone();
+        if !instance.is_empty() {
+            info.statusctxid.clone_from(&instance);
+        }
+        info.actions.push(StateAction {
+            state,
+            instance,
+            time: now_rfc3339(),
+            revision,
+        });
+        self.swap(store, key, info).await
+    }
+
+    /// Whether the last action is a claim still waiting for its context ([`Self::fill`]).
+    #[must_use]
+    pub fn claimed(&self) -> bool {
+        self.info
+            .actions
+            .last()
+            .is_some_and(|a| a.instance.is_empty())
+    }
+
+    /// Names context `instance` in the last action, appended empty to claim the operation
+    /// before its side effects ([`Self::append`]).
+    ///
+    /// # Errors
+    /// As [`Self::swap`]: Conflict when another operation changed the record meanwhile.
+    pub async fn fill(
+        &self,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        instance: String,
+    ) -> Result<Self> {
+        let mut info = self.info.clone();
+        if let Some(last) = info.actions.last_mut() {
+            last.instance.clone_from(&instance);
+        }
+        info.statusctxid = instance;
+        self.swap(store, key, info).await
+    }
+
+    /// Puts back `previous` (the record this one replaced) after the operation that wrote
+    /// this record failed to start: best effort, as the failure is what the caller reports.
+    pub async fn revert(&self, store: &dyn ResourceStore, key: &ResourceKey, previous: &Self) {
+        if let Err(e) = self.swap(store, key, previous.info.clone()).await {
+            tracing::warn!(%key, error = %e, "cannot put back a lifecycle record");
+        }
+    }
+}
+
+/// Gives recorded work to rsync (`queued`). When rsync refuses it, each record is put back to
+/// what it was before (`undo`: key, record as written, record before) and `fresh`, the context
+/// built for the work, is deleted.
+///
+/// # Errors
+/// rsync's refusal.
+pub(crate) async fn hand_over(
+    store: &dyn ResourceStore,
+    queued: impl Future<Output = Result<()>>,
+    undo: &[(&ResourceKey, &Record, &Record)],
+    fresh: Option<&AppContext>,
+) -> Result<()> {
+    let Err(e) = queued.await else {
+        return Ok(());
+    };
+    for (key, written, before) in undo {
+        written.revert(store, key, before).await;
+    }
+    if let Some(ctx) = fresh {
+        crate::dcm::discard(ctx).await;
+    }
+    Err(e)
+}
+
+/// Hands the deploy of `fresh`, a context built for an operation, to rsync (`queued`) once
+/// the operation is recorded (`written`, over `before`). When the record was refused, as a
+/// loser of a race is, `fresh` is deleted unused; when rsync refuses, as [`hand_over`].
+///
+/// # Errors
+/// The record's or rsync's refusal.
+pub(crate) async fn deploy_fresh(
+    store: &dyn ResourceStore,
+    key: &ResourceKey,
+    written: Result<Record>,
+    before: &Record,
+    fresh: &AppContext,
+    queued: impl Future<Output = Result<()>>,
+) -> Result<()> {
+    match written {
+        Ok(written) => hand_over(store, queued, &[(key, &written, before)], Some(fresh)).await,
+        Err(e) => {
+            crate::dcm::discard(fresh).await;
+            Err(e)
+        }
+    }
+}
+
+/// Appends `state` reached with the current context `instance` to `record` of `key`, then
+/// hands the operation on that context to rsync (`queued`, `None` when there is no context),
+/// putting the record back when rsync refuses.
+///
+/// # Errors
+/// As [`Record::append`] and [`hand_over`].
+pub(crate) async fn append_and_hand_over(
+    store: &dyn ResourceStore,
+    key: &ResourceKey,
+    record: &Record,
+    (state, instance, revision): (DigState, String, i64),
+    queued: Option<impl Future<Output = Result<()>>>,
+) -> Result<()> {
+    let written = record.append(store, key, state, instance, revision).await?;
+    match queued {
+        Some(queued) => hand_over(store, queued, &[(key, &written, record)], None).await,
+        None => Ok(()),
+    }
+}
+
+fn encode(info: &StateInfo) -> Result<emco_appcontext::BlobStream> {
+    let bytes = serde_json::to_vec(info)
+        .map_err(|e| Error::internal("cannot serialize a state record").with_source(e))?;
+    Ok(Box::pin(futures::stream::iter([Ok(bytes::Bytes::from(
+        bytes,
+    ))])))
+}
+
+/// The lifecycle record kept at `key`; an empty one (Created) when there is none yet.
+///
+/// # Errors
+/// As [`Record::read`].
+pub(crate) async fn state_or_new(
+    store: &dyn ResourceStore,
+    key: &ResourceKey,
+) -> Result<StateInfo> {
+    Ok(Record::load_or_new(store, key).await?.info)
+}
+
+/// The lifecycle record of the object at `key` (a deployment intent group or logical cloud).
+///
+/// # Errors
+/// NotFound when it has none; Internal when the record is corrupt.
+pub async fn load_state(store: &dyn ResourceStore, key: &ResourceKey) -> Result<StateInfo> {
+    Ok(Record::load(store, key).await?.info)
+}
+
+/// Stores the lifecycle record of the object at `key` whatever it was: for creating a record
+/// and for tests. Operations change records with [`Record::swap`].
+///
+/// # Errors
+/// The store's errors.
+pub async fn save_state(
+    store: &dyn ResourceStore,
+    key: &ResourceKey,
+    state: &StateInfo,
+) -> Result<()> {
+    store
+        .put_blob_if(key, keys::STATE_BLOB, encode(state)?, Expect::Any)
+        .await
+        .map(drop)
+}
+
+/// Now as RFC 3339 UTC, for state records.
+pub(crate) fn now_rfc3339() -> String {
+    emco_core::time::rfc3339(std::time::SystemTime::now())
+}
+
+/// Applies `op` to the record of the group at `dig`, a change of the record alone (approve):
+/// a write that loses a race is decided again on the record that won, so each concurrent
+/// operation sees the one before it. The record is rewritten only when the operation recorded
+/// an action.
+///
+/// # Errors
+/// NotFound when the record does not exist; as [`StateInfo::apply`]; the store's errors.
+pub(crate) async fn apply_operation(
+    store: &dyn ResourceStore,
+    dig: &ResourceKey,
+    op: DigOperation,
+) -> Result<()> {
+    loop {
+        let record = Record::load(store, dig).await?;
+        let mut state = record.info.clone();
+        // EMCO's words for a refusal.
+        transition_named(dig.name().unwrap_or_default(), state.current_state(), op)?;
+        state.apply(op, "", now_rfc3339())?;
+        if state.actions.len() == record.info.actions.len() {
+            return Ok(());
+        }
+        match record.swap(store, dig, state).await {
+            Err(e) if e.kind() == ErrorKind::Conflict => {}
+            done => return done.map(drop),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use emco_appcontext::InMemoryResourceStore;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn a_stale_record_loses_and_the_winner_stays() {
+        let store = InMemoryResourceStore::new();
+        let key = ResourceKey::root().child("project", "p");
+        store.create(&key, &json!({})).await.unwrap();
+        let fresh = Record::load_or_new(&store, &key).await.unwrap();
+        let created = fresh
+            .swap(&store, &key, StateInfo::created("t0"))
+            .await
+            .unwrap();
+        // A second writer of a first record loses too.
+        let again = fresh.swap(&store, &key, StateInfo::created("t1")).await;
+        assert_eq!(again.unwrap_err().kind(), ErrorKind::Conflict);
+
+        let (a, b) = (
+            Record::load(&store, &key).await.unwrap(),
+            Record::load(&store, &key).await.unwrap(),
+        );
+        assert_eq!(a.expect, created.expect);
+        let mut approved = a.info.clone();
+        approved.apply(DigOperation::Approve, "", "t2").unwrap();
+        a.swap(&store, &key, approved).await.unwrap();
+        let mut other = b.info.clone();
+        other.apply(DigOperation::Approve, "", "t3").unwrap();
+        let lost = b.swap(&store, &key, other).await.unwrap_err();
+        assert_eq!(lost.kind(), ErrorKind::Conflict);
+        assert!(lost.message().contains("concurrent"), "{lost}");
+        let now = load_state(&store, &key).await.unwrap();
+        assert_eq!(now.current_state(), DigState::Approved);
+        assert_eq!(now.actions.last().unwrap().time, "t2");
+    }
+}
