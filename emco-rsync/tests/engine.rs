@@ -204,15 +204,8 @@ async fn an_event_not_allowed_is_marked_error_and_skipped() {
     rsync.wait_idle(ctx.id()).await;
     rsync.instantiate(ctx.id()).await.unwrap();
     rsync.wait_idle(ctx.id()).await;
-    let queue: Vec<_> = ctx
-        .event_queue()
-        .await
-        .unwrap()
-        .iter()
-        .map(|e| (e.event, e.status))
-        .collect();
     assert_eq!(
-        queue,
+        common::queue(&ctx).await,
         [
             (RsyncEvent::Terminate, QueueStatus::Error),
             (RsyncEvent::Instantiate, QueueStatus::Done)

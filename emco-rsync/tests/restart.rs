@@ -7,54 +7,22 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use common::{AppSpec, Env, clusters, config_map, context, status, until};
+use common::{
+    AppSpec, Env, applied_count, assert_config_maps, clusters, config_map, context, status, until,
+};
+use emco_appcontext::AppContext;
 use emco_appcontext::context::QueueStatus;
-use emco_appcontext::{AppContext, AppContextStore};
 use emco_core::lifecycle::{AppContextStatus, RsyncEvent};
-use emco_rsync::connector::DEPLOYMENT_ID_LABEL;
-use emco_rsync::connector::kube::KubeConnector;
-use emco_rsync::engine::{MapResolver, Rsync};
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
-use kube::api::ListParams;
+use emco_rsync::engine::Rsync;
 use kubesim::Fault;
 use tokio_util::sync::CancellationToken;
 
 const CLUSTERS: usize = 50;
 const RESOURCES: usize = 10;
 const CHILD: &str = "child_engine_instantiates_from_kubeconfigs";
-
-/// The etcd store under `prefix`: parent and child share one key space of their own, since an
-/// engine resumes every active context it sees, and other tests' engines run on the same etcd.
-async fn etcd(endpoint: &str, prefix: &str) -> Arc<dyn AppContextStore> {
-    Arc::new(
-        emco_appcontext::etcd::EtcdBuilder::new()
-            .with_endpoints([endpoint.to_owned()])
-            .with_prefix(prefix)
-            .build()
-            .await
-            .unwrap(),
-    )
-}
-
-/// How many resource statuses of the context say Applied, read in one listing.
-async fn applied_count(ctx: &AppContext) -> usize {
-    ctx.store()
-        .list_all(ctx.root_key(), false)
-        .await
-        .unwrap()
-        .iter()
-        .filter(|kv| {
-            kv.key.contains("/resource/")
-                && kv.key.ends_with("/status/")
-                && kv.value.as_ref() == br#"{"Status":"Applied"}"#
-        })
-        .count()
-}
 
 /// The child side: run only by the parent test, through environment variables.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,18 +37,9 @@ async fn child_engine_instantiates_from_kubeconfigs() {
         eprintln!("SKIPPED {CHILD}: only the restart test runs it");
         return;
     };
-    let resolver = Arc::new(MapResolver::new());
-    for i in 1..=CLUSTERS {
-        let path = PathBuf::from(&dir).join(format!("c{i}.kubeconfig"));
-        let kc = std::fs::read_to_string(path).unwrap();
-        let id = format!("prov+c{i}");
-        let conn = KubeConnector::from_kubeconfig(id.clone(), &kc)
-            .await
-            .unwrap();
-        resolver.insert(id, Arc::new(conn));
-    }
+    let resolver = common::resolver_from_kubeconfigs(&dir, CLUSTERS).await;
     let rsync = Rsync::builder()
-        .store(etcd(&endpoint, &prefix).await)
+        .store(common::etcd(&endpoint, &prefix).await)
         .connectors(resolver)
         .concurrency(8, 2)
         .build()
@@ -105,7 +64,7 @@ async fn sigkill_during_instantiate_loses_nothing() {
         env.fleet.set_fault(&name, Fault::latency(100)).unwrap();
     }
     let prefix = emco_appcontext::conformance::unique_prefix("/emco-rs-test/restart-");
-    let store = etcd(&endpoint, &prefix).await;
+    let store = common::etcd(&endpoint, &prefix).await;
     let cs = clusters(CLUSTERS);
     let cms: Vec<(String, String)> = (0..RESOURCES)
         .map(|i| {
@@ -153,29 +112,13 @@ async fn sigkill_during_instantiate_loses_nothing() {
     rsync.wait_idle(ctx.id()).await;
 
     assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
-    let not_applied: Vec<String> = ctx
-        .store()
-        .list_all(ctx.root_key(), false)
-        .await
-        .unwrap()
-        .iter()
-        .filter(|kv| {
-            kv.key.contains("/resource/")
-                && kv.key.ends_with("/status/")
-                && kv.value.as_ref() != br#"{"Status":"Applied"}"#
-        })
-        .map(|kv| format!("{} = {}", kv.key, String::from_utf8_lossy(&kv.value)))
-        .collect();
+    let (_, not_applied) = common::resource_statuses(&ctx).await;
     assert!(not_applied.is_empty(), "{not_applied:#?}");
     assert_eq!(applied_count(&ctx).await, total);
-    let queue: Vec<_> = ctx
-        .event_queue()
-        .await
-        .unwrap()
-        .iter()
-        .map(|e| (e.event, e.status))
-        .collect();
-    assert_eq!(queue, [(RsyncEvent::Instantiate, QueueStatus::Done)]);
+    assert_eq!(
+        common::queue(&ctx).await,
+        [(RsyncEvent::Instantiate, QueueStatus::Done)]
+    );
     assert!(
         !AppContext::active_contexts(store.as_ref())
             .await
@@ -183,35 +126,7 @@ async fn sigkill_during_instantiate_loses_nothing() {
             .contains(&ctx.id())
     );
     // Every object exactly once, with its content, on every cluster.
-    let selector = format!("{DEPLOYMENT_ID_LABEL}={}-app", ctx.id());
-    for conn in &env.direct {
-        let api: Api<ConfigMap> = Api::namespaced(conn.client().clone(), "default");
-        let list = api
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .unwrap();
-        let mut got: Vec<(String, String)> = list
-            .items
-            .iter()
-            .map(|cm| {
-                (
-                    cm.metadata.name.clone().unwrap(),
-                    cm.data.as_ref().unwrap()["value"].clone(),
-                )
-            })
-            .collect();
-        got.sort();
-        let mut want: Vec<(String, String)> = (0..RESOURCES)
-            .map(|i| (format!("cm{i}"), format!("v{i}")))
-            .collect();
-        want.sort();
-        assert_eq!(
-            got,
-            want,
-            "cluster {}",
-            emco_rsync::connector::Connector::cluster(conn.as_ref())
-        );
-    }
+    assert_config_maps(&env, &ctx, RESOURCES).await;
     // Leave etcd as clean as we found it: the context and its registry entries.
     store.delete_prefix("/").await.unwrap();
 }

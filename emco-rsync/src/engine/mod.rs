@@ -20,6 +20,7 @@
 //! or update gives way to a terminate. A cluster's `readystatus/` is `Unknown` until a worker
 //! reaches it (first contact, or first contact after a resume), then `Available` or `Retrying`.
 
+mod owner;
 mod run;
 mod status;
 
@@ -38,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::connector::Connector;
 
+pub use owner::ReplicaConfig;
 pub use status::ContextStatusExt;
 
 /// Helm's default `--timeout`: how long a hook may run.
@@ -264,6 +266,8 @@ struct Inner {
     readiness_tokens: Mutex<HashMap<u64, CancellationToken>>,
     /// The readiness observer of each (ctx, app, cluster), so a new deploy replaces the old one.
     observers: Mutex<HashMap<(u64, String, String), CancellationToken>>,
+    /// With other replicas on the store: which contexts this one runs (see [`owner`]).
+    owners: Option<owner::Owners>,
 }
 
 /// Builds an [`Rsync`].
@@ -276,6 +280,7 @@ pub struct RsyncBuilder {
     backoff: Backoff,
     poll: Option<Duration>,
     hook_timeout: Option<Duration>,
+    replica: Option<ReplicaConfig>,
 }
 
 impl RsyncBuilder {
@@ -327,6 +332,16 @@ impl RsyncBuilder {
         self
     }
 
+    /// Shares the store with other engines (replicas): each context with queued work is run by
+    /// one of them, and the contexts of a replica that stops renewing its heartbeat are taken
+    /// over by the others (see [`ReplicaConfig`]). Without it the engine runs every context it
+    /// is given or finds, as the only one on its store.
+    #[must_use]
+    pub fn replica(mut self, replica: ReplicaConfig) -> Self {
+        self.replica = Some(replica);
+        self
+    }
+
     /// The engine.
     ///
     /// # Errors
@@ -356,6 +371,7 @@ impl RsyncBuilder {
                 ready: Mutex::new(HashSet::new()),
                 readiness_tokens: Mutex::new(HashMap::new()),
                 observers: Mutex::new(HashMap::new()),
+                owners: self.replica.map(owner::Owners::new),
             }),
         })
     }
@@ -387,17 +403,17 @@ impl Rsync {
             .root
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = cancel;
-        let ids = AppContext::active_contexts(self.inner.store.as_ref()).await?;
+        if let Some(owners) = &self.inner.owners {
+            owners.beat(self.inner.store.as_ref()).await?;
+            owners.observe(self.inner.store.as_ref()).await?;
+        }
+        let ids = self.resume_active().await?;
+        if self.inner.owners.is_some() {
+            let engine = self.clone();
+            tokio::spawn(async move { engine.replica_loop().await });
+        }
         let deployed =
             AppContext::registered(self.inner.store.as_ref(), Registry::Deployed).await?;
-        let mut tasks = self.inner.tasks.lock().await;
-        for &id in &ids {
-            match AppContext::load(Arc::clone(&self.inner.store), id).await {
-                Ok(ctx) => self.ensure_task(&mut tasks, ctx),
-                Err(e) => tracing::warn!(ctx = id, error = %e, "cannot resume an active context"),
-            }
-        }
-        drop(tasks);
         // Deployed contexts with nothing queued only need their readiness followed again; an
         // active one gets its observers from the operation it resumes.
         // A set: with 10,000 contexts a linear search each would cost 10^8 comparisons.
@@ -409,6 +425,95 @@ impl Rsync {
         if !idle.is_empty() {
             let engine = self.clone();
             tokio::spawn(async move { engine.follow_deployed(idle).await });
+        }
+        Ok(())
+    }
+
+    /// Starts a task for every context of the active registry that has none here and that this
+    /// engine may run (all of them without replicas; those it owns or can claim with them).
+    /// Returns the registry.
+    async fn resume_active(&self) -> Result<Vec<u64>> {
+        let store = self.inner.store.as_ref();
+        let ids = AppContext::active_contexts(store).await?;
+        for &id in &ids {
+            if self.inner.tasks.lock().await.contains_key(&id) {
+                continue;
+            }
+            if let Some(owners) = &self.inner.owners
+                && !owners.claim(store, id).await?
+            {
+                continue;
+            }
+            match AppContext::load(Arc::clone(&self.inner.store), id).await {
+                Ok(ctx) => self.ensure_task(&mut *self.inner.tasks.lock().await, ctx),
+                Err(e) => tracing::warn!(ctx = id, error = %e, "cannot resume an active context"),
+            }
+        }
+        Ok(ids)
+    }
+
+    /// With replicas: renews this replica's heartbeat, watches the others' and takes over the
+    /// contexts of dead ones, picks up work queued through another replica for contexts this one
+    /// owns, and lets a queued terminate cut short the instantiate or update running here.
+    async fn replica_loop(self) {
+        let Some(owners) = &self.inner.owners else {
+            return;
+        };
+        let root = self.inner.root();
+        let store = self.inner.store.as_ref();
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(owners.tick()) => {}
+                () = root.cancelled() => break,
+            }
+            let round = async {
+                owners.beat(store).await?;
+                owners.observe(store).await?;
+                self.resume_active().await?;
+                self.check_running(owners).await
+            };
+            if let Err(e) = round.await {
+                tracing::warn!(replica = owners.id(), error = %e, "a replica round failed");
+            }
+        }
+        if let Err(e) = owners.leave(store).await {
+            tracing::warn!(replica = owners.id(), error = %e, "cannot remove the heartbeat");
+        }
+    }
+
+    /// Looks at each operation running here: one whose context another replica took over
+    /// (this one was taken for dead) stops as at a shutdown, leaving the event to the new
+    /// owner; an instantiate or update whose context has a terminate queued (through another
+    /// replica; one queued here does it at once) is cut short.
+    async fn check_running(&self, owners: &owner::Owners) -> Result<()> {
+        let running: Vec<(u64, OpCtl)> = self
+            .inner
+            .tasks
+            .lock()
+            .await
+            .iter()
+            .filter_map(|(id, t)| Some((*id, t.op()?)))
+            .collect();
+        let store = self.inner.store.as_ref();
+        for (id, op) in running {
+            if !owners.owns(store, id).await? {
+                tracing::warn!(ctx = id, "another replica took this context over");
+                op.abort(Abort::Shutdown);
+                continue;
+            }
+            if !matches!(op.event, RsyncEvent::Instantiate | RsyncEvent::Update) {
+                continue;
+            }
+            let ctx = AppContext::load(Arc::clone(&self.inner.store), id).await?;
+            let queued = ctx
+                .event_queue()
+                .await?
+                .iter()
+                .any(|e| e.status == QueueStatus::Pending && e.event == RsyncEvent::Terminate);
+            if queued {
+                ctx.set_pending_terminate(true).await?;
+                op.abort(Abort::Terminate);
+            }
         }
         Ok(())
     }
@@ -565,6 +670,12 @@ impl Rsync {
     async fn enqueue(&self, ctx_id: u64, event: RsyncEvent, ucid: Option<u64>) -> Result<()> {
         let ctx = AppContext::load(Arc::clone(&self.inner.store), ctx_id).await?;
         let mut tasks = self.inner.tasks.lock().await;
+        // Claimed before the event is visible, so that no other replica takes a context that
+        // its enqueuer is about to run.
+        let mine = match &self.inner.owners {
+            Some(owners) => owners.claim(self.inner.store.as_ref(), ctx_id).await?,
+            None => true,
+        };
         if event != RsyncEvent::Read {
             // A new operation is not stopped by an earlier stop.
             ctx.set_stop_flag(false).await?;
@@ -576,7 +687,11 @@ impl Rsync {
         })
         .await?;
         ctx.mark_active().await?;
-        self.ensure_task(&mut tasks, ctx);
+        // Otherwise its owner runs it: it finds the event when its task reads the queue next,
+        // or in its next round.
+        if mine {
+            self.ensure_task(&mut tasks, ctx);
+        }
         Ok(())
     }
 
@@ -621,6 +736,15 @@ impl Rsync {
 
     /// Processes one pending event; `false` when the queue is empty and the task has ended.
     async fn step(&self, ctx: &AppContext, task: &CtxTask) -> Result<bool> {
+        if let Some(owners) = &self.inner.owners
+            && !owners.owns(self.inner.store.as_ref(), ctx.id()).await?
+        {
+            // Taken over while this replica was taken for dead: the new owner runs it.
+            tracing::warn!(ctx = ctx.id(), "another replica took this context over");
+            self.inner.tasks.lock().await.remove(&ctx.id());
+            task.finished.cancel();
+            return Ok(false);
+        }
         let queue = ctx.event_queue().await?;
         let pending: Vec<usize> = (0..queue.len())
             .filter(|&i| queue[i].status == QueueStatus::Pending)
@@ -638,6 +762,9 @@ impl Rsync {
                 return Ok(true);
             }
             ctx.unmark_active().await?;
+            if let Some(owners) = &self.inner.owners {
+                owners.release(self.inner.store.as_ref(), ctx.id()).await?;
+            }
             tasks.remove(&ctx.id());
             task.finished.cancel();
             return Ok(false);

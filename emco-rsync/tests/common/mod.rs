@@ -9,10 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use emco_appcontext::context::QueueStatus;
 use emco_appcontext::context::{AppDependency, HookGroups};
 use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta};
 use emco_core::Result;
-use emco_core::lifecycle::AppContextStatus;
+use emco_core::lifecycle::{AppContextStatus, RsyncEvent};
 use emco_rsync::connector::kube::KubeConnector;
 use emco_rsync::connector::{
     Batch, BatchError, Connector, Observation, Propagation, ResourceId, Scope, Warnings,
@@ -273,4 +274,104 @@ where
 
 pub async fn status(ctx: &AppContext) -> AppContextStatus {
     ctx.status().await.unwrap().unwrap()
+}
+
+/// The resource statuses of the context (`key = value`) that do not say Applied, read in one
+/// listing; with the count of those that do.
+pub async fn resource_statuses(ctx: &AppContext) -> (usize, Vec<String>) {
+    let mut applied = 0;
+    let mut other = Vec::new();
+    for kv in ctx.store().list_all(ctx.root_key(), false).await.unwrap() {
+        if !(kv.key.contains("/resource/") && kv.key.ends_with("/status/")) {
+            continue;
+        }
+        if kv.value.as_ref() == br#"{"Status":"Applied"}"# {
+            applied += 1;
+        } else {
+            other.push(format!(
+                "{} = {}",
+                kv.key,
+                String::from_utf8_lossy(&kv.value)
+            ));
+        }
+    }
+    (applied, other)
+}
+
+/// How many resource statuses of the context say Applied.
+pub async fn applied_count(ctx: &AppContext) -> usize {
+    resource_statuses(ctx).await.0
+}
+
+/// The event queue of the context as (event, status).
+pub async fn queue(ctx: &AppContext) -> Vec<(RsyncEvent, QueueStatus)> {
+    ctx.event_queue()
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| (e.event, e.status))
+        .collect()
+}
+
+/// A resolver of connectors to clusters `prov+c1..c{count}` from the kubeconfigs a fleet
+/// wrote to `dir` (for an engine in a child process).
+pub async fn resolver_from_kubeconfigs(dir: &str, count: usize) -> Arc<MapResolver> {
+    let resolver = Arc::new(MapResolver::new());
+    for i in 1..=count {
+        let path = std::path::PathBuf::from(dir).join(format!("c{i}.kubeconfig"));
+        let kc = std::fs::read_to_string(path).unwrap();
+        let id = format!("prov+c{i}");
+        let conn = KubeConnector::from_kubeconfig(id.clone(), &kc)
+            .await
+            .unwrap();
+        resolver.insert(id, Arc::new(conn));
+    }
+    resolver
+}
+
+/// The config maps `cm0..cm{count}` (values `v0..`) of app `app` of `ctx` on every cluster of
+/// the fleet, exactly once each, and nothing else of the context; none at all when `count` is 0.
+pub async fn assert_config_maps(env: &Env, ctx: &AppContext, count: usize) {
+    use emco_rsync::connector::DEPLOYMENT_ID_LABEL;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::Api;
+    use kube::api::ListParams;
+    let selector = format!("{DEPLOYMENT_ID_LABEL}={}-app", ctx.id());
+    let mut want: Vec<(String, String)> = (0..count)
+        .map(|i| (format!("cm{i}"), format!("v{i}")))
+        .collect();
+    want.sort();
+    for conn in &env.direct {
+        let api: Api<ConfigMap> = Api::namespaced(conn.client().clone(), "default");
+        let list = api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .unwrap();
+        let mut got: Vec<(String, String)> = list
+            .items
+            .iter()
+            .map(|cm| {
+                (
+                    cm.metadata.name.clone().unwrap(),
+                    cm.data.as_ref().unwrap()["value"].clone(),
+                )
+            })
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "cluster {}", Connector::cluster(conn.as_ref()));
+    }
+}
+
+/// The etcd store under `prefix`: parent and child processes share one key space of their own,
+/// since an engine resumes every active context it sees, and other tests' engines run on the
+/// same etcd.
+pub async fn etcd(endpoint: &str, prefix: &str) -> Arc<dyn AppContextStore> {
+    Arc::new(
+        emco_appcontext::etcd::EtcdBuilder::new()
+            .with_endpoints([endpoint.to_owned()])
+            .with_prefix(prefix)
+            .build()
+            .await
+            .unwrap(),
+    )
 }
