@@ -777,6 +777,12 @@ impl AppContext {
         .await
     }
 
+    /// Whether this context is in `registry`.
+    pub async fn is_marked(&self, registry: Registry) -> Result<bool> {
+        let key = format!("{}{}/", registry.prefix(), self.id);
+        Ok(self.store.get(&key).await?.is_some())
+    }
+
     /// Removes this context from `registry`; returns whether it was there.
     pub async fn unmark(&self, registry: Registry) -> Result<bool> {
         Self::unregister(self.store.as_ref(), registry, self.id).await

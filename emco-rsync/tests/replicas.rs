@@ -222,7 +222,8 @@ async fn a_killed_replica_s_instantiate_is_finished_by_another() {
         .await
         .unwrap();
     assert_eq!(status(&other).await, AppContextStatus::Instantiated);
-    assert_eq!(owner(store.as_ref(), ctx.id()).await, None, "not released");
+    // The taker keeps the deployed context, following its readiness.
+    assert_eq!(owner(store.as_ref(), ctx.id()).await, taker);
 
     // Then a terminate through b, whichever took the instantiate over.
     b.terminate(ctx.id()).await.unwrap();
@@ -231,5 +232,9 @@ async fn a_killed_replica_s_instantiate_is_finished_by_another() {
     })
     .await;
     assert_config_maps(&env, &ctx, 0).await;
+    until("the terminated context to be released", || async {
+        owner(store.as_ref(), ctx.id()).await.is_none()
+    })
+    .await;
     store.delete_prefix("/").await.unwrap();
 }

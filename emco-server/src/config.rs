@@ -121,6 +121,15 @@ struct Cli {
     /// line].
     #[arg(long, env = "EMCO_HELM_VERSION")]
     helm_version: Option<String>,
+    /// Run as one of several replicas sharing etcd and MongoDB, under this name (unique among
+    /// them, for example the pod name); each deployment is run by one replica and taken over
+    /// by another when that one dies [default: the only server].
+    #[arg(long, env = "EMCO_REPLICA_ID")]
+    replica_id: Option<String>,
+    /// How long a replica may be silent before the others take its work over, seconds
+    /// [default: 10].
+    #[arg(long, env = "EMCO_REPLICA_TTL_SECONDS")]
+    replica_ttl_seconds: Option<u64>,
 }
 
 /// The configuration file: the same keys as the flags, all optional.
@@ -148,6 +157,8 @@ struct FileConfig {
     rsync_max_backoff_seconds: Option<u64>,
     rsync_hook_timeout_seconds: Option<u64>,
     helm_version: Option<String>,
+    replica_id: Option<String>,
+    replica_ttl_seconds: Option<u64>,
 }
 
 /// The resolved configuration.
@@ -195,6 +206,10 @@ pub struct Config {
     pub rsync_hook_timeout: Duration,
     /// Which Helm release's rendering the apps get.
     pub helm: HelmCompat,
+    /// This server's name among several replicas; `None` for the only server.
+    pub replica_id: Option<String>,
+    /// How long a replica may be silent before the others take its work over.
+    pub replica_ttl: Duration,
 }
 
 impl Default for Config {
@@ -221,6 +236,8 @@ impl Default for Config {
             rsync_max_backoff: Duration::from_secs(30),
             rsync_hook_timeout: emco_rsync::engine::DEFAULT_HOOK_TIMEOUT,
             helm: HelmCompat::default(),
+            replica_id: None,
+            replica_ttl: Duration::from_secs(10),
         }
     }
 }
@@ -282,12 +299,30 @@ impl Config {
                 "the etcd context backend needs --etcd-endpoints",
             ));
         }
+        let replica_id = cli.replica_id.or(file.replica_id);
+        if replica_id.is_some()
+            && (context_backend != ContextBackend::Etcd || backend != Backend::Mongo)
+        {
+            return Err(Error::invalid(
+                "replicas share their stores: --replica-id needs --context-backend etcd and \
+                 --backend mongo",
+            ));
+        }
+        let replica_ttl = cli
+            .replica_ttl_seconds
+            .or(file.replica_ttl_seconds)
+            .map_or(d.replica_ttl, Duration::from_secs);
+        if replica_ttl.is_zero() {
+            return Err(Error::invalid("--replica-ttl-seconds must be at least 1"));
+        }
         let helm = match cli.helm_version.or(file.helm_version) {
             Some(v) => HelmCompat::from_version(&v)?,
             None => d.helm,
         };
         Ok(Some(Self {
             helm,
+            replica_id,
+            replica_ttl,
             listen: cli.listen.or(file.listen).unwrap_or(d.listen),
             grpc_listen: cli
                 .grpc_listen

@@ -56,7 +56,7 @@ use emco_controllers::ovnaction::Ovnaction;
 use emco_controllers::swc::Swc;
 use emco_core::Error;
 use emco_orchestrator::{Limits, Orchestrator};
-use emco_rsync::engine::Backoff;
+use emco_rsync::engine::{Backoff, ReplicaConfig};
 use http::{StatusCode, header};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -192,6 +192,10 @@ pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Err
     };
     let (global, per_cluster) = (config.rsync_concurrency, config.rsync_cluster_concurrency);
     let hook_timeout = config.rsync_hook_timeout;
+    let replica = config
+        .replica_id
+        .as_ref()
+        .map(|id| ReplicaConfig::new(id.clone(), config.replica_ttl));
     Orchestrator::builder(stores.resources)
         .contexts(stores.contexts)
         .helm(config.helm)
@@ -221,9 +225,14 @@ pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Err
                 .with_action(OVNACTION, Arc::new(Ovnaction))
         })
         .rsync(move |b| {
-            b.concurrency(global, per_cluster)
+            let b = b
+                .concurrency(global, per_cluster)
                 .backoff(backoff)
-                .hook_timeout(hook_timeout)
+                .hook_timeout(hook_timeout);
+            match replica {
+                Some(replica) => b.replica(replica),
+                None => b,
+            }
         })
         .build()
 }

@@ -120,11 +120,24 @@ fn request_bytes(
     content_type: &str,
     body: &[u8],
 ) -> std::io::Result<(u16, String)> {
+    let headers = format!("Content-Type: {content_type}\r\n");
+    request_with(addr, method, path, &headers, body)
+}
+
+/// One HTTP/1.1 request with `headers` (each line ending in CRLF); returns the status and the
+/// body.
+fn request_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &[u8],
+) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     s.set_read_timeout(Some(Duration::from_secs(120)))?;
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n",
         body.len()
     )?;
     s.write_all(body)?;
@@ -820,4 +833,278 @@ async fn registered_builtin_controllers_run_in_process() {
     // Unreachable is Unavailable: a 503, whose body the REST layer keeps generic.
     assert_eq!(status, 503, "{body}");
     assert!(terminate(server).await.success());
+}
+
+/// The deployed status of `dig` through the server at `addr`.
+fn deployed_status(addr: SocketAddr, dig: &str) -> serde_json::Value {
+    let (code, body) = request(addr, "GET", &format!("{dig}/status?status=deployed"), "").unwrap();
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// How many resources the deployed status counts as Applied.
+fn applied(status: &serde_json::Value) -> u64 {
+    status["deployedCounts"]["Applied"].as_u64().unwrap_or(0)
+}
+
+/// The names of the objects rsync deployed of kind `kind` (`api/v1/services`,
+/// `apis/apps/v1/deployments`) in namespace default of kubesim cluster `name` (plain HTTP).
+fn cluster_objects(fleet: &kubesim::Fleet, name: &str, kind: &str) -> Vec<String> {
+    let server = fleet.server_url(name).unwrap();
+    let addr: SocketAddr = server.trim_start_matches("http://").parse().unwrap();
+    let kubeconfig = fleet.kubeconfig(name).unwrap();
+    let token = kubeconfig
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("token: "))
+        .unwrap();
+    let (base, plural) = kind.rsplit_once('/').unwrap();
+    let path = format!(
+        "/{base}/namespaces/default/{plural}?labelSelector={}",
+        emco_rsync::connector::DEPLOYMENT_ID_LABEL
+    );
+    let auth = format!("Authorization: Bearer {token}\r\n");
+    let (code, body) = request_with(addr, "GET", &path, &auth, b"").unwrap();
+    assert_eq!(code, 200, "{path}: {body}");
+    let list: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let mut names: Vec<String> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Three replicas on one etcd and one MongoDB wire server: an instantiate to 100 kubesim clusters
+/// through replica a, SIGKILL of a mid-way; another replica finishes it with every object once,
+/// the status is the same through b and c, and a terminate through b removes it all. Prints the
+/// takeover time.
+#[test]
+fn three_replicas_finish_the_work_of_a_killed_one() {
+    const CLUSTERS: usize = 100;
+    const TTL_SECONDS: u64 = 2;
+    let (Ok(etcd), Ok(mongo)) = (
+        std::env::var("EMCO_TEST_ETCD"),
+        std::env::var("EMCO_TEST_MONGO"),
+    ) else {
+        assert!(
+            std::env::var("CI").is_err(),
+            "EMCO_TEST_ETCD and EMCO_TEST_MONGO must be set in CI"
+        );
+        eprintln!("SKIPPED three_replicas_finish_the_work_of_a_killed_one: no etcd and MongoDB");
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fleet = rt
+        .block_on(kubesim::Fleet::start(kubesim::FleetConfig {
+            clusters: CLUSTERS,
+            plain_http: true,
+            ..kubesim::FleetConfig::default()
+        }))
+        .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let prefix = emco_appcontext::conformance::unique_prefix("/emco-rs-test/replicas-");
+    let database = prefix.trim_matches('/').replace(['/', '-'], "_");
+    let ttl = TTL_SECONDS.to_string();
+    let replicas: Vec<Server> = ["a", "b", "c"]
+        .iter()
+        .map(|id| {
+            let flags = [
+                "--backend",
+                "mongo",
+                "--mongo-uri",
+                &mongo,
+                "--mongo-database",
+                &database,
+                "--context-backend",
+                "etcd",
+                "--etcd-endpoints",
+                &etcd,
+                "--etcd-prefix",
+                &prefix,
+                "--replica-id",
+                id,
+                "--replica-ttl-seconds",
+                &ttl,
+                "--rsync-max-backoff-seconds",
+                "1",
+            ];
+            Server::start_with(&work.path().join(id), free_addr(), free_addr(), &flags)
+        })
+        .collect();
+    let (a, b, c) = (replicas[0].addr, replicas[1].addr, replicas[2].addr);
+
+    // Onboarding through a: every cluster labelled `edge` and in the admin cloud.
+    let created = |(status, body): (u16, String)| assert!(status == 201, "{status} {body}");
+    created(post(
+        a,
+        "/v2/cluster-providers",
+        r#"{"metadata":{"name":"kp"}}"#,
+    ));
+    created(post(a, "/v2/projects", r#"{"metadata":{"name":"p"}}"#));
+    created(post(
+        a,
+        "/v2/projects/p/logical-clouds",
+        r#"{"metadata":{"name":"lc"},"spec":{"level":"0"}}"#,
+    ));
+    for name in fleet.cluster_names() {
+        let kubeconfig = fleet.kubeconfig(&name).unwrap();
+        created(post_form(
+            a,
+            "/v2/cluster-providers/kp/clusters",
+            &format!(r#"{{"metadata":{{"name":"{name}"}}}}"#),
+            &[("file", "kubeconfig", kubeconfig.as_bytes())],
+        ));
+        created(post(
+            a,
+            &format!("/v2/cluster-providers/kp/clusters/{name}/labels"),
+            r#"{"clusterLabel":"edge"}"#,
+        ));
+        created(post(
+            a,
+            "/v2/projects/p/logical-clouds/lc/cluster-references",
+            &format!(
+                r#"{{"metadata":{{"name":"{name}"}},"spec":{{"clusterProvider":"kp","cluster":"{name}"}}}}"#
+            ),
+        ));
+    }
+    let (status, body) = post(a, "/v2/projects/p/logical-clouds/lc/instantiate", "");
+    assert_eq!(status, 202, "{body}");
+    created(post(
+        a,
+        "/v2/projects/p/composite-apps",
+        r#"{"metadata":{"name":"ca"},"spec":{"compositeAppVersion":"v1"}}"#,
+    ));
+    // The project's own example chart and profile, each packed and uploaded with its metadata.
+    let own = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let upload = |path: &str, metadata: &str, (dir, entry): (&str, &str), file: &str| {
+        let packed = tgz(&own.join(dir), entry, &work.path().join(file));
+        created(post_form(a, path, metadata, &[("file", file, &packed)]));
+    };
+    upload(
+        "/v2/projects/p/composite-apps/ca/v1/apps",
+        r#"{"metadata":{"name":"http-server"}}"#,
+        ("charts", "http-server"),
+        "http-server.tgz",
+    );
+    created(post(
+        a,
+        "/v2/projects/p/composite-apps/ca/v1/composite-profiles",
+        r#"{"metadata":{"name":"cp"}}"#,
+    ));
+    upload(
+        "/v2/projects/p/composite-apps/ca/v1/composite-profiles/cp/profiles",
+        r#"{"metadata":{"name":"pr"},"spec":{"app":"http-server"}}"#,
+        ("profiles/default", "."),
+        "profile.tgz",
+    );
+    let dig = "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig";
+    created(post(
+        a,
+        "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups",
+        r#"{"metadata":{"name":"dig"},"spec":{"compositeProfile":"cp","version":"r1","logicalCloud":"lc"}}"#,
+    ));
+    created(post(
+        a,
+        &format!("{dig}/intents"),
+        r#"{"metadata":{"name":"i"},"spec":{"intent":{"genericPlacementIntent":"gpi"}}}"#,
+    ));
+    created(post(
+        a,
+        &format!("{dig}/generic-placement-intents"),
+        r#"{"metadata":{"name":"gpi"},"spec":{"logicalCloud":"lc"}}"#,
+    ));
+    created(post(
+        a,
+        &format!("{dig}/generic-placement-intents/gpi/app-intents"),
+        r#"{"metadata":{"name":"ai"},"spec":{"app":"http-server","intent":{"allOf":[{"clusterProvider":"kp","clusterLabel":"edge"}]}}}"#,
+    ));
+    assert_eq!(post(a, &format!("{dig}/approve"), "").0, 202);
+
+    // Slow clusters, so that the kill lands in the middle of the instantiate.
+    for name in fleet.cluster_names() {
+        fleet
+            .set_fault(&name, kubesim::Fault::latency(150))
+            .unwrap();
+    }
+    let (status, body) = post(a, &format!("{dig}/instantiate"), "");
+    assert_eq!(status, 202, "{body}");
+    let objects = 3 * CLUSTERS as u64; // a ConfigMap, a Deployment and a Service each
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while applied(&deployed_status(b, dig)) < objects / 5 {
+        assert!(Instant::now() < deadline, "replica a applied nothing");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut replicas = replicas.into_iter();
+    let mut killed = replicas.next().unwrap();
+    killed.child.kill().unwrap(); // SIGKILL
+    killed.child.wait().unwrap();
+    let at_kill = Instant::now();
+    let before = applied(&deployed_status(b, dig));
+    assert!(before < objects, "the kill came too late to test anything");
+    for name in fleet.cluster_names() {
+        fleet.set_fault(&name, kubesim::Fault::none()).unwrap();
+    }
+
+    // Progress again (a survivor took over), then done.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut takeover = None;
+    let done = loop {
+        let status = deployed_status(c, dig);
+        let now = applied(&status);
+        if takeover.is_none() && now > before {
+            takeover = Some(at_kill.elapsed());
+        }
+        if now == objects && status["deployedStatus"] == "Instantiated" {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "not finished: {status}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let finished = at_kill.elapsed();
+    eprintln!(
+        "replicas: {CLUSTERS} clusters, {objects} objects, {before} applied by replica a before \
+         its SIGKILL; progress again {takeover:?} after the kill (ttl {TTL_SECONDS} s), all \
+         applied {finished:?} after it"
+    );
+    // The same answer through both survivors.
+    let through_b = deployed_status(b, dig);
+    assert_eq!(through_b["deployedCounts"], done["deployedCounts"]);
+    assert_eq!(through_b["deployedStatus"], done["deployedStatus"]);
+    // Every object exactly once on every cluster.
+    let each_kind = |want: usize| {
+        for name in fleet.cluster_names() {
+            for kind in [
+                "api/v1/configmaps",
+                "apis/apps/v1/deployments",
+                "api/v1/services",
+            ] {
+                let names = cluster_objects(&fleet, &name, kind);
+                assert_eq!(names.len(), want, "{name} {kind}: {names:?}");
+            }
+        }
+    };
+    each_kind(1);
+
+    // A terminate through b.
+    assert_eq!(post(b, &format!("{dig}/terminate"), "").0, 202);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while deployed_status(c, dig)["deployedStatus"] != "Terminated" {
+        assert!(Instant::now() < deadline, "the terminate did not complete");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    each_kind(0);
+    drop(replicas);
+    drop(killed);
+    let contexts = rt.block_on(async {
+        let store = emco_appcontext::etcd::EtcdBuilder::new()
+            .with_endpoints([etcd.clone()])
+            .with_prefix(&prefix)
+            .build()
+            .await
+            .unwrap();
+        store.delete_prefix("/").await.unwrap()
+    });
+    assert!(contexts > 0);
 }

@@ -21,6 +21,7 @@
 //! reaches it (first contact, or first contact after a resume), then `Available` or `Retrying`.
 
 mod owner;
+mod replica;
 mod run;
 mod status;
 
@@ -403,17 +404,20 @@ impl Rsync {
             .root
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = cancel;
-        if let Some(owners) = &self.inner.owners {
-            owners.beat(self.inner.store.as_ref()).await?;
-            owners.observe(self.inner.store.as_ref()).await?;
-        }
-        let ids = self.resume_active().await?;
         if self.inner.owners.is_some() {
-            let engine = self.clone();
-            tokio::spawn(async move { engine.replica_loop().await });
+            return self.start_replica().await;
         }
+        let ids = AppContext::active_contexts(self.inner.store.as_ref()).await?;
         let deployed =
             AppContext::registered(self.inner.store.as_ref(), Registry::Deployed).await?;
+        let mut tasks = self.inner.tasks.lock().await;
+        for &id in &ids {
+            match AppContext::load(Arc::clone(&self.inner.store), id).await {
+                Ok(ctx) => self.ensure_task(&mut tasks, ctx),
+                Err(e) => tracing::warn!(ctx = id, error = %e, "cannot resume an active context"),
+            }
+        }
+        drop(tasks);
         // Deployed contexts with nothing queued only need their readiness followed again; an
         // active one gets its observers from the operation it resumes.
         // A set: with 10,000 contexts a linear search each would cost 10^8 comparisons.
@@ -425,95 +429,6 @@ impl Rsync {
         if !idle.is_empty() {
             let engine = self.clone();
             tokio::spawn(async move { engine.follow_deployed(idle).await });
-        }
-        Ok(())
-    }
-
-    /// Starts a task for every context of the active registry that has none here and that this
-    /// engine may run (all of them without replicas; those it owns or can claim with them).
-    /// Returns the registry.
-    async fn resume_active(&self) -> Result<Vec<u64>> {
-        let store = self.inner.store.as_ref();
-        let ids = AppContext::active_contexts(store).await?;
-        for &id in &ids {
-            if self.inner.tasks.lock().await.contains_key(&id) {
-                continue;
-            }
-            if let Some(owners) = &self.inner.owners
-                && !owners.claim(store, id).await?
-            {
-                continue;
-            }
-            match AppContext::load(Arc::clone(&self.inner.store), id).await {
-                Ok(ctx) => self.ensure_task(&mut *self.inner.tasks.lock().await, ctx),
-                Err(e) => tracing::warn!(ctx = id, error = %e, "cannot resume an active context"),
-            }
-        }
-        Ok(ids)
-    }
-
-    /// With replicas: renews this replica's heartbeat, watches the others' and takes over the
-    /// contexts of dead ones, picks up work queued through another replica for contexts this one
-    /// owns, and lets a queued terminate cut short the instantiate or update running here.
-    async fn replica_loop(self) {
-        let Some(owners) = &self.inner.owners else {
-            return;
-        };
-        let root = self.inner.root();
-        let store = self.inner.store.as_ref();
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep(owners.tick()) => {}
-                () = root.cancelled() => break,
-            }
-            let round = async {
-                owners.beat(store).await?;
-                owners.observe(store).await?;
-                self.resume_active().await?;
-                self.check_running(owners).await
-            };
-            if let Err(e) = round.await {
-                tracing::warn!(replica = owners.id(), error = %e, "a replica round failed");
-            }
-        }
-        if let Err(e) = owners.leave(store).await {
-            tracing::warn!(replica = owners.id(), error = %e, "cannot remove the heartbeat");
-        }
-    }
-
-    /// Looks at each operation running here: one whose context another replica took over
-    /// (this one was taken for dead) stops as at a shutdown, leaving the event to the new
-    /// owner; an instantiate or update whose context has a terminate queued (through another
-    /// replica; one queued here does it at once) is cut short.
-    async fn check_running(&self, owners: &owner::Owners) -> Result<()> {
-        let running: Vec<(u64, OpCtl)> = self
-            .inner
-            .tasks
-            .lock()
-            .await
-            .iter()
-            .filter_map(|(id, t)| Some((*id, t.op()?)))
-            .collect();
-        let store = self.inner.store.as_ref();
-        for (id, op) in running {
-            if !owners.owns(store, id).await? {
-                tracing::warn!(ctx = id, "another replica took this context over");
-                op.abort(Abort::Shutdown);
-                continue;
-            }
-            if !matches!(op.event, RsyncEvent::Instantiate | RsyncEvent::Update) {
-                continue;
-            }
-            let ctx = AppContext::load(Arc::clone(&self.inner.store), id).await?;
-            let queued = ctx
-                .event_queue()
-                .await?
-                .iter()
-                .any(|e| e.status == QueueStatus::Pending && e.event == RsyncEvent::Terminate);
-            if queued {
-                ctx.set_pending_terminate(true).await?;
-                op.abort(Abort::Terminate);
-            }
         }
         Ok(())
     }
@@ -762,7 +677,10 @@ impl Rsync {
                 return Ok(true);
             }
             ctx.unmark_active().await?;
-            if let Some(owners) = &self.inner.owners {
+            // A deployed context stays with its owner, which follows its readiness.
+            if let Some(owners) = &self.inner.owners
+                && !ctx.is_marked(Registry::Deployed).await?
+            {
                 owners.release(self.inner.store.as_ref(), ctx.id()).await?;
             }
             tasks.remove(&ctx.id());

@@ -127,6 +127,36 @@ impl Owners {
                 .is_some_and(|(_, at)| at.elapsed() < self.config.ttl)
     }
 
+    /// The owner of every owned context, read in one listing.
+    ///
+    /// # Errors
+    /// The store's errors.
+    pub(crate) async fn holders(
+        &self,
+        store: &dyn AppContextStore,
+    ) -> Result<HashMap<u64, String>> {
+        let page = store.list(OWNERS, ListOptions::default()).await?;
+        Ok(page
+            .kvs
+            .into_iter()
+            .filter_map(|kv| {
+                let id = kv
+                    .key
+                    .strip_prefix(OWNERS)?
+                    .strip_suffix('/')?
+                    .parse()
+                    .ok()?;
+                Some((id, String::from_utf8_lossy(&kv.value).into_owned()))
+            })
+            .collect())
+    }
+
+    /// Whether a context held by `holder` (from [`Self::holders`]) is worth a claim: it has
+    /// no owner, or this replica, or a dead one.
+    pub(crate) fn claimable(&self, holder: Option<&String>) -> bool {
+        holder.is_none_or(|h| !self.alive(h) || *h == self.config.id)
+    }
+
     /// Makes this replica the owner of `ctx` if it has none or a dead one; returns whether this
     /// replica owns it now.
     ///

@@ -1,0 +1,172 @@
+//! The engine as one of several replicas on a shared store (see [`super::owner`]).
+//!
+//! A heartbeat task renews this replica's heartbeat. A round, every third of the time to live,
+//! reads the owners, the active and the deployed registries in three listings and:
+//! - stops here what another replica took over (this one was taken for dead meanwhile);
+//! - forgets the readiness of contexts no longer deployed, and releases them;
+//! - claims active contexts with no live owner and runs them (a dead replica's work resumes);
+//! - claims deployed contexts with no live owner and follows their readiness;
+//! - cuts short an instantiate or update running here when a terminate for it was queued
+//!   through another replica.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, PoisonError};
+
+use emco_appcontext::AppContext;
+use emco_appcontext::context::{QueueStatus, Registry};
+use emco_core::Result;
+use emco_core::lifecycle::RsyncEvent;
+
+use super::{Abort, OpCtl, Rsync};
+
+impl Rsync {
+    /// Starts as a replica: a first round at once, then the heartbeat and the rounds.
+    pub(super) async fn start_replica(&self) -> Result<()> {
+        let Some(owners) = &self.inner.owners else {
+            return Ok(());
+        };
+        owners.beat(self.inner.store.as_ref()).await?;
+        self.replica_round().await?;
+        let engine = self.clone();
+        tokio::spawn(async move { engine.heartbeat().await });
+        let engine = self.clone();
+        tokio::spawn(async move { engine.replica_loop().await });
+        Ok(())
+    }
+
+    /// Renews the heartbeat until shutdown, then removes it so that the others take over at
+    /// once. Its own task: a long round must not delay it.
+    async fn heartbeat(self) {
+        let Some(owners) = &self.inner.owners else {
+            return;
+        };
+        let root = self.inner.root();
+        let store = self.inner.store.as_ref();
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(owners.tick()) => {}
+                () = root.cancelled() => break,
+            }
+            if let Err(e) = owners.beat(store).await {
+                tracing::warn!(replica = owners.id(), error = %e, "cannot renew the heartbeat");
+            }
+        }
+        if let Err(e) = owners.leave(store).await {
+            tracing::warn!(replica = owners.id(), error = %e, "cannot remove the heartbeat");
+        }
+    }
+
+    async fn replica_loop(self) {
+        let Some(owners) = &self.inner.owners else {
+            return;
+        };
+        let root = self.inner.root();
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(owners.tick()) => {}
+                () = root.cancelled() => break,
+            }
+            if let Err(e) = self.replica_round().await {
+                tracing::warn!(replica = owners.id(), error = %e, "a replica round failed");
+            }
+        }
+    }
+
+    /// One round (see the module).
+    async fn replica_round(&self) -> Result<()> {
+        let Some(owners) = &self.inner.owners else {
+            return Ok(());
+        };
+        let store = self.inner.store.as_ref();
+        owners.observe(store).await?;
+        let held = owners.holders(store).await?;
+        let mine = |id: &u64| held.get(id).map(String::as_str) == Some(owners.id());
+        let active: HashSet<u64> = AppContext::active_contexts(store)
+            .await?
+            .into_iter()
+            .collect();
+        let deployed: HashSet<u64> = AppContext::registered(store, Registry::Deployed)
+            .await?
+            .into_iter()
+            .collect();
+        let running: HashMap<u64, Option<OpCtl>> = self
+            .inner
+            .tasks
+            .lock()
+            .await
+            .iter()
+            .map(|(id, t)| (*id, t.op()))
+            .collect();
+        let followed: Vec<u64> = self
+            .inner
+            .readiness_tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .copied()
+            .collect();
+
+        for (id, op) in &running {
+            if !mine(id) {
+                tracing::warn!(ctx = id, "another replica took this context over");
+                if let Some(op) = op {
+                    op.abort(Abort::Shutdown);
+                }
+            }
+        }
+        for id in followed.iter().filter(|id| !running.contains_key(id)) {
+            if !mine(id) {
+                self.inner.forget_readiness(*id);
+            } else if !deployed.contains(id) && !active.contains(id) {
+                self.inner.forget_readiness(*id);
+                owners.release(store, *id).await?;
+            }
+        }
+
+        for &id in &active {
+            if running.contains_key(&id) || !owners.claimable(held.get(&id)) {
+                continue;
+            }
+            if owners.claim(store, id).await? {
+                match AppContext::load(Arc::clone(&self.inner.store), id).await {
+                    Ok(ctx) => self.ensure_task(&mut *self.inner.tasks.lock().await, ctx),
+                    Err(e) => tracing::warn!(ctx = id, error = %e, "cannot resume a context"),
+                }
+            }
+        }
+        let followed: HashSet<u64> = followed.into_iter().collect();
+        let mut follow = Vec::new();
+        for &id in &deployed {
+            if active.contains(&id) || followed.contains(&id) || !owners.claimable(held.get(&id)) {
+                continue;
+            }
+            if owners.claim(store, id).await? {
+                follow.push(id);
+            }
+        }
+        if !follow.is_empty() {
+            // In this round: the next one must see them followed, or it would follow them
+            // again.
+            self.follow_deployed(follow).await;
+        }
+
+        for (id, op) in running {
+            let Some(op) = op.filter(|op| {
+                matches!(op.event, RsyncEvent::Instantiate | RsyncEvent::Update) && mine(&id)
+            }) else {
+                continue;
+            };
+            let ctx = AppContext::load(Arc::clone(&self.inner.store), id).await?;
+            let queued = ctx
+                .event_queue()
+                .await?
+                .iter()
+                .any(|e| e.status == QueueStatus::Pending && e.event == RsyncEvent::Terminate);
+            if queued {
+                ctx.set_pending_terminate(true).await?;
+                op.abort(Abort::Terminate);
+            }
+        }
+        Ok(())
+    }
+}
