@@ -375,7 +375,7 @@ impl AppContext {
         Self {
             store,
             id,
-            root: format!("{CONTEXT_PREFIX}{id}/"),
+            root: Self::prefix(id),
         }
     }
 
@@ -383,6 +383,12 @@ impl AppContext {
     #[must_use]
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The prefix of every key of context `id` (`/context/<id>/`, also the key of its root).
+    #[must_use]
+    pub fn prefix(id: u64) -> String {
+        format!("{CONTEXT_PREFIX}{id}/")
     }
 
     /// The root key, `/context/<id>/`.

@@ -228,11 +228,13 @@ pub fn parse_context_id(field: &str, text: &str) -> Result<Option<u64>> {
     if text.is_empty() {
         return Ok(None);
     }
-    text.parse::<u64>().map(Some).map_err(|e| {
-        Error::invalid(format!("{field} {text:?} is not an AppContext id"))
-            .with_field(field)
-            .with_source(e)
-    })
+    text.parse::<emco_core::ContextId>()
+        .map(|id| Some(id.get()))
+        .map_err(|e| {
+            Error::invalid(format!("{field} {text:?} is not an AppContext id"))
+                .with_field(field)
+                .with_source(e)
+        })
 }
 
 fn required_context_id(field: &str, text: &str) -> Result<u64> {

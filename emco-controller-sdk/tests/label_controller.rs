@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 #[allow(dead_code)]
-#[path = "../examples/label_controller.rs"]
+#[path = "../../emco/examples/label_controller.rs"]
 mod example;
 
 mod common;

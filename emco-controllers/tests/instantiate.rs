@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, missing_docs)] // Test helpers fail the test on bad fixtures.
 
 #[allow(dead_code)]
-#[path = "../../emco-controller-sdk/examples/label_controller.rs"]
+#[path = "../../emco/examples/label_controller.rs"]
 mod example;
 
 use std::collections::BTreeMap;

@@ -25,6 +25,7 @@
 //! ```
 
 pub mod error;
+pub mod ids;
 pub mod lifecycle;
 pub mod metadata;
 pub mod model;
@@ -34,5 +35,6 @@ pub mod time;
 pub mod validate;
 
 pub use error::{Error, ErrorKind, HasKind, Result};
+pub use ids::ContextId;
 pub use metadata::Metadata;
 pub use validate::Validate;

@@ -8,7 +8,7 @@ use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_controller_sdk::rest::Hook;
 use emco_core::lifecycle::{AppContextStatus, DigOperation, StateInfo, check_delete, transition};
 use emco_core::model::{AppDependency, ClusterQuota, DeploymentIntentGroup, LogicalCloud};
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{ContextId, Error, ErrorKind, Result};
 
 use crate::keys;
 use crate::state::{load_state, now_rfc3339, save_state};
@@ -89,7 +89,7 @@ pub(crate) struct OwnedContexts {
     contexts: Arc<dyn AppContextStore>,
     /// The contexts of objects being deleted, from the check before the delete to the cleanup
     /// after it (the record is gone by then).
-    doomed: Arc<Mutex<HashMap<ResourceKey, Vec<u64>>>>,
+    doomed: Arc<Mutex<HashMap<ResourceKey, Vec<ContextId>>>>,
 }
 
 impl OwnedContexts {
@@ -102,10 +102,10 @@ impl OwnedContexts {
 
     /// The status of the record's current context; `None` when it has none or it is gone.
     async fn current_status(&self, state: &StateInfo) -> Result<Option<AppContextStatus>> {
-        let Some(id) = state.current_context().and_then(|c| c.parse().ok()) else {
+        let Some(id) = state.current_context_id()? else {
             return Ok(None);
         };
-        match AppContext::load(Arc::clone(&self.contexts), id).await {
+        match AppContext::load(Arc::clone(&self.contexts), id.get()).await {
             Ok(ctx) => ctx.status().await,
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
@@ -123,18 +123,16 @@ impl OwnedContexts {
     }
 
     /// Remembers every context of `key`'s record for [`Self::delete_doomed`].
-    fn doom(&self, key: &ResourceKey, state: &StateInfo) {
-        let mut ids: Vec<u64> = state
-            .actions
-            .iter()
-            .filter_map(|a| a.instance.parse().ok())
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
+    ///
+    /// # Errors
+    /// Internal for a corrupt record.
+    fn doom(&self, key: &ResourceKey, state: &StateInfo) -> Result<()> {
+        let ids = state.context_ids()?;
         self.doomed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(key.clone(), ids);
+        Ok(())
     }
 
     /// Deletes the contexts remembered for `key`.
@@ -146,7 +144,7 @@ impl OwnedContexts {
             .remove(key)
             .unwrap_or_default();
         for id in ids {
-            match AppContext::load(Arc::clone(&self.contexts), id).await {
+            match AppContext::load(Arc::clone(&self.contexts), id.get()).await {
                 Ok(ctx) => {
                     ctx.unmark_active().await?;
                     ctx.delete().await?;
@@ -207,7 +205,7 @@ impl Hook<DeploymentIntentGroup> for DigHook {
             ),
             current,
         )?;
-        self.owned.doom(key, &state);
+        self.owned.doom(key, &state)?;
         Ok(())
     }
 
@@ -297,7 +295,7 @@ impl Hook<LogicalCloud> for LogicalCloudHook {
             ));
         }
         OwnedContexts::refuse_running(&what, self.owned.current_status(&state).await?)?;
-        self.owned.doom(key, &state);
+        self.owned.doom(key, &state)?;
         Ok(())
     }
 

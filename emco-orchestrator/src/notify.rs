@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use emco_appcontext::kv::WatchStream;
-use emco_appcontext::{ListOptions, ResourceKey};
+use emco_appcontext::{AppContext, ListOptions, ResourceKey};
 use emco_controller_sdk::remote::status_of;
 use emco_core::model::status::{
     DigStatus, StatusMode, StatusOutput, StatusQuery, StatusResponse, StatusType,
@@ -235,7 +235,7 @@ impl Watcher {
 
     /// A watch on context `id` from the present revision on.
     async fn watch(&self, id: u64) -> Result<WatchStream> {
-        let root = format!("/context/{id}/");
+        let root = AppContext::prefix(id);
         let store = self.orch.contexts();
         let page = store
             .list(

@@ -33,7 +33,7 @@ use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use axum::routing::get;
 use emco_appcontext::context::{ContextKey, ResourceStatusRecord};
-use emco_appcontext::{AppContextStore, ResourceKey};
+use emco_appcontext::{AppContext, AppContextStore, ResourceKey};
 use emco_controller_sdk::rest::{ApiError, json_response};
 use emco_core::lifecycle::{ResourceStatus as Deployed, StateInfo};
 use emco_core::model::status::{
@@ -41,7 +41,7 @@ use emco_core::model::status::{
     ResourceEntry, ResourceStatus, ResourcesByApp, ResourcesOfApp, StatusMode, StatusOutput,
     StatusQuery, StatusResponse, StatusType,
 };
-use emco_core::{Error, Result};
+use emco_core::{ContextId, Error, Result};
 use emco_rsync::connector::Resource;
 use http::StatusCode;
 use serde::Deserialize;
@@ -105,11 +105,9 @@ fn dig_names(dig: &ResourceKey) -> Result<(String, String, String, String)> {
 /// history), else the latest context of the lifecycle record; `None` before any instantiate.
 pub(crate) fn context_of(state: &StateInfo, instance: Option<&str>) -> Result<Option<u64>> {
     let parse = |id: &str| {
-        id.parse::<u64>().map_err(|e| {
-            Error::invalid(format!("instance {id:?} is not an AppContext id"))
-                .with_field("instance")
-                .with_source(e)
-        })
+        id.parse::<ContextId>()
+            .map(ContextId::get)
+            .map_err(|e| e.with_field("instance"))
     };
     if let Some(instance) = instance {
         let id = parse(instance)?;
@@ -208,7 +206,7 @@ impl Snapshot {
     /// # Errors
     /// NotFound when the context does not exist; the store's errors.
     pub(crate) async fn read(store: &Arc<dyn AppContextStore>, id: u64) -> Result<Self> {
-        let root = format!("/context/{id}/");
+        let root = AppContext::prefix(id);
         let kvs = store.list_all(&root, false).await?;
         if !kvs.iter().any(|kv| kv.key == root) {
             return Err(Error::not_found(format!("AppContext {id} does not exist")));

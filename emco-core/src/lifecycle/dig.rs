@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::appcontext::AppContextStatus;
 use crate::error::{Error, ErrorKind, Result};
+use crate::ids::ContextId;
 
 /// The lifecycle state of a deployment intent group, with EMCO's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -344,6 +345,32 @@ impl StateInfo {
             .rev()
             .map(|a| a.instance.as_str())
             .find(|i| !i.is_empty())
+    }
+
+    /// The id of [`Self::current_context`]; `None` before any.
+    ///
+    /// # Errors
+    /// Internal when the record names something that is not an id (a corrupt record).
+    pub fn current_context_id(&self) -> Result<Option<ContextId>> {
+        self.current_context()
+            .map(|id| ContextId::from_record(id, "a lifecycle record"))
+            .transpose()
+    }
+
+    /// Every context the record names, each once, in ascending order.
+    ///
+    /// # Errors
+    /// As [`Self::current_context_id`].
+    pub fn context_ids(&self) -> Result<Vec<ContextId>> {
+        let mut ids = self
+            .actions
+            .iter()
+            .filter(|a| !a.instance.is_empty())
+            .map(|a| ContextId::from_record(&a.instance, "a lifecycle record"))
+            .collect::<Result<Vec<_>>>()?;
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
     }
 
     /// The highest revision recorded (0 before the first instantiate).

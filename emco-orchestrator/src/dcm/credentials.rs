@@ -22,7 +22,7 @@ use bytes::Bytes;
 use emco_appcontext::{AppContext, ResourceKey, ResourceStore};
 use emco_core::lifecycle::DigState;
 use emco_core::model::{ClusterReference, LogicalCloud};
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{ContextId, Error, ErrorKind, Result};
 use emco_rsync::connector::kube::KubeConnector;
 use emco_rsync::connector::{Connector, ResourceId, Scope};
 use emco_rsync::engine::Backoff;
@@ -242,7 +242,7 @@ pub(crate) fn spawn_finisher(orch: &Orchestrator, project: &str, cloud: &str, ct
 /// Whether the logical cloud at `lc` is instantiated (or updated) with context `ctx_id`.
 async fn runs(orch: &Orchestrator, lc: &ResourceKey, ctx_id: u64) -> Result<bool> {
     let state = crate::state::load_state(orch.store().as_ref(), lc).await?;
-    let current = state.current_context().and_then(|c| c.parse::<u64>().ok());
+    let current = state.current_context_id()?.map(ContextId::get);
     Ok(current == Some(ctx_id)
         && matches!(
             state.current_state(),

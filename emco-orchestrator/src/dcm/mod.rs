@@ -209,11 +209,16 @@ impl Orchestrator {
             .collect()
     }
 
-    pub(crate) async fn load_context(&self, id: Option<&str>) -> Result<Option<AppContext>> {
-        let Some(id) = id.and_then(|i| i.parse::<u64>().ok()) else {
+    /// The current context of lifecycle record `state`; `None` when it names none or the
+    /// context is gone.
+    ///
+    /// # Errors
+    /// Internal for a corrupt record; the store's errors.
+    pub(crate) async fn load_context(&self, state: &StateInfo) -> Result<Option<AppContext>> {
+        let Some(id) = state.current_context_id()? else {
             return Ok(None);
         };
-        match AppContext::load(Arc::clone(self.contexts()), id).await {
+        match AppContext::load(Arc::clone(self.contexts()), id.get()).await {
             Ok(ctx) => Ok(Some(ctx)),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
@@ -253,7 +258,7 @@ impl Orchestrator {
         let Some(to) = next_state(record.info.current_state(), Op::Instantiate)? else {
             return Ok(());
         };
-        if let Some(previous) = self.load_context(record.info.current_context()).await?
+        if let Some(previous) = self.load_context(&record.info).await?
             && previous
                 .status()
                 .await?
@@ -411,7 +416,7 @@ impl Orchestrator {
         let instance = record.info.current_context().unwrap_or_default().to_owned();
         let revision = record.info.latest_revision();
         let queued = self
-            .load_context(Some(&instance))
+            .load_context(&record.info)
             .await?
             .map(|ctx| self.rsync().terminate(ctx.id()));
         append_and_hand_over(store, &key, &record, (to, instance, revision), queued).await?;
@@ -461,7 +466,7 @@ impl Orchestrator {
         let instance = record.info.current_context().unwrap_or_default().to_owned();
         let revision = record.info.latest_revision();
         let queued = self
-            .load_context(Some(&instance))
+            .load_context(&record.info)
             .await?
             .map(|ctx| self.rsync().stop(ctx.id()));
         append_and_hand_over(store, &key, &record, (to, instance, revision), queued).await
@@ -491,7 +496,7 @@ impl Orchestrator {
             )));
         }
         let revision = record.info.latest_revision() + 1;
-        let old = self.load_context(record.info.current_context()).await?;
+        let old = self.load_context(&record.info).await?;
         // Claimed before its side effects, as an instantiate.
         let claimed = record
             .append(store, &key, to, String::new(), revision)
@@ -554,7 +559,7 @@ impl Orchestrator {
                 {
                     continue;
                 }
-                let Some(ctx) = self.load_context(info.current_context()).await? else {
+                let Some(ctx) = self.load_context(&info).await? else {
                     continue;
                 };
                 let references =

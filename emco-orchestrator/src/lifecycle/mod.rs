@@ -40,7 +40,7 @@ use emco_appcontext::{AppContext, ResourceKey};
 use emco_controller_sdk::rest::{ApiError, EmcoJson};
 use emco_core::lifecycle::{DigOperation, StateInfo, transition_named};
 use emco_core::model::DeploymentIntentGroup;
-use emco_core::{Error, ErrorKind, Metadata, Result, Validate};
+use emco_core::{ContextId, Error, ErrorKind, Metadata, Result, Validate};
 use http::StatusCode;
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -160,11 +160,10 @@ impl Orchestrator {
 
     /// The AppContext id an operation acts on: the group's current one.
     fn current_context(dig: &ResourceKey, state: &StateInfo) -> Result<u64> {
-        let id = state
-            .current_context()
-            .ok_or_else(|| Error::internal(format!("the state of {dig} records no AppContext")))?;
-        id.parse()
-            .map_err(|_| Error::internal(format!("the state of {dig} names context {id:?}")))
+        state
+            .current_context_id()?
+            .map(ContextId::get)
+            .ok_or_else(|| Error::internal(format!("the state of {dig} records no AppContext")))
     }
 
     /// Records `op` (deploying context `ctx`) over `record` of `dig`, already checked: the
@@ -237,10 +236,10 @@ impl Orchestrator {
     /// # Errors
     /// Conflict while the previous context is still terminating (stop it or wait).
     async fn check_terminated(&self, dig: &ResourceKey, state: &StateInfo) -> Result<()> {
-        let Some(id) = state.current_context().and_then(|c| c.parse::<u64>().ok()) else {
+        let Some(id) = state.current_context_id()? else {
             return Ok(());
         };
-        let status = match AppContext::load(Arc::clone(self.contexts()), id).await {
+        let status = match AppContext::load(Arc::clone(self.contexts()), id.get()).await {
             Ok(ctx) => ctx.status().await?,
             Err(e) if e.kind() == ErrorKind::NotFound => None,
             Err(e) => return Err(e),
@@ -380,9 +379,7 @@ impl Orchestrator {
                 ))
                 .with_field("spec.revision")
             })?;
-        let target: u64 = target
-            .parse()
-            .map_err(|_| Error::internal(format!("the state of {dig} names context {target:?}")))?;
+        let target = ContextId::from_record(&target, format_args!("the state of {dig}"))?.get();
         if target != current {
             self.settle(target).await?;
         }

@@ -140,7 +140,7 @@ pub(crate) async fn check_cluster_delete(orch: &Orchestrator, cluster: &Resource
             "Cluster network intents must be terminated before it can be deleted {name}"
         ))),
         DigState::Terminated | DigState::TerminateStopped => {
-            let running = match orch.load_context(info.current_context()).await? {
+            let running = match orch.load_context(&info).await? {
                 Some(ctx) => ctx
                     .status()
                     .await?
@@ -312,7 +312,7 @@ impl Orchestrator {
         }
         let instance = record.info.current_context().unwrap_or_default().to_owned();
         let queued = self
-            .load_context(Some(&instance))
+            .load_context(&record.info)
             .await?
             .map(|ctx| self.rsync().terminate(ctx.id()));
         let to = (DigState::Terminated, instance, 0);
@@ -345,7 +345,7 @@ impl Orchestrator {
             s => return Err(invalid_state(cluster, s)),
         };
         let instance = record.info.current_context().unwrap_or_default().to_owned();
-        let ctx = self.load_context(Some(&instance)).await?;
+        let ctx = self.load_context(&record.info).await?;
         let running = match &ctx {
             Some(ctx) => ctx
                 .status()

@@ -3,13 +3,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use emco_appcontext::etcd::EtcdBuilder;
-use emco_appcontext::mongo::MongoBuilder;
-use emco_controller_sdk::{
-    ActionController, ControllerContext, Dig, IntentType, Server, set_field,
-};
-use emco_core::{Error, Metadata, Result, Validate, model::Named};
+use emco::controller::{ActionController, ControllerContext, Dig, IntentType, Server, set_field};
+use emco::store::etcd::EtcdBuilder;
+use emco::store::mongo::MongoBuilder;
+use emco::{Error, Metadata, Result, Validate, async_trait, model::Named};
 use serde::{Deserialize, Serialize};
 
 /// `DIG/label-intents/{labelIntent}`.
@@ -30,7 +27,7 @@ struct LabelSpec {
 
 impl Validate for LabelIntent {
     fn validate(&self) -> Result<()> {
-        emco_core::validate::check_name("metadata.name", &self.metadata.name)?;
+        emco::validate::check_name("metadata.name", &self.metadata.name)?;
         if self.spec.apps.is_empty() || self.spec.labels.len() + self.spec.annotations.len() == 0 {
             return Err(Error::invalid(
                 "name apps and at least one label or annotation",
