@@ -1,13 +1,13 @@
 //! Loading charts from a directory or a `.tgz` archive, like Helm's `loader` package.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
 use emco_core::Error;
 use sha2::Digest as _;
 
+use crate::archive::{ArchiveError, ArchiveLimits};
 use crate::semver::{Constraints, Version};
 use crate::value::{Object, Value};
 
@@ -604,78 +604,39 @@ fn trim_bom(mut data: Vec<u8>) -> Vec<u8> {
 
 /// Reads a gzipped tar in memory; entries lose their first path component (the chart directory).
 fn untar(bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>, Error> {
-    let gz = flate2::read::GzDecoder::new(bytes);
-    let mut archive = tar::Archive::new(gz);
-    let mut out = Vec::new();
-    let mut total: u64 = 0;
-    let entries = archive
-        .entries()
-        .map_err(|e| invalid(format!("cannot read chart archive: {e}")))?;
-    for entry in entries {
-        let mut entry = entry.map_err(|e| invalid(format!("cannot read chart archive: {e}")))?;
-        let kind = entry.header().entry_type();
-        let raw_path = String::from_utf8_lossy(&entry.path_bytes()).replace('\\', "/");
-        // `tar -C dir .` puts `./` before every member: the chart directory comes after it.
-        let mut raw_path = raw_path.as_str();
-        while let Some(rest) = raw_path.strip_prefix("./") {
-            raw_path = rest.trim_start_matches('/');
-        }
-        let raw_path = raw_path.to_owned();
-        if kind.is_pax_global_extensions()
-            || kind.is_pax_local_extensions()
-            || kind.is_gnu_longname()
-        {
-            continue;
-        }
-        if kind.is_dir() {
-            continue;
-        }
-        if !kind.is_file() {
-            return Err(invalid(format!(
-                "chart archive entry {raw_path} is not a regular file (links are not allowed)"
-            )));
-        }
-        if raw_path.starts_with('/') {
-            return Err(invalid(format!(
-                "chart illegally contains absolute path {raw_path}"
-            )));
-        }
-        if raw_path.split('/').any(|p| p == "..") {
-            return Err(invalid(format!(
-                "chart illegally references parent directory: {raw_path}"
-            )));
-        }
-        let Some((_, rel)) = raw_path.split_once('/') else {
-            continue;
-        };
-        let rel = rel.trim_start_matches("./").to_owned();
-        if rel.is_empty() {
-            continue;
-        }
-        let size = entry.header().size().unwrap_or(u64::MAX);
-        if size > MAX_FILE_SIZE {
-            return Err(invalid(format!(
-                "decompressed chart file {rel} is larger than the maximum file size {MAX_FILE_SIZE}"
-            )));
-        }
-        let mut data = Vec::new();
-        (&mut entry)
-            .take(MAX_FILE_SIZE + 1)
-            .read_to_end(&mut data)
-            .map_err(|e| invalid(format!("cannot read {rel} from chart archive: {e}")))?;
-        if data.len() as u64 > MAX_FILE_SIZE {
-            return Err(invalid(format!(
-                "decompressed chart file {rel} is larger than the maximum file size {MAX_FILE_SIZE}"
-            )));
-        }
-        total += data.len() as u64;
-        if total > MAX_CHART_SIZE {
-            return Err(invalid(format!(
-                "decompressed chart is larger than the maximum size {MAX_CHART_SIZE}"
-            )));
-        }
-        out.push((rel, trim_bom(data)));
-    }
+    let limits = ArchiveLimits {
+        max_file: MAX_FILE_SIZE,
+        max_total: MAX_CHART_SIZE,
+    };
+    // Helm's words (pkg/chart/loader/archive.go).
+    let files = crate::archive::read_all(bytes, limits).map_err(|e| {
+        invalid(match e {
+            ArchiveError::Unreadable(why) => format!("cannot read chart archive: {why}"),
+            ArchiveError::Escapes {
+                path,
+                absolute: true,
+            } => format!("chart illegally contains absolute path {path}"),
+            ArchiveError::Escapes {
+                path,
+                absolute: false,
+            } => format!("chart illegally references parent directory: {path}"),
+            ArchiveError::Link(path) | ArchiveError::NotRegular(path) => {
+                format!("chart archive entry {path} is not a regular file (links are not allowed)")
+            }
+            ArchiveError::FileTooLarge { path, .. } => format!(
+                "decompressed chart file {} is larger than the maximum file size {MAX_FILE_SIZE}",
+                path.split_once('/').map_or(path.as_str(), |(_, rel)| rel)
+            ),
+            ArchiveError::TooLarge(_) => {
+                format!("decompressed chart is larger than the maximum size {MAX_CHART_SIZE}")
+            }
+        })
+    })?;
+    let out: Vec<(String, Vec<u8>)> = files
+        .into_iter()
+        .filter(|(parts, _)| parts.len() > 1)
+        .map(|(parts, data)| (parts[1..].join("/"), trim_bom(data)))
+        .collect();
     if out.is_empty() {
         return Err(invalid("no files in chart archive"));
     }
@@ -686,25 +647,7 @@ fn untar(bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>, Error> {
 mod tests {
     use super::*;
 
-    fn tgz(entries: &[(&str, &[u8], tar::EntryType)]) -> Vec<u8> {
-        let enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        let mut b = tar::Builder::new(enc);
-        for (path, data, kind) in entries {
-            let mut h = tar::Header::new_gnu();
-            h.set_entry_type(*kind);
-            h.set_size(data.len() as u64);
-            h.set_mode(0o644);
-            if kind.is_symlink() {
-                h.set_link_name("/etc/passwd").unwrap();
-            }
-            // Set the path bytes directly so that hostile paths reach the loader unchanged.
-            let name = &mut h.as_old_mut().name;
-            name[..path.len()].copy_from_slice(path.as_bytes());
-            h.set_cksum();
-            b.append(&h, *data).unwrap();
-        }
-        b.into_inner().unwrap().finish().unwrap()
-    }
+    use crate::archive::tests::tgz;
 
     const CHART: &[u8] = b"apiVersion: v2\nname: demo\nversion: 1.2.3\n";
 

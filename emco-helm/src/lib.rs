@@ -33,6 +33,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod archive;
 pub mod chart;
 pub mod error;
 pub mod files;

@@ -5,10 +5,11 @@
 //! the unpacked size so a small archive cannot expand without limit.
 
 use std::io::Read;
-use std::path::{Component, Path};
+use std::path::Path;
 
 use emco_core::model::ProfileManifest;
 use emco_core::{Error, Result, Validate};
+use emco_helm::archive::{ArchiveError, ArchiveLimits, Entry, walk};
 
 /// Limits on uploads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,60 +35,44 @@ impl Default for Limits {
 /// The regular files of an archive that a check wants to read, by path inside the archive.
 type Wanted<'a> = &'a mut dyn FnMut(&[String], &mut dyn Read) -> Result<()>;
 
-/// Walks the gzip'd tar at `path`, checking every entry, and hands each regular file's path
-/// components (without a leading `.`) and content to `visit`.
+/// Walks the gzip'd tar at `path` ([`emco_helm::archive::walk`]: no links, no escaping paths,
+/// unpacked size bounded) and hands each regular file's path components and content to `visit`.
 fn walk_archive(path: &Path, limits: &Limits, visit: Wanted<'_>) -> Result<()> {
     let file = std::fs::File::open(path)
         .map_err(|e| Error::internal("cannot open an uploaded archive").with_source(e))?;
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
-    let bad = |why: String| Error::invalid(why).with_field("file");
-    let entries = archive
-        .entries()
-        .map_err(|e| bad(format!("not a gzip'd tar archive: {e}")))?;
-    let mut unpacked: u64 = 0;
-    let mut count = 0usize;
-    for entry in entries {
-        let mut entry = entry.map_err(|e| bad(format!("not a gzip'd tar archive: {e}")))?;
-        count += 1;
-        let raw = entry
-            .path()
-            .map_err(|e| bad(format!("an entry has an unreadable path: {e}")))?
-            .into_owned();
-        let mut parts = Vec::new();
-        for c in raw.components() {
-            match c {
-                Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
-                Component::CurDir => {}
-                _ => return Err(bad(format!("entry {raw:?} escapes the archive"))),
-            }
-        }
-        let kind = entry.header().entry_type();
-        if kind.is_symlink() || kind.is_hard_link() {
-            return Err(bad(format!(
-                "entry {raw:?} is a link; links are not accepted"
-            )));
-        }
-        if kind.is_dir() || kind.is_pax_global_extensions() || kind.is_pax_local_extensions() {
-            continue;
-        }
-        if !(kind.is_file() || kind == tar::EntryType::Continuous) {
-            return Err(bad(format!("entry {raw:?} is not a regular file")));
-        }
-        unpacked += entry.size();
-        if unpacked > limits.max_unpacked {
-            return Err(bad(format!(
-                "the archive unpacks to more than {} bytes",
-                limits.max_unpacked
-            )));
-        }
-        if !parts.is_empty() {
-            visit(&parts, &mut entry)?;
-        }
-    }
+    let bounds = ArchiveLimits {
+        max_file: limits.max_unpacked,
+        max_total: limits.max_unpacked,
+    };
+    let count = walk(file, bounds, &mut |entry: Entry<'_>| {
+        visit(entry.parts, entry.content).map_err(Refused)
+    })
+    .map_err(|e: Refused| e.0)?;
     if count == 0 {
-        return Err(bad("the archive is empty".to_owned()));
+        return Err(Error::invalid("the archive is empty").with_field("file"));
     }
     Ok(())
+}
+
+/// An upload check's error, an archive's refusal among them (field `file`).
+struct Refused(Error);
+
+impl From<ArchiveError> for Refused {
+    fn from(e: ArchiveError) -> Self {
+        let why = match e {
+            ArchiveError::TooLarge(limit) | ArchiveError::FileTooLarge { limit, .. } => {
+                format!("the archive unpacks to more than {limit} bytes")
+            }
+            other => other.to_string(),
+        };
+        Self(Error::invalid(why).with_field("file"))
+    }
+}
+
+impl From<Error> for Refused {
+    fn from(e: Error) -> Self {
+        Self(e)
+    }
 }
 
 fn read_small(r: &mut dyn Read, what: &str) -> Result<String> {

@@ -4,13 +4,12 @@
 //! hook groups.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::Read;
-use std::path::Component;
 use std::sync::Arc;
 
 use emco_appcontext::context::HookGroups;
 use emco_core::model::ProfileManifest;
 use emco_core::{Error, Result};
+use emco_helm::archive::ArchiveLimits;
 use emco_helm::chart::ChartFile;
 use emco_helm::{Chart, HelmCompat, RenderOptions, Value};
 
@@ -188,39 +187,14 @@ struct Profile {
 impl Profile {
     fn read(archive: &[u8], max_unpacked: u64) -> Result<Self> {
         let bad = |why: String| Error::invalid(format!("the app profile {why}"));
-        let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(archive));
-        let mut files: BTreeMap<Vec<String>, Vec<u8>> = BTreeMap::new();
-        let mut left = max_unpacked;
-        for entry in tar
-            .entries()
-            .map_err(|e| bad(format!("is not a gzip'd tar: {e}")))?
-        {
-            let mut entry = entry.map_err(|e| bad(format!("is not a gzip'd tar: {e}")))?;
-            if !entry.header().entry_type().is_file() {
-                continue;
-            }
-            let path = entry
-                .path()
-                .map_err(|e| bad(format!("has an unreadable path: {e}")))?
-                .into_owned();
-            let mut parts = Vec::new();
-            for c in path.components() {
-                match c {
-                    Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
-                    Component::CurDir => {}
-                    _ => return Err(bad(format!("entry {path:?} escapes the archive"))),
-                }
-            }
-            let mut data = Vec::new();
-            (&mut entry)
-                .take(left.saturating_add(1))
-                .read_to_end(&mut data)
-                .map_err(|e| bad(format!("cannot be read: {e}")))?;
-            left = left
-                .checked_sub(data.len() as u64)
-                .ok_or_else(|| bad(format!("unpacks to more than {max_unpacked} bytes")))?;
-            files.insert(parts, data);
-        }
+        let limits = ArchiveLimits {
+            max_file: max_unpacked,
+            max_total: max_unpacked,
+        };
+        let files: BTreeMap<Vec<String>, Vec<u8>> = emco_helm::archive::read_all(archive, limits)
+            .map_err(|e| bad(format!("is refused: {e}")))?
+            .into_iter()
+            .collect();
         // The manifest at the root wins over one in a top directory, as at upload.
         let base: Vec<String> = if files.contains_key(&vec!["manifest.yaml".to_owned()]) {
             Vec::new()
