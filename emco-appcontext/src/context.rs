@@ -783,6 +783,23 @@ impl AppContext {
         .await
     }
 
+    /// Whether rsync is working on this context or has work queued for it: its status is a
+    /// running one, or an event waits in its queue.
+    pub async fn is_busy(&self) -> Result<bool> {
+        if self
+            .status()
+            .await?
+            .is_some_and(AppContextStatus::is_running)
+        {
+            return Ok(true);
+        }
+        Ok(self
+            .event_queue()
+            .await?
+            .iter()
+            .any(|e| e.status == QueueStatus::Pending))
+    }
+
     /// Whether this context is in `registry`.
     pub async fn is_marked(&self, registry: Registry) -> Result<bool> {
         let key = format!("{}{}/", registry.prefix(), self.id);

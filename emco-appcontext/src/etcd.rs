@@ -32,16 +32,7 @@ use crate::kv::{
 /// Maps an etcd client error onto the error kinds, keeping it as the source.
 fn etcd_err(e: etcd_client::Error) -> Error {
     let kind = match &e {
-        etcd_client::Error::GRpcStatus(s) => match s.code() {
-            tonic::Code::InvalidArgument | tonic::Code::ResourceExhausted => {
-                emco_core::ErrorKind::InvalidArgument
-            }
-            tonic::Code::FailedPrecondition | tonic::Code::OutOfRange => {
-                emco_core::ErrorKind::FailedPrecondition
-            }
-            tonic::Code::Internal | tonic::Code::DataLoss => emco_core::ErrorKind::Internal,
-            _ => emco_core::ErrorKind::Unavailable,
-        },
+        etcd_client::Error::GRpcStatus(s) => emco_core::grpc::kind_of(s.code()),
         etcd_client::Error::InvalidArgs(_) | etcd_client::Error::InvalidUri(_) => {
             emco_core::ErrorKind::InvalidArgument
         }

@@ -467,19 +467,36 @@ impl ResourceStore for MongoResourceStore {
         };
         let replaced = match swapped {
             Ok(Some(replaced)) => replaced,
-            failed => {
+            Ok(None) => {
                 self.chunks
                     .delete_many(doc! {"upload": upload})
                     .await
                     .map_err(mongo_err)?;
-                return Err(failed.map_or_else(mongo_err, |_| Expect::failed(key, name)));
+                return Err(Expect::failed(key, name));
+            }
+            Err(e) => {
+                // The server may have applied the swap before the answer was lost: only what
+                // the metadata does not name may go.
+                let current = self
+                    .meta
+                    .find_one(doc! {"_id": &id})
+                    .await
+                    .map_err(mongo_err)?
+                    .and_then(|d| d.get_i64("upload").ok());
+                if current != Some(upload) {
+                    self.chunks
+                        .delete_many(doc! {"upload": upload})
+                        .await
+                        .map_err(mongo_err)?;
+                }
+                return Err(mongo_err(e));
             }
         };
-        if let Some(old) = replaced {
-            self.chunks
-                .delete_many(doc! {"upload": old})
-                .await
-                .map_err(mongo_err)?;
+        // The write is done; old chunks left behind only take space.
+        if let Some(old) = replaced
+            && let Err(e) = self.chunks.delete_many(doc! {"upload": old}).await
+        {
+            tracing::warn!(key = %key, blob = name, error = %e, "cannot delete replaced chunks");
         }
         Ok((size, version))
     }

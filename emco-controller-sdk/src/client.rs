@@ -397,12 +397,14 @@ fn refusal(ok: bool, message: String) -> std::result::Result<(), Error> {
     }
 }
 
-/// A gRPC failure as an error: transport failures and `Unavailable` mean unreachable.
+/// A gRPC failure as an error: what the one mapping ([`emco_core::grpc::kind_of`]) calls
+/// unavailable means unreachable; any other failure of a controller is the orchestrator's own
+/// failure to complete the operation (EMCO answers it with a 500), whatever its code.
 fn status_error(status: tonic::Status) -> Error {
     use tonic::Code;
     let message = status.message().to_owned();
     match status.code() {
-        Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Unknown => {
+        code if emco_core::grpc::kind_of(code) == emco_core::ErrorKind::Unavailable => {
             Error::unavailable(format!("is unreachable: {message}")).with_source(status)
         }
         Code::Unimplemented => {

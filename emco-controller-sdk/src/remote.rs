@@ -17,7 +17,7 @@ use emco_appcontext::kv::{Compacted, EventKind, WatchEvent, WatchStream, compact
 use emco_appcontext::{
     AppContextStore, Compare, KeyValue, ListOptions, ListPage, Op, Txn, TxnResult,
 };
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{Error, Result};
 use emco_proto::app_context_store_client::AppContextStoreClient;
 use emco_proto::app_context_store_server::{
     AppContextStore as AppContextStoreRpc, AppContextStoreServer,
@@ -30,7 +30,7 @@ use emco_proto::{
 use futures::{Stream, StreamExt};
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Request, Response, Status};
+use tonic::{Request, Response, Status};
 
 /// The largest message either side accepts: a whole-context listing can be large.
 pub const MAX_MESSAGE: usize = 64 * 1024 * 1024;
@@ -40,16 +40,7 @@ const COMPACT_METADATA: &str = "emco-compact-revision";
 /// The gRPC status of an error: its kind as a code, its message kept.
 #[must_use]
 pub fn status_of(e: &Error) -> Status {
-    let code = match e.kind() {
-        ErrorKind::NotFound => Code::NotFound,
-        ErrorKind::AlreadyExists => Code::AlreadyExists,
-        ErrorKind::Conflict => Code::Aborted,
-        ErrorKind::InvalidArgument => Code::InvalidArgument,
-        ErrorKind::FailedPrecondition => Code::FailedPrecondition,
-        ErrorKind::Unavailable => Code::Unavailable,
-        ErrorKind::Internal => Code::Internal,
-    };
-    let mut status = Status::new(code, e.to_string());
+    let mut status = Status::new(emco_core::grpc::code_of(e.kind()), e.to_string());
     if let Some(rev) = compacted_revision(e)
         && let Ok(v) = MetadataValue::try_from(rev.to_string())
     {
@@ -74,17 +65,7 @@ pub fn error_of(status: &Status, requested: u64) -> Error {
         }
         .into_error();
     }
-    let kind = match status.code() {
-        Code::NotFound => ErrorKind::NotFound,
-        Code::AlreadyExists => ErrorKind::AlreadyExists,
-        Code::Aborted => ErrorKind::Conflict,
-        Code::InvalidArgument | Code::OutOfRange => ErrorKind::InvalidArgument,
-        Code::FailedPrecondition => ErrorKind::FailedPrecondition,
-        Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Unknown => {
-            ErrorKind::Unavailable
-        }
-        _ => ErrorKind::Internal,
-    };
+    let kind = emco_core::grpc::kind_of(status.code());
     Error::new(kind, format!("AppContext service: {message}")).with_source(status.clone())
 }
 

@@ -25,6 +25,8 @@
 //! ```
 
 pub mod error;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 pub mod ids;
 pub mod lifecycle;
 pub mod metadata;

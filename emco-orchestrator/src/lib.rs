@@ -27,6 +27,7 @@
 //! ```
 
 pub mod dcm;
+mod handover;
 mod hooks;
 pub mod keys;
 pub mod lifecycle;
@@ -69,6 +70,9 @@ pub struct Orchestrator {
     limits: Limits,
     /// Which Helm release's rendering to match.
     helm: emco_helm::HelmCompat,
+    /// Orders each record write with its hand-over to rsync (see [`handover`]); shared by
+    /// clones.
+    handover: handover::HandOverLocks,
     /// The AppContext store, rsync and the controller registry (see [`runtime`]).
     runtime: Arc<runtime::Runtime>,
 }

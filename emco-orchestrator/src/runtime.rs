@@ -185,6 +185,7 @@ impl OrchestratorBuilder {
             store: self.store,
             limits: self.limits,
             helm: self.helm,
+            handover: crate::handover::HandOverLocks::default(),
             runtime: Arc::new(Runtime {
                 shutdown: std::sync::Mutex::new(CancellationToken::new()),
                 contexts,

@@ -146,9 +146,19 @@ impl Record {
 
     /// Puts back `previous` (the record this one replaced) after the operation that wrote
     /// this record failed to start: best effort, as the failure is what the caller reports.
-    pub async fn revert(&self, store: &dyn ResourceStore, key: &ResourceKey, previous: &Self) {
-        if let Err(e) = self.swap(store, key, previous.info.clone()).await {
-            tracing::warn!(%key, error = %e, "cannot put back a lifecycle record");
+    /// Returns whether it was put back.
+    pub async fn revert(
+        &self,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        previous: &Self,
+    ) -> bool {
+        match self.swap(store, key, previous.info.clone()).await {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::warn!(%key, error = %e, "cannot put back a lifecycle record");
+                false
+            }
         }
     }
 }
@@ -168,10 +178,12 @@ pub(crate) async fn hand_over(
     let Err(e) = queued.await else {
         return Ok(());
     };
+    let mut reverted = true;
     for (key, written, before) in undo {
-        written.revert(store, key, before).await;
+        reverted &= written.revert(store, key, before).await;
     }
-    if let Some(ctx) = fresh {
+    // A record that could not be put back may name the context: it must stay.
+    if let Some(ctx) = fresh.filter(|_| reverted) {
         crate::dcm::discard(ctx).await;
     }
     Err(e)

@@ -785,6 +785,35 @@ async fn racing_instantiates_one_wins_across_replicas() {
     w.stop().await;
 }
 
+/// A terminate sent the moment an instantiate is recorded: the terminate is queued after the
+/// instantiate's hand-over to rsync, never before it, so the group ends terminated and nothing
+/// stays on the cluster (a terminate queued first would be refused on the Created context and
+/// the instantiate would then deploy a group recorded Terminated).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_terminate_right_after_an_instantiate_is_queued_after_it() {
+    let w = World::start().await;
+    let dig = w.dig("v1", "d1", "lc", "c1", &[]).await;
+    let instantiate = {
+        let orch = w.orch.clone();
+        let dig = dig.clone();
+        tokio::spawn(async move { orch.instantiate(&dig).await })
+    };
+    // Terminate as soon as the record allows it (FailedPrecondition until it is recorded).
+    loop {
+        match w.orch.terminate(&dig).await {
+            Ok(()) => break,
+            Err(e) if e.kind() == ErrorKind::FailedPrecondition => tokio::task::yield_now().await,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    instantiate.await.unwrap().unwrap();
+    assert_eq!(w.state(&dig).await.current_state(), DigState::Terminated);
+    let ctx = w.context(&dig).await;
+    w.wait_status(&ctx, AppContextStatus::Terminated).await;
+    w.wait_service("c1", None).await;
+    w.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instantiate_update_terminate_on_etcd_and_mongodb() {
     let (Ok(etcd), Ok(mongo)) = (

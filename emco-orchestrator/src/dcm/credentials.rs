@@ -32,7 +32,6 @@ use serde_json::{Value, json};
 
 use super::LC_APP;
 use crate::runtime::{LOGICAL_CLOUD_KUBECONFIG_BLOB, read_text_blob};
-use crate::state::state_or_new;
 use crate::{Orchestrator, from_value, keys};
 
 /// The blob of a cluster reference holding the private key of a certificate request until its
@@ -383,15 +382,15 @@ async fn finish_cluster(
             store.update(reference, &crate::to_value(&r)?).await?;
         }
     }
-    store.delete_blob(reference, PENDING_KEY_BLOB).await?;
-    if !state_or_new(store, &lc_key)
-        .await?
-        .current_state()
-        .is_deployed()
-        && let Some(value) = store.get(reference).await?
-    {
-        clear_reference(store, reference, value).await?;
+    if !runs(orch, &lc_key, ctx.id()).await? {
+        // Terminated (or replaced) under this write: what it wrote goes; the pending key
+        // stays for whichever context now owns it.
+        store
+            .delete_blob(reference, LOGICAL_CLOUD_KUBECONFIG_BLOB)
+            .await?;
+        return Ok(true);
     }
+    store.delete_blob(reference, PENDING_KEY_BLOB).await?;
     Ok(true)
 }
 

@@ -258,16 +258,7 @@ impl Orchestrator {
         let Some(to) = next_state(record.info.current_state(), Op::Instantiate)? else {
             return Ok(());
         };
-        if let Some(previous) = self.load_context(&record.info).await?
-            && previous
-                .status()
-                .await?
-                .is_some_and(AppContextStatus::is_running)
-        {
-            return Err(Error::conflict(format!(
-                "logical cloud {name:?} is still terminating; try again when it is done"
-            )));
-        }
+        self.check_settled(name, &record.info).await?;
         // Claimed before its side effects (credentials, keys on the references): a concurrent
         // instantiate, here or in another replica, is refused by the record from now on.
         let claimed = record.append(store, &key, to, String::new(), 1).await?;
@@ -280,11 +271,30 @@ impl Orchestrator {
             }
         };
         // A terminate that took the claim meanwhile makes the fill fail: never deployed.
+        let held = self.handover.lock(&key).await;
+        // Again, now that no other operation of this process can queue work meanwhile.
+        if let Err(e) = self.check_settled(name, &record.info).await {
+            claimed.revert(store, &key, &record).await;
+            discard(&ctx).await;
+            return Err(e);
+        }
         let written = claimed.fill(store, &key, ctx.id().to_string()).await;
         let queued = self.rsync().instantiate(ctx.id());
         deploy_fresh(store, &key, written, &record, &ctx, queued).await?;
+        drop(held);
         credentials::spawn_finisher(self, project, name, ctx.id());
         Ok(())
+    }
+
+    /// Refuses to deploy cloud `name` again while rsync still works on (or has work queued for)
+    /// the context its record names: the terminate of the previous deployment.
+    async fn check_settled(&self, name: &str, state: &StateInfo) -> Result<()> {
+        match self.load_context(state).await? {
+            Some(previous) if previous.is_busy().await? => Err(Error::conflict(format!(
+                "logical cloud {name:?} is still terminating; try again when it is done"
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// The side effects of a claimed instantiate: the cloud's credentials are cleared, then an
@@ -419,7 +429,9 @@ impl Orchestrator {
             .load_context(&record.info)
             .await?
             .map(|ctx| self.rsync().terminate(ctx.id()));
+        let held = self.handover.lock(&key).await;
         append_and_hand_over(store, &key, &record, (to, instance, revision), queued).await?;
+        drop(held);
         credentials::clear(store, &key).await
     }
 
@@ -469,6 +481,7 @@ impl Orchestrator {
             .load_context(&record.info)
             .await?
             .map(|ctx| self.rsync().stop(ctx.id()));
+        let _held = self.handover.lock(&key).await;
         append_and_hand_over(store, &key, &record, (to, instance, revision), queued).await
     }
 
@@ -519,6 +532,7 @@ impl Orchestrator {
                 return Err(e);
             }
         };
+        let held = self.handover.lock(&key).await;
         let written = claimed.fill(store, &key, ctx.id().to_string()).await;
         // Without the running context (lost with an in-memory AppContext store) the new one is
         // simply instantiated; server-side apply takes over what is already there.
@@ -529,6 +543,7 @@ impl Orchestrator {
             }
         };
         deploy_fresh(store, &key, written, &record, &ctx, handed).await?;
+        drop(held);
         credentials::spawn_finisher(self, project, name, ctx.id());
         Ok(revision)
     }

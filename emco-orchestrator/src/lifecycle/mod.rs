@@ -222,6 +222,12 @@ impl Orchestrator {
         )?;
         self.check_terminated(dig, &record.info).await?;
         let ctx = build::build_context(self, dig, &group, None).await?;
+        let _held = self.handover.lock(dig).await;
+        // Again, now that no other operation of this process can queue work meanwhile.
+        if let Err(e) = self.check_terminated(dig, &record.info).await {
+            crate::dcm::discard(&ctx).await;
+            return Err(e);
+        }
         let written = self
             .record(dig, &record, DigOperation::Instantiate, ctx.id())
             .await;
@@ -239,18 +245,18 @@ impl Orchestrator {
         let Some(id) = state.current_context_id()? else {
             return Ok(());
         };
-        let status = match AppContext::load(Arc::clone(self.contexts()), id.get()).await {
-            Ok(ctx) => ctx.status().await?,
-            Err(e) if e.kind() == ErrorKind::NotFound => None,
+        let busy = match AppContext::load(Arc::clone(self.contexts()), id.get()).await {
+            Ok(ctx) => ctx.is_busy().await?,
+            Err(e) if e.kind() == ErrorKind::NotFound => false,
             Err(e) => return Err(e),
         };
-        match status {
-            Some(s) if s.is_running() => Err(Error::conflict(format!(
-                "deployment intent group {:?} is still being terminated ({s}); wait, or stop it",
+        if busy {
+            return Err(Error::conflict(format!(
+                "deployment intent group {:?} is still being terminated; wait, or stop it",
                 dig.name().unwrap_or_default()
-            ))),
-            _ => Ok(()),
+            )));
         }
+        Ok(())
     }
 
     /// Waits (a bounded time) until context `id` is not in the middle of an rsync operation:
@@ -293,6 +299,7 @@ impl Orchestrator {
     /// already terminated.
     pub async fn terminate(&self, dig: &ResourceKey) -> Result<()> {
         let (record, ctx) = self.checked(dig, DigOperation::Terminate).await?;
+        let held = self.handover.lock(dig).await;
         let written = self
             .record(dig, &record, DigOperation::Terminate, ctx)
             .await?;
@@ -303,6 +310,7 @@ impl Orchestrator {
             None,
         )
         .await?;
+        drop(held);
         // Controllers are told after the fact: the deployment is going whatever they answer,
         // and a controller that is down must not keep it on the clusters.
         let intents = build::dig_intents(self, dig).await?;
@@ -325,6 +333,7 @@ impl Orchestrator {
     /// NotFound; FailedPrecondition when nothing was ever instantiated.
     pub async fn stop(&self, dig: &ResourceKey) -> Result<()> {
         let (record, ctx) = self.checked(dig, DigOperation::Stop).await?;
+        let _held = self.handover.lock(dig).await;
         let written = self.record(dig, &record, DigOperation::Stop, ctx).await?;
         hand_over(
             self.store.as_ref(),
@@ -345,6 +354,7 @@ impl Orchestrator {
         let group = self.load_dig(dig).await?;
         let (record, old) = self.checked(dig, DigOperation::Update).await?;
         let ctx = build::build_context(self, dig, &group, Some(old)).await?;
+        let _held = self.handover.lock(dig).await;
         let written = self
             .record(dig, &record, DigOperation::Update, ctx.id())
             .await;
@@ -383,6 +393,7 @@ impl Orchestrator {
         if target != current {
             self.settle(target).await?;
         }
+        let _held = self.handover.lock(dig).await;
         let written = self
             .record(dig, &record, DigOperation::Rollback, target)
             .await?;
@@ -433,6 +444,11 @@ impl Orchestrator {
         .map_err(|e| Error::new(e.kind(), format!("migrate target: {}", e.message())))?;
         self.check_terminated(&target, &target_record.info).await?;
         let ctx = build::build_context(self, &target, &target_group, Some(old)).await?;
+        let _held = self.handover.lock_pair(dig, &target).await;
+        if let Err(e) = self.check_terminated(&target, &target_record.info).await {
+            crate::dcm::discard(&ctx).await;
+            return Err(e);
+        }
         let target_written = match self
             .record(&target, &target_record, DigOperation::Instantiate, ctx.id())
             .await

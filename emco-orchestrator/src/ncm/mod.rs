@@ -290,6 +290,7 @@ impl Orchestrator {
         }
         let store = self.store().as_ref();
         let id = ctx.id().to_string();
+        let _held = self.handover.lock(&key).await;
         let written = record.append(store, &key, DigState::Applied, id, 0).await;
         let queued = self.rsync().instantiate(ctx.id());
         deploy_fresh(store, &key, written, &record, &ctx, queued).await
@@ -316,6 +317,7 @@ impl Orchestrator {
             .await?
             .map(|ctx| self.rsync().terminate(ctx.id()));
         let to = (DigState::Terminated, instance, 0);
+        let _held = self.handover.lock(&key).await;
         append_and_hand_over(store, &key, &record, to, queued).await
     }
 
@@ -359,6 +361,7 @@ impl Orchestrator {
             )));
         }
         let queued = ctx.map(|ctx| self.rsync().stop(ctx.id()));
+        let _held = self.handover.lock(&key).await;
         append_and_hand_over(store, &key, &record, (to, instance, 0), queued).await
     }
 

@@ -677,11 +677,22 @@ impl Rsync {
                 return Ok(true);
             }
             ctx.unmark_active().await?;
-            // A deployed context stays with its owner, which follows its readiness.
-            if let Some(owners) = &self.inner.owners
-                && !ctx.is_marked(Registry::Deployed).await?
-            {
-                owners.release(self.inner.store.as_ref(), ctx.id()).await?;
+            if let Some(owners) = &self.inner.owners {
+                // Another replica may have queued an event (and marked the context active) since
+                // the look above: it is not lost, this task goes on with it.
+                if ctx
+                    .event_queue()
+                    .await?
+                    .iter()
+                    .any(|e| e.status == QueueStatus::Pending)
+                {
+                    ctx.mark_active().await?;
+                    return Ok(true);
+                }
+                // A deployed context stays with its owner, which follows its readiness.
+                if !ctx.is_marked(Registry::Deployed).await? {
+                    owners.release(self.inner.store.as_ref(), ctx.id()).await?;
+                }
             }
             tasks.remove(&ctx.id());
             task.finished.cancel();

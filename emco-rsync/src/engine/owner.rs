@@ -127,6 +127,26 @@ impl Owners {
                 .is_some_and(|(_, at)| at.elapsed() < self.config.ttl)
     }
 
+    /// Whether replica `id` counts as alive, its heartbeat read again first: a replica this one
+    /// has not seen yet (it started after the last look) is alive from now, not dead.
+    async fn alive_now(&self, store: &dyn AppContextStore, id: &str) -> Result<bool> {
+        if id == self.config.id {
+            return Ok(true);
+        }
+        let beat = store.get(&heartbeat_key(id)).await?;
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(beat) = beat else {
+            seen.remove(id);
+            return Ok(false);
+        };
+        let since = match seen.get(id) {
+            Some(&(revision, at)) if revision == beat.mod_revision => at,
+            _ => Instant::now(),
+        };
+        seen.insert(id.to_owned(), (beat.mod_revision, since));
+        Ok(since.elapsed() < self.config.ttl)
+    }
+
     /// The owner of every owned context, read in one listing.
     ///
     /// # Errors
@@ -167,7 +187,13 @@ impl Owners {
         let me = Bytes::from(self.config.id.clone());
         let expected = match store.get(&key).await? {
             Some(kv) if kv.value == me => return Ok(true),
-            Some(kv) if self.alive(&String::from_utf8_lossy(&kv.value)) => return Ok(false),
+            Some(kv)
+                if self
+                    .alive_now(store, &String::from_utf8_lossy(&kv.value))
+                    .await? =>
+            {
+                return Ok(false);
+            }
             Some(kv) => kv.mod_revision,
             None => 0,
         };

@@ -26,9 +26,9 @@ impl Rsync {
             return Ok(());
         };
         owners.beat(self.inner.store.as_ref()).await?;
-        self.replica_round().await?;
         let engine = self.clone();
         tokio::spawn(async move { engine.heartbeat().await });
+        self.replica_round().await?;
         let engine = self.clone();
         tokio::spawn(async move { engine.replica_loop().await });
         Ok(())
@@ -79,6 +79,16 @@ impl Rsync {
         };
         let store = self.inner.store.as_ref();
         owners.observe(store).await?;
+        // What runs here first: a context claimed after this snapshot is not mistaken for one
+        // another replica took.
+        let running: HashMap<u64, Option<OpCtl>> = self
+            .inner
+            .tasks
+            .lock()
+            .await
+            .iter()
+            .map(|(id, t)| (*id, t.op()))
+            .collect();
         let held = owners.holders(store).await?;
         let mine = |id: &u64| held.get(id).map(String::as_str) == Some(owners.id());
         let active: HashSet<u64> = AppContext::active_contexts(store)
@@ -88,14 +98,6 @@ impl Rsync {
         let deployed: HashSet<u64> = AppContext::registered(store, Registry::Deployed)
             .await?
             .into_iter()
-            .collect();
-        let running: HashMap<u64, Option<OpCtl>> = self
-            .inner
-            .tasks
-            .lock()
-            .await
-            .iter()
-            .map(|(id, t)| (*id, t.op()))
             .collect();
         let followed: Vec<u64> = self
             .inner
@@ -145,9 +147,13 @@ impl Rsync {
             }
         }
         if !follow.is_empty() {
-            // In this round: the next one must see them followed, or it would follow them
-            // again.
-            self.follow_deployed(follow).await;
+            // Marked followed now, so that the next round does not follow them again, and
+            // followed in a task of their own, so that the rounds go on.
+            for &id in &follow {
+                self.inner.readiness_token(id);
+            }
+            let engine = self.clone();
+            tokio::spawn(async move { engine.follow_deployed(follow).await });
         }
 
         for (id, op) in running {
