@@ -7,12 +7,11 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{
-    AppSpec, Env, applied_count, assert_config_maps, clusters, config_map, context, status, until,
+    Crash, Env, applied_count, assert_config_maps, clusters, config_map_app, context, status, until,
 };
 use emco_appcontext::context::QueueStatus;
 use emco_appcontext::{AppContext, AppContextStore, InMemoryAppContextStore};
@@ -32,21 +31,6 @@ async fn owner(store: &dyn AppContextStore, ctx: u64) -> Option<String> {
         .await
         .unwrap()
         .map(|kv| String::from_utf8_lossy(&kv.value).into_owned())
-}
-
-/// `count` config maps `cm0..` for one app on `clusters`.
-fn app(clusters: &[String], count: usize) -> AppSpec {
-    let cms: Vec<(String, String)> = (0..count)
-        .map(|i| {
-            let name = format!("cm{i}");
-            (
-                format!("{name}+ConfigMap"),
-                config_map(&name, &format!("v{i}")),
-            )
-        })
-        .collect();
-    let refs: Vec<(&str, &str)> = cms.iter().map(|(n, y)| (n.as_str(), y.as_str())).collect();
-    AppSpec::new("app", clusters, &refs)
 }
 
 /// A started replica named `id` of `env`'s engine on `store`.
@@ -70,7 +54,7 @@ async fn a_terminate_through_one_replica_stops_the_instantiate_another_runs() {
         replica(&env, &store, "a").await,
         replica(&env, &store, "b").await,
     );
-    let ctx = context(Arc::clone(&store), &[app(&clusters(4), 20)]).await;
+    let ctx = context(Arc::clone(&store), &[config_map_app(&clusters(4), 20)]).await;
     a.instantiate(ctx.id()).await.unwrap();
     assert_eq!(owner(store.as_ref(), ctx.id()).await.as_deref(), Some("a"));
     until("a to apply the clusters that answer", || async {
@@ -105,28 +89,7 @@ async fn a_terminate_through_one_replica_stops_the_instantiate_another_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "helper run as a child process by a_killed_replica_s_instantiate_is_finished_by_another"]
 async fn child_replica_instantiates() {
-    let (Ok(endpoint), Ok(dir), Ok(ctx), Ok(prefix), Ok(count)) = (
-        std::env::var("EMCO_TEST_ETCD"),
-        std::env::var("EMCO_REPLICA_CHILD_KUBECONFIGS"),
-        std::env::var("EMCO_REPLICA_CHILD_CONTEXT"),
-        std::env::var("EMCO_REPLICA_CHILD_PREFIX"),
-        std::env::var("EMCO_REPLICA_CHILD_CLUSTERS"),
-    ) else {
-        eprintln!("SKIPPED {CHILD}: only the replica test runs it");
-        return;
-    };
-    let resolver = common::resolver_from_kubeconfigs(&dir, count.parse().unwrap()).await;
-    let rsync = Rsync::builder()
-        .store(common::etcd(&endpoint, &prefix).await)
-        .connectors(resolver)
-        .concurrency(8, 2)
-        .replica(ReplicaConfig::new("a", TTL))
-        .build()
-        .unwrap();
-    rsync.start(CancellationToken::new()).await.unwrap();
-    let id: u64 = ctx.parse().unwrap();
-    rsync.instantiate(id).await.unwrap();
-    rsync.wait_idle(id).await;
+    common::child_instantiates(|b| b.replica(ReplicaConfig::new("a", TTL))).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,51 +106,22 @@ async fn a_killed_replica_s_instantiate_is_finished_by_another() {
         );
         return;
     };
-    let env = Env::start(CLUSTERS).await;
-    let dir = tempfile::tempdir().unwrap();
-    env.fleet.write_kubeconfigs(dir.path()).await.unwrap();
-    // Slow clusters so that the kill lands in the middle.
-    for name in env.fleet.cluster_names() {
-        env.fleet.set_fault(&name, Fault::latency(100)).unwrap();
-    }
-    let prefix = emco_appcontext::conformance::unique_prefix("/emco-rs-test/replicas-");
-    let store = common::etcd(&endpoint, &prefix).await;
-    let ctx = context(Arc::clone(&store), &[app(&clusters(CLUSTERS), RESOURCES)]).await;
+    let crash = Crash::start(&endpoint, "replicas", CLUSTERS, RESOURCES).await;
+    let (env, store, ctx, total) = (&crash.env, &crash.store, &crash.ctx, crash.total);
     // Replicas b and c run from the start and leave the context to its owner while it lives.
     let (b, c) = (
-        replica(&env, &store, "b").await,
-        replica(&env, &store, "c").await,
+        replica(env, store, "b").await,
+        replica(env, store, "c").await,
     );
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", CHILD, "--ignored", "--nocapture"])
-        .env("EMCO_TEST_ETCD", &endpoint)
-        .env("EMCO_REPLICA_CHILD_KUBECONFIGS", dir.path())
-        .env("EMCO_REPLICA_CHILD_CONTEXT", ctx.id().to_string())
-        .env("EMCO_REPLICA_CHILD_PREFIX", &prefix)
-        .env("EMCO_REPLICA_CHILD_CLUSTERS", CLUSTERS.to_string())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let total = CLUSTERS * RESOURCES;
-    until("replica a to apply part of the context", || async {
-        applied_count(&ctx).await >= total / 5
-    })
-    .await;
-    assert_eq!(owner(store.as_ref(), ctx.id()).await.as_deref(), Some("a"));
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    let before = crash.kill_midway(crash.spawn(CHILD), 5).await;
     let killed = Instant::now();
-    let before = applied_count(&ctx).await;
-    assert!(before < total, "the kill came too late to test anything");
-    for name in env.fleet.cluster_names() {
-        env.fleet.set_fault(&name, Fault::none()).unwrap();
-    }
+    assert_eq!(owner(store.as_ref(), ctx.id()).await.as_deref(), Some("a"));
 
     let taker = loop {
         if let Some(o) = owner(store.as_ref(), ctx.id()).await.filter(|o| o != "a") {
             break Some(o);
         }
-        if status(&ctx).await == AppContextStatus::Instantiated {
+        if status(ctx).await == AppContextStatus::Instantiated {
             break None;
         }
         assert!(
@@ -198,7 +132,7 @@ async fn a_killed_replica_s_instantiate_is_finished_by_another() {
     };
     let takeover = killed.elapsed();
     until("the instantiate to complete", || async {
-        status(&ctx).await == AppContextStatus::Instantiated
+        status(ctx).await == AppContextStatus::Instantiated
     })
     .await;
     let finished = killed.elapsed();
@@ -212,15 +146,13 @@ async fn a_killed_replica_s_instantiate_is_finished_by_another() {
         takeover >= TTL * 2 / 3,
         "taken over before the dead replica's time to live ran out"
     );
-    assert_eq!(applied_count(&ctx).await, total);
-    assert_config_maps(&env, &ctx, RESOURCES).await;
+    assert_eq!(applied_count(ctx).await, total);
+    assert_config_maps(env, ctx, RESOURCES).await;
     // Both survivors see the same status.
     for r in [&b, &c] {
         r.wait_idle(ctx.id()).await;
     }
-    let other = AppContext::load(Arc::clone(&store), ctx.id())
-        .await
-        .unwrap();
+    let other = AppContext::load(Arc::clone(store), ctx.id()).await.unwrap();
     assert_eq!(status(&other).await, AppContextStatus::Instantiated);
     // The taker keeps the deployed context, following its readiness.
     assert_eq!(owner(store.as_ref(), ctx.id()).await, taker);
@@ -228,10 +160,10 @@ async fn a_killed_replica_s_instantiate_is_finished_by_another() {
     // Then a terminate through b, whichever took the instantiate over.
     b.terminate(ctx.id()).await.unwrap();
     until("the terminate to complete", || async {
-        status(&ctx).await == AppContextStatus::Terminated
+        status(ctx).await == AppContextStatus::Terminated
     })
     .await;
-    assert_config_maps(&env, &ctx, 0).await;
+    assert_config_maps(env, ctx, 0).await;
     until("the terminated context to be released", || async {
         owner(store.as_ref(), ctx.id()).await.is_none()
     })

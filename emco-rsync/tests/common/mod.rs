@@ -189,6 +189,13 @@ impl Env {
     pub fn calls(&self) -> Vec<Call> {
         self.log.lock().unwrap().clone()
     }
+
+    /// Gives every cluster of the fleet `fault`.
+    pub fn fault_all(&self, fault: &kubesim::Fault) {
+        for name in self.fleet.cluster_names() {
+            self.fleet.set_fault(&name, fault.clone()).unwrap();
+        }
+    }
 }
 
 /// A context's app: name, clusters (`prov+cN`), resources (`name+Kind`, YAML), dependencies and
@@ -224,6 +231,21 @@ pub fn config_map(name: &str, value: &str) -> String {
     format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  value: \"{value}\"\n"
     )
+}
+
+/// App `app` of `count` config maps `cm0..` (values `v0..`) on `clusters`.
+pub fn config_map_app(clusters: &[String], count: usize) -> AppSpec {
+    let cms: Vec<(String, String)> = (0..count)
+        .map(|i| {
+            let name = format!("cm{i}");
+            (
+                format!("{name}+ConfigMap"),
+                config_map(&name, &format!("v{i}")),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = cms.iter().map(|(n, y)| (n.as_str(), y.as_str())).collect();
+    AppSpec::new("app", clusters, &refs)
 }
 
 /// Writes a context holding `apps` (in that app order), status Created.
@@ -374,4 +396,109 @@ pub async fn etcd(endpoint: &str, prefix: &str) -> Arc<dyn AppContextStore> {
             .await
             .unwrap(),
     )
+}
+
+/// The set-up of a test that kills an engine's process with SIGKILL in the middle of an
+/// instantiate: a fleet whose clusters answer slowly, their kubeconfigs in a directory for the
+/// child, and a context of config maps on every cluster in an etcd key space of its own.
+pub struct Crash {
+    pub env: Env,
+    pub endpoint: String,
+    pub dir: tempfile::TempDir,
+    pub prefix: String,
+    pub store: Arc<dyn AppContextStore>,
+    pub ctx: AppContext,
+    /// How many objects the context deploys.
+    pub total: usize,
+}
+
+impl Crash {
+    /// `clusters` clusters with `resources` config maps each, keys under a prefix named `name`.
+    pub async fn start(endpoint: &str, name: &str, clusters: usize, resources: usize) -> Self {
+        let env = Env::start(clusters).await;
+        let dir = tempfile::tempdir().unwrap();
+        env.fleet.write_kubeconfigs(dir.path()).await.unwrap();
+        // Slow clusters so that the kill lands in the middle.
+        env.fault_all(&kubesim::Fault::latency(100));
+        let prefix = emco_appcontext::conformance::unique_prefix(&format!("/emco-rs-test/{name}-"));
+        let store = etcd(endpoint, &prefix).await;
+        let ctx = context(
+            Arc::clone(&store),
+            &[config_map_app(&self::clusters(clusters), resources)],
+        )
+        .await;
+        Self {
+            env,
+            endpoint: endpoint.to_owned(),
+            dir,
+            prefix,
+            store,
+            ctx,
+            total: clusters * resources,
+        }
+    }
+
+    /// Runs the ignored test `child` of this test binary, which calls [`child_instantiates`].
+    pub fn spawn(&self, child: &str) -> std::process::Child {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", child, "--ignored", "--nocapture"])
+            .env("EMCO_TEST_ETCD", &self.endpoint)
+            .env("EMCO_CHILD_KUBECONFIGS", self.dir.path())
+            .env("EMCO_CHILD_CONTEXT", self.ctx.id().to_string())
+            .env("EMCO_CHILD_PREFIX", &self.prefix)
+            .env(
+                "EMCO_CHILD_CLUSTERS",
+                self.env.fleet.cluster_names().len().to_string(),
+            )
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Kills `child` with SIGKILL once it applied `1/share` of the context, then lets the
+    /// clusters answer at full speed again; returns how many objects it applied.
+    pub async fn kill_midway(&self, mut child: std::process::Child, share: usize) -> usize {
+        until("the child to apply part of the context", || async {
+            applied_count(&self.ctx).await >= self.total / share
+        })
+        .await;
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let before = applied_count(&self.ctx).await;
+        assert!(
+            before < self.total,
+            "the kill came too late to test anything"
+        );
+        self.env.fault_all(&kubesim::Fault::none());
+        before
+    }
+}
+
+/// The child side of a [`Crash`] test: an engine (`tune` adds to its builder) instantiates the
+/// parent's context from the kubeconfigs it wrote. Says SKIPPED and does nothing unless run by
+/// [`Crash::spawn`].
+pub async fn child_instantiates(tune: impl FnOnce(RsyncBuilder) -> RsyncBuilder) {
+    let (Ok(endpoint), Ok(dir), Ok(ctx), Ok(prefix), Ok(count)) = (
+        std::env::var("EMCO_TEST_ETCD"),
+        std::env::var("EMCO_CHILD_KUBECONFIGS"),
+        std::env::var("EMCO_CHILD_CONTEXT"),
+        std::env::var("EMCO_CHILD_PREFIX"),
+        std::env::var("EMCO_CHILD_CLUSTERS"),
+    ) else {
+        eprintln!("SKIPPED: a child process of a crash test, run only by that test");
+        return;
+    };
+    let resolver = resolver_from_kubeconfigs(&dir, count.parse().unwrap()).await;
+    let builder = Rsync::builder()
+        .store(etcd(&endpoint, &prefix).await)
+        .connectors(resolver)
+        .concurrency(8, 2);
+    let rsync = tune(builder).build().unwrap();
+    rsync
+        .start(tokio_util::sync::CancellationToken::new())
+        .await
+        .unwrap();
+    let id: u64 = ctx.parse().unwrap();
+    rsync.instantiate(id).await.unwrap();
+    rsync.wait_idle(id).await;
 }
