@@ -212,23 +212,50 @@ pub(crate) async fn deploy_fresh(
     }
 }
 
-/// Appends `state` reached with the current context `instance` to `record` of `key`, then
-/// hands the operation on that context to rsync (`queued`, `None` when there is no context),
-/// putting the record back when rsync refuses.
-///
-/// # Errors
-/// As [`Record::append`] and [`hand_over`].
-pub(crate) async fn append_and_hand_over(
-    store: &dyn ResourceStore,
-    key: &ResourceKey,
-    record: &Record,
-    (state, instance, revision): (DigState, String, i64),
-    queued: Option<impl Future<Output = Result<()>>>,
-) -> Result<()> {
-    let written = record.append(store, key, state, instance, revision).await?;
-    match queued {
-        Some(queued) => hand_over(store, queued, &[(key, &written, record)], None).await,
-        None => Ok(()),
+/// What rsync is told to do with a record's current context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnCurrent {
+    /// Remove what it deployed.
+    Terminate,
+    /// End its waiting and retrying.
+    Stop,
+}
+
+impl OnCurrent {
+    /// Tells `rsync` to do this with context `id`.
+    pub(crate) async fn send(self, rsync: &emco_rsync::engine::Rsync, id: u64) -> Result<()> {
+        match self {
+            Self::Terminate => rsync.terminate(id).await,
+            Self::Stop => rsync.stop(id).await,
+        }
+    }
+}
+
+impl crate::Orchestrator {
+    /// Appends `state` at `revision` to `record` of `key`, naming the record's current context,
+    /// then tells rsync `on` that context (`context`, loaded by the caller; nothing to tell when
+    /// it is gone), all under the key's hand-over lock ([`crate::handover`]); the record is put
+    /// back when rsync refuses.
+    ///
+    /// # Errors
+    /// As [`Record::append`] and [`hand_over`].
+    pub(crate) async fn append_on_current(
+        &self,
+        key: &ResourceKey,
+        record: &Record,
+        (state, revision): (DigState, i64),
+        context: Option<AppContext>,
+        on: OnCurrent,
+    ) -> Result<()> {
+        let store = self.store().as_ref();
+        let instance = record.info.current_context().unwrap_or_default().to_owned();
+        let _held = self.handover.lock(key).await;
+        let written = record.append(store, key, state, instance, revision).await?;
+        let Some(ctx) = context else {
+            return Ok(());
+        };
+        let queued = on.send(self.rsync(), ctx.id());
+        hand_over(store, queued, &[(key, &written, record)], None).await
     }
 }
 

@@ -41,7 +41,7 @@ use emco_core::{Error, ErrorKind, Result};
 pub use status::{LogicalCloudStatus, LogicalCloudStatusQuery};
 
 use crate::runtime::{LOGICAL_CLOUD_KUBECONFIG_BLOB, read_text_blob};
-use crate::state::{Record, append_and_hand_over, deploy_fresh, state_or_new};
+use crate::state::{OnCurrent, Record, deploy_fresh, state_or_new};
 use crate::{Orchestrator, from_value, keys};
 
 /// The one app of a logical cloud's AppContext.
@@ -423,15 +423,10 @@ impl Orchestrator {
             return Ok(());
         };
         self.check_no_deployments(project, name).await?;
-        let instance = record.info.current_context().unwrap_or_default().to_owned();
-        let revision = record.info.latest_revision();
-        let queued = self
-            .load_context(&record.info)
-            .await?
-            .map(|ctx| self.rsync().terminate(ctx.id()));
-        let held = self.handover.lock(&key).await;
-        append_and_hand_over(store, &key, &record, (to, instance, revision), queued).await?;
-        drop(held);
+        let context = self.load_context(&record.info).await?;
+        let to = (to, record.info.latest_revision());
+        self.append_on_current(&key, &record, to, context, OnCurrent::Terminate)
+            .await?;
         credentials::clear(store, &key).await
     }
 
@@ -475,14 +470,10 @@ impl Orchestrator {
         let Some(to) = next_state(record.info.current_state(), Op::Stop)? else {
             return Ok(());
         };
-        let instance = record.info.current_context().unwrap_or_default().to_owned();
-        let revision = record.info.latest_revision();
-        let queued = self
-            .load_context(&record.info)
-            .await?
-            .map(|ctx| self.rsync().stop(ctx.id()));
-        let _held = self.handover.lock(&key).await;
-        append_and_hand_over(store, &key, &record, (to, instance, revision), queued).await
+        let context = self.load_context(&record.info).await?;
+        let to = (to, record.info.latest_revision());
+        self.append_on_current(&key, &record, to, context, OnCurrent::Stop)
+            .await
     }
 
     /// Updates instantiated logical cloud `name` to its current user permissions, quotas and

@@ -47,7 +47,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use build::DigPath;
 
 use crate::rest::DIG;
-use crate::state::{Record, deploy_fresh, hand_over, load_state, now_rfc3339};
+use crate::state::{OnCurrent, Record, deploy_fresh, hand_over, load_state, now_rfc3339};
 use crate::{Orchestrator, keys};
 
 /// The body of `POST DIG/rollback`: `{metadata, spec:{revision}}`.
@@ -298,19 +298,9 @@ impl Orchestrator {
     /// NotFound; FailedPrecondition when it was never instantiated; Conflict when it is
     /// already terminated.
     pub async fn terminate(&self, dig: &ResourceKey) -> Result<()> {
-        let (record, ctx) = self.checked(dig, DigOperation::Terminate).await?;
-        let held = self.handover.lock(dig).await;
-        let written = self
-            .record(dig, &record, DigOperation::Terminate, ctx)
+        let ctx = self
+            .record_on_current(dig, DigOperation::Terminate, OnCurrent::Terminate)
             .await?;
-        hand_over(
-            self.store.as_ref(),
-            self.rsync().terminate(ctx),
-            &[(dig, &written, &record)],
-            None,
-        )
-        .await?;
-        drop(held);
         // Controllers are told after the fact: the deployment is going whatever they answer,
         // and a controller that is down must not keep it on the clusters.
         let intents = build::dig_intents(self, dig).await?;
@@ -332,16 +322,32 @@ impl Orchestrator {
     /// # Errors
     /// NotFound; FailedPrecondition when nothing was ever instantiated.
     pub async fn stop(&self, dig: &ResourceKey) -> Result<()> {
-        let (record, ctx) = self.checked(dig, DigOperation::Stop).await?;
+        self.record_on_current(dig, DigOperation::Stop, OnCurrent::Stop)
+            .await
+            .map(drop)
+    }
+
+    /// Checks and records `op` on the group's current context, then tells rsync `on` it, under
+    /// the group's hand-over lock; the record is put back when rsync refuses. Returns the
+    /// context.
+    async fn record_on_current(
+        &self,
+        dig: &ResourceKey,
+        op: DigOperation,
+        on: OnCurrent,
+    ) -> Result<u64> {
+        let (record, ctx) = self.checked(dig, op).await?;
         let _held = self.handover.lock(dig).await;
-        let written = self.record(dig, &record, DigOperation::Stop, ctx).await?;
+        let written = self.record(dig, &record, op, ctx).await?;
+        let queued = on.send(self.rsync(), ctx);
         hand_over(
             self.store.as_ref(),
-            self.rsync().stop(ctx),
+            queued,
             &[(dig, &written, &record)],
             None,
         )
-        .await
+        .await?;
+        Ok(ctx)
     }
 
     /// Deploys the current intents of the instantiated group at `dig` as a new revision: a new

@@ -38,7 +38,7 @@ pub(crate) use routes::routes;
 
 use crate::dcm::manifests::Manifest;
 use crate::dcm::{add_only_app, discard};
-use crate::state::{Record, append_and_hand_over, deploy_fresh, state_or_new};
+use crate::state::{OnCurrent, Record, deploy_fresh, state_or_new};
 use crate::status::{Snapshot, context_of, full_answer};
 use crate::{Orchestrator, keys};
 
@@ -311,14 +311,10 @@ impl Orchestrator {
             DigState::Created => return Err(not_applied(cluster)),
             s => return Err(invalid_state(cluster, s)),
         }
-        let instance = record.info.current_context().unwrap_or_default().to_owned();
-        let queued = self
-            .load_context(&record.info)
-            .await?
-            .map(|ctx| self.rsync().terminate(ctx.id()));
-        let to = (DigState::Terminated, instance, 0);
-        let _held = self.handover.lock(&key).await;
-        append_and_hand_over(store, &key, &record, to, queued).await
+        let context = self.load_context(&record.info).await?;
+        let to = (DigState::Terminated, 0);
+        self.append_on_current(&key, &record, to, context, OnCurrent::Terminate)
+            .await
     }
 
     /// Stops the running apply or terminate of cluster `cluster`'s networks: rsync stops
@@ -346,7 +342,6 @@ impl Orchestrator {
             DigState::Created => return Err(not_applied(cluster)),
             s => return Err(invalid_state(cluster, s)),
         };
-        let instance = record.info.current_context().unwrap_or_default().to_owned();
         let ctx = self.load_context(&record.info).await?;
         let running = match &ctx {
             Some(ctx) => ctx
@@ -360,9 +355,8 @@ impl Orchestrator {
                 "Cluster network intents are not instantiating or terminating:{cluster}"
             )));
         }
-        let queued = ctx.map(|ctx| self.rsync().stop(ctx.id()));
-        let _held = self.handover.lock(&key).await;
-        append_and_hand_over(store, &key, &record, (to, instance, 0), queued).await
+        self.append_on_current(&key, &record, (to, 0), ctx, OnCurrent::Stop)
+            .await
     }
 
     /// The status of cluster `cluster`'s networks as `query` asks (ncm's `status` route: the
