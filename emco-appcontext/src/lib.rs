@@ -69,12 +69,14 @@
 //! # }).unwrap();
 //! ```
 
+pub mod collection;
 pub mod conformance;
 pub mod context;
 #[cfg(feature = "redb")]
 pub mod embedded;
 #[cfg(feature = "etcd")]
 pub mod etcd;
+pub mod keys;
 pub mod kv;
 mod local;
 pub mod memory;
@@ -85,4 +87,6 @@ pub mod resource;
 pub use context::{AppContext, CompositeAppMeta};
 pub use kv::{AppContextStore, Compare, KeyValue, ListOptions, ListPage, Op, Txn, TxnResult};
 pub use memory::{InMemoryAppContextStore, InMemoryResourceStore};
-pub use resource::{BlobStream, BlobVersion, Expect, Filter, PutMode, ResourceKey, ResourceStore};
+pub use resource::{
+    BlobStream, BlobVersion, Expect, Filter, PutMode, ResourceKey, ResourceStore, file_blob_stream,
+};

@@ -15,6 +15,28 @@ pub type BlobStream = BoxStream<'static, Result<Bytes>>;
 /// The size of the chunks the persistent backends store blobs in.
 pub const BLOB_CHUNK: usize = 1024 * 1024;
 
+/// The content of the file at `path` as a blob stream, read in 256 KiB pieces (an upload
+/// spooled to disk, a chart from a directory), so a large file never sits in memory whole.
+///
+/// # Errors
+/// Internal when the file cannot be opened; the stream yields Internal when a read fails.
+pub async fn file_blob_stream(path: &std::path::Path) -> Result<BlobStream> {
+    use tokio::io::AsyncReadExt as _;
+    let file = tokio::fs::File::open(path)
+        .await
+        .map_err(|e| Error::internal(format!("cannot open {}", path.display())).with_source(e))?;
+    let stream = futures::stream::try_unfold(file, |mut file| async move {
+        let mut piece = vec![0; 256 * 1024];
+        let n = file
+            .read(&mut piece)
+            .await
+            .map_err(|e| Error::internal("cannot read a file into a blob").with_source(e))?;
+        piece.truncate(n);
+        Ok((n > 0).then(|| (Bytes::from(piece), file)))
+    });
+    Ok(Box::pin(stream))
+}
+
 /// The key of an object: an ordered list of `(type, name)` segments, e.g.
 /// `project=p1 / compositeApp=ca / compositeAppVersion=v1 / app=a1`. The parent is the key
 /// without its last segment; the empty key is the root.

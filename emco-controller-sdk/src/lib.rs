@@ -64,6 +64,7 @@ pub mod controller;
 pub mod handle;
 pub mod intent;
 pub mod remote;
+#[cfg(feature = "rest")]
 pub mod rest;
 pub mod server;
 

@@ -14,12 +14,13 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use common::{labels, registration, seeded, serve};
+use emco_appcontext::keys::Keyed;
 use emco_appcontext::{
     AppContext, AppContextStore, CompositeAppMeta, InMemoryResourceStore, PutMode, ResourceStore,
 };
 use emco_controller_sdk::client::ControllerRegistry;
-use emco_controller_sdk::intent::dig_key;
 use emco_controller_sdk::{IntentType, Stores};
+use emco_core::DigRef;
 use emco_core::ErrorKind;
 use http::{Request, StatusCode};
 use serde_json::json;
@@ -30,7 +31,7 @@ const DIG_URL: &str = "/v2/projects/p/composite-apps/ca/v1/deployment-intent-gro
 /// A resource store holding the DIG `p/ca/v1/dig`, and a context made for it.
 async fn fixture() -> (Arc<dyn ResourceStore>, Arc<dyn AppContextStore>, u64) {
     let resources: Arc<dyn ResourceStore> = Arc::new(InMemoryResourceStore::new());
-    let dig = dig_key("p", "ca", "v1", "dig").unwrap();
+    let dig = DigRef::new("p", "ca", "v1", "dig").key();
     let mut keys = vec![dig.clone()];
     while let Some(parent) = keys.last().unwrap().parent().filter(|k| !k.is_root()) {
         keys.push(parent);

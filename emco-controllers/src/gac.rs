@@ -27,8 +27,9 @@ use base64::Engine as _;
 use emco_appcontext::resource::read_blob;
 use emco_appcontext::{ResourceKey, ResourceStore};
 use emco_controller_sdk::handle::parse_resource;
-use emco_controller_sdk::intent::{Dig, IntentType, file_routes};
+use emco_controller_sdk::intent::{Dig, IntentType};
 use emco_controller_sdk::rest::Wording;
+use emco_controller_sdk::rest::file_routes;
 use emco_controller_sdk::{ActionController, ContextHandle, ControllerContext};
 use emco_core::model::Named;
 use emco_core::validate::{check_name, check_one_of, check_required};
@@ -361,7 +362,7 @@ impl IntentType for Customization {
 
 /// The blob holding a resource's uploaded file (the new object's YAML). A customization's files
 /// are blobs named by their file names.
-pub const RESOURCE_FILE_BLOB: &str = emco_controller_sdk::intent::FILE_BLOB;
+pub const RESOURCE_FILE_BLOB: &str = emco_appcontext::keys::FILE_BLOB;
 
 /// gac's REST routes at EMCO's paths: `generic-k8s-intents` (JSON), and under it `resources`
 /// and `customizations` (multipart `metadata` + `file` / `files`, files up to `max_file` bytes).

@@ -7,17 +7,19 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use emco_appcontext::keys::Keyed;
 use emco_appcontext::{
     AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore, InMemoryResourceStore,
     PutMode, ResourceKey, ResourceStore,
 };
 use emco_controller_sdk::handle::parse_resource;
-use emco_controller_sdk::intent::{IntentType, cluster_key, dig_key};
+use emco_controller_sdk::intent::IntentType;
 use emco_controller_sdk::rest::Collection;
 use emco_controller_sdk::{ActionRunner, Stores};
 use emco_controllers::gac::{Customization, GacResource, GenericK8sIntent, RESOURCE_FILE_BLOB};
 use emco_core::ErrorKind;
 use emco_core::model::ClusterLabel;
+use emco_core::{ClusterRef, DigRef};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -53,13 +55,16 @@ async fn blob(store: &Arc<dyn ResourceStore>, key: &ResourceKey, name: &str, dat
 async fn fixture() -> (Stores, u64) {
     let resources: Arc<dyn ResourceStore> = Arc::new(InMemoryResourceStore::new());
     for c in ["p+edge1", "p+core1"] {
-        put_chain(&resources, &cluster_key(c).unwrap()).await;
+        put_chain(&resources, &c.parse::<ClusterRef>().unwrap().key()).await;
     }
     Collection::<ClusterLabel>::new(Arc::clone(&resources), "clusterLabel")
-        .create(&cluster_key("p+edge1").unwrap(), &ClusterLabel::new("edge"))
+        .create(
+            &"p+edge1".parse::<ClusterRef>().unwrap().key(),
+            &ClusterLabel::new("edge"),
+        )
         .await
         .unwrap();
-    let dig = dig_key("p", "ca", "v1", "dig").unwrap();
+    let dig = DigRef::new("p", "ca", "v1", "dig").key();
     put_chain(&resources, &dig).await;
     let gi: GenericK8sIntent = from(json!({"metadata": {"name": "gi"}}));
     GenericK8sIntent::collection(Arc::clone(&resources))

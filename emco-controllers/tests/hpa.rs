@@ -6,11 +6,12 @@
 
 use std::sync::Arc;
 
+use emco_appcontext::keys::{GROUP_INTENT, Keyed};
 use emco_appcontext::{
     AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore, InMemoryResourceStore,
     PutMode, ResourceKey, ResourceStore,
 };
-use emco_controller_sdk::intent::{GROUP_INTENT, IntentType, cluster_key, dig_key};
+use emco_controller_sdk::intent::IntentType;
 use emco_controller_sdk::rest::Collection;
 use emco_controller_sdk::{ActionRunner, PlacementRunner, Stores};
 use emco_controllers::hpa::{
@@ -19,6 +20,7 @@ use emco_controllers::hpa::{
 };
 use emco_core::ErrorKind;
 use emco_core::model::{ClusterLabel, DigIntent, KvPair};
+use emco_core::{ClusterRef, DigRef};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -54,7 +56,7 @@ async fn fixture(mandatory: bool) -> (Stores, u64) {
         ("p+c", vec!["intel_qat".to_owned()], json!([{"cpu": "16"}])),
         ("p+d", vec![], json!([{"rack": "r9"}])),
     ] {
-        let key = cluster_key(c).unwrap();
+        let key = c.parse::<ClusterRef>().unwrap().key();
         put_chain(&resources, &key).await;
         for l in labels {
             Collection::<ClusterLabel>::new(Arc::clone(&resources), "clusterLabel")
@@ -70,7 +72,7 @@ async fn fixture(mandatory: bool) -> (Stores, u64) {
             .await
             .unwrap();
     }
-    let dig = dig_key("p", "ca", "v1", "dig").unwrap();
+    let dig = DigRef::new("p", "ca", "v1", "dig").key();
     put_chain(&resources, &dig).await;
     Collection::<DigIntent>::new(Arc::clone(&resources), GROUP_INTENT)
         .create(

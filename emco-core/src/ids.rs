@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use serde::{Deserialize, Serialize};
+
 use crate::{Error, Result};
 
 /// The id of an AppContext. Records and keys keep it as decimal text (`"1234"`, EMCO's
@@ -66,6 +68,107 @@ impl FromStr for ContextId {
     }
 }
 
+/// A deployment intent group, by the names EMCO's URLs give it. Serde uses EMCO's path
+/// parameter names, so a route's path deserializes straight into it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct DigRef {
+    /// The project.
+    pub project: String,
+    /// The composite app.
+    #[serde(rename = "compositeApp")]
+    pub composite_app: String,
+    /// The composite app's version.
+    #[serde(rename = "compositeAppVersion")]
+    pub version: String,
+    /// The group's own name.
+    #[serde(rename = "deploymentIntentGroup")]
+    pub dig: String,
+}
+
+impl DigRef {
+    /// The group `dig` of `composite_app`/`version` in `project`.
+    #[must_use]
+    pub fn new(
+        project: impl Into<String>,
+        composite_app: impl Into<String>,
+        version: impl Into<String>,
+        dig: impl Into<String>,
+    ) -> Self {
+        Self {
+            project: project.into(),
+            composite_app: composite_app.into(),
+            version: version.into(),
+            dig: dig.into(),
+        }
+    }
+
+    /// Every name given, as a store key needs.
+    ///
+    /// # Errors
+    /// InvalidArgument naming the first empty part by its EMCO parameter name.
+    pub fn checked(self) -> Result<Self> {
+        non_empty(&[
+            ("project", &self.project),
+            ("compositeApp", &self.composite_app),
+            ("compositeAppVersion", &self.version),
+            ("deploymentIntentGroup", &self.dig),
+        ])?;
+        Ok(self)
+    }
+}
+
+impl fmt::Display for DigRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self {
+            project,
+            composite_app,
+            version,
+            dig,
+        } = self;
+        write!(f, "{project}/{composite_app}/{version}/{dig}")
+    }
+}
+
+/// A logical cloud of a project, by EMCO's path parameter names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct LogicalCloudRef {
+    /// The project.
+    pub project: String,
+    /// The logical cloud's name.
+    #[serde(rename = "logicalCloud")]
+    pub logical_cloud: String,
+}
+
+impl LogicalCloudRef {
+    /// Logical cloud `logical_cloud` of `project`.
+    #[must_use]
+    pub fn new(project: impl Into<String>, logical_cloud: impl Into<String>) -> Self {
+        Self {
+            project: project.into(),
+            logical_cloud: logical_cloud.into(),
+        }
+    }
+
+    /// Both names given.
+    ///
+    /// # Errors
+    /// InvalidArgument naming the empty part.
+    pub fn checked(self) -> Result<Self> {
+        non_empty(&[
+            ("project", &self.project),
+            ("logicalCloud", &self.logical_cloud),
+        ])?;
+        Ok(self)
+    }
+}
+
+fn non_empty(parts: &[(&str, &String)]) -> Result<()> {
+    match parts.iter().find(|(_, value)| value.is_empty()) {
+        Some((name, _)) => Err(Error::invalid("must not be empty").with_field(*name)),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +189,21 @@ mod tests {
         let stored = ContextId::from_record("x1", "the state of dig d").unwrap_err();
         assert_eq!(stored.kind(), ErrorKind::Internal);
         assert!(stored.message().contains("the state of dig d"), "{stored}");
+    }
+
+    #[test]
+    fn references_read_emco_path_parameters_and_context_cluster_names() {
+        let dig: DigRef = serde_json::from_value(serde_json::json!({
+            "project": "p", "compositeApp": "ca", "compositeAppVersion": "v1",
+            "deploymentIntentGroup": "d", "genericPlacementIntent": "ignored"
+        }))
+        .unwrap();
+        assert_eq!(dig, DigRef::new("p", "ca", "v1", "d"));
+        assert_eq!(dig.to_string(), "p/ca/v1/d");
+        let empty = DigRef::new("p", "", "v1", "d").checked().unwrap_err();
+        assert_eq!(empty.kind(), ErrorKind::InvalidArgument);
+        assert!(empty.to_string().contains("compositeApp"), "{empty}");
+
+        assert!(LogicalCloudRef::new("p", "").checked().is_err());
     }
 }

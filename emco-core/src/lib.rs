@@ -37,6 +37,7 @@ pub mod time;
 pub mod validate;
 
 pub use error::{Error, ErrorKind, HasKind, Result};
-pub use ids::ContextId;
+pub use ids::{ContextId, DigRef, LogicalCloudRef};
 pub use metadata::Metadata;
+pub use placement::ClusterRef;
 pub use validate::Validate;

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
+use emco_appcontext::collection::Hook;
 use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
-use emco_controller_sdk::rest::Hook;
 use emco_core::lifecycle::{AppContextStatus, DigOperation, StateInfo, check_delete, transition};
 use emco_core::model::{AppDependency, ClusterQuota, DeploymentIntentGroup, LogicalCloud};
 use emco_core::{ContextId, Error, ErrorKind, Result};
@@ -51,7 +51,7 @@ macro_rules! stateless_hooks {
 }
 
 stateless_hooks!(
-    emco_controller_sdk::rest::NoHook,
+    emco_appcontext::collection::NoHook,
     DependencyHook,
     QuotaHook,
     crate::ncm::NetworkHook,
@@ -102,14 +102,7 @@ impl OwnedContexts {
 
     /// The status of the record's current context; `None` when it has none or it is gone.
     async fn current_status(&self, state: &StateInfo) -> Result<Option<AppContextStatus>> {
-        let Some(id) = state.current_context_id()? else {
-            return Ok(None);
-        };
-        match AppContext::load(Arc::clone(&self.contexts), id.get()).await {
-            Ok(ctx) => ctx.status().await,
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+        current_status(&self.contexts, state).await
     }
 
     /// Refuses the delete of `what` while its current context is still being worked on.
@@ -301,5 +294,23 @@ impl Hook<LogicalCloud> for LogicalCloudHook {
 
     async fn after_delete(&self, _: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
         self.owned.delete_doomed(key).await
+    }
+}
+
+/// The status of `state`'s current context in `contexts`; `None` when it has none or it is gone.
+///
+/// # Errors
+/// The stores' errors; Internal for a record naming no context id.
+pub(crate) async fn current_status(
+    contexts: &Arc<dyn AppContextStore>,
+    state: &StateInfo,
+) -> Result<Option<AppContextStatus>> {
+    let Some(id) = state.current_context_id()? else {
+        return Ok(None);
+    };
+    match AppContext::load(Arc::clone(contexts), id.get()).await {
+        Ok(ctx) => ctx.status().await,
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
 }

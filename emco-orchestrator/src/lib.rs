@@ -29,10 +29,10 @@
 pub mod dcm;
 mod handover;
 mod hooks;
-pub mod keys;
 pub mod lifecycle;
 pub mod ncm;
 pub mod notify;
+#[cfg(feature = "rest")]
 pub mod rest;
 pub mod runtime;
 mod state;
@@ -43,9 +43,8 @@ mod wording;
 use std::path::Path;
 use std::sync::Arc;
 
-use emco_appcontext::{ResourceKey, ResourceStore};
-use emco_controller_sdk::rest::multipart::file_blob_stream;
-use emco_controller_sdk::rest::{Collection, Wording};
+use emco_appcontext::collection::{Collection, NoHook, Wording};
+use emco_appcontext::{ResourceKey, ResourceStore, file_blob_stream};
 use emco_core::lifecycle::{DigOperation, StateInfo};
 use emco_core::model::{
     App, AppDependency, AppProfile, ClmController, Cluster, ClusterLabel, ClusterProvider,
@@ -58,6 +57,7 @@ use emco_core::{Error, ErrorKind, Result, Validate};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use emco_appcontext::keys;
 pub use lifecycle::{MigrateIntent, RollbackIntent};
 pub use runtime::{CLUSTER_SYNC_OBJECT, OrchestratorBuilder, StoreClusterResolver};
 pub use state::{load_state, save_state};
@@ -139,42 +139,42 @@ impl Orchestrator {
 
     collections! {
         /// Projects (parent: the root).
-        projects: Project = keys::PROJECT, emco_controller_sdk::rest::NoHook, wording::project;
+        projects: Project = keys::PROJECT, NoHook, wording::project;
         /// App dependencies (parent: an app); `spec.app` must be another app of the composite app.
         app_dependencies: AppDependency = keys::DEPENDENCY, hooks::DependencyHook, wording::app_dependency;
         /// Composite profiles (parent: a composite app).
-        composite_profiles: CompositeProfile = keys::COMPOSITE_PROFILE, emco_controller_sdk::rest::NoHook, wording::composite_profile;
+        composite_profiles: CompositeProfile = keys::COMPOSITE_PROFILE, NoHook, wording::composite_profile;
         /// Deployment intent groups (parent: a composite app), with their lifecycle record.
         deployment_intent_groups: DeploymentIntentGroup = keys::DIG, hooks::DigHook, wording::deployment_intent_group;
         /// DIG intents (parent: a deployment intent group).
-        dig_intents: DigIntent = keys::GROUP_INTENT, emco_controller_sdk::rest::NoHook, wording::dig_intent;
+        dig_intents: DigIntent = keys::GROUP_INTENT, NoHook, wording::dig_intent;
         /// Generic placement intents (parent: a deployment intent group).
-        generic_placement_intents: GenericPlacementIntent = keys::GENERIC_PLACEMENT_INTENT, emco_controller_sdk::rest::NoHook, wording::generic_placement_intent;
+        generic_placement_intents: GenericPlacementIntent = keys::GENERIC_PLACEMENT_INTENT, NoHook, wording::generic_placement_intent;
         /// App placement intents (parent: a generic placement intent).
-        app_placement_intents: AppPlacementIntent = keys::APP_INTENT, emco_controller_sdk::rest::NoHook, wording::app_intent;
+        app_placement_intents: AppPlacementIntent = keys::APP_INTENT, NoHook, wording::app_intent;
         /// Registered controllers (parent: the root).
-        controllers: Controller = keys::CONTROLLER, emco_controller_sdk::rest::NoHook, wording::controller;
+        controllers: Controller = keys::CONTROLLER, NoHook, wording::controller;
         /// Registered clm controllers (parent: the root).
-        clm_controllers: ClmController = keys::CLM_CONTROLLER, emco_controller_sdk::rest::NoHook, wording::clm_controller;
+        clm_controllers: ClmController = keys::CLM_CONTROLLER, NoHook, wording::clm_controller;
         /// Cluster providers (parent: the root).
-        cluster_providers: ClusterProvider = keys::CLUSTER_PROVIDER, emco_controller_sdk::rest::NoHook, wording::cluster_provider;
+        cluster_providers: ClusterProvider = keys::CLUSTER_PROVIDER, NoHook, wording::cluster_provider;
         /// Cluster labels (parent: a cluster); keyed by the label itself.
-        cluster_labels: ClusterLabel = keys::CLUSTER_LABEL, emco_controller_sdk::rest::NoHook, wording::cluster_label;
+        cluster_labels: ClusterLabel = keys::CLUSTER_LABEL, NoHook, wording::cluster_label;
         /// GitOps cluster sync objects (parent: a cluster provider): the repository settings
         /// of GitOps clusters, as kv-pairs (see [`StoreClusterResolver`]).
-        cluster_sync_objects: KvPair = runtime::CLUSTER_SYNC_OBJECT, emco_controller_sdk::rest::NoHook, wording::cluster_sync_object;
+        cluster_sync_objects: KvPair = runtime::CLUSTER_SYNC_OBJECT, NoHook, wording::cluster_sync_object;
         /// Kv-pairs of a cluster (parent: a cluster).
-        kv_pairs: KvPair = keys::KV_PAIR, emco_controller_sdk::rest::NoHook, wording::cluster_kv_pair;
+        kv_pairs: KvPair = keys::KV_PAIR, NoHook, wording::cluster_kv_pair;
         /// Logical clouds (parent: a project), with EMCO's defaults filled in.
         logical_clouds: LogicalCloud = keys::LOGICAL_CLOUD, hooks::LogicalCloudHook, wording::logical_cloud;
         /// Logical cloud cluster references (parent: a logical cloud).
-        cluster_references: ClusterReference = keys::CLUSTER_REFERENCE, emco_controller_sdk::rest::NoHook, wording::cluster_reference;
+        cluster_references: ClusterReference = keys::CLUSTER_REFERENCE, NoHook, wording::cluster_reference;
         /// Logical cloud user permissions (parent: a logical cloud).
-        user_permissions: UserPermission = keys::USER_PERMISSION, emco_controller_sdk::rest::NoHook, wording::user_permission;
+        user_permissions: UserPermission = keys::USER_PERMISSION, NoHook, wording::user_permission;
         /// Logical cloud cluster quotas (parent: a logical cloud), none on an admin cloud.
         cluster_quotas: ClusterQuota = keys::CLUSTER_QUOTA, hooks::QuotaHook, wording::cluster_quota;
         /// Kv-pairs of a logical cloud (parent: a logical cloud).
-        logical_cloud_kv_pairs: KvPair = keys::KV_PAIR, emco_controller_sdk::rest::NoHook, wording::logical_cloud_kv_pair;
+        logical_cloud_kv_pairs: KvPair = keys::KV_PAIR, NoHook, wording::logical_cloud_kv_pair;
         /// ncm's networks of a cluster (parent: a cluster), fixed while they are applied.
         networks: Network = keys::NETWORK, ncm::NetworkHook, wording::network;
         /// ncm's provider networks of a cluster (parent: a cluster), fixed while applied.
@@ -195,10 +195,15 @@ impl Orchestrator {
             .with_wording(wording::app_profile())
     }
 
-    /// Clusters, for get, list and delete (see [`Self::create_cluster`]).
+    /// Clusters, for get, list and delete (see [`Self::create_cluster`]); a delete is refused
+    /// while the cluster's networks are applied.
     #[must_use]
     pub fn clusters(&self) -> Collection<Cluster> {
-        Collection::new(Arc::clone(&self.store), keys::CLUSTER).with_wording(wording::cluster())
+        Collection::new(Arc::clone(&self.store), keys::CLUSTER)
+            .with_hook(<ncm::ClusterHook as hooks::NewHook>::new_hook(
+                &self.runtime.contexts,
+            ))
+            .with_wording(wording::cluster())
     }
 
     // ---- composite apps: keyed by name and version ----

@@ -25,29 +25,22 @@
 //!
 //! A group never instantiated answers with its lifecycle record and nothing else, as EMCO.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use axum::Router;
-use axum::extract::{Path, Query, State};
-use axum::response::Response;
-use axum::routing::get;
 use emco_appcontext::context::{ContextKey, ResourceStatusRecord};
 use emco_appcontext::{AppContext, AppContextStore, ResourceKey};
-use emco_controller_sdk::rest::{ApiError, json_response};
 use emco_core::lifecycle::{ResourceStatus as Deployed, StateInfo};
 use emco_core::model::status::{
     AppStatus, AppsList, ClusterEntry, ClusterStatus, ClustersByApp, ClustersOfApp, DigStatus, Gvk,
     ResourceEntry, ResourceStatus, ResourcesByApp, ResourcesOfApp, StatusMode, StatusOutput,
     StatusQuery, StatusResponse, StatusType,
 };
-use emco_core::{ContextId, Error, Result};
+use emco_core::{ContextId, DigRef, Error, Result};
 use emco_rsync::connector::Resource;
-use http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::rest::DIG;
 use crate::{Orchestrator, keys, load_state};
 
 /// The ready status of a resource that is ready.
@@ -56,50 +49,6 @@ pub const READY: &str = "Ready";
 pub const NOT_READY: &str = "NotReady";
 /// The ready status of a resource that is not on its cluster (not seen yet, or deleted).
 pub const NOT_PRESENT: &str = "NotPresent";
-
-/// The status route of deployment intent groups.
-pub(crate) fn routes() -> Router<Orchestrator> {
-    Router::new().route(&format!("{DIG}/status"), get(dig_status_route))
-}
-
-async fn dig_status_route(
-    State(orch): State<Orchestrator>,
-    Path(p): Path<HashMap<String, String>>,
-    Query(pairs): Query<Vec<(String, String)>>,
-) -> Result<Response, ApiError> {
-    let param = |name: &str| {
-        p.get(name)
-            .map(String::as_str)
-            .ok_or_else(|| Error::invalid(format!("path parameter {name} is missing")))
-    };
-    let dig = keys::dig(
-        param("project")?,
-        param("compositeApp")?,
-        param("compositeAppVersion")?,
-        param("deploymentIntentGroup")?,
-    );
-    let query = StatusQuery::for_dig(pairs)?;
-    let answer = orch.dig_status(&dig, &query).await?;
-    Ok(json_response(StatusCode::OK, &answer))
-}
-
-/// The project, composite app, version and name of the group at `dig` (see [`keys::dig`]).
-fn dig_names(dig: &ResourceKey) -> Result<(String, String, String, String)> {
-    let bad = || Error::invalid(format!("{dig} is not a deployment intent group"));
-    let [(pk, project), (ck, ca), (dk, name)] = dig.segments() else {
-        return Err(bad());
-    };
-    let (ca, version) = ca.split_once('/').ok_or_else(bad)?;
-    if pk != keys::PROJECT || ck != keys::COMPOSITE_APP || dk != keys::DIG {
-        return Err(bad());
-    }
-    Ok((
-        project.clone(),
-        ca.to_owned(),
-        version.to_owned(),
-        name.clone(),
-    ))
-}
 
 /// The context a query reports on: `instance` when given (it must belong to the group's
 /// history), else the latest context of the lifecycle record; `None` before any instantiate.
@@ -465,7 +414,12 @@ impl Orchestrator {
         dig: &ResourceKey,
         query: &StatusQuery,
     ) -> Result<StatusResponse> {
-        let (project, composite_app, version, name) = dig_names(dig)?;
+        let DigRef {
+            project,
+            composite_app,
+            version,
+            dig: name,
+        } = keys::dig_ref(dig)?;
         let group = self
             .deployment_intent_groups()
             .get(&dig.parent().unwrap_or_default(), &name)
@@ -724,16 +678,6 @@ mod tests {
         assert_eq!(names(&snap), ["web+Deployment", "both+Job"]);
         snap.status = Some("Terminating".into());
         assert_eq!(names(&snap).len(), 4);
-    }
-
-    #[test]
-    fn names_of_a_dig_key() {
-        let (p, ca, v, d) = dig_names(&keys::dig("p", "ca", "v1", "d")).unwrap();
-        assert_eq!(
-            (p.as_str(), ca.as_str(), v.as_str(), d.as_str()),
-            ("p", "ca", "v1", "d")
-        );
-        assert!(dig_names(&keys::project("p")).is_err());
     }
 
     #[test]

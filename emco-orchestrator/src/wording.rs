@@ -2,7 +2,7 @@
 //! answer (see [`Wording`] for how EMCO arrives at them). Each function names the Go files the
 //! wording is read from; where a text is another type's, that is EMCO's substring match.
 
-use emco_controller_sdk::rest::{EmptyList, PutStatus, Wording};
+use emco_appcontext::collection::{EmptyList, PutStatus, Wording};
 
 // ---- orchestrator: src/orchestrator/api/apierrors.go, src/orchestrator/api/*handler.go ----
 

@@ -4,9 +4,10 @@
 //! - [`EmcoJson`]: the JSON body extractor (empty body 400, malformed JSON 422, schema 400);
 //! - [`multipart`]: EMCO's `metadata` + `file` / `files` uploads, spooled to disk with a limit;
 //! - [`accept`]: `Accept` negotiation for objects that carry a file (apps, profiles, clusters);
-//! - [`Collection`] and [`Routes`]: create/get/list/put/delete of one object type over the
-//!   resource store, as a typed API and as axum routes, keyed by the URL's path parameters,
-//!   answering with EMCO's texts and codes for the type ([`Wording`]).
+//! - [`Routes`]: EMCO's five routes (create/get/list/put/delete) over a [`Collection`], the
+//!   typed API of one object type in the resource store (from `emco_appcontext::collection`,
+//!   re-exported here), keyed by the URL's path parameters, answering with EMCO's texts and
+//!   codes for the type ([`Wording`]).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -30,17 +31,20 @@
 
 pub mod accept;
 mod error;
+mod files;
 mod json;
 pub mod multipart;
 mod pattern;
 mod routes;
-pub mod wording;
 
 pub use accept::Representation;
+pub use emco_appcontext::collection::{
+    Collection, EmptyList, Hook, NoHook, Object, PutStatus, Wording,
+};
 pub use error::ApiError;
+pub use files::file_routes;
 pub use json::{EmcoJson, RawBody};
 pub use pattern::KeyPattern;
 pub use routes::{
-    Collection, CollectionView, Hook, ListView, NoHook, Object, Routes, View, json_response,
+    CollectionView, ListView, Routes, View, json_response, list_response, put_status,
 };
-pub use wording::{EmptyList, PutStatus, Wording};

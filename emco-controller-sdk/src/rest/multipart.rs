@@ -9,9 +9,8 @@ use std::path::Path;
 
 use axum::extract::Multipart;
 use bytes::Bytes;
-use emco_appcontext::BlobStream;
+use emco_appcontext::{BlobStream, file_blob_stream};
 use emco_core::{Error, Validate};
-use futures::StreamExt;
 use http::StatusCode;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -48,19 +47,6 @@ impl UploadedFile {
     pub async fn blob_stream(&self) -> Result<BlobStream, Error> {
         file_blob_stream(&self.path).await
     }
-}
-
-/// The content of the file at `path` as a blob stream, read in 256 KiB pieces.
-///
-/// # Errors
-/// Internal when the file cannot be opened.
-pub async fn file_blob_stream(path: &Path) -> Result<BlobStream, Error> {
-    let file = tokio::fs::File::open(path)
-        .await
-        .map_err(|e| Error::internal("cannot open an uploaded file").with_source(e))?;
-    let stream = tokio_util::io::ReaderStream::with_capacity(file, 256 * 1024)
-        .map(|r| r.map_err(|e| Error::internal("cannot read an uploaded file").with_source(e)));
-    Ok(Box::pin(stream))
 }
 
 /// A read multipart form.

@@ -26,7 +26,6 @@
 
 mod credentials;
 pub(crate) mod manifests;
-mod routes;
 mod status;
 
 use std::collections::BTreeMap;
@@ -119,11 +118,6 @@ pub async fn cloud_for_deployment(
         level: lc.spec.level,
         clusters,
     })
-}
-
-/// The lifecycle routes of logical clouds.
-pub(crate) fn routes() -> axum::Router<Orchestrator> {
-    routes::routes()
 }
 
 /// A lifecycle operation on a logical cloud.

@@ -13,49 +13,12 @@ use emco_core::model::DeploymentIntentGroup;
 use emco_core::placement::{
     AppPlacementIntent, ClusterRef, Inventory, Placement, finalize, resolve,
 };
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{DigRef, Error, ErrorKind, Result};
 
 use super::render::{RenderInput, RenderedApp, render_app};
 use crate::dcm::{DeployCloud, cloud_for_deployment};
 use crate::runtime::read_blob;
 use crate::{Orchestrator, keys};
-
-/// The names in a deployment intent group's key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DigPath {
-    pub(crate) project: String,
-    pub(crate) composite_app: String,
-    pub(crate) version: String,
-    pub(crate) dig: String,
-}
-
-impl DigPath {
-    /// The names of the group at `key`.
-    ///
-    /// # Errors
-    /// InvalidArgument when `key` is not a deployment intent group's.
-    pub(crate) fn of(key: &ResourceKey) -> Result<Self> {
-        let bad = || Error::invalid(format!("{key} is not a deployment intent group"));
-        match key.segments() {
-            [(p, project), (c, ca), (d, dig)]
-                if p == keys::PROJECT && c == keys::COMPOSITE_APP && d == keys::DIG =>
-            {
-                let (composite_app, version) = ca.split_once('/').ok_or_else(bad)?;
-                Ok(Self {
-                    project: project.clone(),
-                    composite_app: composite_app.to_owned(),
-                    version: version.to_owned(),
-                    dig: dig.clone(),
-                })
-            }
-            _ => Err(bad()),
-        }
-    }
-
-    fn composite_app_key(&self) -> ResourceKey {
-        keys::composite_app(&self.project, &self.composite_app, &self.version)
-    }
-}
 
 /// The intents of a group: controller (or `genericPlacementIntent`) -> intent name, merged over
 /// its DIG intents in name order.
@@ -107,7 +70,7 @@ pub(crate) async fn build_context(
     dig: &DeploymentIntentGroup,
     update_from: Option<u64>,
 ) -> Result<AppContext> {
-    let path = DigPath::of(key)?;
+    let path = keys::dig_ref(key)?;
     let cloud = cloud_for_deployment(orch, &path.project, &dig.spec.logical_cloud).await?;
     let intents = dig_intents(orch, key).await?;
     let gpi = intents.placement.clone().ok_or_else(|| {
@@ -173,12 +136,12 @@ pub(crate) async fn build_context(
 /// profile and a placement intent.
 async fn load_apps(
     orch: &Orchestrator,
-    path: &DigPath,
+    path: &DigRef,
     dig: &DeploymentIntentGroup,
     app_intents: &[AppPlacementIntent],
     gpi: &str,
 ) -> Result<Vec<AppInput>> {
-    let ca = path.composite_app_key();
+    let ca = keys::composite_app(&path.project, &path.composite_app, &path.version);
     let mut apps = orch.apps().list(&ca, &[]).await?;
     if apps.is_empty() {
         return Err(Error::failed_precondition(format!(

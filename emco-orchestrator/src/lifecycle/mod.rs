@@ -28,25 +28,15 @@
 mod build;
 mod render;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use emco_appcontext::{AppContext, ResourceKey};
-use emco_controller_sdk::rest::{ApiError, EmcoJson};
 use emco_core::lifecycle::{DigOperation, StateInfo, transition_named};
 use emco_core::model::DeploymentIntentGroup;
 use emco_core::{ContextId, Error, ErrorKind, Metadata, Result, Validate};
-use http::StatusCode;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use build::DigPath;
-
-use crate::rest::DIG;
 use crate::state::{OnCurrent, Record, deploy_fresh, hand_over, load_state, now_rfc3339};
 use crate::{Orchestrator, keys};
 
@@ -427,7 +417,7 @@ impl Orchestrator {
     pub async fn migrate(&self, dig: &ResourceKey, intent: &MigrateIntent) -> Result<()> {
         intent.validate()?;
         let spec = &intent.spec;
-        let source = DigPath::of(dig)?;
+        let source = keys::dig_ref(dig)?;
         let target = keys::dig(
             &source.project,
             &source.composite_app,
@@ -495,73 +485,6 @@ impl Orchestrator {
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often it looks.
 const SETTLE_POLL: Duration = Duration::from_millis(50);
-
-type Params = Path<HashMap<String, String>>;
-type Answer = std::result::Result<Response, ApiError>;
-
-/// The group a lifecycle route names.
-fn dig_key(p: &HashMap<String, String>) -> std::result::Result<ResourceKey, ApiError> {
-    let get = |name: &str| {
-        p.get(name).map(String::as_str).ok_or_else(|| {
-            ApiError::from(Error::invalid(format!("path parameter {name} is missing")))
-        })
-    };
-    Ok(keys::dig(
-        get("project")?,
-        get("compositeApp")?,
-        get("compositeAppVersion")?,
-        get("deploymentIntentGroup")?,
-    ))
-}
-
-async fn instantiate(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
-    orch.instantiate(&dig_key(&p)?).await?;
-    Ok(StatusCode::ACCEPTED.into_response())
-}
-
-async fn terminate(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
-    orch.terminate(&dig_key(&p)?).await?;
-    Ok(StatusCode::ACCEPTED.into_response())
-}
-
-async fn stop(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
-    orch.stop(&dig_key(&p)?).await?;
-    Ok(StatusCode::ACCEPTED.into_response())
-}
-
-async fn update(State(orch): State<Orchestrator>, Path(p): Params) -> Answer {
-    let revision = orch.update(&dig_key(&p)?).await?;
-    Ok((StatusCode::ACCEPTED, revision.to_string()).into_response())
-}
-
-async fn rollback(
-    State(orch): State<Orchestrator>,
-    Path(p): Params,
-    EmcoJson(body): EmcoJson<RollbackIntent>,
-) -> Answer {
-    orch.rollback(&dig_key(&p)?, body.spec.revision).await?;
-    Ok(StatusCode::ACCEPTED.into_response())
-}
-
-async fn migrate(
-    State(orch): State<Orchestrator>,
-    Path(p): Params,
-    EmcoJson(body): EmcoJson<MigrateIntent>,
-) -> Answer {
-    orch.migrate(&dig_key(&p)?, &body).await?;
-    Ok(StatusCode::ACCEPTED.into_response())
-}
-
-/// The lifecycle routes of deployment intent groups (other than `approve` and `status`).
-pub(crate) fn routes() -> Router<Orchestrator> {
-    Router::new()
-        .route(&format!("{DIG}/instantiate"), post(instantiate))
-        .route(&format!("{DIG}/terminate"), post(terminate))
-        .route(&format!("{DIG}/stop"), post(stop))
-        .route(&format!("{DIG}/update"), post(update))
-        .route(&format!("{DIG}/rollback"), post(rollback))
-        .route(&format!("{DIG}/migrate"), post(migrate))
-}
 
 /// The name of the group at `dig`, for EMCO's refusal texts.
 fn dig_name(dig: &ResourceKey) -> &str {

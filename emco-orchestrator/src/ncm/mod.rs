@@ -20,21 +20,17 @@
 //! cluster's own credentials. Refusals are ncm's texts; where ncm answers a 500 for a missing
 //! cluster or a wrong-state stop we answer 404 and 409.
 
-mod routes;
-
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use emco_appcontext::collection::Hook;
 use emco_appcontext::context::{AppContextStatus, CompositeAppMeta};
-use emco_appcontext::{AppContext, ResourceKey, ResourceStore};
-use emco_controller_sdk::rest::Hook;
+use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_core::lifecycle::{DigState, StateInfo};
 use emco_core::model::status::{ClusterNetworkStatus, DigStatus, StatusQuery};
-use emco_core::model::{KvPair, Network, ProviderNetwork, kv_value_text};
+use emco_core::model::{Cluster, KvPair, Network, ProviderNetwork, kv_value_text};
 use emco_core::{Error, Result};
 use serde_json::{Value, json};
-
-pub(crate) use routes::routes;
 
 use crate::dcm::manifests::Manifest;
 use crate::dcm::{add_only_app, discard};
@@ -127,34 +123,43 @@ network_hooks! {
     ProviderNetworkHook, ProviderNetwork, "provider ";
 }
 
-/// clm's refusal to delete a cluster whose network intents are applied (src/clm/pkg/cluster
-/// `DeleteCluster`).
-///
-/// # Errors
-/// Conflict while the cluster's networks are applied or still terminating.
-pub(crate) async fn check_cluster_delete(orch: &Orchestrator, cluster: &ResourceKey) -> Result<()> {
-    let name = cluster.name().unwrap_or_default();
-    let info = state_or_new(orch.store().as_ref(), cluster).await?;
-    match info.current_state() {
-        DigState::Applied | DigState::InstantiateStopped => Err(Error::conflict(format!(
-            "Cluster network intents must be terminated before it can be deleted {name}"
-        ))),
-        DigState::Terminated | DigState::TerminateStopped => {
-            let running = match orch.load_context(&info).await? {
-                Some(ctx) => ctx
-                    .status()
-                    .await?
-                    .is_some_and(AppContextStatus::is_running),
-                None => false,
-            };
-            if running {
-                return Err(Error::conflict(format!(
-                    "Network intents for cluster have not completed terminating {name}"
-                )));
-            }
-            Ok(())
+/// Clusters: clm refuses to delete one whose network intents are applied or still terminating
+/// (src/clm/pkg/cluster `DeleteCluster`).
+#[derive(Debug, Clone)]
+pub(crate) struct ClusterHook {
+    contexts: Arc<dyn AppContextStore>,
+}
+
+impl crate::hooks::NewHook for ClusterHook {
+    fn new_hook(contexts: &Arc<dyn AppContextStore>) -> Self {
+        Self {
+            contexts: Arc::clone(contexts),
         }
-        _ => Ok(()),
+    }
+}
+
+#[async_trait]
+impl Hook<Cluster> for ClusterHook {
+    async fn before_delete(&self, store: &dyn ResourceStore, cluster: &ResourceKey) -> Result<()> {
+        let name = cluster.name().unwrap_or_default();
+        let info = state_or_new(store, cluster).await?;
+        match info.current_state() {
+            DigState::Applied | DigState::InstantiateStopped => Err(Error::conflict(format!(
+                "Cluster network intents must be terminated before it can be deleted {name}"
+            ))),
+            DigState::Terminated | DigState::TerminateStopped => {
+                let running = crate::hooks::current_status(&self.contexts, &info)
+                    .await?
+                    .is_some_and(AppContextStatus::is_running);
+                if running {
+                    return Err(Error::conflict(format!(
+                        "Network intents for cluster have not completed terminating {name}"
+                    )));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 }
 

@@ -1,8 +1,11 @@
-//! The resource keys of every object, as the REST routes derive them from their path
-//! parameters (see `emco_controller_sdk::rest::KeyPattern`): one place so that the typed API,
-//! the routes and controllers agree.
+//! The key schema of the resource store: the key of every EMCO object, the child type of each
+//! kind (EMCO's path parameter name, which the SDK's generic routes derive keys from), and the
+//! typed references ([`DigRef`], [`ClusterRef`], [`LogicalCloudRef`]) to and from keys. The
+//! orchestrator, the REST edge, the SDK and controllers all use this one schema.
 
-use emco_appcontext::ResourceKey;
+use emco_core::{ClusterRef, DigRef, Error, LogicalCloudRef, Result};
+
+use crate::ResourceKey;
 
 /// `/projects/{project}`.
 #[must_use]
@@ -109,4 +112,84 @@ pub fn enclosing_composite_app(key: &ResourceKey) -> Option<ResourceKey> {
     Some(ResourceKey::from_segments(
         key.segments()[..=at].iter().cloned(),
     ))
+}
+
+/// An object a [`ResourceKey`] names.
+pub trait Keyed {
+    /// Its key in the resource store.
+    fn key(&self) -> ResourceKey;
+}
+
+impl Keyed for DigRef {
+    fn key(&self) -> ResourceKey {
+        dig(&self.project, &self.composite_app, &self.version, &self.dig)
+    }
+}
+
+impl Keyed for ClusterRef {
+    fn key(&self) -> ResourceKey {
+        cluster(self.provider(), self.cluster())
+    }
+}
+
+impl Keyed for LogicalCloudRef {
+    fn key(&self) -> ResourceKey {
+        logical_cloud(&self.project, &self.logical_cloud)
+    }
+}
+
+/// The group a deployment intent group's key names.
+///
+/// # Errors
+/// InvalidArgument when `key` is not a deployment intent group's.
+pub fn dig_ref(key: &ResourceKey) -> Result<DigRef> {
+    let bad = || Error::invalid(format!("{key} is not a deployment intent group"));
+    match key.segments() {
+        [(p, project), (c, ca), (d, dig)] if p == PROJECT && c == COMPOSITE_APP && d == DIG => {
+            let (composite_app, version) = ca.split_once('/').ok_or_else(bad)?;
+            Ok(DigRef::new(project, composite_app, version, dig))
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// The cluster a cluster's key names.
+///
+/// # Errors
+/// InvalidArgument when `key` is not a cluster's.
+pub fn cluster_ref(key: &ResourceKey) -> Result<ClusterRef> {
+    match key.segments() {
+        [(p, provider), (c, name)] if p == CLUSTER_PROVIDER && c == CLUSTER => {
+            Ok(ClusterRef::new(provider, name))
+        }
+        _ => Err(Error::invalid(format!("{key} is not a cluster"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_and_keys_round_trip() {
+        let d = DigRef::new("p", "ca", "v1", "d");
+        assert_eq!(d.key(), dig("p", "ca", "v1", "d"));
+        assert_eq!(dig_ref(&d.key()).unwrap(), d);
+        assert!(dig_ref(&project("p")).is_err());
+        assert!(
+            dig_ref(
+                &project("p")
+                    .child(COMPOSITE_APP, "noversion")
+                    .child(DIG, "d")
+            )
+            .is_err()
+        );
+        let c = ClusterRef::new("edge", "c1");
+        assert_eq!(cluster_ref(&c.key()).unwrap(), c);
+        assert!(cluster_ref(&cluster_provider("edge")).is_err());
+        assert_eq!(
+            LogicalCloudRef::new("p", "lc").key(),
+            logical_cloud("p", "lc")
+        );
+    }
 }

@@ -3,50 +3,37 @@
 
 use axum::Router;
 use axum::extract::{Path, Query, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use emco_controller_sdk::rest::{ApiError, json_response};
+use emco_controller_sdk::rest::json_response;
 use emco_core::model::StatusQuery;
 use http::StatusCode;
-use serde::Deserialize;
 
+use super::{Answer, CLUSTERS, ClusterPath};
 use crate::Orchestrator;
 
-const CLUSTER: &str = "/v2/cluster-providers/{clusterProvider}/clusters/{cluster}";
-
-/// The cluster a route names.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ClusterPath {
-    cluster_provider: String,
-    cluster: String,
-}
-
-type Answer = Result<Response, ApiError>;
-
-pub(crate) fn routes() -> Router<Orchestrator> {
+pub(super) fn routes() -> Router<Orchestrator> {
+    let cluster = format!("{CLUSTERS}/{{cluster}}");
     Router::new()
-        .route(&format!("{CLUSTER}/apply"), post(apply))
-        .route(&format!("{CLUSTER}/terminate"), post(terminate))
-        .route(&format!("{CLUSTER}/stop"), post(stop))
-        .route(&format!("{CLUSTER}/status"), get(status))
+        .route(&format!("{cluster}/apply"), post(apply))
+        .route(&format!("{cluster}/terminate"), post(terminate))
+        .route(&format!("{cluster}/stop"), post(stop))
+        .route(&format!("{cluster}/status"), get(status))
 }
 
 async fn apply(State(orch): State<Orchestrator>, Path(p): Path<ClusterPath>) -> Answer {
-    orch.apply_cluster_networks(&p.cluster_provider, &p.cluster)
-        .await?;
+    orch.apply_cluster_networks(&p.provider, &p.cluster).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn terminate(State(orch): State<Orchestrator>, Path(p): Path<ClusterPath>) -> Answer {
-    orch.terminate_cluster_networks(&p.cluster_provider, &p.cluster)
+    orch.terminate_cluster_networks(&p.provider, &p.cluster)
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn stop(State(orch): State<Orchestrator>, Path(p): Path<ClusterPath>) -> Answer {
-    orch.stop_cluster_networks(&p.cluster_provider, &p.cluster)
-        .await?;
+    orch.stop_cluster_networks(&p.provider, &p.cluster).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -57,7 +44,7 @@ async fn status(
 ) -> Answer {
     let query = StatusQuery::for_dig(pairs)?;
     let answer = orch
-        .cluster_network_status(&p.cluster_provider, &p.cluster, &query)
+        .cluster_network_status(&p.provider, &p.cluster, &query)
         .await?;
     Ok(json_response(StatusCode::OK, &answer))
 }

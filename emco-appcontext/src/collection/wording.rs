@@ -11,12 +11,7 @@
 
 use std::borrow::Cow;
 
-use axum::response::Response;
 use emco_core::{Error, ErrorKind};
-use http::StatusCode;
-use serde::Serialize;
-
-use super::{ApiError, json_response};
 
 /// 409 for a create or PUT under a parent that does not exist (EMCO's `db Insert parent
 /// resource not found`).
@@ -235,29 +230,13 @@ impl Wording {
         }
     }
 
-    /// The status of a PUT that `created` the object or replaced it.
+    /// Whether a PUT that `created` the object or replaced it answers 201 Created (else 200).
     #[must_use]
-    pub fn put_status(&self, created: bool) -> StatusCode {
-        match (self.put, created) {
-            (PutStatus::Created, _) | (PutStatus::CreatedOrOk, true) => StatusCode::CREATED,
-            (PutStatus::Ok, _) | (PutStatus::CreatedOrOk, false) => StatusCode::OK,
+    pub fn put_answers_created(&self, created: bool) -> bool {
+        match self.put {
+            PutStatus::Created => true,
+            PutStatus::Ok => false,
+            PutStatus::CreatedOrOk => created,
         }
-    }
-
-    /// The answer to a GET of the list `items`.
-    ///
-    /// # Errors
-    /// A 400 for an empty list the type refuses ([`EmptyList::Refused`]).
-    pub fn list_response<V: Serialize>(&self, items: &[V]) -> Result<Response, ApiError> {
-        if items.is_empty() {
-            match self.empty_list {
-                EmptyList::Null => {
-                    return Ok(json_response(StatusCode::OK, &serde_json::Value::Null));
-                }
-                EmptyList::Refused(text) => return Err(Error::invalid(text).into()),
-                EmptyList::Array => {}
-            }
-        }
-        Ok(json_response(StatusCode::OK, items))
     }
 }

@@ -1,0 +1,81 @@
+//! The lifecycle routes of deployment intent groups under `DIG`: `POST approve | instantiate |
+//! terminate | stop | update | rollback | migrate` (202; `update` answers the new revision) and
+//! `GET status` (src/orchestrator/api/instantiation_handler.go).
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use emco_appcontext::keys::Keyed;
+use emco_controller_sdk::rest::{EmcoJson, json_response};
+use emco_core::DigRef;
+use emco_core::model::status::StatusQuery;
+use http::StatusCode;
+
+use super::{Answer, DIG};
+use crate::{MigrateIntent, Orchestrator, RollbackIntent};
+
+pub(super) fn routes() -> Router<Orchestrator> {
+    Router::new()
+        .route(&format!("{DIG}/approve"), post(approve))
+        .route(&format!("{DIG}/instantiate"), post(instantiate))
+        .route(&format!("{DIG}/terminate"), post(terminate))
+        .route(&format!("{DIG}/stop"), post(stop))
+        .route(&format!("{DIG}/update"), post(update))
+        .route(&format!("{DIG}/rollback"), post(rollback))
+        .route(&format!("{DIG}/migrate"), post(migrate))
+        .route(&format!("{DIG}/status"), get(status))
+}
+
+async fn approve(State(orch): State<Orchestrator>, Path(dig): Path<DigRef>) -> Answer {
+    orch.approve(&dig.key()).await?;
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+async fn instantiate(State(orch): State<Orchestrator>, Path(dig): Path<DigRef>) -> Answer {
+    orch.instantiate(&dig.key()).await?;
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+async fn terminate(State(orch): State<Orchestrator>, Path(dig): Path<DigRef>) -> Answer {
+    orch.terminate(&dig.key()).await?;
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+async fn stop(State(orch): State<Orchestrator>, Path(dig): Path<DigRef>) -> Answer {
+    orch.stop(&dig.key()).await?;
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+async fn update(State(orch): State<Orchestrator>, Path(dig): Path<DigRef>) -> Answer {
+    let revision = orch.update(&dig.key()).await?;
+    Ok((StatusCode::ACCEPTED, revision.to_string()).into_response())
+}
+
+async fn rollback(
+    State(orch): State<Orchestrator>,
+    Path(dig): Path<DigRef>,
+    EmcoJson(body): EmcoJson<RollbackIntent>,
+) -> Answer {
+    orch.rollback(&dig.key(), body.spec.revision).await?;
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+async fn migrate(
+    State(orch): State<Orchestrator>,
+    Path(dig): Path<DigRef>,
+    EmcoJson(body): EmcoJson<MigrateIntent>,
+) -> Answer {
+    orch.migrate(&dig.key(), &body).await?;
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+async fn status(
+    State(orch): State<Orchestrator>,
+    Path(dig): Path<DigRef>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Answer {
+    let query = StatusQuery::for_dig(pairs)?;
+    let answer = orch.dig_status(&dig.key(), &query).await?;
+    Ok(json_response(StatusCode::OK, &answer))
+}

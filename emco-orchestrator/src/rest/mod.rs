@@ -1,0 +1,226 @@
+//! The HTTP edge: EMCO's REST API v2 over an [`Orchestrator`], every route in this module and
+//! nothing else of the crate knowing HTTP. Handlers take typed paths (`Path<DigRef>`,
+//! [`CaPath`], ...), call one service method and map its answer to EMCO's status codes; the
+//! plain object types are served by the SDK's generic [`Routes`] over the orchestrator's
+//! collections.
+//!
+//! - [`objects`]: composite apps, apps, app profiles and clusters (JSON and multipart), and the
+//!   query views of intents and kv-pairs;
+//! - [`lifecycle`]: approve, instantiate, terminate, stop, update, rollback, migrate and status of
+//!   deployment intent groups;
+//! - [`dcm`]: the logical cloud lifecycle; [`ncm`]: cluster networks.
+
+mod dcm;
+mod lifecycle;
+mod ncm;
+mod objects;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::response::Response;
+use axum::routing::get;
+use emco_appcontext::ResourceKey;
+use emco_controller_sdk::rest::{ApiError, Routes};
+use emco_core::model::ClusterLabel;
+use serde::Deserialize;
+
+use crate::{Orchestrator, keys};
+
+/// A handler's answer.
+type Answer = Result<Response, ApiError>;
+
+/// `CA` of EMCO.md: a composite app's URL.
+pub const CA: &str = "/v2/projects/{project}/composite-apps/{compositeApp}/{compositeAppVersion}";
+/// `DIG` of EMCO.md: a deployment intent group's URL.
+pub const DIG: &str = "/v2/projects/{project}/composite-apps/{compositeApp}/{compositeAppVersion}/deployment-intent-groups/{deploymentIntentGroup}";
+/// A cluster provider's clusters.
+const CLUSTERS: &str = "/v2/cluster-providers/{clusterProvider}/clusters";
+/// A logical cloud's URL.
+const LC: &str = "/v2/projects/{project}/logical-clouds/{logicalCloud}";
+
+/// The names of a route under a project.
+#[derive(Debug, Deserialize)]
+struct ProjectPath {
+    project: String,
+}
+
+/// The names of a route under `CA`.
+#[derive(Debug, Deserialize)]
+struct CaPath {
+    project: String,
+    #[serde(rename = "compositeApp")]
+    composite_app: String,
+    #[serde(rename = "compositeAppVersion")]
+    version: String,
+}
+
+impl CaPath {
+    fn key(&self) -> ResourceKey {
+        keys::composite_app(&self.project, &self.composite_app, &self.version)
+    }
+}
+
+/// The names of a route under a cluster provider.
+#[derive(Debug, Deserialize)]
+struct ProviderPath {
+    #[serde(rename = "clusterProvider")]
+    provider: String,
+}
+
+/// The names of a route under a cluster.
+#[derive(Debug, Deserialize)]
+struct ClusterPath {
+    #[serde(rename = "clusterProvider")]
+    provider: String,
+    cluster: String,
+}
+
+/// Every route of the orchestrator, clm and dcm (CRUD, label and kv queries, approve).
+pub fn router(orch: Orchestrator) -> Router {
+    let upload_limit = usize::try_from(orch.limits().max_archive.max(orch.limits().max_kubeconfig))
+        .unwrap_or(usize::MAX)
+        .saturating_add(1024 * 1024);
+    let uploads = Router::new()
+        .route(
+            &format!("{CA}/apps"),
+            get(objects::list_apps).post(objects::create_app),
+        )
+        .route(
+            &format!("{CA}/apps/{{app}}"),
+            get(objects::get_app)
+                .put(objects::put_app)
+                .delete(objects::delete_app),
+        )
+        .route(
+            &format!("{CA}/composite-profiles/{{compositeProfile}}/profiles"),
+            get(objects::list_profiles).post(objects::create_profile),
+        )
+        .route(
+            &format!("{CA}/composite-profiles/{{compositeProfile}}/profiles/{{appProfile}}"),
+            get(objects::get_profile)
+                .put(objects::put_profile)
+                .delete(objects::delete_profile),
+        )
+        .route(
+            CLUSTERS,
+            get(objects::list_clusters).post(objects::create_cluster),
+        )
+        .route(
+            &format!("{CLUSTERS}/{{cluster}}"),
+            get(objects::get_cluster)
+                .put(objects::put_cluster)
+                .delete(objects::delete_cluster),
+        )
+        .layer(DefaultBodyLimit::max(upload_limit));
+    let custom = Router::new()
+        .route(
+            "/v2/projects/{project}/composite-apps",
+            get(objects::list_composite_apps).post(objects::create_composite_app),
+        )
+        .route(
+            CA,
+            get(objects::get_composite_app)
+                .put(objects::put_composite_app)
+                .delete(objects::delete_composite_app),
+        )
+        .merge(lifecycle::routes())
+        .merge(dcm::routes())
+        .merge(ncm::routes())
+        .merge(uploads)
+        .with_state(orch.clone());
+
+    custom
+        .merge(Routes::new("/v2/projects", keys::PROJECT).serve(orch.projects()))
+        .merge(
+            Routes::new(format!("{CA}/apps/{{app}}/dependency"), keys::DEPENDENCY)
+                .serve(orch.app_dependencies()),
+        )
+        .merge(
+            Routes::new(format!("{CA}/composite-profiles"), keys::COMPOSITE_PROFILE)
+                .serve(orch.composite_profiles()),
+        )
+        .merge(
+            Routes::new(format!("{CA}/deployment-intent-groups"), keys::DIG)
+                .serve(orch.deployment_intent_groups()),
+        )
+        .merge(
+            Routes::new(format!("{DIG}/intents"), keys::GROUP_INTENT)
+                .list_view(objects::intent_maps)
+                .collection_view("intent", objects::intent_by_name)
+                .serve(orch.dig_intents()),
+        )
+        .merge(
+            Routes::new(
+                format!("{DIG}/generic-placement-intents"),
+                keys::GENERIC_PLACEMENT_INTENT,
+            )
+            .serve(orch.generic_placement_intents()),
+        )
+        .merge(
+            Routes::new(
+                format!("{DIG}/generic-placement-intents/{{genericPlacementIntent}}/app-intents"),
+                keys::APP_INTENT,
+            )
+            .collection_view("app", objects::app_intent_for_app)
+            .serve(orch.app_placement_intents()),
+        )
+        .merge(Routes::new("/v2/controllers", keys::CONTROLLER).serve(orch.controllers()))
+        .merge(
+            Routes::new(format!("{CLUSTERS}/{{cluster}}/networks"), keys::NETWORK)
+                .serve(orch.networks()),
+        )
+        .merge(
+            Routes::new(
+                format!("{CLUSTERS}/{{cluster}}/provider-networks"),
+                keys::PROVIDER_NETWORK,
+            )
+            .serve(orch.provider_networks()),
+        )
+        .merge(
+            Routes::new("/v2/clm-controllers", keys::CLM_CONTROLLER).serve(orch.clm_controllers()),
+        )
+        .merge(
+            Routes::new("/v2/cluster-providers", keys::CLUSTER_PROVIDER)
+                .serve(orch.cluster_providers()),
+        )
+        .merge(
+            Routes::new(
+                "/v2/cluster-providers/{clusterProvider}/cluster-sync-objects",
+                crate::CLUSTER_SYNC_OBJECT,
+            )
+            .serve(orch.cluster_sync_objects()),
+        )
+        .merge(
+            Routes::<ClusterLabel>::new(
+                format!("{CLUSTERS}/{{cluster}}/labels"),
+                keys::CLUSTER_LABEL,
+            )
+            .serve(orch.cluster_labels()),
+        )
+        .merge(
+            Routes::new(format!("{CLUSTERS}/{{cluster}}/kv-pairs"), keys::KV_PAIR)
+                .item_view("key", objects::cluster_kv_value)
+                .serve(orch.kv_pairs()),
+        )
+        .merge(
+            Routes::new("/v2/projects/{project}/logical-clouds", keys::LOGICAL_CLOUD)
+                .serve(orch.logical_clouds()),
+        )
+        .merge(
+            Routes::new(format!("{LC}/cluster-references"), keys::CLUSTER_REFERENCE)
+                .serve(orch.cluster_references()),
+        )
+        .merge(
+            Routes::new(format!("{LC}/user-permissions"), keys::USER_PERMISSION)
+                .serve(orch.user_permissions()),
+        )
+        .merge(
+            Routes::new(format!("{LC}/cluster-quotas"), keys::CLUSTER_QUOTA)
+                .serve(orch.cluster_quotas()),
+        )
+        .merge(
+            Routes::new(format!("{LC}/kv-pairs"), keys::KV_PAIR)
+                .item_view("key", objects::cloud_kv_value)
+                .serve(orch.logical_cloud_kv_pairs()),
+        )
+}

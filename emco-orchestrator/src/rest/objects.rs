@@ -1,0 +1,449 @@
+//! Composite apps, apps, app profiles and clusters (the objects with their own handlers: JSON
+//! keyed by name and version, or multipart with a file), and the query views of intents and
+//! kv-pairs that the generic routes serve.
+
+use std::collections::{BTreeMap, HashMap};
+
+use axum::extract::multipart::MultipartRejection;
+use axum::extract::{Multipart, Path, Query, State};
+use axum::response::IntoResponse;
+use emco_appcontext::ResourceKey;
+use emco_controller_sdk::rest::multipart::{MultipartForm, UploadedFile};
+use emco_controller_sdk::rest::{
+    ApiError, EmcoJson, Representation, json_response, list_response, put_status,
+};
+use emco_core::Error;
+use emco_core::model::{App, AppProfile, Cluster, CompositeApp, DigIntent, KvPair};
+use emco_core::placement::AppPlacementIntent;
+use http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+
+use super::{Answer, CaPath, ClusterPath, ProjectPath, ProviderPath};
+use crate::{Orchestrator, keys, wording};
+
+/// An app's URL.
+#[derive(Debug, Deserialize)]
+pub(super) struct AppPath {
+    #[serde(flatten)]
+    ca: CaPath,
+    app: String,
+}
+
+/// A composite profile's URL (its app profiles' collection).
+#[derive(Debug, Deserialize)]
+pub(super) struct ProfilesPath {
+    #[serde(flatten)]
+    ca: CaPath,
+    #[serde(rename = "compositeProfile")]
+    composite_profile: String,
+}
+
+impl ProfilesPath {
+    fn key(&self) -> ResourceKey {
+        self.ca
+            .key()
+            .child(keys::COMPOSITE_PROFILE, &self.composite_profile)
+    }
+}
+
+/// An app profile's URL.
+#[derive(Debug, Deserialize)]
+pub(super) struct ProfilePath {
+    #[serde(flatten)]
+    profiles: ProfilesPath,
+    #[serde(rename = "appProfile")]
+    app_profile: String,
+}
+
+/// `GET .../intents`: only the intents' maps, `{"intent": [...]}`, with `null` for none
+/// (src/orchestrator/pkg/module/add_intents.go `GetAllIntents`).
+pub(super) fn intent_maps(items: &[DigIntent]) -> serde_json::Value {
+    let maps: Vec<&BTreeMap<String, String>> = items.iter().map(|i| &i.spec.intent).collect();
+    if maps.is_empty() {
+        serde_json::json!({ "intent": null })
+    } else {
+        serde_json::json!({ "intent": maps })
+    }
+}
+
+/// `GET .../intents/?intent=NAME`: that intent's spec
+/// (src/orchestrator/api/add_intents_handler.go `getIntentByNameHandler`, whose empty-name text
+/// says appName).
+pub(super) fn intent_by_name(
+    items: &[DigIntent],
+    query: &HashMap<String, String>,
+) -> emco_core::Result<serde_json::Value> {
+    let name = query.get("intent").map_or("", String::as_str);
+    if name.is_empty() {
+        return Err(Error::invalid("Missing appName in GET request"));
+    }
+    let found = items
+        .iter()
+        .find(|i| i.metadata.name == name)
+        .ok_or_else(|| Error::not_found("Intent not found"))?;
+    Ok(serde_json::json!({ "intent": found.spec.intent }))
+}
+
+/// `GET .../app-intents/?app=...`: EMCO's route needs `app` but its handler reads `app-name`,
+/// and answers an empty spec when no intent places that app
+/// (src/orchestrator/api/app_intent_handler.go `getAllIntentsByAppHandler`).
+pub(super) fn app_intent_for_app(
+    items: &[AppPlacementIntent],
+    query: &HashMap<String, String>,
+) -> emco_core::Result<serde_json::Value> {
+    let app = query.get("app-name").map_or("", String::as_str);
+    if app.is_empty() {
+        return Err(Error::invalid("Missing appName in GET request"));
+    }
+    match items.iter().find(|i| i.spec.app == app) {
+        Some(found) => serde_json::to_value(&found.spec)
+            .map_err(|e| Error::internal("cannot serialize an intent").with_source(e)),
+        None => Ok(serde_json::json!({ "intent": {} })),
+    }
+}
+
+/// `GET .../kv-pairs/{kvPair}?key=K`: `{"value": V}`.
+fn kv_value(kv: &KvPair, key: &str) -> Option<serde_json::Value> {
+    serde_json::to_value(kv.value_of(key)?).ok()
+}
+
+/// A cluster kv-pair's `?key=` (src/clm/pkg/cluster/cluster.go `GetClusterKvPairsValue`, clm's
+/// `Cluster KV pair key value not found`).
+pub(super) fn cluster_kv_value(kv: &KvPair, key: &str) -> emco_core::Result<serde_json::Value> {
+    kv_value(kv, key).ok_or_else(|| Error::not_found("Cluster KV pair key value not found"))
+}
+
+/// A logical cloud kv-pair's `?key=` (ours: dcm serves no such query).
+pub(super) fn cloud_kv_value(kv: &KvPair, key: &str) -> emco_core::Result<serde_json::Value> {
+    kv_value(kv, key).ok_or_else(|| {
+        Error::not_found(format!("kvPair {:?} has no key {key:?}", kv.metadata.name))
+    })
+}
+
+async fn read_form(
+    orch: &Orchestrator,
+    form: Result<Multipart, MultipartRejection>,
+) -> Result<MultipartForm, ApiError> {
+    let form = form.map_err(|r| ApiError::with_status(StatusCode::BAD_REQUEST, r.body_text()))?;
+    let max = orch.limits().max_archive.max(orch.limits().max_kubeconfig);
+    MultipartForm::read(form, max).await
+}
+
+/// EMCO's answer to a form without its `file` part: `r.FormFile("file")` fails
+/// (src/orchestrator/api/apphandler.go, app_profilehandler.go, src/clm/api/clusterhandler.go).
+fn no_file() -> ApiError {
+    ApiError::with_status(StatusCode::UNPROCESSABLE_ENTITY, "Unable to process file")
+}
+
+fn required_file(form: &MultipartForm) -> Result<&UploadedFile, ApiError> {
+    form.file().ok_or_else(no_file)
+}
+
+/// A cluster's kubeconfig: required unless the cluster is a GitOps one (clm's
+/// `createClusterHandler` reads the file only when `spec.gitOps.gitOpsType` is empty).
+fn cluster_file<'a>(
+    form: &'a MultipartForm,
+    cluster: &Cluster,
+) -> Result<Option<&'a UploadedFile>, ApiError> {
+    match form.file() {
+        None if cluster.needs_kubeconfig() => Err(no_file()),
+        file => Ok(file),
+    }
+}
+
+// ---- composite apps ----
+
+pub(super) async fn create_composite_app(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<ProjectPath>,
+    EmcoJson(ca): EmcoJson<CompositeApp>,
+) -> Answer {
+    orch.create_composite_app(&p.project, &ca).await?;
+    Ok(json_response(StatusCode::CREATED, &ca))
+}
+
+pub(super) async fn list_composite_apps(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<ProjectPath>,
+) -> Answer {
+    let items = orch.list_composite_apps(&p.project).await?;
+    list_response(&wording::composite_app(), &items)
+}
+
+pub(super) async fn get_composite_app(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<CaPath>,
+) -> Answer {
+    let ca = orch
+        .get_composite_app(&p.project, &p.composite_app, &p.version)
+        .await?;
+    Ok(json_response(StatusCode::OK, &ca))
+}
+
+pub(super) async fn put_composite_app(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<CaPath>,
+    EmcoJson(ca): EmcoJson<CompositeApp>,
+) -> Answer {
+    let created = orch
+        .put_composite_app(&p.project, &p.composite_app, &p.version, &ca)
+        .await?;
+    Ok(json_response(
+        put_status(&wording::composite_app(), created),
+        &ca,
+    ))
+}
+
+pub(super) async fn delete_composite_app(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<CaPath>,
+) -> Answer {
+    orch.delete_composite_app(&p.project, &p.composite_app, &p.version)
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+// ---- apps ----
+
+pub(super) async fn create_app(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<CaPath>,
+    form: Result<Multipart, MultipartRejection>,
+) -> Answer {
+    let form = read_form(&orch, form).await?;
+    let app: App = form.metadata()?;
+    orch.create_app(&p.key(), &app, required_file(&form)?.path())
+        .await?;
+    Ok(json_response(StatusCode::CREATED, &app))
+}
+
+pub(super) async fn put_app(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<AppPath>,
+    form: Result<Multipart, MultipartRejection>,
+) -> Answer {
+    let form = read_form(&orch, form).await?;
+    let app: App = form.metadata()?;
+    let created = orch
+        .put_app(&p.ca.key(), &p.app, &app, required_file(&form)?.path())
+        .await?;
+    Ok(json_response(
+        put_status(orch.apps().wording(), created),
+        &app,
+    ))
+}
+
+pub(super) async fn list_apps(State(orch): State<Orchestrator>, Path(p): Path<CaPath>) -> Answer {
+    let apps = orch.apps();
+    list_response(apps.wording(), &apps.list(&p.key(), &[]).await?)
+}
+
+pub(super) async fn get_app(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<AppPath>,
+    headers: HeaderMap,
+) -> Answer {
+    let rep = Representation::from_headers(&headers)?;
+    let ca = p.ca.key();
+    let app = orch.apps().get(&ca, &p.app).await?;
+    let key = orch.apps().key(&ca, &p.app);
+    rep.respond(
+        &app,
+        orch.store().as_ref(),
+        &key,
+        keys::FILE_BLOB,
+        &format!("{}.tgz", p.app),
+    )
+    .await
+}
+
+pub(super) async fn delete_app(State(orch): State<Orchestrator>, Path(p): Path<AppPath>) -> Answer {
+    orch.apps().delete(&p.ca.key(), &p.app).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+// ---- app profiles ----
+
+pub(super) async fn create_profile(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<ProfilesPath>,
+    form: Result<Multipart, MultipartRejection>,
+) -> Answer {
+    let form = read_form(&orch, form).await?;
+    let profile: AppProfile = form.metadata()?;
+    orch.create_app_profile(&p.key(), &profile, required_file(&form)?.path())
+        .await?;
+    Ok(json_response(StatusCode::CREATED, &profile))
+}
+
+pub(super) async fn put_profile(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<ProfilePath>,
+    form: Result<Multipart, MultipartRejection>,
+) -> Answer {
+    let form = read_form(&orch, form).await?;
+    let profile: AppProfile = form.metadata()?;
+    let created = orch
+        .put_app_profile(
+            &p.profiles.key(),
+            &p.app_profile,
+            &profile,
+            required_file(&form)?.path(),
+        )
+        .await?;
+    Ok(json_response(
+        put_status(orch.app_profiles().wording(), created),
+        &profile,
+    ))
+}
+
+pub(super) async fn list_profiles(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<ProfilesPath>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Answer {
+    let cp = p.key();
+    if let Some(app) = q.get("app") {
+        let rep = Representation::from_headers(&headers)?;
+        let profile = orch.profile_for_app(&cp, app).await?;
+        let key = orch.app_profiles().key(&cp, &profile.metadata.name);
+        let file = format!("{}.tar.gz", profile.metadata.name);
+        return rep
+            .respond(
+                &profile,
+                orch.store().as_ref(),
+                &key,
+                keys::FILE_BLOB,
+                &file,
+            )
+            .await;
+    }
+    let profiles = orch.app_profiles();
+    list_response(profiles.wording(), &profiles.list(&cp, &[]).await?)
+}
+
+pub(super) async fn get_profile(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<ProfilePath>,
+    headers: HeaderMap,
+) -> Answer {
+    let rep = Representation::from_headers(&headers)?;
+    let cp = p.profiles.key();
+    let name = &p.app_profile;
+    let profile = orch.app_profiles().get(&cp, name).await?;
+    let key = orch.app_profiles().key(&cp, name);
+    rep.respond(
+        &profile,
+        orch.store().as_ref(),
+        &key,
+        keys::FILE_BLOB,
+        &format!("{name}.tar.gz"),
+    )
+    .await
+}
+
+pub(super) async fn delete_profile(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<ProfilePath>,
+) -> Answer {
+    orch.app_profiles()
+        .delete(&p.profiles.key(), &p.app_profile)
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+// ---- clusters ----
+
+pub(super) async fn create_cluster(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<ProviderPath>,
+    form: Result<Multipart, MultipartRejection>,
+) -> Answer {
+    let form = read_form(&orch, form).await?;
+    let cluster: Cluster = form.metadata()?;
+    let file = cluster_file(&form, &cluster)?;
+    orch.create_cluster(&p.provider, &cluster, file.map(UploadedFile::path))
+        .await?;
+    Ok(json_response(StatusCode::CREATED, &cluster))
+}
+
+pub(super) async fn put_cluster(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<ClusterPath>,
+    form: Result<Multipart, MultipartRejection>,
+) -> Answer {
+    let form = read_form(&orch, form).await?;
+    let cluster: Cluster = form.metadata()?;
+    let file = cluster_file(&form, &cluster)?;
+    let created = orch
+        .put_cluster(
+            &p.provider,
+            &p.cluster,
+            &cluster,
+            file.map(UploadedFile::path),
+        )
+        .await?;
+    Ok(json_response(
+        put_status(orch.clusters().wording(), created),
+        &cluster,
+    ))
+}
+
+pub(super) async fn list_clusters(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<ProviderPath>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Answer {
+    let provider = &p.provider;
+    if let Some(label) = q.get("label") {
+        return Ok(json_response(
+            StatusCode::OK,
+            &orch.clusters_with_label(provider, label).await?,
+        ));
+    }
+    if q.get("withLabels")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    {
+        return Ok(json_response(
+            StatusCode::OK,
+            &orch.clusters_with_labels(provider).await?,
+        ));
+    }
+    let clusters = orch.clusters();
+    list_response(
+        clusters.wording(),
+        &clusters
+            .list(&keys::cluster_provider(provider), &[])
+            .await?,
+    )
+}
+
+pub(super) async fn get_cluster(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<ClusterPath>,
+    headers: HeaderMap,
+) -> Answer {
+    let rep = Representation::from_headers(&headers)?;
+    let provider = keys::cluster_provider(&p.provider);
+    let cluster = orch.clusters().get(&provider, &p.cluster).await?;
+    let key = orch.clusters().key(&provider, &p.cluster);
+    rep.respond(
+        &cluster,
+        orch.store().as_ref(),
+        &key,
+        keys::FILE_BLOB,
+        "kubeconfig",
+    )
+    .await
+}
+
+pub(super) async fn delete_cluster(
+    State(orch): State<Orchestrator>,
+    Path(p): Path<ClusterPath>,
+) -> Answer {
+    orch.clusters()
+        .delete(&keys::cluster_provider(&p.provider), &p.cluster)
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
