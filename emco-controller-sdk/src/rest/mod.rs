@@ -42,7 +42,7 @@ pub use emco_appcontext::collection::{
     Collection, EmptyList, Hook, NoHook, Object, PutStatus, Wording,
 };
 pub use error::ApiError;
-pub use files::file_routes;
+pub use files::{BlobFiles, FileRoutes, FormWriter, file_routes, read_form};
 pub use json::{EmcoJson, RawBody};
 pub use pattern::KeyPattern;
 pub use routes::{

@@ -20,7 +20,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::response::Response;
 use axum::routing::get;
 use emco_appcontext::ResourceKey;
-use emco_controller_sdk::rest::{ApiError, Routes};
+use emco_controller_sdk::rest::{ApiError, FileRoutes, Routes};
 use emco_core::model::ClusterLabel;
 use serde::Deserialize;
 
@@ -80,37 +80,40 @@ pub fn router(orch: Orchestrator) -> Router {
     let upload_limit = usize::try_from(orch.limits().max_archive.max(orch.limits().max_kubeconfig))
         .unwrap_or(usize::MAX)
         .saturating_add(1024 * 1024);
+    let max_file = orch.limits().max_archive.max(orch.limits().max_kubeconfig);
     let uploads = Router::new()
-        .route(
-            &format!("{CA}/apps"),
-            get(objects::list_apps).post(objects::create_app),
+        .merge(
+            FileRoutes::new(format!("{CA}/apps"), keys::APP, orch.apps())
+                .writer(objects::AppForms(orch.clone()))
+                .max_file(max_file)
+                .download_name(|name| format!("{name}.tgz"))
+                .serve(),
         )
-        .route(
-            &format!("{CA}/apps/{{app}}"),
-            get(objects::get_app)
-                .put(objects::put_app)
-                .delete(objects::delete_app),
+        .merge(
+            FileRoutes::new(
+                format!("{CA}/composite-profiles/{{compositeProfile}}/profiles"),
+                keys::APP_PROFILE,
+                orch.app_profiles(),
+            )
+            .writer(objects::ProfileForms(orch.clone()))
+            .max_file(max_file)
+            .download_name(|name| format!("{name}.tar.gz"))
+            .without_list()
+            .serve(),
         )
         .route(
             &format!("{CA}/composite-profiles/{{compositeProfile}}/profiles"),
-            get(objects::list_profiles).post(objects::create_profile),
+            get(objects::list_profiles),
         )
-        .route(
-            &format!("{CA}/composite-profiles/{{compositeProfile}}/profiles/{{appProfile}}"),
-            get(objects::get_profile)
-                .put(objects::put_profile)
-                .delete(objects::delete_profile),
+        .merge(
+            FileRoutes::new(CLUSTERS, keys::CLUSTER, orch.clusters())
+                .writer(objects::ClusterForms(orch.clone()))
+                .max_file(max_file)
+                .download_name(|_| "kubeconfig".to_owned())
+                .without_list()
+                .serve(),
         )
-        .route(
-            CLUSTERS,
-            get(objects::list_clusters).post(objects::create_cluster),
-        )
-        .route(
-            &format!("{CLUSTERS}/{{cluster}}"),
-            get(objects::get_cluster)
-                .put(objects::put_cluster)
-                .delete(objects::delete_cluster),
-        )
+        .route(CLUSTERS, get(objects::list_clusters))
         .layer(DefaultBodyLimit::max(upload_limit));
     let custom = Router::new()
         .route(

@@ -4,13 +4,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use axum::extract::multipart::MultipartRejection;
-use axum::extract::{Multipart, Path, Query, State};
+use async_trait::async_trait;
+use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use emco_appcontext::ResourceKey;
+use emco_appcontext::collection::Collection;
 use emco_controller_sdk::rest::multipart::{MultipartForm, UploadedFile};
 use emco_controller_sdk::rest::{
-    ApiError, EmcoJson, Representation, json_response, list_response, put_status,
+    ApiError, EmcoJson, FormWriter, Representation, json_response, list_response, put_status,
 };
 use emco_core::Error;
 use emco_core::model::{App, AppProfile, Cluster, CompositeApp, DigIntent, KvPair};
@@ -18,16 +19,8 @@ use emco_core::placement::AppPlacementIntent;
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 
-use super::{Answer, CaPath, ClusterPath, ProjectPath, ProviderPath};
+use super::{Answer, CaPath, ProjectPath, ProviderPath};
 use crate::{Orchestrator, keys, wording};
-
-/// An app's URL.
-#[derive(Debug, Deserialize)]
-pub(super) struct AppPath {
-    #[serde(flatten)]
-    ca: CaPath,
-    app: String,
-}
 
 /// A composite profile's URL (its app profiles' collection).
 #[derive(Debug, Deserialize)]
@@ -44,15 +37,6 @@ impl ProfilesPath {
             .key()
             .child(keys::COMPOSITE_PROFILE, &self.composite_profile)
     }
-}
-
-/// An app profile's URL.
-#[derive(Debug, Deserialize)]
-pub(super) struct ProfilePath {
-    #[serde(flatten)]
-    profiles: ProfilesPath,
-    #[serde(rename = "appProfile")]
-    app_profile: String,
 }
 
 /// `GET .../intents`: only the intents' maps, `{"intent": [...]}`, with `null` for none
@@ -118,15 +102,6 @@ pub(super) fn cloud_kv_value(kv: &KvPair, key: &str) -> emco_core::Result<serde_
     kv_value(kv, key).ok_or_else(|| {
         Error::not_found(format!("kvPair {:?} has no key {key:?}", kv.metadata.name))
     })
-}
-
-async fn read_form(
-    orch: &Orchestrator,
-    form: Result<Multipart, MultipartRejection>,
-) -> Result<MultipartForm, ApiError> {
-    let form = form.map_err(|r| ApiError::with_status(StatusCode::BAD_REQUEST, r.body_text()))?;
-    let max = orch.limits().max_archive.max(orch.limits().max_kubeconfig);
-    MultipartForm::read(form, max).await
 }
 
 /// EMCO's answer to a form without its `file` part: `r.FormFile("file")` fails
@@ -203,98 +178,80 @@ pub(super) async fn delete_composite_app(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-// ---- apps ----
+// ---- apps, app profiles and clusters: multipart, one upload path ----
 
-pub(super) async fn create_app(
-    State(orch): State<Orchestrator>,
-    Path(p): Path<CaPath>,
-    form: Result<Multipart, MultipartRejection>,
-) -> Answer {
-    let form = read_form(&orch, form).await?;
-    let app: App = form.metadata()?;
-    orch.create_app(&p.key(), &app, required_file(&form)?.path())
-        .await?;
-    Ok(json_response(StatusCode::CREATED, &app))
+/// Apps: the chart is required and checked (src/orchestrator/api/apphandler.go).
+pub(super) struct AppForms(pub(super) Orchestrator);
+
+#[async_trait]
+impl FormWriter<App> for AppForms {
+    async fn write(
+        &self,
+        _: &Collection<App>,
+        ca: &ResourceKey,
+        url_name: Option<&str>,
+        app: &App,
+        form: &MultipartForm,
+    ) -> Result<bool, ApiError> {
+        let chart = required_file(form)?.path();
+        Ok(match url_name {
+            None => self.0.create_app(ca, app, chart).await.map(|()| true)?,
+            Some(name) => self.0.put_app(ca, name, app, chart).await?,
+        })
+    }
 }
 
-pub(super) async fn put_app(
-    State(orch): State<Orchestrator>,
-    Path(p): Path<AppPath>,
-    form: Result<Multipart, MultipartRejection>,
-) -> Answer {
-    let form = read_form(&orch, form).await?;
-    let app: App = form.metadata()?;
-    let created = orch
-        .put_app(&p.ca.key(), &p.app, &app, required_file(&form)?.path())
-        .await?;
-    Ok(json_response(
-        put_status(orch.apps().wording(), created),
-        &app,
-    ))
+/// App profiles: the profile archive is required and checked
+/// (src/orchestrator/api/app_profilehandler.go).
+pub(super) struct ProfileForms(pub(super) Orchestrator);
+
+#[async_trait]
+impl FormWriter<AppProfile> for ProfileForms {
+    async fn write(
+        &self,
+        _: &Collection<AppProfile>,
+        cp: &ResourceKey,
+        url_name: Option<&str>,
+        profile: &AppProfile,
+        form: &MultipartForm,
+    ) -> Result<bool, ApiError> {
+        let file = required_file(form)?.path();
+        Ok(match url_name {
+            None => self
+                .0
+                .create_app_profile(cp, profile, file)
+                .await
+                .map(|()| true)?,
+            Some(name) => self.0.put_app_profile(cp, name, profile, file).await?,
+        })
+    }
 }
 
-pub(super) async fn list_apps(State(orch): State<Orchestrator>, Path(p): Path<CaPath>) -> Answer {
-    let apps = orch.apps();
-    list_response(apps.wording(), &apps.list(&p.key(), &[]).await?)
-}
+/// Clusters: the kubeconfig is required unless the cluster is a GitOps one
+/// (src/clm/api/clusterhandler.go).
+pub(super) struct ClusterForms(pub(super) Orchestrator);
 
-pub(super) async fn get_app(
-    State(orch): State<Orchestrator>,
-    Path(p): Path<AppPath>,
-    headers: HeaderMap,
-) -> Answer {
-    let rep = Representation::from_headers(&headers)?;
-    let ca = p.ca.key();
-    let app = orch.apps().get(&ca, &p.app).await?;
-    let key = orch.apps().key(&ca, &p.app);
-    rep.respond(
-        &app,
-        orch.store().as_ref(),
-        &key,
-        keys::FILE_BLOB,
-        &format!("{}.tgz", p.app),
-    )
-    .await
-}
-
-pub(super) async fn delete_app(State(orch): State<Orchestrator>, Path(p): Path<AppPath>) -> Answer {
-    orch.apps().delete(&p.ca.key(), &p.app).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
-}
-
-// ---- app profiles ----
-
-pub(super) async fn create_profile(
-    State(orch): State<Orchestrator>,
-    Path(p): Path<ProfilesPath>,
-    form: Result<Multipart, MultipartRejection>,
-) -> Answer {
-    let form = read_form(&orch, form).await?;
-    let profile: AppProfile = form.metadata()?;
-    orch.create_app_profile(&p.key(), &profile, required_file(&form)?.path())
-        .await?;
-    Ok(json_response(StatusCode::CREATED, &profile))
-}
-
-pub(super) async fn put_profile(
-    State(orch): State<Orchestrator>,
-    Path(p): Path<ProfilePath>,
-    form: Result<Multipart, MultipartRejection>,
-) -> Answer {
-    let form = read_form(&orch, form).await?;
-    let profile: AppProfile = form.metadata()?;
-    let created = orch
-        .put_app_profile(
-            &p.profiles.key(),
-            &p.app_profile,
-            &profile,
-            required_file(&form)?.path(),
-        )
-        .await?;
-    Ok(json_response(
-        put_status(orch.app_profiles().wording(), created),
-        &profile,
-    ))
+#[async_trait]
+impl FormWriter<Cluster> for ClusterForms {
+    async fn write(
+        &self,
+        _: &Collection<Cluster>,
+        provider: &ResourceKey,
+        url_name: Option<&str>,
+        cluster: &Cluster,
+        form: &MultipartForm,
+    ) -> Result<bool, ApiError> {
+        let file = cluster_file(form, cluster)?.map(UploadedFile::path);
+        let provider = provider.name().unwrap_or_default();
+        Ok(match url_name {
+            None => self
+                .0
+                .create_cluster(provider, cluster, file)
+                .await
+                .map(|()| true)?,
+            Some(name) => self.0.put_cluster(provider, name, cluster, file).await?,
+        })
+    }
 }
 
 pub(super) async fn list_profiles(
@@ -321,73 +278,6 @@ pub(super) async fn list_profiles(
     }
     let profiles = orch.app_profiles();
     list_response(profiles.wording(), &profiles.list(&cp, &[]).await?)
-}
-
-pub(super) async fn get_profile(
-    State(orch): State<Orchestrator>,
-    Path(p): Path<ProfilePath>,
-    headers: HeaderMap,
-) -> Answer {
-    let rep = Representation::from_headers(&headers)?;
-    let cp = p.profiles.key();
-    let name = &p.app_profile;
-    let profile = orch.app_profiles().get(&cp, name).await?;
-    let key = orch.app_profiles().key(&cp, name);
-    rep.respond(
-        &profile,
-        orch.store().as_ref(),
-        &key,
-        keys::FILE_BLOB,
-        &format!("{name}.tar.gz"),
-    )
-    .await
-}
-
-pub(super) async fn delete_profile(
-    State(orch): State<Orchestrator>,
-    Path(p): Path<ProfilePath>,
-) -> Answer {
-    orch.app_profiles()
-        .delete(&p.profiles.key(), &p.app_profile)
-        .await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
-}
-
-// ---- clusters ----
-
-pub(super) async fn create_cluster(
-    State(orch): State<Orchestrator>,
-    Path(p): Path<ProviderPath>,
-    form: Result<Multipart, MultipartRejection>,
-) -> Answer {
-    let form = read_form(&orch, form).await?;
-    let cluster: Cluster = form.metadata()?;
-    let file = cluster_file(&form, &cluster)?;
-    orch.create_cluster(&p.provider, &cluster, file.map(UploadedFile::path))
-        .await?;
-    Ok(json_response(StatusCode::CREATED, &cluster))
-}
-
-pub(super) async fn put_cluster(
-    State(orch): State<Orchestrator>,
-    Path(p): Path<ClusterPath>,
-    form: Result<Multipart, MultipartRejection>,
-) -> Answer {
-    let form = read_form(&orch, form).await?;
-    let cluster: Cluster = form.metadata()?;
-    let file = cluster_file(&form, &cluster)?;
-    let created = orch
-        .put_cluster(
-            &p.provider,
-            &p.cluster,
-            &cluster,
-            file.map(UploadedFile::path),
-        )
-        .await?;
-    Ok(json_response(
-        put_status(orch.clusters().wording(), created),
-        &cluster,
-    ))
 }
 
 pub(super) async fn list_clusters(
@@ -417,33 +307,4 @@ pub(super) async fn list_clusters(
             .list(&keys::cluster_provider(provider), &[])
             .await?,
     )
-}
-
-pub(super) async fn get_cluster(
-    State(orch): State<Orchestrator>,
-    Path(p): Path<ClusterPath>,
-    headers: HeaderMap,
-) -> Answer {
-    let rep = Representation::from_headers(&headers)?;
-    let provider = keys::cluster_provider(&p.provider);
-    let cluster = orch.clusters().get(&provider, &p.cluster).await?;
-    let key = orch.clusters().key(&provider, &p.cluster);
-    rep.respond(
-        &cluster,
-        orch.store().as_ref(),
-        &key,
-        keys::FILE_BLOB,
-        "kubeconfig",
-    )
-    .await
-}
-
-pub(super) async fn delete_cluster(
-    State(orch): State<Orchestrator>,
-    Path(p): Path<ClusterPath>,
-) -> Answer {
-    orch.clusters()
-        .delete(&keys::cluster_provider(&p.provider), &p.cluster)
-        .await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
 }
