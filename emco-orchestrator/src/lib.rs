@@ -38,6 +38,7 @@ pub mod runtime;
 mod state;
 pub mod status;
 pub mod upload;
+pub mod watch;
 mod wording;
 
 use std::path::Path;
@@ -62,6 +63,7 @@ pub use lifecycle::{MigrateIntent, RollbackIntent};
 pub use runtime::{CLUSTER_SYNC_OBJECT, OrchestratorBuilder, StoreClusterResolver};
 pub use state::{load_state, save_state};
 pub use upload::Limits;
+pub use watch::{StatusWatch, WatchTarget};
 
 /// The orchestrator: every onboarding operation over one resource store.
 #[derive(Debug, Clone)]

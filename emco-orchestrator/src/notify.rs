@@ -25,23 +25,17 @@
 //! DEPLOYED / READY when all of its resources are). A notification is sent only when it differs
 //! from the last one sent on that stream.
 //!
-//! Changes are seen through a watch on the current AppContext (`/context/<id>/`); bursts are
-//! coalesced for one second before the status is read again, and the lifecycle record is checked
-//! every two seconds for a new context (an update, a new instantiate). `StatusDeregister` ends
-//! every stream of the client id; a stream whose group or cloud is deleted ends with NOT_FOUND.
+//! Changes come from [`Orchestrator::watch_status`] (see [`crate::watch`]); this module turns each
+//! status into a notification. `StatusDeregister` ends every stream of the client id; a stream
+//! whose group or cloud is deleted ends with NOT_FOUND.
 
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
-use emco_appcontext::kv::WatchStream;
-use emco_appcontext::{AppContext, ListOptions, ResourceKey};
 use emco_controller_sdk::remote::status_of;
-use emco_core::model::status::{
-    DigStatus, StatusMode, StatusOutput, StatusQuery, StatusResponse, StatusType,
-};
-use emco_core::{Error, Result};
+use emco_core::model::status::{DigStatus, StatusMode, StatusOutput, StatusQuery, StatusType};
+use emco_core::{DigRef, Error, LogicalCloudRef, Result};
 use emco_proto::status_notify_server::{StatusNotify, StatusNotifyServer};
 use emco_proto::status_registration::Key;
 use emco_proto::{
@@ -49,17 +43,13 @@ use emco_proto::{
     StatusDeregistrationResponse, StatusDetail, StatusNotification, StatusRegistration,
     StatusValue, status_detail,
 };
-use futures::{FutureExt as _, Stream, StreamExt as _};
+use futures::{Stream, StreamExt as _};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
-use crate::status::{READY, context_of};
-use crate::{Orchestrator, keys};
-
-/// How long a burst of changes is let settle before the status is read again.
-const SETTLE: Duration = Duration::from_secs(1);
-/// How often the lifecycle record is checked for a new context.
-const RECHECK: Duration = Duration::from_secs(2);
+use crate::Orchestrator;
+use crate::status::READY;
+use crate::watch::{StatusWatch, WatchTarget};
 
 impl Orchestrator {
     /// The `StatusNotify` gRPC service over this orchestrator, ready to mount on a
@@ -142,56 +132,23 @@ impl StatusNotifyService {
     }
 }
 
-/// What a registration is about.
-#[derive(Debug)]
-enum Target {
-    /// A deployment intent group (its key).
-    Dig(ResourceKey),
-    /// A logical cloud.
-    LogicalCloud { project: String, name: String },
-}
-
-/// What one registration watches and how it reports.
-#[derive(Debug)]
-struct Watcher {
-    orch: Orchestrator,
-    target: Target,
-    query: StatusQuery,
-    summary: bool,
-}
-
-fn dig_key(key: &DigKey) -> Result<Target> {
-    for (field, value) in [
-        ("digKey.project", &key.project),
-        ("digKey.compositeApp", &key.composite_app),
-        ("digKey.compositeAppVersion", &key.composite_app_version),
-        ("digKey.deploymentIntentGroup", &key.deployment_intent_group),
-    ] {
-        if value.is_empty() {
-            return Err(Error::invalid("must not be empty").with_field(field));
-        }
-    }
-    Ok(Target::Dig(keys::dig(
+fn dig_key(key: &DigKey) -> Result<WatchTarget> {
+    DigRef::new(
         &key.project,
         &key.composite_app,
         &key.composite_app_version,
         &key.deployment_intent_group,
-    )))
+    )
+    .checked()
+    .map(WatchTarget::Dig)
+    .map_err(|e| e.within("digKey"))
 }
 
-fn lc_key(key: &LcKey) -> Result<Target> {
-    for (field, value) in [
-        ("lcKey.project", &key.project),
-        ("lcKey.logicalCloud", &key.logical_cloud),
-    ] {
-        if value.is_empty() {
-            return Err(Error::invalid("must not be empty").with_field(field));
-        }
-    }
-    Ok(Target::LogicalCloud {
-        project: key.project.clone(),
-        name: key.logical_cloud.clone(),
-    })
+fn lc_key(key: &LcKey) -> Result<WatchTarget> {
+    LogicalCloudRef::new(&key.project, &key.logical_cloud)
+        .checked()
+        .map(WatchTarget::LogicalCloud)
+        .map_err(|e| e.within("lcKey"))
 }
 
 /// The status query a registration amounts to.
@@ -220,56 +177,10 @@ fn value(v: StatusValue) -> i32 {
     v as i32
 }
 
-impl Watcher {
-    /// The target's latest context id, `None` before the first instantiate.
-    async fn current_context(&self) -> Result<Option<u64>> {
-        // NotFound once the target itself is gone.
-        let state = match &self.target {
-            Target::Dig(dig) => self.orch.dig_state(dig).await?,
-            Target::LogicalCloud { project, name } => {
-                self.orch.logical_cloud_state(project, name).await?
-            }
-        };
-        context_of(&state, None)
-    }
-
-    /// A watch on context `id` from the present revision on.
-    async fn watch(&self, id: u64) -> Result<WatchStream> {
-        let root = AppContext::prefix(id);
-        let store = self.orch.contexts();
-        let page = store
-            .list(
-                &root,
-                ListOptions {
-                    limit: Some(1),
-                    keys_only: true,
-                    ..ListOptions::default()
-                },
-            )
-            .await?;
-        store.watch(&root, page.revision).await
-    }
-
-    /// The target's full status, as the REST status query answers it.
-    async fn status(&self) -> Result<DigStatus> {
-        let answer = match &self.target {
-            Target::Dig(dig) => self.orch.dig_status(dig, &self.query).await?,
-            Target::LogicalCloud { project, name } => {
-                self.orch
-                    .logical_cloud_status(project, name, &self.query)
-                    .await?
-            }
-        };
-        match answer {
-            StatusResponse::Full(status) => Ok(*status),
-            _ => Err(Error::internal("a full status query gave a list answer")),
-        }
-    }
-
-    /// The notification for the target's status now.
-    async fn notification(&self) -> Result<StatusNotification> {
-        let status = self.status().await?;
-        let deployed = self.query.status == StatusType::Deployed;
+/// The notification of `status` (its resources judged by `deployed` or ready status); without
+/// details for a `summary` registration.
+fn notification(status: DigStatus, deployed: bool, summary: bool) -> StatusNotification {
+    {
         let (good, bad) = if deployed {
             (StatusValue::Deployed, StatusValue::NotDeployed)
         } else {
@@ -332,23 +243,23 @@ impl Watcher {
         } else {
             bad
         };
-        if self.summary {
+        if summary {
             details.clear();
         }
-        Ok(StatusNotification {
+        StatusNotification {
             status_value: value(overall),
             details,
-        })
+        }
     }
 }
 
 /// The state of one notification stream between items.
 struct StreamState {
-    watcher: Watcher,
+    watch: StatusWatch,
+    deployed: bool,
+    summary: bool,
     token: CancellationToken,
     _guard: StreamGuard,
-    context: Option<u64>,
-    watch: Option<WatchStream>,
     last: Option<StatusNotification>,
     done: bool,
 }
@@ -360,88 +271,24 @@ impl StreamState {
         if self.done {
             return None;
         }
-        let mut changed = self.last.is_none();
         loop {
-            if changed {
-                match self.watcher.notification().await {
-                    Ok(n) if self.last.as_ref() != Some(&n) => {
+            let token = self.token.clone();
+            let status = tokio::select! {
+                () = token.cancelled() => return None,
+                status = self.watch.next() => status,
+            };
+            match status {
+                Ok(status) => {
+                    let n = notification(status, self.deployed, self.summary);
+                    if self.last.as_ref() != Some(&n) {
                         self.last = Some(n.clone());
                         return Some(Ok(n));
                     }
-                    Ok(_) => {}
-                    Err(e) => {
-                        self.done = true;
-                        return Some(Err(status_of(&e)));
-                    }
                 }
-            }
-            let token = self.token.clone();
-            changed = tokio::select! {
-                () = token.cancelled() => return None,
-                changed = self.wait_for_change() => match changed {
-                    Ok(c) => c,
-                    Err(e) => {
-                        self.done = true;
-                        return Some(Err(status_of(&e)));
-                    }
-                },
-            };
-        }
-    }
-
-    /// Waits for a change of the watched context (then lets the burst settle) or for the next
-    /// check of the lifecycle record; true when the status must be read again.
-    async fn wait_for_change(&mut self) -> Result<bool> {
-        if self.context.is_some() && self.watch.is_none() {
-            // A failed or compacted watch is opened again; what happened meanwhile is read now.
-            if let Some(id) = self.context {
-                self.watch = self.watcher.watch(id).await.ok();
-                if self.watch.is_some() {
-                    return Ok(true);
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(status_of(&e)));
                 }
-            }
-        }
-        let woke = {
-            let event = async {
-                match self.watch.as_mut() {
-                    Some(w) => Some(w.next().await),
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                item = event => item,
-                () = tokio::time::sleep(RECHECK) => None,
-            }
-        };
-        match woke {
-            Some(Some(Ok(_))) => {
-                tokio::time::sleep(SETTLE).await;
-                if let Some(w) = self.watch.as_mut() {
-                    // Drain what arrived meanwhile: one read covers it all.
-                    while let Some(Some(item)) = w.next().now_or_never() {
-                        if item.is_err() {
-                            self.watch = None;
-                            break;
-                        }
-                    }
-                }
-                Ok(true)
-            }
-            Some(Some(Err(_)) | None) => {
-                self.watch = None;
-                Ok(true)
-            }
-            None => {
-                let now = self.watcher.current_context().await?;
-                if now == self.context {
-                    return Ok(false);
-                }
-                self.context = now;
-                self.watch = match now {
-                    Some(id) => Some(self.watcher.watch(id).await?),
-                    None => None,
-                };
-                Ok(true)
             }
         }
     }
@@ -475,26 +322,26 @@ impl StatusNotify for StatusNotifyService {
         }
         .map_err(|e| status_of(&e))?;
         let query = query_of(&reg).map_err(|e| status_of(&e))?;
-        let watcher = Watcher {
-            orch: self.orch.clone(),
-            target,
-            query,
-            summary: reg.output == emco_proto::StatusOutput::Summary as i32,
-        };
+        let deployed = query.status == StatusType::Deployed;
+        let summary = reg.output == emco_proto::StatusOutput::Summary as i32;
         // Errors of the registration itself (no such group, a bad filter) answer the call.
-        let context = watcher.current_context().await.map_err(|e| status_of(&e))?;
-        let watch = match context {
-            Some(id) => Some(watcher.watch(id).await.map_err(|e| status_of(&e))?),
-            None => None,
-        };
-        let first = watcher.notification().await.map_err(|e| status_of(&e))?;
+        let mut watch = self
+            .orch
+            .watch_status(target, query)
+            .await
+            .map_err(|e| status_of(&e))?;
+        let first = notification(
+            watch.next().await.map_err(|e| status_of(&e))?,
+            deployed,
+            summary,
+        );
         let (token, guard) = self.attach(&reg.client_id);
         let state = StreamState {
-            watcher,
+            watch,
+            deployed,
+            summary,
             token,
             _guard: guard,
-            context,
-            watch,
             last: Some(first.clone()),
             done: false,
         };
@@ -565,7 +412,7 @@ mod tests {
             deployment_intent_group: "d".into(),
         };
         assert!(
-            matches!(dig_key(&k).unwrap(), Target::Dig(key) if key == keys::dig("p", "ca", "v1", "d"))
+            matches!(dig_key(&k).unwrap(), WatchTarget::Dig(key) if key == DigRef::new("p", "ca", "v1", "d"))
         );
         k.composite_app.clear();
         assert_eq!(

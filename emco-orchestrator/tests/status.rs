@@ -14,6 +14,7 @@ use axum::body::Body;
 use emco_appcontext::{AppContext, CompositeAppMeta, InMemoryResourceStore, ResourceKey};
 use emco_core::Metadata;
 use emco_core::lifecycle::{AppContextStatus, DigOperation, DigState, StateAction, StateInfo};
+use emco_core::model::status::DigStatus;
 use emco_core::model::status::{StatusQuery, StatusResponse};
 use emco_core::model::{
     App, AppProfile, AppProfileSpec, Cluster, ClusterProvider, ClusterReference,
@@ -21,7 +22,8 @@ use emco_core::model::{
     DeploymentIntentGroupSpec, DigIntent, DigIntentSpec, GenericPlacementIntent,
 };
 use emco_core::placement::{AllOf, AppPlacementIntent, AppPlacementSpec, PlacementIntent};
-use emco_orchestrator::{Orchestrator, keys, save_state};
+use emco_core::{DigRef, ErrorKind};
+use emco_orchestrator::{Orchestrator, WatchTarget, keys, save_state};
 use emco_proto::status_notify_client::StatusNotifyClient;
 use emco_proto::status_registration::Key;
 use emco_proto::{
@@ -832,6 +834,53 @@ async fn status_notify_stream() {
     env.shutdown.cancel();
     server.await.unwrap().unwrap();
     env.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+}
+
+/// The service-level watch under StatusNotify (src/orchestrator/pkg/status/ statusnotify
+/// semantics): the status at once, then each change, no gRPC involved.
+#[tokio::test]
+async fn a_status_watch_yields_each_change_of_a_deployment() {
+    let env = Env::start(Duration::from_millis(200)).await;
+    let missing = WatchTarget::Dig(DigRef::new("p1", "ca", "v1", "nope"));
+    let query = StatusQuery::for_dig([("status", "ready")]).unwrap();
+    let err = env
+        .orch
+        .watch_status(missing, query.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+
+    let target = WatchTarget::Dig(DigRef::new("p1", "ca", "v1", "dig"));
+    let mut watch = env.orch.watch_status(target.clone(), query).await.unwrap();
+    assert_eq!(watch.target(), &target);
+    let first = watch.next().await.unwrap();
+    assert!(first.apps.is_empty(), "{first:?}");
+    env.instantiate(&[web("blue"), db()]).await;
+    let ready = |s: &DigStatus| {
+        let all: Vec<&str> = s
+            .apps
+            .iter()
+            .flat_map(|a| &a.clusters)
+            .flat_map(|c| &c.resources)
+            .map(|r| r.ready_status.as_str())
+            .collect();
+        all.len() == 6 && all.iter().all(|r| *r == "Ready")
+    };
+    let mut last = first;
+    let reached = tokio::time::timeout(Duration::from_secs(120), async {
+        loop {
+            let status = watch.next().await.unwrap();
+            assert_ne!(status, last, "a watch yields only changes");
+            if ready(&status) {
+                return status;
+            }
+            last = status;
+        }
+    })
+    .await
+    .expect("the watch never saw every resource ready");
+    assert_eq!(reached.apps.len(), 2);
+    env.stop().await;
 }
 
 const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/testdata");
