@@ -11,14 +11,13 @@ mod example;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use axum::body::Body;
 use bytes::Bytes;
-use emco_appcontext::{AppContext, InMemoryResourceStore, ResourceKey};
+use emco_appcontext::{AppContext, ResourceKey};
 use emco_controller_sdk::intent::IntentType;
 use emco_controller_sdk::remote::{AppContextService, RemoteAppContextStore};
 use emco_controller_sdk::{
@@ -28,26 +27,24 @@ use emco_controllers::gac::{Customization, Gac, GacResource, GenericK8sIntent};
 use emco_controllers::hpa::{HpaAction, HpaConsumer, HpaIntent, HpaPlacement, HpaRequirement};
 use emco_core::lifecycle::{AppContextStatus, DigState};
 use emco_core::model::{
-    App, AppProfile, AppProfileSpec, Cluster, ClusterLabel, ClusterProvider, ClusterReference,
-    ClusterReferenceSpec, CompositeApp, CompositeAppSpec, CompositeProfile, DeploymentIntentGroup,
-    DeploymentIntentGroupSpec, DigIntent, DigIntentSpec, GenericPlacementIntent, KvPair,
-    KvPairSpec, LogicalCloud, LogicalCloudSpec, Project,
+    App, AppProfile, AppProfileSpec, ClusterReference, ClusterReferenceSpec, CompositeApp,
+    CompositeAppSpec, CompositeProfile, DeploymentIntentGroup, DeploymentIntentGroupSpec,
+    DigIntent, DigIntentSpec, GenericPlacementIntent, KvPair, KvPairSpec, LogicalCloud,
+    LogicalCloudSpec,
 };
 use emco_core::placement::{AppPlacementIntent, AppPlacementSpec, PlacementIntent};
 use emco_core::{Error, Metadata};
 use emco_orchestrator::{Orchestrator, keys, rest};
 use emco_rsync::connector::kube::KubePool;
 use emco_rsync::connector::{Connector, DEPLOYMENT_ID_LABEL, Resource, Scope};
-use emco_rsync::engine::Backoff;
 use http::{Request, StatusCode};
-use kubesim::{Fleet, FleetConfig};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 const PROJECT: &str = "p1";
-const PROVIDER: &str = "edge";
+use emco_testkit::PROVIDER;
 const CA: &str = "shop";
 const APP: &str = "web";
 /// Bounds every wait; a healthy run takes a fraction of it.
@@ -83,20 +80,13 @@ const PROFILE: &[(&str, &str)] = &[
 ];
 
 /// A gzip'd tar of `files` under the directory `top`.
+/// A gzip'd tar of `files` under the directory `top`.
 fn tgz(top: &str, files: &[(&str, &str)]) -> Vec<u8> {
-    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
-        Vec::new(),
-        flate2::Compression::fast(),
-    ));
-    for (path, text) in files {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(text.len() as u64);
-        h.set_mode(0o644);
-        h.set_cksum();
-        b.append_data(&mut h, format!("{top}/{path}"), text.as_bytes())
-            .unwrap();
-    }
-    b.into_inner().unwrap().finish().unwrap()
+    let files: Vec<(String, &str)> = files
+        .iter()
+        .map(|(p, t)| (format!("{top}/{p}"), *t))
+        .collect();
+    emco_helm::archive::pack_files(&files).unwrap()
 }
 
 fn meta(name: &str) -> Metadata {
@@ -167,52 +157,32 @@ impl ActionController for Refuser {
 /// `core`), an orchestrator over them, a logical cloud `lc` over all three and the composite
 /// app `shop` with app `web`.
 struct World {
-    fleet: Fleet,
-    orch: Orchestrator,
+    w: emco_testkit::World,
     pool: KubePool,
-    cancel: CancellationToken,
-    dir: tempfile::TempDir,
     /// Stops the gRPC servers the test started.
     servers: CancellationToken,
+}
+
+impl std::ops::Deref for World {
+    type Target = emco_testkit::World;
+    fn deref(&self) -> &emco_testkit::World {
+        &self.w
+    }
 }
 
 impl World {
     async fn start(
         registry: impl FnOnce(ControllerRegistry) -> ControllerRegistry + Send + 'static,
     ) -> Self {
-        let fleet = Fleet::start(FleetConfig {
-            clusters: 3,
-            ready_delay: Duration::from_millis(100),
-            ..FleetConfig::default()
-        })
-        .await
-        .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let orch = Orchestrator::builder(Arc::new(InMemoryResourceStore::new()))
-            .gitops_dir(dir.path().join("clones"))
-            .rsync(|b| {
-                b.backoff(Backoff {
-                    initial: Duration::from_millis(50),
-                    max_delay: Duration::from_millis(500),
-                    max_retries: None,
-                })
-                .poll_interval(Duration::from_millis(100))
-            })
-            .controllers(move |stores| {
-                registry(
-                    ControllerRegistry::new(stores).with_connect_timeout(Duration::from_secs(10)),
-                )
-            })
-            .build()
-            .unwrap();
-        let cancel = CancellationToken::new();
-        orch.start(cancel.clone()).await.unwrap();
+        let w = emco_testkit::World::builder()
+            .project(PROJECT)
+            .labels(|name| vec![if name == "c3" { "core" } else { "edge" }.to_owned()])
+            .controllers(registry)
+            .start()
+            .await;
         let world = Self {
-            fleet,
-            orch,
+            w,
             pool: KubePool::new(),
-            cancel,
-            dir,
             servers: CancellationToken::new(),
         };
         world.onboard().await;
@@ -221,43 +191,6 @@ impl World {
 
     async fn onboard(&self) {
         let o = &self.orch;
-        let root = ResourceKey::root();
-        o.projects()
-            .create(
-                &root,
-                &Project {
-                    metadata: meta(PROJECT),
-                },
-            )
-            .await
-            .unwrap();
-        o.cluster_providers()
-            .create(
-                &root,
-                &ClusterProvider {
-                    metadata: meta(PROVIDER),
-                },
-            )
-            .await
-            .unwrap();
-        for name in self.fleet.cluster_names() {
-            let path = self.file(
-                &format!("{name}.kubeconfig"),
-                self.fleet.kubeconfig(&name).unwrap().as_bytes(),
-            );
-            let cluster = Cluster {
-                metadata: meta(&name),
-                ..Cluster::default()
-            };
-            o.create_cluster(PROVIDER, &cluster, Some(&path))
-                .await
-                .unwrap();
-            let label = if name == "c3" { "core" } else { "edge" };
-            o.cluster_labels()
-                .create(&keys::cluster(PROVIDER, &name), &ClusterLabel::new(label))
-                .await
-                .unwrap();
-        }
         let lc = LogicalCloud {
             metadata: meta("lc"),
             spec: LogicalCloudSpec {
@@ -327,12 +260,6 @@ impl World {
         )
         .await
         .unwrap();
-    }
-
-    fn file(&self, name: &str, data: &[u8]) -> PathBuf {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, data).unwrap();
-        path
     }
 
     /// Registers controller `name` at `addr` (`kind` action or placement) with
@@ -540,8 +467,7 @@ impl World {
 
     async fn stop(self) {
         self.servers.cancel();
-        self.cancel.cancel();
-        self.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+        self.w.stop().await;
     }
 }
 

@@ -1,4 +1,5 @@
-//! Reading gzip'd tar archives (charts, app profiles) safely, in memory.
+//! Reading gzip'd tar archives (charts, app profiles) safely, in memory, and packing them
+//! ([`pack_dir`], [`pack_files`]) as users and tests hand them to the API.
 //!
 //! Entries are checked one by one while decompressing, nothing is unpacked to disk: paths must
 //! stay inside the archive, links and devices refuse it, and the unpacked size is bounded per
@@ -7,6 +8,7 @@
 //! ([`ArchiveError`]).
 
 use std::io::Read;
+use std::path::Path;
 
 /// Bounds on what an archive may unpack to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +149,40 @@ pub fn read_all(bytes: &[u8], limits: ArchiveLimits) -> Result<Vec<File>, Archiv
     Ok(out)
 }
 
+/// Packs directory `dir` as a gzip'd tar, its entries under `prefix` (`"."` puts the
+/// directory's contents at the top, as EMCO's setup scripts tar profiles). Links are archived as
+/// links, not followed.
+///
+/// # Errors
+/// When `dir` cannot be read.
+pub fn pack_dir(dir: &Path, prefix: &str) -> std::io::Result<Vec<u8>> {
+    let mut b = tar::Builder::new(encoder());
+    b.follow_symlinks(false);
+    b.append_dir_all(prefix, dir)?;
+    b.into_inner()?.finish()
+}
+
+/// Packs `files` (path inside the archive, content) as a gzip'd tar of regular files.
+///
+/// # Errors
+/// When a path cannot be written into a tar header (empty, `..`, absolute).
+pub fn pack_files<P: AsRef<str>, D: AsRef<[u8]>>(files: &[(P, D)]) -> std::io::Result<Vec<u8>> {
+    let mut b = tar::Builder::new(encoder());
+    for (path, data) in files {
+        let data = data.as_ref();
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, path.as_ref(), data)?;
+    }
+    b.into_inner()?.finish()
+}
+
+fn encoder() -> flate2::write::GzEncoder<Vec<u8>> {
+    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast())
+}
+
 /// An entry's path `/`-separated without `./` steps, and its components; refuses absolute paths
 /// and `..` (Windows separators count as `/`).
 fn normalize(raw: &str) -> Result<(String, Vec<String>), ArchiveError> {
@@ -179,6 +215,29 @@ fn normalize(raw: &str) -> Result<(String, Vec<String>), ArchiveError> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn packed_archives_read_back() {
+        let packed =
+            pack_files(&[("web/Chart.yaml", "name: web\n"), ("web/values.yaml", "")]).unwrap();
+        let limits = ArchiveLimits {
+            max_file: 1024,
+            max_total: 4096,
+        };
+        let files = read_all(&packed, limits).unwrap();
+        let names: Vec<String> = files.iter().map(|(path, _)| path.join("/")).collect();
+        assert_eq!(names, ["web/Chart.yaml", "web/values.yaml"]);
+        assert!(pack_files(&[("../x", "")]).is_err());
+
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("templates")).unwrap();
+        std::fs::write(dir.path().join("templates/cm.yaml"), "kind: ConfigMap\n").unwrap();
+        let packed = pack_dir(dir.path(), "chart").unwrap();
+        let files = read_all(&packed, limits).unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].0.join("/"), "chart/templates/cm.yaml");
+        assert_eq!(files[0].1, b"kind: ConfigMap\n");
+    }
 
     /// A gzip'd tar of `entries` (path, content, kind), paths written as given, however hostile.
     pub(crate) fn tgz(entries: &[(&str, &[u8], tar::EntryType)]) -> Vec<u8> {

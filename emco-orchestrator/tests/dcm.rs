@@ -6,106 +6,50 @@
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use emco_appcontext::{InMemoryResourceStore, ResourceKey};
 use emco_core::lifecycle::{DigOperation, DigState, StateInfo};
 use emco_core::model::{
-    Cluster, ClusterProvider, ClusterQuota, ClusterReference, ClusterReferenceSpec, CompositeApp,
-    CompositeProfile, DeploymentIntentGroup, LogicalCloud, Project, UserPermission,
+    ClusterQuota, ClusterReference, ClusterReferenceSpec, CompositeApp, CompositeProfile,
+    DeploymentIntentGroup, LogicalCloud, UserPermission,
 };
 use emco_core::{ErrorKind, Metadata};
 use emco_orchestrator::dcm::cloud_for_deployment;
-use emco_orchestrator::{Orchestrator, keys, rest, save_state};
+use emco_orchestrator::{keys, rest, save_state};
 use emco_rsync::connector::kube::KubeConnector;
 use emco_rsync::connector::{Connector, ResourceId, Scope};
-use emco_rsync::engine::Backoff;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use kubesim::{Fault, Fleet, FleetConfig};
+use kubesim::Fault;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 const PROJECT: &str = "p1";
-const PROVIDER: &str = "edge";
+use emco_testkit::PROVIDER;
 /// Bounds every wait; a healthy run takes a fraction of it.
 const DEADLINE: Duration = Duration::from_secs(120);
 
-struct World {
-    fleet: Fleet,
-    orch: Orchestrator,
-    cancel: CancellationToken,
-    _dir: tempfile::TempDir,
-}
+/// The shared test world with this file's helpers.
+struct World(emco_testkit::World);
 
-impl Drop for World {
-    fn drop(&mut self) {
-        self.cancel.cancel();
+impl std::ops::Deref for World {
+    type Target = emco_testkit::World;
+    fn deref(&self) -> &emco_testkit::World {
+        &self.0
     }
 }
 
 impl World {
     async fn start() -> Self {
-        let fleet = Fleet::start(FleetConfig {
-            clusters: 2,
-            ready_delay: Duration::from_millis(50),
-            ..FleetConfig::default()
-        })
-        .await
-        .unwrap();
-        let orch = Orchestrator::builder(Arc::new(InMemoryResourceStore::new()))
-            .rsync(|b| {
-                b.backoff(Backoff {
-                    initial: Duration::from_millis(50),
-                    max_delay: Duration::from_millis(500),
-                    max_retries: None,
-                })
-                .poll_interval(Duration::from_millis(100))
-            })
-            .build()
-            .unwrap();
-        let cancel = CancellationToken::new();
-        orch.start(cancel.clone()).await.unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let root = ResourceKey::root();
-        orch.projects()
-            .create(
-                &root,
-                &Project {
-                    metadata: Metadata::named(PROJECT),
-                },
-            )
-            .await
-            .unwrap();
-        orch.cluster_providers()
-            .create(
-                &root,
-                &ClusterProvider {
-                    metadata: Metadata::named(PROVIDER),
-                },
-            )
-            .await
-            .unwrap();
-        for name in fleet.cluster_names() {
-            let path = dir.path().join(format!("{name}.kubeconfig"));
-            std::fs::write(&path, fleet.kubeconfig(&name).unwrap()).unwrap();
-            let cluster = Cluster {
-                metadata: Metadata::named(&name),
-                ..Cluster::default()
-            };
-            orch.create_cluster(PROVIDER, &cluster, Some(&path))
-                .await
-                .unwrap();
-        }
-        Self {
-            fleet,
-            orch,
-            cancel,
-            _dir: dir,
-        }
+        Self(
+            emco_testkit::World::builder()
+                .clusters(2)
+                .ready_delay(Duration::from_millis(50))
+                .project(PROJECT)
+                .start()
+                .await,
+        )
     }
 
     /// Sends a request to the REST router; answers the status and the body text.

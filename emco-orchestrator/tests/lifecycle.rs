@@ -4,55 +4,41 @@
 
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
-use std::path::{Path, PathBuf};
+use emco_helm::archive::pack_dir;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use axum::body::Body;
-use emco_appcontext::{
-    AppContext, AppContextStore, InMemoryAppContextStore, InMemoryResourceStore, ResourceKey,
-    ResourceStore,
-};
+use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_controller_sdk::{
     ActionController, ControllerContext, ControllerRegistry, PlacementController,
 };
 use emco_core::lifecycle::{AppContextStatus, DigState, StateInfo};
 use emco_core::model::{
-    App, AppProfile, AppProfileSpec, Cluster, ClusterLabel, ClusterProvider, ClusterReference,
-    ClusterReferenceSpec, CompositeApp, CompositeAppSpec, CompositeProfile, Controller,
-    ControllerSpec, DeploymentIntentGroup, DeploymentIntentGroupSpec, DigIntent, DigIntentSpec,
-    GenericPlacementIntent, KvPair, LogicalCloud, LogicalCloudSpec, Project, UserPermission,
+    App, AppProfile, AppProfileSpec, Cluster, ClusterReference, ClusterReferenceSpec, CompositeApp,
+    CompositeAppSpec, CompositeProfile, Controller, ControllerSpec, DeploymentIntentGroup,
+    DeploymentIntentGroupSpec, DigIntent, DigIntentSpec, GenericPlacementIntent, KvPair,
+    LogicalCloud, LogicalCloudSpec, UserPermission,
 };
 use emco_core::placement::{AllOf, AppPlacementIntent, AppPlacementSpec, PlacementIntent};
 use emco_core::{ErrorKind, Metadata};
 use emco_orchestrator::{MigrateIntent, Orchestrator, keys, rest};
 use emco_rsync::connector::kube::KubePool;
 use emco_rsync::connector::{Connector, DEPLOYMENT_ID_LABEL, Resource, Scope};
-use emco_rsync::engine::Backoff;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use kubesim::{Fault, Fleet, FleetConfig};
-use tokio_util::sync::CancellationToken;
+use kubesim::Fault;
 use tower::ServiceExt;
 
 const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/testdata");
 const PROJECT: &str = "p1";
-const PROVIDER: &str = "edge";
+use emco_testkit::PROVIDER;
 const CA: &str = "monitor";
 const APP: &str = "collectd";
 /// Bounds every wait; a healthy run takes a fraction of it.
 const DEADLINE: Duration = Duration::from_secs(90);
-
-/// A gzip'd tar of `dir` under the name `top`.
-fn tgz(dir: &Path, top: &str) -> Vec<u8> {
-    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
-        Vec::new(),
-        flate2::Compression::fast(),
-    ));
-    b.append_dir_all(top, dir).unwrap();
-    b.into_inner().unwrap().finish().unwrap()
-}
 
 fn meta(name: &str) -> Metadata {
     Metadata::named(name)
@@ -83,79 +69,60 @@ impl PlacementController for AvoidC1 {
     }
 }
 
+/// The controllers every world registers in-process.
+fn registry(r: ControllerRegistry) -> ControllerRegistry {
+    r.with_action("refuser", Arc::new(Refuser))
+        .with_placement("avoid-c1", Arc::new(AvoidC1))
+}
+
 /// kubesim clusters `c1..c3` registered as `edge+c1..3`, an orchestrator over them, and a
 /// project with the collectd composite app onboarded.
 struct World {
-    fleet: Fleet,
-    orch: Orchestrator,
+    w: emco_testkit::World,
     pool: KubePool,
-    cancel: CancellationToken,
-    dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for World {
+    type Target = emco_testkit::World;
+    fn deref(&self) -> &emco_testkit::World {
+        &self.w
+    }
 }
 
 impl World {
     async fn start() -> Self {
-        Self::start_on(
-            Arc::new(InMemoryResourceStore::new()),
-            Arc::new(InMemoryAppContextStore::new()),
-            true,
-        )
-        .await
+        Self::start_on(None, true).await
     }
 
-    /// A world over the given stores; `resume` starts the engine on the contexts an earlier
-    /// process left active (never on a store shared with other tests).
+    /// A world over the given stores (fresh in-memory ones without); `resume` starts the engine
+    /// on the contexts an earlier process left active (never on a store shared with other tests).
     async fn start_on(
-        resources: Arc<dyn ResourceStore>,
-        contexts: Arc<dyn AppContextStore>,
+        stores: Option<(Arc<dyn ResourceStore>, Arc<dyn AppContextStore>)>,
         resume: bool,
     ) -> Self {
-        let fleet = Fleet::start(FleetConfig {
-            clusters: 3,
-            ready_delay: Duration::from_millis(100),
-            ..FleetConfig::default()
-        })
-        .await
-        .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let orch = Self::orchestrator(resources, contexts, dir.path());
-        let cancel = CancellationToken::new();
-        if resume {
-            orch.start(cancel.clone()).await.unwrap();
+        let mut builder = emco_testkit::World::builder()
+            .project(PROJECT)
+            .labels(|_| vec!["edge".to_owned()])
+            .controllers(registry)
+            .start_engine(resume);
+        if let Some((resources, contexts)) = stores {
+            builder = builder.stores(resources, contexts);
         }
         let world = Self {
-            fleet,
-            orch,
+            w: builder.start().await,
             pool: KubePool::new(),
-            cancel,
-            dir,
         };
         world.onboard().await;
         world
     }
 
-    /// An orchestrator as the world's (a replica of it when given the world's stores).
-    fn orchestrator(
-        resources: Arc<dyn ResourceStore>,
-        contexts: Arc<dyn AppContextStore>,
-        dir: &Path,
-    ) -> Orchestrator {
-        Orchestrator::builder(resources)
-            .contexts(contexts)
-            .gitops_dir(dir.join("clones"))
-            .rsync(|b| {
-                b.backoff(Backoff {
-                    initial: Duration::from_millis(50),
-                    max_delay: Duration::from_millis(500),
-                    max_retries: None,
-                })
-                .poll_interval(Duration::from_millis(100))
-            })
-            .controllers(|stores| {
-                ControllerRegistry::new(stores)
-                    .with_action("refuser", Arc::new(Refuser))
-                    .with_placement("avoid-c1", Arc::new(AvoidC1))
-            })
+    /// Another replica over the world's stores.
+    fn replica(&self) -> Orchestrator {
+        Orchestrator::builder(Arc::clone(self.orch.store()))
+            .contexts(Arc::clone(self.orch.contexts()))
+            .gitops_dir(self.dir.path().join("clones"))
+            .rsync(emco_testkit::fast_rsync)
+            .controllers(|stores| registry(ControllerRegistry::new(stores)))
             .build()
             .unwrap()
     }
@@ -163,39 +130,6 @@ impl World {
     async fn onboard(&self) {
         let o = &self.orch;
         let root = ResourceKey::root();
-        o.projects()
-            .create(
-                &root,
-                &Project {
-                    metadata: meta(PROJECT),
-                },
-            )
-            .await
-            .unwrap();
-        o.cluster_providers()
-            .create(
-                &root,
-                &ClusterProvider {
-                    metadata: meta(PROVIDER),
-                },
-            )
-            .await
-            .unwrap();
-        for name in self.fleet.cluster_names() {
-            let path = self.dir.path().join(format!("{name}.kubeconfig"));
-            std::fs::write(&path, self.fleet.kubeconfig(&name).unwrap()).unwrap();
-            let cluster = Cluster {
-                metadata: meta(&name),
-                ..Cluster::default()
-            };
-            o.create_cluster(PROVIDER, &cluster, Some(&path))
-                .await
-                .unwrap();
-            o.cluster_labels()
-                .create(&keys::cluster(PROVIDER, &name), &ClusterLabel::new("edge"))
-                .await
-                .unwrap();
-        }
         self.logical_cloud("lc", &["c1", "c2", "c3"], true).await;
         self.composite_app("v1").await;
         o.controllers()
@@ -280,7 +214,7 @@ impl World {
         let ca = keys::composite_app(PROJECT, CA, version);
         let chart = self.file(
             &format!("chart-{version}.tgz"),
-            &tgz(&charts.join("helm/collectd"), APP),
+            &pack_dir(&charts.join("helm/collectd"), APP).unwrap(),
         );
         o.create_app(
             &ca,
@@ -302,7 +236,7 @@ impl World {
             .unwrap();
         let profile = self.file(
             &format!("profile-{version}.tgz"),
-            &tgz(&charts.join("profile"), "profile"),
+            &pack_dir(&charts.join("profile"), "profile").unwrap(),
         );
         o.create_app_profile(
             &ca.child(keys::COMPOSITE_PROFILE, "cp"),
@@ -314,12 +248,6 @@ impl World {
         )
         .await
         .unwrap();
-    }
-
-    fn file(&self, name: &str, data: &[u8]) -> PathBuf {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, data).unwrap();
-        path
     }
 
     /// Deployment intent group `name` of `monitor/version` on `cloud`, placing collectd on
@@ -511,8 +439,7 @@ impl World {
     }
 
     async fn stop(self) {
-        self.cancel.cancel();
-        self.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+        self.w.stop().await;
     }
 }
 
@@ -743,11 +670,7 @@ async fn context_ids(store: &dyn AppContextStore) -> std::collections::BTreeSet<
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn racing_instantiates_one_wins_across_replicas() {
     let w = World::start().await;
-    let other = World::orchestrator(
-        Arc::clone(w.orch.store()),
-        Arc::clone(w.orch.contexts()),
-        w.dir.path(),
-    );
+    let other = w.replica();
     let dig = w.dig("v1", "d1", "lc", "c1", &[]).await;
     let before = context_ids(w.orch.contexts().as_ref()).await;
     let racers = (0..8).map(|i| {
@@ -845,7 +768,7 @@ async fn instantiate_update_terminate_on_etcd_and_mongodb() {
         .build()
         .await
         .unwrap();
-    let w = World::start_on(Arc::new(resources), Arc::new(contexts), false).await;
+    let w = World::start_on(Some((Arc::new(resources), Arc::new(contexts))), false).await;
     let o = &w.orch;
     let dig = w.dig("v1", "d1", "lc", "c1", &[]).await;
     o.instantiate(&dig).await.unwrap();

@@ -6,89 +6,35 @@
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use emco_appcontext::{InMemoryResourceStore, ResourceKey};
-use emco_core::Metadata;
-use emco_core::model::{Cluster, ClusterProvider};
-use emco_orchestrator::{Orchestrator, rest};
+use emco_orchestrator::rest;
 use emco_rsync::connector::kube::KubeConnector;
 use emco_rsync::connector::{Batch, Connector, Resource, ResourceId, Scope};
-use emco_rsync::engine::Backoff;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use kubesim::{Fleet, FleetConfig};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-const PROVIDER: &str = "edge";
+use emco_testkit::PROVIDER;
 const DEADLINE: Duration = Duration::from_secs(60);
 /// The CRDs a cluster admin installs for ncm's resources (written for these tests).
 const CRDS: &str = include_str!("../../tests/crds/ncm.yaml");
 
-struct World {
-    fleet: Fleet,
-    orch: Orchestrator,
-    cancel: CancellationToken,
-    _dir: tempfile::TempDir,
-}
+/// The shared test world with this file's helpers.
+struct World(emco_testkit::World);
 
-impl Drop for World {
-    fn drop(&mut self) {
-        self.cancel.cancel();
+impl std::ops::Deref for World {
+    type Target = emco_testkit::World;
+    fn deref(&self) -> &emco_testkit::World {
+        &self.0
     }
 }
 
 impl World {
     async fn start() -> Self {
-        let fleet = Fleet::start(FleetConfig {
-            clusters: 1,
-            ..FleetConfig::default()
-        })
-        .await
-        .unwrap();
-        let orch = Orchestrator::builder(Arc::new(InMemoryResourceStore::new()))
-            .rsync(|b| {
-                b.backoff(Backoff {
-                    initial: Duration::from_millis(50),
-                    max_delay: Duration::from_millis(500),
-                    max_retries: None,
-                })
-                .poll_interval(Duration::from_millis(100))
-            })
-            .build()
-            .unwrap();
-        let cancel = CancellationToken::new();
-        orch.start(cancel.clone()).await.unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        orch.cluster_providers()
-            .create(
-                &ResourceKey::root(),
-                &ClusterProvider {
-                    metadata: Metadata::named(PROVIDER),
-                },
-            )
-            .await
-            .unwrap();
-        let name = fleet.cluster_names().remove(0);
-        let path = dir.path().join("c.kubeconfig");
-        std::fs::write(&path, fleet.kubeconfig(&name).unwrap()).unwrap();
-        let cluster = Cluster {
-            metadata: Metadata::named(&name),
-            ..Cluster::default()
-        };
-        orch.create_cluster(PROVIDER, &cluster, Some(&path))
-            .await
-            .unwrap();
-        Self {
-            fleet,
-            orch,
-            cancel,
-            _dir: dir,
-        }
+        Self(emco_testkit::World::builder().clusters(1).start().await)
     }
 
     fn cluster(&self) -> String {

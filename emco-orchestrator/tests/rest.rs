@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
+use emco_helm::archive::pack_dir;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -21,16 +22,6 @@ const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/testda
 
 fn collectd() -> std::path::PathBuf {
     Path::new(TESTDATA).join("emco-examples/helm_charts/collectd")
-}
-
-/// A gzip'd tar of `dir` under the name `top`.
-fn chart_tgz(dir: &Path, top: &str) -> Vec<u8> {
-    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
-        Vec::new(),
-        flate2::Compression::fast(),
-    ));
-    b.append_dir_all(top, dir).unwrap();
-    b.into_inner().unwrap().finish().unwrap()
 }
 
 /// A gzip'd tar of the files of `dir` at the archive's root.
@@ -319,7 +310,7 @@ async fn crud_flow(store: Arc<dyn ResourceStore>) {
     );
 
     // ---- apps: multipart uploads and their checks ----
-    let chart = chart_tgz(&collectd().join("helm/collectd"), "collectd");
+    let chart = pack_dir(&collectd().join("helm/collectd"), "collectd").unwrap();
     let apps = format!("{CA}/apps");
     expect(
         &c.upload("POST", &apps, Some(&named("collectd")), Some(&chart))
@@ -357,7 +348,7 @@ async fn crud_flow(store: Arc<dyn ResourceStore>) {
         .upload("POST", &apps, Some(&named("other")), Some(b"not a tarball"))
         .await;
     expect(&r, 400);
-    let no_chart_yaml = chart_tgz(&collectd().join("profile"), "collectd");
+    let no_chart_yaml = pack_dir(&collectd().join("profile"), "collectd").unwrap();
     expect(
         &c.upload("POST", &apps, Some(&named("other")), Some(&no_chart_yaml))
             .await,

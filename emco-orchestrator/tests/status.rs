@@ -5,37 +5,34 @@
 
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
-use std::path::PathBuf;
+use emco_helm::archive::pack_dir;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use emco_appcontext::{AppContext, CompositeAppMeta, InMemoryResourceStore, ResourceKey};
+use emco_appcontext::{AppContext, CompositeAppMeta, ResourceKey};
 use emco_core::Metadata;
 use emco_core::lifecycle::{AppContextStatus, DigOperation, DigState, StateAction, StateInfo};
 use emco_core::model::status::DigStatus;
 use emco_core::model::status::{StatusQuery, StatusResponse};
 use emco_core::model::{
-    App, AppProfile, AppProfileSpec, Cluster, ClusterProvider, ClusterReference,
-    ClusterReferenceSpec, CompositeApp, CompositeAppSpec, CompositeProfile, DeploymentIntentGroup,
-    DeploymentIntentGroupSpec, DigIntent, DigIntentSpec, GenericPlacementIntent,
+    App, AppProfile, AppProfileSpec, ClusterReference, ClusterReferenceSpec, CompositeApp,
+    CompositeAppSpec, CompositeProfile, DeploymentIntentGroup, DeploymentIntentGroupSpec,
+    DigIntent, DigIntentSpec, GenericPlacementIntent,
 };
 use emco_core::placement::{AllOf, AppPlacementIntent, AppPlacementSpec, PlacementIntent};
 use emco_core::{DigRef, ErrorKind};
-use emco_orchestrator::{Orchestrator, WatchTarget, keys, save_state};
+use emco_orchestrator::{WatchTarget, keys, save_state};
 use emco_proto::status_notify_client::StatusNotifyClient;
 use emco_proto::status_registration::Key;
 use emco_proto::{
     ClusterKey, DigKey, LcKey, StatusDeregistration, StatusNotification, StatusOutput,
     StatusRegistration, StatusValue, status_detail,
 };
-use emco_rsync::engine::Backoff;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use kubesim::{Fleet, FleetConfig};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use tonic::transport::server::TcpIncoming;
 use tower::ServiceExt;
 
@@ -112,65 +109,30 @@ fn db() -> AppSpec {
 /// and `prov+c2`, and the deployment intent group `p1/ca/v1/dig` (approved, never
 /// instantiated).
 struct Env {
-    fleet: Fleet,
-    orch: Orchestrator,
+    w: emco_testkit::World,
     router: Router,
     dig: ResourceKey,
-    shutdown: CancellationToken,
-    dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Env {
+    type Target = emco_testkit::World;
+    fn deref(&self) -> &emco_testkit::World {
+        &self.w
+    }
 }
 
 impl Env {
     async fn start(ready_delay: Duration) -> Self {
-        let fleet = Fleet::start(FleetConfig {
-            clusters: 2,
-            ready_delay,
-            ..FleetConfig::default()
-        })
-        .await
-        .unwrap();
-        let orch = Orchestrator::builder(Arc::new(InMemoryResourceStore::new()))
-            .rsync(|b| {
-                b.poll_interval(Duration::from_millis(100))
-                    .backoff(Backoff {
-                        initial: Duration::from_millis(50),
-                        max_delay: Duration::from_millis(500),
-                        max_retries: None,
-                    })
-            })
-            .build()
-            .unwrap();
-        let shutdown = CancellationToken::new();
-        orch.start(shutdown.clone()).await.unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        orch.cluster_providers()
-            .create(
-                &ResourceKey::root(),
-                &ClusterProvider {
-                    metadata: Metadata::named("prov"),
-                },
-            )
-            .await
-            .unwrap();
-        for name in fleet.cluster_names() {
-            let path: PathBuf = dir.path().join(format!("{name}.yaml"));
-            std::fs::write(&path, fleet.kubeconfig(&name).unwrap()).unwrap();
-            let cluster = Cluster {
-                metadata: Metadata::named(&name),
-                ..Cluster::default()
-            };
-            orch.create_cluster("prov", &cluster, Some(&path))
-                .await
-                .unwrap();
-        }
-        let router = emco_orchestrator::rest::router(orch.clone());
+        let w = emco_testkit::World::builder()
+            .clusters(2)
+            .ready_delay(ready_delay)
+            .provider("prov")
+            .start()
+            .await;
         let env = Self {
-            fleet,
-            orch,
-            router,
+            router: emco_orchestrator::rest::router(w.orch.clone()),
+            w,
             dig: keys::dig("p1", "ca", "v1", "dig"),
-            shutdown,
-            dir,
         };
         for (path, body) in [
             ("/v2/projects", json!({"metadata": {"name": "p1"}})),
@@ -301,8 +263,7 @@ impl Env {
     }
 
     async fn stop(self) {
-        self.shutdown.cancel();
-        self.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+        self.w.stop().await;
     }
 }
 
@@ -694,7 +655,7 @@ async fn status_notify_stream() {
     let env = Env::start(Duration::from_millis(200)).await;
     let incoming = TcpIncoming::bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = incoming.local_addr().unwrap();
-    let stop = env.shutdown.clone();
+    let stop = env.cancel.clone();
     let server = tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(env.orch.status_notify_service())
@@ -831,9 +792,9 @@ async fn status_notify_stream() {
     .await;
     assert!(ended.is_ok(), "the filtered stream did not end");
     drop(client);
-    env.shutdown.cancel();
+    env.cancel.cancel();
     server.await.unwrap().unwrap();
-    env.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+    env.fleet.stop(Duration::from_secs(1)).await.unwrap();
 }
 
 /// The service-level watch under StatusNotify (src/orchestrator/pkg/status/ statusnotify
@@ -885,16 +846,6 @@ async fn a_status_watch_yields_each_change_of_a_deployment() {
 
 const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/testdata");
 
-/// A gzip'd tar of `dir` under the name `top`.
-fn tgz(dir: &std::path::Path, top: &str) -> Vec<u8> {
-    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
-        Vec::new(),
-        flate2::Compression::fast(),
-    ));
-    b.append_dir_all(top, dir).unwrap();
-    b.into_inner().unwrap().finish().unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_instantiate_reaches_instantiated_and_ready() {
     let env = Env::start(Duration::from_millis(200)).await;
@@ -935,7 +886,11 @@ async fn a_real_instantiate_reaches_instantiated_and_ready() {
     .unwrap();
     let ca = keys::composite_app("p1", "monitor", "v1");
     let chart = env.dir.path().join("collectd.tgz");
-    std::fs::write(&chart, tgz(&charts.join("helm/collectd"), "collectd")).unwrap();
+    std::fs::write(
+        &chart,
+        pack_dir(&charts.join("helm/collectd"), "collectd").unwrap(),
+    )
+    .unwrap();
     o.create_app(
         &ca,
         &App {
@@ -955,7 +910,11 @@ async fn a_real_instantiate_reaches_instantiated_and_ready() {
         .await
         .unwrap();
     let profile = env.dir.path().join("profile.tgz");
-    std::fs::write(&profile, tgz(&charts.join("profile"), "profile")).unwrap();
+    std::fs::write(
+        &profile,
+        pack_dir(&charts.join("profile"), "profile").unwrap(),
+    )
+    .unwrap();
     o.create_app_profile(
         &ca.child(keys::COMPOSITE_PROFILE, "cp"),
         &AppProfile {

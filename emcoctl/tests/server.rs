@@ -275,10 +275,7 @@ fn test_dependency_values(dir: &Path, kubeconfigs: [&Path; 2]) -> PathBuf {
 
 /// A gzipped tar of `dir`, its entries under `prefix`.
 fn tgz(dir: &Path, prefix: &str, out: &Path) {
-    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let mut b = tar::Builder::new(gz);
-    b.append_dir_all(prefix, dir).unwrap();
-    std::fs::write(out, b.into_inner().unwrap().finish().unwrap()).unwrap();
+    std::fs::write(out, emco_helm::archive::pack_dir(dir, prefix).unwrap()).unwrap();
 }
 
 /// The test-dependency example's onboarding files, unchanged, with a values file naming temp
@@ -1057,14 +1054,7 @@ async fn test_dependency_instantiate_watch_status_delete() {
     let orch = Orchestrator::builder(std::sync::Arc::new(
         emco_appcontext::InMemoryResourceStore::new(),
     ))
-    .rsync(|b| {
-        b.backoff(emco_rsync::engine::Backoff {
-            initial: Duration::from_millis(50),
-            max_delay: Duration::from_millis(500),
-            max_retries: None,
-        })
-        .poll_interval(Duration::from_millis(100))
-    })
+    .rsync(emco_testkit::fast_rsync)
     .build()
     .unwrap();
     let cancel = tokio_util::sync::CancellationToken::new();

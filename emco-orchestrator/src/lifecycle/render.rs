@@ -264,18 +264,7 @@ mod tests {
     use super::*;
 
     fn tgz(files: &[(&str, &str)]) -> Vec<u8> {
-        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
-            Vec::new(),
-            flate2::Compression::fast(),
-        ));
-        for (path, text) in files {
-            let mut h = tar::Header::new_gnu();
-            h.set_size(text.len() as u64);
-            h.set_mode(0o644);
-            h.set_cksum();
-            b.append_data(&mut h, path, text.as_bytes()).unwrap();
-        }
-        b.into_inner().unwrap().finish().unwrap()
+        emco_helm::archive::pack_files(files).unwrap()
     }
 
     const CRD: &str = "apiVersion: apiextensions.k8s.io/v1

@@ -1108,15 +1108,8 @@ pub fn without(docs: Vec<Document>, anchors: &[&str], names: &[&str]) -> Vec<Doc
 /// # Errors
 /// When `dir` cannot be read or `out` written.
 pub fn tgz(dir: &Path, prefix: &str, out: &Path) -> Result<()> {
-    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let mut b = tar::Builder::new(gz);
-    b.follow_symlinks(false);
-    b.append_dir_all(prefix, dir)
+    let bytes = emco_helm::archive::pack_dir(dir, prefix)
         .map_err(io(format!("cannot tar {}", dir.display())))?;
-    let bytes = b
-        .into_inner()
-        .and_then(flate2::write::GzEncoder::finish)
-        .map_err(io(format!("cannot compress {}", dir.display())))?;
     std::fs::write(out, bytes).map_err(io(format!("cannot write {}", out.display())))
 }
 

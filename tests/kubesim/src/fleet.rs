@@ -374,6 +374,15 @@ impl Fleet {
     ///
     /// `Unavailable` when the final persistence write fails.
     pub async fn shutdown(self, grace: Duration) -> emco_core::Result<()> {
+        self.stop(grace).await
+    }
+
+    /// [`Fleet::shutdown`] by reference, for owners that cannot give the fleet up.
+    ///
+    /// # Errors
+    ///
+    /// As [`Fleet::shutdown`].
+    pub async fn stop(&self, grace: Duration) -> emco_core::Result<()> {
         self.cancel.cancel();
         self.tasks.close();
         // Connections that do not finish within the grace period are dropped with the runtime.
