@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 // The status types are emco-core's; re-exported so context users need one import.
-pub use emco_core::lifecycle::{AppContextStatus, ClusterReadiness, ResourceStatus, RsyncEvent};
+pub use emco_core::lifecycle::{AppContextStatus, ClusterReadiness, RsyncEvent, RsyncStatus};
 use emco_core::{Error, ErrorKind, Result};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -119,7 +119,7 @@ struct StatusDoc<T> {
 /// warnings, and while a resource fails or retries why, the tries so far and when the next is
 /// due. `S` is the status's type: a reader that shows any word stored reads it as `String`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResourceStatusRecord<S = ResourceStatus> {
+pub struct ResourceStatusRecord<S = RsyncStatus> {
     /// The deploy status.
     #[serde(rename = "Status")]
     pub status: S,
@@ -568,7 +568,7 @@ impl AppContext {
         app: &str,
         cluster: &str,
         resource: &str,
-        status: ResourceStatus,
+        status: RsyncStatus,
     ) -> Result<()> {
         let key = self.cluster_key(app, cluster, &format!("resource/{resource}/status/"));
         self.put_json(&key, &ResourceStatusRecord::new(status))
@@ -581,7 +581,7 @@ impl AppContext {
         app: &str,
         cluster: &str,
         resource: &str,
-    ) -> Result<Option<ResourceStatus>> {
+    ) -> Result<Option<RsyncStatus>> {
         let key = self.cluster_key(app, cluster, &format!("resource/{resource}/status/"));
         Ok(self
             .get_json::<ResourceStatusRecord>(&key)

@@ -90,3 +90,49 @@ pub use memory::{InMemoryAppContextStore, InMemoryResourceStore};
 pub use resource::{
     BlobStream, BlobVersion, Expect, Filter, PutMode, ResourceKey, ResourceStore, file_blob_stream,
 };
+
+/// The two stores EMCO runs on: the AppContexts and, where the holder reads onboarded objects
+/// (the orchestrator, controllers that read intents), the resource store.
+#[derive(Clone)]
+pub struct Stores {
+    /// Where the AppContexts are: etcd, the embedded store, or the AppContext gRPC client.
+    pub appcontext: std::sync::Arc<dyn AppContextStore>,
+    /// Where the onboarded objects and intents are, when the holder reads any.
+    pub resources: Option<std::sync::Arc<dyn ResourceStore>>,
+}
+
+impl std::fmt::Debug for Stores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stores")
+            .field("resources", &self.resources.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Stores {
+    /// Stores with an AppContext store only.
+    #[must_use]
+    pub fn new(appcontext: std::sync::Arc<dyn AppContextStore>) -> Self {
+        Self {
+            appcontext,
+            resources: None,
+        }
+    }
+
+    /// Adds the resource store.
+    #[must_use]
+    pub fn with_resources(mut self, resources: std::sync::Arc<dyn ResourceStore>) -> Self {
+        self.resources = Some(resources);
+        self
+    }
+
+    /// The resource store.
+    ///
+    /// # Errors
+    /// FailedPrecondition without one.
+    pub fn resources(&self) -> emco_core::Result<&std::sync::Arc<dyn ResourceStore>> {
+        self.resources
+            .as_ref()
+            .ok_or_else(|| emco_core::Error::failed_precondition("no resource store is configured"))
+    }
+}

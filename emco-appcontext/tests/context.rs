@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use emco_appcontext::context::{
     AppContextStatus, AppDependency, ClusterReadiness, HookGroups, MAX_TXN_OPS, QueueElement,
-    QueueStatus, ResourceStatus, RsyncEvent,
+    QueueStatus, RsyncEvent, RsyncStatus,
 };
 use emco_appcontext::etcd::EtcdBuilder;
 use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore};
@@ -92,7 +92,7 @@ async fn exact_layout(store: Arc<dyn AppContextStore>) {
     w.set_hook_groups("a1", "prov+c1", &HookGroups::default())
         .unwrap();
     w.flush().await.unwrap();
-    ctx.set_resource_status("a1", "prov+c1", "web+Deployment", ResourceStatus::Applied)
+    ctx.set_resource_status("a1", "prov+c1", "web+Deployment", RsyncStatus::Applied)
         .await
         .unwrap();
     ctx.set_cluster_ready_status("a1", "prov+c1", ClusterReadiness::Available)
@@ -244,7 +244,7 @@ async fn exact_layout(store: Arc<dyn AppContextStore>) {
         ctx.resource_status("a1", "prov+c1", "web+Deployment")
             .await
             .unwrap(),
-        Some(ResourceStatus::Applied)
+        Some(RsyncStatus::Applied)
     );
     assert_eq!(
         ctx.cluster_ready_status("a1", "prov+c1").await.unwrap(),

@@ -9,7 +9,8 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use emco_appcontext::{AppContextStore, ResourceStore};
+use emco_appcontext::ResourceStore;
+pub use emco_appcontext::Stores;
 use emco_core::{Error, Result};
 
 use crate::handle::ContextHandle;
@@ -171,52 +172,18 @@ impl DerefMut for ControllerContext {
     }
 }
 
-/// The stores a controller works on.
-#[derive(Clone)]
-pub struct Stores {
-    /// Where the AppContexts are: etcd, the embedded store, or the AppContext gRPC client.
-    pub appcontext: Arc<dyn AppContextStore>,
-    /// Where intents are, when the controller reads any.
-    pub resources: Option<Arc<dyn ResourceStore>>,
-}
-
-impl fmt::Debug for Stores {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Stores")
-            .field("resources", &self.resources.is_some())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Stores {
-    /// Stores with an AppContext store only.
-    #[must_use]
-    pub fn new(appcontext: Arc<dyn AppContextStore>) -> Self {
-        Self {
-            appcontext,
-            resources: None,
-        }
-    }
-
-    /// Adds the resource store.
-    #[must_use]
-    pub fn with_resources(mut self, resources: Arc<dyn ResourceStore>) -> Self {
-        self.resources = Some(resources);
-        self
-    }
-
-    async fn open(
-        &self,
-        context_id: u64,
-        intent_name: &str,
-        update_from: Option<u64>,
-    ) -> Result<ControllerContext> {
-        let handle = ContextHandle::load(Arc::clone(&self.appcontext), context_id).await?;
-        Ok(ControllerContext::new(handle)
-            .with_intent_name(intent_name)
-            .with_update_from(update_from)
-            .with_resource_store(self.resources.clone()))
-    }
+/// Opens context `context_id` for a controller call over `stores`.
+async fn open(
+    stores: &Stores,
+    context_id: u64,
+    intent_name: &str,
+    update_from: Option<u64>,
+) -> Result<ControllerContext> {
+    let handle = ContextHandle::load(Arc::clone(&stores.appcontext), context_id).await?;
+    Ok(ControllerContext::new(handle)
+        .with_intent_name(intent_name)
+        .with_update_from(update_from)
+        .with_resource_store(stores.resources.clone()))
 }
 
 /// Parses a context id as sent on the wire (decimal text); empty means none.
@@ -278,7 +245,7 @@ impl ActionRunner {
     ) -> Result<()> {
         let id = required_context_id("app_context", app_context)?;
         let from = parse_context_id("update_from_appContext", update_from)?;
-        let mut cx = self.stores.open(id, intent_name, from).await?;
+        let mut cx = open(&self.stores, id, intent_name, from).await?;
         self.controller.update(&mut cx).await?;
         cx.handle_mut().commit().await
     }
@@ -289,7 +256,7 @@ impl ActionRunner {
     /// `InvalidArgument` for a bad id; the controller's and the store's errors.
     pub async fn terminate(&self, app_context: &str) -> Result<()> {
         let id = required_context_id("app_context", app_context)?;
-        let mut cx = self.stores.open(id, "", None).await?;
+        let mut cx = open(&self.stores, id, "", None).await?;
         self.controller.terminate(&mut cx).await?;
         cx.handle_mut().commit().await
     }
@@ -300,7 +267,7 @@ impl ActionRunner {
     /// `InvalidArgument` for a bad id; the controller's and the store's errors.
     pub async fn post_event(&self, app_context: &str, event: Event) -> Result<()> {
         let id = required_context_id("app_context", app_context)?;
-        let mut cx = self.stores.open(id, "", None).await?;
+        let mut cx = open(&self.stores, id, "", None).await?;
         self.controller.post_event(&mut cx, event).await?;
         cx.handle_mut().commit().await
     }
@@ -334,7 +301,7 @@ impl PlacementRunner {
     /// `InvalidArgument` for a bad id; the controller's and the store's errors.
     pub async fn filter_clusters(&self, app_context: &str) -> Result<()> {
         let id = required_context_id("appContext", app_context)?;
-        let mut cx = self.stores.open(id, "", None).await?;
+        let mut cx = open(&self.stores, id, "", None).await?;
         self.controller.filter_clusters(&mut cx).await?;
         cx.handle_mut().commit().await
     }

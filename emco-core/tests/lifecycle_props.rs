@@ -3,7 +3,7 @@
 use emco_core::ErrorKind;
 use emco_core::lifecycle::{
     AppContextStatus as S, DigOperation as Op, DigState as D, Outcome, ResourceEvent as RE,
-    ResourceStatus as R, RsyncEvent as E, StateInfo, resource_transition, rsync_transition,
+    RsyncEvent as E, RsyncStatus as R, StateInfo, resource_transition, rsync_transition,
     transition,
 };
 use proptest::prelude::*;

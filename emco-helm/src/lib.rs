@@ -24,12 +24,12 @@
 //! typing follows go-yaml v2 (YAML 1.1) in [`yaml`] itself, since Helm reads values that way.
 //!
 //! ```
-//! use emco_helm::{Limits, Templates};
+//! use emco_helm::{TemplateLimits, Templates};
 //!
 //! let mut set = Templates::new();
 //! set.add("t", r#"{{ define "greet" }}Hello {{ . | upper }}{{ end }}{{ include "greet" .name | quote }}"#)?;
 //! let data = emco_helm::yaml::parse_values_document("name: world")?;
-//! assert_eq!(set.execute("t", &data, &Limits::default())?, r#""Hello WORLD""#);
+//! assert_eq!(set.execute("t", &data, &TemplateLimits::default())?, r#""Hello WORLD""#);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -51,5 +51,5 @@ pub use chart::Chart;
 pub use error::TemplateError;
 pub use funcs::names as function_names;
 pub use render::{HelmCompat, Hook, Manifest, RenderOptions, Rendered, render, render_templates};
-pub use template::{Limits, Templates};
+pub use template::{TemplateLimits, Templates};
 pub use value::{Map, Object, Value};

@@ -10,7 +10,7 @@ use emco_core::Error;
 use crate::chart::{Chart, ChartObject};
 use crate::files::Files;
 use crate::semver::{Constraints, Version};
-use crate::template::{Limits, Templates};
+use crate::template::{TemplateLimits, Templates};
 use crate::value::{Map, Object, Value};
 use crate::values;
 
@@ -130,7 +130,7 @@ pub struct RenderOptions {
     /// `.Release.Revision`.
     pub revision: i64,
     /// Limits on template execution.
-    pub limits: Limits,
+    pub limits: TemplateLimits,
     /// Which Helm release's output to match (default: the current one).
     pub helm: HelmCompat,
 }
@@ -150,7 +150,7 @@ impl Default for RenderOptions {
             show_only: Vec::new(),
             is_upgrade: false,
             revision: 1,
-            limits: Limits::default(),
+            limits: TemplateLimits::default(),
             helm: HelmCompat::default(),
         }
     }

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
-use emco_helm::{Limits, Templates, yaml};
+use emco_helm::{TemplateLimits, Templates, yaml};
 use rsa::pkcs1::DecodeRsaPrivateKey as _;
 use rsa::traits::PublicKeyParts as _;
 use x509_parser::extensions::GeneralName;
@@ -14,7 +14,7 @@ fn run(src: &str) -> Result<String, String> {
     let mut set = Templates::new();
     set.add("t", src).map_err(|e| e.to_string())?;
     let data = yaml::parse_values_document("x: 1").unwrap();
-    set.execute("t", &data, &Limits::default())
+    set.execute("t", &data, &TemplateLimits::default())
         .map_err(|e| e.to_string())
 }
 

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use emco_helm::{
-    Chart, HelmCompat, Limits, RenderOptions, Templates, Value, render, render_templates, yaml,
+    Chart, HelmCompat, RenderOptions, TemplateLimits, Templates, Value, render, render_templates,
+    yaml,
 };
 
 fn golden_dir() -> std::path::PathBuf {
@@ -734,7 +735,7 @@ fn engine_errors() {
 fn run(src: &str, data: &Value) -> String {
     let mut set = Templates::new();
     set.add("test", src).unwrap();
-    set.execute("test", data, &Limits::default())
+    set.execute("test", data, &TemplateLimits::default())
         .unwrap_or_else(|e| panic!("{src}: {e}"))
 }
 

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use emco_appcontext::context::{ContextKey, ResourceStatusRecord};
 use emco_appcontext::{AppContext, AppContextStore, ResourceKey};
-use emco_core::lifecycle::{ResourceStatus as Deployed, StateInfo};
+use emco_core::lifecycle::{RsyncStatus, StateInfo};
 use emco_core::model::status::{
     AppStatus, AppsList, ClusterEntry, ClusterStatus, ClustersByApp, ClustersOfApp, DigStatus, Gvk,
     ResourceEntry, ResourceStatus, ResourcesByApp, ResourcesOfApp, StatusMode, StatusOutput,
@@ -374,7 +374,7 @@ impl ResourceView {
         let deployed = snap
             .status
             .clone()
-            .unwrap_or_else(|| Deployed::Pending.to_string());
+            .unwrap_or_else(|| RsyncStatus::Pending.to_string());
         let observed = collected
             .and_then(|c| c.get("resources"))
             .and_then(|r| r.get(key))
@@ -382,7 +382,7 @@ impl ResourceView {
         let flag = |o: &Value, f: &str| o.get(f).and_then(Value::as_bool) == Some(true);
         let ready = match &observed {
             // Whatever was seen before, a deleted object is gone.
-            _ if deployed == Deployed::Deleted.to_string() => NOT_PRESENT,
+            _ if deployed == RsyncStatus::Deleted.to_string() => NOT_PRESENT,
             Some(o) if flag(o, "present") && flag(o, "ready") => READY,
             Some(o) if flag(o, "present") => NOT_READY,
             _ => NOT_PRESENT,

@@ -585,7 +585,7 @@ async fn failed_resources_say_why() {
         "web",
         &cluster,
         &names[1..],
-        emco_core::lifecycle::ResourceStatus::Failed,
+        emco_core::lifecycle::RsyncStatus::Failed,
         "NotApplied",
         "a CRD or pre-install hook of the app failed on this cluster",
     )
@@ -604,7 +604,7 @@ async fn failed_resources_say_why() {
         "web",
         &cluster,
         &names[..1],
-        emco_core::lifecycle::ResourceStatus::Applied,
+        emco_core::lifecycle::RsyncStatus::Applied,
     )
     .await
     .unwrap();

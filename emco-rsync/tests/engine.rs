@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::{AppSpec, Env, clusters, config_map, context, status, until};
 use emco_appcontext::context::{AppDependency, HookGroups, QueueStatus, Registry};
 use emco_appcontext::{AppContext, AppContextStore, InMemoryAppContextStore};
-use emco_core::lifecycle::{AppContextStatus, ClusterReadiness, ResourceStatus, RsyncEvent};
+use emco_core::lifecycle::{AppContextStatus, ClusterReadiness, RsyncEvent, RsyncStatus};
 use emco_rsync::connector::Connector;
 use emco_rsync::engine::ContextStatusExt;
 use kubesim::Fault;
@@ -42,11 +42,7 @@ spec:
 ";
 
 /// The statuses of the resources of `app` on `cluster`; `None` for one not written yet.
-async fn resource_statuses(
-    ctx: &AppContext,
-    app: &str,
-    cluster: &str,
-) -> Vec<Option<ResourceStatus>> {
+async fn resource_statuses(ctx: &AppContext, app: &str, cluster: &str) -> Vec<Option<RsyncStatus>> {
     let mut out = Vec::new();
     for n in ctx.resources(app, cluster).await.unwrap() {
         out.push(ctx.resource_status(app, cluster, &n).await.unwrap());
@@ -80,7 +76,7 @@ async fn reason_words(ctx: &AppContext, app: &str, cluster: &str) -> Vec<Option<
         .collect()
 }
 
-async fn all_statuses(ctx: &AppContext, app: &str, cs: &[String], want: ResourceStatus) -> bool {
+async fn all_statuses(ctx: &AppContext, app: &str, cs: &[String], want: RsyncStatus) -> bool {
     for c in cs {
         if resource_statuses(ctx, app, c)
             .await
@@ -113,7 +109,7 @@ async fn instantiate_and_terminate_on(store: Arc<dyn AppContextStore>) {
     rsync.instantiate(ctx.id()).await.unwrap();
     rsync.wait_idle(ctx.id()).await;
     assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
-    assert!(all_statuses(&ctx, "web", &cs, ResourceStatus::Applied).await);
+    assert!(all_statuses(&ctx, "web", &cs, RsyncStatus::Applied).await);
     for (i, c) in cs.iter().enumerate() {
         let obj = env
             .get(i, ctx.id(), "web", &config_map("settings", "blue"))
@@ -151,7 +147,7 @@ async fn instantiate_and_terminate_on(store: Arc<dyn AppContextStore>) {
     rsync.terminate(ctx.id()).await.unwrap();
     rsync.wait_idle(ctx.id()).await;
     assert_eq!(status(&ctx).await, AppContextStatus::Terminated);
-    assert!(all_statuses(&ctx, "web", &cs, ResourceStatus::Deleted).await);
+    assert!(all_statuses(&ctx, "web", &cs, RsyncStatus::Deleted).await);
     for i in 0..3 {
         assert!(
             env.get(i, ctx.id(), "web", &config_map("settings", "blue"))
@@ -229,12 +225,12 @@ async fn a_cluster_that_is_down_is_retried_without_blocking_the_others() {
             && resource_statuses(&ctx, "web", &cs[1])
                 .await
                 .iter()
-                .all(|s| *s == Some(ResourceStatus::Retrying))
+                .all(|s| *s == Some(RsyncStatus::Retrying))
             && all_statuses(
                 &ctx,
                 "web",
                 &[cs[0].clone(), cs[2].clone()],
-                ResourceStatus::Applied,
+                RsyncStatus::Applied,
             )
             .await
     })
@@ -262,7 +258,7 @@ async fn a_cluster_that_is_down_is_retried_without_blocking_the_others() {
     env.fleet.set_fault("c2", Fault::none()).unwrap();
     rsync.wait_idle(ctx.id()).await;
     assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
-    assert!(all_statuses(&ctx, "web", &cs, ResourceStatus::Applied).await);
+    assert!(all_statuses(&ctx, "web", &cs, RsyncStatus::Applied).await);
     // Applied: nothing left to explain.
     assert_eq!(reason_words(&ctx, "web", &cs[1]).await, [None, None]);
     assert_eq!(
@@ -296,7 +292,7 @@ async fn retries_run_out_when_a_maximum_is_set() {
     rsync.instantiate(ctx.id()).await.unwrap();
     rsync.wait_idle(ctx.id()).await;
     assert_eq!(status(&ctx).await, AppContextStatus::InstantiateFailed);
-    assert!(all_statuses(&ctx, "web", &cs, ResourceStatus::Failed).await);
+    assert!(all_statuses(&ctx, "web", &cs, RsyncStatus::Failed).await);
     for why in reasons(&ctx, "web", &cs[0]).await {
         let (reason, message) = why.unwrap();
         assert_eq!(reason, "Unreachable");
@@ -320,14 +316,14 @@ async fn stop_while_retrying_fails_the_operation() {
     rsync.instantiate(ctx.id()).await.unwrap();
     until("c1 retrying, c2 applied", || async {
         ctx.cluster_ready_status("web", &cs[0]).await.unwrap() == ClusterReadiness::Retrying
-            && all_statuses(&ctx, "web", &cs[1..], ResourceStatus::Applied).await
+            && all_statuses(&ctx, "web", &cs[1..], RsyncStatus::Applied).await
     })
     .await;
     rsync.stop(ctx.id()).await.unwrap();
     rsync.wait_idle(ctx.id()).await;
     assert_eq!(status(&ctx).await, AppContextStatus::InstantiateFailed);
-    assert!(all_statuses(&ctx, "web", &cs[..1], ResourceStatus::Failed).await);
-    assert!(all_statuses(&ctx, "web", &cs[1..], ResourceStatus::Applied).await);
+    assert!(all_statuses(&ctx, "web", &cs[..1], RsyncStatus::Failed).await);
+    assert!(all_statuses(&ctx, "web", &cs[1..], RsyncStatus::Applied).await);
     assert_eq!(
         reason_words(&ctx, "web", &cs[0]).await,
         [Some("Stopped".to_owned()), Some("Stopped".to_owned())]
@@ -359,7 +355,7 @@ async fn terminate_during_instantiate_cancels_it_and_skips_pending_events() {
     let rsync = env.engine(store);
     rsync.instantiate(ctx.id()).await.unwrap();
     until("c1 applied, c2 retrying", || async {
-        all_statuses(&ctx, "web", &cs[..1], ResourceStatus::Applied).await
+        all_statuses(&ctx, "web", &cs[..1], RsyncStatus::Applied).await
             && ctx.cluster_ready_status("web", &cs[1]).await.unwrap() == ClusterReadiness::Retrying
     })
     .await;
@@ -401,7 +397,7 @@ async fn terminate_during_instantiate_cancels_it_and_skips_pending_events() {
             (RsyncEvent::Terminate, QueueStatus::Done)
         ]
     );
-    assert!(all_statuses(&ctx, "web", &cs, ResourceStatus::Deleted).await);
+    assert!(all_statuses(&ctx, "web", &cs, RsyncStatus::Deleted).await);
     for i in 0..2 {
         assert!(env.get(i, ctx.id(), "web", DEPLOYMENT).await.is_none());
     }
@@ -483,8 +479,8 @@ async fn a_failed_dependency_fails_the_dependent_app() {
     rsync.instantiate(ctx.id()).await.unwrap();
     rsync.wait_idle(ctx.id()).await;
     assert_eq!(status(&ctx).await, AppContextStatus::InstantiateFailed);
-    assert!(all_statuses(&ctx, "a", &cs, ResourceStatus::Failed).await);
-    assert!(all_statuses(&ctx, "b", &cs, ResourceStatus::Failed).await);
+    assert!(all_statuses(&ctx, "a", &cs, RsyncStatus::Failed).await);
+    assert!(all_statuses(&ctx, "b", &cs, RsyncStatus::Failed).await);
     assert!(env.calls().iter().all(|c| c.app != "b"));
 }
 
@@ -595,7 +591,7 @@ async fn helm_hooks_run_in_their_phases() {
             (true, s(&["postdel+Job"])),
         ]
     );
-    assert!(all_statuses(&ctx, "chart", &cs, ResourceStatus::Deleted).await);
+    assert!(all_statuses(&ctx, "chart", &cs, RsyncStatus::Deleted).await);
     assert!(env.get(0, ctx.id(), "chart", DEPLOYMENT).await.is_none());
 }
 
@@ -664,7 +660,7 @@ async fn a_failed_or_late_pre_install_hook_fails_the_install() {
         );
         assert_eq!(
             resource_statuses(&ctx, "chart", &cs[0]).await,
-            [Some(ResourceStatus::Failed), Some(ResourceStatus::Failed)],
+            [Some(RsyncStatus::Failed), Some(RsyncStatus::Failed)],
             "{spec}"
         );
         assert!(env.get(0, ctx.id(), "chart", &pre).await.is_some());
@@ -715,7 +711,7 @@ async fn a_failed_or_late_delete_hook_fails_the_terminate_but_deletes_all() {
             "{spec}"
         );
         // The hook was deleted too: its status says so.
-        assert!(all_statuses(&ctx, "chart", &cs, ResourceStatus::Deleted).await);
+        assert!(all_statuses(&ctx, "chart", &cs, RsyncStatus::Deleted).await);
     }
 }
 
@@ -786,9 +782,9 @@ async fn update_applies_changes_and_deletes_leftovers_and_rollback_reverts() {
         old.resource_status("app", &cs[0], "b+ConfigMap")
             .await
             .unwrap(),
-        Some(ResourceStatus::Deleted)
+        Some(RsyncStatus::Deleted)
     );
-    assert!(all_statuses(&new, "app", &cs, ResourceStatus::Applied).await);
+    assert!(all_statuses(&new, "app", &cs, RsyncStatus::Applied).await);
 
     // Roll back to the old context.
     rsync.rollback(new.id(), old.id()).await.unwrap();
@@ -803,7 +799,7 @@ async fn update_applies_changes_and_deletes_leftovers_and_rollback_reverts() {
         assert!(live(i, old.id(), b.clone()).await.is_some());
         assert!(live(i, new.id(), c.clone()).await.is_none());
     }
-    assert!(all_statuses(&old, "app", &cs, ResourceStatus::Applied).await);
+    assert!(all_statuses(&old, "app", &cs, RsyncStatus::Applied).await);
 }
 
 /// A terminate that arrives before an update (or an instantiate) has finished: whether the
@@ -873,7 +869,7 @@ async fn a_restarted_engine_resumes_active_contexts() {
     first.instantiate(ctx.id()).await.unwrap();
     until("c1 applied, c2 retrying", || async {
         ctx.cluster_ready_status("web", &cs[1]).await.unwrap() == ClusterReadiness::Retrying
-            && all_statuses(&ctx, "web", &cs[..1], ResourceStatus::Applied).await
+            && all_statuses(&ctx, "web", &cs[..1], RsyncStatus::Applied).await
     })
     .await;
     shutdown.cancel();
@@ -890,7 +886,7 @@ async fn a_restarted_engine_resumes_active_contexts() {
     second.start(CancellationToken::new()).await.unwrap();
     second.wait_idle(ctx.id()).await;
     assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
-    assert!(all_statuses(&ctx, "web", &cs, ResourceStatus::Applied).await);
+    assert!(all_statuses(&ctx, "web", &cs, RsyncStatus::Applied).await);
     // Resources already applied on c1 are not applied again.
     assert!(env.calls().iter().all(|c| c.cluster == cs[1]));
     assert!(
@@ -978,14 +974,14 @@ async fn a_hundred_clusters_in_one_context() {
     rsync.instantiate(ctx.id()).await.unwrap();
     rsync.wait_idle(ctx.id()).await;
     assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
-    assert!(all_statuses(&ctx, "app", &cs, ResourceStatus::Applied).await);
+    assert!(all_statuses(&ctx, "app", &cs, RsyncStatus::Applied).await);
     for i in [0, 49, 99] {
         assert!(env.get(i, ctx.id(), "app", &cms[4].1).await.is_some());
     }
     rsync.terminate(ctx.id()).await.unwrap();
     rsync.wait_idle(ctx.id()).await;
     assert_eq!(status(&ctx).await, AppContextStatus::Terminated);
-    assert!(all_statuses(&ctx, "app", &cs, ResourceStatus::Deleted).await);
+    assert!(all_statuses(&ctx, "app", &cs, RsyncStatus::Deleted).await);
 }
 
 /// The collected status (`status/`) of `app` on `cluster`, `Null` before the first write.
@@ -1030,7 +1026,7 @@ async fn readiness_comes_from_watches_and_follows_every_transition() {
     assert!(!ctx.pending_terminate().await.unwrap());
     let listed = ctx.resource_statuses_listed().await.unwrap();
     assert_eq!(listed.len(), 4, "{listed:?}");
-    assert!(listed.values().all(|s| *s == ResourceStatus::Applied));
+    assert!(listed.values().all(|s| *s == RsyncStatus::Applied));
 
     // Readiness came from one watch per cluster and type, not from reading objects.
     assert_eq!(env.reads.load(Ordering::Relaxed), 0);

@@ -43,7 +43,7 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use emco_appcontext::{AppContextStore, ResourceStore};
+use emco_appcontext::{AppContextStore, ResourceStore, Stores};
 use emco_controller_sdk::client::ControllerRegistry;
 use emco_controller_sdk::intent::IntentType;
 use emco_controller_sdk::remote::AppContextService;
@@ -87,15 +87,6 @@ pub const ITS: &str = "its";
 pub const SWC: &str = "swc";
 /// The controllers run in-process by default, by registration name.
 pub const BUILTIN_CONTROLLERS: [&str; 5] = [GAC, HPA_PLACEMENT, HPA_ACTION, DTC, OVNACTION];
-
-/// The two stores the server runs on.
-#[derive(Debug, Clone)]
-pub struct Stores {
-    /// The onboarded objects.
-    pub resources: Arc<dyn ResourceStore>,
-    /// The AppContexts.
-    pub contexts: Arc<dyn AppContextStore>,
-}
 
 fn open_redb(config: &Config) -> Result<emco_appcontext::embedded::Redb, Error> {
     std::fs::create_dir_all(&config.data_dir).map_err(|e| {
@@ -170,10 +161,7 @@ pub async fn open_stores(config: &Config) -> Result<Stores, Error> {
                 .await?,
         ),
     };
-    Ok(Stores {
-        resources,
-        contexts,
-    })
+    Ok(Stores::new(contexts).with_resources(resources))
 }
 
 /// Builds the orchestrator over `stores` as `config` says: upload limits, rsync tuning, the
@@ -181,7 +169,7 @@ pub async fn open_stores(config: &Config) -> Result<Stores, Error> {
 /// [`Orchestrator::start`] to resume the deployments an earlier process left running.
 ///
 /// # Errors
-/// As `OrchestratorBuilder::build`.
+/// As `OrchestratorBuilder::build`; FailedPrecondition for stores without a resource store.
 pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Error> {
     let builtin = config.builtin_controllers;
     let timeout = config.controller_timeout;
@@ -196,8 +184,8 @@ pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Err
         .replica_id
         .as_ref()
         .map(|id| ReplicaConfig::new(id.clone(), config.replica_ttl));
-    Orchestrator::builder(stores.resources)
-        .contexts(stores.contexts)
+    Orchestrator::builder(Arc::clone(stores.resources()?))
+        .contexts(stores.appcontext)
         .helm(config.helm)
         .limits(Limits {
             max_archive: config.max_upload,

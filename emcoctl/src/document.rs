@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use emco_helm::{Limits, Templates, Value};
+use emco_helm::{TemplateLimits, Templates, Value};
 use serde_json::{Map, Value as Json};
 
 use crate::error::{CtlError, Result};
@@ -207,7 +207,7 @@ pub fn render(path: &Path, text: &str, values: &Value) -> Result<String> {
     let mut set = Templates::new();
     let out = set
         .add(&name, text)
-        .and_then(|()| set.execute(&name, values, &Limits::default()));
+        .and_then(|()| set.execute(&name, values, &TemplateLimits::default()));
     out.map_err(|e| {
         let message = e.to_string();
         let line = template_error_line(&message, &name);

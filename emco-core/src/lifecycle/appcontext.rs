@@ -184,14 +184,14 @@ impl EventStatuses {
     /// or Retrying.
     pub fn completion(
         &self,
-        resources: impl IntoIterator<Item = ResourceStatus>,
+        resources: impl IntoIterator<Item = RsyncStatus>,
     ) -> Option<AppContextStatus> {
         let mut failed = false;
         for r in resources {
             match r {
-                ResourceStatus::Pending | ResourceStatus::Retrying => return None,
-                ResourceStatus::Failed => failed = true,
-                ResourceStatus::Applied | ResourceStatus::Deleted => {}
+                RsyncStatus::Pending | RsyncStatus::Retrying => return None,
+                RsyncStatus::Failed => failed = true,
+                RsyncStatus::Applied | RsyncStatus::Deleted => {}
             }
         }
         Some(if failed { self.failed } else { self.done })
@@ -241,7 +241,7 @@ pub fn rsync_transition(current: AppContextStatus, event: RsyncEvent) -> Result<
 /// The status of one resource on one cluster (`.../resource/<name+Kind>/status/`
 /// holds `{"Status": ...}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum ResourceStatus {
+pub enum RsyncStatus {
     /// Waiting to be applied (or, during terminate, to be deleted).
     Pending,
     /// Applied on the cluster.
@@ -254,7 +254,7 @@ pub enum ResourceStatus {
     Deleted,
 }
 
-impl ResourceStatus {
+impl RsyncStatus {
     /// Every status, for exhaustive checks.
     pub const ALL: [Self; 5] = [
         Self::Pending,
@@ -265,7 +265,7 @@ impl ResourceStatus {
     ];
 }
 
-impl fmt::Display for ResourceStatus {
+impl fmt::Display for RsyncStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self, f)
     }
@@ -309,12 +309,9 @@ impl ResourceEvent {
 /// # Errors
 /// FailedPrecondition when the event cannot happen in `current` (an apply result for a resource
 /// that is not being worked on, for example): a bug in the caller's bookkeeping.
-pub fn resource_transition(
-    current: ResourceStatus,
-    event: ResourceEvent,
-) -> Result<ResourceStatus> {
+pub fn resource_transition(current: RsyncStatus, event: ResourceEvent) -> Result<RsyncStatus> {
     use ResourceEvent as E;
-    use ResourceStatus as S;
+    use RsyncStatus as S;
     let next = match (event, current) {
         (E::Start, _) => Some(S::Pending),
         (E::Applied, S::Pending | S::Retrying) => Some(S::Applied),
@@ -373,7 +370,7 @@ mod tests {
             json!("Retrying")
         );
         assert_eq!(
-            serde_json::to_value(ResourceStatus::Deleted).unwrap(),
+            serde_json::to_value(RsyncStatus::Deleted).unwrap(),
             json!("Deleted")
         );
         assert_eq!(
@@ -428,7 +425,7 @@ mod tests {
 
     #[test]
     fn completion_follows_the_resources() {
-        use ResourceStatus as R;
+        use RsyncStatus as R;
         let t = rsync_transition(AppContextStatus::Created, RsyncEvent::Instantiate).unwrap();
         assert_eq!(t.completion([R::Applied, R::Retrying]), None);
         assert_eq!(
@@ -451,7 +448,7 @@ mod tests {
     #[test]
     fn resource_diagram() {
         use ResourceEvent as E;
-        use ResourceStatus as S;
+        use RsyncStatus as S;
         assert_eq!(
             resource_transition(S::Pending, E::Unreachable).unwrap(),
             S::Retrying

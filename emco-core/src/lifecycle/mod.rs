@@ -3,7 +3,7 @@
 //! - [`dig`]: the deployment intent group: its states ([`DigState`]), the stored state record
 //!   ([`StateInfo`]) and which operation is allowed in which state ([`transition`]).
 //! - [`appcontext`]: the AppContext status as rsync drives it ([`AppContextStatus`],
-//!   [`rsync_transition`]), the per-resource status ([`ResourceStatus`]) and the cluster
+//!   [`rsync_transition`]), the per-resource status ([`RsyncStatus`]) and the cluster
 //!   readiness ([`ClusterReadiness`]).
 //!
 //! ```
@@ -19,7 +19,7 @@ pub mod appcontext;
 pub mod dig;
 
 pub use appcontext::{
-    AppContextStatus, ClusterReadiness, EventStatuses, ResourceEvent, ResourceStatus, RsyncEvent,
+    AppContextStatus, ClusterReadiness, EventStatuses, ResourceEvent, RsyncEvent, RsyncStatus,
     StatusRecord, resource_transition, rsync_transition,
 };
 pub use dig::{

@@ -7,7 +7,7 @@ use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
 
 use emco_helm::value::Bytes;
-use emco_helm::{yaml, Limits, Templates, Value};
+use emco_helm::{yaml, TemplateLimits, Templates, Value};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
     if set.add("fuzz", text).is_err() {
         return;
     }
-    let limits = Limits {
+    let limits = TemplateLimits {
         max_depth: 40,
         max_output: 1 << 20,
         max_steps: 200_000,

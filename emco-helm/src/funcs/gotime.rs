@@ -1297,7 +1297,7 @@ mod zone_tests {
             .execute(
                 "t",
                 &crate::value::Value::Nil,
-                &crate::template::Limits::default(),
+                &crate::template::TemplateLimits::default(),
             )
             .expect("execute");
         assert_eq!(out, "2024-07-01 08:00 EDT 2024-07-01 00:00 UTC");

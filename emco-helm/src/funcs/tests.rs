@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use std::sync::Arc;
 
-use crate::template::{Limits, Templates};
+use crate::template::{TemplateLimits, Templates};
 use crate::value::{Bytes, Value};
 
 fn data() -> Value {
@@ -36,7 +36,7 @@ fn check_on(data: fn() -> Value, cases: &[(&str, Result<&str, &str>)]) {
         let mut set = Templates::new();
         let got = set
             .add("t", src)
-            .and_then(|()| set.execute("t", &data(), &Limits::default()))
+            .and_then(|()| set.execute("t", &data(), &TemplateLimits::default()))
             .map_err(|e| e.to_string());
         let ok = match (want, &got) {
             (Ok(w), Ok(g)) => w == g,
@@ -537,7 +537,9 @@ fn shuffle_permutes_characters() {
     let src = "{{ shuffle \"facgbheidjk尝试\" }}|{{ shuffle \"\" }}";
     let mut set = Templates::new();
     set.add("t", src).unwrap();
-    let out = set.execute("t", &data(), &Limits::default()).unwrap();
+    let out = set
+        .execute("t", &data(), &TemplateLimits::default())
+        .unwrap();
     let (shuffled, empty) = out.split_once('|').unwrap();
     let mut got: Vec<char> = shuffled.chars().collect();
     got.sort_unstable();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::ast::{Arg, Command, Control, Node, Number, Pipe};
 use super::parse::line_col;
-use super::{Limits, Templates, Tree, parse_trees};
+use super::{TemplateLimits, Templates, Tree, parse_trees};
 use crate::error::TemplateError;
 use crate::funcs::{self, Param};
 use crate::value::Value;
@@ -61,7 +61,7 @@ pub(crate) struct Exec<'a> {
     set: &'a Templates,
     /// Templates defined by `tpl` strings being executed, innermost last.
     overlays: Vec<HashMap<String, Arc<Tree>>>,
-    limits: &'a Limits,
+    limits: &'a TemplateLimits,
     depth: usize,
     steps: u64,
     written: usize,
@@ -73,7 +73,7 @@ pub(crate) struct Exec<'a> {
 const INCLUDE_MAX_NESTING: usize = 1000;
 
 impl<'a> Exec<'a> {
-    pub(crate) fn new(set: &'a Templates, limits: &'a Limits) -> Self {
+    pub(crate) fn new(set: &'a Templates, limits: &'a TemplateLimits) -> Self {
         Self {
             set,
             overlays: Vec::new(),

@@ -31,7 +31,7 @@ pub(crate) struct Tree {
 
 /// Limits that keep a hostile template from hanging or exhausting memory.
 #[derive(Debug, Clone)]
-pub struct Limits {
+pub struct TemplateLimits {
     /// Deepest nesting of `template`, `include` and `tpl` calls.
     pub max_depth: usize,
     /// Most bytes one execution may produce.
@@ -40,7 +40,7 @@ pub struct Limits {
     pub max_steps: u64,
 }
 
-impl Default for Limits {
+impl Default for TemplateLimits {
     fn default() -> Self {
         Self {
             max_depth: 200,
@@ -109,12 +109,12 @@ impl Templates {
     /// The first execution error, worded like Go's (`template: FILE:LINE:COL: executing ...`).
     ///
     /// The executor recurses once per nested `template`/`include`/`tpl` call, so it runs on a
-    /// thread whose stack fits [`Limits::max_depth`] whatever the caller's stack is.
+    /// thread whose stack fits [`TemplateLimits::max_depth`] whatever the caller's stack is.
     pub fn execute(
         &self,
         name: &str,
         data: &Value,
-        limits: &Limits,
+        limits: &TemplateLimits,
     ) -> Result<String, TemplateError> {
         with_exec_stack(limits, || self.execute_here(name, data, limits))?
     }
@@ -124,7 +124,7 @@ impl Templates {
         &self,
         name: &str,
         data: &Value,
-        limits: &Limits,
+        limits: &TemplateLimits,
     ) -> Result<String, TemplateError> {
         let mut exec = Exec::new(self, limits);
         exec.execute_named(name, data.clone())
@@ -142,7 +142,7 @@ const STACK_BASE: usize = 2 << 20;
 /// # Errors
 /// When the thread cannot be started, or `f` panicked.
 pub(crate) fn with_exec_stack<T: Send>(
-    limits: &Limits,
+    limits: &TemplateLimits,
     f: impl FnOnce() -> T + Send,
 ) -> Result<T, TemplateError> {
     let size = STACK_BASE.saturating_add(limits.max_depth.saturating_mul(STACK_PER_LEVEL));

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Limits, Templates};
+use super::{TemplateLimits, Templates};
 use crate::value::Value;
 
 fn data() -> Value {
@@ -41,7 +41,7 @@ fn data() -> Value {
 fn run(src: &str) -> Result<String, String> {
     let mut set = Templates::new();
     set.add("t", src).map_err(|e| e.to_string())?;
-    set.execute("t", &data(), &Limits::default())
+    set.execute("t", &data(), &TemplateLimits::default())
         .map_err(|e| e.to_string())
 }
 
@@ -451,7 +451,11 @@ fn errors_name_file_line_and_column() {
     set.add("chart/templates/a.yaml", "line1\n  {{ .missing.x }}")
         .unwrap();
     let err = set
-        .execute("chart/templates/a.yaml", &data(), &Limits::default())
+        .execute(
+            "chart/templates/a.yaml",
+            &data(),
+            &TemplateLimits::default(),
+        )
         .unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -462,7 +466,7 @@ fn errors_name_file_line_and_column() {
         .unwrap();
     set.add("g", "{{ include \"d\" . }}").unwrap();
     let err = set
-        .execute("g", &data(), &Limits::default())
+        .execute("g", &data(), &TemplateLimits::default())
         .unwrap_err()
         .to_string();
     assert!(
@@ -480,7 +484,7 @@ fn errors_name_file_line_and_column() {
 
 #[test]
 fn limits_stop_runaway_templates() {
-    let limits = Limits {
+    let limits = TemplateLimits {
         max_depth: 10,
         max_output: 1000,
         max_steps: 10_000,
@@ -509,7 +513,8 @@ fn limits_stop_runaway_templates() {
     let cyclic = "{{ $d := dict }}{{ $_ := set $d \"self\" $d }}{{ $d | toJson }}|{{ $d | toYaml }}|{{ $e := deepCopy $d }}{{ eq (len $e) 1 }}";
     set.add("cyclic", cyclic).unwrap();
     assert_eq!(
-        set.execute("cyclic", &data(), &Limits::default()).unwrap(),
+        set.execute("cyclic", &data(), &TemplateLimits::default())
+            .unwrap(),
         "||true"
     );
     let deep = format!("{{{{ {}1{} }}}}", "(".repeat(1000), ")".repeat(1000));

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use emco_appcontext::AppContext;
 use emco_appcontext::context::{AppDependency, CompositeAppMeta, Registry};
-use emco_core::lifecycle::{ClusterReadiness, ResourceStatus, RsyncEvent};
+use emco_core::lifecycle::{ClusterReadiness, RsyncEvent, RsyncStatus};
 use emco_core::{ErrorKind, Result};
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, broadcast, watch};
@@ -109,7 +109,7 @@ pub(super) struct Run {
     /// The context's metadata, for resolving per-logical-cloud credentials.
     meta: CompositeAppMeta,
     /// When resuming: the resource statuses recorded before the restart, read in one listing.
-    recorded: Arc<HashMap<(String, String, String), ResourceStatus>>,
+    recorded: Arc<HashMap<(String, String, String), RsyncStatus>>,
 }
 
 impl Run {
@@ -260,7 +260,7 @@ impl Run {
                     app,
                     cluster,
                     names,
-                    ResourceStatus::Failed,
+                    RsyncStatus::Failed,
                     "Stopped",
                     "the operation was stopped before this resource was done",
                 )
@@ -300,7 +300,7 @@ impl Run {
                     app,
                     cluster,
                     names,
-                    ResourceStatus::Failed,
+                    RsyncStatus::Failed,
                     "ClusterUnresolved",
                     &e.to_string(),
                 )
@@ -338,8 +338,8 @@ impl Run {
         }
         let scope = self.scope(app);
         let (ok, ok_status) = match action {
-            Action::Apply => ("applied", ResourceStatus::Applied),
-            Action::Delete => ("deleted", ResourceStatus::Deleted),
+            Action::Apply => ("applied", RsyncStatus::Applied),
+            Action::Delete => ("deleted", RsyncStatus::Deleted),
         };
         let mut attempt = 0;
         let mut retrying = false;
@@ -414,7 +414,7 @@ impl Run {
                                 app,
                                 cluster,
                                 &names,
-                                ResourceStatus::Failed,
+                                RsyncStatus::Failed,
                                 "Unreachable",
                                 &format!("gave up after {attempt} attempts: {e}"),
                             )
@@ -463,14 +463,7 @@ impl Run {
     ) -> Result<()> {
         let names = [name.to_owned()];
         self.ctx
-            .set_resource_failures(
-                app,
-                cluster,
-                &names,
-                ResourceStatus::Failed,
-                reason,
-                message,
-            )
+            .set_resource_failures(app, cluster, &names, RsyncStatus::Failed, reason, message)
             .await
     }
 
@@ -761,7 +754,7 @@ impl Run {
                                 app,
                                 c,
                                 &names,
-                                ResourceStatus::Failed,
+                                RsyncStatus::Failed,
                                 reason,
                                 message,
                             )
@@ -820,7 +813,7 @@ impl Run {
         }
         let mut skip: HashSet<String> = HashSet::new();
         for n in &every {
-            let applied = |s: Option<ResourceStatus>| s == Some(ResourceStatus::Applied);
+            let applied = |s: Option<RsyncStatus>| s == Some(RsyncStatus::Applied);
             let key = (app.to_owned(), cluster.to_owned(), n.clone());
             if resume && applied(self.recorded.get(&key).copied()) {
                 skip.insert(n.clone());
@@ -843,10 +836,10 @@ impl Run {
             .cloned()
             .collect();
         self.ctx
-            .set_resource_statuses(app, cluster, &todo, ResourceStatus::Pending)
+            .set_resource_statuses(app, cluster, &todo, RsyncStatus::Pending)
             .await?;
         self.ctx
-            .set_resource_statuses(app, cluster, &skipped, ResourceStatus::Applied)
+            .set_resource_statuses(app, cluster, &skipped, RsyncStatus::Applied)
             .await?;
         let Some(conn) = self.connector(app, cluster, &todo).await? else {
             return Ok(true);
@@ -905,7 +898,7 @@ impl Run {
                         app,
                         cluster,
                         &later,
-                        ResourceStatus::Failed,
+                        RsyncStatus::Failed,
                         "NotApplied",
                         "a CRD or pre-install hook of the app failed on this cluster",
                     )
@@ -952,7 +945,7 @@ impl Run {
                 let every = self.plan(&app, &cluster).await?.installed();
                 let applied = every.iter().all(|n| {
                     recorded.get(&(app.clone(), cluster.clone(), n.clone()))
-                        == Some(&ResourceStatus::Applied)
+                        == Some(&RsyncStatus::Applied)
                 });
                 if !applied {
                     continue;
@@ -1072,7 +1065,7 @@ impl Run {
             return Ok(false);
         }
         self.ctx
-            .set_resource_statuses(app, cluster, &all, ResourceStatus::Pending)
+            .set_resource_statuses(app, cluster, &all, RsyncStatus::Pending)
             .await?;
         let Some(conn) = self.connector(app, cluster, &all).await? else {
             return Ok(true);
@@ -1098,9 +1091,7 @@ impl Run {
         if failed {
             let mut deleted = Vec::new();
             for n in removed {
-                if self.ctx.resource_status(app, cluster, &n).await?
-                    == Some(ResourceStatus::Deleted)
-                {
+                if self.ctx.resource_status(app, cluster, &n).await? == Some(RsyncStatus::Deleted) {
                     deleted.push(n);
                 }
             }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use emco_appcontext::context::{ContextKey, MAX_TXN_OPS, ResourceStatusRecord};
 use emco_appcontext::{AppContext, Op, Txn};
-use emco_core::lifecycle::ResourceStatus;
+use emco_core::lifecycle::RsyncStatus;
 use emco_core::{Error, Result};
 
 /// Extends [`AppContext`] with the batched writes the engine needs.
@@ -26,7 +26,7 @@ pub trait ContextStatusExt {
         app: &str,
         cluster: &str,
         names: &[String],
-        status: ResourceStatus,
+        status: RsyncStatus,
     ) -> Result<()>;
 
     /// Sets the status of the resources `names` of `app` on `cluster` with why (`reason`, a
@@ -41,7 +41,7 @@ pub trait ContextStatusExt {
         app: &str,
         cluster: &str,
         names: &[String],
-        status: ResourceStatus,
+        status: RsyncStatus,
         reason: &str,
         message: &str,
     ) -> Result<()>;
@@ -74,7 +74,7 @@ pub trait ContextStatusExt {
         app: &str,
         cluster: &str,
         name: &str,
-        status: ResourceStatus,
+        status: RsyncStatus,
         warnings: &[String],
     ) -> Result<()>;
 
@@ -86,7 +86,7 @@ pub trait ContextStatusExt {
     /// The store's errors.
     async fn resource_statuses_listed(
         &self,
-    ) -> Result<HashMap<(String, String, String), ResourceStatus>>;
+    ) -> Result<HashMap<(String, String, String), RsyncStatus>>;
 }
 
 #[async_trait]
@@ -96,7 +96,7 @@ impl ContextStatusExt for AppContext {
         app: &str,
         cluster: &str,
         names: &[String],
-        status: ResourceStatus,
+        status: RsyncStatus,
     ) -> Result<()> {
         put_statuses(
             self,
@@ -113,7 +113,7 @@ impl ContextStatusExt for AppContext {
         app: &str,
         cluster: &str,
         names: &[String],
-        status: ResourceStatus,
+        status: RsyncStatus,
         reason: &str,
         message: &str,
     ) -> Result<()> {
@@ -133,7 +133,7 @@ impl ContextStatusExt for AppContext {
         let record = ResourceStatusRecord {
             attempts: Some(attempts),
             next_retry: Some(next_retry.to_owned()),
-            ..ResourceStatusRecord::new(ResourceStatus::Retrying).because(reason, message)
+            ..ResourceStatusRecord::new(RsyncStatus::Retrying).because(reason, message)
         };
         put_statuses(self, app, cluster, names, &record).await
     }
@@ -143,7 +143,7 @@ impl ContextStatusExt for AppContext {
         app: &str,
         cluster: &str,
         name: &str,
-        status: ResourceStatus,
+        status: RsyncStatus,
         warnings: &[String],
     ) -> Result<()> {
         let record = ResourceStatusRecord {
@@ -161,7 +161,7 @@ impl ContextStatusExt for AppContext {
 
     async fn resource_statuses_listed(
         &self,
-    ) -> Result<HashMap<(String, String, String), ResourceStatus>> {
+    ) -> Result<HashMap<(String, String, String), RsyncStatus>> {
         let base = format!("{}app/", self.root_key());
         let mut out = HashMap::new();
         for kv in self.store().list_all(&base, false).await? {
@@ -213,7 +213,7 @@ fn encode(record: &ResourceStatusRecord) -> Result<Vec<u8>> {
 }
 
 /// The status of a resource status record; `None` for a value that is not one.
-fn parse_status(raw: &[u8]) -> Option<ResourceStatus> {
+fn parse_status(raw: &[u8]) -> Option<RsyncStatus> {
     serde_json::from_slice::<ResourceStatusRecord>(raw)
         .ok()
         .map(|r| r.status)

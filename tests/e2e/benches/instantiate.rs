@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use emco_e2e::{Env, EnvConfig, Phases, Stores, examples, load, package_renamed_chart, tgz};
+use emco_e2e::{Backends, Env, EnvConfig, Phases, examples, load, package_renamed_chart, tgz};
 use serde_json::{Value, json};
 
 const CLUSTERS: usize = 100;
@@ -46,7 +46,7 @@ fn main() {
 
 async fn bench() -> String {
     let setup = Instant::now();
-    let mut config = EnvConfig::new(Stores::Embedded, CLUSTERS);
+    let mut config = EnvConfig::new(Backends::Embedded, CLUSTERS);
     config.ready_delay = Duration::from_millis(500);
     let env = Env::start(config).await.unwrap().unwrap();
     let started_in = setup.elapsed();

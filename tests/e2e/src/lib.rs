@@ -7,7 +7,7 @@
 //! [`Env::start`] brings up one such world in a temporary directory: `N` kubesim clusters
 //! (`c1` .. `cN`, kubeconfigs written beside the other files) and emco-server's own composition
 //! (`open_stores`, `orchestrator` with the built-in controllers, `app`) on a loopback port, on
-//! the stores [`Stores`] names: the embedded redb file, or etcd + MongoDB from `EMCO_TEST_ETCD`
+//! the stores [`Backends`] names: the embedded redb file, or etcd + MongoDB from `EMCO_TEST_ETCD`
 //! and `EMCO_TEST_MONGO` (skipped loudly when they are unset).
 //!
 //! A scenario loads its emcoctl files with a generated values file ([`load`], [`set_values`],
@@ -21,8 +21,8 @@
 //!
 //! ```no_run
 //! # async fn demo() -> emco_core::Result<()> {
-//! use emco_e2e::{Env, EnvConfig, Stores};
-//! let Some(env) = Env::start(EnvConfig::new(Stores::Embedded, 2)).await? else {
+//! use emco_e2e::{Env, EnvConfig, Backends};
+//! let Some(env) = Env::start(EnvConfig::new(Backends::Embedded, 2)).await? else {
 //!     return Ok(()); // etcd + MongoDB were asked for and are not configured
 //! };
 //! let kubeconfig = env.kubeconfig_path("c1"); // what the scenario's values file names
@@ -64,7 +64,7 @@ pub fn workspace() -> PathBuf {
 
 /// The stores the orchestrator runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stores {
+pub enum Backends {
     /// One embedded redb file in the temporary directory for both stores.
     Embedded,
     /// The AppContext store on etcd (`EMCO_TEST_ETCD`), the resource store on MongoDB
@@ -72,7 +72,7 @@ pub enum Stores {
     EtcdMongo,
 }
 
-impl fmt::Display for Stores {
+impl fmt::Display for Backends {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Embedded => "embedded",
@@ -85,7 +85,7 @@ impl fmt::Display for Stores {
 #[derive(Debug, Clone)]
 pub struct EnvConfig {
     /// The stores.
-    pub stores: Stores,
+    pub stores: Backends,
     /// The number of clusters, `c1` .. `cN`.
     pub clusters: usize,
     /// Real Kubernetes control planes (`../shared/kube`, no nodes, see [`RealClusters`])
@@ -101,7 +101,7 @@ pub struct EnvConfig {
 impl EnvConfig {
     /// `clusters` TLS clusters whose workloads are ready after 300 ms, on `stores`.
     #[must_use]
-    pub fn new(stores: Stores, clusters: usize) -> Self {
+    pub fn new(stores: Backends, clusters: usize) -> Self {
         Self {
             stores,
             clusters,
@@ -231,7 +231,7 @@ pub struct Env {
     /// An emcoctl client for the server.
     pub client: Client,
     /// The stores in use.
-    pub stores: Stores,
+    pub stores: Backends,
     dir: tempfile::TempDir,
     cancel: CancellationToken,
 }
@@ -259,7 +259,7 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
 
 /// The server configuration for `stores` with its data in `dir`, or `None` (after printing
 /// why) when etcd + MongoDB are not configured.
-fn server_config(stores: Stores, dir: &Path) -> Option<emco_server::Config> {
+fn server_config(stores: Backends, dir: &Path) -> Option<emco_server::Config> {
     let mut config = emco_server::Config {
         data_dir: dir.join("data"),
         // Nothing is unreachable in these scenarios unless a test makes it so: retry soon.
@@ -269,7 +269,7 @@ fn server_config(stores: Stores, dir: &Path) -> Option<emco_server::Config> {
         rsync_hook_timeout: Duration::from_secs(15),
         ..emco_server::Config::default()
     };
-    if stores == Stores::EtcdMongo {
+    if stores == Backends::EtcdMongo {
         let (Ok(etcd), Ok(mongo)) = (
             std::env::var("EMCO_TEST_ETCD"),
             std::env::var("EMCO_TEST_MONGO"),

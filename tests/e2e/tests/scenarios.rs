@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use emco_core::{Error, Result};
 use emco_e2e::{
-    DEADLINE, Env, EnvConfig, Phases, RealClusters, Stores, examples, load, set_values, tgz,
+    Backends, DEADLINE, Env, EnvConfig, Phases, RealClusters, examples, load, set_values, tgz,
     without,
 };
 use serde_json::{Value, json};
@@ -26,12 +26,12 @@ macro_rules! on_both_stores {
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn embedded() {
-                super::run(Stores::Embedded, super::$scenario).await;
+                super::run(Backends::Embedded, super::$scenario).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn etcd_mongo() {
-                super::run(Stores::EtcdMongo, super::$scenario).await;
+                super::run(Backends::EtcdMongo, super::$scenario).await;
             }
         }
     )+};
@@ -67,7 +67,7 @@ async fn real_clusters() {
         ($($scenario:ident),+) => {$(
             let config = EnvConfig {
                 real: Some(std::sync::Arc::clone(&real)),
-                ..EnvConfig::new(Stores::Embedded, 3)
+                ..EnvConfig::new(Backends::Embedded, 3)
             };
             let env = Env::start(config).await.unwrap().unwrap();
             let started = std::time::Instant::now();
@@ -101,7 +101,7 @@ async fn real_clusters() {
 
 /// Starts an environment of three clusters on `stores` and runs `scenario` in it; a skipped
 /// store setup returns.
-async fn run(stores: Stores, scenario: impl AsyncFnOnce(&Env) -> Result<()>) {
+async fn run(stores: Backends, scenario: impl AsyncFnOnce(&Env) -> Result<()>) {
     let Some(env) = Env::start(EnvConfig::new(stores, 3)).await.unwrap() else {
         return;
     };
