@@ -252,40 +252,47 @@ impl Filter {
 /// small enough to hold at once (kubeconfigs, charts being rendered, intent files).
 ///
 /// # Errors
-/// The store's errors other than `NotFound`.
+/// As [`read_blob_versioned`].
 pub async fn read_blob(
     store: &dyn ResourceStore,
     key: &ResourceKey,
     name: &str,
 ) -> Result<Option<Vec<u8>>> {
-    use futures::TryStreamExt;
-    let stream = match store.get_blob(key, name).await {
-        Ok(s) => s,
-        Err(e) if e.kind() == emco_core::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let chunks: Vec<Bytes> = stream.try_collect().await?;
-    Ok(Some(chunks.concat()))
+    Ok(read_blob_versioned(store, key, name)
+        .await?
+        .map(|(data, _)| data))
 }
 
+/// How many times a whole-blob read starts again when the blob is replaced under it.
+const REREADS: usize = 3;
+
 /// Reads the whole blob `name` of `key` with its version; `None` when there is none. For the
-/// read half of a compare-and-set ([`ResourceStore::put_blob_if`]).
+/// read half of a compare-and-set ([`ResourceStore::put_blob_if`]). A blob replaced while it
+/// is read (a store that streams its chunks answers `Conflict`) is read again.
 ///
 /// # Errors
-/// The store's errors other than `NotFound`.
+/// The store's errors other than `NotFound`; `Conflict` when the blob keeps changing.
 pub async fn read_blob_versioned(
     store: &dyn ResourceStore,
     key: &ResourceKey,
     name: &str,
 ) -> Result<Option<(Vec<u8>, BlobVersion)>> {
     use futures::TryStreamExt;
-    let (version, stream) = match store.get_blob_versioned(key, name).await {
-        Ok(found) => found,
-        Err(e) if e.kind() == emco_core::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let chunks: Vec<Bytes> = stream.try_collect().await?;
-    Ok(Some((chunks.concat(), version)))
+    let mut attempt = 0;
+    loop {
+        let (version, stream) = match store.get_blob_versioned(key, name).await {
+            Ok(found) => found,
+            Err(e) if e.kind() == emco_core::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match stream.try_collect::<Vec<Bytes>>().await {
+            Ok(chunks) => return Ok(Some((chunks.concat(), version))),
+            Err(e) if e.kind() == emco_core::ErrorKind::Conflict && attempt < REREADS => {
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// One stored content of a blob: every put makes a new version, so a version read with the
@@ -511,6 +518,92 @@ pub(crate) fn rechunk(data: BlobStream, size: usize) -> BlobStream {
 mod tests {
     use super::*;
     use futures::StreamExt;
+
+    /// A store whose first `fails` blob reads break off as a streaming store's do when the
+    /// blob is replaced under them.
+    #[derive(Debug)]
+    struct ReplacedWhileRead {
+        inner: crate::InMemoryResourceStore,
+        fails: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait]
+    impl ResourceStore for ReplacedWhileRead {
+        async fn put(&self, key: &ResourceKey, value: &Value, mode: PutMode) -> Result<()> {
+            self.inner.put(key, value, mode).await
+        }
+        async fn get(&self, key: &ResourceKey) -> Result<Option<Value>> {
+            self.inner.get(key).await
+        }
+        async fn list(
+            &self,
+            parent: &ResourceKey,
+            child_type: &str,
+            filters: &[Filter],
+        ) -> Result<Vec<(ResourceKey, Value)>> {
+            self.inner.list(parent, child_type, filters).await
+        }
+        async fn delete(&self, key: &ResourceKey) -> Result<()> {
+            self.inner.delete(key).await
+        }
+        async fn put_blob_if(
+            &self,
+            key: &ResourceKey,
+            name: &str,
+            data: BlobStream,
+            expect: Expect,
+        ) -> Result<(u64, BlobVersion)> {
+            self.inner.put_blob_if(key, name, data, expect).await
+        }
+        async fn get_blob_versioned(
+            &self,
+            key: &ResourceKey,
+            name: &str,
+        ) -> Result<(BlobVersion, BlobStream)> {
+            let (version, stream) = self.inner.get_blob_versioned(key, name).await?;
+            let left = self.fails.load(std::sync::atomic::Ordering::SeqCst);
+            if left == 0 {
+                return Ok((version, stream));
+            }
+            self.fails
+                .store(left - 1, std::sync::atomic::Ordering::SeqCst);
+            let broken = stream
+                .take(1)
+                .chain(futures::stream::iter([Err(Error::conflict("replaced"))]));
+            Ok((version, Box::pin(broken)))
+        }
+        async fn delete_blob(&self, key: &ResourceKey, name: &str) -> Result<bool> {
+            self.inner.delete_blob(key, name).await
+        }
+        async fn health(&self) -> Result<()> {
+            self.inner.health().await
+        }
+    }
+
+    #[tokio::test]
+    async fn whole_blob_reads_start_again_when_the_blob_is_replaced() {
+        let store = ReplacedWhileRead {
+            inner: crate::InMemoryResourceStore::new(),
+            fails: 2.into(),
+        };
+        let key = ResourceKey::root().child("project", "p");
+        store.create(&key, &serde_json::json!({})).await.unwrap();
+        let data: BlobStream = Box::pin(futures::stream::iter([
+            Ok(Bytes::from_static(b"ab")),
+            Ok(Bytes::from_static(b"cd")),
+        ]));
+        store.put_blob(&key, "state", data).await.unwrap();
+        let (read, _) = read_blob_versioned(&store, &key, "state")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(read, b"abcd");
+        store
+            .fails
+            .store(REREADS + 1, std::sync::atomic::Ordering::SeqCst);
+        let e = read_blob(&store, &key, "state").await.unwrap_err();
+        assert_eq!(e.kind(), emco_core::ErrorKind::Conflict);
+    }
 
     #[test]
     fn keys_round_trip_and_escape() {

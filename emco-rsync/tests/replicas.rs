@@ -85,6 +85,30 @@ async fn a_terminate_through_one_replica_stops_the_instantiate_another_runs() {
     assert_config_maps(&env, &ctx, 0).await;
 }
 
+/// A context deleted without rsync finishing it (its group deleted, or discarded by the loser
+/// of a race) leaves no owner key behind: a round removes it, whoever held it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owner_keys_of_deleted_contexts_are_removed() {
+    let env = Env::start(1).await;
+    let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
+    let a = replica(&env, &store, "a").await;
+    let kept = context(Arc::clone(&store), &[config_map_app(&clusters(1), 1)]).await;
+    let gone = context(Arc::clone(&store), &[config_map_app(&clusters(1), 1)]).await;
+    for (id, holder) in [(kept.id(), "b"), (gone.id(), "b"), (7, "a")] {
+        store
+            .put(&format!("/rsyncowner/{id}/"), holder.into())
+            .await
+            .unwrap();
+    }
+    gone.delete().await.unwrap();
+    until("the owner keys of missing contexts to go", || async {
+        owner(store.as_ref(), gone.id()).await.is_none() && owner(store.as_ref(), 7).await.is_none()
+    })
+    .await;
+    assert_eq!(owner(store.as_ref(), kept.id()).await.as_deref(), Some("b"));
+    drop(a);
+}
+
 /// The child side: replica `a`, run only by the parent test, through environment variables.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "helper run as a child process by a_killed_replica_s_instantiate_is_finished_by_another"]

@@ -451,4 +451,40 @@ mod tests {
                 .is_none()
         );
     }
+
+    #[test]
+    fn replicas_need_shared_stores_and_a_ttl() {
+        let args = |backend: &'static str, contexts: &'static str, ttl: &'static str| {
+            [
+                "emco-server",
+                "--context-backend",
+                contexts,
+                "--etcd-endpoints",
+                "http://a:2379",
+                "--backend",
+                backend,
+                "--mongo-uri",
+                "mongodb://a:27017",
+                "--replica-id",
+                "r1",
+                "--replica-ttl-seconds",
+                ttl,
+            ]
+        };
+        let c = Config::from_args(args("mongo", "etcd", "3"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.replica_id.as_deref(), Some("r1"));
+        assert_eq!(c.replica_ttl, Duration::from_secs(3));
+        for (backend, contexts) in [("embedded", "etcd"), ("mongo", "memory")] {
+            let e = Config::from_args(args(backend, contexts, "3")).unwrap_err();
+            assert_eq!(e.kind(), emco_core::ErrorKind::InvalidArgument);
+            assert!(
+                e.to_string().contains("--replica-id needs"),
+                "{backend} {contexts}: {e}"
+            );
+        }
+        let e = Config::from_args(args("mongo", "etcd", "0")).unwrap_err();
+        assert!(e.to_string().contains("at least 1"), "{e}");
+    }
 }

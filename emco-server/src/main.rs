@@ -1,5 +1,6 @@
 //! `emco-server`: parse the configuration, serve REST and gRPC, drain on SIGTERM or SIGINT.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use emco_server::{Config, LogFormat};
@@ -7,7 +8,10 @@ use tracing_subscriber::EnvFilter;
 
 fn init_logs(format: LogFormat) {
     let filter = EnvFilter::try_from_env("EMCO_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    // Colours only for a person at a terminal: files, pipes and log collectors get plain text.
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stdout().is_terminal());
     match format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),

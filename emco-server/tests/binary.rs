@@ -57,14 +57,7 @@ impl Server {
 
     /// Sends SIGTERM without waiting.
     fn signal_term(&self) {
-        let pid = self.child.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args(["-TERM", &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
+        sigterm(&self.child);
     }
 
     /// Waits for the process to exit.
@@ -93,6 +86,13 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Sends SIGTERM to `child` without waiting.
+fn sigterm(child: &Child) {
+    let pid = child.id().to_string();
+    let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(sent.success());
 }
 
 fn free_addr() -> SocketAddr {
@@ -212,6 +212,44 @@ fn data_survives_a_sigterm_restart() {
 
 /// A request in flight when SIGTERM arrives is finished (and durable) while new connections are
 /// refused.
+/// Logs written to a pipe (a file, a collector) are plain text: no terminal colour codes.
+#[test]
+fn logs_to_a_pipe_have_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_addr();
+    let child = Command::new(env!("CARGO_BIN_EXE_emco-server"))
+        .args([
+            "--listen",
+            &addr.to_string(),
+            "--grpc-listen",
+            &free_addr().to_string(),
+        ])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("EMCO_LOG_FORMAT", "text")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while request(addr, "GET", "/v2/projects", "").is_err() {
+        assert!(Instant::now() < deadline, "emco-server did not come up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    sigterm(&child);
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("INFO"), "no log lines: {text}");
+    assert!(
+        text.contains("request"),
+        "the request is not logged: {text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "colour codes in piped logs: {text:?}"
+    );
+}
+
 #[test]
 fn sigterm_lets_a_request_in_flight_finish() {
     let dir = tempfile::tempdir().unwrap();

@@ -233,15 +233,33 @@ impl Owners {
         if kv.value.as_ref() != self.config.id.as_bytes() {
             return Ok(());
         }
-        store
-            .txn(
-                Txn::new()
-                    .when(Compare::mod_revision(&key, kv.mod_revision))
-                    .op(Op::delete(&key)),
-            )
-            .await
-            .map(drop)
+        delete_unchanged(store, &key, kv.mod_revision).await
     }
+
+    /// Removes the owner key of `ctx`, a context that no longer exists (deleted with its group,
+    /// or discarded by the loser of a race), whoever held it, unless it changed meanwhile.
+    ///
+    /// # Errors
+    /// The store's errors.
+    pub(crate) async fn forget(&self, store: &dyn AppContextStore, ctx: u64) -> Result<()> {
+        let key = owner_key(ctx);
+        match store.get(&key).await? {
+            Some(kv) => delete_unchanged(store, &key, kv.mod_revision).await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// Deletes `key` if it is still at `revision`.
+async fn delete_unchanged(store: &dyn AppContextStore, key: &str, revision: u64) -> Result<()> {
+    store
+        .txn(
+            Txn::new()
+                .when(Compare::mod_revision(key, revision))
+                .op(Op::delete(key)),
+        )
+        .await
+        .map(drop)
 }
 
 #[cfg(test)]

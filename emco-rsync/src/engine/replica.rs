@@ -4,6 +4,7 @@
 //! reads the owners, the active and the deployed registries in three listings and:
 //! - stops here what another replica took over (this one was taken for dead meanwhile);
 //! - forgets the readiness of contexts no longer deployed, and releases them;
+//! - removes the owner keys of contexts that no longer exist;
 //! - claims active contexts with no live owner and runs them (a dead replica's work resumes);
 //! - claims deployed contexts with no live owner and follows their readiness;
 //! - cuts short an instantiate or update running here when a terminate for it was queued
@@ -14,8 +15,8 @@ use std::sync::{Arc, PoisonError};
 
 use emco_appcontext::AppContext;
 use emco_appcontext::context::{QueueStatus, Registry};
-use emco_core::Result;
 use emco_core::lifecycle::RsyncEvent;
+use emco_core::{ErrorKind, Result};
 
 use super::{Abort, OpCtl, Rsync};
 
@@ -122,6 +123,18 @@ impl Rsync {
             } else if !deployed.contains(id) && !active.contains(id) {
                 self.inner.forget_readiness(*id);
                 owners.release(store, *id).await?;
+            }
+        }
+
+        // Owner keys of contexts that are gone would pile up: nothing runs or follows them.
+        for &id in held.keys() {
+            if active.contains(&id) || deployed.contains(&id) || running.contains_key(&id) {
+                continue;
+            }
+            match AppContext::load(Arc::clone(&self.inner.store), id).await {
+                Err(e) if e.kind() == ErrorKind::NotFound => owners.forget(store, id).await?,
+                Err(e) => return Err(e),
+                Ok(_) => {}
             }
         }
 
