@@ -32,6 +32,7 @@ mod hooks;
 pub mod lifecycle;
 pub mod ncm;
 pub mod notify;
+mod reconcile;
 #[cfg(feature = "rest")]
 pub mod rest;
 pub mod runtime;

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use emco_appcontext::context::CompositeAppMeta;
@@ -44,6 +45,9 @@ pub(crate) struct Runtime {
     pub(crate) controllers: Arc<ControllerRegistry>,
     /// Which cluster each anyOf group keeps.
     pub(crate) any_of: Arc<dyn AnyOfStrategy>,
+    /// How long [`Orchestrator::start`] lets live hand-overs finish before it queues the ones a
+    /// crash cut short (see [`Orchestrator::reconcile`]).
+    pub(crate) reconcile_grace: Duration,
 }
 
 type RegistryFn = Box<dyn FnOnce(Stores) -> ControllerRegistry + Send>;
@@ -60,6 +64,7 @@ pub struct OrchestratorBuilder {
     any_of: Option<Arc<dyn AnyOfStrategy>>,
     gitops_dir: Option<PathBuf>,
     helm: HelmCompat,
+    reconcile_grace: Duration,
 }
 
 impl fmt::Debug for OrchestratorBuilder {
@@ -83,7 +88,16 @@ impl OrchestratorBuilder {
             any_of: None,
             gitops_dir: None,
             helm: HelmCompat::default(),
+            reconcile_grace: Duration::from_secs(10),
         }
+    }
+
+    /// How long [`Orchestrator::start`] waits before it queues the rsync work of records a crash
+    /// left unqueued (default 10 s: far longer than a hand-over takes in any replica).
+    #[must_use]
+    pub fn reconcile_grace(mut self, grace: Duration) -> Self {
+        self.reconcile_grace = grace;
+        self
     }
 
     /// The AppContext store (default: in memory, which loses running deployments on restart).
@@ -192,6 +206,7 @@ impl OrchestratorBuilder {
                 rsync,
                 controllers: Arc::new(controllers),
                 any_of: self.any_of.unwrap_or_else(|| Arc::new(FirstLexicographic)),
+                reconcile_grace: self.reconcile_grace,
             }),
         })
     }
@@ -231,7 +246,8 @@ impl Orchestrator {
         self.runtime.any_of.as_ref()
     }
 
-    /// Resumes every deployment an earlier process left running; `cancel` shuts the engine down.
+    /// Resumes every deployment an earlier process left running, and in the background queues
+    /// the hand-overs a crash cut short ([`Self::reconcile`]); `cancel` shuts the engine down.
     ///
     /// # Errors
     /// The AppContext store's errors.
@@ -241,12 +257,23 @@ impl Orchestrator {
             .shutdown
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = cancel.clone();
-        self.runtime.rsync.start(cancel).await?;
+        self.runtime.rsync.start(cancel.clone()).await?;
         // Credentials of standard logical clouds whose issuing an earlier process left unfinished.
         let resumed = self.resume_logical_clouds().await?;
         if resumed > 0 {
             tracing::info!(resumed, "resumed issuing logical cloud credentials");
         }
+        let orch = self.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                done = orch.reconcile(orch.runtime.reconcile_grace) => match done {
+                    Ok(0) => {}
+                    Ok(queued) => tracing::info!(queued, "queued hand-overs a crash cut short"),
+                    Err(e) => tracing::warn!(error = %e, "cannot look for cut-short hand-overs"),
+                },
+            }
+        });
         Ok(())
     }
 }

@@ -4,18 +4,17 @@
 
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
-use emco_helm::archive::pack_dir;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use axum::body::Body;
-use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
+use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, ResourceKey, ResourceStore};
 use emco_controller_sdk::{
     ActionController, ControllerContext, ControllerRegistry, PlacementController,
 };
-use emco_core::lifecycle::{AppContextStatus, DigState, StateInfo};
+use emco_core::lifecycle::{AppContextStatus, DigState, StateAction, StateInfo};
 use emco_core::model::{
     App, AppProfile, AppProfileSpec, Cluster, ClusterReference, ClusterReferenceSpec, CompositeApp,
     CompositeAppSpec, CompositeProfile, Controller, ControllerSpec, DeploymentIntentGroup,
@@ -24,7 +23,8 @@ use emco_core::model::{
 };
 use emco_core::placement::{AllOf, AppPlacementIntent, AppPlacementSpec, PlacementIntent};
 use emco_core::{ErrorKind, Metadata};
-use emco_orchestrator::{MigrateIntent, Orchestrator, keys, rest};
+use emco_helm::archive::pack_dir;
+use emco_orchestrator::{MigrateIntent, Orchestrator, keys, rest, save_state};
 use emco_rsync::connector::kube::KubePool;
 use emco_rsync::connector::{Connector, DEPLOYMENT_ID_LABEL, Resource, Scope};
 use http::{Request, StatusCode};
@@ -660,6 +660,63 @@ async fn context_ids(store: &dyn AppContextStore) -> std::collections::BTreeSet<
         .filter_map(|kv| kv.key.strip_prefix("/context/")?.split('/').next())
         .map(str::to_owned)
         .collect()
+}
+
+/// A process killed between recording an instantiate and queuing it for rsync leaves a record
+/// naming a context whose event queue is empty; the next start queues it after the grace period
+/// (src/orchestrator/pkg/module/instantiation.go records, then `callRsyncInstall`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_over_cut_short_by_a_crash_is_queued_at_start() {
+    let w = World::start().await;
+    let dig = w.dig("v1", "d1", "lc", "c1", &[]).await;
+    // The state the crash leaves: a context built for the instantiate, the record naming it,
+    // nothing queued.
+    let ctx = AppContext::create(Arc::clone(w.orch.contexts()), &CompositeAppMeta::default())
+        .await
+        .unwrap();
+    let mut writer = ctx.writer();
+    writer.add_app("web").unwrap();
+    writer
+        .add_cluster("web", &format!("{PROVIDER}+c1"), None)
+        .unwrap();
+    writer
+        .add_resource(
+            "web",
+            &format!("{PROVIDER}+c1"),
+            "crash-cm+ConfigMap",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: crash-cm\ndata:\n  a: b\n",
+        )
+        .unwrap();
+    writer.flush().await.unwrap();
+    let mut info = w.state(&dig).await;
+    info.statusctxid = ctx.id().to_string();
+    info.actions.push(StateAction {
+        state: DigState::Instantiated,
+        instance: ctx.id().to_string(),
+        time: "2026-11-26T12:00:00Z".into(),
+        revision: 1,
+    });
+    save_state(w.orch.store().as_ref(), &dig, &info)
+        .await
+        .unwrap();
+    assert!(ctx.event_queue().await.unwrap().is_empty());
+
+    // The next process (here a replica on the same stores) starts and finishes the hand-over.
+    let restarted = Orchestrator::builder(Arc::clone(w.orch.store()))
+        .contexts(Arc::clone(w.orch.contexts()))
+        .rsync(emco_testkit::fast_rsync)
+        .reconcile_grace(Duration::ZERO)
+        .build()
+        .unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    restarted.start(cancel.clone()).await.unwrap();
+    w.wait_status(&ctx, AppContextStatus::Instantiated).await;
+    let queue = ctx.event_queue().await.unwrap();
+    assert_eq!(queue.len(), 1, "queued once: {queue:?}");
+    // Recorded work that was handed over is left alone.
+    assert_eq!(restarted.reconcile(Duration::ZERO).await.unwrap(), 0);
+    cancel.cancel();
+    w.stop().await;
 }
 
 /// Eight instantiates of one group race, half through a second orchestrator sharing the stores
