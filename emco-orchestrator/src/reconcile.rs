@@ -7,7 +7,9 @@
 //!
 //! A hand-over is missing when the record's last state is `Instantiated` or `Updated` and its
 //! context, built fresh for that operation, has an empty event queue: it is queued an instantiate,
-//! or an update from the context the record named before. A context that had events before
+//! or an update from the context the record named before. A logical cloud's claim (the
+//! operation recorded before its credentials and context are made) that never got its context is
+//! dropped, so the cloud can be instantiated or updated again. A context that had events before
 //! (the target of a rollback) and a terminate or stop cut short are not replayed: their work
 //! cannot be told apart from a migrate's without reading every context.
 
@@ -20,18 +22,25 @@ use emco_core::{ErrorKind, Result};
 use crate::state::Record;
 use crate::{Orchestrator, keys};
 
-/// What a record asks rsync for and did not get.
+/// What a record asks for and did not get.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Missing {
     key: ResourceKey,
     info: StateInfo,
-    context: u64,
-    event: RsyncEvent,
+    repair: Repair,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Repair {
+    /// Queue `event` on context `context`.
+    Queue { context: u64, event: RsyncEvent },
+    /// Drop the last action, a claim whose operation died before naming its context.
+    DropClaim,
 }
 
 impl Orchestrator {
     /// Queues the rsync work of records whose hand-over a crash cut short (see the module
-    /// documentation), after `grace`; returns how many were queued.
+    /// documentation), after `grace`; returns how many records were repaired.
     ///
     /// # Errors
     /// The stores' errors.
@@ -48,12 +57,24 @@ impl Orchestrator {
             if self.missing_at(&seen.key).await?.as_ref() != Some(&seen) {
                 continue;
             }
-            let id = seen.context;
-            tracing::warn!(key = %seen.key, ctx = id, event = ?seen.event,
-                "queuing the rsync work a crash left unqueued");
-            match (seen.event, previous_context(&seen.info, id)) {
-                (RsyncEvent::Update, Some(from)) => self.rsync().update(from, id).await?,
-                _ => self.rsync().instantiate(id).await?,
+            match seen.repair {
+                Repair::Queue { context, event } => {
+                    tracing::warn!(key = %seen.key, ctx = context, ?event,
+                        "queuing the rsync work a crash left unqueued");
+                    match (event, previous_context(&seen.info, context)) {
+                        (RsyncEvent::Update, Some(from)) => {
+                            self.rsync().update(from, context).await?;
+                        }
+                        _ => self.rsync().instantiate(context).await?,
+                    }
+                }
+                Repair::DropClaim => {
+                    tracing::warn!(key = %seen.key, "dropping a claim a crash left unfinished");
+                    let record = Record::load(self.store().as_ref(), &seen.key).await?;
+                    let mut info = record.info.clone();
+                    info.actions.pop();
+                    record.swap(self.store().as_ref(), &seen.key, info).await?;
+                }
             }
             queued += 1;
         }
@@ -89,9 +110,19 @@ impl Orchestrator {
             DigState::Updated => RsyncEvent::Update,
             _ => return Ok(None),
         };
-        // A claim still waiting for its context names none yet.
+        // A claim still waiting for its context names none yet; an admin cloud's stays so.
         if record.claimed() {
-            return Ok(None);
+            let repair =
+                if key.kind() == Some(keys::LOGICAL_CLOUD) && !self.is_admin_cloud(key).await? {
+                    Some(Missing {
+                        key: key.clone(),
+                        info: record.info,
+                        repair: Repair::DropClaim,
+                    })
+                } else {
+                    None
+                };
+            return Ok(repair);
         }
         let Some(id) = record.info.current_context_id()? else {
             return Ok(None);
@@ -107,9 +138,18 @@ impl Orchestrator {
         Ok(Some(Missing {
             key: key.clone(),
             info: record.info,
-            context: id.get(),
-            event,
+            repair: Repair::Queue {
+                context: id.get(),
+                event,
+            },
         }))
+    }
+
+    /// Whether the logical cloud at `key` is an admin one (its claims never get a context).
+    async fn is_admin_cloud(&self, key: &ResourceKey) -> Result<bool> {
+        let parent = key.parent().unwrap_or_default();
+        let name = key.name().unwrap_or_default();
+        Ok(self.logical_clouds().get(&parent, name).await?.is_admin())
     }
 }
 

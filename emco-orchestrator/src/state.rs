@@ -78,7 +78,7 @@ impl Record {
             .await
             .map_err(|e| match e.kind() {
                 ErrorKind::Conflict => Error::conflict(format!(
-                    "{} {:?} was changed by a concurrent operation; try again",
+                    "{} {:?} {LOST_RACE}",
                     key.kind().unwrap_or("object"),
                     key.name().unwrap_or_default()
                 )),
@@ -141,7 +141,18 @@ impl Record {
             last.instance.clone_from(&instance);
         }
         info.statusctxid = instance;
-        self.swap(store, key, info).await
+        // Lost after the claim's side effects: not a race to decide again ([`decide_again`]).
+        self.swap(store, key, info).await.map_err(|e| {
+            if lost_race(&e) {
+                Error::conflict(format!(
+                    "{} {:?} changed while its operation ran",
+                    key.kind().unwrap_or("object"),
+                    key.name().unwrap_or_default()
+                ))
+            } else {
+                e
+            }
+        })
     }
 
     /// Puts back `previous` (the record this one replaced) after the operation that wrote
@@ -159,6 +170,37 @@ impl Record {
                 tracing::warn!(%key, error = %e, "cannot put back a lifecycle record");
                 false
             }
+        }
+    }
+}
+
+/// How a record write lost to a concurrent operation ends its error message.
+const LOST_RACE: &str = "was changed by a concurrent operation; try again";
+
+/// Whether `e` is a record write lost to a concurrent operation before anything was done.
+fn lost_race(e: &Error) -> bool {
+    e.kind() == ErrorKind::Conflict && e.message().ends_with(LOST_RACE)
+}
+
+/// How many times an operation decides again after losing its first record write.
+const DECISIONS: usize = 4;
+
+/// Runs `operation` (read a record, decide, write it first, then act) again when its first
+/// write lost to a concurrent operation, so that it decides on the winner's record: a duplicate
+/// becomes the no-op or refusal it is one at a time, not a bare conflict.
+///
+/// # Errors
+/// The operation's; the lost race after the last attempt.
+pub(crate) async fn decide_again<T, F, Fut>(mut operation: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut attempt = 1;
+    loop {
+        match operation().await {
+            Err(e) if lost_race(&e) && attempt < DECISIONS => attempt += 1,
+            done => return done,
         }
     }
 }

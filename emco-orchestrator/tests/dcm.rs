@@ -9,7 +9,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use axum::body::Body;
-use emco_core::lifecycle::{DigOperation, DigState, StateInfo};
+use emco_core::lifecycle::{DigOperation, DigState, StateAction, StateInfo};
 use emco_core::model::{
     ClusterQuota, ClusterReference, ClusterReferenceSpec, CompositeApp, CompositeProfile,
     DeploymentIntentGroup, LogicalCloud, UserPermission,
@@ -66,6 +66,25 @@ impl World {
         let status = response.status();
         let body = response.into_body().collect().await.unwrap().to_bytes();
         (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    /// Waits until the cloud at `url` serves the kubeconfig of cluster reference `reference`.
+    async fn until_kubeconfig(&self, url: &str, reference: &str) {
+        let path = format!("{url}/cluster-references/{reference}/kubeconfig");
+        until(&format!("the kubeconfig of {reference}"), || async {
+            self.call("GET", &path).await.0 == StatusCode::OK
+        })
+        .await;
+    }
+
+    /// Standard cloud `name` of user `user` in namespace `<name>-ns`, on c1.
+    async fn standard_cloud(&self, name: &str, user: &str) {
+        self.create_cloud(
+            json!({"metadata": {"name": name},
+                   "spec": {"namespace": format!("{name}-ns"), "user": {"userName": user}}}),
+            &["c1"],
+        )
+        .await;
     }
 
     async fn create_cloud(&self, lc: Value, references: &[&str]) {
@@ -449,15 +468,7 @@ async fn standard_cloud_deploys_and_its_kubeconfigs_authenticate() {
     let (code, body) = w.call("POST", &format!("{url}/instantiate")).await;
     assert_eq!(code, StatusCode::ACCEPTED, "{body}");
     assert_eq!(w.state("lc1").await, DigState::Instantiated);
-    until("the kubeconfig of c1", || async {
-        w.call(
-            "GET",
-            &format!("{url}/cluster-references/ref-c1/kubeconfig"),
-        )
-        .await
-        .0 == StatusCode::OK
-    })
-    .await;
+    w.until_kubeconfig(&url, "ref-c1").await;
     let err = cloud_for_deployment(&w.orch, PROJECT, "lc1")
         .await
         .unwrap_err();
@@ -619,15 +630,91 @@ async fn standard_cloud_deploys_and_its_kubeconfigs_authenticate() {
     assert!(references.iter().all(|r| r.spec.certificate.is_empty()));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn update_follows_the_cluster_references() {
+/// Eight instantiates of one admin cloud at once: the record's compare-and-set lets one write,
+/// and each loser decides again on the winner's record, so it answers what dcm answers a second
+/// instantiate (src/dcm/pkg/module/logicalcloud.go `Instantiate`: `The Logical Cloud is already
+/// instantiated`), not a bare "changed by a concurrent operation".
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_instantiates_of_a_cloud_get_dcm_s_answer() {
     let w = World::start().await;
     w.create_cloud(
-        json!({"metadata": {"name": "lc2"},
-               "spec": {"namespace": "lc2-ns", "user": {"userName": "bob"}}}),
+        json!({"metadata": {"name": "lc0"}, "spec": {"level": "0"}}),
+        &["c1", "c2"],
+    )
+    .await;
+    let racers = (0..8).map(|_| {
+        let orch = w.orch.clone();
+        tokio::spawn(async move { orch.instantiate_logical_cloud(PROJECT, "lc0").await })
+    });
+    let mut won = 0;
+    for done in futures::future::join_all(racers).await {
+        match done.unwrap() {
+            Ok(()) => won += 1,
+            Err(e) => assert_eq!(
+                (e.kind(), e.message()),
+                (
+                    ErrorKind::Conflict,
+                    "The Logical Cloud is already instantiated"
+                )
+            ),
+        }
+    }
+    assert_eq!(won, 1);
+    let info = w.orch.logical_cloud_state(PROJECT, "lc0").await.unwrap();
+    let instantiated = info
+        .actions
+        .iter()
+        .filter(|a| a.state == DigState::Instantiated)
+        .count();
+    assert_eq!(instantiated, 1, "{info:?}");
+}
+
+/// A process killed after claiming a standard cloud's instantiate (recorded before its
+/// credentials and context are made) and before naming the context leaves the cloud claimed:
+/// an instantiate is a no-op and an update is refused. The next start drops the claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_cut_short_by_a_crash_is_dropped_at_start() {
+    let w = World::start().await;
+    w.standard_cloud("lc1", "alice").await;
+    let key = keys::logical_cloud(PROJECT, "lc1");
+    let mut info = w.orch.logical_cloud_state(PROJECT, "lc1").await.unwrap();
+    info.actions.push(StateAction {
+        state: DigState::Instantiated,
+        instance: String::new(),
+        time: "2026-11-26T12:00:00Z".into(),
+        revision: 1,
+    });
+    save_state(w.orch.store().as_ref(), &key, &info)
+        .await
+        .unwrap();
+    let url = lc_url("lc1");
+    let (code, body) = w.call("POST", &format!("{url}/update")).await;
+    assert_eq!(code, StatusCode::CONFLICT, "{body}");
+
+    let restarted = w.restarted();
+    assert_eq!(restarted.reconcile(Duration::ZERO).await.unwrap(), 1);
+    assert_eq!(w.state("lc1").await, DigState::Created);
+    let (code, body) = w.call("POST", &format!("{url}/instantiate")).await;
+    assert_eq!(code, StatusCode::ACCEPTED, "{body}");
+    w.until_kubeconfig(&url, "ref-c1").await;
+    // An admin cloud's claim never gets a context and stays.
+    w.create_cloud(
+        json!({"metadata": {"name": "lc0"}, "spec": {"level": "0"}}),
         &["c1"],
     )
     .await;
+    let (code, body) = w
+        .call("POST", &format!("{}/instantiate", lc_url("lc0")))
+        .await;
+    assert_eq!(code, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(restarted.reconcile(Duration::ZERO).await.unwrap(), 0);
+    assert_eq!(w.state("lc0").await, DigState::Instantiated);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn update_follows_the_cluster_references() {
+    let w = World::start().await;
+    w.standard_cloud("lc2", "bob").await;
     let key = keys::logical_cloud(PROJECT, "lc2");
     let url = lc_url("lc2");
     let namespace = id("v1", "Namespace", None, "lc2-ns");

@@ -702,12 +702,7 @@ async fn a_hand_over_cut_short_by_a_crash_is_queued_at_start() {
     assert!(ctx.event_queue().await.unwrap().is_empty());
 
     // The next process (here a replica on the same stores) starts and finishes the hand-over.
-    let restarted = Orchestrator::builder(Arc::clone(w.orch.store()))
-        .contexts(Arc::clone(w.orch.contexts()))
-        .rsync(emco_testkit::fast_rsync)
-        .reconcile_grace(Duration::ZERO)
-        .build()
-        .unwrap();
+    let restarted = w.restarted();
     let cancel = tokio_util::sync::CancellationToken::new();
     restarted.start(cancel.clone()).await.unwrap();
     w.wait_status(&ctx, AppContextStatus::Instantiated).await;

@@ -40,7 +40,7 @@ use emco_core::{Error, ErrorKind, Result};
 pub use status::{LogicalCloudStatus, LogicalCloudStatusQuery};
 
 use crate::runtime::{LOGICAL_CLOUD_KUBECONFIG_BLOB, read_text_blob};
-use crate::state::{OnCurrent, Record, deploy_fresh, state_or_new};
+use crate::state::{OnCurrent, Record, decide_again, deploy_fresh, state_or_new};
 use crate::{Orchestrator, from_value, keys};
 
 /// The one app of a logical cloud's AppContext.
@@ -240,6 +240,10 @@ impl Orchestrator {
     /// NotFound; InvalidArgument without cluster references; Conflict in a wrong state or
     /// while the previous terminate still runs.
     pub async fn instantiate_logical_cloud(&self, project: &str, name: &str) -> Result<()> {
+        decide_again(|| self.instantiate_logical_cloud_once(project, name)).await
+    }
+
+    async fn instantiate_logical_cloud_once(&self, project: &str, name: &str) -> Result<()> {
         let key = keys::logical_cloud(project, name);
         let store = self.store().as_ref();
         let lc = self.logical_cloud(project, name).await?;
@@ -405,6 +409,10 @@ impl Orchestrator {
     /// NotFound; InvalidArgument without cluster references; Conflict in a wrong state or while
     /// a deployment intent group of the cloud is deployed.
     pub async fn terminate_logical_cloud(&self, project: &str, name: &str) -> Result<()> {
+        decide_again(|| self.terminate_logical_cloud_once(project, name)).await
+    }
+
+    async fn terminate_logical_cloud_once(&self, project: &str, name: &str) -> Result<()> {
         let key = keys::logical_cloud(project, name);
         let store = self.store().as_ref();
         self.logical_cloud(project, name).await?;
@@ -457,6 +465,10 @@ impl Orchestrator {
     /// # Errors
     /// NotFound; Conflict when there is nothing to stop.
     pub async fn stop_logical_cloud(&self, project: &str, name: &str) -> Result<()> {
+        decide_again(|| self.stop_logical_cloud_once(project, name)).await
+    }
+
+    async fn stop_logical_cloud_once(&self, project: &str, name: &str) -> Result<()> {
         let key = keys::logical_cloud(project, name);
         let store = self.store().as_ref();
         self.logical_cloud(project, name).await?;
@@ -477,6 +489,10 @@ impl Orchestrator {
     /// # Errors
     /// NotFound; InvalidArgument without cluster references; Conflict in a wrong state.
     pub async fn update_logical_cloud(&self, project: &str, name: &str) -> Result<i64> {
+        decide_again(|| self.update_logical_cloud_once(project, name)).await
+    }
+
+    async fn update_logical_cloud_once(&self, project: &str, name: &str) -> Result<i64> {
         let key = keys::logical_cloud(project, name);
         let store = self.store().as_ref();
         let lc = self.logical_cloud(project, name).await?;

@@ -37,7 +37,9 @@ use emco_core::model::DeploymentIntentGroup;
 use emco_core::{ContextId, Error, ErrorKind, Metadata, Result, Validate};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::state::{OnCurrent, Record, deploy_fresh, hand_over, load_state, now_rfc3339};
+use crate::state::{
+    OnCurrent, Record, decide_again, deploy_fresh, hand_over, load_state, now_rfc3339,
+};
 use crate::{Orchestrator, keys};
 
 /// The body of `POST DIG/rollback`: `{metadata, spec:{revision}}`.
@@ -288,6 +290,10 @@ impl Orchestrator {
     /// NotFound; FailedPrecondition when it was never instantiated; Conflict when it is
     /// already terminated.
     pub async fn terminate(&self, dig: &ResourceKey) -> Result<()> {
+        decide_again(|| self.terminate_once(dig)).await
+    }
+
+    async fn terminate_once(&self, dig: &ResourceKey) -> Result<()> {
         let ctx = self
             .record_on_current(dig, DigOperation::Terminate, OnCurrent::Terminate)
             .await?;
@@ -312,6 +318,10 @@ impl Orchestrator {
     /// # Errors
     /// NotFound; FailedPrecondition when nothing was ever instantiated.
     pub async fn stop(&self, dig: &ResourceKey) -> Result<()> {
+        decide_again(|| self.stop_once(dig)).await
+    }
+
+    async fn stop_once(&self, dig: &ResourceKey) -> Result<()> {
         self.record_on_current(dig, DigOperation::Stop, OnCurrent::Stop)
             .await
             .map(drop)

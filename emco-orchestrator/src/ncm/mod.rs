@@ -34,7 +34,7 @@ use serde_json::{Value, json};
 
 use crate::dcm::manifests::Manifest;
 use crate::dcm::{add_only_app, discard};
-use crate::state::{OnCurrent, Record, deploy_fresh, state_or_new};
+use crate::state::{OnCurrent, Record, decide_again, deploy_fresh, state_or_new};
 use crate::status::{Snapshot, context_of, full_answer};
 use crate::{Orchestrator, keys};
 
@@ -257,6 +257,10 @@ impl Orchestrator {
     /// NotFound for an unknown cluster; Conflict in a wrong state; the stores' and rsync's
     /// errors.
     pub async fn apply_cluster_networks(&self, provider: &str, cluster: &str) -> Result<()> {
+        decide_again(|| self.apply_cluster_networks_once(provider, cluster)).await
+    }
+
+    async fn apply_cluster_networks_once(&self, provider: &str, cluster: &str) -> Result<()> {
         let key = keys::cluster(provider, cluster);
         let record = cluster_record(self.store().as_ref(), &key).await?;
         match record.info.current_state() {
@@ -307,6 +311,10 @@ impl Orchestrator {
     /// # Errors
     /// NotFound for an unknown cluster; Conflict when never applied or in a wrong state.
     pub async fn terminate_cluster_networks(&self, provider: &str, cluster: &str) -> Result<()> {
+        decide_again(|| self.terminate_cluster_networks_once(provider, cluster)).await
+    }
+
+    async fn terminate_cluster_networks_once(&self, provider: &str, cluster: &str) -> Result<()> {
         let key = keys::cluster(provider, cluster);
         let store = self.store().as_ref();
         let record = cluster_record(store, &key).await?;
@@ -328,6 +336,10 @@ impl Orchestrator {
     /// # Errors
     /// NotFound for an unknown cluster; Conflict when there is nothing to stop.
     pub async fn stop_cluster_networks(&self, provider: &str, cluster: &str) -> Result<()> {
+        decide_again(|| self.stop_cluster_networks_once(provider, cluster)).await
+    }
+
+    async fn stop_cluster_networks_once(&self, provider: &str, cluster: &str) -> Result<()> {
         let key = keys::cluster(provider, cluster);
         let store = self.store().as_ref();
         let record = cluster_record(store, &key).await?;

@@ -273,6 +273,22 @@ impl World {
         path
     }
 
+    /// Another orchestrator on the world's stores, as the next process after a crash (or another
+    /// replica) has: same stores and fast rsync, repairing cut-short hand-overs without a grace
+    /// period. Not started.
+    ///
+    /// # Panics
+    /// When it cannot be built.
+    #[must_use]
+    pub fn restarted(&self) -> Orchestrator {
+        Orchestrator::builder(Arc::clone(self.orch.store()))
+            .contexts(Arc::clone(self.orch.contexts()))
+            .rsync(fast_rsync)
+            .reconcile_grace(Duration::ZERO)
+            .build()
+            .expect("the orchestrator builds")
+    }
+
     /// Stops the engine and the fleet.
     ///
     /// # Panics
