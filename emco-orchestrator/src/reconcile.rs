@@ -50,35 +50,52 @@ impl Orchestrator {
             return Ok(0);
         }
         tokio::time::sleep(grace).await;
-        let mut queued = 0;
+        let mut repaired = 0;
         for seen in first {
-            let _held = self.handover.lock(&seen.key).await;
-            // Only what is still missing and unchanged since it was seen.
-            if self.missing_at(&seen.key).await?.as_ref() != Some(&seen) {
-                continue;
-            }
-            match seen.repair {
-                Repair::Queue { context, event } => {
-                    tracing::warn!(key = %seen.key, ctx = context, ?event,
-                        "queuing the rsync work a crash left unqueued");
-                    match (event, previous_context(&seen.info, context)) {
-                        (RsyncEvent::Update, Some(from)) => {
-                            self.rsync().update(from, context).await?;
-                        }
-                        _ => self.rsync().instantiate(context).await?,
-                    }
-                }
-                Repair::DropClaim => {
-                    tracing::warn!(key = %seen.key, "dropping a claim a crash left unfinished");
-                    let record = Record::load(self.store().as_ref(), &seen.key).await?;
-                    let mut info = record.info.clone();
-                    info.actions.pop();
-                    record.swap(self.store().as_ref(), &seen.key, info).await?;
+            // One record that cannot be repaired does not keep the others from it.
+            match self.repair(&seen).await {
+                Ok(true) => repaired += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(key = %seen.key, error = %e, "cannot repair a cut-short hand-over");
                 }
             }
-            queued += 1;
         }
-        Ok(queued)
+        Ok(repaired)
+    }
+
+    /// Repairs what `seen` misses if the record is still as it was seen; returns whether it did.
+    async fn repair(&self, seen: &Missing) -> Result<bool> {
+        let _held = self.handover.lock(&seen.key).await;
+        if self.missing_at(&seen.key).await?.as_ref() != Some(seen) {
+            return Ok(false);
+        }
+        match seen.repair {
+            Repair::Queue { context, event } => {
+                tracing::warn!(key = %seen.key, ctx = context, ?event,
+                    "queuing the rsync work a crash left unqueued");
+                match (event, previous_context(&seen.info, context)) {
+                    (RsyncEvent::Update, Some(from)) => {
+                        match self.rsync().update(from, context).await {
+                            // The replaced context is gone: deploy the new one whole.
+                            Err(e) if e.kind() == ErrorKind::NotFound => {
+                                self.rsync().instantiate(context).await?;
+                            }
+                            done => done?,
+                        }
+                    }
+                    _ => self.rsync().instantiate(context).await?,
+                }
+            }
+            Repair::DropClaim => {
+                tracing::warn!(key = %seen.key, "dropping a claim a crash left unfinished");
+                let record = Record::load(self.store().as_ref(), &seen.key).await?;
+                let mut info = record.info.clone();
+                info.actions.pop();
+                record.swap(self.store().as_ref(), &seen.key, info).await?;
+            }
+        }
+        Ok(true)
     }
 
     /// Every record with a missing hand-over: deployment intent groups and logical clouds.
