@@ -15,7 +15,7 @@
 
 use std::time::Duration;
 
-use emco_appcontext::{AppContext, ResourceKey};
+use emco_appcontext::ResourceKey;
 use emco_core::lifecycle::{DigState, RsyncEvent, StateInfo};
 use emco_core::{ErrorKind, Result};
 
@@ -141,13 +141,8 @@ impl Orchestrator {
                 };
             return Ok(repair);
         }
-        let Some(id) = record.info.current_context_id()? else {
+        let Some(ctx) = self.load_context(&record.info).await? else {
             return Ok(None);
-        };
-        let ctx = match AppContext::load(std::sync::Arc::clone(self.contexts()), id.get()).await {
-            Ok(ctx) => ctx,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
         };
         if !ctx.event_queue().await?.is_empty() {
             return Ok(None);
@@ -156,7 +151,7 @@ impl Orchestrator {
             key: key.clone(),
             info: record.info,
             repair: Repair::Queue {
-                context: id.get(),
+                context: ctx.id(),
                 event,
             },
         }))

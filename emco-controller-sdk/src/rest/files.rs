@@ -20,6 +20,7 @@ use http::{HeaderMap, StatusCode};
 
 use super::accept::{FilePart, multipart_response};
 use super::multipart::{MultipartForm, UploadedFile};
+use super::routes::item_key;
 use super::{ApiError, KeyPattern, Representation, json_response, list_response, put_status};
 use crate::intent::IntentType;
 
@@ -199,7 +200,7 @@ impl<T: Object> FileRoutes<T> {
     pub fn serve<S: Clone + Send + Sync + 'static>(self) -> Router<S> {
         let item_path = format!("{}/{{{}}}", self.collection_path, self.item_param);
         let parent = Arc::new(KeyPattern::parse(&self.collection_path));
-        let item = Arc::new(KeyPattern::parse(&item_path));
+        let item_param: Arc<str> = Arc::from(self.item_param.as_str());
         let collection = Arc::new(self.collection);
         let writer = self.writer;
         let max_file = self.max_file;
@@ -219,11 +220,15 @@ impl<T: Object> FileRoutes<T> {
                 w.write(&c, &parent, None, &value, &form).await?;
                 Ok::<_, ApiError>(json_response(StatusCode::CREATED, &value))
             };
-        let (c, i) = (Arc::clone(&collection), Arc::clone(&item));
+        let (c, p, n) = (
+            Arc::clone(&collection),
+            Arc::clone(&parent),
+            Arc::clone(&item_param),
+        );
         let put_item =
             move |Path(params): Path<HashMap<String, String>>,
                   form: std::result::Result<Multipart, MultipartRejection>| async move {
-                let (parent, name) = split(&i, &params)?;
+                let (parent, name) = item_key(&p, &n, &params)?;
                 let form = read_form(form, max_file).await?;
                 let value: T = form.metadata()?;
                 let created = writer
@@ -231,10 +236,14 @@ impl<T: Object> FileRoutes<T> {
                     .await?;
                 Ok::<_, ApiError>(json_response(put_status(c.wording(), created), &value))
             };
-        let (c, i) = (Arc::clone(&collection), Arc::clone(&item));
+        let (c, p, n) = (
+            Arc::clone(&collection),
+            Arc::clone(&parent),
+            Arc::clone(&item_param),
+        );
         let get_item = move |Path(params): Path<HashMap<String, String>>, headers: HeaderMap| async move {
             let rep = Representation::from_headers(&headers)?;
-            let (parent, name) = split(&i, &params)?;
+            let (parent, name) = item_key(&p, &n, &params)?;
             let value = c.get(&parent, &name).await?;
             let key = c.key(&parent, &name);
             let store = c.store().as_ref();
@@ -255,9 +264,9 @@ impl<T: Object> FileRoutes<T> {
             }
             multipart_response(&value, parts)
         };
-        let (c, i) = (Arc::clone(&collection), item);
+        let (c, p, n) = (Arc::clone(&collection), Arc::clone(&parent), item_param);
         let delete_item = move |Path(params): Path<HashMap<String, String>>| async move {
-            let (parent, name) = split(&i, &params)?;
+            let (parent, name) = item_key(&p, &n, &params)?;
             c.delete(&parent, &name).await?;
             Ok::<_, ApiError>(StatusCode::NO_CONTENT)
         };
@@ -285,15 +294,6 @@ pub async fn read_form(
 ) -> std::result::Result<MultipartForm, ApiError> {
     let form = form.map_err(|r| ApiError::with_status(StatusCode::BAD_REQUEST, r.body_text()))?;
     MultipartForm::read(form, max_file).await
-}
-
-/// The parent key and name of the object an item URL names.
-fn split(item: &KeyPattern, params: &HashMap<String, String>) -> Result<(ResourceKey, String)> {
-    let key = item.key(params)?;
-    match (key.parent(), key.name()) {
-        (Some(parent), Some(name)) => Ok((parent, name.to_owned())),
-        _ => Err(Error::invalid("the URL names no object")),
-    }
 }
 
 /// The routes of a file intent type: [`FileRoutes`] over its collection under `/v2`, its

@@ -233,7 +233,7 @@ impl<T: Object> Routes<T> {
 }
 
 /// The parent key and item name of an item route.
-fn item_key(
+pub(super) fn item_key(
     parent: &KeyPattern,
     item_param: &str,
     params: &HashMap<String, String>,

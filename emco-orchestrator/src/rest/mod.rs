@@ -77,10 +77,11 @@ struct ClusterPath {
 
 /// Every route of the orchestrator, clm and dcm (CRUD, label and kv queries, approve).
 pub fn router(orch: Orchestrator) -> Router {
-    let upload_limit = usize::try_from(orch.limits().max_archive.max(orch.limits().max_kubeconfig))
+    let max_file = orch.limits().max_archive.max(orch.limits().max_kubeconfig);
+    // The form's framing and metadata come on top of the file.
+    let upload_limit = usize::try_from(max_file)
         .unwrap_or(usize::MAX)
         .saturating_add(1024 * 1024);
-    let max_file = orch.limits().max_archive.max(orch.limits().max_kubeconfig);
     let uploads = Router::new()
         .merge(
             FileRoutes::new(format!("{CA}/apps"), keys::APP, orch.apps())
