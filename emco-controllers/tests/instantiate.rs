@@ -17,6 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use axum::body::Body;
 use bytes::Bytes;
+use emco_appcontext::keys::Keyed;
 use emco_appcontext::{AppContext, ResourceKey};
 use emco_controller_sdk::intent::IntentType;
 use emco_controller_sdk::remote::{AppContextService, RemoteAppContextStore};
@@ -33,7 +34,7 @@ use emco_core::model::{
     LogicalCloudSpec,
 };
 use emco_core::placement::{AppPlacementIntent, AppPlacementSpec, PlacementIntent};
-use emco_core::{Error, Metadata};
+use emco_core::{DigRef, Error, LogicalCloudRef, Metadata};
 use emco_orchestrator::{Orchestrator, keys, rest};
 use emco_rsync::connector::kube::KubePool;
 use emco_rsync::connector::{Connector, DEPLOYMENT_ID_LABEL, Resource, Scope};
@@ -198,7 +199,8 @@ impl World {
                 ..LogicalCloudSpec::default()
             },
         };
-        o.logical_clouds()
+        o.onboarding()
+            .logical_clouds()
             .create(&keys::project(PROJECT), &lc)
             .await
             .unwrap();
@@ -211,36 +213,43 @@ impl World {
                     ..ClusterReferenceSpec::default()
                 },
             };
-            o.cluster_references()
+            o.onboarding()
+                .cluster_references()
                 .create(&keys::logical_cloud(PROJECT, "lc"), &r)
                 .await
                 .unwrap();
         }
-        o.instantiate_logical_cloud(PROJECT, "lc").await.unwrap();
+        o.clouds()
+            .instantiate(&LogicalCloudRef::new(PROJECT, "lc"))
+            .await
+            .unwrap();
 
-        o.create_composite_app(
-            PROJECT,
-            &CompositeApp {
-                metadata: meta(CA),
-                spec: CompositeAppSpec {
-                    composite_app_version: "v1".into(),
+        o.onboarding()
+            .create_composite_app(
+                PROJECT,
+                &CompositeApp {
+                    metadata: meta(CA),
+                    spec: CompositeAppSpec {
+                        composite_app_version: "v1".into(),
+                    },
                 },
-            },
-        )
-        .await
-        .unwrap();
+            )
+            .await
+            .unwrap();
         let ca = keys::composite_app(PROJECT, CA, "v1");
         let chart = self.file("chart.tgz", &tgz(APP, CHART));
-        o.create_app(
-            &ca,
-            &App {
-                metadata: meta(APP),
-            },
-            &chart,
-        )
-        .await
-        .unwrap();
-        o.composite_profiles()
+        o.onboarding()
+            .create_app(
+                &ca,
+                &App {
+                    metadata: meta(APP),
+                },
+                &chart,
+            )
+            .await
+            .unwrap();
+        o.onboarding()
+            .composite_profiles()
             .create(
                 &ca,
                 &CompositeProfile {
@@ -250,16 +259,17 @@ impl World {
             .await
             .unwrap();
         let profile = self.file("profile.tgz", &tgz("profile", PROFILE));
-        o.create_app_profile(
-            &ca.child(keys::COMPOSITE_PROFILE, "cp"),
-            &AppProfile {
-                metadata: meta("web-profile"),
-                spec: AppProfileSpec { app: APP.into() },
-            },
-            &profile,
-        )
-        .await
-        .unwrap();
+        o.onboarding()
+            .create_app_profile(
+                &ca.child(keys::COMPOSITE_PROFILE, "cp"),
+                &AppProfile {
+                    metadata: meta("web-profile"),
+                    spec: AppProfileSpec { app: APP.into() },
+                },
+                &profile,
+            )
+            .await
+            .unwrap();
     }
 
     /// Registers controller `name` at `addr` (`kind` action or placement) with
@@ -320,7 +330,7 @@ impl World {
 
     /// Deployment intent group `name` placing web by `placement`, its DIG intent naming
     /// `intents` (controller -> intent), approved.
-    async fn dig(&self, name: &str, placement: Value, intents: &[(&str, &str)]) -> ResourceKey {
+    async fn dig(&self, name: &str, placement: Value, intents: &[(&str, &str)]) -> DigRef {
         let o = &self.orch;
         let ca = keys::composite_app(PROJECT, CA, "v1");
         let group = DeploymentIntentGroup {
@@ -332,12 +342,15 @@ impl World {
                 override_values: Vec::new(),
             },
         };
-        o.deployment_intent_groups()
+        o.onboarding()
+            .deployment_intent_groups()
             .create(&ca, &group)
             .await
             .unwrap();
-        let dig = keys::dig(PROJECT, CA, "v1", name);
-        o.generic_placement_intents()
+        let dig_ref = DigRef::new(PROJECT, CA, "v1", name);
+        let dig = dig_ref.key();
+        o.onboarding()
+            .generic_placement_intents()
             .create(
                 &dig,
                 &GenericPlacementIntent {
@@ -354,7 +367,8 @@ impl World {
                 intent: placement,
             },
         };
-        o.app_placement_intents()
+        o.onboarding()
+            .app_placement_intents()
             .create(&dig.child(keys::GENERIC_PLACEMENT_INTENT, "gpi"), &api)
             .await
             .unwrap();
@@ -362,7 +376,8 @@ impl World {
         for (c, i) in intents {
             intent.insert((*c).to_owned(), (*i).to_owned());
         }
-        o.dig_intents()
+        o.onboarding()
+            .dig_intents()
             .create(
                 &dig,
                 &DigIntent {
@@ -372,15 +387,16 @@ impl World {
             )
             .await
             .unwrap();
-        o.approve(&dig).await.unwrap();
-        dig
+        o.deployments().approve(&dig_ref).await.unwrap();
+        dig_ref
     }
 
     /// The context the group's record names as deployed.
-    async fn context(&self, dig: &ResourceKey) -> AppContext {
+    async fn context(&self, dig: &DigRef) -> AppContext {
         let id: u64 = self
             .orch
-            .dig_state(dig)
+            .deployments()
+            .state(dig)
             .await
             .unwrap()
             .statusctxid
@@ -391,8 +407,13 @@ impl World {
             .unwrap()
     }
 
-    async fn state(&self, dig: &ResourceKey) -> DigState {
-        self.orch.dig_state(dig).await.unwrap().current_state()
+    async fn state(&self, dig: &DigRef) -> DigState {
+        self.orch
+            .deployments()
+            .state(dig)
+            .await
+            .unwrap()
+            .current_state()
     }
 
     /// The object `kind`/`name` (`apiVersion` `api`) on kubesim cluster `cluster`, if any.
@@ -508,7 +529,7 @@ async fn sdk_controllers_over_grpc_and_in_process_and_refusals() {
         let dig = w
             .dig(name, on("c1"), &[("remote", "blue"), (controller, "x")])
             .await;
-        let e = w.orch.instantiate(&dig).await.unwrap_err();
+        let e = w.orch.deployments().instantiate(&dig).await.unwrap_err();
         let text = e.to_string();
         assert!(text.contains(&format!("controller {controller}")), "{text}");
         assert!(text.contains(says), "{text}");
@@ -525,7 +546,7 @@ async fn sdk_controllers_over_grpc_and_in_process_and_refusals() {
     let dig = w
         .dig("d-ok", on("c1"), &[("remote", "blue"), ("inproc", "green")])
         .await;
-    w.orch.instantiate(&dig).await.unwrap();
+    w.orch.deployments().instantiate(&dig).await.unwrap();
     let ctx = w.context(&dig).await;
     let d = w.wait_object("c1", DEPLOYMENT, &ctx, |_| true).await;
     assert_eq!(d["metadata"]["labels"]["remote"], "blue", "{d}");
@@ -533,7 +554,7 @@ async fn sdk_controllers_over_grpc_and_in_process_and_refusals() {
 
     // An update: the gRPC controller sees the context it replaces and changes the new one
     // (unchanged objects are not applied again). A terminate is passed on to it.
-    assert_eq!(w.orch.update(&dig).await.unwrap(), 2);
+    assert_eq!(w.orch.deployments().update(&dig).await.unwrap(), 2);
     let next = w.context(&dig).await;
     let yaml = next
         .resource(APP, "edge+c1", "web+Deployment")
@@ -544,7 +565,7 @@ async fn sdk_controllers_over_grpc_and_in_process_and_refusals() {
     // rsync drops an update still queued when a terminate of the new context arrives, which
     // leaves the first context's objects on the cluster; let the update run first.
     w.settled(&next).await;
-    w.orch.terminate(&dig).await.unwrap();
+    w.orch.deployments().terminate(&dig).await.unwrap();
     w.wait_gone("c1", DEPLOYMENT).await;
     let calls = remote.calls.lock().unwrap().clone();
     let (first, second) = (ctx.id(), next.id());
@@ -595,7 +616,8 @@ async fn gac_patches_adds_objects_fills_data_by_scope_and_updates() {
         {"clusterProvider": PROVIDER, "cluster": "c3"}]});
     let dig = w.dig("d1", all, &[("gac", "g1")]).await;
     let g1 =
-        put_intent::<GenericK8sIntent>(o, &dig, json!({"metadata": {"name": "g1"}}), &[]).await;
+        put_intent::<GenericK8sIntent>(o, &dig.key(), json!({"metadata": {"name": "g1"}}), &[])
+            .await;
     let existing = |name: &str, kind: &str, api: &str, object: &str| {
         json!({"metadata": {"name": name}, "spec": {"app": APP, "newObject": "false",
             "resourceGVK": {"apiVersion": api, "kind": kind, "name": object}}})
@@ -676,7 +698,7 @@ async fn gac_patches_adds_objects_fills_data_by_scope_and_updates() {
     )
     .await;
 
-    o.instantiate(&dig).await.unwrap();
+    o.deployments().instantiate(&dig).await.unwrap();
     let ctx = w.context(&dig).await;
     for cluster in ["c1", "c2", "c3"] {
         let d = w.wait_object(cluster, DEPLOYMENT, &ctx, |_| true).await;
@@ -708,7 +730,7 @@ async fn gac_patches_adds_objects_fills_data_by_scope_and_updates() {
 
     // A changed customization reaches the clusters with the DIG update.
     put_intent::<Customization>(o, &deploy, replicas(5), &[]).await;
-    assert_eq!(o.update(&dig).await.unwrap(), 2);
+    assert_eq!(o.deployments().update(&dig).await.unwrap(), 2);
     let ctx = w.context(&dig).await;
     for cluster in ["c1", "c2", "c3"] {
         w.wait_object(cluster, DEPLOYMENT, &ctx, |d| d["spec"]["replicas"] == 5)
@@ -725,7 +747,8 @@ async fn kv(o: &Orchestrator, cluster: &str, pairs: Value) {
             kv: vec![serde_json::from_value(pairs).unwrap()],
         },
     };
-    o.kv_pairs()
+    o.onboarding()
+        .kv_pairs()
         .create(&keys::cluster(PROVIDER, cluster), &pair)
         .await
         .unwrap();
@@ -788,8 +811,8 @@ async fn hpa_places_on_clusters_meeting_the_requirements() {
     let all = json!({"allOf": [{"clusterProvider": PROVIDER, "clusterLabel": "edge"},
         {"clusterProvider": PROVIDER, "clusterLabel": "core"}]});
     let d1 = w.dig("d1", all, &intents).await;
-    hpa_intent(o, &d1, "h", &[cpu(4)]).await;
-    o.instantiate(&d1).await.unwrap();
+    hpa_intent(o, &d1.key(), "h", &[cpu(4)]).await;
+    o.deployments().instantiate(&d1).await.unwrap();
     let ctx = w.context(&d1).await;
     assert_eq!(ctx.clusters(APP).await.unwrap(), ["edge+c2", "edge+c3"]);
     for cluster in ["c2", "c3"] {
@@ -803,7 +826,7 @@ async fn hpa_places_on_clusters_meeting_the_requirements() {
             .await
             .is_none()
     );
-    o.terminate(&d1).await.unwrap();
+    o.deployments().terminate(&d1).await.unwrap();
     for cluster in ["c2", "c3"] {
         w.wait_gone(cluster, DEPLOYMENT).await;
     }
@@ -812,22 +835,22 @@ async fn hpa_places_on_clusters_meeting_the_requirements() {
     let any = json!({"anyOf": [{"clusterProvider": PROVIDER, "clusterLabel": "edge"},
         {"clusterProvider": PROVIDER, "clusterLabel": "core"}]});
     let d2 = w.dig("d2", any.clone(), &intents).await;
-    hpa_intent(o, &d2, "h", &[cpu(64)]).await;
-    let e = o.instantiate(&d2).await.unwrap_err();
+    hpa_intent(o, &d2.key(), "h", &[cpu(64)]).await;
+    let e = o.deployments().instantiate(&d2).await.unwrap_err();
     assert!(e.to_string().contains("app web"), "{e}");
 
     // anyOf: c1 fails the mandatory requirement, the first survivor (c2) is kept.
     let d3 = w.dig("d3", any.clone(), &intents).await;
-    hpa_intent(o, &d3, "h", &[cpu(4)]).await;
-    o.instantiate(&d3).await.unwrap();
+    hpa_intent(o, &d3.key(), "h", &[cpu(4)]).await;
+    o.deployments().instantiate(&d3).await.unwrap();
     let ctx3 = w.context(&d3).await;
     assert_eq!(ctx3.clusters(APP).await.unwrap(), ["edge+c2"]);
     w.wait_object("c2", DEPLOYMENT, &ctx3, |_| true).await;
 
     // An optional requirement's weight ranks the survivors: c3 has qat.
     let d4 = w.dig("d4", any, &intents).await;
-    hpa_intent(o, &d4, "h", &[cpu(4), qat]).await;
-    o.instantiate(&d4).await.unwrap();
+    hpa_intent(o, &d4.key(), "h", &[cpu(4), qat]).await;
+    o.deployments().instantiate(&d4).await.unwrap();
     let ctx4 = w.context(&d4).await;
     assert_eq!(ctx4.clusters(APP).await.unwrap(), ["edge+c3"]);
     w.wait_object("c3", DEPLOYMENT, &ctx4, |_| true).await;
@@ -870,7 +893,7 @@ async fn the_example_label_controller_labels_deployments_on_the_clusters() {
         .unwrap();
     assert_eq!(answer.status(), StatusCode::CREATED);
 
-    w.orch.instantiate(&dig).await.unwrap();
+    w.orch.deployments().instantiate(&dig).await.unwrap();
     let ctx = w.context(&dig).await;
     let d = w.wait_object("c2", DEPLOYMENT, &ctx, |_| true).await;
     assert_eq!(d["metadata"]["labels"]["team"], "blue", "{d}");
@@ -903,7 +926,8 @@ async fn ovnaction_annotates_the_workloads_pod_template() {
         {"clusterProvider": PROVIDER, "cluster": "c2"}]});
     let dig = w.dig("d1", both, &[("ovnaction", "net")]).await;
     let nci =
-        put_intent::<NetControlIntent>(o, &dig, json!({"metadata": {"name": "net"}}), &[]).await;
+        put_intent::<NetControlIntent>(o, &dig.key(), json!({"metadata": {"name": "net"}}), &[])
+            .await;
     let wi = put_intent::<WorkloadIntent>(
         o,
         &nci,
@@ -934,7 +958,7 @@ async fn ovnaction_annotates_the_workloads_pod_template() {
         )
         .await;
     }
-    o.instantiate(&dig).await.unwrap();
+    o.deployments().instantiate(&dig).await.unwrap();
     let ctx = w.context(&dig).await;
     let nfn = r#"{"type":"ovn4nfv","interface":[{"interface":"eth1","name":"emco-private-net","defaultGateway":"false","ipAddress":"10.10.20.2"},{"interface":"eth2","name":"protected-private-net","defaultGateway":"false"}]}"#;
     for (cluster, networks) in [
@@ -1011,7 +1035,7 @@ async fn dtc_runs_its_which_deploys_istio_resources_across_clusters() {
     let dig = w.dig("d1", both, &[("dtc", "tg")]).await;
     let tg = put_intent::<emco_controllers::dtc::TrafficGroupIntent>(
         o,
-        &dig,
+        &dig.key(),
         json!({"metadata": {"name": "tg"}}),
         &[],
     )
@@ -1040,7 +1064,7 @@ async fn dtc_runs_its_which_deploys_istio_resources_across_clusters() {
         &[],
     )
     .await;
-    o.instantiate(&dig).await.unwrap();
+    o.deployments().instantiate(&dig).await.unwrap();
     let ctx = w.context(&dig).await;
     // As its writes them, under the app on each cluster (the AppContext's view).
     let on = |cluster: &str, name: &str| {
@@ -1141,7 +1165,7 @@ async fn dtc_runs_its_which_deploys_istio_resources_across_clusters() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    o.terminate(&dig).await.unwrap();
+    o.deployments().terminate(&dig).await.unwrap();
     w.wait_gone(
         "c1",
         ("security.istio.io/v1beta1", "AuthorizationPolicy", "web"),

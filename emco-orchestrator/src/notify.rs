@@ -5,7 +5,7 @@
 //! ```no_run
 //! # async fn demo(orch: emco_orchestrator::Orchestrator) -> Result<(), Box<dyn std::error::Error>> {
 //! tonic::transport::Server::builder()
-//!     .add_service(orch.status_notify_service())
+//!     .add_service(orch.status().notify_service())
 //!     .serve("127.0.0.1:9016".parse()?)
 //!     .await?;
 //! # Ok(())
@@ -17,7 +17,7 @@
 //! NOT_READY) reports readiness, DEPLOYED (or NOT_DEPLOYED) what rsync applied; the unset value
 //! (STATUS_ERROR) means READY, the default of the REST status query. `apps`, `clusters`
 //! (`provider+cluster`) and `resources` filter as the REST query's `app=`, `cluster=` and
-//! `resource=` do ([`Orchestrator::dig_status`], [`Orchestrator::logical_cloud_status`]). Each
+//! `resource=` do ([`crate::Status::deployment`], [`crate::Status::logical_cloud`]). Each
 //! notification carries the overall value: DEPLOYED when the context is `Instantiated` or
 //! `Updated` and every resource kept by the filters is applied, READY when every such resource
 //! is ready (neither when there is none). With output ALL it also carries one `AppStatus` detail
@@ -25,7 +25,7 @@
 //! DEPLOYED / READY when all of its resources are). A notification is sent only when it differs
 //! from the last one sent on that stream.
 //!
-//! Changes come from [`Orchestrator::watch_status`] (see [`crate::watch`]); this module turns each
+//! Changes come from [`crate::Status::watch`] (see [`crate::watch`]); this module turns each
 //! status into a notification. `StatusDeregister` ends every stream of the client id; a stream
 //! whose group or cloud is deleted ends with NOT_FOUND.
 
@@ -47,18 +47,17 @@ use futures::{Stream, StreamExt as _};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
-use crate::Orchestrator;
 use crate::status::READY;
 use crate::watch::{StatusWatch, WatchTarget};
 
-impl Orchestrator {
-    /// The `StatusNotify` gRPC service over this orchestrator, ready to mount on a
+impl crate::Status {
+    /// The `StatusNotify` gRPC service over this status service, ready to mount on a
     /// `tonic::transport::Server` (EMCO serves it on port 9016). Every call returns an
     /// independent service: clients registered on one are deregistered on that one only.
     #[must_use]
-    pub fn status_notify_service(&self) -> StatusNotifyServer<StatusNotifyService> {
+    pub fn notify_service(&self) -> StatusNotifyServer<StatusNotifyService> {
         StatusNotifyServer::new(StatusNotifyService {
-            orch: self.clone(),
+            status: self.clone(),
             clients: Arc::default(),
         })
     }
@@ -67,7 +66,7 @@ impl Orchestrator {
 /// The implementation of `StatusNotify`; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct StatusNotifyService {
-    orch: Orchestrator,
+    status: crate::Status,
     clients: Arc<Mutex<Clients>>,
 }
 
@@ -116,7 +115,7 @@ impl StatusNotifyService {
             .entry(id.to_owned())
             .or_insert_with(|| Client {
                 // Streams end at shutdown too, so they do not hold up a graceful stop.
-                token: self.orch.shutdown_token().child_token(),
+                token: self.status.core.shutdown_token().child_token(),
                 streams: 0,
                 generation,
             });
@@ -326,8 +325,8 @@ impl StatusNotify for StatusNotifyService {
         let summary = reg.output == emco_proto::StatusOutput::Summary as i32;
         // Errors of the registration itself (no such group, a bad filter) answer the call.
         let mut watch = self
-            .orch
-            .watch_status(target, query)
+            .status
+            .watch(target, query)
             .await
             .map_err(|e| status_of(&e))?;
         let first = notification(

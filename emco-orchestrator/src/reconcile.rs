@@ -66,7 +66,7 @@ impl Orchestrator {
 
     /// Repairs what `seen` misses if the record is still as it was seen; returns whether it did.
     async fn repair(&self, seen: &Missing) -> Result<bool> {
-        let _held = self.handover.lock(&seen.key).await;
+        let _held = self.core.handover.lock(&seen.key).await;
         if self.missing_at(&seen.key).await?.as_ref() != Some(seen) {
             return Ok(false);
         }
@@ -76,23 +76,25 @@ impl Orchestrator {
                     "queuing the rsync work a crash left unqueued");
                 match (event, previous_context(&seen.info, context)) {
                     (RsyncEvent::Update, Some(from)) => {
-                        match self.rsync().update(from, context).await {
+                        match self.core.rsync().update(from, context).await {
                             // The replaced context is gone: deploy the new one whole.
                             Err(e) if e.kind() == ErrorKind::NotFound => {
-                                self.rsync().instantiate(context).await?;
+                                self.core.rsync().instantiate(context).await?;
                             }
                             done => done?,
                         }
                     }
-                    _ => self.rsync().instantiate(context).await?,
+                    _ => self.core.rsync().instantiate(context).await?,
                 }
             }
             Repair::DropClaim => {
                 tracing::warn!(key = %seen.key, "dropping a claim a crash left unfinished");
-                let record = Record::load(self.store().as_ref(), &seen.key).await?;
+                let record = Record::load(self.core.store().as_ref(), &seen.key).await?;
                 let mut info = record.info.clone();
                 info.actions.pop();
-                record.swap(self.store().as_ref(), &seen.key, info).await?;
+                record
+                    .swap(self.core.store().as_ref(), &seen.key, info)
+                    .await?;
             }
         }
         Ok(true)
@@ -100,7 +102,7 @@ impl Orchestrator {
 
     /// Every record with a missing hand-over: deployment intent groups and logical clouds.
     async fn missing_hand_overs(&self) -> Result<Vec<Missing>> {
-        let store = self.store().as_ref();
+        let store = self.core.store().as_ref();
         let mut found = Vec::new();
         for (project, _) in store.list(&ResourceKey::root(), keys::PROJECT, &[]).await? {
             let mut records = Vec::new();
@@ -119,7 +121,7 @@ impl Orchestrator {
 
     /// The hand-over the record at `key` misses, if any.
     async fn missing_at(&self, key: &ResourceKey) -> Result<Option<Missing>> {
-        let Some(record) = Record::read(self.store().as_ref(), key).await? else {
+        let Some(record) = Record::read(self.core.store().as_ref(), key).await? else {
             return Ok(None);
         };
         let event = match record.info.current_state() {
@@ -141,7 +143,7 @@ impl Orchestrator {
                 };
             return Ok(repair);
         }
-        let Some(ctx) = self.load_context(&record.info).await? else {
+        let Some(ctx) = self.core.load_context(&record.info).await? else {
             return Ok(None);
         };
         if !ctx.event_queue().await?.is_empty() {
@@ -161,7 +163,13 @@ impl Orchestrator {
     async fn is_admin_cloud(&self, key: &ResourceKey) -> Result<bool> {
         let parent = key.parent().unwrap_or_default();
         let name = key.name().unwrap_or_default();
-        Ok(self.logical_clouds().get(&parent, name).await?.is_admin())
+        Ok(self
+            .core
+            .objects
+            .logical_clouds()
+            .get(&parent, name)
+            .await?
+            .is_admin())
     }
 }
 

@@ -14,12 +14,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use emco_appcontext::context::CompositeAppMeta;
-use emco_appcontext::{AppContextStore, InMemoryAppContextStore, ResourceKey, ResourceStore};
+use emco_appcontext::{
+    AppContext, AppContextStore, InMemoryAppContextStore, ResourceKey, ResourceStore,
+};
 use emco_controller_sdk::client::ControllerRegistry;
 use emco_controller_sdk::controller::Stores;
+use emco_core::lifecycle::StateInfo;
 use emco_core::model::{Cluster, ClusterReference, GitOpsSpec, KvPair};
 use emco_core::placement::{AnyOfStrategy, FirstLexicographic};
-use emco_core::{Error, Result};
+use emco_core::{Error, ErrorKind, Result};
 use emco_helm::HelmCompat;
 use emco_rsync::connector::Connector;
 use emco_rsync::connector::gitops::{GitOpsConfig, GitOpsConnector};
@@ -27,8 +30,9 @@ use emco_rsync::connector::kube::KubePool;
 use emco_rsync::engine::{ClusterResolver, Rsync, RsyncBuilder};
 use tokio_util::sync::CancellationToken;
 
+use crate::handover::HandOverLocks;
 use crate::upload::Limits;
-use crate::{Orchestrator, keys};
+use crate::{Onboarding, Orchestrator, keys};
 
 /// The blob of a logical cloud's cluster reference holding the kubeconfig dcm generated for that
 /// cloud on that cluster (standard and privileged logical clouds).
@@ -195,40 +199,68 @@ impl OrchestratorBuilder {
             Some(build) => build(stores),
             None => ControllerRegistry::new(stores),
         };
-        Ok(Orchestrator {
-            store: self.store,
-            limits: self.limits,
-            helm: self.helm,
-            handover: crate::handover::HandOverLocks::default(),
-            runtime: Arc::new(Runtime {
-                shutdown: std::sync::Mutex::new(CancellationToken::new()),
-                contexts,
-                rsync,
-                controllers: Arc::new(controllers),
-                any_of: self.any_of.unwrap_or_else(|| Arc::new(FirstLexicographic)),
-                reconcile_grace: self.reconcile_grace,
-            }),
-        })
+        let runtime = Arc::new(Runtime {
+            shutdown: std::sync::Mutex::new(CancellationToken::new()),
+            contexts: Arc::clone(&contexts),
+            rsync,
+            controllers: Arc::new(controllers),
+            any_of: self.any_of.unwrap_or_else(|| Arc::new(FirstLexicographic)),
+            reconcile_grace: self.reconcile_grace,
+        });
+        let core = Core {
+            objects: Onboarding::new(self.store, contexts, self.limits),
+            runtime,
+            handover: HandOverLocks::default(),
+        };
+        Ok(Orchestrator::from_core(core, self.helm))
     }
 }
 
-impl Orchestrator {
-    /// The AppContext store.
-    #[must_use]
-    pub fn contexts(&self) -> &Arc<dyn AppContextStore> {
+/// What the lifecycle and status services share: the objects, the run-time services and the
+/// order of record writes and hand-overs. Cheap to clone; clones share everything.
+#[derive(Debug, Clone)]
+pub(crate) struct Core {
+    pub(crate) objects: Onboarding,
+    pub(crate) runtime: Arc<Runtime>,
+    /// Orders each record write with its hand-over to rsync (see [`crate::handover`]).
+    pub(crate) handover: HandOverLocks,
+}
+
+impl Core {
+    pub(crate) fn store(&self) -> &Arc<dyn ResourceStore> {
+        self.objects.store()
+    }
+
+    pub(crate) fn contexts(&self) -> &Arc<dyn AppContextStore> {
         &self.runtime.contexts
     }
 
-    /// The rsync engine.
-    #[must_use]
-    pub fn rsync(&self) -> &Rsync {
+    pub(crate) fn rsync(&self) -> &Rsync {
         &self.runtime.rsync
     }
 
-    /// The controller registry.
-    #[must_use]
-    pub fn controller_registry(&self) -> &Arc<ControllerRegistry> {
+    pub(crate) fn controller_registry(&self) -> &Arc<ControllerRegistry> {
         &self.runtime.controllers
+    }
+
+    pub(crate) fn any_of_strategy(&self) -> &dyn AnyOfStrategy {
+        self.runtime.any_of.as_ref()
+    }
+
+    /// The current context of lifecycle record `state`; `None` when it names none or the
+    /// context is gone.
+    ///
+    /// # Errors
+    /// Internal for a corrupt record; the store's errors.
+    pub(crate) async fn load_context(&self, state: &StateInfo) -> Result<Option<AppContext>> {
+        let Some(id) = state.current_context_id()? else {
+            return Ok(None);
+        };
+        match AppContext::load(Arc::clone(self.contexts()), id.get()).await {
+            Ok(ctx) => Ok(Some(ctx)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The shutdown signal given to [`Orchestrator::start`] (never cancelled before it).
@@ -239,13 +271,9 @@ impl Orchestrator {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
+}
 
-    /// How anyOf groups choose their cluster.
-    #[must_use]
-    pub fn any_of_strategy(&self) -> &dyn AnyOfStrategy {
-        self.runtime.any_of.as_ref()
-    }
-
+impl Orchestrator {
     /// Resumes every deployment an earlier process left running, and in the background queues
     /// the hand-overs a crash cut short ([`Self::reconcile`]); `cancel` shuts the engine down.
     ///
@@ -253,13 +281,14 @@ impl Orchestrator {
     /// The AppContext store's errors.
     pub async fn start(&self, cancel: CancellationToken) -> Result<()> {
         *self
+            .core
             .runtime
             .shutdown
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = cancel.clone();
-        self.runtime.rsync.start(cancel.clone()).await?;
+        self.rsync().start(cancel.clone()).await?;
         // Credentials of standard logical clouds whose issuing an earlier process left unfinished.
-        let resumed = self.resume_logical_clouds().await?;
+        let resumed = self.clouds().resume().await?;
         if resumed > 0 {
             tracing::info!(resumed, "resumed issuing logical cloud credentials");
         }
@@ -267,7 +296,7 @@ impl Orchestrator {
         tokio::spawn(async move {
             tokio::select! {
                 () = cancel.cancelled() => {}
-                done = orch.reconcile(orch.runtime.reconcile_grace) => match done {
+                done = orch.reconcile(orch.core.runtime.reconcile_grace) => match done {
                     Ok(0) => {}
                     Ok(queued) => tracing::info!(queued, "queued hand-overs a crash cut short"),
                     Err(e) => tracing::warn!(error = %e, "cannot look for cut-short hand-overs"),

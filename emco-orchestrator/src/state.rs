@@ -235,6 +235,8 @@ pub(crate) async fn hand_over(
 /// the operation is recorded (`written`, over `before`). When the record was refused, as a
 /// loser of a race is, `fresh` is deleted unused; when rsync refuses, as [`hand_over`].
 ///
+/// Returns the record as written.
+///
 /// # Errors
 /// The record's or rsync's refusal.
 pub(crate) async fn deploy_fresh(
@@ -244,9 +246,12 @@ pub(crate) async fn deploy_fresh(
     before: &Record,
     fresh: &AppContext,
     queued: impl Future<Output = Result<()>>,
-) -> Result<()> {
+) -> Result<Record> {
     match written {
-        Ok(written) => hand_over(store, queued, &[(key, &written, before)], Some(fresh)).await,
+        Ok(written) => {
+            hand_over(store, queued, &[(key, &written, before)], Some(fresh)).await?;
+            Ok(written)
+        }
         Err(e) => {
             crate::dcm::discard(fresh).await;
             Err(e)
@@ -273,7 +278,7 @@ impl OnCurrent {
     }
 }
 
-impl crate::Orchestrator {
+impl crate::runtime::Core {
     /// Appends `state` at `revision` to `record` of `key`, naming the record's current context,
     /// then tells rsync `on` that context (`context`, loaded by the caller; nothing to tell when
     /// it is gone), all under the key's hand-over lock ([`crate::handover`]); the record is put
@@ -329,7 +334,7 @@ pub async fn load_state(store: &dyn ResourceStore, key: &ResourceKey) -> Result<
 }
 
 /// Stores the lifecycle record of the object at `key` whatever it was: for creating a record
-/// and for tests. Operations change records with [`Record::swap`].
+/// and for tests. Operations change records by compare-and-set instead.
 ///
 /// # Errors
 /// The store's errors.

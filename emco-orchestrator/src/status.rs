@@ -1,7 +1,7 @@
 //! The status of deployment intent groups (`GET DIG/status`, EMCO.md section 7), read from their
 //! AppContexts.
 //!
-//! [`Orchestrator::dig_status`] reads the whole context of the group in one prefix listing and
+//! [`Status::deployment`] reads the whole context of the group in one prefix listing and
 //! answers every query option of EMCO:
 //!
 //! - the context: `instance=` (any context of the group's history), else the latest one its
@@ -29,7 +29,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use emco_appcontext::context::{ContextKey, ResourceStatusRecord};
-use emco_appcontext::{AppContext, AppContextStore, ResourceKey};
+use emco_appcontext::keys::Keyed;
+use emco_appcontext::{AppContext, AppContextStore};
 use emco_core::lifecycle::{RsyncStatus, StateInfo};
 use emco_core::model::status::{
     AppStatus, AppsList, ClusterEntry, ClusterStatus, ClustersByApp, ClustersOfApp, DigStatus, Gvk,
@@ -41,7 +42,8 @@ use emco_rsync::connector::Resource;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Orchestrator, keys, load_state};
+use crate::runtime::Core;
+use crate::{ClusterNetworks, Deployments, LogicalClouds, load_state};
 
 /// The ready status of a resource that is ready.
 pub const READY: &str = "Ready";
@@ -401,32 +403,58 @@ impl ResourceView {
     }
 }
 
-impl Orchestrator {
-    /// The status of the deployment intent group at `dig` (see [`keys::dig`]) as `query` asks
+/// The status service: the status of deployment intent groups, logical clouds and cluster
+/// networks, once ([`Status::deployment`], [`Status::logical_cloud`],
+/// [`Status::cluster_networks`]) or followed as it changes ([`Status::watch`], the
+/// StatusNotify gRPC service). Cheap to clone; clones share everything.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub(crate) core: Core,
+    /// The lifecycle records of the three kinds of target.
+    pub(crate) deployments: Deployments,
+    pub(crate) clouds: LogicalClouds,
+    pub(crate) networks: ClusterNetworks,
+}
+
+impl Status {
+    pub(crate) fn new(
+        core: Core,
+        deployments: Deployments,
+        clouds: LogicalClouds,
+        networks: ClusterNetworks,
+    ) -> Self {
+        Self {
+            core,
+            deployments,
+            clouds,
+            networks,
+        }
+    }
+
+    /// The status of the deployment intent group `dig` as `query` asks
     /// (EMCO.md section 7; the module documentation lists the semantics).
     ///
     /// # Errors
     /// NotFound when the group, or the context `instance=` names, does not exist or is not the
     /// group's; InvalidArgument for an `instance` that is not a context id or an `app` filter
     /// naming no app of the deployment; the stores' errors.
-    pub async fn dig_status(
-        &self,
-        dig: &ResourceKey,
-        query: &StatusQuery,
-    ) -> Result<StatusResponse> {
+    pub async fn deployment(&self, dig: &DigRef, query: &StatusQuery) -> Result<StatusResponse> {
+        let key = dig.key();
+        let group = self
+            .core
+            .objects
+            .deployment_intent_groups()
+            .get(&key.parent().unwrap_or_default(), &dig.dig)
+            .await?;
+        let state = load_state(self.core.store().as_ref(), &key).await?;
         let DigRef {
             project,
             composite_app,
             version,
             dig: name,
-        } = keys::dig_ref(dig)?;
-        let group = self
-            .deployment_intent_groups()
-            .get(&dig.parent().unwrap_or_default(), &name)
-            .await?;
-        let state = load_state(self.store().as_ref(), dig).await?;
+        } = dig.clone();
         let snapshot = match context_of(&state, query.instance.as_deref())? {
-            Some(id) => Some(Snapshot::read(self.contexts(), id).await?),
+            Some(id) => Some(Snapshot::read(self.core.contexts(), id).await?),
             None => None,
         };
         // Only the full status refuses an app filter naming no app of the deployment; the list

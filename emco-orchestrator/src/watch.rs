@@ -1,4 +1,4 @@
-//! Following a deployment's status as it changes: [`Orchestrator::watch_status`] gives a
+//! Following a deployment's status as it changes: [`Status::watch`] gives a
 //! [`StatusWatch`] that yields the full status of a deployment intent group or a logical cloud
 //! (as `GET .../status` answers it) at once and then whenever it differs. Every live consumer
 //! builds on it: the `StatusNotify` gRPC service, and embedders and bindings that iterate over
@@ -11,14 +11,13 @@
 
 use std::time::Duration;
 
-use emco_appcontext::keys::Keyed;
 use emco_appcontext::kv::WatchStream;
 use emco_appcontext::{AppContext, ListOptions};
 use emco_core::model::status::{DigStatus, StatusMode, StatusQuery, StatusResponse};
 use emco_core::{DigRef, Error, LogicalCloudRef, Result};
 use futures::{FutureExt as _, Stream, StreamExt as _};
 
-use crate::Orchestrator;
+use crate::Status;
 use crate::status::context_of;
 
 /// How long a burst of changes is let settle before the status is read again.
@@ -58,20 +57,16 @@ impl std::fmt::Debug for StatusWatch {
     }
 }
 
-impl Orchestrator {
+impl Status {
     /// Follows `target`'s full status under `query`'s filters (its mode is taken as full).
     ///
     /// # Errors
     /// What the status query answers: NotFound for a missing target or a context that is not
     /// its own, InvalidArgument for an `app` filter naming no app; the stores' errors.
-    pub async fn watch_status(
-        &self,
-        target: WatchTarget,
-        mut query: StatusQuery,
-    ) -> Result<StatusWatch> {
+    pub async fn watch(&self, target: WatchTarget, mut query: StatusQuery) -> Result<StatusWatch> {
         query.mode = StatusMode::Full;
         let source = Source {
-            orch: self.clone(),
+            status: self.clone(),
             target,
             query,
         };
@@ -189,7 +184,7 @@ impl StatusWatch {
 /// What a watch reads: the target's record and status (no stream, so borrows of it are `Send`).
 #[derive(Debug)]
 struct Source {
-    orch: Orchestrator,
+    status: Status,
     target: WatchTarget,
     query: StatusQuery,
 }
@@ -199,12 +194,8 @@ impl Source {
     async fn current_context(&self) -> Result<Option<u64>> {
         // NotFound once the target itself is gone.
         let state = match &self.target {
-            WatchTarget::Dig(dig) => self.orch.dig_state(&dig.key()).await?,
-            WatchTarget::LogicalCloud(lc) => {
-                self.orch
-                    .logical_cloud_state(&lc.project, &lc.logical_cloud)
-                    .await?
-            }
+            WatchTarget::Dig(dig) => self.status.deployments.state(dig).await?,
+            WatchTarget::LogicalCloud(lc) => self.status.clouds.state(lc).await?,
         };
         context_of(&state, None)
     }
@@ -212,7 +203,7 @@ impl Source {
     /// A watch on context `id` from the present revision on.
     async fn open(&self, id: u64) -> Result<WatchStream> {
         let root = AppContext::prefix(id);
-        let store = self.orch.contexts();
+        let store = self.status.core.contexts();
         let page = store
             .list(
                 &root,
@@ -229,12 +220,8 @@ impl Source {
     /// The target's full status, as the REST status query answers it.
     async fn status(&self) -> Result<DigStatus> {
         let answer = match &self.target {
-            WatchTarget::Dig(dig) => self.orch.dig_status(&dig.key(), &self.query).await?,
-            WatchTarget::LogicalCloud(lc) => {
-                self.orch
-                    .logical_cloud_status(&lc.project, &lc.logical_cloud, &self.query)
-                    .await?
-            }
+            WatchTarget::Dig(dig) => self.status.deployment(dig, &self.query).await?,
+            WatchTarget::LogicalCloud(lc) => self.status.logical_cloud(lc, &self.query).await?,
         };
         match answer {
             StatusResponse::Full(status) => Ok(*status),

@@ -14,7 +14,7 @@ use emco_core::model::{
     ClusterQuota, ClusterReference, ClusterReferenceSpec, CompositeApp, CompositeProfile,
     DeploymentIntentGroup, LogicalCloud, UserPermission,
 };
-use emco_core::{ErrorKind, Metadata};
+use emco_core::{ErrorKind, LogicalCloudRef, Metadata};
 use emco_orchestrator::dcm::cloud_for_deployment;
 use emco_orchestrator::{keys, rest, save_state};
 use emco_rsync::connector::kube::KubeConnector;
@@ -90,6 +90,7 @@ impl World {
     async fn create_cloud(&self, lc: Value, references: &[&str]) {
         let lc: LogicalCloud = serde_json::from_value(lc).unwrap();
         self.orch
+            .onboarding()
             .logical_clouds()
             .create(&keys::project(PROJECT), &lc)
             .await
@@ -105,6 +106,7 @@ impl World {
                 },
             };
             self.orch
+                .onboarding()
                 .cluster_references()
                 .create(&key, &r)
                 .await
@@ -114,7 +116,8 @@ impl World {
 
     async fn state(&self, cloud: &str) -> DigState {
         self.orch
-            .logical_cloud_state(PROJECT, cloud)
+            .clouds()
+            .state(&LogicalCloudRef::new(PROJECT, cloud))
             .await
             .unwrap()
             .current_state()
@@ -177,7 +180,7 @@ async fn admin_cloud_lifecycle_and_refusals() {
     )
     .await;
     let url = lc_url("admin");
-    let err = cloud_for_deployment(&w.orch, PROJECT, "admin")
+    let err = cloud_for_deployment(w.orch.onboarding(), PROJECT, "admin")
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::FailedPrecondition);
@@ -204,7 +207,7 @@ async fn admin_cloud_lifecycle_and_refusals() {
     let (code, body) = w.call("POST", &format!("{url}/instantiate")).await;
     assert_eq!(code, StatusCode::CONFLICT);
     assert!(body.contains("already instantiated"), "{body}");
-    let cloud = cloud_for_deployment(&w.orch, PROJECT, "admin")
+    let cloud = cloud_for_deployment(w.orch.onboarding(), PROJECT, "admin")
         .await
         .unwrap();
     assert_eq!(cloud.level, "0");
@@ -245,9 +248,14 @@ async fn admin_cloud_lifecycle_and_refusals() {
         json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}}),
     )
     .unwrap();
-    w.orch.create_composite_app(PROJECT, &ca).await.unwrap();
+    w.orch
+        .onboarding()
+        .create_composite_app(PROJECT, &ca)
+        .await
+        .unwrap();
     let ca_key = keys::composite_app(PROJECT, "ca", "v1");
     w.orch
+        .onboarding()
         .composite_profiles()
         .create(
             &ca_key,
@@ -263,6 +271,7 @@ async fn admin_cloud_lifecycle_and_refusals() {
     }))
     .unwrap();
     w.orch
+        .onboarding()
         .deployment_intent_groups()
         .create(&ca_key, &dig)
         .await
@@ -291,7 +300,7 @@ async fn admin_cloud_lifecycle_and_refusals() {
     assert_eq!(code, StatusCode::CONFLICT);
     assert_eq!(body, "The Logical Cloud has already been terminated\n");
     assert_eq!(
-        cloud_for_deployment(&w.orch, PROJECT, "admin")
+        cloud_for_deployment(w.orch.onboarding(), PROJECT, "admin")
             .await
             .unwrap_err()
             .kind(),
@@ -350,6 +359,7 @@ async fn admin_cloud_lifecycle_and_refusals() {
         StatusCode::ACCEPTED
     );
     w.orch
+        .onboarding()
         .deployment_intent_groups()
         .delete(&ca_key, "d1")
         .await
@@ -436,8 +446,14 @@ async fn standard_cloud_deploys_and_its_kubeconfigs_authenticate() {
         "spec": {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
     }))
     .unwrap();
-    w.orch.user_permissions().create(&key, &pods).await.unwrap();
     w.orch
+        .onboarding()
+        .user_permissions()
+        .create(&key, &pods)
+        .await
+        .unwrap();
+    w.orch
+        .onboarding()
         .user_permissions()
         .create(&key, &nodes)
         .await
@@ -445,11 +461,16 @@ async fn standard_cloud_deploys_and_its_kubeconfigs_authenticate() {
     let quota: ClusterQuota =
         serde_json::from_value(json!({"metadata": {"name": "q1"}, "spec": {"pods": "10"}}))
             .unwrap();
-    w.orch.cluster_quotas().create(&key, &quota).await.unwrap();
+    w.orch
+        .onboarding()
+        .cluster_quotas()
+        .create(&key, &quota)
+        .await
+        .unwrap();
 
     let url = lc_url("lc1");
     assert_eq!(
-        cloud_for_deployment(&w.orch, PROJECT, "lc1")
+        cloud_for_deployment(w.orch.onboarding(), PROJECT, "lc1")
             .await
             .unwrap_err()
             .kind(),
@@ -469,7 +490,7 @@ async fn standard_cloud_deploys_and_its_kubeconfigs_authenticate() {
     assert_eq!(code, StatusCode::ACCEPTED, "{body}");
     assert_eq!(w.state("lc1").await, DigState::Instantiated);
     w.until_kubeconfig(&url, "ref-c1").await;
-    let err = cloud_for_deployment(&w.orch, PROJECT, "lc1")
+    let err = cloud_for_deployment(w.orch.onboarding(), PROJECT, "lc1")
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::FailedPrecondition);
@@ -488,16 +509,25 @@ async fn standard_cloud_deploys_and_its_kubeconfigs_authenticate() {
     let status: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(status["readyStatus"], "NotReady", "{status}");
     // What a restarted process does; beside the running work it changes nothing.
-    assert_eq!(w.orch.resume_logical_clouds().await.unwrap(), 1);
+    assert_eq!(w.orch.clouds().resume().await.unwrap(), 1);
     w.fleet.set_fault("c2", Fault::none()).unwrap();
     until("the cloud to be ready", || async {
-        cloud_for_deployment(&w.orch, PROJECT, "lc1").await.is_ok()
+        cloud_for_deployment(w.orch.onboarding(), PROJECT, "lc1")
+            .await
+            .is_ok()
     })
     .await;
     // The certificate requests are named after the context that made them.
-    let state = w.orch.logical_cloud_state(PROJECT, "lc1").await.unwrap();
+    let state = w
+        .orch
+        .clouds()
+        .state(&LogicalCloudRef::new(PROJECT, "lc1"))
+        .await
+        .unwrap();
     let csr = format!("emco-p1-lc1-{}", state.current_context().unwrap());
-    let cloud = cloud_for_deployment(&w.orch, PROJECT, "lc1").await.unwrap();
+    let cloud = cloud_for_deployment(w.orch.onboarding(), PROJECT, "lc1")
+        .await
+        .unwrap();
     assert_eq!(
         (cloud.level.as_str(), cloud.namespace.as_str()),
         ("1", "lc1-ns")
@@ -578,13 +608,19 @@ async fn standard_cloud_deploys_and_its_kubeconfigs_authenticate() {
     // Update: a new quota is deployed, the credentials stay.
     let before = w
         .orch
-        .logical_cloud_kubeconfig(PROJECT, "lc1", "ref-c1")
+        .clouds()
+        .kubeconfig(&LogicalCloudRef::new(PROJECT, "lc1"), "ref-c1")
         .await
         .unwrap();
     let q2: ClusterQuota =
         serde_json::from_value(json!({"metadata": {"name": "q2"}, "spec": {"services": "5"}}))
             .unwrap();
-    w.orch.cluster_quotas().create(&key, &q2).await.unwrap();
+    w.orch
+        .onboarding()
+        .cluster_quotas()
+        .create(&key, &q2)
+        .await
+        .unwrap();
     let (code, body) = w.call("POST", &format!("{url}/update")).await;
     assert_eq!((code, body.as_str()), (StatusCode::ACCEPTED, "2"));
     assert_eq!(w.state("lc1").await, DigState::Updated);
@@ -596,12 +632,15 @@ async fn standard_cloud_deploys_and_its_kubeconfigs_authenticate() {
     }
     assert_eq!(
         w.orch
-            .logical_cloud_kubeconfig(PROJECT, "lc1", "ref-c1")
+            .clouds()
+            .kubeconfig(&LogicalCloudRef::new(PROJECT, "lc1"), "ref-c1")
             .await
             .unwrap(),
         before
     );
-    cloud_for_deployment(&w.orch, PROJECT, "lc1").await.unwrap();
+    cloud_for_deployment(w.orch.onboarding(), PROJECT, "lc1")
+        .await
+        .unwrap();
 
     // Terminate: everything leaves the clusters and the kubeconfigs are forgotten.
     let (code, body) = w.call("POST", &format!("{url}/terminate")).await;
@@ -620,13 +659,19 @@ async fn standard_cloud_deploys_and_its_kubeconfigs_authenticate() {
         .await;
     assert_eq!(code, StatusCode::CONFLICT);
     assert_eq!(
-        cloud_for_deployment(&w.orch, PROJECT, "lc1")
+        cloud_for_deployment(w.orch.onboarding(), PROJECT, "lc1")
             .await
             .unwrap_err()
             .kind(),
         ErrorKind::FailedPrecondition
     );
-    let references = w.orch.cluster_references().list(&key, &[]).await.unwrap();
+    let references = w
+        .orch
+        .onboarding()
+        .cluster_references()
+        .list(&key, &[])
+        .await
+        .unwrap();
     assert!(references.iter().all(|r| r.spec.certificate.is_empty()));
 }
 
@@ -644,7 +689,11 @@ async fn racing_instantiates_of_a_cloud_get_dcm_s_answer() {
     .await;
     let racers = (0..8).map(|_| {
         let orch = w.orch.clone();
-        tokio::spawn(async move { orch.instantiate_logical_cloud(PROJECT, "lc0").await })
+        tokio::spawn(async move {
+            orch.clouds()
+                .instantiate(&LogicalCloudRef::new(PROJECT, "lc0"))
+                .await
+        })
     });
     let mut won = 0;
     for done in futures::future::join_all(racers).await {
@@ -660,7 +709,12 @@ async fn racing_instantiates_of_a_cloud_get_dcm_s_answer() {
         }
     }
     assert_eq!(won, 1);
-    let info = w.orch.logical_cloud_state(PROJECT, "lc0").await.unwrap();
+    let info = w
+        .orch
+        .clouds()
+        .state(&LogicalCloudRef::new(PROJECT, "lc0"))
+        .await
+        .unwrap();
     let instantiated = info
         .actions
         .iter()
@@ -677,7 +731,12 @@ async fn a_claim_cut_short_by_a_crash_is_dropped_at_start() {
     let w = World::start().await;
     w.standard_cloud("lc1", "alice").await;
     let key = keys::logical_cloud(PROJECT, "lc1");
-    let mut info = w.orch.logical_cloud_state(PROJECT, "lc1").await.unwrap();
+    let mut info = w
+        .orch
+        .clouds()
+        .state(&LogicalCloudRef::new(PROJECT, "lc1"))
+        .await
+        .unwrap();
     info.actions.push(StateAction {
         state: DigState::Instantiated,
         instance: String::new(),
@@ -724,12 +783,15 @@ async fn update_follows_the_cluster_references() {
         StatusCode::ACCEPTED
     );
     until("the cloud to be ready", || async {
-        cloud_for_deployment(&w.orch, PROJECT, "lc2").await.is_ok()
+        cloud_for_deployment(w.orch.onboarding(), PROJECT, "lc2")
+            .await
+            .is_ok()
     })
     .await;
     let c1_config = w
         .orch
-        .logical_cloud_kubeconfig(PROJECT, "lc2", "ref-c1")
+        .clouds()
+        .kubeconfig(&LogicalCloudRef::new(PROJECT, "lc2"), "ref-c1")
         .await
         .unwrap();
 
@@ -742,15 +804,22 @@ async fn update_follows_the_cluster_references() {
             ..ClusterReferenceSpec::default()
         },
     };
-    w.orch.cluster_references().create(&key, &r).await.unwrap();
-    let err = cloud_for_deployment(&w.orch, PROJECT, "lc2")
+    w.orch
+        .onboarding()
+        .cluster_references()
+        .create(&key, &r)
+        .await
+        .unwrap();
+    let err = cloud_for_deployment(w.orch.onboarding(), PROJECT, "lc2")
         .await
         .unwrap_err();
     assert!(err.to_string().contains("update"), "{err}");
     let (code, body) = w.call("POST", &format!("{url}/update")).await;
     assert_eq!((code, body.as_str()), (StatusCode::ACCEPTED, "2"));
     until("the cloud to be ready on c2", || async {
-        cloud_for_deployment(&w.orch, PROJECT, "lc2").await.is_ok()
+        cloud_for_deployment(w.orch.onboarding(), PROJECT, "lc2")
+            .await
+            .is_ok()
     })
     .await;
     assert!(
@@ -764,7 +833,8 @@ async fn update_follows_the_cluster_references() {
     // c1 keeps its credentials.
     assert_eq!(
         w.orch
-            .logical_cloud_kubeconfig(PROJECT, "lc2", "ref-c1")
+            .clouds()
+            .kubeconfig(&LogicalCloudRef::new(PROJECT, "lc2"), "ref-c1")
             .await
             .unwrap(),
         c1_config
@@ -772,6 +842,7 @@ async fn update_follows_the_cluster_references() {
 
     // A cluster no longer referenced is cleaned up by the next update.
     w.orch
+        .onboarding()
         .cluster_references()
         .delete(&key, "ref-c1")
         .await
@@ -783,7 +854,9 @@ async fn update_follows_the_cluster_references() {
         c1.get(&scope, &namespace).await.unwrap().is_none()
     })
     .await;
-    let cloud = cloud_for_deployment(&w.orch, PROJECT, "lc2").await.unwrap();
+    let cloud = cloud_for_deployment(w.orch.onboarding(), PROJECT, "lc2")
+        .await
+        .unwrap();
     assert_eq!(cloud.clusters, [(PROVIDER.to_owned(), "c2".to_owned())]);
     assert_eq!(
         w.call("POST", &format!("{url}/terminate")).await.0,

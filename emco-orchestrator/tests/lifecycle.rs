@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use axum::body::Body;
+use emco_appcontext::keys::Keyed;
 use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, ResourceKey, ResourceStore};
 use emco_controller_sdk::{
     ActionController, ControllerContext, ControllerRegistry, PlacementController,
@@ -22,7 +23,7 @@ use emco_core::model::{
     LogicalCloud, LogicalCloudSpec, UserPermission,
 };
 use emco_core::placement::{AllOf, AppPlacementIntent, AppPlacementSpec, PlacementIntent};
-use emco_core::{ErrorKind, Metadata};
+use emco_core::{DigRef, ErrorKind, LogicalCloudRef, Metadata};
 use emco_helm::archive::pack_dir;
 use emco_orchestrator::{MigrateIntent, Orchestrator, keys, rest, save_state};
 use emco_rsync::connector::kube::KubePool;
@@ -132,7 +133,8 @@ impl World {
         let root = ResourceKey::root();
         self.logical_cloud("lc", &["c1", "c2", "c3"], true).await;
         self.composite_app("v1").await;
-        o.controllers()
+        o.onboarding()
+            .controllers()
             .create(
                 &root,
                 &Controller {
@@ -147,7 +149,8 @@ impl World {
             )
             .await
             .unwrap();
-        o.controllers()
+        o.onboarding()
+            .controllers()
             .create(
                 &root,
                 &Controller {
@@ -174,7 +177,8 @@ impl World {
                 ..LogicalCloudSpec::default()
             },
         };
-        o.logical_clouds()
+        o.onboarding()
+            .logical_clouds()
             .create(&keys::project(PROJECT), &lc)
             .await
             .unwrap();
@@ -188,10 +192,17 @@ impl World {
                     ..ClusterReferenceSpec::default()
                 },
             };
-            o.cluster_references().create(&key, &r).await.unwrap();
+            o.onboarding()
+                .cluster_references()
+                .create(&key, &r)
+                .await
+                .unwrap();
         }
         if ready {
-            o.instantiate_logical_cloud(PROJECT, name).await.unwrap();
+            o.clouds()
+                .instantiate(&LogicalCloudRef::new(PROJECT, name))
+                .await
+                .unwrap();
         }
     }
 
@@ -200,32 +211,35 @@ impl World {
     async fn composite_app(&self, version: &str) {
         let o = &self.orch;
         let charts = Path::new(TESTDATA).join("emco-examples/helm_charts/collectd");
-        o.create_composite_app(
-            PROJECT,
-            &CompositeApp {
-                metadata: meta(CA),
-                spec: CompositeAppSpec {
-                    composite_app_version: version.into(),
+        o.onboarding()
+            .create_composite_app(
+                PROJECT,
+                &CompositeApp {
+                    metadata: meta(CA),
+                    spec: CompositeAppSpec {
+                        composite_app_version: version.into(),
+                    },
                 },
-            },
-        )
-        .await
-        .unwrap();
+            )
+            .await
+            .unwrap();
         let ca = keys::composite_app(PROJECT, CA, version);
         let chart = self.file(
             &format!("chart-{version}.tgz"),
             &pack_dir(&charts.join("helm/collectd"), APP).unwrap(),
         );
-        o.create_app(
-            &ca,
-            &App {
-                metadata: meta(APP),
-            },
-            &chart,
-        )
-        .await
-        .unwrap();
-        o.composite_profiles()
+        o.onboarding()
+            .create_app(
+                &ca,
+                &App {
+                    metadata: meta(APP),
+                },
+                &chart,
+            )
+            .await
+            .unwrap();
+        o.onboarding()
+            .composite_profiles()
             .create(
                 &ca,
                 &CompositeProfile {
@@ -238,16 +252,17 @@ impl World {
             &format!("profile-{version}.tgz"),
             &pack_dir(&charts.join("profile"), "profile").unwrap(),
         );
-        o.create_app_profile(
-            &ca.child(keys::COMPOSITE_PROFILE, "cp"),
-            &AppProfile {
-                metadata: meta("collectd-profile"),
-                spec: AppProfileSpec { app: APP.into() },
-            },
-            &profile,
-        )
-        .await
-        .unwrap();
+        o.onboarding()
+            .create_app_profile(
+                &ca.child(keys::COMPOSITE_PROFILE, "cp"),
+                &AppProfile {
+                    metadata: meta("collectd-profile"),
+                    spec: AppProfileSpec { app: APP.into() },
+                },
+                &profile,
+            )
+            .await
+            .unwrap();
     }
 
     /// Deployment intent group `name` of `monitor/version` on `cloud`, placing collectd on
@@ -259,7 +274,7 @@ impl World {
         cloud: &str,
         cluster: &str,
         controllers: &[&str],
-    ) -> ResourceKey {
+    ) -> DigRef {
         self.dig_with(version, name, cloud, cluster, controllers, Vec::new())
             .await
     }
@@ -273,7 +288,7 @@ impl World {
         cluster: &str,
         controllers: &[&str],
         override_values: Vec<emco_core::model::OverrideValues>,
-    ) -> ResourceKey {
+    ) -> DigRef {
         let o = &self.orch;
         let ca = keys::composite_app(PROJECT, CA, version);
         let group = DeploymentIntentGroup {
@@ -285,12 +300,15 @@ impl World {
                 override_values,
             },
         };
-        o.deployment_intent_groups()
+        o.onboarding()
+            .deployment_intent_groups()
             .create(&ca, &group)
             .await
             .unwrap();
-        let dig = keys::dig(PROJECT, CA, version, name);
-        o.generic_placement_intents()
+        let dig_ref = DigRef::new(PROJECT, CA, version, name);
+        let dig = dig_ref.key();
+        o.onboarding()
+            .generic_placement_intents()
             .create(
                 &dig,
                 &GenericPlacementIntent {
@@ -299,13 +317,14 @@ impl World {
             )
             .await
             .unwrap();
-        self.place(&dig, cluster).await;
+        self.place(&dig_ref, cluster).await;
         let mut intent = std::collections::BTreeMap::new();
         intent.insert("genericPlacementIntent".to_owned(), "gpi".to_owned());
         for c in controllers {
             intent.insert((*c).to_owned(), "i1".to_owned());
         }
-        o.dig_intents()
+        o.onboarding()
+            .dig_intents()
             .create(
                 &dig,
                 &DigIntent {
@@ -315,12 +334,12 @@ impl World {
             )
             .await
             .unwrap();
-        o.approve(&dig).await.unwrap();
-        dig
+        o.deployments().approve(&dig_ref).await.unwrap();
+        dig_ref
     }
 
     /// Creates or replaces the app placement intent of collectd: all of `cluster`.
-    async fn place(&self, dig: &ResourceKey, cluster: &str) {
+    async fn place(&self, dig: &DigRef, cluster: &str) {
         self.place_with(
             dig,
             PlacementIntent {
@@ -336,7 +355,7 @@ impl World {
     }
 
     /// Creates or replaces the app placement intent of collectd.
-    async fn place_with(&self, dig: &ResourceKey, placement: PlacementIntent) {
+    async fn place_with(&self, dig: &DigRef, placement: PlacementIntent) {
         let intent = AppPlacementIntent {
             metadata: meta("collectd-placement"),
             spec: AppPlacementSpec {
@@ -344,20 +363,21 @@ impl World {
                 intent: placement,
             },
         };
-        let gpi = dig.child(keys::GENERIC_PLACEMENT_INTENT, "gpi");
+        let gpi = dig.key().child(keys::GENERIC_PLACEMENT_INTENT, "gpi");
         self.orch
+            .onboarding()
             .app_placement_intents()
             .put(&gpi, "collectd-placement", &intent)
             .await
             .unwrap();
     }
 
-    async fn state(&self, dig: &ResourceKey) -> StateInfo {
-        self.orch.dig_state(dig).await.unwrap()
+    async fn state(&self, dig: &DigRef) -> StateInfo {
+        self.orch.deployments().state(dig).await.unwrap()
     }
 
     /// The context the group's record names as deployed.
-    async fn context(&self, dig: &ResourceKey) -> AppContext {
+    async fn context(&self, dig: &DigRef) -> AppContext {
         let id: u64 = self.state(dig).await.statusctxid.parse().unwrap();
         AppContext::load(Arc::clone(self.orch.contexts()), id)
             .await
@@ -449,7 +469,7 @@ async fn instantiate_update_rollback_terminate_and_again() {
     let dig = w.dig("v1", "d1", "lc", "c1", &[]).await;
     let o = &w.orch;
 
-    o.instantiate(&dig).await.unwrap();
+    o.deployments().instantiate(&dig).await.unwrap();
     let state = w.state(&dig).await;
     assert_eq!(state.current_state(), DigState::Instantiated);
     assert_eq!(state.latest_revision(), 1);
@@ -477,67 +497,74 @@ async fn instantiate_update_rollback_terminate_and_again() {
     );
     w.wait_service("c2", None).await;
 
-    let again = o.instantiate(&dig).await.unwrap_err();
+    let again = o.deployments().instantiate(&dig).await.unwrap_err();
     assert_eq!(again.kind(), ErrorKind::Conflict, "{again}");
 
     // Move collectd to c2: the intent change leaves the group Instantiated until the update.
     w.place(&dig, "c2").await;
     assert_eq!(w.state(&dig).await.current_state(), DigState::Instantiated);
-    assert_eq!(o.update(&dig).await.unwrap(), 2);
+    assert_eq!(o.deployments().update(&dig).await.unwrap(), 2);
     let second = w.context(&dig).await;
     assert_ne!(second.id(), first.id());
     assert_eq!(second.clusters(APP).await.unwrap(), ["edge+c2"]);
     w.wait_service("c2", Some(&second)).await;
     w.wait_service("c1", None).await;
 
-    assert_eq!(o.rollback(&dig, 1).await.unwrap(), 3);
+    assert_eq!(o.deployments().rollback(&dig, 1).await.unwrap(), 3);
     let state = w.state(&dig).await;
     assert_eq!(state.current_state(), DigState::Updated);
     assert_eq!(state.statusctxid, first.id().to_string());
     w.wait_service("c1", Some(&first)).await;
     w.wait_service("c2", None).await;
-    let bad = o.rollback(&dig, 7).await.unwrap_err();
+    let bad = o.deployments().rollback(&dig, 7).await.unwrap_err();
     assert_eq!(bad.kind(), ErrorKind::InvalidArgument, "{bad}");
 
-    o.terminate(&dig).await.unwrap();
+    o.deployments().terminate(&dig).await.unwrap();
     assert_eq!(w.state(&dig).await.current_state(), DigState::Terminated);
     w.wait_service("c1", None).await;
     w.wait_status(&first, AppContextStatus::Terminated).await;
-    let twice = o.terminate(&dig).await.unwrap_err();
+    let twice = o.deployments().terminate(&dig).await.unwrap_err();
     assert_eq!(twice.kind(), ErrorKind::Conflict, "{twice}");
-    o.stop(&dig).await.unwrap();
-    o.stop(&dig).await.unwrap();
+    o.deployments().stop(&dig).await.unwrap();
+    o.deployments().stop(&dig).await.unwrap();
     assert_eq!(
         w.state(&dig).await.current_state(),
         DigState::TerminateStopped
     );
 
     // A re-instantiate deploys a new context from the current intents (c2).
-    o.instantiate(&dig).await.unwrap();
+    o.deployments().instantiate(&dig).await.unwrap();
     let third = w.context(&dig).await;
     assert!(![first.id(), second.id()].contains(&third.id()));
     let state = w.state(&dig).await;
     assert_eq!(state.actions.last().unwrap().revision, 1);
-    let e = o.rollback(&dig, 1).await.unwrap_err();
+    let e = o.deployments().rollback(&dig, 1).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     w.wait_service("c2", Some(&third)).await;
-    o.terminate(&dig).await.unwrap();
+    o.deployments().terminate(&dig).await.unwrap();
     w.wait_status(&third, AppContextStatus::Terminated).await;
     w.wait_service("c2", None).await;
 
     // Deleting the group (its intents first) deletes its contexts.
-    let gpi = dig.child(keys::GENERIC_PLACEMENT_INTENT, "gpi");
-    o.app_placement_intents()
+    let gpi = dig.key().child(keys::GENERIC_PLACEMENT_INTENT, "gpi");
+    o.onboarding()
+        .app_placement_intents()
         .delete(&gpi, "collectd-placement")
         .await
         .unwrap();
-    o.generic_placement_intents()
-        .delete(&dig, "gpi")
+    o.onboarding()
+        .generic_placement_intents()
+        .delete(&dig.key(), "gpi")
         .await
         .unwrap();
-    o.dig_intents().delete(&dig, "di").await.unwrap();
-    o.deployment_intent_groups()
-        .delete(&dig.parent().unwrap(), "d1")
+    o.onboarding()
+        .dig_intents()
+        .delete(&dig.key(), "di")
+        .await
+        .unwrap();
+    o.onboarding()
+        .deployment_intent_groups()
+        .delete(&dig.key().parent().unwrap(), "d1")
         .await
         .unwrap();
     for ctx in [&first, &second, &third] {
@@ -562,19 +589,20 @@ async fn any_of_keeps_one_cluster_of_what_placement_controllers_left() {
     ] {
         let dig = w.dig("v1", name, "lc", "c1", controllers).await;
         w.place_with(&dig, any_of.clone()).await;
-        o.approve(&dig).await.unwrap();
-        o.instantiate(&dig).await.unwrap();
+        o.deployments().approve(&dig).await.unwrap();
+        o.deployments().instantiate(&dig).await.unwrap();
         let ctx = w.context(&dig).await;
         assert_eq!(ctx.clusters(APP).await.unwrap(), [want], "{name}");
         assert!(ctx.cluster_group(APP, want).await.unwrap().is_some());
         w.wait_status(&ctx, AppContextStatus::Instantiated).await;
-        o.terminate(&dig).await.unwrap();
+        o.deployments().terminate(&dig).await.unwrap();
         w.wait_status(&ctx, AppContextStatus::Terminated).await;
     }
 
     // Override values reach the chart as --set values.
     let ca = keys::composite_app(PROJECT, CA, "v1");
     let mut group = o
+        .onboarding()
         .deployment_intent_groups()
         .get(&ca, "plain")
         .await
@@ -584,6 +612,7 @@ async fn any_of_keeps_one_cluster_of_what_placement_controllers_left() {
     ]))
     .unwrap();
     let e = o
+        .onboarding()
         .deployment_intent_groups()
         .put(&ca, "plain", &group)
         .await
@@ -599,7 +628,7 @@ async fn any_of_keeps_one_cluster_of_what_placement_controllers_left() {
     let dig = w
         .dig_with("v1", "overrides", "lc", "c1", &[], overrides)
         .await;
-    o.instantiate(&dig).await.unwrap();
+    o.deployments().instantiate(&dig).await.unwrap();
     let ctx = w.context(&dig).await;
     let service = ctx
         .resource(APP, "edge+c1", "collectd+Service")
@@ -615,19 +644,19 @@ async fn a_running_terminate_blocks_a_new_instantiate_until_stopped() {
     let w = World::start().await;
     let o = &w.orch;
     let dig = w.dig("v1", "d1", "lc", "c1", &[]).await;
-    o.instantiate(&dig).await.unwrap();
+    o.deployments().instantiate(&dig).await.unwrap();
     let first = w.context(&dig).await;
     w.wait_status(&first, AppContextStatus::Instantiated).await;
 
     // c1 is down: the terminate keeps retrying.
     w.fleet.set_fault("c1", Fault::down()).unwrap();
-    o.terminate(&dig).await.unwrap();
+    o.deployments().terminate(&dig).await.unwrap();
     w.wait_status(&first, AppContextStatus::Terminating).await;
-    let e = o.instantiate(&dig).await.unwrap_err();
+    let e = o.deployments().instantiate(&dig).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
     assert!(e.message().contains("still being terminated"), "{e}");
 
-    o.stop(&dig).await.unwrap();
+    o.deployments().stop(&dig).await.unwrap();
     assert_eq!(
         w.state(&dig).await.current_state(),
         DigState::TerminateStopped
@@ -635,7 +664,7 @@ async fn a_running_terminate_blocks_a_new_instantiate_until_stopped() {
     w.wait_status(&first, AppContextStatus::TerminateFailed)
         .await;
     w.fleet.set_fault("c1", Fault::none()).unwrap();
-    o.instantiate(&dig).await.unwrap();
+    o.deployments().instantiate(&dig).await.unwrap();
     let second = w.context(&dig).await;
     assert_ne!(second.id(), first.id());
     w.wait_status(&second, AppContextStatus::Instantiated).await;
@@ -696,7 +725,7 @@ async fn a_hand_over_cut_short_by_a_crash_is_queued_at_start() {
         time: "2026-11-26T12:00:00Z".into(),
         revision: 1,
     });
-    save_state(w.orch.store().as_ref(), &dig, &info)
+    save_state(w.orch.store().as_ref(), &dig.key(), &info)
         .await
         .unwrap();
     assert!(ctx.event_queue().await.unwrap().is_empty());
@@ -732,7 +761,7 @@ async fn racing_instantiates_one_wins_across_replicas() {
             other.clone()
         };
         let dig = dig.clone();
-        tokio::spawn(async move { orch.instantiate(&dig).await })
+        tokio::spawn(async move { orch.deployments().instantiate(&dig).await })
     });
     let results: Vec<_> = futures::future::join_all(racers)
         .await
@@ -771,11 +800,11 @@ async fn a_terminate_right_after_an_instantiate_is_queued_after_it() {
     let instantiate = {
         let orch = w.orch.clone();
         let dig = dig.clone();
-        tokio::spawn(async move { orch.instantiate(&dig).await })
+        tokio::spawn(async move { orch.deployments().instantiate(&dig).await })
     };
     // Terminate as soon as the record allows it (FailedPrecondition until it is recorded).
     loop {
-        match w.orch.terminate(&dig).await {
+        match w.orch.deployments().terminate(&dig).await {
             Ok(()) => break,
             Err(e) if e.kind() == ErrorKind::FailedPrecondition => tokio::task::yield_now().await,
             Err(e) => panic!("{e}"),
@@ -823,16 +852,16 @@ async fn instantiate_update_terminate_on_etcd_and_mongodb() {
     let w = World::start_on(Some((Arc::new(resources), Arc::new(contexts))), false).await;
     let o = &w.orch;
     let dig = w.dig("v1", "d1", "lc", "c1", &[]).await;
-    o.instantiate(&dig).await.unwrap();
+    o.deployments().instantiate(&dig).await.unwrap();
     let first = w.context(&dig).await;
     w.wait_status(&first, AppContextStatus::Instantiated).await;
     w.wait_service("c1", Some(&first)).await;
     w.place(&dig, "c2").await;
-    assert_eq!(o.update(&dig).await.unwrap(), 2);
+    assert_eq!(o.deployments().update(&dig).await.unwrap(), 2);
     let second = w.context(&dig).await;
     w.wait_service("c2", Some(&second)).await;
     w.wait_service("c1", None).await;
-    o.terminate(&dig).await.unwrap();
+    o.deployments().terminate(&dig).await.unwrap();
     w.wait_status(&second, AppContextStatus::Terminated).await;
     w.wait_service("c2", None).await;
     w.stop().await;
@@ -861,24 +890,26 @@ async fn refusals_leave_the_group_unchanged() {
             override_values: Vec::new(),
         },
     };
-    o.deployment_intent_groups()
+    o.onboarding()
+        .deployment_intent_groups()
         .create(&ca, &fresh)
         .await
         .unwrap();
-    let created = ca.child(keys::DIG, "fresh");
+    let created = DigRef::new(PROJECT, CA, "v1", "fresh");
     assert_eq!(w.state(&created).await.current_state(), DigState::Created);
-    let e = o.instantiate(&created).await.unwrap_err();
+    let e = o.deployments().instantiate(&created).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::FailedPrecondition, "{e}");
     for e in [
-        o.terminate(&created).await.unwrap_err(),
-        o.stop(&created).await.unwrap_err(),
-        o.update(&created).await.unwrap_err(),
-        o.rollback(&created, 1).await.unwrap_err(),
+        o.deployments().terminate(&created).await.unwrap_err(),
+        o.deployments().stop(&created).await.unwrap_err(),
+        o.deployments().update(&created).await.unwrap_err(),
+        o.deployments().rollback(&created, 1).await.unwrap_err(),
     ] {
         assert_eq!(e.kind(), ErrorKind::FailedPrecondition, "{e}");
     }
     let missing = o
-        .instantiate(&ca.child(keys::DIG, "nope"))
+        .deployments()
+        .instantiate(&DigRef::new(PROJECT, CA, "v1", "nope"))
         .await
         .unwrap_err();
     assert_eq!(missing.kind(), ErrorKind::NotFound, "{missing}");
@@ -886,19 +917,19 @@ async fn refusals_leave_the_group_unchanged() {
     // A logical cloud that is not instantiated.
     w.logical_cloud("cold", &["c1"], false).await;
     let cold = w.dig("v1", "cold", "cold", "c1", &[]).await;
-    let e = o.instantiate(&cold).await.unwrap_err();
+    let e = o.deployments().instantiate(&cold).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::FailedPrecondition, "{e}");
     assert!(e.message().contains("instantiate it first"), "{e}");
 
     // A mandatory cluster outside the logical cloud.
     w.logical_cloud("small", &["c1"], true).await;
     let outside = w.dig("v1", "outside", "small", "c3", &[]).await;
-    let e = o.instantiate(&outside).await.unwrap_err();
+    let e = o.deployments().instantiate(&outside).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
 
     // A failing action controller aborts, names itself and leaves no context behind.
     let refused = w.dig("v1", "refused", "lc", "c1", &["refuser"]).await;
-    let e = o.instantiate(&refused).await.unwrap_err();
+    let e = o.deployments().instantiate(&refused).await.unwrap_err();
     assert!(e.message().contains("refuser"), "{e}");
     assert!(e.message().contains("cannot be honoured"), "{e}");
     for dig in [&cold, &outside, &refused] {
@@ -912,7 +943,7 @@ async fn refusals_leave_the_group_unchanged() {
     // A controller's intent written under an approved group leaves it Approved, as in EMCO
     // (src/orchestrator/pkg/module/instantiation.go reads intents at instantiate; no intent
     // module writes the state record).
-    let gac = refused.child("genericK8sIntent", "g1");
+    let gac = refused.key().child("genericK8sIntent", "g1");
     o.store()
         .create(&gac, &serde_json::json!({"metadata": {"name": "g1"}}))
         .await
@@ -936,7 +967,7 @@ async fn groups_run_concurrently_and_migrate_moves_a_deployment() {
     let results = futures::future::join_all(
         digs.iter()
             .chain(digs.iter())
-            .map(|d| async move { o.instantiate(d).await }),
+            .map(|d| async move { o.deployments().instantiate(d).await }),
     )
     .await;
     let failed: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
@@ -952,7 +983,7 @@ async fn groups_run_concurrently_and_migrate_moves_a_deployment() {
             .await;
     }
     for dig in &digs[1..] {
-        o.terminate(dig).await.unwrap();
+        o.deployments().terminate(dig).await.unwrap();
     }
     for dig in &digs[1..] {
         w.wait_status(&w.context(dig).await, AppContextStatus::Terminated)
@@ -968,7 +999,7 @@ async fn groups_run_concurrently_and_migrate_moves_a_deployment() {
         "spec": {"targetCompositeAppVersion": "v2", "targetDeploymentIntentGroup": "t0"}
     }))
     .unwrap();
-    o.migrate(source, &intent).await.unwrap();
+    o.deployments().migrate(source, &intent).await.unwrap();
     assert_eq!(w.state(source).await.current_state(), DigState::Terminated);
     assert_eq!(
         w.state(&target).await.current_state(),
@@ -978,7 +1009,7 @@ async fn groups_run_concurrently_and_migrate_moves_a_deployment() {
     assert_eq!(after.meta().await.unwrap().version, "v2");
     w.wait_service("c3", Some(&after)).await;
     w.wait_service("c1", None).await;
-    let again = o.migrate(source, &intent).await.unwrap_err();
+    let again = o.deployments().migrate(source, &intent).await.unwrap_err();
     assert_eq!(again.kind(), ErrorKind::FailedPrecondition, "{again}");
     w.stop().await;
 }
@@ -993,7 +1024,8 @@ async fn a_standard_logical_cloud_deploys_with_its_own_credentials() {
     }))
     .unwrap();
     let key = keys::logical_cloud(PROJECT, "std");
-    o.logical_clouds()
+    o.onboarding()
+        .logical_clouds()
         .create(&keys::project(PROJECT), &lc)
         .await
         .unwrap();
@@ -1005,7 +1037,8 @@ async fn a_standard_logical_cloud_deploys_with_its_own_credentials() {
             ..ClusterReferenceSpec::default()
         },
     };
-    o.cluster_references()
+    o.onboarding()
+        .cluster_references()
         .create(&key, &reference)
         .await
         .unwrap();
@@ -1014,14 +1047,21 @@ async fn a_standard_logical_cloud_deploys_with_its_own_credentials() {
         "spec": {"namespace": "std-ns", "apiGroups": ["", "apps"], "resources": ["*"], "verbs": ["*"]}
     }))
     .unwrap();
-    o.user_permissions().create(&key, &all).await.unwrap();
+    o.onboarding()
+        .user_permissions()
+        .create(&key, &all)
+        .await
+        .unwrap();
     let dig = w.dig("v1", "sd", "std", "c1", &[]).await;
-    let e = o.instantiate(&dig).await.unwrap_err();
+    let e = o.deployments().instantiate(&dig).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::FailedPrecondition, "{e}");
 
-    o.instantiate_logical_cloud(PROJECT, "std").await.unwrap();
+    o.clouds()
+        .instantiate(&LogicalCloudRef::new(PROJECT, "std"))
+        .await
+        .unwrap();
     let end = tokio::time::Instant::now() + DEADLINE;
-    while o.instantiate(&dig).await.is_err() {
+    while o.deployments().instantiate(&dig).await.is_err() {
         assert!(
             tokio::time::Instant::now() < end,
             "the cloud never became usable"
@@ -1049,7 +1089,7 @@ async fn a_standard_logical_cloud_deploys_with_its_own_credentials() {
         obj["metadata"]["labels"][DEPLOYMENT_ID_LABEL],
         format!("{}-{APP}", ctx.id())
     );
-    o.terminate(&dig).await.unwrap();
+    o.deployments().terminate(&dig).await.unwrap();
     w.wait_status(&ctx, AppContextStatus::Terminated).await;
     assert!(conn.get(&scope, service.id()).await.unwrap().is_none());
     w.stop().await;
@@ -1081,7 +1121,8 @@ async fn a_gitops_cluster_is_deployed_to_through_its_repository() {
         "spec": {"kv": [{"url": remote}, {"branch": "main"}]}
     }))
     .unwrap();
-    o.cluster_sync_objects()
+    o.onboarding()
+        .cluster_sync_objects()
         .create(&provider, &sync)
         .await
         .unwrap();
@@ -1091,11 +1132,14 @@ async fn a_gitops_cluster_is_deployed_to_through_its_repository() {
                             "gitOpsResourceObject": "repo"}}
     }))
     .unwrap();
-    o.create_cluster(PROVIDER, &cluster, None).await.unwrap();
+    o.onboarding()
+        .create_cluster(PROVIDER, &cluster, None)
+        .await
+        .unwrap();
     w.logical_cloud("git", &["g1"], true).await;
     let dig = w.dig("v1", "gd", "git", "g1", &[]).await;
 
-    o.instantiate(&dig).await.unwrap();
+    o.deployments().instantiate(&dig).await.unwrap();
     let ctx = w.context(&dig).await;
     w.wait_status(&ctx, AppContextStatus::Instantiated).await;
     let files = git(&["--git-dir", remote, "ls-tree", "-r", "--name-only", "main"]);
@@ -1105,7 +1149,7 @@ async fn a_gitops_cluster_is_deployed_to_through_its_repository() {
     );
     assert!(files.lines().any(|l| l == service), "{files}");
 
-    o.terminate(&dig).await.unwrap();
+    o.deployments().terminate(&dig).await.unwrap();
     w.wait_status(&ctx, AppContextStatus::Terminated).await;
     let files = git(&["--git-dir", remote, "ls-tree", "-r", "--name-only", "main"]);
     assert!(

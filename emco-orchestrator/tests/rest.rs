@@ -11,6 +11,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use emco_appcontext::{InMemoryResourceStore, ResourceStore};
+use emco_core::DigRef;
 use emco_core::lifecycle::DigState;
 use emco_orchestrator::{Limits, Orchestrator, keys};
 use http::{Request, StatusCode};
@@ -783,9 +784,13 @@ async fn crud_flow(store: Arc<dyn ResourceStore>) {
         400,
     );
     expect(&c.post(&digs, &dig("cp", "lc0")).await, 201);
-    let dig_key = keys::dig("p1", "ca", "v1", "dig1");
+    let dig_key = DigRef::new("p1", "ca", "v1", "dig1");
     assert_eq!(
-        orch.dig_state(&dig_key).await.unwrap().current_state(),
+        orch.deployments()
+            .state(&dig_key)
+            .await
+            .unwrap()
+            .current_state(),
         DigState::Created
     );
     expect(&c.put(DIG, &dig("cp", "lc0")).await, 200);
@@ -884,13 +889,21 @@ async fn crud_flow(store: Arc<dyn ResourceStore>) {
         404,
     );
     assert_eq!(
-        orch.dig_state(&dig_key).await.unwrap().current_state(),
+        orch.deployments()
+            .state(&dig_key)
+            .await
+            .unwrap()
+            .current_state(),
         DigState::Approved
     );
     expect(&c.put(DIG, &dig("cp", "lc0")).await, 409);
     expect(&c.put(&format!("{gpis}/gpi2"), &named("gpi2")).await, 200);
     assert_eq!(
-        orch.dig_state(&dig_key).await.unwrap().current_state(),
+        orch.deployments()
+            .state(&dig_key)
+            .await
+            .unwrap()
+            .current_state(),
         DigState::Approved
     );
 
@@ -1000,7 +1013,10 @@ async fn uploads_over_the_limit_are_refused() {
         max_unpacked: 1 << 20,
         max_kubeconfig: 64,
     };
-    let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new())).with_limits(limits);
+    let orch = Orchestrator::builder(Arc::new(InMemoryResourceStore::new()))
+        .limits(limits)
+        .build()
+        .unwrap();
     let c = Client {
         app: emco_orchestrator::rest::router(orch),
     };
@@ -1076,7 +1092,8 @@ async fn concurrent_writes_on_different_digs() {
     }
     for i in 0..16 {
         let state = orch
-            .dig_state(&keys::dig("p1", "ca", "v1", &format!("dig{i}")))
+            .deployments()
+            .state(&DigRef::new("p1", "ca", "v1", format!("dig{i}")))
             .await
             .unwrap();
         assert_eq!(state.current_state(), DigState::Approved);
@@ -1211,8 +1228,8 @@ async fn concurrent_operations_on_one_dig(inner: Arc<dyn ResourceStore>) {
         t.await.unwrap();
     }
 
-    let key = keys::dig("p1", "ca", "v1", "dig1");
-    let state = orch.dig_state(&key).await.unwrap();
+    let key = DigRef::new("p1", "ca", "v1", "dig1");
+    let state = orch.deployments().state(&key).await.unwrap();
     let writes = store.state_writes.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(writes, 2, "the record was written {writes} times");
     let history: Vec<DigState> = state.actions.iter().map(|a| a.state).collect();
@@ -1234,7 +1251,11 @@ async fn concurrent_operations_on_one_dig(inner: Arc<dyn ResourceStore>) {
         201,
     );
     assert_eq!(
-        orch.dig_state(&key).await.unwrap().current_state(),
+        orch.deployments()
+            .state(&key)
+            .await
+            .unwrap()
+            .current_state(),
         DigState::Approved
     );
     assert_eq!(

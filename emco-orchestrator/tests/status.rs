@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
+use emco_appcontext::keys::Keyed;
 use emco_appcontext::{AppContext, CompositeAppMeta, ResourceKey};
 use emco_core::Metadata;
 use emco_core::lifecycle::{AppContextStatus, DigOperation, DigState, StateAction, StateInfo};
@@ -242,7 +243,12 @@ impl Env {
 
     /// Records `state` with `instance` in the group's lifecycle record.
     async fn record(&self, state: DigState, instance: u64, revision: i64) {
-        let mut info = self.orch.dig_state(&self.dig).await.unwrap();
+        let mut info = self
+            .orch
+            .deployments()
+            .state(&keys::dig_ref(&self.dig).unwrap())
+            .await
+            .unwrap();
         info.statusctxid = instance.to_string();
         info.actions.push(StateAction {
             state,
@@ -658,7 +664,7 @@ async fn status_notify_stream() {
     let stop = env.cancel.clone();
     let server = tokio::spawn(
         tonic::transport::Server::builder()
-            .add_service(env.orch.status_notify_service())
+            .add_service(env.orch.status().notify_service())
             .serve_with_incoming_shutdown(incoming, async move { stop.cancelled().await }),
     );
     let mut client = StatusNotifyClient::connect(format!("http://{addr}"))
@@ -806,13 +812,19 @@ async fn a_status_watch_yields_each_change_of_a_deployment() {
     let query = StatusQuery::for_dig([("status", "ready")]).unwrap();
     let err = env
         .orch
-        .watch_status(missing, query.clone())
+        .status()
+        .watch(missing, query.clone())
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound);
 
     let target = WatchTarget::Dig(DigRef::new("p1", "ca", "v1", "dig"));
-    let mut watch = env.orch.watch_status(target.clone(), query).await.unwrap();
+    let mut watch = env
+        .orch
+        .status()
+        .watch(target.clone(), query)
+        .await
+        .unwrap();
     assert_eq!(watch.target(), &target);
     let first = watch.next().await.unwrap();
     assert!(first.apps.is_empty(), "{first:?}");
@@ -852,7 +864,8 @@ async fn a_real_instantiate_reaches_instantiated_and_ready() {
     let o = &env.orch;
     // The admin cloud lc0 over c1, marked instantiated (a level-0 cloud deploys nothing).
     let lc = keys::logical_cloud("p1", "lc0");
-    o.cluster_references()
+    o.onboarding()
+        .cluster_references()
         .create(
             &lc,
             &ClusterReference {
@@ -873,17 +886,18 @@ async fn a_real_instantiate_reaches_instantiated_and_ready() {
 
     // EMCO's collectd example as composite app `monitor`, placed on prov+c1.
     let charts = std::path::Path::new(TESTDATA).join("emco-examples/helm_charts/collectd");
-    o.create_composite_app(
-        "p1",
-        &CompositeApp {
-            metadata: Metadata::named("monitor"),
-            spec: CompositeAppSpec {
-                composite_app_version: "v1".into(),
+    o.onboarding()
+        .create_composite_app(
+            "p1",
+            &CompositeApp {
+                metadata: Metadata::named("monitor"),
+                spec: CompositeAppSpec {
+                    composite_app_version: "v1".into(),
+                },
             },
-        },
-    )
-    .await
-    .unwrap();
+        )
+        .await
+        .unwrap();
     let ca = keys::composite_app("p1", "monitor", "v1");
     let chart = env.dir.path().join("collectd.tgz");
     std::fs::write(
@@ -891,16 +905,18 @@ async fn a_real_instantiate_reaches_instantiated_and_ready() {
         pack_dir(&charts.join("helm/collectd"), "collectd").unwrap(),
     )
     .unwrap();
-    o.create_app(
-        &ca,
-        &App {
-            metadata: Metadata::named("collectd"),
-        },
-        &chart,
-    )
-    .await
-    .unwrap();
-    o.composite_profiles()
+    o.onboarding()
+        .create_app(
+            &ca,
+            &App {
+                metadata: Metadata::named("collectd"),
+            },
+            &chart,
+        )
+        .await
+        .unwrap();
+    o.onboarding()
+        .composite_profiles()
         .create(
             &ca,
             &CompositeProfile {
@@ -915,19 +931,21 @@ async fn a_real_instantiate_reaches_instantiated_and_ready() {
         pack_dir(&charts.join("profile"), "profile").unwrap(),
     )
     .unwrap();
-    o.create_app_profile(
-        &ca.child(keys::COMPOSITE_PROFILE, "cp"),
-        &AppProfile {
-            metadata: Metadata::named("collectd-profile"),
-            spec: AppProfileSpec {
-                app: "collectd".into(),
+    o.onboarding()
+        .create_app_profile(
+            &ca.child(keys::COMPOSITE_PROFILE, "cp"),
+            &AppProfile {
+                metadata: Metadata::named("collectd-profile"),
+                spec: AppProfileSpec {
+                    app: "collectd".into(),
+                },
             },
-        },
-        &profile,
-    )
-    .await
-    .unwrap();
-    o.deployment_intent_groups()
+            &profile,
+        )
+        .await
+        .unwrap();
+    o.onboarding()
+        .deployment_intent_groups()
         .create(
             &ca,
             &DeploymentIntentGroup {
@@ -942,8 +960,10 @@ async fn a_real_instantiate_reaches_instantiated_and_ready() {
         )
         .await
         .unwrap();
-    let dig = keys::dig("p1", "monitor", "v1", "mon");
-    o.generic_placement_intents()
+    let dig_ref = DigRef::new("p1", "monitor", "v1", "mon");
+    let dig = dig_ref.key();
+    o.onboarding()
+        .generic_placement_intents()
         .create(
             &dig,
             &GenericPlacementIntent {
@@ -952,7 +972,8 @@ async fn a_real_instantiate_reaches_instantiated_and_ready() {
         )
         .await
         .unwrap();
-    o.app_placement_intents()
+    o.onboarding()
+        .app_placement_intents()
         .create(
             &dig.child(keys::GENERIC_PLACEMENT_INTENT, "gpi"),
             &AppPlacementIntent {
@@ -974,7 +995,8 @@ async fn a_real_instantiate_reaches_instantiated_and_ready() {
         .unwrap();
     let mut intent = std::collections::BTreeMap::new();
     intent.insert("genericPlacementIntent".to_owned(), "gpi".to_owned());
-    o.dig_intents()
+    o.onboarding()
+        .dig_intents()
         .create(
             &dig,
             &DigIntent {
@@ -984,12 +1006,16 @@ async fn a_real_instantiate_reaches_instantiated_and_ready() {
         )
         .await
         .unwrap();
-    o.approve(&dig).await.unwrap();
+    o.deployments().approve(&dig_ref).await.unwrap();
 
-    o.instantiate(&dig).await.unwrap();
+    o.deployments().instantiate(&dig_ref).await.unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     let status = loop {
-        let StatusResponse::Full(s) = o.dig_status(&dig, &StatusQuery::default()).await.unwrap()
+        let StatusResponse::Full(s) = o
+            .status()
+            .deployment(&dig_ref, &StatusQuery::default())
+            .await
+            .unwrap()
         else {
             panic!("a full answer was asked for");
         };
@@ -1016,11 +1042,11 @@ async fn a_real_instantiate_reaches_instantiated_and_ready() {
     let total: i64 = status.ready_counts.values().sum();
     assert!(total > 0 && status.ready_counts.get("Ready") == Some(&total));
 
-    o.terminate(&dig).await.unwrap();
+    o.deployments().terminate(&dig_ref).await.unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
         let query = StatusQuery::from_pairs([("status", "deployed")]).unwrap();
-        let StatusResponse::Full(s) = o.dig_status(&dig, &query).await.unwrap() else {
+        let StatusResponse::Full(s) = o.status().deployment(&dig_ref, &query).await.unwrap() else {
             panic!("a full answer was asked for");
         };
         if s.deployed_status == "Terminated" {

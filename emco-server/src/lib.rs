@@ -250,7 +250,7 @@ pub async fn grpc_router(orch: &Orchestrator) -> (GrpcHealth, tonic::transport::
     let (reporter, health) = tonic_health::server::health_reporter();
     let contexts = AppContextService::server(Arc::clone(orch.contexts()));
     let rsync = orch.rsync().grpc_services();
-    let notify = orch.status_notify_service();
+    let notify = orch.status().notify_service();
     let health_of = GrpcHealth {
         reporter,
         services: vec![

@@ -3599,7 +3599,8 @@ async fn ncm_table(rec: &Recorder) {
     use emco_core::model::{Cluster, ClusterProvider};
 
     let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
-    orch.cluster_providers()
+    orch.onboarding()
+        .cluster_providers()
         .create(
             &ResourceKey::root(),
             &ClusterProvider {
@@ -3615,7 +3616,8 @@ async fn ncm_table(rec: &Recorder) {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("c1.kubeconfig");
     std::fs::write(&kubeconfig, KUBECONFIG).unwrap();
-    orch.create_cluster("edge", &c1, Some(&kubeconfig))
+    orch.onboarding()
+        .create_cluster("edge", &c1, Some(&kubeconfig))
         .await
         .unwrap();
     let app = emco_server::app(orch, &Config::default(), Metrics::new());

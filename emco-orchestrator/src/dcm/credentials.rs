@@ -31,8 +31,9 @@ use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
 use serde_json::{Value, json};
 
 use super::LC_APP;
+use crate::runtime::Core;
 use crate::runtime::{LOGICAL_CLOUD_KUBECONFIG_BLOB, read_text_blob};
-use crate::{Orchestrator, from_value, keys};
+use crate::{from_value, keys};
 
 /// The blob of a cluster reference holding the private key of a certificate request until its
 /// kubeconfig is built.
@@ -206,7 +207,7 @@ pub(crate) async fn request_in(
 /// Starts completing the credentials of context `ctx_id` of logical cloud `cloud` in the
 /// background; the task ends when every cluster of the context has its kubeconfig, or when the
 /// cloud no longer runs that context (terminated, stopped, updated, deleted).
-pub(crate) fn spawn_finisher(orch: &Orchestrator, project: &str, cloud: &str, ctx_id: u64) {
+pub(crate) fn spawn_finisher(orch: &Core, project: &str, cloud: &str, ctx_id: u64) {
     let orch = orch.clone();
     let project = project.to_owned();
     let cloud = cloud.to_owned();
@@ -239,7 +240,7 @@ pub(crate) fn spawn_finisher(orch: &Orchestrator, project: &str, cloud: &str, ct
 }
 
 /// Whether the logical cloud at `lc` is instantiated (or updated) with context `ctx_id`.
-async fn runs(orch: &Orchestrator, lc: &ResourceKey, ctx_id: u64) -> Result<bool> {
+async fn runs(orch: &Core, lc: &ResourceKey, ctx_id: u64) -> Result<bool> {
     let state = crate::state::load_state(orch.store().as_ref(), lc).await?;
     let current = state.current_context_id()?.map(ContextId::get);
     Ok(current == Some(ctx_id)
@@ -250,12 +251,7 @@ async fn runs(orch: &Orchestrator, lc: &ResourceKey, ctx_id: u64) -> Result<bool
 }
 
 /// One pass over the clusters of the context; `true` when nothing is left to do.
-async fn finish_round(
-    orch: &Orchestrator,
-    project: &str,
-    cloud: &str,
-    ctx_id: u64,
-) -> Result<bool> {
+async fn finish_round(orch: &Core, project: &str, cloud: &str, ctx_id: u64) -> Result<bool> {
     let store = orch.store().as_ref();
     let lc_key = keys::logical_cloud(project, cloud);
     if !runs(orch, &lc_key, ctx_id).await? {
@@ -297,7 +293,7 @@ async fn finish_round(
 
 /// Completes the kubeconfig of one cluster; `false` while the certificate is not issued yet.
 async fn finish_cluster(
-    orch: &Orchestrator,
+    orch: &Core,
     project: &str,
     lc: &LogicalCloud,
     ctx: &AppContext,

@@ -35,13 +35,14 @@ use emco_appcontext::context::{AppContextStatus, CompositeAppMeta, ContextWriter
 use emco_appcontext::{AppContext, Filter, ResourceKey};
 use emco_core::lifecycle::{DigState, StateInfo};
 use emco_core::model::{ClusterReference, LogicalCloud};
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{Error, ErrorKind, LogicalCloudRef, Result};
 
 pub use status::{LogicalCloudStatus, LogicalCloudStatusQuery};
 
+use crate::runtime::Core;
 use crate::runtime::{LOGICAL_CLOUD_KUBECONFIG_BLOB, read_text_blob};
 use crate::state::{OnCurrent, Record, decide_again, deploy_fresh, state_or_new};
-use crate::{Orchestrator, from_value, keys};
+use crate::{Onboarding, from_value, keys};
 
 /// The one app of a logical cloud's AppContext.
 pub const LC_APP: &str = "logical-cloud";
@@ -67,7 +68,7 @@ pub struct DeployCloud {
 /// NotFound when it does not exist; FailedPrecondition when it is not instantiated, or (level
 /// 1) while a cluster still lacks the cloud's kubeconfig.
 pub async fn cloud_for_deployment(
-    orch: &Orchestrator,
+    orch: &Onboarding,
     project: &str,
     cloud: &str,
 ) -> Result<DeployCloud> {
@@ -186,16 +187,30 @@ pub(crate) async fn discard(ctx: &AppContext) {
 /// The namespace an admin cloud reads after instantiate: the one clm gives every cluster.
 pub const ADMIN_NAMESPACE: &str = "default";
 
-impl Orchestrator {
+/// The logical cloud service: dcm's lifecycle of logical clouds. Cheap to clone; clones share
+/// everything.
+#[derive(Debug, Clone)]
+pub struct LogicalClouds {
+    core: Core,
+}
+
+impl LogicalClouds {
+    pub(crate) fn new(core: Core) -> Self {
+        Self { core }
+    }
+
     async fn logical_cloud(&self, project: &str, name: &str) -> Result<LogicalCloud> {
-        self.logical_clouds()
+        self.core
+            .objects
+            .logical_clouds()
             .get(&keys::project(project), name)
             .await
     }
 
     /// The cluster references of a logical cloud, with their keys.
     async fn references(&self, lc: &ResourceKey) -> Result<Vec<(ResourceKey, ClusterReference)>> {
-        self.store()
+        self.core
+            .store()
             .list(lc, keys::CLUSTER_REFERENCE, &[])
             .await?
             .into_iter()
@@ -203,29 +218,18 @@ impl Orchestrator {
             .collect()
     }
 
-    /// The current context of lifecycle record `state`; `None` when it names none or the
-    /// context is gone.
-    ///
-    /// # Errors
-    /// Internal for a corrupt record; the store's errors.
-    pub(crate) async fn load_context(&self, state: &StateInfo) -> Result<Option<AppContext>> {
-        let Some(id) = state.current_context_id()? else {
-            return Ok(None);
-        };
-        match AppContext::load(Arc::clone(self.contexts()), id.get()).await {
-            Ok(ctx) => Ok(Some(ctx)),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
     /// The lifecycle record of logical cloud `name` (Created when it was never instantiated).
     ///
     /// # Errors
     /// NotFound when it does not exist.
-    pub async fn logical_cloud_state(&self, project: &str, name: &str) -> Result<StateInfo> {
+    pub async fn state(&self, cloud: &LogicalCloudRef) -> Result<StateInfo> {
+        let (project, name) = (cloud.project.as_str(), cloud.logical_cloud.as_str());
         self.logical_cloud(project, name).await?;
-        let info = state_or_new(self.store().as_ref(), &keys::logical_cloud(project, name)).await?;
+        let info = state_or_new(
+            self.core.store().as_ref(),
+            &keys::logical_cloud(project, name),
+        )
+        .await?;
         if info.actions.is_empty() {
             return Ok(StateInfo::created(""));
         }
@@ -239,13 +243,14 @@ impl Orchestrator {
     /// # Errors
     /// NotFound; InvalidArgument without cluster references; Conflict in a wrong state or
     /// while the previous terminate still runs.
-    pub async fn instantiate_logical_cloud(&self, project: &str, name: &str) -> Result<()> {
-        decide_again(|| self.instantiate_logical_cloud_once(project, name)).await
+    pub async fn instantiate(&self, cloud: &LogicalCloudRef) -> Result<()> {
+        let (project, name) = (cloud.project.as_str(), cloud.logical_cloud.as_str());
+        decide_again(|| self.instantiate_once(project, name)).await
     }
 
-    async fn instantiate_logical_cloud_once(&self, project: &str, name: &str) -> Result<()> {
+    async fn instantiate_once(&self, project: &str, name: &str) -> Result<()> {
         let key = keys::logical_cloud(project, name);
-        let store = self.store().as_ref();
+        let store = self.core.store().as_ref();
         let lc = self.logical_cloud(project, name).await?;
         // dcm's instantiateHandler reads the cluster references before the state.
         let references = self.references(&key).await?;
@@ -269,7 +274,7 @@ impl Orchestrator {
             }
         };
         // A terminate that took the claim meanwhile makes the fill fail: never deployed.
-        let held = self.handover.lock(&key).await;
+        let held = self.core.handover.lock(&key).await;
         // Again, now that no other operation of this process can queue work meanwhile.
         if let Err(e) = self.check_settled(name, &record.info).await {
             claimed.revert(store, &key, &record).await;
@@ -277,17 +282,17 @@ impl Orchestrator {
             return Err(e);
         }
         let written = claimed.fill(store, &key, ctx.id().to_string()).await;
-        let queued = self.rsync().instantiate(ctx.id());
+        let queued = self.core.rsync().instantiate(ctx.id());
         deploy_fresh(store, &key, written, &record, &ctx, queued).await?;
         drop(held);
-        credentials::spawn_finisher(self, project, name, ctx.id());
+        credentials::spawn_finisher(&self.core, project, name, ctx.id());
         Ok(())
     }
 
     /// Refuses to deploy cloud `name` again while rsync still works on (or has work queued for)
     /// the context its record names: the terminate of the previous deployment.
     async fn check_settled(&self, name: &str, state: &StateInfo) -> Result<()> {
-        match self.load_context(state).await? {
+        match self.core.load_context(state).await? {
             Some(previous) if previous.is_busy().await? => Err(Error::conflict(format!(
                 "logical cloud {name:?} is still terminating; try again when it is done"
             ))),
@@ -305,7 +310,7 @@ impl Orchestrator {
         references: &[(ResourceKey, ClusterReference)],
     ) -> Result<Option<AppContext>> {
         let key = keys::logical_cloud(project, &lc.metadata.name);
-        credentials::clear(self.store().as_ref(), &key).await?;
+        credentials::clear(self.core.store().as_ref(), &key).await?;
         if !lc.is_admin() {
             return self
                 .cloud_context(project, &lc, references, None)
@@ -319,7 +324,7 @@ impl Orchestrator {
             ADMIN_NAMESPACE.clone_into(&mut lc.spec.namespace);
             let doc = serde_json::to_value(&lc)
                 .map_err(|e| Error::internal("cannot serialize a logical cloud").with_source(e))?;
-            self.store().update(&key, &doc).await?;
+            self.core.store().update(&key, &doc).await?;
         }
         Ok(None)
     }
@@ -336,8 +341,8 @@ impl Orchestrator {
         carry: Option<&AppContext>,
     ) -> Result<AppContext> {
         let key = keys::logical_cloud(project, &lc.metadata.name);
-        let permissions = self.user_permissions().list(&key, &[]).await?;
-        let quotas = self.cluster_quotas().list(&key, &[]).await?;
+        let permissions = self.core.objects.user_permissions().list(&key, &[]).await?;
+        let quotas = self.core.objects.cluster_quotas().list(&key, &[]).await?;
         let objects = manifests::cloud_objects(project, lc, &permissions, &quotas)?;
         let meta = CompositeAppMeta {
             project: project.to_owned(),
@@ -348,7 +353,7 @@ impl Orchestrator {
             logical_cloud_namespace: lc.spec.namespace.clone(),
             ..CompositeAppMeta::default()
         };
-        let ctx = AppContext::create(Arc::clone(self.contexts()), &meta).await?;
+        let ctx = AppContext::create(Arc::clone(self.core.contexts()), &meta).await?;
         let csr_name = manifests::csr_name(project, &lc.metadata.name, ctx.id());
         let written = async {
             let mut pending = Vec::new();
@@ -384,7 +389,7 @@ impl Orchestrator {
             w.flush().await?;
             for (ref_key, key_pem) in pending {
                 credentials::put_text_blob(
-                    self.store().as_ref(),
+                    self.core.store().as_ref(),
                     &ref_key,
                     credentials::PENDING_KEY_BLOB,
                     key_pem,
@@ -408,13 +413,14 @@ impl Orchestrator {
     /// # Errors
     /// NotFound; InvalidArgument without cluster references; Conflict in a wrong state or while
     /// a deployment intent group of the cloud is deployed.
-    pub async fn terminate_logical_cloud(&self, project: &str, name: &str) -> Result<()> {
-        decide_again(|| self.terminate_logical_cloud_once(project, name)).await
+    pub async fn terminate(&self, cloud: &LogicalCloudRef) -> Result<()> {
+        let (project, name) = (cloud.project.as_str(), cloud.logical_cloud.as_str());
+        decide_again(|| self.terminate_once(project, name)).await
     }
 
-    async fn terminate_logical_cloud_once(&self, project: &str, name: &str) -> Result<()> {
+    async fn terminate_once(&self, project: &str, name: &str) -> Result<()> {
         let key = keys::logical_cloud(project, name);
-        let store = self.store().as_ref();
+        let store = self.core.store().as_ref();
         self.logical_cloud(project, name).await?;
         // dcm's terminateHandler reads the cluster references before the state.
         if self.references(&key).await?.is_empty() {
@@ -425,26 +431,29 @@ impl Orchestrator {
             return Ok(());
         };
         self.check_no_deployments(project, name).await?;
-        let context = self.load_context(&record.info).await?;
+        let context = self.core.load_context(&record.info).await?;
         let to = (to, record.info.latest_revision());
-        self.append_on_current(&key, &record, to, context, OnCurrent::Terminate)
+        self.core
+            .append_on_current(&key, &record, to, context, OnCurrent::Terminate)
             .await?;
         credentials::clear(store, &key).await
     }
 
     /// Fails with Conflict while a deployment intent group of cloud `name` is deployed.
     async fn check_no_deployments(&self, project: &str, name: &str) -> Result<()> {
-        for ca in self.list_composite_apps(project).await? {
+        for ca in self.core.objects.list_composite_apps(project).await? {
             let ca_key =
                 keys::composite_app(project, &ca.metadata.name, &ca.spec.composite_app_version);
             let filter = Filter::eq("spec.logicalCloud", name);
             for dig in self
+                .core
+                .objects
                 .deployment_intent_groups()
                 .list(&ca_key, &[filter])
                 .await?
             {
                 let dig_key = ca_key.child(keys::DIG, dig.metadata.name.as_str());
-                let state = crate::state::load_state(self.store().as_ref(), &dig_key).await?;
+                let state = crate::state::load_state(self.core.store().as_ref(), &dig_key).await?;
                 if state.current_state().is_deployed() {
                     return Err(Error::conflict(format!(
                         "deployment intent group {:?} of composite app {:?} uses logical cloud \
@@ -464,21 +473,23 @@ impl Orchestrator {
     ///
     /// # Errors
     /// NotFound; Conflict when there is nothing to stop.
-    pub async fn stop_logical_cloud(&self, project: &str, name: &str) -> Result<()> {
-        decide_again(|| self.stop_logical_cloud_once(project, name)).await
+    pub async fn stop(&self, cloud: &LogicalCloudRef) -> Result<()> {
+        let (project, name) = (cloud.project.as_str(), cloud.logical_cloud.as_str());
+        decide_again(|| self.stop_once(project, name)).await
     }
 
-    async fn stop_logical_cloud_once(&self, project: &str, name: &str) -> Result<()> {
+    async fn stop_once(&self, project: &str, name: &str) -> Result<()> {
         let key = keys::logical_cloud(project, name);
-        let store = self.store().as_ref();
+        let store = self.core.store().as_ref();
         self.logical_cloud(project, name).await?;
         let record = Record::load_or_new(store, &key).await?;
         let Some(to) = next_state(record.info.current_state(), Op::Stop)? else {
             return Ok(());
         };
-        let context = self.load_context(&record.info).await?;
+        let context = self.core.load_context(&record.info).await?;
         let to = (to, record.info.latest_revision());
-        self.append_on_current(&key, &record, to, context, OnCurrent::Stop)
+        self.core
+            .append_on_current(&key, &record, to, context, OnCurrent::Stop)
             .await
     }
 
@@ -488,13 +499,14 @@ impl Orchestrator {
     ///
     /// # Errors
     /// NotFound; InvalidArgument without cluster references; Conflict in a wrong state.
-    pub async fn update_logical_cloud(&self, project: &str, name: &str) -> Result<i64> {
-        decide_again(|| self.update_logical_cloud_once(project, name)).await
+    pub async fn update(&self, cloud: &LogicalCloudRef) -> Result<i64> {
+        let (project, name) = (cloud.project.as_str(), cloud.logical_cloud.as_str());
+        decide_again(|| self.update_once(project, name)).await
     }
 
-    async fn update_logical_cloud_once(&self, project: &str, name: &str) -> Result<i64> {
+    async fn update_once(&self, project: &str, name: &str) -> Result<i64> {
         let key = keys::logical_cloud(project, name);
-        let store = self.store().as_ref();
+        let store = self.core.store().as_ref();
         let lc = self.logical_cloud(project, name).await?;
         let record = Record::load_or_new(store, &key).await?;
         let Some(to) = next_state(record.info.current_state(), Op::Update)? else {
@@ -510,7 +522,7 @@ impl Orchestrator {
             )));
         }
         let revision = record.info.latest_revision() + 1;
-        let old = self.load_context(&record.info).await?;
+        let old = self.core.load_context(&record.info).await?;
         // Claimed before its side effects, as an instantiate.
         let claimed = record
             .append(store, &key, to, String::new(), revision)
@@ -533,19 +545,19 @@ impl Orchestrator {
                 return Err(e);
             }
         };
-        let held = self.handover.lock(&key).await;
+        let held = self.core.handover.lock(&key).await;
         let written = claimed.fill(store, &key, ctx.id().to_string()).await;
         // Without the running context (lost with an in-memory AppContext store) the new one is
         // simply instantiated; server-side apply takes over what is already there.
         let handed = async {
             match &old {
-                Some(old) => self.rsync().update(old.id(), ctx.id()).await,
-                None => self.rsync().instantiate(ctx.id()).await,
+                Some(old) => self.core.rsync().update(old.id(), ctx.id()).await,
+                None => self.core.rsync().instantiate(ctx.id()).await,
             }
         };
         deploy_fresh(store, &key, written, &record, &ctx, handed).await?;
         drop(held);
-        credentials::spawn_finisher(self, project, name, ctx.id());
+        credentials::spawn_finisher(&self.core, project, name, ctx.id());
         Ok(revision)
     }
 
@@ -556,17 +568,25 @@ impl Orchestrator {
     ///
     /// # Errors
     /// The stores' errors.
-    pub async fn resume_logical_clouds(&self) -> Result<usize> {
+    pub async fn resume(&self) -> Result<usize> {
         let mut resumed = 0;
-        for project in self.projects().list(&ResourceKey::root(), &[]).await? {
+        for project in self
+            .core
+            .objects
+            .projects()
+            .list(&ResourceKey::root(), &[])
+            .await?
+        {
             let project = project.metadata.name;
             for lc in self
+                .core
+                .objects
                 .logical_clouds()
                 .list(&keys::project(&project), &[])
                 .await?
             {
                 let key = keys::logical_cloud(&project, &lc.metadata.name);
-                let info = state_or_new(self.store().as_ref(), &key).await?;
+                let info = state_or_new(self.core.store().as_ref(), &key).await?;
                 if lc.is_admin()
                     || !matches!(
                         info.current_state(),
@@ -575,20 +595,21 @@ impl Orchestrator {
                 {
                     continue;
                 }
-                let Some(ctx) = self.load_context(&info).await? else {
+                let Some(ctx) = self.core.load_context(&info).await? else {
                     continue;
                 };
                 let references =
-                    credentials::references_by_cluster(self.store().as_ref(), &key).await?;
+                    credentials::references_by_cluster(self.core.store().as_ref(), &key).await?;
                 let mut missing = false;
                 for cluster in ctx.clusters(LC_APP).await? {
                     if let Some((ref_key, _)) = references.get(&cluster) {
                         missing |=
-                            !credentials::has_kubeconfig(self.store().as_ref(), ref_key).await?;
+                            !credentials::has_kubeconfig(self.core.store().as_ref(), ref_key)
+                                .await?;
                     }
                 }
                 if missing {
-                    credentials::spawn_finisher(self, &project, &lc.metadata.name, ctx.id());
+                    credentials::spawn_finisher(&self.core, &project, &lc.metadata.name, ctx.id());
                     resumed += 1;
                 }
             }
@@ -603,20 +624,22 @@ impl Orchestrator {
     /// NotFound for an unknown cloud or reference; Conflict (`Logical Cloud hasn't been
     /// instantiated`) before it is instantiated; FailedPrecondition for an admin cloud (its users
     /// use the cluster's own kubeconfig) and while the kubeconfig is not generated yet.
-    pub async fn logical_cloud_kubeconfig(
+    pub async fn kubeconfig(
         &self,
-        project: &str,
-        name: &str,
+        cloud: &LogicalCloudRef,
         cluster_reference: &str,
     ) -> Result<String> {
+        let (project, name) = (cloud.project.as_str(), cloud.logical_cloud.as_str());
         let lc = self.logical_cloud(project, name).await?;
         let key = keys::logical_cloud(project, name);
-        self.cluster_references()
+        self.core
+            .objects
+            .cluster_references()
             .get(&key, cluster_reference)
             .await?;
         // dcm's cluster.go GetClusterConfig: the status context first, then the private key an
         // admin cloud has none of.
-        let state = state_or_new(self.store().as_ref(), &key)
+        let state = state_or_new(self.core.store().as_ref(), &key)
             .await?
             .current_state();
         if !state.is_deployed() {
@@ -629,7 +652,7 @@ impl Orchestrator {
         }
         let ref_key = key.child(keys::CLUSTER_REFERENCE, cluster_reference);
         read_text_blob(
-            self.store().as_ref(),
+            self.core.store().as_ref(),
             &ref_key,
             LOGICAL_CLOUD_KUBECONFIG_BLOB,
         )

@@ -10,11 +10,11 @@
 
 use emco_core::lifecycle::DigState;
 use emco_core::model::status::{DigStatus, StatusResponse, StatusType};
-use emco_core::{Error, Result};
+use emco_core::{Error, LogicalCloudRef, Result};
 
 use super::{LC_APP, credentials};
+use crate::keys;
 use crate::status::{NOT_READY, READY, Snapshot, context_of, respond};
-use crate::{Orchestrator, keys};
 
 /// The query of a logical cloud's status: the parameters of a deployment intent group's.
 pub type LogicalCloudStatusQuery = emco_core::model::status::StatusQuery;
@@ -23,19 +23,19 @@ pub type LogicalCloudStatusQuery = emco_core::model::status::StatusQuery;
 /// cloud's name as `name` and no composite app fields.
 pub type LogicalCloudStatus = StatusResponse;
 
-impl Orchestrator {
-    /// The status of logical cloud `name` as `query` asks (see the module documentation).
+impl crate::Status {
+    /// The status of logical cloud `cloud` as `query` asks (see the module documentation).
     ///
     /// # Errors
     /// NotFound for an unknown cloud or an `instance` that is not one of its contexts;
     /// InvalidArgument for a bad `instance` or an `app` filter other than the cloud's app.
-    pub async fn logical_cloud_status(
+    pub async fn logical_cloud(
         &self,
-        project: &str,
-        name: &str,
+        cloud: &LogicalCloudRef,
         query: &LogicalCloudStatusQuery,
     ) -> Result<LogicalCloudStatus> {
-        let states = self.logical_cloud_state(project, name).await?;
+        let states = self.clouds.state(cloud).await?;
+        let (project, name) = (cloud.project.as_str(), cloud.logical_cloud.as_str());
         let lc_key = keys::logical_cloud(project, name);
         if let Some(app) = query.apps.iter().find(|a| *a != LC_APP) {
             return Err(Error::invalid(format!(
@@ -44,18 +44,21 @@ impl Orchestrator {
             .with_field("app"));
         }
         let snapshot = match context_of(&states, query.instance.as_deref())? {
-            Some(id) => Some(Snapshot::read(self.contexts(), id).await?),
+            Some(id) => Some(Snapshot::read(self.core.contexts(), id).await?),
             None => None,
         };
         let mut views = snapshot
             .as_ref()
             .map(|s| s.views(query))
             .unwrap_or_default();
-        let references = credentials::references_by_cluster(self.store().as_ref(), &lc_key).await?;
+        let references =
+            credentials::references_by_cluster(self.core.store().as_ref(), &lc_key).await?;
         for cluster in views.iter_mut().flat_map(|a| a.clusters.iter_mut()) {
             let id = format!("{}+{}", cluster.provider, cluster.cluster);
             let has = match references.get(&id) {
-                Some((key, _)) => credentials::has_kubeconfig(self.store().as_ref(), key).await?,
+                Some((key, _)) => {
+                    credentials::has_kubeconfig(self.core.store().as_ref(), key).await?
+                }
                 None => false,
             };
             for r in &mut cluster.resources {

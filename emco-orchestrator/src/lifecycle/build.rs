@@ -15,17 +15,18 @@ use emco_core::placement::{
 };
 use emco_core::{DigRef, Error, ErrorKind, Result};
 
+use super::Deployments;
 use super::render::{RenderInput, RenderedApp, render_app};
 use crate::dcm::{DeployCloud, cloud_for_deployment};
+use crate::keys;
 use crate::runtime::read_blob;
-use crate::{Orchestrator, keys};
 
 /// The intents of a group: controller (or `genericPlacementIntent`) -> intent name, merged over
 /// its DIG intents in name order.
-pub(crate) async fn dig_intents(orch: &Orchestrator, dig: &ResourceKey) -> Result<DigIntentMap> {
+pub(crate) async fn dig_intents(orch: &Deployments, dig: &ResourceKey) -> Result<DigIntentMap> {
     let mut merged = BTreeMap::new();
     let mut placement = None;
-    for di in orch.dig_intents().list(dig, &[]).await? {
+    for di in orch.core.objects.dig_intents().list(dig, &[]).await? {
         if placement.is_none() {
             placement = di.generic_placement_intent().map(str::to_owned);
         }
@@ -65,13 +66,14 @@ struct AppInput {
 /// FailedPrecondition when the logical cloud is not instantiated or nothing can be placed; a
 /// controller's failure, naming it.
 pub(crate) async fn build_context(
-    orch: &Orchestrator,
+    orch: &Deployments,
     key: &ResourceKey,
     dig: &DeploymentIntentGroup,
     update_from: Option<u64>,
 ) -> Result<AppContext> {
     let path = keys::dig_ref(key)?;
-    let cloud = cloud_for_deployment(orch, &path.project, &dig.spec.logical_cloud).await?;
+    let cloud =
+        cloud_for_deployment(&orch.core.objects, &path.project, &dig.spec.logical_cloud).await?;
     let intents = dig_intents(orch, key).await?;
     let gpi = intents.placement.clone().ok_or_else(|| {
         Error::failed_precondition(format!(
@@ -80,13 +82,17 @@ pub(crate) async fn build_context(
         ))
     })?;
     let gpi_key = key.child(keys::GENERIC_PLACEMENT_INTENT, gpi.as_str());
-    if orch.store().get(&gpi_key).await?.is_none() {
+    if orch.core.store().get(&gpi_key).await?.is_none() {
         return Err(Error::not_found(format!(
             "generic placement intent {gpi:?} named by the DIG intents does not exist"
         )));
     }
-    let app_intents: Vec<AppPlacementIntent> =
-        orch.app_placement_intents().list(&gpi_key, &[]).await?;
+    let app_intents: Vec<AppPlacementIntent> = orch
+        .core
+        .objects
+        .app_placement_intents()
+        .list(&gpi_key, &[])
+        .await?;
     let apps = load_apps(orch, &path, dig, &app_intents, &gpi).await?;
     let inventory = inventory(orch, &cloud, &app_intents).await?;
     let placements = resolve(&app_intents, &inventory).map_err(|e| match e.kind() {
@@ -115,7 +121,7 @@ pub(crate) async fn build_context(
         logical_cloud: cloud.name.clone(),
         logical_cloud_namespace: cloud.namespace.clone(),
     };
-    let ctx = AppContext::create(Arc::clone(orch.contexts()), &meta).await?;
+    let ctx = AppContext::create(Arc::clone(orch.core.contexts()), &meta).await?;
     let built = async {
         write_context(&ctx, &apps, &placements, &rendered).await?;
         run_controllers(orch, &ctx, &intents.intents, &placements, update_from).await
@@ -135,14 +141,14 @@ pub(crate) async fn build_context(
 /// dependencies, sorted by name. Every app needs a chart, a profile in the group's composite
 /// profile and a placement intent.
 async fn load_apps(
-    orch: &Orchestrator,
+    orch: &Deployments,
     path: &DigRef,
     dig: &DeploymentIntentGroup,
     app_intents: &[AppPlacementIntent],
     gpi: &str,
 ) -> Result<Vec<AppInput>> {
     let ca = keys::composite_app(&path.project, &path.composite_app, &path.version);
-    let mut apps = orch.apps().list(&ca, &[]).await?;
+    let mut apps = orch.core.objects.apps().list(&ca, &[]).await?;
     if apps.is_empty() {
         return Err(Error::failed_precondition(format!(
             "composite app {:?} version {:?} has no apps",
@@ -152,12 +158,12 @@ async fn load_apps(
     apps.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let cp_name = dig.spec.composite_profile.as_str();
     let cp = ca.child(keys::COMPOSITE_PROFILE, cp_name);
-    if orch.store().get(&cp).await?.is_none() {
+    if orch.core.store().get(&cp).await?.is_none() {
         return Err(Error::not_found(format!(
             "composite profile {cp_name:?} does not exist"
         )));
     }
-    let profiles = orch.app_profiles().list(&cp, &[]).await?;
+    let profiles = orch.core.objects.app_profiles().list(&cp, &[]).await?;
     let mut out = Vec::with_capacity(apps.len());
     for app in apps {
         let name = app.metadata.name;
@@ -167,7 +173,7 @@ async fn load_apps(
             )));
         }
         let app_key = ca.child(keys::APP, name.as_str());
-        let chart = read_blob(orch.store().as_ref(), &app_key, keys::FILE_BLOB)
+        let chart = read_blob(orch.core.store().as_ref(), &app_key, keys::FILE_BLOB)
             .await?
             .ok_or_else(|| Error::not_found(format!("app {name:?} has no chart")))?;
         let profile = profiles
@@ -179,13 +185,15 @@ async fn load_apps(
                 ))
             })?;
         let profile_key = cp.child(keys::APP_PROFILE, profile.metadata.name.as_str());
-        let profile = read_blob(orch.store().as_ref(), &profile_key, keys::FILE_BLOB).await?;
+        let profile = read_blob(orch.core.store().as_ref(), &profile_key, keys::FILE_BLOB).await?;
         let set = dig
             .override_values_for(&name)
             .into_iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         let dependencies = orch
+            .core
+            .objects
             .app_dependencies()
             .list(&app_key, &[])
             .await?
@@ -210,7 +218,7 @@ async fn load_apps(
 /// The clusters placement may choose from: every cluster of the providers the intents and the
 /// logical cloud name, with their labels, restricted to the logical cloud's members.
 async fn inventory(
-    orch: &Orchestrator,
+    orch: &Deployments,
     cloud: &DeployCloud,
     intents: &[AppPlacementIntent],
 ) -> Result<Inventory> {
@@ -230,7 +238,7 @@ async fn inventory(
     }
     let mut builder = Inventory::builder();
     for provider in providers {
-        let clusters = match orch.clusters_with_labels(provider).await {
+        let clusters = match orch.core.objects.clusters_with_labels(provider).await {
             Ok(c) => c,
             // Placement reports the missing provider with the entry that names it.
             Err(e) if e.kind() == ErrorKind::NotFound => continue,
@@ -250,12 +258,12 @@ async fn inventory(
 
 /// Renders every app, each on a blocking thread, all at once.
 async fn render_all(
-    orch: &Orchestrator,
+    orch: &Deployments,
     apps: &[AppInput],
     dig: &DeploymentIntentGroup,
     cloud: &DeployCloud,
 ) -> Result<BTreeMap<String, RenderedApp>> {
-    let (max_unpacked, helm) = (orch.limits().max_unpacked, orch.helm());
+    let (max_unpacked, helm) = (orch.core.objects.limits().max_unpacked, orch.helm);
     let tasks = apps.iter().map(|a| {
         let (name, chart, profile, set) = (
             a.name.clone(),
@@ -347,25 +355,34 @@ async fn write_context(
 /// Runs the placement controllers, keeps one cluster per anyOf group of what they left, then
 /// runs the action controllers.
 async fn run_controllers(
-    orch: &Orchestrator,
+    orch: &Deployments,
     ctx: &AppContext,
     intents: &BTreeMap<String, String>,
     placements: &[Placement],
     update_from: Option<u64>,
 ) -> Result<()> {
-    let controllers = orch.controllers().list(&ResourceKey::root(), &[]).await?;
-    let registry = orch.controller_registry();
+    let controllers = orch
+        .core
+        .objects
+        .controllers()
+        .list(&ResourceKey::root(), &[])
+        .await?;
+    let registry = orch.core.controller_registry();
     registry.place(&controllers, intents, ctx.id()).await?;
     let mut handle = ContextHandle::new(ctx.clone());
     for p in placements {
         let present: BTreeSet<String> = handle.clusters(&p.app).await?.into_iter().collect();
-        let kept =
-            finalize(p, |c| present.contains(c.as_str()), orch.any_of_strategy()).map_err(|e| {
-                Error::new(
-                    e.kind(),
-                    format!("after the placement controllers: {}", e.message()),
-                )
-            })?;
+        let kept = finalize(
+            p,
+            |c| present.contains(c.as_str()),
+            orch.core.any_of_strategy(),
+        )
+        .map_err(|e| {
+            Error::new(
+                e.kind(),
+                format!("after the placement controllers: {}", e.message()),
+            )
+        })?;
         let kept: BTreeSet<&str> = kept.clusters.iter().map(|c| c.cluster.as_str()).collect();
         for c in &present {
             if !kept.contains(c.as_str()) {

@@ -3,7 +3,7 @@
 //!
 //! Each operation reads the group's lifecycle record, does its work (rendering, controllers)
 //! holding nothing, then records its outcome with a compare-and-set against the record it read
-//! (see [`crate::state`]) and only then hands the work to rsync. Of two operations racing on one
+//! (the `state` module) and only then hands the work to rsync. Of two operations racing on one
 //! group, in one process or in several replicas, one wins; the other deletes what it built and
 //! answers with the refusal the winner's record gives (EMCO's words, a 409 for a second
 //! instantiate), so rsync never gets a loser's work. When rsync refuses the work, the record is
@@ -31,16 +31,18 @@ mod render;
 use std::sync::Arc;
 use std::time::Duration;
 
+use emco_appcontext::keys::Keyed;
 use emco_appcontext::{AppContext, ResourceKey};
 use emco_core::lifecycle::{DigOperation, StateInfo, transition_named};
 use emco_core::model::DeploymentIntentGroup;
-use emco_core::{ContextId, Error, ErrorKind, Metadata, Result, Validate};
+use emco_core::{ContextId, DigRef, Error, ErrorKind, Metadata, Result, Validate};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::keys;
+use crate::runtime::Core;
 use crate::state::{
     OnCurrent, Record, decide_again, deploy_fresh, hand_over, load_state, now_rfc3339,
 };
-use crate::{Orchestrator, keys};
 
 /// The body of `POST DIG/rollback`: `{metadata, spec:{revision}}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,10 +141,51 @@ impl Validate for MigrateIntent {
     }
 }
 
-impl Orchestrator {
+/// The deployment service: the lifecycle of deployment intent groups. Cheap to clone; clones
+/// share everything.
+#[derive(Debug, Clone)]
+pub struct Deployments {
+    core: Core,
+    /// Which Helm release's rendering the apps get.
+    helm: emco_helm::HelmCompat,
+}
+
+impl Deployments {
+    pub(crate) fn new(core: Core, helm: emco_helm::HelmCompat) -> Self {
+        Self { core, helm }
+    }
+
+    /// Which Helm release's rendering the apps get.
+    #[must_use]
+    pub const fn helm(&self) -> emco_helm::HelmCompat {
+        self.helm
+    }
+
+    /// The lifecycle record of the deployment intent group `dig`.
+    ///
+    /// # Errors
+    /// NotFound when it does not exist.
+    pub async fn state(&self, dig: &DigRef) -> Result<StateInfo> {
+        let key = dig.key();
+        self.load_dig(&key).await?;
+        load_state(self.core.store().as_ref(), &key).await
+    }
+
+    /// Approves the deployment intent group `dig` (Created -> Approved).
+    ///
+    /// # Errors
+    /// NotFound; FailedPrecondition when it is deployed.
+    pub async fn approve(&self, dig: &DigRef) -> Result<()> {
+        let key = dig.key();
+        self.load_dig(&key).await?;
+        crate::state::apply_operation(self.core.store().as_ref(), &key, DigOperation::Approve).await
+    }
+
     /// The deployment intent group at `dig` (NotFound naming it otherwise).
     async fn load_dig(&self, dig: &ResourceKey) -> Result<DeploymentIntentGroup> {
-        self.deployment_intent_groups()
+        self.core
+            .objects
+            .deployment_intent_groups()
             .get(
                 &dig.parent().unwrap_or_default(),
                 dig.name().unwrap_or_default(),
@@ -175,7 +218,7 @@ impl Orchestrator {
         if !matches!(op, DigOperation::Terminate | DigOperation::Stop) {
             state.statusctxid = ctx.to_string();
         }
-        match record.swap(self.store.as_ref(), dig, state).await {
+        match record.swap(self.core.store().as_ref(), dig, state).await {
             Err(e) if e.kind() == ErrorKind::Conflict => Err(self.lost(dig, op, e).await),
             written => written,
         }
@@ -185,7 +228,7 @@ impl Orchestrator {
     /// EMCO's words (`already been instantiated` for a second instantiate), or `lost` itself
     /// when the record still allows `op`.
     async fn lost(&self, dig: &ResourceKey, op: DigOperation, lost: Error) -> Error {
-        match load_state(self.store.as_ref(), dig).await {
+        match load_state(self.core.store().as_ref(), dig).await {
             Ok(now) => transition_named(dig_name(dig), now.current_state(), op)
                 .err()
                 .unwrap_or(lost),
@@ -204,9 +247,10 @@ impl Orchestrator {
     /// by a concurrent instantiate that won) or the terminate of its previous deployment still
     /// runs; InvalidArgument for a bad chart, profile or placement; a controller's failure,
     /// naming it (the group's state is then unchanged).
-    pub async fn instantiate(&self, dig: &ResourceKey) -> Result<()> {
+    pub async fn instantiate(&self, dig: &DigRef) -> Result<()> {
+        let dig = &dig.key();
         let group = self.load_dig(dig).await?;
-        let record = Record::load(self.store.as_ref(), dig).await?;
+        let record = Record::load(self.core.store().as_ref(), dig).await?;
         transition_named(
             dig_name(dig),
             record.info.current_state(),
@@ -214,17 +258,38 @@ impl Orchestrator {
         )?;
         self.check_terminated(dig, &record.info).await?;
         let ctx = build::build_context(self, dig, &group, None).await?;
-        let _held = self.handover.lock(dig).await;
+        let _held = self.core.handover.lock(dig).await;
         // Again, now that no other operation of this process can queue work meanwhile.
         if let Err(e) = self.check_terminated(dig, &record.info).await {
             crate::dcm::discard(&ctx).await;
             return Err(e);
         }
-        let written = self
-            .record(dig, &record, DigOperation::Instantiate, ctx.id())
-            .await;
-        let queued = self.rsync().instantiate(ctx.id());
-        deploy_fresh(self.store.as_ref(), dig, written, &record, &ctx, queued).await
+        let queued = self.core.rsync().instantiate(ctx.id());
+        self.deploy(dig, &record, DigOperation::Instantiate, &ctx, queued)
+            .await
+            .map(drop)
+    }
+
+    /// Records `op` deploying `ctx`, a context built for it, over `record` of `dig`, then hands
+    /// `queued` to rsync (see [`deploy_fresh`]). Returns the record as written.
+    async fn deploy(
+        &self,
+        dig: &ResourceKey,
+        record: &Record,
+        op: DigOperation,
+        ctx: &AppContext,
+        queued: impl Future<Output = Result<()>>,
+    ) -> Result<Record> {
+        let written = self.record(dig, record, op, ctx.id()).await;
+        deploy_fresh(
+            self.core.store().as_ref(),
+            dig,
+            written,
+            record,
+            ctx,
+            queued,
+        )
+        .await
     }
 
     /// Refuses to deploy a group again while the terminate of its previous deployment still
@@ -237,7 +302,7 @@ impl Orchestrator {
         let Some(id) = state.current_context_id()? else {
             return Ok(());
         };
-        let busy = match AppContext::load(Arc::clone(self.contexts()), id.get()).await {
+        let busy = match AppContext::load(Arc::clone(self.core.contexts()), id.get()).await {
             Ok(ctx) => ctx.is_busy().await?,
             Err(e) if e.kind() == ErrorKind::NotFound => false,
             Err(e) => return Err(e),
@@ -257,7 +322,7 @@ impl Orchestrator {
     /// # Errors
     /// Conflict when it is still busy after [`SETTLE_TIMEOUT`].
     async fn settle(&self, id: u64) -> Result<()> {
-        let ctx = AppContext::load(Arc::clone(self.contexts()), id).await?;
+        let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
         let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
         loop {
             match ctx.status().await? {
@@ -277,7 +342,7 @@ impl Orchestrator {
     /// The record of `dig` checked for `op`, with the context `op` acts on (the current one).
     async fn checked(&self, dig: &ResourceKey, op: DigOperation) -> Result<(Record, u64)> {
         self.load_dig(dig).await?;
-        let record = Record::load(self.store.as_ref(), dig).await?;
+        let record = Record::load(self.core.store().as_ref(), dig).await?;
         transition_named(dig_name(dig), record.info.current_state(), op)?;
         let ctx = Self::current_context(dig, &record.info)?;
         Ok((record, ctx))
@@ -289,7 +354,8 @@ impl Orchestrator {
     /// # Errors
     /// NotFound; FailedPrecondition when it was never instantiated; Conflict when it is
     /// already terminated.
-    pub async fn terminate(&self, dig: &ResourceKey) -> Result<()> {
+    pub async fn terminate(&self, dig: &DigRef) -> Result<()> {
+        let dig = &dig.key();
         decide_again(|| self.terminate_once(dig)).await
     }
 
@@ -300,8 +366,14 @@ impl Orchestrator {
         // Controllers are told after the fact: the deployment is going whatever they answer,
         // and a controller that is down must not keep it on the clusters.
         let intents = build::dig_intents(self, dig).await?;
-        let controllers = self.controllers().list(&ResourceKey::root(), &[]).await?;
+        let controllers = self
+            .core
+            .objects
+            .controllers()
+            .list(&ResourceKey::root(), &[])
+            .await?;
         if let Err(e) = self
+            .core
             .controller_registry()
             .terminate(&controllers, &intents.intents, ctx)
             .await
@@ -317,7 +389,8 @@ impl Orchestrator {
     ///
     /// # Errors
     /// NotFound; FailedPrecondition when nothing was ever instantiated.
-    pub async fn stop(&self, dig: &ResourceKey) -> Result<()> {
+    pub async fn stop(&self, dig: &DigRef) -> Result<()> {
+        let dig = &dig.key();
         decide_again(|| self.stop_once(dig)).await
     }
 
@@ -337,11 +410,11 @@ impl Orchestrator {
         on: OnCurrent,
     ) -> Result<u64> {
         let (record, ctx) = self.checked(dig, op).await?;
-        let _held = self.handover.lock(dig).await;
+        let _held = self.core.handover.lock(dig).await;
         let written = self.record(dig, &record, op, ctx).await?;
-        let queued = on.send(self.rsync(), ctx);
+        let queued = on.send(self.core.rsync(), ctx);
         hand_over(
-            self.store.as_ref(),
+            self.core.store().as_ref(),
             queued,
             &[(dig, &written, &record)],
             None,
@@ -356,18 +429,17 @@ impl Orchestrator {
     ///
     /// # Errors
     /// As [`Self::instantiate`]; FailedPrecondition unless it is Instantiated or Updated.
-    pub async fn update(&self, dig: &ResourceKey) -> Result<i64> {
+    pub async fn update(&self, dig: &DigRef) -> Result<i64> {
+        let dig = &dig.key();
         let group = self.load_dig(dig).await?;
         let (record, old) = self.checked(dig, DigOperation::Update).await?;
         let ctx = build::build_context(self, dig, &group, Some(old)).await?;
-        let _held = self.handover.lock(dig).await;
+        let _held = self.core.handover.lock(dig).await;
+        let queued = self.core.rsync().update(old, ctx.id());
         let written = self
-            .record(dig, &record, DigOperation::Update, ctx.id())
-            .await;
-        let revision = written.as_ref().map_or(0, |w| w.info.latest_revision());
-        let queued = self.rsync().update(old, ctx.id());
-        deploy_fresh(self.store.as_ref(), dig, written, &record, &ctx, queued).await?;
-        Ok(revision)
+            .deploy(dig, &record, DigOperation::Update, &ctx, queued)
+            .await?;
+        Ok(written.info.latest_revision())
     }
 
     /// Rolls the group at `dig` back to `revision`, an earlier revision of its current
@@ -377,7 +449,8 @@ impl Orchestrator {
     /// # Errors
     /// NotFound; FailedPrecondition unless it is Instantiated or Updated; InvalidArgument when
     /// `revision` is not an earlier revision of the current deployment.
-    pub async fn rollback(&self, dig: &ResourceKey, revision: i64) -> Result<i64> {
+    pub async fn rollback(&self, dig: &DigRef, revision: i64) -> Result<i64> {
+        let dig = &dig.key();
         let (record, current) = self.checked(dig, DigOperation::Rollback).await?;
         let state = &record.info;
         // The revision deployed now: the last action's (revisions before a re-instantiate
@@ -399,14 +472,14 @@ impl Orchestrator {
         if target != current {
             self.settle(target).await?;
         }
-        let _held = self.handover.lock(dig).await;
+        let _held = self.core.handover.lock(dig).await;
         let written = self
             .record(dig, &record, DigOperation::Rollback, target)
             .await?;
         if target != current {
             hand_over(
-                self.store.as_ref(),
-                self.rsync().rollback(current, target),
+                self.core.store().as_ref(),
+                self.core.rsync().rollback(current, target),
                 &[(dig, &written, &record)],
                 None,
             )
@@ -424,10 +497,10 @@ impl Orchestrator {
     /// NotFound (either group or a piece the target names); InvalidArgument when the target is
     /// the source itself; FailedPrecondition / Conflict when either is in the wrong state; as
     /// [`Self::instantiate`] for the target's context.
-    pub async fn migrate(&self, dig: &ResourceKey, intent: &MigrateIntent) -> Result<()> {
+    pub async fn migrate(&self, source: &DigRef, intent: &MigrateIntent) -> Result<()> {
         intent.validate()?;
         let spec = &intent.spec;
-        let source = keys::dig_ref(dig)?;
+        let dig = &source.key();
         let target = keys::dig(
             &source.project,
             &source.composite_app,
@@ -441,7 +514,7 @@ impl Orchestrator {
         }
         let (source_record, old) = self.checked(dig, DigOperation::Migrate).await?;
         let target_group = self.load_dig(&target).await?;
-        let target_record = Record::load(self.store.as_ref(), &target).await?;
+        let target_record = Record::load(self.core.store().as_ref(), &target).await?;
         transition_named(
             dig_name(&target),
             target_record.info.current_state(),
@@ -450,7 +523,7 @@ impl Orchestrator {
         .map_err(|e| Error::new(e.kind(), format!("migrate target: {}", e.message())))?;
         self.check_terminated(&target, &target_record.info).await?;
         let ctx = build::build_context(self, &target, &target_group, Some(old)).await?;
-        let _held = self.handover.lock_pair(dig, &target).await;
+        let _held = self.core.handover.lock_pair(dig, &target).await;
         if let Err(e) = self.check_terminated(&target, &target_record.info).await {
             crate::dcm::discard(&ctx).await;
             return Err(e);
@@ -472,15 +545,15 @@ impl Orchestrator {
             Ok(w) => w,
             Err(e) => {
                 target_written
-                    .revert(self.store.as_ref(), &target, &target_record)
+                    .revert(self.core.store().as_ref(), &target, &target_record)
                     .await;
                 crate::dcm::discard(&ctx).await;
                 return Err(e);
             }
         };
         hand_over(
-            self.store.as_ref(),
-            self.rsync().update(old, ctx.id()),
+            self.core.store().as_ref(),
+            self.core.rsync().update(old, ctx.id()),
             &[
                 (&target, &target_written, &target_record),
                 (dig, &source_written, &source_record),

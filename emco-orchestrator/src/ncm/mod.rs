@@ -29,14 +29,16 @@ use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_core::lifecycle::{DigState, StateInfo};
 use emco_core::model::status::{ClusterNetworkStatus, DigStatus, StatusQuery};
 use emco_core::model::{Cluster, KvPair, Network, ProviderNetwork, kv_value_text};
+use emco_core::placement::ClusterRef;
 use emco_core::{Error, Result};
 use serde_json::{Value, json};
 
 use crate::dcm::manifests::Manifest;
 use crate::dcm::{add_only_app, discard};
+use crate::keys;
+use crate::runtime::Core;
 use crate::state::{OnCurrent, Record, decide_again, deploy_fresh, state_or_new};
 use crate::status::{Snapshot, context_of, full_answer};
-use crate::{Orchestrator, keys};
 
 /// The one app of a cluster's network AppContext (ncm's `CONTEXT_CLUSTER_APP`).
 pub const NETWORK_APP: &str = "network-intents";
@@ -234,16 +236,31 @@ fn names_multus(kv_pairs: &[KvPair]) -> bool {
     wrapper.eq_ignore_ascii_case("multus")
 }
 
-impl Orchestrator {
+/// The cluster network service: ncm's lifecycle of a cluster's networks. Cheap to clone;
+/// clones share everything.
+#[derive(Debug, Clone)]
+pub struct ClusterNetworks {
+    core: Core,
+}
+
+impl ClusterNetworks {
+    pub(crate) fn new(core: Core) -> Self {
+        Self { core }
+    }
+
     /// The lifecycle record of the networks of cluster `cluster` of `provider` (Created when
     /// never applied).
     ///
     /// # Errors
     /// NotFound when the cluster does not exist.
-    pub async fn cluster_network_state(&self, provider: &str, cluster: &str) -> Result<StateInfo> {
-        let info = cluster_record(self.store().as_ref(), &keys::cluster(provider, cluster))
-            .await?
-            .info;
+    pub async fn state(&self, cluster: &ClusterRef) -> Result<StateInfo> {
+        let (provider, cluster) = (cluster.provider(), cluster.cluster());
+        let info = cluster_record(
+            self.core.store().as_ref(),
+            &keys::cluster(provider, cluster),
+        )
+        .await?
+        .info;
         if info.actions.is_empty() {
             return Ok(StateInfo::created(""));
         }
@@ -256,21 +273,27 @@ impl Orchestrator {
     /// # Errors
     /// NotFound for an unknown cluster; Conflict in a wrong state; the stores' and rsync's
     /// errors.
-    pub async fn apply_cluster_networks(&self, provider: &str, cluster: &str) -> Result<()> {
-        decide_again(|| self.apply_cluster_networks_once(provider, cluster)).await
+    pub async fn apply(&self, cluster: &ClusterRef) -> Result<()> {
+        let (provider, cluster) = (cluster.provider(), cluster.cluster());
+        decide_again(|| self.apply_once(provider, cluster)).await
     }
 
-    async fn apply_cluster_networks_once(&self, provider: &str, cluster: &str) -> Result<()> {
+    async fn apply_once(&self, provider: &str, cluster: &str) -> Result<()> {
         let key = keys::cluster(provider, cluster);
-        let record = cluster_record(self.store().as_ref(), &key).await?;
+        let record = cluster_record(self.core.store().as_ref(), &key).await?;
         match record.info.current_state() {
             DigState::Created | DigState::Terminated | DigState::TerminateStopped => {}
             DigState::Applied | DigState::InstantiateStopped => return Ok(()),
             s => return Err(invalid_state(cluster, s)),
         }
-        let networks = self.networks().list(&key, &[]).await?;
-        let providers = self.provider_networks().list(&key, &[]).await?;
-        let multus = names_multus(&self.kv_pairs().list(&key, &[]).await?);
+        let networks = self.core.objects.networks().list(&key, &[]).await?;
+        let providers = self
+            .core
+            .objects
+            .provider_networks()
+            .list(&key, &[])
+            .await?;
+        let multus = names_multus(&self.core.objects.kv_pairs().list(&key, &[]).await?);
         let manifests = network_manifests(&networks, &providers, multus)?;
         let meta = CompositeAppMeta {
             composite_app: NETWORK_APP.to_owned(),
@@ -278,7 +301,7 @@ impl Orchestrator {
             level: emco_core::model::logical_cloud::LEVEL_ADMIN.to_owned(),
             ..CompositeAppMeta::default()
         };
-        let ctx = AppContext::create(Arc::clone(self.contexts()), &meta).await?;
+        let ctx = AppContext::create(Arc::clone(self.core.contexts()), &meta).await?;
         let target = format!("{provider}+{cluster}");
         let written = async {
             let mut w = ctx.writer();
@@ -297,12 +320,14 @@ impl Orchestrator {
             discard(&ctx).await;
             return Err(e);
         }
-        let store = self.store().as_ref();
+        let store = self.core.store().as_ref();
         let id = ctx.id().to_string();
-        let _held = self.handover.lock(&key).await;
+        let _held = self.core.handover.lock(&key).await;
         let written = record.append(store, &key, DigState::Applied, id, 0).await;
-        let queued = self.rsync().instantiate(ctx.id());
-        deploy_fresh(store, &key, written, &record, &ctx, queued).await
+        let queued = self.core.rsync().instantiate(ctx.id());
+        deploy_fresh(store, &key, written, &record, &ctx, queued)
+            .await
+            .map(drop)
     }
 
     /// Terminates the applied networks of cluster `cluster`: rsync removes their resources.
@@ -310,13 +335,14 @@ impl Orchestrator {
     ///
     /// # Errors
     /// NotFound for an unknown cluster; Conflict when never applied or in a wrong state.
-    pub async fn terminate_cluster_networks(&self, provider: &str, cluster: &str) -> Result<()> {
-        decide_again(|| self.terminate_cluster_networks_once(provider, cluster)).await
+    pub async fn terminate(&self, cluster: &ClusterRef) -> Result<()> {
+        let (provider, cluster) = (cluster.provider(), cluster.cluster());
+        decide_again(|| self.terminate_once(provider, cluster)).await
     }
 
-    async fn terminate_cluster_networks_once(&self, provider: &str, cluster: &str) -> Result<()> {
+    async fn terminate_once(&self, provider: &str, cluster: &str) -> Result<()> {
         let key = keys::cluster(provider, cluster);
-        let store = self.store().as_ref();
+        let store = self.core.store().as_ref();
         let record = cluster_record(store, &key).await?;
         match record.info.current_state() {
             DigState::Applied | DigState::InstantiateStopped => {}
@@ -324,9 +350,10 @@ impl Orchestrator {
             DigState::Created => return Err(not_applied(cluster)),
             s => return Err(invalid_state(cluster, s)),
         }
-        let context = self.load_context(&record.info).await?;
+        let context = self.core.load_context(&record.info).await?;
         let to = (DigState::Terminated, 0);
-        self.append_on_current(&key, &record, to, context, OnCurrent::Terminate)
+        self.core
+            .append_on_current(&key, &record, to, context, OnCurrent::Terminate)
             .await
     }
 
@@ -335,13 +362,14 @@ impl Orchestrator {
     ///
     /// # Errors
     /// NotFound for an unknown cluster; Conflict when there is nothing to stop.
-    pub async fn stop_cluster_networks(&self, provider: &str, cluster: &str) -> Result<()> {
-        decide_again(|| self.stop_cluster_networks_once(provider, cluster)).await
+    pub async fn stop(&self, cluster: &ClusterRef) -> Result<()> {
+        let (provider, cluster) = (cluster.provider(), cluster.cluster());
+        decide_again(|| self.stop_once(provider, cluster)).await
     }
 
-    async fn stop_cluster_networks_once(&self, provider: &str, cluster: &str) -> Result<()> {
+    async fn stop_once(&self, provider: &str, cluster: &str) -> Result<()> {
         let key = keys::cluster(provider, cluster);
-        let store = self.store().as_ref();
+        let store = self.core.store().as_ref();
         let record = cluster_record(store, &key).await?;
         let to = match record.info.current_state() {
             DigState::Applied => DigState::InstantiateStopped,
@@ -359,7 +387,7 @@ impl Orchestrator {
             DigState::Created => return Err(not_applied(cluster)),
             s => return Err(invalid_state(cluster, s)),
         };
-        let ctx = self.load_context(&record.info).await?;
+        let ctx = self.core.load_context(&record.info).await?;
         let running = match &ctx {
             Some(ctx) => ctx
                 .status()
@@ -372,30 +400,33 @@ impl Orchestrator {
                 "Cluster network intents are not instantiating or terminating:{cluster}"
             )));
         }
-        self.append_on_current(&key, &record, (to, 0), ctx, OnCurrent::Stop)
+        self.core
+            .append_on_current(&key, &record, (to, 0), ctx, OnCurrent::Stop)
             .await
     }
+}
 
+impl crate::Status {
     /// The status of cluster `cluster`'s networks as `query` asks (ncm's `status` route: the
     /// status of a deployment intent group's shape, its one cluster as `cluster`).
     ///
     /// # Errors
     /// NotFound for an unknown cluster or `instance`; InvalidArgument for an `app` filter
     /// other than [`NETWORK_APP`].
-    pub async fn cluster_network_status(
+    pub async fn cluster_networks(
         &self,
-        provider: &str,
-        cluster: &str,
+        cluster: &ClusterRef,
         query: &StatusQuery,
     ) -> Result<ClusterNetworkStatus> {
-        let states = self.cluster_network_state(provider, cluster).await?;
+        let states = self.networks.state(cluster).await?;
+        let (provider, cluster) = (cluster.provider(), cluster.cluster());
         if let Some(app) = query.apps.iter().find(|a| *a != NETWORK_APP) {
             return Err(Error::invalid(format!(
                 "Filter app {app} not in list of apps for composite app {NETWORK_APP}"
             )));
         }
         let snapshot = match context_of(&states, query.instance.as_deref())? {
-            Some(id) => Some(Snapshot::read(self.contexts(), id).await?),
+            Some(id) => Some(Snapshot::read(self.core.contexts(), id).await?),
             None => None,
         };
         let views = snapshot

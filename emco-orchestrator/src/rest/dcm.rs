@@ -39,28 +39,23 @@ pub(super) fn routes() -> Router<Orchestrator> {
 }
 
 async fn instantiate(State(orch): State<Orchestrator>, Path(lc): Path<LogicalCloudRef>) -> Answer {
-    orch.instantiate_logical_cloud(&lc.project, &lc.logical_cloud)
-        .await?;
+    orch.clouds().instantiate(&lc).await?;
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
 async fn terminate(State(orch): State<Orchestrator>, Path(lc): Path<LogicalCloudRef>) -> Answer {
-    orch.terminate_logical_cloud(&lc.project, &lc.logical_cloud)
-        .await?;
+    orch.clouds().terminate(&lc).await?;
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
 async fn stop(State(orch): State<Orchestrator>, Path(lc): Path<LogicalCloudRef>) -> Answer {
-    orch.stop_logical_cloud(&lc.project, &lc.logical_cloud)
-        .await?;
+    orch.clouds().stop(&lc).await?;
     // dcm's stopHandler answers 200 (src/dcm/api/logicalCloudHandler.go).
     Ok(StatusCode::OK.into_response())
 }
 
 async fn update(State(orch): State<Orchestrator>, Path(lc): Path<LogicalCloudRef>) -> Answer {
-    let revision = orch
-        .update_logical_cloud(&lc.project, &lc.logical_cloud)
-        .await?;
+    let revision = orch.clouds().update(&lc).await?;
     Ok(json_response(StatusCode::ACCEPTED, &revision))
 }
 
@@ -70,15 +65,11 @@ async fn status(
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Answer {
     let query = LogicalCloudStatusQuery::from_pairs(pairs)?;
-    let answer = orch
-        .logical_cloud_status(&lc.project, &lc.logical_cloud, &query)
-        .await?;
+    let answer = orch.status().logical_cloud(&lc, &query).await?;
     Ok(json_response(StatusCode::OK, &answer))
 }
 
 async fn kubeconfig(State(orch): State<Orchestrator>, Path(p): Path<ReferencePath>) -> Answer {
-    let text = orch
-        .logical_cloud_kubeconfig(&p.cloud.project, &p.cloud.logical_cloud, &p.reference)
-        .await?;
+    let text = orch.clouds().kubeconfig(&p.cloud, &p.reference).await?;
     Ok(([(header::CONTENT_TYPE, "application/octet-stream")], text).into_response())
 }

@@ -6,7 +6,6 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use emco_appcontext::keys::Keyed;
 use emco_controller_sdk::rest::{EmcoJson, json_response};
 use emco_core::DigRef;
 use emco_core::model::status::StatusQuery;
@@ -28,27 +27,27 @@ pub(super) fn routes() -> Router<Orchestrator> {
 }
 
 async fn approve(State(orch): State<Orchestrator>, Path(dig): Path<DigRef>) -> Answer {
-    orch.approve(&dig.key()).await?;
+    orch.deployments().approve(&dig).await?;
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
 async fn instantiate(State(orch): State<Orchestrator>, Path(dig): Path<DigRef>) -> Answer {
-    orch.instantiate(&dig.key()).await?;
+    orch.deployments().instantiate(&dig).await?;
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
 async fn terminate(State(orch): State<Orchestrator>, Path(dig): Path<DigRef>) -> Answer {
-    orch.terminate(&dig.key()).await?;
+    orch.deployments().terminate(&dig).await?;
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
 async fn stop(State(orch): State<Orchestrator>, Path(dig): Path<DigRef>) -> Answer {
-    orch.stop(&dig.key()).await?;
+    orch.deployments().stop(&dig).await?;
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
 async fn update(State(orch): State<Orchestrator>, Path(dig): Path<DigRef>) -> Answer {
-    let revision = orch.update(&dig.key()).await?;
+    let revision = orch.deployments().update(&dig).await?;
     Ok((StatusCode::ACCEPTED, revision.to_string()).into_response())
 }
 
@@ -57,7 +56,9 @@ async fn rollback(
     Path(dig): Path<DigRef>,
     EmcoJson(body): EmcoJson<RollbackIntent>,
 ) -> Answer {
-    orch.rollback(&dig.key(), body.spec.revision).await?;
+    orch.deployments()
+        .rollback(&dig, body.spec.revision)
+        .await?;
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
@@ -66,7 +67,7 @@ async fn migrate(
     Path(dig): Path<DigRef>,
     EmcoJson(body): EmcoJson<MigrateIntent>,
 ) -> Answer {
-    orch.migrate(&dig.key(), &body).await?;
+    orch.deployments().migrate(&dig, &body).await?;
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
@@ -76,6 +77,6 @@ async fn status(
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Answer {
     let query = StatusQuery::for_dig(pairs)?;
-    let answer = orch.dig_status(&dig.key(), &query).await?;
+    let answer = orch.status().deployment(&dig, &query).await?;
     Ok(json_response(StatusCode::OK, &answer))
 }

@@ -1,14 +1,14 @@
 //! The HTTP edge: EMCO's REST API v2 over an [`Orchestrator`], every route in this module and
 //! nothing else of the crate knowing HTTP. Handlers take typed paths (`Path<DigRef>`,
-//! [`CaPath`], ...), call one service method and map its answer to EMCO's status codes; the
+//! `CaPath`, ...), call one service method and map its answer to EMCO's status codes; the
 //! plain object types are served by the SDK's generic [`Routes`] over the orchestrator's
 //! collections.
 //!
-//! - [`objects`]: composite apps, apps, app profiles and clusters (JSON and multipart), and the
+//! - `objects`: composite apps, apps, app profiles and clusters (JSON and multipart), and the
 //!   query views of intents and kv-pairs;
-//! - [`lifecycle`]: approve, instantiate, terminate, stop, update, rollback, migrate and status of
+//! - `lifecycle`: approve, instantiate, terminate, stop, update, rollback, migrate and status of
 //!   deployment intent groups;
-//! - [`dcm`]: the logical cloud lifecycle; [`ncm`]: cluster networks.
+//! - `dcm`: the logical cloud lifecycle; `ncm`: cluster networks.
 
 mod dcm;
 mod lifecycle;
@@ -75,16 +75,23 @@ struct ClusterPath {
     cluster: String,
 }
 
+impl ClusterPath {
+    fn cluster_ref(&self) -> emco_core::placement::ClusterRef {
+        emco_core::placement::ClusterRef::new(&self.provider, &self.cluster)
+    }
+}
+
 /// Every route of the orchestrator, clm and dcm (CRUD, label and kv queries, approve).
 pub fn router(orch: Orchestrator) -> Router {
-    let max_file = orch.limits().max_archive.max(orch.limits().max_kubeconfig);
+    let limits = orch.onboarding().limits();
+    let max_file = limits.max_archive.max(limits.max_kubeconfig);
     // The form's framing and metadata come on top of the file.
     let upload_limit = usize::try_from(max_file)
         .unwrap_or(usize::MAX)
         .saturating_add(1024 * 1024);
     let uploads = Router::new()
         .merge(
-            FileRoutes::new(format!("{CA}/apps"), keys::APP, orch.apps())
+            FileRoutes::new(format!("{CA}/apps"), keys::APP, orch.onboarding().apps())
                 .writer(objects::AppForms(orch.clone()))
                 .max_file(max_file)
                 .download_name(|name| format!("{name}.tgz"))
@@ -94,7 +101,7 @@ pub fn router(orch: Orchestrator) -> Router {
             FileRoutes::new(
                 format!("{CA}/composite-profiles/{{compositeProfile}}/profiles"),
                 keys::APP_PROFILE,
-                orch.app_profiles(),
+                orch.onboarding().app_profiles(),
             )
             .writer(objects::ProfileForms(orch.clone()))
             .max_file(max_file)
@@ -107,7 +114,7 @@ pub fn router(orch: Orchestrator) -> Router {
             get(objects::list_profiles),
         )
         .merge(
-            FileRoutes::new(CLUSTERS, keys::CLUSTER, orch.clusters())
+            FileRoutes::new(CLUSTERS, keys::CLUSTER, orch.onboarding().clusters())
                 .writer(objects::ClusterForms(orch.clone()))
                 .max_file(max_file)
                 .download_name(|_| "kubeconfig".to_owned())
@@ -134,31 +141,31 @@ pub fn router(orch: Orchestrator) -> Router {
         .with_state(orch.clone());
 
     custom
-        .merge(Routes::new("/v2/projects", keys::PROJECT).serve(orch.projects()))
+        .merge(Routes::new("/v2/projects", keys::PROJECT).serve(orch.onboarding().projects()))
         .merge(
             Routes::new(format!("{CA}/apps/{{app}}/dependency"), keys::DEPENDENCY)
-                .serve(orch.app_dependencies()),
+                .serve(orch.onboarding().app_dependencies()),
         )
         .merge(
             Routes::new(format!("{CA}/composite-profiles"), keys::COMPOSITE_PROFILE)
-                .serve(orch.composite_profiles()),
+                .serve(orch.onboarding().composite_profiles()),
         )
         .merge(
             Routes::new(format!("{CA}/deployment-intent-groups"), keys::DIG)
-                .serve(orch.deployment_intent_groups()),
+                .serve(orch.onboarding().deployment_intent_groups()),
         )
         .merge(
             Routes::new(format!("{DIG}/intents"), keys::GROUP_INTENT)
                 .list_view(objects::intent_maps)
                 .collection_view("intent", objects::intent_by_name)
-                .serve(orch.dig_intents()),
+                .serve(orch.onboarding().dig_intents()),
         )
         .merge(
             Routes::new(
                 format!("{DIG}/generic-placement-intents"),
                 keys::GENERIC_PLACEMENT_INTENT,
             )
-            .serve(orch.generic_placement_intents()),
+            .serve(orch.onboarding().generic_placement_intents()),
         )
         .merge(
             Routes::new(
@@ -166,65 +173,68 @@ pub fn router(orch: Orchestrator) -> Router {
                 keys::APP_INTENT,
             )
             .collection_view("app", objects::app_intent_for_app)
-            .serve(orch.app_placement_intents()),
+            .serve(orch.onboarding().app_placement_intents()),
         )
-        .merge(Routes::new("/v2/controllers", keys::CONTROLLER).serve(orch.controllers()))
+        .merge(
+            Routes::new("/v2/controllers", keys::CONTROLLER).serve(orch.onboarding().controllers()),
+        )
         .merge(
             Routes::new(format!("{CLUSTERS}/{{cluster}}/networks"), keys::NETWORK)
-                .serve(orch.networks()),
+                .serve(orch.onboarding().networks()),
         )
         .merge(
             Routes::new(
                 format!("{CLUSTERS}/{{cluster}}/provider-networks"),
                 keys::PROVIDER_NETWORK,
             )
-            .serve(orch.provider_networks()),
+            .serve(orch.onboarding().provider_networks()),
         )
         .merge(
-            Routes::new("/v2/clm-controllers", keys::CLM_CONTROLLER).serve(orch.clm_controllers()),
+            Routes::new("/v2/clm-controllers", keys::CLM_CONTROLLER)
+                .serve(orch.onboarding().clm_controllers()),
         )
         .merge(
             Routes::new("/v2/cluster-providers", keys::CLUSTER_PROVIDER)
-                .serve(orch.cluster_providers()),
+                .serve(orch.onboarding().cluster_providers()),
         )
         .merge(
             Routes::new(
                 "/v2/cluster-providers/{clusterProvider}/cluster-sync-objects",
                 crate::CLUSTER_SYNC_OBJECT,
             )
-            .serve(orch.cluster_sync_objects()),
+            .serve(orch.onboarding().cluster_sync_objects()),
         )
         .merge(
             Routes::<ClusterLabel>::new(
                 format!("{CLUSTERS}/{{cluster}}/labels"),
                 keys::CLUSTER_LABEL,
             )
-            .serve(orch.cluster_labels()),
+            .serve(orch.onboarding().cluster_labels()),
         )
         .merge(
             Routes::new(format!("{CLUSTERS}/{{cluster}}/kv-pairs"), keys::KV_PAIR)
                 .item_view("key", objects::cluster_kv_value)
-                .serve(orch.kv_pairs()),
+                .serve(orch.onboarding().kv_pairs()),
         )
         .merge(
             Routes::new("/v2/projects/{project}/logical-clouds", keys::LOGICAL_CLOUD)
-                .serve(orch.logical_clouds()),
+                .serve(orch.onboarding().logical_clouds()),
         )
         .merge(
             Routes::new(format!("{LC}/cluster-references"), keys::CLUSTER_REFERENCE)
-                .serve(orch.cluster_references()),
+                .serve(orch.onboarding().cluster_references()),
         )
         .merge(
             Routes::new(format!("{LC}/user-permissions"), keys::USER_PERMISSION)
-                .serve(orch.user_permissions()),
+                .serve(orch.onboarding().user_permissions()),
         )
         .merge(
             Routes::new(format!("{LC}/cluster-quotas"), keys::CLUSTER_QUOTA)
-                .serve(orch.cluster_quotas()),
+                .serve(orch.onboarding().cluster_quotas()),
         )
         .merge(
             Routes::new(format!("{LC}/kv-pairs"), keys::KV_PAIR)
                 .item_view("key", objects::cloud_kv_value)
-                .serve(orch.logical_cloud_kv_pairs()),
+                .serve(orch.onboarding().logical_cloud_kv_pairs()),
         )
 }

@@ -22,18 +22,17 @@ pub(super) fn routes() -> Router<Orchestrator> {
 }
 
 async fn apply(State(orch): State<Orchestrator>, Path(p): Path<ClusterPath>) -> Answer {
-    orch.apply_cluster_networks(&p.provider, &p.cluster).await?;
+    orch.cluster_networks().apply(&p.cluster_ref()).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn terminate(State(orch): State<Orchestrator>, Path(p): Path<ClusterPath>) -> Answer {
-    orch.terminate_cluster_networks(&p.provider, &p.cluster)
-        .await?;
+    orch.cluster_networks().terminate(&p.cluster_ref()).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn stop(State(orch): State<Orchestrator>, Path(p): Path<ClusterPath>) -> Answer {
-    orch.stop_cluster_networks(&p.provider, &p.cluster).await?;
+    orch.cluster_networks().stop(&p.cluster_ref()).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -44,7 +43,8 @@ async fn status(
 ) -> Answer {
     let query = StatusQuery::for_dig(pairs)?;
     let answer = orch
-        .cluster_network_status(&p.provider, &p.cluster, &query)
+        .status()
+        .cluster_networks(&p.cluster_ref(), &query)
         .await?;
     Ok(json_response(StatusCode::OK, &answer))
 }

@@ -133,7 +133,9 @@ pub(super) async fn create_composite_app(
     Path(p): Path<ProjectPath>,
     EmcoJson(ca): EmcoJson<CompositeApp>,
 ) -> Answer {
-    orch.create_composite_app(&p.project, &ca).await?;
+    orch.onboarding()
+        .create_composite_app(&p.project, &ca)
+        .await?;
     Ok(json_response(StatusCode::CREATED, &ca))
 }
 
@@ -141,7 +143,7 @@ pub(super) async fn list_composite_apps(
     State(orch): State<Orchestrator>,
     Path(p): Path<ProjectPath>,
 ) -> Answer {
-    let items = orch.list_composite_apps(&p.project).await?;
+    let items = orch.onboarding().list_composite_apps(&p.project).await?;
     list_response(&wording::composite_app(), &items)
 }
 
@@ -150,6 +152,7 @@ pub(super) async fn get_composite_app(
     Path(p): Path<CaPath>,
 ) -> Answer {
     let ca = orch
+        .onboarding()
         .get_composite_app(&p.project, &p.composite_app, &p.version)
         .await?;
     Ok(json_response(StatusCode::OK, &ca))
@@ -161,6 +164,7 @@ pub(super) async fn put_composite_app(
     EmcoJson(ca): EmcoJson<CompositeApp>,
 ) -> Answer {
     let created = orch
+        .onboarding()
         .put_composite_app(&p.project, &p.composite_app, &p.version, &ca)
         .await?;
     Ok(json_response(
@@ -173,7 +177,8 @@ pub(super) async fn delete_composite_app(
     State(orch): State<Orchestrator>,
     Path(p): Path<CaPath>,
 ) -> Answer {
-    orch.delete_composite_app(&p.project, &p.composite_app, &p.version)
+    orch.onboarding()
+        .delete_composite_app(&p.project, &p.composite_app, &p.version)
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -195,8 +200,13 @@ impl FormWriter<App> for AppForms {
     ) -> Result<bool, ApiError> {
         let chart = required_file(form)?.path();
         Ok(match url_name {
-            None => self.0.create_app(ca, app, chart).await.map(|()| true)?,
-            Some(name) => self.0.put_app(ca, name, app, chart).await?,
+            None => self
+                .0
+                .onboarding()
+                .create_app(ca, app, chart)
+                .await
+                .map(|()| true)?,
+            Some(name) => self.0.onboarding().put_app(ca, name, app, chart).await?,
         })
     }
 }
@@ -219,10 +229,16 @@ impl FormWriter<AppProfile> for ProfileForms {
         Ok(match url_name {
             None => self
                 .0
+                .onboarding()
                 .create_app_profile(cp, profile, file)
                 .await
                 .map(|()| true)?,
-            Some(name) => self.0.put_app_profile(cp, name, profile, file).await?,
+            Some(name) => {
+                self.0
+                    .onboarding()
+                    .put_app_profile(cp, name, profile, file)
+                    .await?
+            }
         })
     }
 }
@@ -246,10 +262,16 @@ impl FormWriter<Cluster> for ClusterForms {
         Ok(match url_name {
             None => self
                 .0
+                .onboarding()
                 .create_cluster(provider, cluster, file)
                 .await
                 .map(|()| true)?,
-            Some(name) => self.0.put_cluster(provider, name, cluster, file).await?,
+            Some(name) => {
+                self.0
+                    .onboarding()
+                    .put_cluster(provider, name, cluster, file)
+                    .await?
+            }
         })
     }
 }
@@ -263,8 +285,11 @@ pub(super) async fn list_profiles(
     let cp = p.key();
     if let Some(app) = q.get("app") {
         let rep = Representation::from_headers(&headers)?;
-        let profile = orch.profile_for_app(&cp, app).await?;
-        let key = orch.app_profiles().key(&cp, &profile.metadata.name);
+        let profile = orch.onboarding().profile_for_app(&cp, app).await?;
+        let key = orch
+            .onboarding()
+            .app_profiles()
+            .key(&cp, &profile.metadata.name);
         let file = format!("{}.tar.gz", profile.metadata.name);
         return rep
             .respond(
@@ -276,7 +301,7 @@ pub(super) async fn list_profiles(
             )
             .await;
     }
-    let profiles = orch.app_profiles();
+    let profiles = orch.onboarding().app_profiles();
     list_response(profiles.wording(), &profiles.list(&cp, &[]).await?)
 }
 
@@ -289,7 +314,10 @@ pub(super) async fn list_clusters(
     if let Some(label) = q.get("label") {
         return Ok(json_response(
             StatusCode::OK,
-            &orch.clusters_with_label(provider, label).await?,
+            &orch
+                .onboarding()
+                .clusters_with_label(provider, label)
+                .await?,
         ));
     }
     if q.get("withLabels")
@@ -297,10 +325,10 @@ pub(super) async fn list_clusters(
     {
         return Ok(json_response(
             StatusCode::OK,
-            &orch.clusters_with_labels(provider).await?,
+            &orch.onboarding().clusters_with_labels(provider).await?,
         ));
     }
-    let clusters = orch.clusters();
+    let clusters = orch.onboarding().clusters();
     list_response(
         clusters.wording(),
         &clusters

@@ -884,7 +884,8 @@ async fn own_example(env: &Env) -> Result<()> {
         &packages.join("profile.tgz"),
     )?;
     let o = &env.orch;
-    o.cluster_providers()
+    o.onboarding()
+        .cluster_providers()
         .create(
             &emco_appcontext::ResourceKey::root(),
             &ClusterProvider {
@@ -897,9 +898,11 @@ async fn own_example(env: &Env) -> Result<()> {
             metadata: Metadata::named(c),
             ..Cluster::default()
         };
-        o.create_cluster("kubesim", &cluster, Some(&env.kubeconfig_path(c)))
+        o.onboarding()
+            .create_cluster("kubesim", &cluster, Some(&env.kubeconfig_path(c)))
             .await?;
-        o.cluster_labels()
+        o.onboarding()
+            .cluster_labels()
             .create(
                 &emco_orchestrator::keys::cluster("kubesim", c),
                 &ClusterLabel::new("edge"),

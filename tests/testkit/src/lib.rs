@@ -177,6 +177,7 @@ impl WorldBuilder {
         if let Some(project) = &self.project {
             world
                 .orch
+                .onboarding()
                 .projects()
                 .create(
                     &root,
@@ -189,6 +190,7 @@ impl WorldBuilder {
         }
         world
             .orch
+            .onboarding()
             .cluster_providers()
             .create(
                 &root,
@@ -207,12 +209,14 @@ impl WorldBuilder {
             };
             world
                 .orch
+                .onboarding()
                 .create_cluster(&self.provider, &cluster, Some(&path))
                 .await
                 .expect("the cluster is registered");
             for label in (self.labels)(&name) {
                 world
                     .orch
+                    .onboarding()
                     .cluster_labels()
                     .create(
                         &keys::cluster(&self.provider, &name),
