@@ -366,7 +366,7 @@ pub(crate) async fn apply_operation(
     dig: &ResourceKey,
     op: DigOperation,
 ) -> Result<()> {
-    loop {
+    decide_again(|| async {
         let record = Record::load(store, dig).await?;
         let mut state = record.info.clone();
         // EMCO's words for a refusal.
@@ -375,11 +375,9 @@ pub(crate) async fn apply_operation(
         if state.actions.len() == record.info.actions.len() {
             return Ok(());
         }
-        match record.swap(store, dig, state).await {
-            Err(e) if e.kind() == ErrorKind::Conflict => {}
-            done => return done.map(drop),
-        }
-    }
+        record.swap(store, dig, state).await.map(drop)
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -70,12 +70,13 @@
 //!
 //! [`readiness::readiness`] judges a live object the way `kubectl rollout status` and
 //! `helm --wait` do (Deployment available, Job complete, PVC bound, ...).
-//! [`watch::ClusterWatcher`] keeps one watch per cluster and resource type, selecting the
+//! [`connector::kube::ClusterWatcher`] keeps one watch per cluster and resource type, selecting the
 //! labelled objects (per namespace when the credentials cannot list a type across namespaces),
 //! and publishes their readiness changes to subscribers.
 //!
-//! The engine learns readiness through the connector: from its watcher
-//! ([`connector::Connector::watcher`], the Kubernetes connector's), so that a fleet costs one
+//! The engine learns readiness through the connector: from its readiness source
+//! ([`connector::Connector::readiness_source`], a backend-neutral
+//! [`connector::ReadinessSource`]; the Kubernetes connector's is its watcher), so that a fleet costs one
 //! watch per cluster and type and no request per object; else by polling
 //! [`connector::Connector::observe`] (GitOps: the status the cluster's agent writes back into
 //! the repository; nothing is claimed ready because it was committed). After an app is deployed
@@ -91,4 +92,3 @@ pub mod connector;
 pub mod engine;
 pub mod grpc;
 pub mod readiness;
-pub mod watch;

@@ -10,11 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::{AppSpec, Env, clusters, config_map, context, status, until};
+use common::{AppSpec, DEPLOYMENT, Env, clusters, config_map, context, status, until};
 use emco_appcontext::context::{AppDependency, HookGroups, QueueStatus, Registry};
 use emco_appcontext::{AppContext, AppContextStore, InMemoryAppContextStore};
 use emco_core::lifecycle::{AppContextStatus, ClusterReadiness, RsyncEvent, RsyncStatus};
-use emco_rsync::connector::Connector;
 use emco_rsync::engine::ContextStatusExt;
 use kubesim::Fault;
 use tokio_util::sync::CancellationToken;
@@ -22,24 +21,6 @@ use tokio_util::sync::CancellationToken;
 fn memory() -> Arc<dyn AppContextStore> {
     Arc::new(InMemoryAppContextStore::new())
 }
-
-const DEPLOYMENT: &str = "
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: web
-        image: nginx:1.27
-";
 
 /// The statuses of the resources of `app` on `cluster`; `None` for one not written yet.
 async fn resource_statuses(ctx: &AppContext, app: &str, cluster: &str) -> Vec<Option<RsyncStatus>> {
@@ -1031,11 +1012,7 @@ async fn readiness_comes_from_watches_and_follows_every_transition() {
     // Readiness came from one watch per cluster and type, not from reading objects.
     assert_eq!(env.reads.load(Ordering::Relaxed), 0);
     for conn in &env.direct {
-        assert_eq!(
-            conn.watcher().unwrap().watch_count(),
-            2,
-            "ConfigMap, Deployment"
-        );
+        assert_eq!(conn.watcher().watch_count(), 2, "ConfigMap, Deployment");
     }
     for c in &cs {
         until("the collected status shows everything ready", || async {

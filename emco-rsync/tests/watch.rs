@@ -5,10 +5,11 @@
 
 use std::time::Duration;
 
+use emco_rsync::connector::kube::ClusterWatcher;
 use emco_rsync::connector::kube::KubePool;
 use emco_rsync::connector::{Batch, Connector, Propagation, Resource, Scope};
+use emco_rsync::connector::{ReadinessChange, ReadinessSource};
 use emco_rsync::readiness::Readiness;
-use emco_rsync::watch::{ClusterWatcher, ReadinessChange};
 use kubesim::{Fleet, FleetConfig};
 use tokio::sync::broadcast;
 
@@ -140,7 +141,7 @@ mod gate;
 #[tokio::test]
 async fn credentials_limited_to_namespaces_are_watched_per_namespace() {
     use emco_rsync::connector::kube::KubeConnector;
-    use emco_rsync::watch::{WatchHealth, Watched};
+    use emco_rsync::connector::{WatchHealth, Watched};
 
     let fleet = Fleet::start(FleetConfig {
         ready_delay: Duration::from_millis(100),
@@ -155,9 +156,9 @@ async fn credentials_limited_to_namespaces_are_watched_per_namespace() {
     };
     let client = gate::client(&fleet.kubeconfig("c1").unwrap(), &gate).await;
     let c = KubeConnector::from_client("c1", client);
-    let watcher = c.watcher().unwrap();
+    let watcher = c.watcher();
     assert!(
-        std::sync::Arc::ptr_eq(&watcher, &c.watcher().unwrap()),
+        std::sync::Arc::ptr_eq(&watcher, &c.watcher()),
         "one watcher per connector"
     );
 

@@ -11,6 +11,9 @@
 
 pub mod gitops;
 pub mod kube;
+mod source;
+
+pub use source::{ReadinessChange, ReadinessSource, WatchHealth, Watched};
 
 use std::fmt;
 
@@ -464,12 +467,12 @@ pub trait Connector: fmt::Debug + Send + Sync + 'static {
     /// learns readiness from one watch per resource type (and namespace, for credentials limited
     /// to namespaces) instead of reading each object. `None` (the default) makes the engine poll
     /// [`Connector::observe`].
-    fn watcher(&self) -> Option<std::sync::Arc<crate::watch::ClusterWatcher>> {
+    fn readiness_source(&self) -> Option<std::sync::Arc<dyn ReadinessSource>> {
         None
     }
 
     /// What the cluster reports of the resources `ids` of `scope`, one [`Observation`] per id in
-    /// order: the basis of readiness for connectors without a [`Connector::watcher`]. The default
+    /// order: the basis of readiness for connectors without a [`Connector::readiness_source`]. The default
     /// reads each object with [`Connector::get`] when [`Connector::observes_live_state`], and
     /// otherwise answers [`Observation::Unknown`] for all: a connector that only records desired
     /// state never claims an object is there, let alone ready.

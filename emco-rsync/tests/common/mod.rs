@@ -16,10 +16,10 @@ use emco_core::Result;
 use emco_core::lifecycle::{AppContextStatus, RsyncEvent};
 use emco_rsync::connector::kube::KubeConnector;
 use emco_rsync::connector::{
-    Batch, BatchError, Connector, Observation, Propagation, ResourceId, Scope, Warnings,
+    Batch, BatchError, Connector, Observation, Propagation, ReadinessSource, ResourceId, Scope,
+    Warnings,
 };
 use emco_rsync::engine::{Backoff, MapResolver, Rsync, RsyncBuilder};
-use emco_rsync::watch::ClusterWatcher;
 use kubesim::{Fleet, FleetConfig};
 use serde_json::Value;
 
@@ -88,9 +88,9 @@ impl Connector for Recording {
     async fn health(&self) -> Result<()> {
         self.inner.health().await
     }
-    fn watcher(&self) -> Option<Arc<ClusterWatcher>> {
+    fn readiness_source(&self) -> Option<Arc<dyn ReadinessSource>> {
         if self.watch {
-            self.inner.watcher()
+            self.inner.readiness_source()
         } else {
             None
         }
@@ -222,6 +222,25 @@ impl AppSpec {
         }
     }
 }
+
+/// A one-replica Deployment `web`.
+pub const DEPLOYMENT: &str = "
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+";
 
 pub fn clusters(n: usize) -> Vec<String> {
     (1..=n).map(|i| format!("prov+c{i}")).collect()

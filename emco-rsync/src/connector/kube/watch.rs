@@ -1,8 +1,8 @@
 //! Readiness watches: one watch per cluster and resource type, filtered by the deployment-id
 //! label, publishing readiness changes to subscribers.
 //!
-//! A [`ClusterWatcher`] belongs to one cluster ([`crate::connector::Connector::watcher`] gives the
-//! one of a [`KubeConnector`]). [`ClusterWatcher::watch_in`] makes sure the resource type of an
+//! A [`ClusterWatcher`] belongs to one cluster: the [`ReadinessSource`] of a [`KubeConnector`]
+//! ([`KubeConnector::watcher`]). [`ClusterWatcher::watch_in`] makes sure the resource type of an
 //! applied object is watched, selecting only objects that carry [`DEPLOYMENT_ID_LABEL`]; asking
 //! again for the same type is a no-op, so the number of watches grows with the kinds deployed,
 //! never with the objects. A type is watched across all namespaces, unless the credentials may
@@ -27,49 +27,17 @@ use ::kube::api::{Api, DynamicObject, ListParams};
 use ::kube::discovery::{ApiResource, Scope as KubeScope};
 use ::kube::runtime::WatchStreamExt as _;
 use ::kube::runtime::watcher::{self, Event};
+use async_trait::async_trait;
 use emco_core::{Error, Result};
 use futures::StreamExt as _;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
-use crate::connector::kube::{Discovery, KubeConnector, map_error};
-use crate::connector::{DEPLOYMENT_ID_LABEL, ResourceId};
+use super::{Discovery, KubeConnector, map_error};
+use crate::connector::{
+    DEPLOYMENT_ID_LABEL, ReadinessChange, ReadinessSource, ResourceId, WatchHealth, Watched,
+};
 use crate::readiness::{Readiness, readiness};
-
-/// A change of readiness of one labelled object.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadinessChange {
-    /// The cluster the object lives on.
-    pub cluster: String,
-    /// The value of its [`DEPLOYMENT_ID_LABEL`] (`<ctx>-<app>`).
-    pub deployment_id: String,
-    /// The object (with its namespace, when namespaced).
-    pub id: ResourceId,
-    /// Its readiness now, or `None` if it was deleted.
-    pub readiness: Option<Readiness>,
-}
-
-/// What the watches know of one object.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Watched {
-    /// Listed or changed, with its readiness.
-    Seen(Readiness),
-    /// Its watch has listed the objects of its type and this one is not among them.
-    Absent,
-    /// Its watch has not listed yet, is failing, or does not exist; the reason.
-    Unknown(String),
-}
-
-/// The state of one watch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WatchHealth {
-    /// Started, first listing not complete.
-    Syncing,
-    /// Listed; following changes.
-    Synced,
-    /// The last request failed (the watch retries with backoff); the error.
-    Failing(String),
-}
 
 /// What the watches last saw of each object: deployment id and readiness.
 type Seen = HashMap<ResourceId, (String, Readiness)>;
@@ -120,7 +88,7 @@ impl std::fmt::Debug for ClusterWatcher {
 impl ClusterWatcher {
     /// A watcher for the cluster of `connector`, whose subscribers can fall `capacity` changes
     /// behind before they lag. (The connector's own watcher, shared by all its users, is
-    /// [`crate::connector::Connector::watcher`].)
+    /// [`KubeConnector::watcher`].)
     #[must_use]
     pub fn new(connector: Arc<KubeConnector>, capacity: usize) -> Self {
         Self::from_discovery(connector.discovery_handle(), capacity)
@@ -148,18 +116,6 @@ impl ClusterWatcher {
         &self.discovery.cluster
     }
 
-    /// Receives every readiness change from now on.
-    #[must_use]
-    pub fn subscribe(&self) -> broadcast::Receiver<ReadinessChange> {
-        self.changes.subscribe()
-    }
-
-    /// Changes whenever a watch syncs or fails (the value is a counter; only its changes matter).
-    #[must_use]
-    pub fn health_changes(&self) -> watch::Receiver<u64> {
-        self.shared.health_tx.subscribe()
-    }
-
     /// Makes sure the resource type of `id` (its `apiVersion` and kind) is watched, in the
     /// namespace of `id` (else `default`) when the type cannot be watched across namespaces.
     ///
@@ -169,54 +125,6 @@ impl ClusterWatcher {
     pub async fn watch(&self, id: &ResourceId) -> Result<()> {
         let namespace = id.namespace.as_deref().unwrap_or("default");
         self.watch_in(namespace, id).await.map(drop)
-    }
-
-    /// Makes sure the resource type of `id` is watched so that `id` is seen, where a namespaced
-    /// `id` without a namespace lives in `namespace`; returns `id` as the watches key it (with
-    /// its namespace when the kind is namespaced, without one otherwise), for
-    /// [`ClusterWatcher::watched`]. The first call for a namespaced type checks whether the
-    /// credentials may list it across namespaces (one request); if they may not, the type is
-    /// watched per namespace from then on.
-    ///
-    /// # Errors
-    ///
-    /// [`emco_core::ErrorKind::NotFound`] if the cluster does not serve the kind;
-    /// [`emco_core::ErrorKind::Unavailable`] if discovery or the check cannot reach the cluster;
-    /// other kinds if they are rejected.
-    pub async fn watch_in(&self, namespace: &str, id: &ResourceId) -> Result<ResourceId> {
-        let Some((resource, caps)) = self.discovery.resolve(id).await? else {
-            return Err(Error::not_found(format!(
-                "cluster {} does not serve kind {} of {}",
-                self.discovery.cluster, id.kind, id.api_version
-            )));
-        };
-        let mut keyed = id.clone();
-        let all = (id.api_version.clone(), id.kind.clone(), None);
-        if caps.scope == KubeScope::Cluster {
-            keyed.namespace = None;
-            self.ensure(all, &resource);
-            return Ok(keyed);
-        }
-        let ns = id.namespace.clone().unwrap_or_else(|| namespace.to_owned());
-        keyed.namespace = Some(ns.clone());
-        let type_key = (id.api_version.clone(), id.kind.clone());
-        if self.is_watched(&all) {
-            return Ok(keyed);
-        }
-        if !self.lock_per_namespace().contains(&type_key) {
-            if self.may_list_all(&resource).await? {
-                self.ensure(all, &resource);
-                return Ok(keyed);
-            }
-            tracing::debug!(cluster = %self.discovery.cluster, kind = %id.kind,
-                "credentials cannot list across namespaces; watching per namespace");
-            self.lock_per_namespace().insert(type_key);
-        }
-        self.ensure(
-            (id.api_version.clone(), id.kind.clone(), Some(ns)),
-            &resource,
-        );
-        Ok(keyed)
     }
 
     fn lock_per_namespace(&self) -> std::sync::MutexGuard<'_, HashSet<(String, String)>> {
@@ -275,10 +183,82 @@ impl ClusterWatcher {
         self.watches.lock().map_or(0, |w| w.len())
     }
 
+    /// The last readiness seen of `id` (with its namespace), or `None` if it was not seen or is
+    /// deleted.
+    #[must_use]
+    pub fn current(&self, id: &ResourceId) -> Option<Readiness> {
+        self.shared
+            .seen
+            .lock()
+            .ok()?
+            .get(id)
+            .map(|(_, r)| r.clone())
+    }
+}
+
+#[async_trait]
+impl ReadinessSource for ClusterWatcher {
+    /// Receives every readiness change from now on.
+    fn subscribe(&self) -> broadcast::Receiver<ReadinessChange> {
+        self.changes.subscribe()
+    }
+
+    /// Changes whenever a watch syncs or fails (the value is a counter; only its changes matter).
+    fn health_changes(&self) -> watch::Receiver<u64> {
+        self.shared.health_tx.subscribe()
+    }
+
+    /// Makes sure the resource type of `id` is watched so that `id` is seen, where a namespaced
+    /// `id` without a namespace lives in `namespace`; returns `id` as the watches key it (with
+    /// its namespace when the kind is namespaced, without one otherwise), for
+    /// [`ClusterWatcher::watched`]. The first call for a namespaced type checks whether the
+    /// credentials may list it across namespaces (one request); if they may not, the type is
+    /// watched per namespace from then on.
+    ///
+    /// # Errors
+    ///
+    /// [`emco_core::ErrorKind::NotFound`] if the cluster does not serve the kind;
+    /// [`emco_core::ErrorKind::Unavailable`] if discovery or the check cannot reach the cluster;
+    /// other kinds if they are rejected.
+    async fn watch_in(&self, namespace: &str, id: &ResourceId) -> Result<ResourceId> {
+        let Some((resource, caps)) = self.discovery.resolve(id).await? else {
+            return Err(Error::not_found(format!(
+                "cluster {} does not serve kind {} of {}",
+                self.discovery.cluster, id.kind, id.api_version
+            )));
+        };
+        let mut keyed = id.clone();
+        let all = (id.api_version.clone(), id.kind.clone(), None);
+        if caps.scope == KubeScope::Cluster {
+            keyed.namespace = None;
+            self.ensure(all, &resource);
+            return Ok(keyed);
+        }
+        let ns = id.namespace.clone().unwrap_or_else(|| namespace.to_owned());
+        keyed.namespace = Some(ns.clone());
+        let type_key = (id.api_version.clone(), id.kind.clone());
+        if self.is_watched(&all) {
+            return Ok(keyed);
+        }
+        if !self.lock_per_namespace().contains(&type_key) {
+            if self.may_list_all(&resource).await? {
+                self.ensure(all, &resource);
+                return Ok(keyed);
+            }
+            tracing::debug!(cluster = %self.discovery.cluster, kind = %id.kind,
+                "credentials cannot list across namespaces; watching per namespace");
+            self.lock_per_namespace().insert(type_key);
+        }
+        self.ensure(
+            (id.api_version.clone(), id.kind.clone(), Some(ns)),
+            &resource,
+        );
+        Ok(keyed)
+    }
+
     /// The health of the watch that covers `id` (as [`ClusterWatcher::watch_in`] returned it),
     /// or `None` if no watch covers it.
-    #[must_use]
-    pub fn health(&self, id: &ResourceId) -> Option<WatchHealth> {
+    fn health(&self, id: &ResourceId) -> Option<WatchHealth> {
         let health = self
             .shared
             .health
@@ -294,8 +274,7 @@ impl ClusterWatcher {
     }
 
     /// What the watches know of `id` (as [`ClusterWatcher::watch_in`] returned it).
-    #[must_use]
-    pub fn watched(&self, id: &ResourceId) -> Watched {
+    fn watched(&self, id: &ResourceId) -> Watched {
         if let Some(r) = self.current(id) {
             return Watched::Seen(r);
         }
@@ -305,18 +284,6 @@ impl ClusterWatcher {
             Some(WatchHealth::Failing(e)) => Watched::Unknown(e),
             None => Watched::Unknown("not watched".to_owned()),
         }
-    }
-
-    /// The last readiness seen of `id` (with its namespace), or `None` if it was not seen or is
-    /// deleted.
-    #[must_use]
-    pub fn current(&self, id: &ResourceId) -> Option<Readiness> {
-        self.shared
-            .seen
-            .lock()
-            .ok()?
-            .get(id)
-            .map(|(_, r)| r.clone())
     }
 }
 

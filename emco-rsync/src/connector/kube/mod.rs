@@ -12,7 +12,7 @@
 //! - Delete uses the given propagation policy; objects (and kinds) that do not exist count as
 //!   deleted.
 //!
-//! - Readiness: [`Connector::watcher`] gives the connector's [`ClusterWatcher`] (created on
+//! - Readiness: [`KubeConnector::watcher`] is the connector's [`ClusterWatcher`] (created on
 //!   first use, sharing the discovery cache), so readiness costs one watch per resource type.
 //!
 //! - Every request is bounded by a request timeout ([`DEFAULT_REQUEST_TIMEOUT`]), so a cluster
@@ -36,8 +36,13 @@ use async_trait::async_trait;
 use emco_core::{Error, ErrorKind, Result};
 use serde_json::Value;
 
-use super::{Batch, BatchError, Connector, Propagation, ResourceId, Scope, Warnings};
-use crate::watch::ClusterWatcher;
+mod watch;
+
+pub use watch::ClusterWatcher;
+
+use super::{
+    Batch, BatchError, Connector, Propagation, ReadinessSource, ResourceId, Scope, Warnings,
+};
 
 /// The field manager of every server-side apply.
 pub const FIELD_MANAGER: &str = "emco";
@@ -206,6 +211,19 @@ impl KubeConnector {
         self.discovery_handle().resolve(id).await
     }
 
+    /// The readiness watches of this cluster, created on first use and shared by every user of
+    /// this connector (its [`Connector::readiness_source`]).
+    #[must_use]
+    pub fn watcher(&self) -> Arc<ClusterWatcher> {
+        let watcher = self.watcher.get_or_init(|| {
+            Arc::new(ClusterWatcher::from_discovery(
+                self.discovery_handle(),
+                WATCH_CAPACITY,
+            ))
+        });
+        Arc::clone(watcher)
+    }
+
     /// The discovery of this connector, sharing its cache.
     pub(crate) fn discovery_handle(&self) -> Discovery {
         Discovery {
@@ -369,14 +387,8 @@ impl Connector for KubeConnector {
             .transpose()
     }
 
-    fn watcher(&self) -> Option<Arc<ClusterWatcher>> {
-        let watcher = self.watcher.get_or_init(|| {
-            Arc::new(ClusterWatcher::from_discovery(
-                self.discovery_handle(),
-                WATCH_CAPACITY,
-            ))
-        });
-        Some(Arc::clone(watcher))
+    fn readiness_source(&self) -> Option<Arc<dyn ReadinessSource>> {
+        Some(self.watcher())
     }
 
     async fn health(&self) -> Result<()> {

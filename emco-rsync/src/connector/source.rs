@@ -1,0 +1,74 @@
+//! What a connector that can watch tells the engine about readiness, whatever the backend: a
+//! [`ReadinessSource`] keeps watches per resource type, answers from memory what they know of an
+//! object, and pushes changes. The Kubernetes connector's is
+//! [`ClusterWatcher`](super::kube::ClusterWatcher); a connector without one is polled through
+//! [`Connector::observe`](super::Connector::observe).
+
+use async_trait::async_trait;
+use emco_core::Result;
+use tokio::sync::{broadcast, watch};
+
+use super::ResourceId;
+use crate::readiness::Readiness;
+
+/// A change of readiness of one labelled object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadinessChange {
+    /// The cluster the object lives on.
+    pub cluster: String,
+    /// The value of its [`DEPLOYMENT_ID_LABEL`](super::DEPLOYMENT_ID_LABEL) (`<ctx>-<app>`).
+    pub deployment_id: String,
+    /// The object (with its namespace, when namespaced).
+    pub id: ResourceId,
+    /// Its readiness now, or `None` if it was deleted.
+    pub readiness: Option<Readiness>,
+}
+
+/// What the watches know of one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Watched {
+    /// Listed or changed, with its readiness.
+    Seen(Readiness),
+    /// Its watch has listed the objects of its type and this one is not among them.
+    Absent,
+    /// Its watch has not listed yet, is failing, or does not exist; the reason.
+    Unknown(String),
+}
+
+/// The state of one watch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchHealth {
+    /// Started, first listing not complete.
+    Syncing,
+    /// Listed; following changes.
+    Synced,
+    /// The last request failed (the watch retries with backoff); the error.
+    Failing(String),
+}
+
+/// The readiness watches of one cluster, shared by every user of its connector.
+#[async_trait]
+pub trait ReadinessSource: std::fmt::Debug + Send + Sync {
+    /// The readiness changes of every watched object from now on. A subscriber that falls
+    /// behind gets [`broadcast::error::RecvError::Lagged`] and resyncs with
+    /// [`ReadinessSource::watched`].
+    fn subscribe(&self) -> broadcast::Receiver<ReadinessChange>;
+
+    /// A counter bumped whenever a watch syncs or fails.
+    fn health_changes(&self) -> watch::Receiver<u64>;
+
+    /// Makes sure the type of `id` is watched where an object of namespace `namespace` lives,
+    /// and returns the id the watches know the object by. Asking again is a no-op.
+    ///
+    /// # Errors
+    /// [`emco_core::ErrorKind::Unavailable`] while the cluster cannot be reached; other kinds
+    /// when the type cannot be watched (not served, not allowed).
+    async fn watch_in(&self, namespace: &str, id: &ResourceId) -> Result<ResourceId>;
+
+    /// The health of the watch covering `id` (an id [`ReadinessSource::watch_in`] returned);
+    /// `None` when none covers it.
+    fn health(&self, id: &ResourceId) -> Option<WatchHealth>;
+
+    /// What the watches know of the object `id`, from memory.
+    fn watched(&self, id: &ResourceId) -> Watched;
+}

@@ -1,0 +1,385 @@
+//! One operation (instantiate, terminate, update, update-delete, read) of one context: apps in
+//! order after their dependencies, one worker per app and cluster, hook phases, retries.
+
+mod deploy;
+mod observe;
+mod plan;
+mod remove;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use emco_appcontext::AppContext;
+use emco_appcontext::context::CompositeAppMeta;
+use emco_core::lifecycle::{ClusterReadiness, RsyncEvent, RsyncStatus};
+use emco_core::{ErrorKind, Result};
+use serde_json::{Map, Value};
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::connector::{Batch, Connector, Propagation, Resource, Scope, Warnings};
+use crate::engine::status::ContextStatusExt;
+use crate::engine::{Abort, Inner, OpCtl};
+
+/// Apply or delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Apply,
+    Delete,
+}
+
+/// The (name, reason) of the entries `pick` selects.
+fn failures(entries: &Map<String, Value>, pick: impl Fn(&Value) -> bool) -> Vec<(String, String)> {
+    entries
+        .iter()
+        .filter(|(_, e)| pick(e))
+        .map(|(n, e)| {
+            let why = e
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or("not ready");
+            (n.clone(), why.to_owned())
+        })
+        .collect()
+}
+
+/// The result of one phase on one cluster.
+#[derive(Debug, Default)]
+struct Phase {
+    /// Resources applied or deleted.
+    done: Vec<Resource>,
+    /// Some resource failed.
+    failed: bool,
+    /// The operation was cut short; these resources were not finished.
+    aborted: Option<Vec<String>>,
+}
+
+fn unfinished(rest: &[(String, Resource)]) -> Vec<String> {
+    rest.iter().map(|(n, _)| n.clone()).collect()
+}
+
+/// One operation on one context, shared by its workers.
+#[derive(Debug, Clone)]
+pub(super) struct Run {
+    inner: Arc<Inner>,
+    ctx: AppContext,
+    op: OpCtl,
+    namespace: Option<String>,
+    /// The context's metadata, for resolving per-logical-cloud credentials.
+    meta: CompositeAppMeta,
+    /// When resuming: the resource statuses recorded before the restart, read in one listing.
+    recorded: Arc<HashMap<(String, String, String), RsyncStatus>>,
+}
+
+impl Run {
+    pub(super) async fn new(inner: Arc<Inner>, ctx: AppContext, op: OpCtl) -> Self {
+        let meta = ctx.meta().await.unwrap_or_default();
+        let namespace = Some(meta.namespace.clone()).filter(|ns| !ns.is_empty());
+        Self {
+            inner,
+            ctx,
+            op,
+            namespace,
+            meta,
+            recorded: Arc::default(),
+        }
+    }
+
+    /// Runs `event`; `Ok(true)` when some resource failed.
+    pub(super) async fn execute(
+        &self,
+        event: RsyncEvent,
+        other: Option<&AppContext>,
+        resume: bool,
+    ) -> Result<bool> {
+        let mut this = self.clone();
+        if resume && matches!(event, RsyncEvent::Instantiate | RsyncEvent::Update) {
+            this.recorded = Arc::new(self.ctx.resource_statuses_listed().await?);
+        }
+        this.execute_event(event, other, resume).await
+    }
+
+    async fn execute_event(
+        &self,
+        event: RsyncEvent,
+        other: Option<&AppContext>,
+        resume: bool,
+    ) -> Result<bool> {
+        match event {
+            RsyncEvent::Instantiate => self.deploy_all(None, resume).await,
+            RsyncEvent::Update => self.deploy_all(other.cloned(), resume).await,
+            RsyncEvent::Terminate => {
+                self.forget_readiness().await?;
+                self.remove_all(None).await
+            }
+            RsyncEvent::UpdateDelete => {
+                self.forget_readiness().await?;
+                self.remove_all(other.cloned()).await
+            }
+            RsyncEvent::Read => self.read_all().await.map(|()| false),
+        }
+    }
+
+    fn scope(&self, app: &str) -> Scope {
+        let scope = Scope::new(self.ctx.id().to_string(), app);
+        match &self.namespace {
+            Some(ns) => scope.with_namespace(ns.clone()),
+            None => scope,
+        }
+    }
+
+    async fn permits(&self, cluster: &str) -> Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
+        let global = Arc::clone(&self.inner.global).acquire_owned().await.ok()?;
+        let local = self
+            .inner
+            .cluster_limit(cluster)
+            .acquire_owned()
+            .await
+            .ok()?;
+        Some((global, local))
+    }
+
+    /// Sleeps, or returns false when the operation is cut short (also by a stop flag written by
+    /// another process, checked after each sleep).
+    async fn pause(&self, d: Duration) -> bool {
+        tokio::select! {
+            () = tokio::time::sleep(d) => {}
+            () = self.op.token.cancelled() => return false,
+        }
+        if self.ctx.stop_flag().await.unwrap_or(false) {
+            self.op.abort(Abort::Stop);
+            return false;
+        }
+        true
+    }
+
+    /// Marks unfinished resources Failed when the operation was stopped (a terminate leaves them
+    /// for the terminate to clean up).
+    async fn abandon(&self, app: &str, cluster: &str, names: &[String]) -> Result<()> {
+        if self.op.aborted() == Some(Abort::Stop) && !names.is_empty() {
+            self.ctx
+                .set_resource_failures(
+                    app,
+                    cluster,
+                    names,
+                    RsyncStatus::Failed,
+                    "Stopped",
+                    "the operation was stopped before this resource was done",
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The connector of `cluster`, retrying a resolver that is unavailable; `None` when the
+    /// operation is cut short or the cluster cannot be resolved (its resources are then failed).
+    async fn connector(
+        &self,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+    ) -> Result<Option<Arc<dyn Connector>>> {
+        let mut attempt = 0;
+        loop {
+            let e = match self.inner.resolver.connector_for(cluster, &self.meta).await {
+                Ok(c) => return Ok(Some(c)),
+                Err(e) if e.kind() == ErrorKind::Unavailable => {
+                    attempt += 1;
+                    if !self.inner.backoff.allows(attempt) {
+                        e
+                    } else if self.pause(self.inner.backoff.delay(attempt)).await {
+                        continue;
+                    } else {
+                        self.abandon(app, cluster, names).await?;
+                        return Ok(None);
+                    }
+                }
+                Err(e) => e,
+            };
+            tracing::warn!(cluster, error = %e, "cluster cannot be resolved");
+            self.ctx
+                .set_resource_failures(
+                    app,
+                    cluster,
+                    names,
+                    RsyncStatus::Failed,
+                    "ClusterUnresolved",
+                    &e.to_string(),
+                )
+                .await?;
+            return Ok(None);
+        }
+    }
+
+    /// Applies or deletes `names` in order, retrying while the cluster is unreachable.
+    async fn sync(
+        &self,
+        conn: &Arc<dyn Connector>,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+        action: Action,
+    ) -> Result<Phase> {
+        let mut out = Phase::default();
+        let mut rest: Vec<(String, Resource)> = Vec::new();
+        for n in names {
+            match self.load(app, cluster, n).await? {
+                Some(r) => rest.push((n.clone(), r)),
+                None => {
+                    self.fail(
+                        app,
+                        cluster,
+                        n,
+                        "InvalidManifest",
+                        "its YAML is missing or invalid",
+                    )
+                    .await?;
+                    out.failed = true;
+                }
+            }
+        }
+        let scope = self.scope(app);
+        let (ok, ok_status) = match action {
+            Action::Apply => ("applied", RsyncStatus::Applied),
+            Action::Delete => ("deleted", RsyncStatus::Deleted),
+        };
+        let mut attempt = 0;
+        let mut retrying = false;
+        while !rest.is_empty() {
+            let batch = Batch {
+                scope: scope.clone(),
+                resources: rest.iter().map(|(_, r)| r.clone()).collect(),
+            };
+            let result = tokio::select! {
+                r = async {
+                    let _permits = self.permits(cluster).await;
+                    match action {
+                        Action::Apply => conn.apply(&batch).await,
+                        Action::Delete => conn
+                            .delete(&batch, Propagation::Background)
+                            .await
+                            .map(|()| Warnings::new()),
+                    }
+                } => r,
+                () = self.op.token.cancelled() => {
+                    out.aborted = Some(unfinished(&rest));
+                    return Ok(out);
+                }
+            };
+            let (done, err, warnings) = match result {
+                Ok(warnings) => (rest.len(), None, warnings),
+                Err(e) => (e.done.min(rest.len()), Some(e.error), Warnings::new()),
+            };
+            let finished: Vec<(String, Resource)> = rest.drain(..done).collect();
+            if !finished.is_empty() {
+                let names: Vec<String> = finished.iter().map(|(n, _)| n.clone()).collect();
+                self.ctx
+                    .set_resource_statuses(app, cluster, &names, ok_status)
+                    .await?;
+                for (i, name) in names.iter().enumerate() {
+                    let texts: Vec<String> = warnings
+                        .iter()
+                        .filter(|(at, _)| *at == i)
+                        .map(|(_, w)| w.clone())
+                        .collect();
+                    if !texts.is_empty() {
+                        tracing::warn!(cluster, app, resource = %name, warnings = ?texts, "applied with warnings");
+                        self.ctx
+                            .set_resource_warnings(app, cluster, name, ok_status, &texts)
+                            .await?;
+                    }
+                }
+                out.done.extend(finished.into_iter().map(|(_, r)| r));
+            }
+            match err {
+                None => {
+                    if retrying || attempt == 0 {
+                        self.ctx
+                            .set_cluster_ready_status(app, cluster, ClusterReadiness::Available)
+                            .await?;
+                    }
+                    break;
+                }
+                Some(e) if e.kind() == ErrorKind::Unavailable => {
+                    attempt += 1;
+                    tracing::debug!(cluster, attempt, error = %e, "cluster unreachable, retrying");
+                    if !retrying {
+                        retrying = true;
+                        self.ctx
+                            .set_cluster_ready_status(app, cluster, ClusterReadiness::Retrying)
+                            .await?;
+                    }
+                    if !self.inner.backoff.allows(attempt) {
+                        let names: Vec<String> = unfinished(&rest);
+                        self.ctx
+                            .set_resource_failures(
+                                app,
+                                cluster,
+                                &names,
+                                RsyncStatus::Failed,
+                                "Unreachable",
+                                &format!("gave up after {attempt} attempts: {e}"),
+                            )
+                            .await?;
+                        out.failed = true;
+                        break;
+                    }
+                    // Each retry says how many tries so far and when the next is due.
+                    let delay = self.inner.backoff.delay(attempt);
+                    self.ctx
+                        .set_resource_retrying(
+                            app,
+                            cluster,
+                            &unfinished(&rest),
+                            ("Unreachable", &e.to_string()),
+                            attempt,
+                            &emco_core::time::rfc3339(SystemTime::now() + delay),
+                        )
+                        .await?;
+                    if !self.pause(delay).await {
+                        out.aborted = Some(unfinished(&rest));
+                        return Ok(out);
+                    }
+                }
+                Some(e) => {
+                    let (name, _) = rest.remove(0);
+                    tracing::warn!(cluster, resource = %name, error = %e, "resource not {ok}");
+                    self.fail(app, cluster, &name, e.kind().as_str(), &e.to_string())
+                        .await?;
+                    out.failed = true;
+                    attempt = 0;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Marks one resource failed, saying why.
+    async fn fail(
+        &self,
+        app: &str,
+        cluster: &str,
+        name: &str,
+        reason: &str,
+        message: &str,
+    ) -> Result<()> {
+        let names = [name.to_owned()];
+        self.ctx
+            .set_resource_failures(app, cluster, &names, RsyncStatus::Failed, reason, message)
+            .await
+    }
+
+    /// The parsed resource; `None` (logged) when its YAML is missing or invalid.
+    async fn load(&self, app: &str, cluster: &str, name: &str) -> Result<Option<Resource>> {
+        let Some(text) = self.ctx.resource(app, cluster, name).await? else {
+            tracing::warn!(app, cluster, resource = name, "resource has no manifest");
+            return Ok(None);
+        };
+        match Resource::from_yaml(&text) {
+            Ok(r) => Ok(Some(r)),
+            Err(e) => {
+                tracing::warn!(app, cluster, resource = name, error = %e, "bad manifest");
+                Ok(None)
+            }
+        }
+    }
+}

@@ -1,0 +1,545 @@
+//! Readiness: waiting for resources to be ready and following them once deployed, through the
+//! connector's readiness source when it has one, else by polling.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use emco_appcontext::context::Registry;
+use emco_core::lifecycle::{ClusterReadiness, RsyncStatus};
+use emco_core::{ErrorKind, Result};
+use serde_json::{Map, Value, json};
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::connector::{
+    Connector, Observation, ReadinessChange, ReadinessSource, Resource, ResourceId, Scope,
+    WatchHealth, Watched,
+};
+use crate::engine::Abort;
+use crate::engine::status::ContextStatusExt;
+use crate::readiness::{Readiness, readiness};
+
+use super::{Run, failures};
+
+/// How a wait for readiness ended.
+pub(super) enum Waited {
+    Ready,
+    /// Some resources failed for good or were not ready in time: (name, why).
+    Failed(Vec<(String, String)>),
+    /// The operation was cut short.
+    Cut,
+}
+
+/// How often an observer whose watches are all set up looks again without being woken (the
+/// watches wake it on every change; this only bounds the effect of a lost wake-up).
+pub(super) const RESYNC: Duration = Duration::from_secs(30);
+
+/// How long an observer woken by a change waits for the rest of a burst before it looks.
+pub(super) const COALESCE: Duration = Duration::from_millis(50);
+
+/// The entry of one resource in a cluster's collected status: `{"present", "ready", "reason"?}`.
+pub(super) fn entry(observation: &Observation) -> Value {
+    match observation {
+        Observation::Present(obj) => seen_entry(&readiness(obj)),
+        Observation::Absent => json!({"present": false, "ready": false}),
+        Observation::Unknown(why) => json!({"present": false, "ready": false, "reason": why}),
+    }
+}
+
+pub(super) fn watched_entry(watched: &Watched) -> Value {
+    match watched {
+        Watched::Seen(r) => seen_entry(r),
+        Watched::Absent => json!({"present": false, "ready": false}),
+        Watched::Unknown(why) => json!({"present": false, "ready": false, "reason": why}),
+    }
+}
+
+/// The entry of a present object: `failed` marks one that will never be ready.
+pub(super) fn seen_entry(r: &Readiness) -> Value {
+    match r {
+        Readiness::NotReady(why) => json!({"present": true, "ready": false, "reason": why}),
+        Readiness::Failed(why) => {
+            json!({"present": true, "ready": false, "failed": true, "reason": why})
+        }
+        Readiness::Ready | Readiness::NotApplicable => json!({"present": true, "ready": true}),
+    }
+}
+
+pub(super) fn failed_entry(e: &emco_core::Error) -> Value {
+    json!({"present": false, "ready": false, "reason": e.to_string()})
+}
+
+pub(super) fn entry_is_ready(entry: &Value) -> bool {
+    entry.get("ready").and_then(Value::as_bool) == Some(true)
+}
+
+/// The collected status of a cluster (`status/`):
+/// `{"readyStatus": "Available"|"Retrying"|"Unknown", "resources": {"<name+Kind>": entry}}`.
+pub(super) fn collected_status(
+    readiness: ClusterReadiness,
+    resources: Map<String, Value>,
+) -> Value {
+    json!({"readyStatus": readiness, "resources": Value::Object(resources)})
+}
+
+/// The worse of two connectivity findings: Retrying over Unknown over Available.
+pub(super) fn worse(a: ClusterReadiness, b: ClusterReadiness) -> ClusterReadiness {
+    let rank = |r| match r {
+        ClusterReadiness::Available => 0,
+        ClusterReadiness::Unknown => 1,
+        ClusterReadiness::Retrying => 2,
+    };
+    if rank(b) > rank(a) { b } else { a }
+}
+
+/// How a worker sees the resources of an app on one cluster: through the cluster's watches when
+/// the connector has them (no request per object: the watches were listed once and follow
+/// changes), else by asking the connector ([`Connector::observe`]) at each look.
+pub(super) struct Eyes<'a> {
+    run: &'a Run,
+    conn: &'a Arc<dyn Connector>,
+    scope: Scope,
+    rs: Vec<(String, Resource)>,
+    watch: Option<WatchEyes>,
+    /// The last entries, kept while the cluster cannot be asked.
+    last: Map<String, Value>,
+}
+
+pub(super) struct WatchEyes {
+    watcher: Arc<dyn ReadinessSource>,
+    changes: broadcast::Receiver<ReadinessChange>,
+    health: watch::Receiver<u64>,
+    /// Per resource, its id as the watches key it once its type is watched.
+    keyed: Vec<Option<ResourceId>>,
+    /// The same ids, to pick the changes that concern them (by object, not by deployment-id
+    /// label: an update leaves unchanged objects with the label of the context that applied
+    /// them).
+    ids: HashSet<ResourceId>,
+    /// Per resource, why its type could not be watched (the kind is not served, ...).
+    refused: Vec<Option<Value>>,
+}
+
+impl<'a> Eyes<'a> {
+    fn new(
+        run: &'a Run,
+        conn: &'a Arc<dyn Connector>,
+        scope: Scope,
+        rs: Vec<(String, Resource)>,
+    ) -> Self {
+        let watch = conn.readiness_source().map(|watcher| WatchEyes {
+            // Subscribed before the first look, so no change falls between the two.
+            changes: watcher.subscribe(),
+            health: watcher.health_changes(),
+            keyed: vec![None; rs.len()],
+            ids: HashSet::new(),
+            refused: vec![None; rs.len()],
+            watcher,
+        });
+        Self {
+            run,
+            conn,
+            scope,
+            rs,
+            watch,
+            last: Map::new(),
+        }
+    }
+
+    /// Whether the watches cover every resource (or refused its type), so that only their
+    /// changes matter; false when polling.
+    fn settled(&self) -> bool {
+        self.watch.as_ref().is_some_and(|w| {
+            w.keyed
+                .iter()
+                .zip(&w.refused)
+                .all(|(k, r)| k.is_some() || r.is_some())
+        })
+    }
+
+    /// The entry of every resource and what they say of the cluster's connectivity.
+    async fn look(&mut self) -> (Map<String, Value>, ClusterReadiness) {
+        match &mut self.watch {
+            Some(w) => {
+                let mut entries = Map::new();
+                let mut seen = ClusterReadiness::Available;
+                for (i, (name, r)) in self.rs.iter().enumerate() {
+                    if w.keyed[i].is_none() && w.refused[i].is_none() {
+                        match w
+                            .watcher
+                            .watch_in(self.scope.namespace_for(r.id()), r.id())
+                            .await
+                        {
+                            Ok(k) => {
+                                w.ids.insert(k.clone());
+                                w.keyed[i] = Some(k);
+                            }
+                            Err(e) if e.kind() == ErrorKind::Unavailable => {
+                                seen = worse(seen, ClusterReadiness::Retrying);
+                                entries.insert(name.clone(), failed_entry(&e));
+                                continue;
+                            }
+                            Err(e) => w.refused[i] = Some(failed_entry(&e)),
+                        }
+                    }
+                    if let Some(refused) = &w.refused[i] {
+                        entries.insert(name.clone(), refused.clone());
+                    } else if let Some(k) = &w.keyed[i] {
+                        seen = worse(
+                            seen,
+                            match w.watcher.health(k) {
+                                Some(WatchHealth::Synced) => ClusterReadiness::Available,
+                                Some(WatchHealth::Failing(_)) => ClusterReadiness::Retrying,
+                                Some(WatchHealth::Syncing) | None => ClusterReadiness::Unknown,
+                            },
+                        );
+                        entries.insert(name.clone(), watched_entry(&w.watcher.watched(k)));
+                    }
+                }
+                (entries, seen)
+            }
+            None => {
+                let ids: Vec<ResourceId> = self.rs.iter().map(|(_, r)| r.id().clone()).collect();
+                let got = {
+                    let _permits = self.run.permits(self.conn.cluster()).await;
+                    self.conn.observe(&self.scope, &ids).await
+                };
+                let mut seen = ClusterReadiness::Available;
+                match got {
+                    Ok(observations) => {
+                        for ((name, _), o) in self.rs.iter().zip(&observations) {
+                            if matches!(o, Observation::Unknown(_)) {
+                                seen = ClusterReadiness::Unknown;
+                            }
+                            self.last.insert(name.clone(), entry(o));
+                        }
+                    }
+                    Err(e) => {
+                        seen = if e.kind() == ErrorKind::Unavailable {
+                            ClusterReadiness::Retrying
+                        } else {
+                            ClusterReadiness::Available
+                        };
+                        for (name, _) in &self.rs {
+                            // What was seen before stays the best knowledge.
+                            if !self.last.contains_key(name) || seen == ClusterReadiness::Available
+                            {
+                                self.last.insert(name.clone(), failed_entry(&e));
+                            }
+                        }
+                    }
+                }
+                (self.last.clone(), seen)
+            }
+        }
+    }
+
+    /// Waits for something that may change what [`Eyes::look`] sees: a readiness change of this
+    /// app or a watch's health change (watches), else `tick`; false when `token` is cancelled.
+    async fn wait_change(&mut self, token: &CancellationToken, tick: Duration) -> bool {
+        let Some(w) = &mut self.watch else {
+            return tokio::select! {
+                () = tokio::time::sleep(tick) => true,
+                () = token.cancelled() => false,
+            };
+        };
+        let sleep = tokio::time::sleep(tick);
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                got = w.changes.recv() => match got {
+                    Ok(change) if w.ids.contains(&change.id) => {
+                        // Objects of one app change in bursts (a rollout, a relist): one look
+                        // after the burst instead of one per change, which would cost
+                        // O(resources) per change.
+                        tokio::select! {
+                            () = tokio::time::sleep(COALESCE) => {}
+                            () = token.cancelled() => return false,
+                        }
+                        // The look that follows sees what the burst changed.
+                        while !matches!(
+                            w.changes.try_recv(),
+                            Err(broadcast::error::TryRecvError::Empty
+                                | broadcast::error::TryRecvError::Closed)
+                        ) {}
+                        return true;
+                    }
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Lagged(_)) => return true,
+                    // The watcher is gone: only the tick is left.
+                    Err(broadcast::error::RecvError::Closed) => {
+                        (&mut sleep).await;
+                        return !token.is_cancelled();
+                    }
+                },
+                r = w.health.changed() => {
+                    if r.is_err() {
+                        (&mut sleep).await;
+                    }
+                    return !token.is_cancelled();
+                }
+                () = &mut sleep => return true,
+                () = token.cancelled() => return false,
+            }
+        }
+    }
+}
+
+impl Run {
+    /// Waits until every resource is ready (CRDs established, hooks complete), at most the
+    /// hook timeout; a resource that failed for good (a failed Job) ends the wait at once.
+    pub(super) async fn wait_ready(
+        &self,
+        conn: &Arc<dyn Connector>,
+        scope: &Scope,
+        resources: &[Resource],
+        token: &CancellationToken,
+    ) -> Waited {
+        let rs: Vec<(String, Resource)> = resources
+            .iter()
+            .map(|r| (r.id().emco_name(), r.clone()))
+            .collect();
+        let timeout = self.inner.hook_timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut eyes = Eyes::new(self, conn, scope.clone(), rs);
+        loop {
+            let (entries, _) = eyes.look().await;
+            if entries.values().all(entry_is_ready) {
+                return Waited::Ready;
+            }
+            let failed = failures(&entries, |e| e.get("failed") == Some(&Value::Bool(true)));
+            if !failed.is_empty() {
+                return Waited::Failed(failed);
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                let late = failures(&entries, |e| !entry_is_ready(e));
+                let late = late
+                    .into_iter()
+                    .map(|(n, why)| (n, format!("not ready after {timeout:?}: {why}")))
+                    .collect();
+                return Waited::Failed(late);
+            }
+            if !eyes.wait_change(token, self.inner.poll.min(left)).await {
+                return Waited::Cut;
+            }
+            if token == &self.op.token && self.ctx.stop_flag().await.unwrap_or(false) {
+                self.op.abort(Abort::Stop);
+                return Waited::Cut;
+            }
+        }
+    }
+
+    /// Marks the resources a wait found failed as failed, saying why.
+    pub(super) async fn fail_waited(
+        &self,
+        app: &str,
+        cluster: &str,
+        which: &[(String, String)],
+    ) -> Result<()> {
+        for (name, why) in which {
+            tracing::warn!(app, cluster, resource = %name, reason = %why, "hook or CRD failed");
+            self.fail(app, cluster, name, "NotReady", why).await?;
+        }
+        Ok(())
+    }
+
+    /// Follows the readiness of an app's resources on a cluster in the background until the
+    /// context is terminated or updated away, or the app is deployed again on the cluster:
+    /// records each change of what it sees in the cluster's collected status (`status/`, the
+    /// shape the Read event writes) so that status queries read readiness from the AppContext,
+    /// and publishes every transition to ready (readyNotify).
+    pub(super) fn watch_readiness(
+        &self,
+        conn: Arc<dyn Connector>,
+        app: &str,
+        cluster: &str,
+        rs: Vec<(String, Resource)>,
+    ) {
+        let run = self.clone();
+        let (app, cluster) = (app.to_owned(), cluster.to_owned());
+        let token = self.inner.observer_token(self.ctx.id(), &app, &cluster);
+        tokio::spawn(async move {
+            run.observe_ready(&conn, &app, &cluster, rs, &token).await;
+        });
+    }
+
+    /// Follows `rs` until `token` is cancelled, writing the collected status of the cluster
+    /// whenever it changed (one write per change, covering all resources of the app on the
+    /// cluster), the cluster's `readystatus/` when the observed connectivity changed, and
+    /// marking the app ready or not ready on the cluster at each transition.
+    pub(super) async fn observe_ready(
+        &self,
+        conn: &Arc<dyn Connector>,
+        app: &str,
+        cluster: &str,
+        rs: Vec<(String, Resource)>,
+        token: &CancellationToken,
+    ) {
+        let ctx_id = self.ctx.id();
+        let mut eyes = Eyes::new(self, conn, self.scope(app), rs);
+        let mut recorded: Option<Value> = None;
+        // As the deploy left it: Available after an apply, Unknown when a resume applied nothing.
+        let mut connectivity = self
+            .ctx
+            .cluster_ready_status(app, cluster)
+            .await
+            .unwrap_or(ClusterReadiness::Unknown);
+        let mut was_ready = false;
+        loop {
+            let (entries, seen) = eyes.look().await;
+            if token.is_cancelled() {
+                return;
+            }
+            let ready = entries.values().all(entry_is_ready);
+            let doc = collected_status(seen, entries);
+            if recorded.as_ref() != Some(&doc) {
+                match self.ctx.set_cluster_status(app, cluster, &doc).await {
+                    Ok(()) => recorded = Some(doc),
+                    // Recorded at the next change; readiness itself goes on.
+                    Err(e) => tracing::warn!(app, cluster, error = %e, "cannot record readiness"),
+                }
+            }
+            // `Unknown` (a watch still listing) says nothing new about connectivity.
+            if seen != ClusterReadiness::Unknown && seen != connectivity {
+                match self.ctx.set_cluster_ready_status(app, cluster, seen).await {
+                    Ok(()) => connectivity = seen,
+                    Err(e) => {
+                        tracing::warn!(app, cluster, error = %e, "cannot record connectivity")
+                    }
+                }
+            }
+            if ready != was_ready {
+                was_ready = ready;
+                if ready {
+                    self.inner.mark_ready(ctx_id, app, cluster);
+                } else {
+                    self.inner.mark_not_ready(ctx_id, app, cluster);
+                }
+            }
+            let tick = if eyes.settled() {
+                RESYNC
+            } else {
+                self.inner.poll
+            };
+            if !eyes.wait_change(token, tick).await {
+                return;
+            }
+        }
+    }
+
+    /// Starts following the readiness of the resources `names` of `app` on `cluster`; those in
+    /// `parsed` are not read and parsed again.
+    pub(super) async fn follow(
+        &self,
+        conn: Arc<dyn Connector>,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+        mut parsed: HashMap<String, Resource>,
+    ) -> Result<()> {
+        let mut all = Vec::new();
+        for n in names {
+            let r = match parsed.remove(n) {
+                Some(r) => Some(r),
+                None => self.load(app, cluster, n).await?,
+            };
+            if let Some(r) = r {
+                all.push((n.clone(), r));
+            }
+        }
+        self.watch_readiness(conn, app, cluster, all);
+        Ok(())
+    }
+
+    /// After a restart: follows again the readiness of every app on every cluster where all of
+    /// its resources were applied, as the deploy that applied them did.
+    pub(in crate::engine) async fn follow_deployed(&self) -> Result<()> {
+        let recorded = self.ctx.resource_statuses_listed().await?;
+        for app in self.ordered_apps().await? {
+            for cluster in self.ctx.clusters(&app).await? {
+                let every = self.plan(&app, &cluster).await?.installed();
+                let applied = every.iter().all(|n| {
+                    recorded.get(&(app.clone(), cluster.clone(), n.clone()))
+                        == Some(&RsyncStatus::Applied)
+                });
+                if !applied {
+                    continue;
+                }
+                match self
+                    .inner
+                    .resolver
+                    .connector_for(&cluster, &self.meta)
+                    .await
+                {
+                    Ok(conn) => {
+                        self.follow(conn, &app, &cluster, &every, HashMap::new())
+                            .await?;
+                    }
+                    Err(e) => tracing::warn!(app, cluster, error = %e, "cannot follow readiness"),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops following the readiness of this context: it is being removed or replaced.
+    pub(super) async fn forget_readiness(&self) -> Result<()> {
+        self.inner.forget_readiness(self.ctx.id());
+        self.ctx.unmark(Registry::Deployed).await.map(drop)
+    }
+
+    /// Reads every resource back and stores each cluster's collected status:
+    /// `{"readyStatus": "Available"|"Retrying"|"Unknown", "resources": {"<name+Kind>": {"present", "ready", "reason"?}}}`.
+    pub(super) async fn read_all(&self) -> Result<()> {
+        for app in self.ordered_apps().await? {
+            let scope = self.scope(&app);
+            for cluster in self.ctx.clusters(&app).await? {
+                let names = self.plan(&app, &cluster).await?.installed();
+                let conn = self
+                    .inner
+                    .resolver
+                    .connector_for(&cluster, &self.meta)
+                    .await?;
+                let mut rs = Vec::new();
+                for n in &names {
+                    if let Some(r) = self.load(&app, &cluster, n).await? {
+                        rs.push((n.clone(), r));
+                    }
+                }
+                // A read asks the cluster itself, never the watches' memory.
+                let ids: Vec<ResourceId> = rs.iter().map(|(_, r)| r.id().clone()).collect();
+                let (seen, resources) = match conn.observe(&scope, &ids).await {
+                    Ok(observations) => {
+                        let unknown = observations
+                            .iter()
+                            .any(|o| matches!(o, Observation::Unknown(_)));
+                        let entries = rs
+                            .iter()
+                            .zip(&observations)
+                            .map(|((n, _), o)| (n.clone(), entry(o)))
+                            .collect();
+                        let seen = if unknown {
+                            ClusterReadiness::Unknown
+                        } else {
+                            ClusterReadiness::Available
+                        };
+                        (seen, entries)
+                    }
+                    Err(e) => {
+                        let seen = if e.kind() == ErrorKind::Unavailable {
+                            ClusterReadiness::Retrying
+                        } else {
+                            ClusterReadiness::Available
+                        };
+                        let entries = rs.iter().map(|(n, _)| (n.clone(), failed_entry(&e)));
+                        (seen, entries.collect())
+                    }
+                };
+                let status = collected_status(seen, resources);
+                self.ctx.set_cluster_status(&app, &cluster, &status).await?;
+            }
+        }
+        Ok(())
+    }
+}
