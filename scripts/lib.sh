@@ -51,7 +51,7 @@ venv_install() {
 
 install_test_deps() {
   apt_install etcd-server etcd-client protobuf-compiler xz-utils openssl
-  venv_install nx-27017==0.8.1 maturin pytest
+  venv_install nx-27017==0.8.1 "maturin>=1.5,<2" pytest mypy
 }
 
 free_port() {

@@ -2,9 +2,9 @@
 # Runs every check and test of emco-rs on a fresh Debian machine with Rust and Python 3.11.
 #
 # Installs what is missing (Debian's etcd and protoc, a Python venv with the nx-27017 MongoDB
-# wire-protocol server, maturin and pytest), starts etcd and nx-27017 on free loopback ports with
-# temporary data dirs, exports their addresses to the tests, runs fmt, clippy and every test, and
-# stops what it started, also when a step fails.
+# wire-protocol server, maturin, pytest and mypy), starts etcd and nx-27017 on free loopback ports with
+# temporary data dirs, exports their addresses to the tests, runs fmt, clippy and every test
+# (Rust, then the Python package emco-py), and stops what it started, also when a step fails.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,4 +49,10 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   step "tests (cargo test)" cargo test --workspace --locked --no-fail-fast --lib --bins --tests
 fi
+# The Python package: built into the venv, type-checked, and tested embedded and against the
+# emco-server and kubesim binaries the tests above built.
+step "emco-py: maturin develop" env VIRTUAL_ENV="$VENV" "$VENV/bin/maturin" develop --quiet \
+  -m emco-py/Cargo.toml
+step "emco-py: mypy --strict" "$VENV/bin/mypy" --strict emco-py/python/emco emco-py/tests
+step "emco-py: pytest" "$VENV/bin/pytest" -q emco-py/tests
 log "all checks passed"

@@ -22,15 +22,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use emco_core::{Error, Result};
-use futures::StreamExt;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 use serde_json::Value;
 
 use crate::kv::{KeyValue, ListOptions, ListPage, Txn, WatchEvent};
 use crate::local::{self, Engine, KvView, LocalStore, Revs};
 use crate::resource::{
-    BLOB_CHUNK, BlobStream, BlobVersion, Expect, Filter, PutMode, ResourceKey, ResourceStore,
-    check_put, matches_all, rechunk,
+    BLOB_CHUNK, BlobStream, BlobVersion, Chunked, Expect, Filter, PutMode, ResourceKey,
+    ResourceStore, check_put, matches_all, write_chunks,
 };
 
 const KV: TableDefinition<&str, &[u8]> = TableDefinition::new("appcontext");
@@ -506,38 +505,25 @@ impl ResourceStore for RedbResourceStore {
         }
         // The upload id is the blob's version.
         let upload = BlobVersion::fresh().raw();
-        let mut chunks = rechunk(data, BLOB_CHUNK);
-        let (mut size, mut n) = (0u64, 0u32);
-        let mut failure = None;
-        while let Some(chunk) = chunks.next().await {
-            let chunk = match chunk {
-                Ok(c) => c,
-                Err(e) => {
-                    failure = Some(e);
-                    break;
-                }
-            };
-            size += chunk.len() as u64;
-            let (k, nm, i) = (enc.clone(), name.to_owned(), n);
+        let Chunked {
+            size,
+            count: n,
+            failure,
+        } = write_chunks(data, BLOB_CHUNK, |i, chunk| {
+            let (k, nm) = (enc.clone(), name.to_owned());
             // Non-durable: the final pointer commit below makes these durable together.
-            let written = self
-                .blocking(move |db| {
-                    let mut tx = db.begin_write().map_err(db_err)?;
-                    tx.set_durability(Durability::None)
-                        .map_err(|e| db_err(redb::Error::from(e)))?;
-                    tx.open_table(BLOB_CHUNKS)
-                        .map_err(db_err)?
-                        .insert((k.as_str(), nm.as_str(), upload, i), chunk.as_ref())
-                        .map_err(db_err)?;
-                    tx.commit().map_err(db_err)
-                })
-                .await;
-            if let Err(e) = written {
-                failure = Some(e);
-                break;
-            }
-            n += 1;
-        }
+            self.blocking(move |db| {
+                let mut tx = db.begin_write().map_err(db_err)?;
+                tx.set_durability(Durability::None)
+                    .map_err(|e| db_err(redb::Error::from(e)))?;
+                tx.open_table(BLOB_CHUNKS)
+                    .map_err(db_err)?
+                    .insert((k.as_str(), nm.as_str(), upload, i), chunk.as_ref())
+                    .map_err(db_err)?;
+                tx.commit().map_err(db_err)
+            })
+        })
+        .await;
         let (k, nm, key) = (enc, name.to_owned(), key.clone());
         self.blocking(move |db| {
             let tx = durable_write(db)?;

@@ -42,8 +42,8 @@ use mongodb::{Client, Collection, IndexModel};
 use serde_json::Value;
 
 use crate::resource::{
-    BLOB_CHUNK, BlobStream, BlobVersion, Expect, Filter, PutMode, ResourceKey, ResourceStore,
-    check_put, rechunk,
+    BLOB_CHUNK, BlobStream, BlobVersion, Chunked, Expect, Filter, PutMode, ResourceKey,
+    ResourceStore, check_put, write_chunks,
 };
 
 fn mongo_err(e: mongodb::error::Error) -> Error {
@@ -398,33 +398,26 @@ impl ResourceStore for MongoResourceStore {
         // The upload id is the blob's version; below 2^63, so the i64 round trip keeps it.
         let version = BlobVersion::fresh();
         let upload = i64::try_from(version.raw()).unwrap_or_default();
-        let mut chunks = rechunk(data, BLOB_CHUNK);
-        let (mut size, mut n) = (0u64, 0i32);
-        let mut failure = None;
-        while let Some(chunk) = chunks.next().await {
-            let chunk = match chunk {
-                Ok(c) => c,
-                Err(e) => {
-                    failure = Some(e);
-                    break;
-                }
+        let Chunked {
+            size,
+            count,
+            mut failure,
+        } = write_chunks(data, BLOB_CHUNK, |i, chunk| {
+            let doc = doc! {
+                "upload": upload,
+                "n": i32::try_from(i).unwrap_or(i32::MAX),
+                "data": bson::Binary {
+                    subtype: BinarySubtype::Generic,
+                    bytes: chunk.to_vec(),
+                },
             };
-            size += chunk.len() as u64;
-            let data = bson::Binary {
-                subtype: BinarySubtype::Generic,
-                bytes: chunk.to_vec(),
-            };
-            drop(chunk);
-            if let Err(e) = self
-                .chunks
-                .insert_one(doc! {"upload": upload, "n": n, "data": data})
-                .await
-            {
-                failure = Some(mongo_err(e));
-                break;
+            async move {
+                self.chunks.insert_one(doc).await.map_err(mongo_err)?;
+                Ok(())
             }
-            n += 1;
-        }
+        })
+        .await;
+        let n = i32::try_from(count).unwrap_or(i32::MAX);
         if failure.is_none() && !self.exists(&enc).await? {
             failure = Some(Error::not_found(format!("{key} does not exist")));
         }

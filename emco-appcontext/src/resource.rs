@@ -483,10 +483,52 @@ pub trait ResourceStore: Debug + Send + Sync + 'static {
     }
 }
 
+/// What [`write_chunks`] wrote: the blob's size and chunk count, and why it stopped early.
+#[cfg_attr(not(any(feature = "redb", feature = "mongodb")), allow(dead_code))]
+pub(crate) struct Chunked {
+    pub size: u64,
+    pub count: u32,
+    /// The first failure of the stream or of a write; the caller removes what was written.
+    pub failure: Option<Error>,
+}
+
+/// The one chunked blob writer of the backends: writes `data` as chunks of `size` bytes (the
+/// last may be shorter) with `write(index, chunk)`, in order, until the stream ends or the
+/// stream or a write fails.
+#[cfg_attr(not(any(feature = "redb", feature = "mongodb")), allow(dead_code))]
+pub(crate) async fn write_chunks<F, Fut>(data: BlobStream, size: usize, mut write: F) -> Chunked
+where
+    F: FnMut(u32, Bytes) -> Fut,
+    Fut: std::future::Future<Output = Result<()>>,
+{
+    use futures::StreamExt;
+    let mut chunks = rechunk(data, size);
+    let mut out = Chunked {
+        size: 0,
+        count: 0,
+        failure: None,
+    };
+    while let Some(chunk) = chunks.next().await {
+        let written = match chunk {
+            Ok(chunk) => {
+                out.size += chunk.len() as u64;
+                write(out.count, chunk).await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
+            out.failure = Some(e);
+            break;
+        }
+        out.count += 1;
+    }
+    out
+}
+
 /// Re-chunks a blob stream into pieces of at most `size` bytes (the last one may be shorter),
 /// so a backend stores fixed-size chunks whatever the producer yields.
 #[cfg_attr(not(any(feature = "redb", feature = "mongodb")), allow(dead_code))]
-pub(crate) fn rechunk(data: BlobStream, size: usize) -> BlobStream {
+fn rechunk(data: BlobStream, size: usize) -> BlobStream {
     use futures::StreamExt;
     let state = (data, bytes::BytesMut::new(), false);
     Box::pin(futures::stream::unfold(

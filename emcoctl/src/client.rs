@@ -1,8 +1,10 @@
 //! A small HTTP/1.1 client for the EMCO REST API: JSON, empty and multipart bodies (files streamed
 //! from disk), an optional bearer token, `http://` or `https://` (rustls), one connection per
-//! request.
+//! request; or, for an orchestrator embedded in the same process, its router called directly
+//! ([`Client::local`]), with the same requests and answers and no socket.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -56,6 +58,39 @@ pub struct Response {
     pub status: u16,
     /// The body.
     pub body: Vec<u8>,
+    /// The error kind of an error answer from emco-rs (its [`ERROR_KIND_HEADER`]); `None` from
+    /// servers that do not send one (EMCO).
+    pub error_kind: Option<String>,
+}
+
+/// The header naming the error kind (`NotFound`, `AlreadyExists`, `Conflict`, ...) of an emco-rs
+/// error answer, which EMCO's status codes alone do not tell apart.
+pub const ERROR_KIND_HEADER: &str = "x-emco-error-kind";
+
+/// The body of a request as sent: JSON bytes, or a multipart form streamed from disk.
+pub type RequestBody = BoxBody<Bytes, std::io::Error>;
+
+/// A server in this process: takes a request and answers it, without a socket (an embedded
+/// orchestrator's router). Errors are the server's failures to answer at all.
+pub type LocalServer = Arc<
+    dyn Fn(
+            Request<RequestBody>,
+        ) -> Pin<Box<dyn Future<Output = std::result::Result<Response, String>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// Where requests go.
+#[derive(Clone)]
+enum Target {
+    /// A server over TCP, with TLS for `https`.
+    Remote {
+        host: String,
+        port: u16,
+        tls: Option<Arc<rustls::ClientConfig>>,
+    },
+    /// A server in this process.
+    Local(LocalServer),
 }
 
 impl Response {
@@ -78,11 +113,9 @@ pub struct TlsOptions {
 /// The server to talk to.
 #[derive(Clone)]
 pub struct Client {
-    host: String,
-    port: u16,
+    target: Target,
     base: String,
     token: Option<String>,
-    tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 // Written out so that the token never lands in a debug print.
@@ -95,9 +128,19 @@ impl std::fmt::Debug for Client {
     }
 }
 
-type ReqBody = BoxBody<Bytes, std::io::Error>;
+type ReqBody = RequestBody;
 
 impl Client {
+    /// A client of `server`, a server in this process.
+    #[must_use]
+    pub fn local(server: LocalServer) -> Self {
+        Self {
+            target: Target::Local(server),
+            base: String::new(),
+            token: None,
+        }
+    }
+
     /// A client for `server` (`http[s]://host[:port][/prefix]`) sending `token` as bearer token;
     /// `https` servers are verified against the system's CA certificates.
     ///
@@ -147,24 +190,29 @@ impl Client {
             None
         };
         Ok(Self {
-            host: host.to_owned(),
-            port,
+            target: Target::Remote {
+                host: host.to_owned(),
+                port,
+                tls,
+            },
             base: base.to_owned(),
             token,
-            tls,
         })
     }
 
     /// The full URL of `path` (which starts with `/`).
     #[must_use]
     pub fn url(&self, path: &str) -> String {
-        let host = if self.host.contains(':') {
-            format!("[{}]", self.host)
-        } else {
-            self.host.clone()
+        let Target::Remote { host, port, tls } = &self.target else {
+            return format!("embedded:{path}");
         };
-        let scheme = if self.tls.is_some() { "https" } else { "http" };
-        format!("{scheme}://{host}:{}{}{path}", self.port, self.base)
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.clone()
+        };
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{host}:{port}{}{path}", self.base)
     }
 
     /// Sends one request. Uploaded files are read while the request is sent, a chunk at a time.
@@ -179,8 +227,10 @@ impl Client {
         };
         let mut req = Request::builder()
             .method(method.clone())
-            .uri(format!("{}{path}", self.base))
-            .header(header::HOST, format!("{}:{}", self.host, self.port));
+            .uri(format!("{}{path}", self.base));
+        if let Target::Remote { host, port, .. } = &self.target {
+            req = req.header(header::HOST, format!("{host}:{port}"));
+        }
         if let Some(token) = &self.token {
             req = req.header(header::AUTHORIZATION, format!("Bearer {token}"));
         }
@@ -205,14 +255,20 @@ impl Client {
             .header(header::CONTENT_LENGTH, len)
             .body(body)
             .map_err(|e| failed("bad request", &e))?;
-        let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
+        let (host, port, tls) = match &self.target {
+            Target::Local(server) => {
+                return server(req).await.map_err(|e| failed("no answer", &e));
+            }
+            Target::Remote { host, port, tls } => (host, *port, tls),
+        };
+        let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
             .await
             .map_err(|e| failed("cannot connect", &e))?;
         let _ = tcp.set_nodelay(true);
-        match &self.tls {
+        match tls {
             None => exchange(tcp, req).await,
             Some(config) => {
-                let name = ServerName::try_from(self.host.clone())
+                let name = ServerName::try_from(host.clone())
                     .map_err(|e| failed("bad TLS server name", &e))?;
                 let stream = tokio_rustls::TlsConnector::from(config.clone())
                     .connect(name, tcp)
@@ -248,6 +304,7 @@ where
         .await
         .map_err(|e| ("no answer", e))?;
     let status = resp.status().as_u16();
+    let error_kind = error_kind(resp.headers());
     let body = resp
         .into_body()
         .collect()
@@ -256,7 +313,20 @@ where
         .to_bytes()
         .to_vec();
     driver.abort();
-    Ok(Response { status, body })
+    Ok(Response {
+        status,
+        body,
+        error_kind,
+    })
+}
+
+/// The [`ERROR_KIND_HEADER`] of an answer.
+#[must_use]
+pub fn error_kind(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get(ERROR_KIND_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// The rustls configuration for `opts`, with the ring provider named explicitly so that the
@@ -499,6 +569,59 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[tokio::test]
+    async fn a_local_server_gets_the_request_as_sent_and_its_answer_comes_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chart.tgz");
+        std::fs::write(&path, b"CHART").unwrap();
+        let server: LocalServer = Arc::new(|req: Request<RequestBody>| {
+            Box::pin(async move {
+                let (parts, body) = req.into_parts();
+                let body = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
+                let text = String::from_utf8_lossy(&body).into_owned();
+                let kind = parts.headers[header::CONTENT_TYPE]
+                    .to_str()
+                    .unwrap()
+                    .to_owned();
+                // No Host header: nothing was dialled.
+                assert!(!parts.headers.contains_key(header::HOST));
+                Ok(Response {
+                    status: 409,
+                    body: format!("{} {} {kind} {text}", parts.method, parts.uri).into_bytes(),
+                    error_kind: Some("AlreadyExists".to_owned()),
+                })
+            })
+        });
+        let client = Client::local(server);
+        assert_eq!(client.url("/v2/projects"), "embedded:/v2/projects");
+        let got = client
+            .send(
+                Method::POST,
+                "/v2/projects/p/apps",
+                Body::Multipart {
+                    metadata: b"{}".to_vec(),
+                    files: vec![FilePart {
+                        field: "file".into(),
+                        name: "chart.tgz".into(),
+                        path,
+                    }],
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(got.status, 409);
+        assert_eq!(got.error_kind.as_deref(), Some("AlreadyExists"));
+        let text = String::from_utf8(got.body).unwrap();
+        assert!(
+            text.starts_with("POST /v2/projects/p/apps multipart/form-data; boundary="),
+            "{text}"
+        );
+        assert!(
+            text.contains("filename=\"chart.tgz\"") && text.contains("CHART"),
+            "{text}"
+        );
+    }
 
     #[tokio::test]
     async fn multipart_body_streams_files_in_chunks() {

@@ -4,7 +4,12 @@ use axum::response::{IntoResponse, Response};
 use emco_core::{Error, ErrorKind};
 use http::{StatusCode, header};
 
-/// An error as a REST answer: EMCO's status code and a short plain-text message.
+/// The header naming the [`ErrorKind`] of an error answer (`NotFound`, `AlreadyExists`,
+/// `Conflict`, ...): EMCO's status codes put several kinds on 409.
+pub const ERROR_KIND_HEADER: &str = "x-emco-error-kind";
+
+/// An error as a REST answer: EMCO's status code, a short plain-text message, and the error kind
+/// in [`ERROR_KIND_HEADER`].
 ///
 /// Kinds map as EMCO answers: InvalidArgument 400, NotFound 404, AlreadyExists and Conflict
 /// 409, FailedPrecondition (an operation in the wrong lifecycle state) 409, Unavailable 503,
@@ -104,6 +109,11 @@ impl IntoResponse for ApiError {
             [
                 (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
                 (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+                // EMCO's codes put several kinds on 409; clients that care read the kind here.
+                (
+                    header::HeaderName::from_static(ERROR_KIND_HEADER),
+                    self.error.kind().as_str(),
+                ),
             ],
             format!("{message}\n"),
         )
@@ -127,7 +137,10 @@ mod tests {
             (Error::internal("x"), 500),
         ];
         for (e, code) in cases {
-            assert_eq!(ApiError::from(e).into_response().status().as_u16(), code);
+            let kind = e.kind();
+            let answer = ApiError::from(e).into_response();
+            assert_eq!(answer.status().as_u16(), code);
+            assert_eq!(answer.headers()[ERROR_KIND_HEADER], kind.as_str());
         }
     }
 

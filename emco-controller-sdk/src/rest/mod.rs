@@ -41,7 +41,7 @@ pub use accept::Representation;
 pub use emco_appcontext::collection::{
     Collection, EmptyList, Hook, NoHook, Object, PutStatus, Wording,
 };
-pub use error::ApiError;
+pub use error::{ApiError, ERROR_KIND_HEADER};
 pub use files::{BlobFiles, FileRoutes, FormWriter, file_routes, read_form};
 pub use json::{EmcoJson, RawBody};
 pub use pattern::KeyPattern;

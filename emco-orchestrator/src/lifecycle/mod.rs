@@ -19,8 +19,10 @@
 //! | terminate | current | terminate | Terminated |
 //! | stop | current | stop flag | InstantiateStopped / TerminateStopped |
 //!
-//! A migrate leaves the source group Terminated (its deployment now belongs to the target, so
-//! the source can be deleted), as EMCO does. A group is not deployed again while the terminate
+//! A migrate leaves the source group Terminated: its deployment now belongs to the target, so
+//! the source can be deleted. (EMCO records the source Updated at its old context instead,
+//! src/orchestrator/pkg/module/update.go `Migrate`, so a later terminate of the source would
+//! delete the objects the target now owns.) A group is not deployed again while the terminate
 //! of its previous deployment still runs (EMCO leaves that as a TODO): that terminate would
 //! delete the objects of the new one, which have the same names. Revisions only grow; a rollback
 //! may go to any revision since the last instantiate but the current one.

@@ -1,0 +1,62 @@
+"""emco-rs from Python.
+
+Two ways in, one API (`Emco`):
+
+    import emco
+    with emco.Orchestrator.in_memory() as orch:          # no server: all in this process
+        ...
+    client = emco.Client("http://localhost:9015")          # an emco-server or EMCO over REST
+
+Every method is a request of EMCO's REST API; errors raise the subclass of `EmcoError` for the
+server's error kind.
+"""
+
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+from ._api import Client, DigRef, LogicalCloudRef, Orchestrator, Target
+from ._emco import __version__
+from ._errors import (
+    AlreadyExists,
+    Conflict,
+    EmcoError,
+    FailedPrecondition,
+    Internal,
+    InvalidArgument,
+    NotFound,
+    Unavailable,
+)
+from ._status import AppStatus, ClusterStatus, ResourceStatus, Status
+
+Emco = Union[Client, Orchestrator]
+"""Either way in: both have the same methods."""
+
+
+def apply_file(target: Emco, path: str, values: Optional[Mapping[str, Any]] = None,
+               command: str = "apply", wait: float = 0.0) -> List[Dict[str, Any]]:
+    """Runs an emcoctl file against a client or an embedded orchestrator (see
+    `Client.apply_file`)."""
+    return target.apply_file(path, values=values, command=command, wait=wait)
+
+
+__all__ = [
+    "AlreadyExists",
+    "AppStatus",
+    "Client",
+    "ClusterStatus",
+    "Conflict",
+    "DigRef",
+    "Emco",
+    "EmcoError",
+    "FailedPrecondition",
+    "Internal",
+    "InvalidArgument",
+    "LogicalCloudRef",
+    "NotFound",
+    "Orchestrator",
+    "ResourceStatus",
+    "Status",
+    "Target",
+    "Unavailable",
+    "__version__",
+    "apply_file",
+]

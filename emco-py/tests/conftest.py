@@ -1,0 +1,132 @@
+"""Fixtures: kubesim clusters and an emco-server, the project's own binaries started on loopback
+ports and stopped after each test; the example charts of examples/ tarred as emcoctl expects."""
+
+import os
+import socket
+import subprocess
+import tarfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Dict, Iterator, List, Set
+
+import pytest
+
+import emco
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("EMCO_BIN_DIR", ROOT / "target" / "debug"))
+PROVIDER = "kubesim"
+
+
+_BUILT: Set[str] = set()
+
+
+def _binary(name: str) -> Path:
+    """The project's binary `name`, built (or found up to date) once per run unless
+    EMCO_BIN_DIR names prebuilt ones."""
+    if "EMCO_BIN_DIR" not in os.environ and name not in _BUILT:
+        subprocess.run(["cargo", "build", "--quiet", "-p", name], cwd=ROOT, check=True)
+        _BUILT.add(name)
+    return BIN / name
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Fleet:
+    """kubesim serving clusters c1..cN; their kubeconfigs are in `dir`."""
+
+    def __init__(self, dir: Path, clusters: int) -> None:
+        self.dir = dir
+        self.names = [f"c{i}" for i in range(1, clusters + 1)]
+        out = open(dir / "kubesim.out", "w")
+        self.proc = subprocess.Popen(
+            [str(_binary("kubesim")), "serve", "--clusters", str(clusters),
+             "--kubeconfig-dir", str(dir), "--ready-delay-ms", "200"],
+            stdout=out, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while "kubesim ready" not in (dir / "kubesim.out").read_text():
+            assert self.proc.poll() is None, "kubesim exited"
+            assert time.monotonic() < deadline, "kubesim not ready in 30 s"
+            time.sleep(0.05)
+
+    def kubeconfig(self, name: str) -> Path:
+        return self.dir / f"{name}.kubeconfig"
+
+    def register(self, target: emco.Emco, label: str = "edge") -> None:
+        target.create_cluster_provider(PROVIDER)
+        for name in self.names:
+            target.create_cluster(PROVIDER, name, self.kubeconfig(name), labels=[label])
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[Fleet]:
+    (tmp_path / "kubesim").mkdir()
+    f = Fleet(tmp_path / "kubesim", 2)
+    yield f
+    f.stop()
+
+
+@pytest.fixture
+def server_url(tmp_path: Path) -> Iterator[str]:
+    """An emco-server with its stores in memory."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = open(tmp_path / "emco-server.log", "w")
+    proc = subprocess.Popen(
+        [str(_binary("emco-server")), "--listen", f"127.0.0.1:{port}",
+         "--grpc-listen", f"127.0.0.1:{_free_port()}", "--backend", "memory",
+         "--context-backend", "memory"],
+        stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/healthz", timeout=1).read()
+            break
+        except OSError:
+            assert proc.poll() is None, (tmp_path / "emco-server.log").read_text()
+            assert time.monotonic() < deadline, "emco-server not up in 30 s"
+            time.sleep(0.05)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=15)
+
+
+@pytest.fixture(params=["embedded", "client"])
+def target(request: pytest.FixtureRequest) -> Iterator[emco.Emco]:
+    """Each test runs twice: with the orchestrator in this process, and against a server."""
+    if request.param == "embedded":
+        with emco.Orchestrator.in_memory() as orch:
+            yield orch
+    else:
+        with emco.Client(request.getfixturevalue("server_url")) as client:
+            yield client
+
+
+@pytest.fixture
+def packages(tmp_path: Path) -> Path:
+    """The example's charts and profile tarred, as scripts/run.sh tars them."""
+    out = tmp_path / "packages"
+    out.mkdir()
+    for app in ("http-server", "http-client"):
+        with tarfile.open(out / f"{app}.tgz", "w:gz") as tar:
+            tar.add(ROOT / "examples" / "charts" / app, arcname=app)
+    with tarfile.open(out / "profile.tgz", "w:gz") as tar:
+        for f in sorted((ROOT / "examples" / "profiles" / "default").iterdir()):
+            tar.add(f, arcname=f.name)
+    return out
+
+
+def example_values(fleet: Fleet, packages: Path) -> Dict[str, object]:
+    """The values of examples/emcoctl/*.yaml."""
+    clusters: List[str] = fleet.names
+    return {"PackagesPath": str(packages), "ClusterProvider": PROVIDER,
+            "ClusterLabel": "edge", "Clusters": clusters}
