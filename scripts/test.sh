@@ -54,5 +54,10 @@ fi
 step "emco-py: maturin develop" env VIRTUAL_ENV="$VENV" "$VENV/bin/maturin" develop --quiet \
   -m emco-py/Cargo.toml
 step "emco-py: mypy --strict" "$VENV/bin/mypy" --strict emco-py/python/emco emco-py/tests
+# The tests above built kubesim and emco-server with the workspace's features; a build of either
+# alone would rebuild them with their own.
+if [ -x target/debug/kubesim ] && [ -x target/debug/emco-server ]; then
+  export EMCO_BIN_DIR="$ROOT/target/debug"
+fi
 step "emco-py: pytest" "$VENV/bin/pytest" -q emco-py/tests
 log "all checks passed"

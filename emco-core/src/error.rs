@@ -26,6 +26,23 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind.
+    pub const ALL: [Self; 7] = [
+        Self::NotFound,
+        Self::AlreadyExists,
+        Self::Conflict,
+        Self::InvalidArgument,
+        Self::FailedPrecondition,
+        Self::Unavailable,
+        Self::Internal,
+    ];
+
+    /// The kind named `name` (its [`ErrorKind::as_str`]).
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
     /// A stable, human-readable name (`"NotFound"`, ...).
     #[must_use]
     pub const fn as_str(self) -> &'static str {

@@ -48,17 +48,11 @@ mod tests {
 
     #[test]
     fn every_kind_survives_the_round_trip() {
-        for kind in [
-            ErrorKind::NotFound,
-            ErrorKind::AlreadyExists,
-            ErrorKind::Conflict,
-            ErrorKind::InvalidArgument,
-            ErrorKind::FailedPrecondition,
-            ErrorKind::Unavailable,
-            ErrorKind::Internal,
-        ] {
+        for kind in ErrorKind::ALL {
             assert_eq!(kind_of(code_of(kind)), kind);
+            assert_eq!(ErrorKind::from_name(kind.as_str()), Some(kind));
         }
+        assert_eq!(ErrorKind::from_name("Bogus"), None);
         assert_eq!(kind_of(Code::DeadlineExceeded), ErrorKind::Unavailable);
         assert_eq!(
             kind_of(Code::Unauthenticated),

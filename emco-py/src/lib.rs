@@ -9,6 +9,8 @@
 //! One tokio runtime serves every transport of the process. Blocking calls release the GIL and
 //! look for signals every [`SIGNAL_POLL`], so Ctrl-C interrupts them.
 
+mod controller;
+
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock, Weak};
 use std::time::Duration;
@@ -179,11 +181,16 @@ impl Transport {
     }
 
     /// An orchestrator in this process, its stores in `data_dir` (kept across restarts) or in
-    /// memory (`None`), with the built-in controllers; resumes what an earlier process left
-    /// running in `data_dir`.
+    /// memory (`None`), with the built-in controllers and `controllers`, Python action
+    /// controllers as `(name, object)`; resumes what an earlier process left running in
+    /// `data_dir`.
     #[staticmethod]
-    #[pyo3(signature = (data_dir=None))]
-    fn embedded(py: Python<'_>, data_dir: Option<PathBuf>) -> PyResult<Self> {
+    #[pyo3(signature = (data_dir=None, controllers=Vec::new()))]
+    fn embedded(
+        py: Python<'_>,
+        data_dir: Option<PathBuf>,
+        controllers: Vec<(String, Py<PyAny>)>,
+    ) -> PyResult<Self> {
         use emco_server::{Backend, Config, ContextBackend};
         let config = match data_dir {
             Some(dir) => Config {
@@ -203,7 +210,16 @@ impl Transport {
                 .map_err(runtime_error)?;
             let resources = Arc::downgrade(stores.resources().map_err(runtime_error)?);
             let contexts = Arc::downgrade(&stores.appcontext);
-            let orch = emco_server::orchestrator(&config, stores).map_err(runtime_error)?;
+            let more = move |registry: emco_controller_sdk::ControllerRegistry| {
+                controllers
+                    .into_iter()
+                    .fold(registry, |registry, (name, object)| {
+                        let action = Arc::new(controller::PyAction::new(name.clone(), object));
+                        registry.with_action(name, action)
+                    })
+            };
+            let orch =
+                emco_server::orchestrator_with(&config, stores, more).map_err(runtime_error)?;
             let cancel = CancellationToken::new();
             orch.start(cancel.clone()).await.map_err(runtime_error)?;
             let app = emco_server::app(orch, &config, emco_server::Metrics::new());
@@ -334,6 +350,7 @@ impl Transport {
 #[pymodule]
 fn _emco(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Transport>()?;
+    m.add_class::<controller::Context>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,14 +1,19 @@
 """Fixtures: kubesim clusters and an emco-server, the project's own binaries started on loopback
 ports and stopped after each test; the example charts of examples/ tarred as emcoctl expects."""
 
+import base64
+import json
 import os
+import re
 import socket
+import ssl
 import subprocess
 import tarfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Dict, Iterator, List, Set
+from typing import Any, Dict, Iterator, List, Optional, Set
 
 import pytest
 
@@ -56,6 +61,29 @@ class Fleet:
 
     def kubeconfig(self, name: str) -> Path:
         return self.dir / f"{name}.kubeconfig"
+
+    def get(self, cluster: str, path: str) -> Optional[Dict[str, Any]]:
+        """GET `path` of the Kubernetes API of `cluster` as its kubeconfig allows; None for a
+        404."""
+        text = self.kubeconfig(cluster).read_text()
+
+        def field(name: str) -> str:
+            found = re.search(rf"{name}: (\S+)", text)
+            assert found, name
+            return found.group(1)
+
+        ca = base64.b64decode(field("certificate-authority-data")).decode()
+        req = urllib.request.Request(f"{field('server')}{path}",
+                                     headers={"Authorization": f"Bearer {field('token')}"})
+        try:
+            with urllib.request.urlopen(req, context=ssl.create_default_context(cadata=ca),
+                                        timeout=10) as answer:
+                doc: Dict[str, Any] = json.load(answer)
+                return doc
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return None
+            raise
 
     def register(self, target: emco.Emco, label: str = "edge") -> None:
         target.create_cluster_provider(PROVIDER)

@@ -3,7 +3,7 @@ status to Ready, update, terminate, and the exceptions of refusals."""
 
 import asyncio
 from pathlib import Path
-from typing import List
+from typing import Dict, List
 
 import pytest
 
@@ -138,3 +138,73 @@ def test_an_embedded_orchestrator_keeps_its_objects_in_its_data_dir(tmp_path: Pa
         orch.create_project("kept")
     with emco.Orchestrator.embedded(tmp_path / "data") as again:
         assert again.get_project("kept")["metadata"]["name"] == "kept"
+
+
+class Labeller:
+    """Labels every Deployment with its intent's name and adds a ConfigMap to each app."""
+
+    def __init__(self) -> None:
+        self.intents: List[str] = []
+
+    def update(self, ctx: emco.Context) -> None:
+        intent = ctx.intent_name or ""
+        self.intents.append(intent)
+        for app in ctx.apps():
+            for cluster in ctx.clusters(app):
+                for name, obj in ctx.resources(app, cluster):
+                    if obj.get("kind") == "Deployment":
+                        obj.setdefault("metadata", {}).setdefault("labels", {})["team"] = intent
+                        ctx.put_resource(app, cluster, name, obj)
+                ctx.add_resource(app, cluster, {
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": f"{app}-from-python"}, "data": {"by": "python"},
+                })
+
+
+class Refuser:
+    def update(self, ctx: emco.Context) -> None:
+        raise emco.InvalidArgument("quota exceeded for this intent", 400, "InvalidArgument")
+
+
+def test_python_action_controllers_change_what_is_deployed(fleet: Fleet) -> None:
+    labeller = Labeller()
+    controllers: Dict[str, emco.ActionController] = {"labeller": labeller, "refuser": Refuser()}
+    with emco.Orchestrator.in_memory(controllers=controllers) as orch:
+        fleet.register(orch)
+        orch.create_project("p")
+        orch.instantiate(orch.create_logical_cloud("p", "admin", [(PROVIDER, "c1")]))
+        orch.create_composite_app("p", "web", "v1")
+        orch.create_app("p", "web", "v1", "http-server", EXAMPLES / "charts" / "http-server")
+        orch.create_composite_profile("p", "web", "v1", "default")
+        orch.create_app_profile("p", "web", "v1", "default", "server-profile", "http-server",
+                                EXAMPLES / "profiles" / "default")
+        placement = {"http-server": [{"clusterProvider": PROVIDER, "cluster": "c1"}]}
+
+        refused = orch.create_deployment_intent_group(
+            "p", "web", "v1", "refused", composite_profile="default", logical_cloud="admin",
+            placement=placement, intents={"refuser": "x"})
+        orch.approve(refused)
+        with pytest.raises(emco.EmcoError) as e:
+            orch.instantiate(refused)
+        assert "quota exceeded for this intent" in e.value.message
+        assert orch.status(refused, ready=False).state == "Approved"
+
+        dig = orch.create_deployment_intent_group(
+            "p", "web", "v1", "d1", composite_profile="default", logical_cloud="admin",
+            placement=placement, intents={"labeller": "team-a"})
+        orch.approve(dig)
+        orch.instantiate(dig)
+        status = orch.wait(dig, timeout=120)
+        assert status.ready, status
+        assert labeller.intents == ["team-a"]
+        names = {r.name for r in status.resources()}
+        assert "http-server-from-python" in names, names
+        cm = fleet.get("c1", "/api/v1/namespaces/default/configmaps/http-server-from-python")
+        assert cm is not None and cm["data"] == {"by": "python"}
+        deployments = fleet.get("c1", "/apis/apps/v1/namespaces/default/deployments")
+        assert deployments is not None
+        labels = [d["metadata"].get("labels", {}) for d in deployments["items"]]
+        assert labels and all(label.get("team") == "team-a" for label in labels), labels
+
+        orch.terminate(dig)
+        assert orch.wait(dig, ready=False, timeout=120).state == "Terminated"

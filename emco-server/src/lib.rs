@@ -171,6 +171,19 @@ pub async fn open_stores(config: &Config) -> Result<Stores, Error> {
 /// # Errors
 /// As `OrchestratorBuilder::build`; FailedPrecondition for stores without a resource store.
 pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Error> {
+    orchestrator_with(config, stores, |registry| registry)
+}
+
+/// [`orchestrator`] with more in-process controllers: `more` adds them to the registry after
+/// the built-in ones (an embedding program's own controllers, Python ones in emco-py).
+///
+/// # Errors
+/// As [`orchestrator`].
+pub fn orchestrator_with(
+    config: &Config,
+    stores: Stores,
+    more: impl FnOnce(ControllerRegistry) -> ControllerRegistry + Send + 'static,
+) -> Result<Orchestrator, Error> {
     let builtin = config.builtin_controllers;
     let timeout = config.controller_timeout;
     let backoff = Backoff {
@@ -194,23 +207,25 @@ pub fn orchestrator(config: &Config, stores: Stores) -> Result<Orchestrator, Err
         .controllers(move |stores| {
             let registry = ControllerRegistry::new(stores.clone()).with_timeout(timeout);
             if !builtin {
-                return registry;
+                return more(registry);
             }
             let dtc = Dtc::new(stores)
                 .with_sub(NPS, Arc::new(Nps))
                 .with_sub(ITS, Arc::new(Its))
                 .with_sub(SWC, Arc::new(Swc));
-            registry
-                .with_action(GAC, Arc::new(Gac))
-                .with_action(DTC, Arc::new(dtc))
-                .with_placement(
-                    HPA_PLACEMENT,
-                    Arc::new(HpaPlacement {
-                        name: HPA_PLACEMENT.to_owned(),
-                    }),
-                )
-                .with_action(HPA_ACTION, Arc::new(HpaAction))
-                .with_action(OVNACTION, Arc::new(Ovnaction))
+            more(
+                registry
+                    .with_action(GAC, Arc::new(Gac))
+                    .with_action(DTC, Arc::new(dtc))
+                    .with_placement(
+                        HPA_PLACEMENT,
+                        Arc::new(HpaPlacement {
+                            name: HPA_PLACEMENT.to_owned(),
+                        }),
+                    )
+                    .with_action(HPA_ACTION, Arc::new(HpaAction))
+                    .with_action(OVNACTION, Arc::new(Ovnaction)),
+            )
         })
         .rsync(move |b| {
             let b = b

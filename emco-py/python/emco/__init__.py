@@ -13,8 +13,8 @@ server's error kind.
 
 from typing import Any, Dict, List, Mapping, Optional, Union
 
-from ._api import Client, DigRef, LogicalCloudRef, Orchestrator, Target
-from ._emco import __version__
+from ._api import ActionController, Client, DigRef, LogicalCloudRef, Orchestrator, Target
+from ._emco import Context, __version__
 from ._errors import (
     AlreadyExists,
     Conflict,
@@ -39,11 +39,13 @@ def apply_file(target: Emco, path: str, values: Optional[Mapping[str, Any]] = No
 
 
 __all__ = [
+    "ActionController",
     "AlreadyExists",
     "AppStatus",
     "Client",
     "ClusterStatus",
     "Conflict",
+    "Context",
     "DigRef",
     "Emco",
     "EmcoError",

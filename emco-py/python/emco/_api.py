@@ -18,18 +18,28 @@ from typing import (
     List,
     Mapping,
     Optional,
+    Protocol,
     Sequence,
     Tuple,
     Union,
 )
 from urllib.parse import quote, urlencode
 
-from ._emco import Transport
-from ._errors import EmcoError, Unavailable, error_for
+from ._emco import Context, Transport
+from ._errors import AlreadyExists, EmcoError, Unavailable, error_for
 from ._status import Status, parse_status
 
 PathLike = Union[str, "os.PathLike[str]"]
 Json = Dict[str, Any]
+
+
+class ActionController(Protocol):
+    """An action controller in Python: `update(ctx)` changes the AppContext before rsync
+    applies it (`ctx.put_resource`, `ctx.add_resource`, `ctx.remove_resource`); an exception
+    aborts the operation with its message (and the kind of an `EmcoError`). A
+    `terminate(ctx)` method, when present, is called when the deployment is terminated."""
+
+    def update(self, ctx: Context) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -457,19 +467,38 @@ class Orchestrator(_Api):
     `Orchestrator.in_memory()` or `Orchestrator.embedded(data_dir)`. Use it as a context
     manager, or call `close()`, to stop its engine."""
 
-    def __init__(self, transport: Transport) -> None:
+    def __init__(self, transport: Transport,
+                 controllers: Optional[Mapping[str, ActionController]] = None,
+                 priority: int = 1) -> None:
         super().__init__(transport)
+        # Registered like any controller, so deployment intent groups can name them; the
+        # address is never dialled: the orchestrator calls them in this process.
+        for name in controllers or {}:
+            try:
+                self._call("POST", "/v2/controllers", {
+                    "metadata": _meta(name),
+                    "spec": {"host": "localhost", "port": 9, "type": "action",
+                             "priority": priority},
+                })
+            except AlreadyExists:
+                pass
 
     @classmethod
-    def in_memory(cls) -> "Orchestrator":
-        """Stores in memory: everything is gone when the process ends."""
-        return cls(Transport.embedded(None))
+    def in_memory(cls, controllers: Optional[Mapping[str, ActionController]] = None,
+                  priority: int = 1) -> "Orchestrator":
+        """Stores in memory: everything is gone when the process ends. `controllers` are
+        Python action controllers by name, called in this process."""
+        found = dict(controllers or {})
+        return cls(Transport.embedded(None, list(found.items())), found, priority)
 
     @classmethod
-    def embedded(cls, data_dir: PathLike) -> "Orchestrator":
+    def embedded(cls, data_dir: PathLike,
+                 controllers: Optional[Mapping[str, ActionController]] = None,
+                 priority: int = 1) -> "Orchestrator":
         """Stores in one file under `data_dir`; deployments in progress resume at the next
         start over the same directory."""
-        return cls(Transport.embedded(str(data_dir)))
+        found = dict(controllers or {})
+        return cls(Transport.embedded(str(data_dir), list(found.items())), found, priority)
 
     def __enter__(self) -> "Orchestrator":
         return self

@@ -1,0 +1,233 @@
+//! Action controllers written in Python, run in-process by an embedded orchestrator.
+//!
+//! The Python object's `update(ctx)` (and `terminate(ctx)` when it has one) is called on a
+//! blocking thread with the GIL; `ctx` is a [`Context`] whose methods read and stage changes of
+//! the AppContext through the SDK's [`ContextHandle`], each a short trip to the runtime without
+//! the GIL. The staged changes are committed when `update` returns; an exception aborts the
+//! orchestrator's operation with its message (and its `kind`, for an `emco.EmcoError`).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use emco_controller_sdk::{ActionController, ContextHandle, ControllerContext};
+use emco_core::{Error, ErrorKind, Result};
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+/// A Python object as an action controller.
+pub(crate) struct PyAction {
+    name: String,
+    object: Py<PyAny>,
+}
+
+impl PyAction {
+    pub(crate) fn new(name: String, object: Py<PyAny>) -> Self {
+        Self { name, object }
+    }
+
+    /// Calls `method(ctx)` of the object on a blocking thread, then commits what it staged.
+    async fn call(&self, method: &'static str, cx: &ControllerContext) -> Result<()> {
+        let handle = Arc::new(Mutex::new(ContextHandle::new(cx.app_context().clone())));
+        let ctx = Context {
+            handle: Arc::clone(&handle),
+            runtime: tokio::runtime::Handle::current(),
+            intent_name: cx.intent_name().map(str::to_owned),
+            update_from: cx.update_from(),
+            id: cx.id(),
+        };
+        let object = Python::with_gil(|py| self.object.clone_ref(py));
+        let name = self.name.clone();
+        tokio::task::spawn_blocking(move || {
+            Python::with_gil(|py| {
+                let object = object.bind(py);
+                if method != "update" && !object.hasattr(method).unwrap_or(false) {
+                    return Ok(());
+                }
+                object
+                    .call_method1(method, (ctx,))
+                    .map(drop)
+                    .map_err(|e| python_error(py, &name, &e))
+            })
+        })
+        .await
+        .map_err(|e| Error::internal(format!("controller {}: {e}", self.name)))??;
+        handle.lock().await.commit().await
+    }
+}
+
+#[async_trait]
+impl ActionController for PyAction {
+    async fn update(&self, cx: &mut ControllerContext) -> Result<()> {
+        self.call("update", cx).await
+    }
+
+    async fn terminate(&self, cx: &mut ControllerContext) -> Result<()> {
+        self.call("terminate", cx).await
+    }
+}
+
+/// An exception of a controller as an error of the kind it names (`emco.EmcoError.kind`), else
+/// FailedPrecondition: the operation cannot go on as the controller is.
+fn python_error(py: Python<'_>, controller: &str, e: &PyErr) -> Error {
+    let kind = e
+        .value(py)
+        .getattr("kind")
+        .ok()
+        .and_then(|k| k.extract::<String>().ok())
+        .and_then(|k| ErrorKind::from_name(&k))
+        .unwrap_or(ErrorKind::FailedPrecondition);
+    Error::new(kind, format!("Python controller {controller}: {e}"))
+}
+
+/// What a Python controller sees of the AppContext it changes.
+#[pyclass(module = "emco._emco", name = "Context")]
+pub(crate) struct Context {
+    handle: Arc<Mutex<ContextHandle>>,
+    runtime: tokio::runtime::Handle,
+    intent_name: Option<String>,
+    update_from: Option<u64>,
+    id: u64,
+}
+
+impl Context {
+    /// Runs `f` on the handle without the GIL.
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl AsyncFnOnce(&mut ContextHandle) -> Result<T> + Send,
+    ) -> PyResult<T> {
+        let handle = Arc::clone(&self.handle);
+        py.allow_threads(|| {
+            self.runtime.block_on(async move {
+                let mut handle = handle.lock().await;
+                f(&mut handle).await
+            })
+        })
+        .map_err(to_py)
+    }
+}
+
+fn to_py(e: Error) -> PyErr {
+    pyo3::exceptions::PyRuntimeError::new_err(format!("{}: {}", e.kind(), e.message()))
+}
+
+fn to_json(py: Python<'_>, value: &Value) -> PyResult<PyObject> {
+    let text = serde_json::to_string(value).map_err(|e| to_py(Error::internal(e.to_string())))?;
+    Ok(py.import("json")?.call_method1("loads", (text,))?.unbind())
+}
+
+fn from_json(py: Python<'_>, object: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let text: String = py
+        .import("json")?
+        .call_method1("dumps", (object,))?
+        .extract()?;
+    serde_json::from_str(&text)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("not a JSON object: {e}")))
+}
+
+#[pymethods]
+impl Context {
+    /// The AppContext's id.
+    #[getter]
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The name of this controller's intent in the deployment intent group.
+    #[getter]
+    fn intent_name(&self) -> Option<String> {
+        self.intent_name.clone()
+    }
+
+    /// The id of the context an update replaces.
+    #[getter]
+    fn update_from(&self) -> Option<u64> {
+        self.update_from
+    }
+
+    /// The apps of the context.
+    fn apps(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.with(py, async |h| h.apps().await)
+    }
+
+    /// The clusters (`provider+cluster`) of `app`.
+    fn clusters(&self, py: Python<'_>, app: String) -> PyResult<Vec<String>> {
+        self.with(py, async move |h| h.clusters(&app).await)
+    }
+
+    /// The names (`name+Kind`) of the resources of `app` on `cluster`.
+    fn resource_names(
+        &self,
+        py: Python<'_>,
+        app: String,
+        cluster: String,
+    ) -> PyResult<Vec<String>> {
+        self.with(py, async move |h| h.resource_names(&app, &cluster).await)
+    }
+
+    /// The resource `name` of `app` on `cluster` as a dict, or None.
+    fn resource(
+        &self,
+        py: Python<'_>,
+        app: String,
+        cluster: String,
+        name: String,
+    ) -> PyResult<Option<PyObject>> {
+        let got = self.with(py, async move |h| h.resource(&app, &cluster, &name).await)?;
+        got.map(|v| to_json(py, &v)).transpose()
+    }
+
+    /// Every resource of `app` on `cluster` as `(name, dict)`.
+    fn resources(&self, py: Python<'_>, app: String, cluster: String) -> PyResult<Py<PyList>> {
+        let got = self.with(py, async move |h| h.resources(&app, &cluster).await)?;
+        let list = PyList::empty(py);
+        for (name, value) in got {
+            list.append((name, to_json(py, &value)?))?;
+        }
+        Ok(list.unbind())
+    }
+
+    /// Stages `object` (a dict) as resource `name`, replacing it if it exists.
+    fn put_resource(
+        &self,
+        py: Python<'_>,
+        app: String,
+        cluster: String,
+        name: String,
+        object: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let value = from_json(py, object)?;
+        self.with(py, async move |h| {
+            h.put_resource(&app, &cluster, &name, value).await
+        })
+    }
+
+    /// Stages a new Kubernetes object (a dict) under its `name+Kind`; returns that name.
+    fn add_resource(
+        &self,
+        py: Python<'_>,
+        app: String,
+        cluster: String,
+        object: &Bound<'_, PyAny>,
+    ) -> PyResult<String> {
+        let value = from_json(py, object)?;
+        self.with(py, async move |h| {
+            h.add_resource(&app, &cluster, value).await
+        })
+    }
+
+    /// Stages the removal of resource `name` of `app` on `cluster`.
+    fn remove_resource(
+        &self,
+        py: Python<'_>,
+        app: String,
+        cluster: String,
+        name: String,
+    ) -> PyResult<()> {
+        self.with(py, async move |h| {
+            h.remove_resource(&app, &cluster, &name).await
+        })
+    }
+}
