@@ -19,15 +19,21 @@ use tokio::sync::Mutex;
 /// A Python object as an action controller.
 pub(crate) struct PyAction {
     name: String,
-    object: Py<PyAny>,
+    /// Shared with the blocking threads that call it, so a runtime worker never takes the GIL.
+    object: Arc<Py<PyAny>>,
 }
 
 impl PyAction {
     pub(crate) fn new(name: String, object: Py<PyAny>) -> Self {
-        Self { name, object }
+        Self {
+            name,
+            object: Arc::new(object),
+        }
     }
 
     /// Calls `method(ctx)` of the object on a blocking thread, then commits what it staged.
+    /// Python gets a handle of its own on the same context (a `'static` one it may keep): `cx`
+    /// is borrowed for this call only.
     async fn call(&self, method: &'static str, cx: &ControllerContext) -> Result<()> {
         let handle = Arc::new(Mutex::new(ContextHandle::new(cx.app_context().clone())));
         let ctx = Context {
@@ -37,7 +43,7 @@ impl PyAction {
             update_from: cx.update_from(),
             id: cx.id(),
         };
-        let object = Python::with_gil(|py| self.object.clone_ref(py));
+        let object = Arc::clone(&self.object);
         let name = self.name.clone();
         tokio::task::spawn_blocking(move || {
             Python::with_gil(|py| {
