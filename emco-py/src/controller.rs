@@ -1,6 +1,8 @@
-//! Action controllers written in Python, run in-process by an embedded orchestrator.
+//! Action and placement controllers written in Python, run in-process by an embedded
+//! orchestrator.
 //!
-//! The Python object's `update(ctx)` (and `terminate(ctx)` when it has one) is called on a
+//! An action controller's `update(ctx)` (and `terminate(ctx)` when it has one), a placement
+//! controller's `filter_clusters(ctx)`, is called on a
 //! blocking thread with the GIL; `ctx` is a [`Context`] whose methods read and stage changes of
 //! the AppContext through the SDK's [`ContextHandle`], each a short trip to the runtime without
 //! the GIL. The staged changes are committed when `update` returns; an exception aborts the
@@ -9,21 +11,23 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use emco_controller_sdk::{ActionController, ContextHandle, ControllerContext};
+use emco_controller_sdk::{
+    ActionController, ContextHandle, ControllerContext, PlacementController,
+};
 use emco_core::{Error, ErrorKind, Result};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-/// A Python object as an action controller.
-pub(crate) struct PyAction {
+/// A Python object as an action controller (`update`) or a placement one (`filter_clusters`).
+pub(crate) struct PyController {
     name: String,
     /// Shared with the blocking threads that call it, so a runtime worker never takes the GIL.
     object: Arc<Py<PyAny>>,
 }
 
-impl PyAction {
+impl PyController {
     pub(crate) fn new(name: String, object: Py<PyAny>) -> Self {
         Self {
             name,
@@ -48,7 +52,7 @@ impl PyAction {
         tokio::task::spawn_blocking(move || {
             Python::with_gil(|py| {
                 let object = object.bind(py);
-                if method != "update" && !object.hasattr(method).unwrap_or(false) {
+                if method == "terminate" && !object.hasattr(method).unwrap_or(false) {
                     return Ok(());
                 }
                 object
@@ -64,7 +68,14 @@ impl PyAction {
 }
 
 #[async_trait]
-impl ActionController for PyAction {
+impl PlacementController for PyController {
+    async fn filter_clusters(&self, cx: &mut ControllerContext) -> Result<()> {
+        self.call("filter_clusters", cx).await
+    }
+}
+
+#[async_trait]
+impl ActionController for PyController {
     async fn update(&self, cx: &mut ControllerContext) -> Result<()> {
         self.call("update", cx).await
     }
@@ -161,6 +172,20 @@ impl Context {
     /// The clusters (`provider+cluster`) of `app`.
     fn clusters(&self, py: Python<'_>, app: String) -> PyResult<Vec<String>> {
         self.with(py, async move |h| h.clusters(&app).await)
+    }
+
+    /// The clusters of `app` by anyOf group number (clusters outside any group are left out).
+    fn cluster_groups(
+        &self,
+        py: Python<'_>,
+        app: String,
+    ) -> PyResult<std::collections::BTreeMap<String, Vec<String>>> {
+        self.with(py, async move |h| h.cluster_groups(&app).await)
+    }
+
+    /// Removes `cluster` (with its resources) from `app`: what a placement controller does.
+    fn remove_cluster(&self, py: Python<'_>, app: String, cluster: String) -> PyResult<()> {
+        self.with(py, async move |h| h.remove_cluster(&app, &cluster).await)
     }
 
     /// The names (`name+Kind`) of the resources of `app` on `cluster`.

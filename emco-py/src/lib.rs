@@ -181,8 +181,8 @@ impl Transport {
     }
 
     /// An orchestrator in this process, its stores in `data_dir` (kept across restarts) or in
-    /// memory (`None`), with the built-in controllers and `controllers`, Python action
-    /// controllers as `(name, object)`; resumes what an earlier process left running in
+    /// memory (`None`), with the built-in controllers and `controllers`, Python action or
+    /// placement controllers as `(name, object)`; resumes what an earlier process left running in
     /// `data_dir`.
     #[staticmethod]
     #[pyo3(signature = (data_dir=None, controllers=Vec::new()))]
@@ -192,6 +192,14 @@ impl Transport {
         controllers: Vec<(String, Py<PyAny>)>,
     ) -> PyResult<Self> {
         use emco_server::{Backend, Config, ContextBackend};
+        // A placement controller filters clusters; any other is an action controller.
+        let controllers: Vec<(String, Py<PyAny>, bool)> = controllers
+            .into_iter()
+            .map(|(name, object)| {
+                let placement = object.bind(py).hasattr("filter_clusters")?;
+                Ok((name, object, placement))
+            })
+            .collect::<PyResult<_>>()?;
         let config = match data_dir {
             Some(dir) => Config {
                 data_dir: dir,
@@ -213,9 +221,13 @@ impl Transport {
             let more = move |registry: emco_controller_sdk::ControllerRegistry| {
                 controllers
                     .into_iter()
-                    .fold(registry, |registry, (name, object)| {
-                        let action = Arc::new(controller::PyAction::new(name.clone(), object));
-                        registry.with_action(name, action)
+                    .fold(registry, |registry, (name, object, placement)| {
+                        let c = Arc::new(controller::PyController::new(name.clone(), object));
+                        if placement {
+                            registry.with_placement(name, c)
+                        } else {
+                            registry.with_action(name, c)
+                        }
                     })
             };
             let orch =

@@ -15,6 +15,19 @@ DIG = emco.DigRef("demo", "http", "v1", "http-dig")
 LC = emco.LogicalCloudRef("demo", "lc")
 
 
+def onboard_web(target: emco.Emco, clusters: List[str]) -> None:
+    """Project p, an instantiated admin cloud on `clusters`, and composite app web v1 with the
+    http-server chart and its profile from the example's directories."""
+    target.create_project("p")
+    lc = target.create_logical_cloud("p", "admin", [(PROVIDER, c) for c in clusters])
+    target.instantiate(lc)
+    target.create_composite_app("p", "web", "v1")
+    target.create_app("p", "web", "v1", "http-server", EXAMPLES / "charts" / "http-server")
+    target.create_composite_profile("p", "web", "v1", "default")
+    target.create_app_profile("p", "web", "v1", "default", "server-profile", "http-server",
+                              EXAMPLES / "profiles" / "default")
+
+
 def test_the_emcoctl_example_deploys_and_terminates(
     target: emco.Emco, fleet: Fleet, packages: Path
 ) -> None:
@@ -62,14 +75,7 @@ def test_the_typed_api_builds_a_deployment_from_directories(
     target: emco.Emco, fleet: Fleet
 ) -> None:
     fleet.register(target)
-    target.create_project("p")
-    lc = target.create_logical_cloud("p", "admin", [(PROVIDER, c) for c in fleet.names])
-    target.instantiate(lc)
-    target.create_composite_app("p", "web", "v1")
-    target.create_app("p", "web", "v1", "http-server", EXAMPLES / "charts" / "http-server")
-    target.create_composite_profile("p", "web", "v1", "default")
-    target.create_app_profile("p", "web", "v1", "default", "server-profile", "http-server",
-                              EXAMPLES / "profiles" / "default")
+    onboard_web(target, fleet.names)
     dig = target.create_deployment_intent_group(
         "p", "web", "v1", "d1", composite_profile="default", logical_cloud="admin",
         placement={"http-server": [{"clusterProvider": PROVIDER, "cluster": "c2"}]},
@@ -171,13 +177,7 @@ def test_python_action_controllers_change_what_is_deployed(fleet: Fleet) -> None
     controllers: Dict[str, emco.ActionController] = {"labeller": labeller, "refuser": Refuser()}
     with emco.Orchestrator.in_memory(controllers=controllers) as orch:
         fleet.register(orch)
-        orch.create_project("p")
-        orch.instantiate(orch.create_logical_cloud("p", "admin", [(PROVIDER, "c1")]))
-        orch.create_composite_app("p", "web", "v1")
-        orch.create_app("p", "web", "v1", "http-server", EXAMPLES / "charts" / "http-server")
-        orch.create_composite_profile("p", "web", "v1", "default")
-        orch.create_app_profile("p", "web", "v1", "default", "server-profile", "http-server",
-                                EXAMPLES / "profiles" / "default")
+        onboard_web(orch, ["c1"])
         placement = {"http-server": [{"clusterProvider": PROVIDER, "cluster": "c1"}]}
 
         refused = orch.create_deployment_intent_group(
@@ -206,5 +206,35 @@ def test_python_action_controllers_change_what_is_deployed(fleet: Fleet) -> None
         labels = [d["metadata"].get("labels", {}) for d in deployments["items"]]
         assert labels and all(label.get("team") == "team-a" for label in labels), labels
 
+        orch.terminate(dig)
+        assert orch.wait(dig, ready=False, timeout=120).state == "Terminated"
+
+
+class OnlyFirstCluster:
+    """A placement controller: each app keeps the first of its clusters by name."""
+
+    def filter_clusters(self, ctx: emco.Context) -> None:
+        for app in ctx.apps():
+            for cluster in sorted(ctx.clusters(app))[1:]:
+                ctx.remove_cluster(app, cluster)
+
+
+def test_python_placement_controllers_filter_clusters(fleet: Fleet) -> None:
+    controllers: Dict[str, emco.Controller] = {"first": OnlyFirstCluster()}
+    with emco.Orchestrator.in_memory(controllers=controllers) as orch:
+        fleet.register(orch)
+        assert orch.request("GET", "/v2/controllers/first")["spec"]["type"] == "placement"
+        onboard_web(orch, fleet.names)
+        dig = orch.create_deployment_intent_group(
+            "p", "web", "v1", "d1", composite_profile="default", logical_cloud="admin",
+            placement={"http-server": [{"clusterProvider": PROVIDER, "clusterLabel": "edge"}]},
+            intents={"first": "x"})
+        orch.approve(dig)
+        orch.instantiate(dig)
+        status = orch.wait(dig, timeout=120)
+        assert status.ready, status
+        [app] = status.apps
+        assert [c.cluster for c in app.clusters] == ["c1"]
+        assert fleet.get("c2", "/apis/apps/v1/namespaces/default/deployments/http-server") is None
         orch.terminate(dig)
         assert orch.wait(dig, ready=False, timeout=120).state == "Terminated"

@@ -13,7 +13,7 @@ server's error kind.
 
 from typing import Any, Dict, List, Mapping, Optional, Union
 
-from ._api import ActionController, Client, DigRef, LogicalCloudRef, Orchestrator, Target
+from ._api import ActionController, Client, Controller, PlacementController, DigRef, LogicalCloudRef, Orchestrator, Target
 from ._emco import Context, __version__
 from ._errors import (
     AlreadyExists,
@@ -46,6 +46,7 @@ __all__ = [
     "ClusterStatus",
     "Conflict",
     "Context",
+    "Controller",
     "DigRef",
     "Emco",
     "EmcoError",
@@ -55,6 +56,7 @@ __all__ = [
     "LogicalCloudRef",
     "NotFound",
     "Orchestrator",
+    "PlacementController",
     "ResourceStatus",
     "Status",
     "Target",

@@ -42,6 +42,17 @@ class ActionController(Protocol):
     def update(self, ctx: Context) -> None: ...
 
 
+class PlacementController(Protocol):
+    """A placement controller in Python: `filter_clusters(ctx)` removes the clusters an app must
+    not go to (`ctx.remove_cluster(app, cluster)`; `ctx.cluster_groups(app)` gives anyOf
+    groups); an exception aborts the operation with its message."""
+
+    def filter_clusters(self, ctx: Context) -> None: ...
+
+
+Controller = Union[ActionController, PlacementController]
+
+
 @dataclass(frozen=True)
 class DigRef:
     """A deployment intent group: project, composite app, its version and the group's name."""
@@ -468,32 +479,34 @@ class Orchestrator(_Api):
     manager, or call `close()`, to stop its engine."""
 
     def __init__(self, transport: Transport,
-                 controllers: Optional[Mapping[str, ActionController]] = None,
+                 controllers: Optional[Mapping[str, Controller]] = None,
                  priority: int = 1) -> None:
         super().__init__(transport)
         # Registered like any controller, so deployment intent groups can name them; the
         # address is never dialled: the orchestrator calls them in this process.
-        for name in controllers or {}:
+        for name, controller in (controllers or {}).items():
+            kind = "placement" if hasattr(controller, "filter_clusters") else "action"
             try:
                 self._call("POST", "/v2/controllers", {
                     "metadata": _meta(name),
-                    "spec": {"host": "localhost", "port": 9, "type": "action",
+                    "spec": {"host": "localhost", "port": 9, "type": kind,
                              "priority": priority},
                 })
             except AlreadyExists:
                 pass
 
     @classmethod
-    def in_memory(cls, controllers: Optional[Mapping[str, ActionController]] = None,
+    def in_memory(cls, controllers: Optional[Mapping[str, Controller]] = None,
                   priority: int = 1) -> "Orchestrator":
         """Stores in memory: everything is gone when the process ends. `controllers` are
-        Python action controllers by name, called in this process."""
+        Python action controllers (with `update`) or placement controllers (with
+        `filter_clusters`) by name, called in this process."""
         found = dict(controllers or {})
         return cls(Transport.embedded(None, list(found.items())), found, priority)
 
     @classmethod
     def embedded(cls, data_dir: PathLike,
-                 controllers: Optional[Mapping[str, ActionController]] = None,
+                 controllers: Optional[Mapping[str, Controller]] = None,
                  priority: int = 1) -> "Orchestrator":
         """Stores in one file under `data_dir`; deployments in progress resume at the next
         start over the same directory."""
