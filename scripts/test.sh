@@ -49,11 +49,14 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   step "tests (cargo test)" cargo test --workspace --locked --no-fail-fast --lib --bins --tests
 fi
-# The Python package: built into the venv, type-checked, and tested embedded and against the
-# emco-server and kubesim binaries the tests above built.
-step "emco-py: maturin develop" env VIRTUAL_ENV="$VENV" "$VENV/bin/maturin" develop --quiet \
-  -m emco-py/Cargo.toml
-step "emco-py: mypy --strict" "$VENV/bin/mypy" --strict emco-py/python/emco emco-py/tests
+# The Python package: installed into the venv as a user installs it (pip builds the wheel with
+# maturin; the dev profile reuses the build above instead of a release build), type-checked with
+# its examples, and tested embedded and against the emco-server and kubesim binaries the tests
+# above built.
+step "emco-py: pip install ./emco-py" env MATURIN_PEP517_ARGS="--profile dev" \
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall ./emco-py
+step "emco-py: mypy --strict" "$VENV/bin/mypy" --strict emco-py/python/emco emco-py/tests \
+  examples/python
 # The tests above built kubesim and emco-server with the workspace's features; a build of either
 # alone would rebuild them with their own.
 if [ -x target/debug/kubesim ] && [ -x target/debug/emco-server ]; then

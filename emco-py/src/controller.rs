@@ -262,3 +262,124 @@ impl Context {
         })
     }
 }
+
+/// A Python controller served over EMCO's controller gRPC protocol (`contextupdate` for an
+/// action controller, `PlacementController` for a placement one) by the SDK's server, so any
+/// emco-server (or EMCO) calls it like a controller written in Go or Rust. It works on the
+/// AppContexts of the orchestrator: its AppContext gRPC service, or etcd.
+#[pyclass(module = "emco._emco", frozen)]
+pub(crate) struct ControllerServer {
+    port: u16,
+    cancel: tokio_util::sync::CancellationToken,
+    served: std::sync::Mutex<Option<tokio::task::JoinHandle<Result<()>>>>,
+}
+
+#[pymethods]
+impl ControllerServer {
+    /// Serves `object` (with `update`, or `filter_clusters`, or both) as controller `name` on
+    /// `host:port` (0: any free port), working on the AppContexts at `appcontext` (an
+    /// emco-server's gRPC URL) or in the etcd at `etcd` (its endpoints); exactly one of them.
+    #[staticmethod]
+    #[pyo3(signature = (name, object, appcontext=None, etcd=None, host="127.0.0.1", port=0))]
+    fn start(
+        py: Python<'_>,
+        name: String,
+        object: Py<PyAny>,
+        appcontext: Option<String>,
+        etcd: Option<Vec<String>>,
+        host: &str,
+        port: u16,
+    ) -> PyResult<Self> {
+        let bound = object.bind(py);
+        let (placement, action) = (bound.hasattr("filter_clusters")?, bound.hasattr("update")?);
+        if !placement && !action {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "a controller has an update(ctx) or a filter_clusters(ctx) method",
+            ));
+        }
+        let addr = format!("{host}:{port}");
+        let controller = Arc::new(PyController::new(name.clone(), object));
+        crate::block_on(py, move || async move {
+            let store: Arc<dyn emco_appcontext::AppContextStore> = match (appcontext, etcd) {
+                (Some(url), None) => Arc::new(
+                    emco_controller_sdk::remote::RemoteAppContextStore::connect_lazy(&url)
+                        .map_err(crate::value_error)?,
+                ),
+                (None, Some(endpoints)) => Arc::new(
+                    emco_appcontext::etcd::EtcdBuilder::new()
+                        .with_endpoints(endpoints)
+                        .build()
+                        .await
+                        .map_err(|e| pyo3::exceptions::PyConnectionError::new_err(e.to_string()))?,
+                ),
+                _ => {
+                    return Err(pyo3::exceptions::PyValueError::new_err(
+                        "give the orchestrator's AppContexts: appcontext (its gRPC URL) or etcd \
+                         (endpoints), not both",
+                    ));
+                }
+            };
+            let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|e| {
+                pyo3::exceptions::PyOSError::new_err(format!("cannot listen on {addr}: {e}"))
+            })?;
+            let port = listener.local_addr().map_err(crate::value_error)?.port();
+            let mut builder = emco_controller_sdk::Server::builder(store).name(name);
+            if action {
+                builder = builder.action_arc(Arc::clone(&controller) as Arc<dyn ActionController>);
+            }
+            if placement {
+                builder = builder.placement_arc(controller as Arc<dyn PlacementController>);
+            }
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let stop = cancel.clone();
+            let served = tokio::spawn(async move {
+                builder
+                    .serve_with_listener(listener, stop.cancelled_owned())
+                    .await
+            });
+            Ok(Self {
+                port,
+                cancel,
+                served: std::sync::Mutex::new(Some(served)),
+            })
+        })
+    }
+
+    /// The port it listens on.
+    #[getter]
+    fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serves until `close` is called (from another thread) or a signal (Ctrl-C) arrives.
+    fn wait(&self, py: Python<'_>) -> PyResult<()> {
+        let cancel = self.cancel.clone();
+        let waited = crate::block_on(py, move || async move {
+            cancel.cancelled().await;
+            Ok(())
+        });
+        self.close(py)?;
+        waited
+    }
+
+    /// Stops serving; calls in flight are finished first. Raises the server's failure, if it
+    /// failed.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.cancel.cancel();
+        let served = self
+            .served
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(served) = served else {
+            return Ok(());
+        };
+        crate::block_on(py, move || async move {
+            match served.await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(to_py(e)),
+                Err(e) => Err(pyo3::exceptions::PyRuntimeError::new_err(e.to_string())),
+            }
+        })
+    }
+}

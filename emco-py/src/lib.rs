@@ -131,6 +131,10 @@ fn answer(py: Python<'_>, r: Response) -> Answer {
     (r.status, r.error_kind, PyBytes::new(py, &r.body).unbind())
 }
 
+fn value_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
 fn transport_error(e: impl std::fmt::Display) -> PyErr {
     PyConnectionError::new_err(e.to_string())
 }
@@ -172,8 +176,7 @@ impl Transport {
         insecure: bool,
     ) -> PyResult<Self> {
         let tls = TlsOptions { ca_cert, insecure };
-        let client =
-            Client::with_tls(url, token, &tls).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let client = Client::with_tls(url, token, &tls).map_err(value_error)?;
         Ok(Self {
             client: RwLock::new(Some(client)),
             engine: None,
@@ -337,8 +340,7 @@ impl Transport {
             .transpose()
             .map_err(|e| PyValueError::new_err(format!("values: {e}")))?
             .map(|v| emco_helm::Value::from_json(&v));
-        let docs = emcoctl::document::load(&path, values.as_ref())
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let docs = emcoctl::document::load(&path, values.as_ref()).map_err(value_error)?;
         let opts = Options {
             wait: Duration::try_from_secs_f64(wait_seconds)
                 .map_err(|e| PyValueError::new_err(format!("wait_seconds: {e}")))?,
@@ -349,7 +351,7 @@ impl Transport {
             let mut quiet = std::io::sink();
             emcoctl::ops::run(&client, command, &docs, &opts, &mut quiet)
                 .await
-                .map_err(|e| PyValueError::new_err(e.to_string()))
+                .map_err(value_error)
         })?;
         let json: Vec<serde_json::Value> = outcomes.iter().map(|o| o.to_json()).collect();
         let bytes =
@@ -358,11 +360,23 @@ impl Transport {
     }
 }
 
+/// Packs directory `dir` as a gzip'd tar, its entries under `prefix` (`"."`: at the top), as
+/// the orchestrator reads charts and profiles.
+#[pyfunction]
+fn pack_dir(py: Python<'_>, dir: PathBuf, prefix: &str) -> PyResult<Py<PyBytes>> {
+    let bytes = py
+        .allow_threads(|| emco_helm::archive::pack_dir(&dir, prefix))
+        .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("{}: {e}", dir.display())))?;
+    Ok(PyBytes::new(py, &bytes).unbind())
+}
+
 /// The extension module.
 #[pymodule]
 fn _emco(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Transport>()?;
     m.add_class::<controller::Context>()?;
+    m.add_class::<controller::ControllerServer>()?;
+    m.add_function(wrap_pyfunction!(pack_dir, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -103,15 +103,23 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
     f.stop()
 
 
+class Server:
+    """An emco-server: its REST URL and its gRPC URL (the AppContext service remote
+    controllers work on)."""
+
+    def __init__(self, url: str, grpc: str) -> None:
+        self.url, self.grpc = url, grpc
+
+
 @pytest.fixture
-def server_url(tmp_path: Path) -> Iterator[str]:
+def server(tmp_path: Path) -> Iterator[Server]:
     """An emco-server with its stores in memory."""
-    port = _free_port()
+    port, grpc = _free_port(), _free_port()
     url = f"http://127.0.0.1:{port}"
     log = open(tmp_path / "emco-server.log", "w")
     proc = subprocess.Popen(
         [str(_binary("emco-server")), "--listen", f"127.0.0.1:{port}",
-         "--grpc-listen", f"127.0.0.1:{_free_port()}", "--backend", "memory",
+         "--grpc-listen", f"127.0.0.1:{grpc}", "--backend", "memory",
          "--context-backend", "memory"],
         stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
@@ -123,7 +131,7 @@ def server_url(tmp_path: Path) -> Iterator[str]:
             assert proc.poll() is None, (tmp_path / "emco-server.log").read_text()
             assert time.monotonic() < deadline, "emco-server not up in 30 s"
             time.sleep(0.05)
-    yield url
+    yield Server(url, f"http://127.0.0.1:{grpc}")
     proc.terminate()
     proc.wait(timeout=15)
 
@@ -135,7 +143,7 @@ def target(request: pytest.FixtureRequest) -> Iterator[emco.Emco]:
         with emco.Orchestrator.in_memory() as orch:
             yield orch
     else:
-        with emco.Client(request.getfixturevalue("server_url")) as client:
+        with emco.Client(request.getfixturevalue("server").url) as client:
             yield client
 
 
@@ -158,3 +166,46 @@ def example_values(fleet: Fleet, packages: Path) -> Dict[str, object]:
     clusters: List[str] = fleet.names
     return {"PackagesPath": str(packages), "ClusterProvider": PROVIDER,
             "ClusterLabel": "edge", "Clusters": clusters}
+
+
+def onboard_web(target: emco.Emco, clusters: List[str]) -> None:
+    """Project p, an instantiated admin cloud on `clusters`, and composite app web v1 with the
+    http-server chart and its profile from the example's directories."""
+    target.create_project("p")
+    lc = target.create_logical_cloud("p", "admin", [(PROVIDER, c) for c in clusters])
+    target.instantiate(lc)
+    onboard_web_version(target, "v1")
+
+
+def onboard_web_version(target: emco.Emco, version: str) -> None:
+    """Version `version` of composite app web of project p: app http-server, profile default."""
+    examples = ROOT / "examples"
+    target.create_composite_app("p", "web", version)
+    target.create_app("p", "web", version, "http-server", examples / "charts" / "http-server")
+    target.create_composite_profile("p", "web", version, "default")
+    target.create_app_profile("p", "web", version, "default", "server-profile", "http-server",
+                              examples / "profiles" / "default")
+
+
+def deploy_web(target: emco.Emco, all_of: List[Dict[str, str]],
+               intents: Optional[Dict[str, str]] = None,
+               name: str = "d1") -> "tuple[emco.DigRef, emco.Status]":
+    """Group `name` of web v1 placing http-server on `all_of` with `intents`, approved,
+    instantiated and Ready; its last status."""
+    dig = target.create_deployment_intent_group(
+        "p", "web", "v1", name, composite_profile="default", logical_cloud="admin",
+        placement={"http-server": all_of}, intents=intents)
+    target.approve(dig)
+    target.instantiate(dig)
+    status = target.wait(dig, timeout=120)
+    assert status.ready, status
+    return dig, status
+
+
+def on(cluster: str) -> List[Dict[str, str]]:
+    """Placement on one cluster of the fleet."""
+    return [{"clusterProvider": PROVIDER, "cluster": cluster}]
+
+
+EDGE = [{"clusterProvider": PROVIDER, "clusterLabel": "edge"}]
+"""Placement on every cluster of the fleet."""

@@ -2,30 +2,31 @@
 status to Ready, update, terminate, and the exceptions of refusals."""
 
 import asyncio
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
 
 import emco
-from conftest import PROVIDER, ROOT, Fleet, example_values
+from conftest import (
+    EDGE,
+    PROVIDER,
+    ROOT,
+    Fleet,
+    Server,
+    deploy_web,
+    example_values,
+    on,
+    onboard_web,
+)
 
 EXAMPLES = ROOT / "examples"
 DIG = emco.DigRef("demo", "http", "v1", "http-dig")
 LC = emco.LogicalCloudRef("demo", "lc")
-
-
-def onboard_web(target: emco.Emco, clusters: List[str]) -> None:
-    """Project p, an instantiated admin cloud on `clusters`, and composite app web v1 with the
-    http-server chart and its profile from the example's directories."""
-    target.create_project("p")
-    lc = target.create_logical_cloud("p", "admin", [(PROVIDER, c) for c in clusters])
-    target.instantiate(lc)
-    target.create_composite_app("p", "web", "v1")
-    target.create_app("p", "web", "v1", "http-server", EXAMPLES / "charts" / "http-server")
-    target.create_composite_profile("p", "web", "v1", "default")
-    target.create_app_profile("p", "web", "v1", "default", "server-profile", "http-server",
-                              EXAMPLES / "profiles" / "default")
 
 
 def test_the_emcoctl_example_deploys_and_terminates(
@@ -39,10 +40,12 @@ def test_the_emcoctl_example_deploys_and_terminates(
     target.instantiate(LC)
     target.instantiate(DIG)
     seen: List[emco.Status] = []
-    for status in target.watch(DIG, timeout=120):
-        seen.append(status)
-        if status.ready and status.deployed_status == "Instantiated":
-            break
+    with target.watch(DIG, timeout=120) as watch:
+        for status in watch:
+            seen.append(status)
+            if status.ready and status.deployed_status == "Instantiated":
+                watch.close()
+    assert next(watch, None) is None
     final = seen[-1]
     assert final.ready, final
     assert final.state == "Instantiated"
@@ -78,7 +81,7 @@ def test_the_typed_api_builds_a_deployment_from_directories(
     onboard_web(target, fleet.names)
     dig = target.create_deployment_intent_group(
         "p", "web", "v1", "d1", composite_profile="default", logical_cloud="admin",
-        placement={"http-server": [{"clusterProvider": PROVIDER, "cluster": "c2"}]},
+        placement={"http-server": on("c2")},
     )
 
     # Not approved yet: EMCO's refusal, as the exception of its kind.
@@ -125,7 +128,7 @@ def test_refusals_raise_the_exception_of_their_kind(target: emco.Emco) -> None:
         target.request("POST", "/v2/projects", {"metadata": {"name": "bad name!"}})
     with pytest.raises(emco.NotFound):
         target.status(emco.DigRef("p", "ca", "v1", "nope"))
-    assert [p["metadata"]["name"] for p in target.list_projects()] == ["p"]
+    assert [p.name for p in target.list_projects()] == ["p"]
     assert all(issubclass(e, emco.EmcoError) for e in (
         emco.NotFound, emco.AlreadyExists, emco.Conflict, emco.InvalidArgument,
         emco.FailedPrecondition, emco.Unavailable, emco.Internal))
@@ -143,7 +146,7 @@ def test_an_embedded_orchestrator_keeps_its_objects_in_its_data_dir(tmp_path: Pa
         assert orch.is_embedded
         orch.create_project("kept")
     with emco.Orchestrator.embedded(tmp_path / "data") as again:
-        assert again.get_project("kept")["metadata"]["name"] == "kept"
+        assert again.get_project("kept").name == "kept"
 
 
 class Labeller:
@@ -178,24 +181,16 @@ def test_python_action_controllers_change_what_is_deployed(fleet: Fleet) -> None
     with emco.Orchestrator.in_memory(controllers=controllers) as orch:
         fleet.register(orch)
         onboard_web(orch, ["c1"])
-        placement = {"http-server": [{"clusterProvider": PROVIDER, "cluster": "c1"}]}
-
         refused = orch.create_deployment_intent_group(
             "p", "web", "v1", "refused", composite_profile="default", logical_cloud="admin",
-            placement=placement, intents={"refuser": "x"})
+            placement={"http-server": on("c1")}, intents={"refuser": "x"})
         orch.approve(refused)
         with pytest.raises(emco.EmcoError) as e:
             orch.instantiate(refused)
         assert "quota exceeded for this intent" in e.value.message
         assert orch.status(refused, ready=False).state == "Approved"
 
-        dig = orch.create_deployment_intent_group(
-            "p", "web", "v1", "d1", composite_profile="default", logical_cloud="admin",
-            placement=placement, intents={"labeller": "team-a"})
-        orch.approve(dig)
-        orch.instantiate(dig)
-        status = orch.wait(dig, timeout=120)
-        assert status.ready, status
+        dig, status = deploy_web(orch, on("c1"), intents={"labeller": "team-a"})
         assert labeller.intents == ["team-a"]
         names = {r.name for r in status.resources()}
         assert "http-server-from-python" in names, names
@@ -223,18 +218,94 @@ def test_python_placement_controllers_filter_clusters(fleet: Fleet) -> None:
     controllers: Dict[str, emco.Controller] = {"first": OnlyFirstCluster()}
     with emco.Orchestrator.in_memory(controllers=controllers) as orch:
         fleet.register(orch)
-        assert orch.request("GET", "/v2/controllers/first")["spec"]["type"] == "placement"
+        [first] = orch.list_controllers()
+        assert (first.name, first.type) == ("first", "placement")
         onboard_web(orch, fleet.names)
-        dig = orch.create_deployment_intent_group(
-            "p", "web", "v1", "d1", composite_profile="default", logical_cloud="admin",
-            placement={"http-server": [{"clusterProvider": PROVIDER, "clusterLabel": "edge"}]},
-            intents={"first": "x"})
-        orch.approve(dig)
-        orch.instantiate(dig)
-        status = orch.wait(dig, timeout=120)
-        assert status.ready, status
+        dig, status = deploy_web(orch, EDGE, intents={"first": "x"})
         [app] = status.apps
         assert [c.cluster for c in app.clusters] == ["c1"]
         assert fleet.get("c2", "/apis/apps/v1/namespaces/default/deployments/http-server") is None
         orch.terminate(dig)
         assert orch.wait(dig, ready=False, timeout=120).state == "Terminated"
+
+
+def test_python_controllers_served_over_grpc_take_part_in_a_server_s_deployment(
+    server: Server, fleet: Fleet
+) -> None:
+    labeller = Labeller()
+    client = emco.Client(server.url)
+    with emco.ControllerServer(labeller, "labeller", appcontext=server.grpc) as action, \
+            emco.ControllerServer(OnlyFirstCluster(), "first",
+                                  appcontext=server.grpc) as placement:
+        client.register_controller("labeller", "127.0.0.1", action.port)
+        client.register_controller("first", "127.0.0.1", placement.port, type="placement")
+        fleet.register(client)
+        onboard_web(client, fleet.names)
+        dig, status = deploy_web(client, EDGE, intents={"labeller": "team-b", "first": "x"})
+        assert labeller.intents == ["team-b"]
+        [app] = status.apps
+        assert [c.cluster for c in app.clusters] == ["c1"]
+        cm = fleet.get("c1", "/api/v1/namespaces/default/configmaps/http-server-from-python")
+        assert cm is not None and cm["data"] == {"by": "python"}
+        deployment = fleet.get("c1", "/apis/apps/v1/namespaces/default/deployments/http-server")
+        assert deployment is not None
+        assert deployment["metadata"]["labels"]["team"] == "team-b"
+        assert fleet.get("c2", "/apis/apps/v1/namespaces/default/deployments/http-server") is None
+        client.terminate(dig)
+        assert client.wait(dig, ready=False, timeout=120).state == "Terminated"
+
+
+def test_a_controller_server_needs_one_store_and_a_controller() -> None:
+    with pytest.raises(ValueError):
+        emco.ControllerServer(Labeller(), "x")
+    with pytest.raises(ValueError):
+        emco.ControllerServer(Labeller(), "x", appcontext="http://127.0.0.1:9",
+                              etcd=["http://127.0.0.1:2379"])
+    with pytest.raises(TypeError):
+        emco.ControllerServer(object(), "x", appcontext="http://127.0.0.1:9")  # type: ignore[arg-type]
+
+
+CTRL_C = """
+import socket
+import emco
+
+class Noop:
+    def update(self, ctx: emco.Context) -> None:
+        pass
+
+silent = socket.socket()
+silent.bind(("127.0.0.1", 0))
+silent.listen(1)
+print("request", flush=True)
+try:
+    emco.Client(f"http://127.0.0.1:{silent.getsockname()[1]}").list_projects()
+except KeyboardInterrupt:
+    print("interrupted request", flush=True)
+server = emco.ControllerServer(Noop(), "noop", appcontext="http://127.0.0.1:9")
+print("serve", flush=True)
+try:
+    server.wait()
+except KeyboardInterrupt:
+    print("interrupted serve", flush=True)
+"""
+
+
+def test_ctrl_c_interrupts_a_blocking_request_and_a_serving_controller(tmp_path: Path) -> None:
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(CTRL_C)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    try:
+        for expected in ("request", "serve"):
+            assert proc.stdout.readline().strip() == expected
+            # Inside the blocking call by now; the call returns with KeyboardInterrupt.
+            time.sleep(0.5)
+            started = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            assert proc.stdout.readline().strip() == f"interrupted {expected}"
+            assert time.monotonic() - started < 5
+        assert proc.wait(timeout=10) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        proc.kill()
+        proc.wait()

@@ -13,7 +13,17 @@ server's error kind.
 
 from typing import Any, Dict, List, Mapping, Optional, Union
 
-from ._api import ActionController, Client, Controller, PlacementController, DigRef, LogicalCloudRef, Orchestrator, Target
+from ._api import (
+    ActionController,
+    Client,
+    Controller,
+    ControllerServer,
+    Orchestrator,
+    PlacementController,
+    Watch,
+    serve_controller,
+)
+from ._base import DigRef, LogicalCloudRef, Target
 from ._emco import Context, __version__
 from ._errors import (
     AlreadyExists,
@@ -24,6 +34,21 @@ from ._errors import (
     InvalidArgument,
     NotFound,
     Unavailable,
+)
+from ._objects import (
+    App,
+    Cluster,
+    ClusterProvider,
+    CompositeApp,
+    CompositeProfile,
+    ControllerRegistration,
+    DeploymentIntentGroup,
+    Intent,
+    KvPairs,
+    LogicalCloud,
+    Network,
+    Project,
+    Resource,
 )
 from ._status import AppStatus, ClusterStatus, ResourceStatus, Status
 
@@ -41,26 +66,42 @@ def apply_file(target: Emco, path: str, values: Optional[Mapping[str, Any]] = No
 __all__ = [
     "ActionController",
     "AlreadyExists",
+    "App",
     "AppStatus",
     "Client",
+    "Cluster",
+    "ClusterProvider",
     "ClusterStatus",
+    "CompositeApp",
+    "CompositeProfile",
     "Conflict",
     "Context",
     "Controller",
+    "ControllerRegistration",
+    "ControllerServer",
+    "DeploymentIntentGroup",
     "DigRef",
     "Emco",
     "EmcoError",
     "FailedPrecondition",
+    "Intent",
     "Internal",
     "InvalidArgument",
+    "KvPairs",
+    "LogicalCloud",
     "LogicalCloudRef",
+    "Network",
     "NotFound",
     "Orchestrator",
     "PlacementController",
+    "Project",
+    "Resource",
     "ResourceStatus",
     "Status",
     "Target",
     "Unavailable",
+    "Watch",
     "__version__",
     "apply_file",
+    "serve_controller",
 ]

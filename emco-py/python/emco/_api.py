@@ -4,16 +4,11 @@ the answers are the same either way."""
 
 import asyncio
 import json
-import os
-import tarfile
-import tempfile
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import (
     Any,
     AsyncIterator,
-    Dict,
+    Generator,
     Iterator,
     List,
     Mapping,
@@ -23,15 +18,36 @@ from typing import (
     Tuple,
     Union,
 )
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
-from ._emco import Context, Transport
-from ._errors import AlreadyExists, EmcoError, Unavailable, error_for
+from ._base import (
+    DigRef,
+    Json,
+    LogicalCloudRef,
+    PathLike,
+    Target,
+    as_file,
+    as_tgz,
+    ca_path,
+    meta,
+    q,
+)
+from ._emco import Context, ControllerServer as _NativeServer, Transport
+from ._errors import AlreadyExists, EmcoError, error_for
+from ._intents import IntentsApi
+from ._objects import (
+    App,
+    Cluster,
+    ClusterProvider,
+    CompositeApp,
+    CompositeProfile,
+    ControllerRegistration,
+    DeploymentIntentGroup,
+    KvPairs,
+    LogicalCloud,
+    Project,
+)
 from ._status import Status, parse_status
-
-PathLike = Union[str, "os.PathLike[str]"]
-Json = Dict[str, Any]
-
 
 class ActionController(Protocol):
     """An action controller in Python: `update(ctx)` changes the AppContext before rsync
@@ -53,111 +69,37 @@ class PlacementController(Protocol):
 Controller = Union[ActionController, PlacementController]
 
 
-@dataclass(frozen=True)
-class DigRef:
-    """A deployment intent group: project, composite app, its version and the group's name."""
-
-    project: str
-    composite_app: str
-    version: str
-    name: str
-
-    @property
-    def path(self) -> str:
-        return (
-            f"/v2/projects/{_q(self.project)}/composite-apps/{_q(self.composite_app)}/"
-            f"{_q(self.version)}/deployment-intent-groups/{_q(self.name)}"
-        )
-
-
-@dataclass(frozen=True)
-class LogicalCloudRef:
-    """A logical cloud of a project."""
-
-    project: str
-    name: str
-
-    @property
-    def path(self) -> str:
-        return f"/v2/projects/{_q(self.project)}/logical-clouds/{_q(self.name)}"
-
-
-Target = Union[DigRef, LogicalCloudRef]
-
-
-def _q(segment: str) -> str:
-    return quote(segment, safe="")
-
-
-def _meta(name: str, description: str = "") -> Json:
-    meta: Json = {"name": name}
-    if description:
-        meta["description"] = description
-    return meta
-
-
-class _Api:
+class _Api(IntentsApi):
     """The methods `Client` and `Orchestrator` share."""
-
-    def __init__(self, transport: Transport) -> None:
-        self._t = transport
-
-    # ---- plumbing -------------------------------------------------------------------------
-
-    def _answer(self, method: str, path: str, answer: Tuple[int, Optional[str], bytes]) -> Any:
-        status, kind, body = answer
-        text = body.decode("utf-8", "replace")
-        if status >= 400:
-            raise error_for(status, kind, f"{method} {self._t.url(path)}: {text.strip()}")
-        if not body.strip():
-            return None
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
-
-    def _call(self, method: str, path: str, body: Optional[Any] = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        try:
-            answer = self._t.request(method, path, data)
-        except ConnectionError as e:
-            raise Unavailable(str(e)) from e
-        return self._answer(method, path, answer)
-
-    def _upload(self, method: str, path: str, metadata: Json, field: str, file: Path) -> Any:
-        try:
-            answer = self._t.upload(
-                method, path, json.dumps(metadata).encode(), [(field, file.name, str(file))]
-            )
-        except ConnectionError as e:
-            raise Unavailable(str(e)) from e
-        return self._answer(method, path, answer)
-
-    def request(self, method: str, path: str, body: Optional[Any] = None) -> Any:
-        """Any request of the REST API (`path` starts with `/v2/`); the decoded JSON answer."""
-        return self._call(method, path, body)
-
-    @property
-    def is_embedded(self) -> bool:
-        """Whether the orchestrator runs in this process."""
-        return self._t.is_embedded
 
     # ---- projects, cluster providers and clusters -----------------------------------------
 
-    def create_project(self, name: str, description: str = "") -> Json:
-        return self._call("POST", "/v2/projects", {"metadata": _meta(name, description)})  # type: ignore[no-any-return]
+    def create_project(self, name: str, description: str = "") -> Project:
+        return Project.from_json(
+            self._call("POST", "/v2/projects", {"metadata": meta(name, description)}))
 
-    def get_project(self, name: str) -> Json:
-        return self._call("GET", f"/v2/projects/{_q(name)}")  # type: ignore[no-any-return]
+    def get_project(self, name: str) -> Project:
+        return Project.from_json(self._call("GET", f"/v2/projects/{q(name)}"))
 
-    def list_projects(self) -> List[Json]:
-        return self._call("GET", "/v2/projects") or []
+    def list_projects(self) -> List[Project]:
+        return Project.list_from_json(self._call("GET", "/v2/projects"))
 
     def delete_project(self, name: str) -> None:
-        self._call("DELETE", f"/v2/projects/{_q(name)}")
+        self._call("DELETE", f"/v2/projects/{q(name)}")
 
-    def create_cluster_provider(self, name: str, description: str = "") -> Json:
-        return self._call("POST", "/v2/cluster-providers", {"metadata": _meta(name, description)})  # type: ignore[no-any-return]
+    def create_cluster_provider(self, name: str, description: str = "") -> ClusterProvider:
+        return ClusterProvider.from_json(
+            self._call("POST", "/v2/cluster-providers", {"metadata": meta(name, description)}))
+
+    def get_cluster_provider(self, name: str) -> ClusterProvider:
+        return ClusterProvider.from_json(
+            self._call("GET", f"/v2/cluster-providers/{q(name)}"))
+
+    def list_cluster_providers(self) -> List[ClusterProvider]:
+        return ClusterProvider.list_from_json(self._call("GET", "/v2/cluster-providers"))
+
+    def delete_cluster_provider(self, name: str) -> None:
+        self._call("DELETE", f"/v2/cluster-providers/{q(name)}")
 
     def create_cluster(
         self,
@@ -166,28 +108,79 @@ class _Api:
         kubeconfig: Union[PathLike, str],
         labels: Sequence[str] = (),
         description: str = "",
-    ) -> None:
-        """Registers cluster `name` with its kubeconfig: a path to the file, or its text."""
-        path = f"/v2/cluster-providers/{_q(provider)}/clusters"
-        metadata = {"metadata": _meta(name, description)}
-        with _as_file(kubeconfig, "kubeconfig") as file:
-            self._upload("POST", path, metadata, "file", file)
+    ) -> Cluster:
+        """Registers cluster `name` with its kubeconfig (a path to the file, or its text) and
+        its `labels`."""
+        path = f"/v2/cluster-providers/{q(provider)}/clusters"
+        metadata = {"metadata": meta(name, description)}
+        with as_file(kubeconfig, "kubeconfig") as file:
+            cluster = Cluster.from_json(self._upload("POST", path, metadata, [("file", file)]))
         for label in labels:
             self.add_cluster_label(provider, name, label)
+        return cluster
 
-    def add_cluster_label(self, provider: str, cluster: str, label: str) -> None:
-        path = f"/v2/cluster-providers/{_q(provider)}/clusters/{_q(cluster)}/labels"
-        self._call("POST", path, {"clusterLabel": label})
+    def get_cluster(self, provider: str, name: str) -> Cluster:
+        path = f"/v2/cluster-providers/{q(provider)}/clusters/{q(name)}"
+        return Cluster.from_json(self._call("GET", path))
 
-    def list_clusters(self, provider: str, label: Optional[str] = None) -> List[str]:
-        """The names of the clusters of `provider`, those with `label` when given."""
-        path = f"/v2/cluster-providers/{_q(provider)}/clusters"
-        if label is not None:
-            return self._call("GET", f"{path}?{urlencode({'label': label})}") or []
-        return [c["metadata"]["name"] for c in self._call("GET", path) or []]
+    def list_clusters(self, provider: str) -> List[Cluster]:
+        """The clusters of `provider`."""
+        path = f"/v2/cluster-providers/{q(provider)}/clusters"
+        return Cluster.list_from_json(self._call("GET", path))
+
+    def clusters_with_label(self, provider: str, label: str) -> List[str]:
+        """The names of the clusters of `provider` that have `label`."""
+        path = f"/v2/cluster-providers/{q(provider)}/clusters?{urlencode({'label': label})}"
+        return list(self._call("GET", path) or [])
 
     def delete_cluster(self, provider: str, name: str) -> None:
-        self._call("DELETE", f"/v2/cluster-providers/{_q(provider)}/clusters/{_q(name)}")
+        self._call("DELETE", f"/v2/cluster-providers/{q(provider)}/clusters/{q(name)}")
+
+    def add_cluster_label(self, provider: str, cluster: str, label: str) -> None:
+        path = f"/v2/cluster-providers/{q(provider)}/clusters/{q(cluster)}/labels"
+        self._call("POST", path, {"clusterLabel": label})
+
+    def list_cluster_labels(self, provider: str, cluster: str) -> List[str]:
+        path = f"/v2/cluster-providers/{q(provider)}/clusters/{q(cluster)}/labels"
+        return [str(label.get("clusterLabel", "")) for label in self._call("GET", path) or []]
+
+    def delete_cluster_label(self, provider: str, cluster: str, label: str) -> None:
+        path = f"/v2/cluster-providers/{q(provider)}/clusters/{q(cluster)}/labels/{q(label)}"
+        self._call("DELETE", path)
+
+    def create_cluster_kv_pairs(self, provider: str, cluster: str, name: str,
+                                kv: Mapping[str, Any], description: str = "") -> KvPairs:
+        """Key-value pairs of a cluster (its ingress gateway for its, multus for ncm, ...)."""
+        path = f"/v2/cluster-providers/{q(provider)}/clusters/{q(cluster)}/kv-pairs"
+        body = {"metadata": meta(name, description),
+                "spec": {"kv": [{k: v} for k, v in kv.items()]}}
+        return KvPairs.from_json(self._call("POST", path, body))
+
+    def get_cluster_kv_pairs(self, provider: str, cluster: str, name: str) -> KvPairs:
+        path = (f"/v2/cluster-providers/{q(provider)}/clusters/{q(cluster)}/kv-pairs/"
+                f"{q(name)}")
+        return KvPairs.from_json(self._call("GET", path))
+
+    def delete_cluster_kv_pairs(self, provider: str, cluster: str, name: str) -> None:
+        path = (f"/v2/cluster-providers/{q(provider)}/clusters/{q(cluster)}/kv-pairs/"
+                f"{q(name)}")
+        self._call("DELETE", path)
+
+    # ---- controllers ------------------------------------------------------------------------
+
+    def register_controller(self, name: str, host: str, port: int, type: str = "action",
+                            priority: int = 1) -> ControllerRegistration:
+        """Registers a controller the orchestrator calls over gRPC at `host:port`: `action`
+        (its deployment intent groups name it in their intents) or `placement`."""
+        body = {"metadata": meta(name),
+                "spec": {"host": host, "port": port, "type": type, "priority": priority}}
+        return ControllerRegistration.from_json(self._call("POST", "/v2/controllers", body))
+
+    def list_controllers(self) -> List[ControllerRegistration]:
+        return ControllerRegistration.list_from_json(self._call("GET", "/v2/controllers"))
+
+    def delete_controller(self, name: str) -> None:
+        self._call("DELETE", f"/v2/controllers/{q(name)}")
 
     # ---- logical clouds --------------------------------------------------------------------
 
@@ -205,46 +198,86 @@ class _Api:
         if namespace:
             spec["namespace"] = namespace
         lc = LogicalCloudRef(project, name)
-        self._call("POST", f"/v2/projects/{_q(project)}/logical-clouds",
-                   {"metadata": _meta(name), "spec": spec})
+        self._call("POST", f"/v2/projects/{q(project)}/logical-clouds",
+                   {"metadata": meta(name), "spec": spec})
         for provider, cluster in clusters:
             self._call("POST", f"{lc.path}/cluster-references", {
-                "metadata": _meta(f"{provider}-{cluster}"),
+                "metadata": meta(f"{provider}-{cluster}"),
                 "spec": {"clusterProvider": provider, "cluster": cluster,
                          "loadBalancerIP": "0.0.0.0"},
             })
         return lc
 
+    def get_logical_cloud(self, lc: LogicalCloudRef) -> LogicalCloud:
+        return LogicalCloud.from_json(self._call("GET", lc.path))
+
+    def list_logical_clouds(self, project: str) -> List[LogicalCloud]:
+        path = f"/v2/projects/{q(project)}/logical-clouds"
+        return LogicalCloud.list_from_json(self._call("GET", path))
+
+    def delete_logical_cloud(self, lc: LogicalCloudRef) -> None:
+        """Deletes a (terminated) logical cloud and its cluster references."""
+        refs = self._call("GET", f"{lc.path}/cluster-references") or []
+        for ref in refs:
+            name = (ref.get("metadata") or {}).get("name", "")
+            self._call("DELETE", f"{lc.path}/cluster-references/{q(name)}")
+        self._call("DELETE", lc.path)
+
     # ---- composite apps ---------------------------------------------------------------------
 
     def create_composite_app(self, project: str, name: str, version: str,
-                             description: str = "") -> Json:
-        return self._call("POST", f"/v2/projects/{_q(project)}/composite-apps", {  # type: ignore[no-any-return]
-            "metadata": _meta(name, description), "spec": {"compositeAppVersion": version}})
+                             description: str = "") -> CompositeApp:
+        return CompositeApp.from_json(self._call(
+            "POST", f"/v2/projects/{q(project)}/composite-apps",
+            {"metadata": meta(name, description), "spec": {"compositeAppVersion": version}}))
+
+    def get_composite_app(self, project: str, name: str, version: str) -> CompositeApp:
+        return CompositeApp.from_json(self._call("GET", ca_path(project, name, version)))
+
+    def list_composite_apps(self, project: str) -> List[CompositeApp]:
+        path = f"/v2/projects/{q(project)}/composite-apps"
+        return CompositeApp.list_from_json(self._call("GET", path))
+
+    def delete_composite_app(self, project: str, name: str, version: str) -> None:
+        self._call("DELETE", ca_path(project, name, version))
 
     def create_app(self, project: str, composite_app: str, version: str, name: str,
-                   chart: PathLike, description: str = "") -> None:
+                   chart: PathLike, description: str = "") -> App:
         """Adds app `name` with its Helm chart: a chart directory or a `.tgz`."""
-        path = (f"/v2/projects/{_q(project)}/composite-apps/{_q(composite_app)}/"
-                f"{_q(version)}/apps")
-        with _as_tgz(chart) as file:
-            self._upload("POST", path, {"metadata": _meta(name, description)}, "file", file)
+        path = f"{ca_path(project, composite_app, version)}/apps"
+        with as_tgz(chart) as file:
+            return App.from_json(self._upload(
+                "POST", path, {"metadata": meta(name, description)}, [("file", file)]))
+
+    def list_apps(self, project: str, composite_app: str, version: str) -> List[App]:
+        path = f"{ca_path(project, composite_app, version)}/apps"
+        return App.list_from_json(self._call("GET", path))
+
+    def delete_app(self, project: str, composite_app: str, version: str, name: str) -> None:
+        self._call("DELETE", f"{ca_path(project, composite_app, version)}/apps/{q(name)}")
 
     def create_composite_profile(self, project: str, composite_app: str, version: str,
-                                 name: str) -> None:
-        path = (f"/v2/projects/{_q(project)}/composite-apps/{_q(composite_app)}/"
-                f"{_q(version)}/composite-profiles")
-        self._call("POST", path, {"metadata": _meta(name)})
+                                 name: str) -> CompositeProfile:
+        path = f"{ca_path(project, composite_app, version)}/composite-profiles"
+        return CompositeProfile.from_json(self._call("POST", path, {"metadata": meta(name)}))
 
     def create_app_profile(self, project: str, composite_app: str, version: str,
                            composite_profile: str, name: str, app: str,
                            profile: PathLike) -> None:
         """Adds the profile of `app` (a directory with `manifest.yaml`, or its `.tgz`)."""
-        path = (f"/v2/projects/{_q(project)}/composite-apps/{_q(composite_app)}/"
-                f"{_q(version)}/composite-profiles/{_q(composite_profile)}/profiles")
-        with _as_tgz(profile, top_dir=False) as file:
-            self._upload("POST", path, {"metadata": _meta(name), "spec": {"app": app}},
-                         "file", file)
+        path = (f"{ca_path(project, composite_app, version)}/composite-profiles/"
+                f"{q(composite_profile)}/profiles")
+        with as_tgz(profile, top_dir=False) as file:
+            self._upload("POST", path, {"metadata": meta(name), "spec": {"app": app}},
+                         [("file", file)])
+
+    def delete_composite_profile(self, project: str, composite_app: str, version: str,
+                                 name: str) -> None:
+        """Deletes a composite profile with its app profiles."""
+        path = f"{ca_path(project, composite_app, version)}/composite-profiles/{q(name)}"
+        for profile in self._call("GET", f"{path}/profiles") or []:
+            self._call("DELETE", f"{path}/profiles/{q(profile['metadata']['name'])}")
+        self._call("DELETE", path)
 
     # ---- deployment intent groups -----------------------------------------------------------
 
@@ -266,24 +299,60 @@ class _Api:
         all of them), and its intents (`genericPlacementIntent` plus `intents`, e.g.
         `{"gac": "my-gac-intent"}`)."""
         dig = DigRef(project, composite_app, version, name)
-        parent = dig.path.rsplit("/", 1)[0]
+        parent = f"{ca_path(project, composite_app, version)}/deployment-intent-groups"
         spec: Json = {"compositeProfile": composite_profile, "version": release,
                       "logicalCloud": logical_cloud}
         if override_values:
             spec["overrideValues"] = [{"app": app, "values": dict(values)}
                                       for app, values in override_values.items()]
-        self._call("POST", parent, {"metadata": _meta(name), "spec": spec})
+        self._call("POST", parent, {"metadata": meta(name), "spec": spec})
         self._call("POST", f"{dig.path}/generic-placement-intents",
-                   {"metadata": _meta("placement"), "spec": {"logicalCloud": logical_cloud}})
+                   {"metadata": meta("placement"), "spec": {"logicalCloud": logical_cloud}})
         for app, all_of in (placement or {}).items():
-            self._call("POST", f"{dig.path}/generic-placement-intents/placement/app-intents", {
-                "metadata": _meta(f"{app}-placement"),
-                "spec": {"app": app, "intent": {"allOf": [dict(c) for c in all_of]}},
-            })
+            self._call("POST", f"{dig.path}/generic-placement-intents/placement/app-intents",
+                       _app_intent(app, all_of))
         intent = {"genericPlacementIntent": "placement", **dict(intents or {})}
         self._call("POST", f"{dig.path}/intents",
-                   {"metadata": _meta("intents"), "spec": {"intent": intent}})
+                   {"metadata": meta("intents"), "spec": {"intent": intent}})
         return dig
+
+    def set_placement(self, dig: DigRef, app: str,
+                      all_of: Sequence[Mapping[str, str]]) -> None:
+        """Replaces where `app` goes (`[{"clusterProvider": p, "cluster": c} or {...,
+        "clusterLabel": l}]`, all of them) in the placement intent
+        `create_deployment_intent_group` wrote; an `update` deploys it."""
+        self._call("PUT", f"{dig.path}/generic-placement-intents/placement/app-intents/"
+                          f"{q(app)}-placement", _app_intent(app, all_of))
+
+    def get_deployment_intent_group(self, dig: DigRef) -> DeploymentIntentGroup:
+        return DeploymentIntentGroup.from_json(self._call("GET", dig.path))
+
+    def list_deployment_intent_groups(self, project: str, composite_app: str,
+                                      version: str) -> List[DeploymentIntentGroup]:
+        path = f"{ca_path(project, composite_app, version)}/deployment-intent-groups"
+        return DeploymentIntentGroup.list_from_json(self._call("GET", path))
+
+    def delete_deployment_intent_group(self, dig: DigRef) -> None:
+        """Deletes a (terminated) group with what `create_deployment_intent_group` made: its
+        intents and its generic placement intent. Other intents (gac, dtc, ...) go first, as
+        EMCO refuses to delete a parent of anything."""
+        placement = f"{dig.path}/generic-placement-intents/placement"
+        children = [f"{dig.path}/intents/intents"]
+        if self._exists(placement):
+            children += [f"{placement}/app-intents/{q(a['metadata']['name'])}"
+                         for a in self._call("GET", f"{placement}/app-intents") or []]
+            children.append(placement)
+        for path in children:
+            if self._exists(path):
+                self._call("DELETE", path)
+        self._call("DELETE", dig.path)
+
+    def set_intents(self, dig: DigRef, intents: Mapping[str, str],
+                    name: str = "intents") -> None:
+        """Replaces the group's intents (`{controller: intent}`, `genericPlacementIntent`
+        among them) as `create_deployment_intent_group` wrote them; an `update` deploys them."""
+        self._call("PUT", f"{dig.path}/intents/{q(name)}",
+                   {"metadata": meta(name), "spec": {"intent": dict(intents)}})
 
     # ---- lifecycle ----------------------------------------------------------------------------
 
@@ -336,9 +405,14 @@ class _Api:
         return self._call("GET", f"{target.path}/status?{urlencode(params)}")
 
     def watch(self, target: Target, ready: bool = True, interval: float = 0.5,
-              timeout: Optional[float] = None) -> Iterator[Status]:
+              timeout: Optional[float] = None) -> "Watch":
         """The status now, then each time it changes (state, deployed or ready status, or any
-        resource's), until `timeout` seconds pass (forever when `None`)."""
+        resource's), until `timeout` seconds pass (forever when `None`) or the watch is closed
+        (`with target.watch(dig) as w: for status in w: ...`)."""
+        return Watch(self._statuses(target, ready, interval, timeout))
+
+    def _statuses(self, target: Target, ready: bool, interval: float,
+                  timeout: Optional[float]) -> Generator[Status, None, None]:
         deadline = None if timeout is None else time.monotonic() + timeout
         last: Optional[Any] = None
         while True:
@@ -396,6 +470,37 @@ class _Api:
         return outcomes
 
 
+class Watch(Iterator[Status]):
+    """The statuses of a deployment as they change: an iterator, and a context manager that
+    ends it."""
+
+    def __init__(self, statuses: Generator[Status, None, None]) -> None:
+        self._statuses: Optional[Generator[Status, None, None]] = statuses
+
+    def __next__(self) -> Status:
+        if self._statuses is None:
+            raise StopIteration
+        return next(self._statuses)
+
+    def close(self) -> None:
+        """Ends the watch: the iteration stops."""
+        if self._statuses is not None:
+            self._statuses.close()
+            self._statuses = None
+
+    def __enter__(self) -> "Watch":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _app_intent(app: str, all_of: Sequence[Mapping[str, str]]) -> Json:
+    """The generic placement app intent `<app>-placement`."""
+    return {"metadata": meta(f"{app}-placement"),
+            "spec": {"app": app, "intent": {"allOf": [dict(c) for c in all_of]}}}
+
+
 def _settled(s: Status, ready: bool) -> bool:
     """Whether the operation the lifecycle state names is done with (and, for a deployment
     with `ready`, every resource ready)."""
@@ -413,42 +518,6 @@ def _settled(s: Status, ready: bool) -> bool:
     return not ready or s.ready
 
 
-class _TempFile:
-    """A context manager yielding a path, removing it afterwards when it was made here."""
-
-    def __init__(self, path: Path, owned: Optional[tempfile.TemporaryDirectory[str]]) -> None:
-        self.path, self.owned = path, owned
-
-    def __enter__(self) -> Path:
-        return self.path
-
-    def __exit__(self, *exc: object) -> None:
-        if self.owned is not None:
-            self.owned.cleanup()
-
-
-def _as_file(value: Union[PathLike, str], name: str) -> _TempFile:
-    if isinstance(value, str) and ("\n" in value or not Path(value).exists()):
-        tmp = tempfile.TemporaryDirectory(prefix="emco-")
-        path = Path(tmp.name) / name
-        path.write_text(value)
-        return _TempFile(path, tmp)
-    return _TempFile(Path(value), None)
-
-
-def _as_tgz(path: PathLike, top_dir: bool = True) -> _TempFile:
-    """A `.tgz` as is; a directory tarred (under its own name for a chart, at the root for a
-    profile)."""
-    p = Path(path)
-    if not p.is_dir():
-        return _TempFile(p, None)
-    tmp = tempfile.TemporaryDirectory(prefix="emco-")
-    out = Path(tmp.name) / f"{p.name}.tgz"
-    with tarfile.open(out, "w:gz") as tar:
-        for f in sorted(p.rglob("*")):
-            rel = f.relative_to(p)
-            tar.add(f, arcname=str(Path(p.name) / rel if top_dir else rel), recursive=False)
-    return _TempFile(out, tmp)
 
 
 class Client(_Api):
@@ -487,11 +556,7 @@ class Orchestrator(_Api):
         for name, controller in (controllers or {}).items():
             kind = "placement" if hasattr(controller, "filter_clusters") else "action"
             try:
-                self._call("POST", "/v2/controllers", {
-                    "metadata": _meta(name),
-                    "spec": {"host": "localhost", "port": 9, "type": kind,
-                             "priority": priority},
-                })
+                self.register_controller(name, "localhost", 9, kind, priority)
             except AlreadyExists:
                 pass
 
@@ -522,3 +587,53 @@ class Orchestrator(_Api):
     def close(self) -> None:
         """Stops the engine (what it was doing resumes at the next start over the same data)."""
         self._t.close()
+
+
+class ControllerServer:
+    """Serves a Python controller over EMCO's controller gRPC protocol, so that any
+    emco-server (or EMCO) calls it as it calls a controller written in Go or Rust: an action
+    controller (`update`, and `terminate` when it has one) over `contextupdate`, a placement
+    controller (`filter_clusters`) over `PlacementController`.
+
+    It works on the orchestrator's AppContexts: `appcontext` is an emco-server's gRPC URL
+    (`http://host:9016`), or `etcd` the endpoints of the etcd an orchestrator keeps them in.
+    Register it with `register_controller(name, host, server.port, ...)`.
+
+        with emco.ControllerServer(Labeller(), "labeller", appcontext="http://127.0.0.1:9016",
+                                   port=9037) as server:
+            server.wait()          # until Ctrl-C
+    """
+
+    def __init__(self, controller: Controller, name: str, appcontext: Optional[str] = None,
+                 etcd: Optional[Sequence[str]] = None, host: str = "127.0.0.1",
+                 port: int = 0) -> None:
+        self.name, self.host = name, host
+        self._server = _NativeServer.start(name, controller, appcontext,
+                                           None if etcd is None else list(etcd), host, port)
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (the one given, or the free one it took for 0)."""
+        return self._server.port
+
+    def wait(self) -> None:
+        """Serves until `close` is called from another thread, or Ctrl-C."""
+        self._server.wait()
+
+    def close(self) -> None:
+        """Stops serving after the calls in flight."""
+        self._server.close()
+
+    def __enter__(self) -> "ControllerServer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def serve_controller(controller: Controller, name: str, appcontext: Optional[str] = None,
+                     etcd: Optional[Sequence[str]] = None, host: str = "127.0.0.1",
+                     port: int = 0) -> None:
+    """Serves `controller` (see `ControllerServer`) until Ctrl-C."""
+    with ControllerServer(controller, name, appcontext, etcd, host, port) as server:
+        server.wait()

@@ -40,6 +40,26 @@ class Transport:
         wait_seconds: float = 0.0,
     ) -> bytes: ...
 
+def pack_dir(dir: Union[str, PathLike[str]], prefix: str) -> bytes:
+    """The directory as a gzip'd tar, its entries under `prefix` ("." for none)."""
+
+class ControllerServer:
+    """A Python controller served over EMCO's controller gRPC protocol."""
+
+    @staticmethod
+    def start(
+        name: str,
+        object: Any,
+        appcontext: Optional[str] = None,
+        etcd: Optional[List[str]] = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> "ControllerServer": ...
+    @property
+    def port(self) -> int: ...
+    def wait(self) -> None: ...
+    def close(self) -> None: ...
+
 class Context:
     """The AppContext a Python action controller changes."""
 

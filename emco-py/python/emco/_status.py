@@ -72,6 +72,21 @@ class Status:
         """The resources that carry a failure reason (retrying or failed)."""
         return [r for r in self.resources() if r.reason]
 
+    def why(self) -> List[str]:
+        """A line per resource that fails or retries: where, its reason and message, and while
+        it retries the attempts so far and when the next is due."""
+        lines = []
+        for a in self.apps:
+            for c in a.clusters:
+                for r in c.resources:
+                    if not r.reason:
+                        continue
+                    retry = (f" (attempt {r.attempts}, next at {r.next_retry})"
+                             if r.attempts is not None and r.next_retry else "")
+                    lines.append(f"{a.name} {c.name} {r.kind}/{r.name}: {r.deployed_status} "
+                                 f"{r.reason}: {r.message or ''}{retry}")
+        return lines
+
     def _cells(self) -> "tuple[List[str], List[List[str]]]":
         clusters = sorted({c.name for a in self.apps for c in a.clusters})
         rows = []
@@ -94,7 +109,7 @@ class Status:
         table = [["APP", *clusters], *rows]
         widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
-        return "\n".join([head, *lines])
+        return "\n".join([head, *lines, *self.why()])
 
     def _repr_html_(self) -> str:
         clusters, rows = self._cells()
@@ -103,7 +118,9 @@ class Status:
             "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows
         )
         title = escape(f"{self.name}: {self.state}, {self.deployed_status}, {self.ready_status}")
-        return f"<b>{title}</b><table><tr>{head}</tr>{body}</table>"
+        why = "".join(f"<li>{escape(line)}</li>" for line in self.why())
+        return (f"<b>{title}</b><table><tr>{head}</tr>{body}</table>"
+                + (f"<ul>{why}</ul>" if why else ""))
 
 
 def parse_status(doc: Dict[str, Any]) -> Status:
