@@ -12,6 +12,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use emco_core::metrics::{Counter, Family, Histogram, LATENCY_BUCKETS};
 use emco_core::model::{Controller, ControllerKind};
 use emco_core::{Error, Result};
 use emco_proto::contextupdate_client::ContextupdateClient;
@@ -53,6 +54,42 @@ pub struct ControllerRegistry {
     channels: Mutex<HashMap<String, Channel>>,
     timeout: Duration,
     connect_timeout: Duration,
+    metrics: Arc<ControllerMetrics>,
+}
+
+/// The controller calls of a registry, as Prometheus metrics.
+#[derive(Debug)]
+pub struct ControllerMetrics {
+    /// `emco_controller_call_duration_seconds{controller,type}` (`type`: action or placement).
+    pub duration: Histogram,
+    /// `emco_controller_call_errors_total{controller,type,kind}`: failed calls by error kind.
+    pub errors: Counter,
+}
+
+impl Default for ControllerMetrics {
+    fn default() -> Self {
+        Self {
+            duration: Histogram::new(
+                "emco_controller_call_duration_seconds",
+                "Duration of calls to action and placement controllers.",
+                &["controller", "type"],
+                LATENCY_BUCKETS,
+            ),
+            errors: Counter::new(
+                "emco_controller_call_errors_total",
+                "Failed controller calls, by controller, type and error kind.",
+                &["controller", "type", "kind"],
+            ),
+        }
+    }
+}
+
+impl ControllerMetrics {
+    /// The families, to render.
+    #[must_use]
+    pub fn families(&self) -> Vec<&dyn Family> {
+        vec![&self.duration, &self.errors]
+    }
 }
 
 impl fmt::Debug for ControllerRegistry {
@@ -85,7 +122,14 @@ impl ControllerRegistry {
             channels: Mutex::new(HashMap::new()),
             timeout: DEFAULT_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            metrics: Arc::new(ControllerMetrics::default()),
         }
+    }
+
+    /// Its calls' durations and errors.
+    #[must_use]
+    pub fn metrics(&self) -> &Arc<ControllerMetrics> {
+        &self.metrics
     }
 
     /// The stores its in-process controllers work on (to build controllers that call others,
@@ -278,6 +322,21 @@ impl ControllerRegistry {
     {
         let name = &c.metadata.name;
         let place = target.describe();
+        let started = std::time::Instant::now();
+        let outcome = self.outcome(what, name, &place, call).await;
+        self.metrics
+            .duration
+            .observe(&[name, what], started.elapsed().as_secs_f64());
+        if let Err(e) = &outcome {
+            self.metrics.errors.inc(&[name, what, e.kind().as_str()]);
+        }
+        outcome
+    }
+
+    async fn outcome<F>(&self, what: &str, name: &str, place: &str, call: F) -> Result<()>
+    where
+        F: Future<Output = Result<std::result::Result<(), Error>>>,
+    {
         match tokio::time::timeout(self.timeout, call).await {
             Err(_) => Err(Error::unavailable(format!(
                 "{what} controller {name} ({place}) timed out after {:?}",

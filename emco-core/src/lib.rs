@@ -30,6 +30,7 @@ pub mod grpc;
 pub mod ids;
 pub mod lifecycle;
 pub mod metadata;
+pub mod metrics;
 pub mod model;
 pub mod placement;
 pub mod schemas;

@@ -91,4 +91,5 @@
 pub mod connector;
 pub mod engine;
 pub mod grpc;
+pub mod metrics;
 pub mod readiness;

@@ -124,6 +124,17 @@ async fn instantiate_and_terminate_on(store: Arc<dyn AppContextStore>) {
             .unwrap()
             .is_empty()
     );
+    // What it did, as metrics: each cluster's two kinds applied once, reached, the context
+    // Instantiated with nothing queued.
+    let m = rsync.metrics();
+    for c in &cs {
+        assert_eq!(m.applied.get(&[c, "ConfigMap"]), 1);
+        assert_eq!(m.applied.get(&[c, "Deployment"]), 1);
+        assert_eq!(m.reachable.get(&[c]), Some(1.0));
+    }
+    assert_eq!(m.contexts_in(AppContextStatus::Instantiated), 1);
+    assert!(m.batch_seconds.count(&["applied"]) >= 3);
+    assert_eq!(m.queue_depth.get(&[&ctx.id().to_string()]), None);
 
     rsync.terminate(ctx.id()).await.unwrap();
     rsync.wait_idle(ctx.id()).await;
@@ -136,6 +147,14 @@ async fn instantiate_and_terminate_on(store: Arc<dyn AppContextStore>) {
                 .is_none()
         );
     }
+    for c in &cs {
+        assert_eq!(rsync.metrics().deleted.get(&[c, "Deployment"]), 1);
+    }
+    assert_eq!(
+        rsync.metrics().contexts_in(AppContextStatus::Instantiated),
+        0
+    );
+    assert_eq!(rsync.metrics().contexts_in(AppContextStatus::Terminated), 1);
     let queue = ctx.event_queue().await.unwrap();
     let events: Vec<_> = queue.iter().map(|e| (e.event, e.status)).collect();
     assert_eq!(
@@ -217,6 +236,11 @@ async fn a_cluster_that_is_down_is_retried_without_blocking_the_others() {
     })
     .await;
     assert_eq!(status(&ctx).await, AppContextStatus::Instantiating);
+    let m = rsync.metrics();
+    assert_eq!(m.reachable.get(&[&cs[1]]), Some(0.0));
+    assert!(m.retries.get(&[&cs[1]]) >= 1);
+    assert_eq!(m.retries.get(&[&cs[0]]), 0);
+    assert_eq!(m.contexts_in(AppContextStatus::Instantiating), 1);
     // Each says why it retries, the cluster's answer, the tries so far and the next one's time.
     for why in reasons(&ctx, "web", &cs[1]).await {
         let (reason, message) = why.unwrap();
@@ -242,6 +266,8 @@ async fn a_cluster_that_is_down_is_retried_without_blocking_the_others() {
     assert!(all_statuses(&ctx, "web", &cs, RsyncStatus::Applied).await);
     // Applied: nothing left to explain.
     assert_eq!(reason_words(&ctx, "web", &cs[1]).await, [None, None]);
+    assert_eq!(rsync.metrics().reachable.get(&[&cs[1]]), Some(1.0));
+    assert_eq!(rsync.metrics().applied.get(&[&cs[1], "ConfigMap"]), 1);
     assert_eq!(
         ctx.cluster_ready_status("web", &cs[1]).await.unwrap(),
         ClusterReadiness::Available

@@ -366,6 +366,7 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
         .saturating_add(2 * 1024 * 1024);
     let controllers = controller_routes(orch.store(), config.max_upload)
         .layer(DefaultBodyLimit::max(upload_limit));
+    let orch_metrics = (orch.rsync().clone(), Arc::clone(orch.controller_registry()));
     emco_orchestrator::rest::router(orch)
         .merge(controllers)
         .route(
@@ -394,12 +395,18 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
         .route(
             "/metrics",
             get(move || {
-                let m = metrics.clone();
+                let (m, rsync, controllers) = (
+                    metrics.clone(),
+                    Arc::clone(orch_metrics.0.metrics()),
+                    Arc::clone(orch_metrics.1.metrics()),
+                );
                 async move {
+                    let mut families = rsync.families();
+                    families.extend(controllers.families());
                     (
                         StatusCode::OK,
                         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-                        m.render(),
+                        m.render(&families),
                     )
                 }
             }),

@@ -1,31 +1,45 @@
-//! Request counts and latencies per route, in Prometheus text format.
+//! The server's Prometheus metrics: request counts and latencies per route, plus what rsync and
+//! the controller registry record (see `emco_rsync::metrics` and
+//! `emco_controller_sdk::client::ControllerMetrics`), all on `/metrics`.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
+use emco_core::metrics::{Counter, Family, Histogram, LATENCY_BUCKETS, render};
 
-/// Latency bucket bounds, seconds.
-const BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0];
-
-#[derive(Debug, Default, Clone)]
-struct Series {
-    buckets: [u64; BUCKETS.len()],
-    count: u64,
-    sum: f64,
+#[derive(Debug)]
+struct Http {
+    requests: Counter,
+    duration: Histogram,
 }
 
-/// `(method, route, status)`.
-type SeriesKey = (String, String, u16);
-
 /// The request metrics of the server, shared by the middleware and `/metrics`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Metrics {
-    inner: Arc<Mutex<BTreeMap<SeriesKey, Series>>>,
+    http: Arc<Http>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self {
+            http: Arc::new(Http {
+                requests: Counter::new(
+                    "emco_http_requests_total",
+                    "HTTP requests by method, route and status.",
+                    &["method", "route", "status"],
+                ),
+                duration: Histogram::new(
+                    "emco_http_request_duration_seconds",
+                    "HTTP request latency.",
+                    &["method", "route", "status"],
+                    LATENCY_BUCKETS,
+                ),
+            }),
+        }
+    }
 }
 
 impl Metrics {
@@ -36,70 +50,19 @@ impl Metrics {
     }
 
     fn record(&self, method: &str, route: &str, status: u16, seconds: f64) {
-        // A poisoned lock only means another request panicked mid-update; keep counting.
-        let mut map = self
-            .inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let s = map
-            .entry((method.to_owned(), route.to_owned(), status))
-            .or_default();
-        s.count += 1;
-        s.sum += seconds;
-        for (i, bound) in BUCKETS.iter().enumerate() {
-            if seconds <= *bound {
-                s.buckets[i] += 1;
-            }
-        }
+        let status = status.to_string();
+        let labels = [method, route, status.as_str()];
+        self.http.requests.inc(&labels);
+        self.http.duration.observe(&labels, seconds);
     }
 
-    /// The Prometheus text exposition.
+    /// The Prometheus text exposition of the HTTP families and `more` (rsync's, the
+    /// controllers').
     #[must_use]
-    pub fn render(&self) -> String {
-        let map = self
-            .inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        let mut out = String::new();
-        out.push_str(
-            "# HELP emco_http_requests_total HTTP requests by method, route and status.\n",
-        );
-        out.push_str("# TYPE emco_http_requests_total counter\n");
-        for ((method, route, status), s) in &map {
-            let _ = writeln!(
-                out,
-                "emco_http_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {}",
-                s.count
-            );
-        }
-        out.push_str("# HELP emco_http_request_duration_seconds HTTP request latency.\n");
-        out.push_str("# TYPE emco_http_request_duration_seconds histogram\n");
-        for ((method, route, status), s) in &map {
-            let labels = format!("method=\"{method}\",route=\"{route}\",status=\"{status}\"");
-            for (bound, n) in BUCKETS.iter().zip(s.buckets) {
-                let _ = writeln!(
-                    out,
-                    "emco_http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {n}"
-                );
-            }
-            let _ = writeln!(
-                out,
-                "emco_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
-                s.count
-            );
-            let _ = writeln!(
-                out,
-                "emco_http_request_duration_seconds_sum{{{labels}}} {}",
-                s.sum
-            );
-            let _ = writeln!(
-                out,
-                "emco_http_request_duration_seconds_count{{{labels}}} {}",
-                s.count
-            );
-        }
-        out
+    pub fn render(&self, more: &[&dyn Family]) -> String {
+        let mut families: Vec<&dyn Family> = vec![&self.http.requests, &self.http.duration];
+        families.extend_from_slice(more);
+        render(&families)
     }
 }
 

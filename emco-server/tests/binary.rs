@@ -332,6 +332,18 @@ fn server_endpoints() {
         "{metrics}"
     );
     assert!(metrics.contains("emco_http_request_duration_seconds_bucket"));
+    // rsync's and the controllers' families are there before anything ran.
+    for family in [
+        "# TYPE emco_rsync_resources_applied_total counter",
+        "# TYPE emco_rsync_cluster_reachable gauge",
+        "# TYPE emco_rsync_batch_duration_seconds histogram",
+        "# TYPE emco_rsync_queue_depth gauge",
+        "# TYPE emco_rsync_contexts gauge",
+        "# TYPE emco_controller_call_duration_seconds histogram",
+        "# TYPE emco_controller_call_errors_total counter",
+    ] {
+        assert!(metrics.contains(family), "{family}\n{metrics}");
+    }
 }
 
 /// A connected gRPC channel to `addr`.
@@ -857,6 +869,14 @@ async fn registered_builtin_controllers_run_in_process() {
         .unwrap()
         .expect("gac's ConfigMap");
     assert!(cm.contains("team: blue"), "{cm}");
+    // Each call is timed by controller and type.
+    let (_, metrics) = request(addr, "GET", "/metrics", "").unwrap();
+    for series in [
+        r#"emco_controller_call_duration_seconds_count{controller="team",type="action"} 1"#,
+        r#"emco_controller_call_duration_seconds_count{controller="hpa-placement-controller-1",type="placement"} 1"#,
+    ] {
+        assert!(metrics.contains(series), "{series}\n{metrics}");
+    }
     stop.cancel();
     team.await.unwrap().unwrap();
     drop((ctx, store));
@@ -870,6 +890,14 @@ async fn registered_builtin_controllers_run_in_process() {
     });
     // Unreachable is Unavailable: a 503, whose body the REST layer keeps generic.
     assert_eq!(status, 503, "{body}");
+    let (_, metrics) = request(addr, "GET", "/metrics", "").unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("emco_controller_call_errors_total{")
+                && l.ends_with(r#"kind="Unavailable"} 1"#)),
+        "{metrics}"
+    );
     assert!(terminate(server).await.success());
 }
 

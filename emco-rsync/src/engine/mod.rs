@@ -39,6 +39,7 @@ use tokio::sync::{Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
 
 use crate::connector::Connector;
+use crate::metrics::RsyncMetrics;
 
 pub use owner::ReplicaConfig;
 pub use status::ContextStatusExt;
@@ -269,6 +270,7 @@ struct Inner {
     observers: Mutex<HashMap<(u64, String, String), CancellationToken>>,
     /// With other replicas on the store: which contexts this one runs (see [`owner`]).
     owners: Option<owner::Owners>,
+    metrics: Arc<RsyncMetrics>,
 }
 
 /// Builds an [`Rsync`].
@@ -373,6 +375,7 @@ impl RsyncBuilder {
                 readiness_tokens: Mutex::new(HashMap::new()),
                 observers: Mutex::new(HashMap::new()),
                 owners: self.replica.map(owner::Owners::new),
+                metrics: Arc::new(RsyncMetrics::default()),
             }),
         })
     }
@@ -389,6 +392,12 @@ impl Rsync {
     #[must_use]
     pub fn builder() -> RsyncBuilder {
         RsyncBuilder::default()
+    }
+
+    /// What the engine did and does, as Prometheus metrics.
+    #[must_use]
+    pub fn metrics(&self) -> &Arc<RsyncMetrics> {
+        &self.inner.metrics
     }
 
     /// Adopts `cancel` as the engine's shutdown signal and resumes every context of the active
@@ -523,7 +532,11 @@ impl Rsync {
         AppContext::load(Arc::clone(&self.inner.store), from).await?;
         let status = target.status().await?.unwrap_or(AppContextStatus::Created);
         match status {
-            AppContextStatus::Instantiated => set_state(&target, AppContextStatus::Updated).await?,
+            AppContextStatus::Instantiated => {
+                self.inner
+                    .set_state(&target, AppContextStatus::Updated)
+                    .await?
+            }
             AppContextStatus::Updated | AppContextStatus::Created => {}
             other => {
                 return Err(Error::failed_precondition(format!(
@@ -657,6 +670,10 @@ impl Rsync {
             // Taken over while this replica was taken for dead: the new owner runs it.
             tracing::warn!(ctx = ctx.id(), "another replica took this context over");
             self.inner.tasks.lock().await.remove(&ctx.id());
+            self.inner
+                .metrics
+                .queue_depth
+                .remove(&[&ctx.id().to_string()]);
             task.finished.cancel();
             return Ok(false);
         }
@@ -664,6 +681,12 @@ impl Rsync {
         let pending: Vec<usize> = (0..queue.len())
             .filter(|&i| queue[i].status == QueueStatus::Pending)
             .collect();
+        let context = ctx.id().to_string();
+        #[allow(clippy::cast_precision_loss)] // a queue holds far fewer than 2^52 events
+        self.inner
+            .metrics
+            .queue_depth
+            .set(&[&context], pending.len() as f64);
         let Some(&first) = pending.first() else {
             // Decide and deregister under the lock so that an event enqueued meanwhile is not
             // lost: the enqueuer either sees this task gone and starts another, or is seen here.
@@ -696,6 +719,7 @@ impl Rsync {
             }
             tasks.remove(&ctx.id());
             task.finished.cancel();
+            self.inner.metrics.queue_depth.remove(&[&context]);
             return Ok(false);
         };
         // A terminate supersedes every event queued before it.
@@ -721,7 +745,9 @@ impl Rsync {
             {
                 ctx.set_desired_state(AppContextStatus::Terminated).await?;
                 ctx.set_pending_terminate(false).await?;
-                set_state(ctx, AppContextStatus::Terminated).await?;
+                self.inner
+                    .set_state(ctx, AppContextStatus::Terminated)
+                    .await?;
                 ctx.set_event_status(last_terminate, QueueStatus::Done)
                     .await?;
             }
@@ -767,10 +793,10 @@ impl Rsync {
             ctx.set_desired_state(statuses.done).await?;
         }
         if statuses.entry != current {
-            set_state(ctx, statuses.entry).await?;
+            self.inner.set_state(ctx, statuses.entry).await?;
         }
         if statuses.running != statuses.entry {
-            set_state(ctx, statuses.running).await?;
+            self.inner.set_state(ctx, statuses.running).await?;
         }
         let op = OpCtl::new(element.event, &self.inner.root());
         task.set_op(Some(op.clone()));
@@ -794,7 +820,9 @@ impl Rsync {
             // Left as is: the next start resumes the event.
             Some(Abort::Shutdown) => Ok(()),
             Some(Abort::Terminate) => {
-                set_state(ctx, AppContextStatus::PreTerminate).await?;
+                self.inner
+                    .set_state(ctx, AppContextStatus::PreTerminate)
+                    .await?;
                 ctx.set_event_status(index, QueueStatus::Skip).await?;
                 // The cut-short update never deleted what only the replaced context has.
                 if element.event == RsyncEvent::Update
@@ -812,7 +840,7 @@ impl Rsync {
                     (statuses.done, QueueStatus::Done)
                 };
                 if element.event != RsyncEvent::Read {
-                    set_state(ctx, status).await?;
+                    self.inner.set_state(ctx, status).await?;
                 }
                 // Observers follow what was applied, failed or not; a restart starts them again.
                 if matches!(element.event, RsyncEvent::Instantiate | RsyncEvent::Update) {
@@ -855,13 +883,16 @@ impl Rsync {
     }
 }
 
-/// Sets the status of `ctx` and, as EMCO's rsync keeps them equal, its `rsync/state/CurrentState`.
-async fn set_state(ctx: &AppContext, status: AppContextStatus) -> Result<()> {
-    ctx.set_status(status).await?;
-    ctx.set_current_state(status).await
-}
-
 impl Inner {
+    /// Sets the status of `ctx` and, as EMCO's rsync keeps them equal, its
+    /// `rsync/state/CurrentState`.
+    async fn set_state(&self, ctx: &AppContext, status: AppContextStatus) -> Result<()> {
+        ctx.set_status(status).await?;
+        ctx.set_current_state(status).await?;
+        self.metrics.context_state(ctx.id(), status);
+        Ok(())
+    }
+
     fn root(&self) -> CancellationToken {
         self.root
             .lock()

@@ -225,6 +225,11 @@ impl Run {
             match self.load(app, cluster, n).await? {
                 Some(r) => rest.push((n.clone(), r)),
                 None => {
+                    let kind = n.rsplit_once('+').map_or("", |(_, kind)| kind);
+                    self.inner
+                        .metrics
+                        .failures
+                        .inc(&[cluster, kind, "InvalidManifest"]);
                     self.fail(
                         app,
                         cluster,
@@ -249,6 +254,7 @@ impl Run {
                 scope: scope.clone(),
                 resources: rest.iter().map(|(_, r)| r.clone()).collect(),
             };
+            let started = std::time::Instant::now();
             let result = tokio::select! {
                 r = async {
                     let _permits = self.permits(cluster).await;
@@ -265,11 +271,28 @@ impl Run {
                     return Ok(out);
                 }
             };
+            let metrics = &self.inner.metrics;
+            metrics
+                .batch_seconds
+                .observe(&[ok], started.elapsed().as_secs_f64());
             let (done, err, warnings) = match result {
                 Ok(warnings) => (rest.len(), None, warnings),
                 Err(e) => (e.done.min(rest.len()), Some(e.error), Warnings::new()),
             };
             let finished: Vec<(String, Resource)> = rest.drain(..done).collect();
+            let counter = match action {
+                Action::Apply => &metrics.applied,
+                Action::Delete => &metrics.deleted,
+            };
+            for (_, r) in &finished {
+                counter.inc(&[cluster, &r.id().kind]);
+            }
+            let reached = err
+                .as_ref()
+                .is_none_or(|e| e.kind() != ErrorKind::Unavailable);
+            metrics
+                .reachable
+                .set(&[cluster], if reached { 1.0 } else { 0.0 });
             if !finished.is_empty() {
                 let names: Vec<String> = finished.iter().map(|(n, _)| n.clone()).collect();
                 self.ctx
@@ -301,6 +324,7 @@ impl Run {
                 }
                 Some(e) if e.kind() == ErrorKind::Unavailable => {
                     attempt += 1;
+                    metrics.retries.inc(&[cluster]);
                     tracing::debug!(cluster, attempt, error = %e, "cluster unreachable, retrying");
                     if !retrying {
                         retrying = true;
@@ -310,6 +334,11 @@ impl Run {
                     }
                     if !self.inner.backoff.allows(attempt) {
                         let names: Vec<String> = unfinished(&rest);
+                        for (_, r) in &rest {
+                            metrics
+                                .failures
+                                .inc(&[cluster, &r.id().kind, "Unreachable"]);
+                        }
                         self.ctx
                             .set_resource_failures(
                                 app,
@@ -341,7 +370,10 @@ impl Run {
                     }
                 }
                 Some(e) => {
-                    let (name, _) = rest.remove(0);
+                    let (name, r) = rest.remove(0);
+                    metrics
+                        .failures
+                        .inc(&[cluster, &r.id().kind, e.kind().as_str()]);
                     tracing::warn!(cluster, resource = %name, error = %e, "resource not {ok}");
                     self.fail(app, cluster, &name, e.kind().as_str(), &e.to_string())
                         .await?;

@@ -1,0 +1,116 @@
+//! What rsync does, as Prometheus metrics: what it applied, deleted and failed on each cluster by
+//! kind, how long each batch took, which clusters it can reach, how much work waits on each
+//! context, and how many contexts are in each state. [`Rsync::metrics`](crate::engine::Rsync)
+//! gives them; the server renders them on `/metrics`.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use emco_core::lifecycle::AppContextStatus;
+use emco_core::metrics::{Counter, Family, Gauge, Histogram, LATENCY_BUCKETS};
+
+/// rsync's metric families.
+#[derive(Debug)]
+pub struct RsyncMetrics {
+    /// `emco_rsync_resources_applied_total{cluster,kind}`.
+    pub applied: Counter,
+    /// `emco_rsync_resources_deleted_total{cluster,kind}`.
+    pub deleted: Counter,
+    /// `emco_rsync_resource_failures_total{cluster,kind,reason}`.
+    pub failures: Counter,
+    /// `emco_rsync_retries_total{cluster}`: batches retried because the cluster was unreachable.
+    pub retries: Counter,
+    /// `emco_rsync_batch_duration_seconds{action}`: one apply or delete call to a cluster.
+    pub batch_seconds: Histogram,
+    /// `emco_rsync_cluster_reachable{cluster}`: 1 when the last call or watch reached it.
+    pub reachable: Gauge,
+    /// `emco_rsync_queue_depth{context}`: events waiting on a context's queue.
+    pub queue_depth: Gauge,
+    /// `emco_rsync_contexts{state}`: the contexts this engine ran, by their last state.
+    contexts: Gauge,
+    states: Mutex<HashMap<u64, AppContextStatus>>,
+}
+
+impl Default for RsyncMetrics {
+    fn default() -> Self {
+        Self {
+            applied: Counter::new(
+                "emco_rsync_resources_applied_total",
+                "Resources rsync applied, by cluster and kind.",
+                &["cluster", "kind"],
+            ),
+            deleted: Counter::new(
+                "emco_rsync_resources_deleted_total",
+                "Resources rsync deleted, by cluster and kind.",
+                &["cluster", "kind"],
+            ),
+            failures: Counter::new(
+                "emco_rsync_resource_failures_total",
+                "Resources rsync could not apply or delete, by cluster, kind and reason.",
+                &["cluster", "kind", "reason"],
+            ),
+            retries: Counter::new(
+                "emco_rsync_retries_total",
+                "Batches retried because their cluster was unreachable, by cluster.",
+                &["cluster"],
+            ),
+            batch_seconds: Histogram::new(
+                "emco_rsync_batch_duration_seconds",
+                "Duration of one apply or delete call to a cluster.",
+                &["action"],
+                LATENCY_BUCKETS,
+            ),
+            reachable: Gauge::new(
+                "emco_rsync_cluster_reachable",
+                "1 when rsync's last call or watch reached the cluster, 0 while it retries.",
+                &["cluster"],
+            ),
+            queue_depth: Gauge::new(
+                "emco_rsync_queue_depth",
+                "Events waiting on an AppContext's queue, by context id.",
+                &["context"],
+            ),
+            contexts: Gauge::new(
+                "emco_rsync_contexts",
+                "AppContexts this engine ran, by their last state.",
+                &["state"],
+            ),
+            states: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl RsyncMetrics {
+    /// Records that context `id` is now in `state`.
+    pub fn context_state(&self, id: u64, state: AppContextStatus) {
+        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(old) = states.insert(id, state) {
+            self.contexts.add(&[old.as_str()], -1.0);
+        }
+        self.contexts.add(&[state.as_str()], 1.0);
+    }
+
+    /// How many contexts are in `state`.
+    #[must_use]
+    pub fn contexts_in(&self, state: AppContextStatus) -> u64 {
+        // The gauge holds whole counts.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let n = self.contexts.get(&[state.as_str()]).unwrap_or(0.0) as u64;
+        n
+    }
+
+    /// The families, to render.
+    #[must_use]
+    pub fn families(&self) -> Vec<&dyn Family> {
+        vec![
+            &self.applied,
+            &self.deleted,
+            &self.failures,
+            &self.retries,
+            &self.batch_seconds,
+            &self.reachable,
+            &self.queue_depth,
+            &self.contexts,
+        ]
+    }
+}
