@@ -290,8 +290,14 @@ impl ControllerRegistry {
         context_id: u64,
     ) -> Result<()> {
         for c in Self::participants(controllers, intents, ControllerKind::Action) {
-            self.action(c, context_id, Call::Terminate, "", None)
-                .await?;
+            match self.action(c, context_id, Call::Terminate, "", None).await {
+                // As EMCO's orchestrator: a controller without the call is not a failure, and
+                // the controllers after it are still told.
+                Err(e) if unimplemented(&e) => {
+                    tracing::debug!(controller = %c.metadata.name, "it does not serve TerminateAppContext");
+                }
+                r => r?,
+            }
         }
         Ok(())
     }
@@ -454,6 +460,19 @@ fn refusal(ok: bool, message: String) -> std::result::Result<(), Error> {
     } else {
         Err(Error::failed_precondition(message))
     }
+}
+
+/// Whether `e` comes from a gRPC `Unimplemented` answer (a service or method the controller does
+/// not serve).
+fn unimplemented(e: &Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(status) = s.downcast_ref::<tonic::Status>() {
+            return status.code() == tonic::Code::Unimplemented;
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// A gRPC failure as an error: what the one mapping ([`emco_core::grpc::kind_of`]) calls

@@ -222,3 +222,32 @@ async fn in_process_controllers_are_called_by_registered_name() {
             .contains("registered in-process as an action controller")
     );
 }
+
+/// EMCO's orchestrator (src/orchestrator/pkg/module/instantiation_scheduler_helper.go,
+/// callTerminateScheduler) takes a controller answering `TerminateAppContext not implemented` as
+/// done and tells the next one; other failures stop the chain.
+#[tokio::test]
+async fn terminate_goes_on_past_a_controller_that_does_not_serve_it() {
+    let (store, id) = seeded().await;
+    let log = Arc::new(Mutex::new(Vec::new()));
+    // A placement-only server registered as an action controller: contextupdate is Unimplemented.
+    let old = serve(&store, |b| b.placement(DropC1::default())).await;
+    let b = serve(&store, |b| b.action(Labeler::new("b", &log))).await;
+    let controllers = vec![
+        registration("old", "action", old.addr, 1),
+        registration("second", "action", b.addr, 2),
+    ];
+    let dig = intents(&[("old", "i"), ("second", "j")]);
+    let registry = ControllerRegistry::new(Stores::new(Arc::clone(&store)));
+    registry.terminate(&controllers, &dig, id).await.unwrap();
+    assert_eq!(*log.lock().unwrap(), vec!["b:terminate".to_owned()]);
+    // An update is still refused by it: only terminate may be missing.
+    let err = registry
+        .act(&controllers, &dig, id, None)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("does not serve this service"),
+        "{err}"
+    );
+}

@@ -32,6 +32,7 @@ pub mod lifecycle;
 pub mod metadata;
 pub mod metrics;
 pub mod model;
+pub mod os;
 pub mod placement;
 pub mod schemas;
 pub mod time;

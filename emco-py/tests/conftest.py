@@ -85,6 +85,17 @@ class Fleet:
                 return None
             raise
 
+    def set_down(self, cluster: str, down: bool = True) -> None:
+        """Refuses (or again serves) the connections of `cluster`, through kubesim's admin
+        endpoint."""
+        admin = (self.dir / "kubesim-admin.url").read_text().strip()
+        fault = {"unreachable": "refused"} if down else {}
+        req = urllib.request.Request(f"{admin}/clusters/{cluster}/fault", method="PUT",
+                                     data=json.dumps(fault).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as answer:
+            answer.read()
+
     def register(self, target: emco.Emco, label: str = "edge") -> None:
         target.create_cluster_provider(PROVIDER)
         for name in self.names:

@@ -4,7 +4,7 @@ kubesim clusters (EMCO's handlers: src/orchestrator/api/instantiation_handler.go
 import pytest
 
 import emco
-from conftest import EDGE, Fleet, deploy_web, on, onboard_web, onboard_web_version
+from conftest import EDGE, PROVIDER, Fleet, deploy_web, on, onboard_web, onboard_web_version
 
 DEPLOYMENT = "/apis/apps/v1/namespaces/default/deployments/http-server"
 
@@ -50,3 +50,62 @@ def test_update_rollback_and_migrate_move_the_app(target: emco.Emco, fleet: Flee
     assert target.wait(v2, ready=False, timeout=120).state == "Terminated"
     for cluster in fleet.names:
         assert fleet.get(cluster, DEPLOYMENT) is None
+
+
+def test_a_standard_logical_cloud_follows_its_cluster_references(
+    target: emco.Emco, fleet: Fleet
+) -> None:
+    fleet.register(target)
+    target.create_project("p")
+    lc = target.create_logical_cloud("p", "team", [(PROVIDER, "c1")], namespace="team-ns",
+                                     level="1", user="bob")
+    target.instantiate(lc)
+    assert target.wait(lc, ready=False, timeout=120).state == "Instantiated"
+    assert fleet.get("c1", "/api/v1/namespaces/team-ns") is not None
+    assert fleet.get("c2", "/api/v1/namespaces/team-ns") is None
+    kubeconfig = target.logical_cloud_kubeconfig(lc, f"{PROVIDER}-c1")
+    assert "team-ns" in kubeconfig and "bob" in kubeconfig, kubeconfig
+
+    # A new reference is part of the cloud once it is updated.
+    target.add_cluster_reference(lc, PROVIDER, "c2")
+    target.update(lc)
+    updated = target.wait(lc, ready=False, timeout=120)
+    assert updated.deployed_status in ("Instantiated", "Updated"), updated
+    assert fleet.get("c2", "/api/v1/namespaces/team-ns") is not None
+
+    target.terminate(lc)
+    assert target.wait(lc, ready=False, timeout=120).state == "Terminated"
+    target.delete_logical_cloud(lc)
+    assert target.list_logical_clouds("p") == []
+
+
+def test_stop_ends_an_instantiate_that_retries_an_unreachable_cluster(
+    target: emco.Emco, fleet: Fleet
+) -> None:
+    fleet.register(target)
+    onboard_web(target, fleet.names)
+    fleet.set_down("c2")
+    dig = target.create_deployment_intent_group(
+        "p", "web", "v1", "d1", composite_profile="default", logical_cloud="admin",
+        placement={"http-server": EDGE})
+    target.approve(dig)
+    target.instantiate(dig)
+    # c2 retries, and the status says why, how often and when next.
+    with target.watch(dig, ready=False, interval=0.2, timeout=60) as watch:
+        for status in watch:
+            if status.failures():
+                break
+    retrying = status.failures()
+    assert retrying and all(r.reason == "Unreachable" for r in retrying), status
+    assert all(r.attempts and r.next_retry for r in retrying), retrying
+    assert status.why() and all(f"{PROVIDER}+c2 " in line for line in status.why())
+
+    target.stop(dig)
+    stopped = target.wait(dig, ready=False, timeout=60)
+    assert (stopped.state, stopped.deployed_status) == (
+        "InstantiateStopped", "InstantiateFailed"), stopped
+    # What never got to c2 says so.
+    assert {r.reason for r in stopped.failures()} == {"Stopped"}, stopped.why()
+    fleet.set_down("c2", down=False)
+    target.terminate(dig)
+    assert target.wait(dig, ready=False, timeout=120).state == "Terminated"

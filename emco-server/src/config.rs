@@ -130,6 +130,13 @@ struct Cli {
     /// [default: 10].
     #[arg(long, env = "EMCO_REPLICA_TTL_SECONDS")]
     replica_ttl_seconds: Option<u64>,
+    /// Serve only this built-in controller (gac, dtc, nps, its, swc, ovnaction,
+    /// hpa-placement-controller-1, hpa-action-controller-1) over EMCO's controller gRPC protocol
+    /// on the gRPC listener, as EMCO runs each controller in its own process; it shares the
+    /// orchestrator's stores (--backend mongo, --context-backend etcd) [default: the whole
+    /// server].
+    #[arg(long, env = "EMCO_SERVE_CONTROLLER")]
+    serve_controller: Option<String>,
 }
 
 /// The configuration file: the same keys as the flags, all optional.
@@ -159,6 +166,7 @@ struct FileConfig {
     helm_version: Option<String>,
     replica_id: Option<String>,
     replica_ttl_seconds: Option<u64>,
+    serve_controller: Option<String>,
 }
 
 /// The resolved configuration.
@@ -210,6 +218,8 @@ pub struct Config {
     pub replica_id: Option<String>,
     /// How long a replica may be silent before the others take its work over.
     pub replica_ttl: Duration,
+    /// Serve only this built-in controller over gRPC instead of the whole server.
+    pub serve_controller: Option<String>,
 }
 
 impl Default for Config {
@@ -237,6 +247,7 @@ impl Default for Config {
             rsync_hook_timeout: emco_rsync::engine::DEFAULT_HOOK_TIMEOUT,
             helm: HelmCompat::default(),
             replica_id: None,
+            serve_controller: None,
             replica_ttl: Duration::from_secs(10),
         }
     }
@@ -315,12 +326,22 @@ impl Config {
         if replica_ttl.is_zero() {
             return Err(Error::invalid("--replica-ttl-seconds must be at least 1"));
         }
+        let serve_controller = cli.serve_controller.or(file.serve_controller);
+        if serve_controller.is_some()
+            && (context_backend != ContextBackend::Etcd || backend != Backend::Mongo)
+        {
+            return Err(Error::invalid(
+                "a controller process shares the orchestrator's stores: --serve-controller needs \
+                 --context-backend etcd and --backend mongo",
+            ));
+        }
         let helm = match cli.helm_version.or(file.helm_version) {
             Some(v) => HelmCompat::from_version(&v)?,
             None => d.helm,
         };
         Ok(Some(Self {
             helm,
+            serve_controller,
             replica_id,
             replica_ttl,
             listen: cli.listen.or(file.listen).unwrap_or(d.listen),

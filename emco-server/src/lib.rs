@@ -48,6 +48,7 @@ use emco_controller_sdk::client::ControllerRegistry;
 use emco_controller_sdk::intent::IntentType;
 use emco_controller_sdk::remote::AppContextService;
 use emco_controller_sdk::rest::ApiError;
+use emco_controller_sdk::{ActionController, PlacementController};
 use emco_controllers::dtc::{Dtc, Nps};
 use emco_controllers::gac::Gac;
 use emco_controllers::hpa::{HpaAction, HpaConsumer, HpaIntent, HpaPlacement, HpaRequirement};
@@ -87,6 +88,86 @@ pub const ITS: &str = "its";
 pub const SWC: &str = "swc";
 /// The controllers run in-process by default, by registration name.
 pub const BUILTIN_CONTROLLERS: [&str; 5] = [GAC, HPA_PLACEMENT, HPA_ACTION, DTC, OVNACTION];
+
+/// The built-in action controllers by their registration names, dtc calling its sub-controllers
+/// in-process.
+type Actions = Vec<(&'static str, Arc<dyn ActionController>)>;
+/// The built-in placement controllers by their registration names.
+type Placements = Vec<(&'static str, Arc<dyn PlacementController>)>;
+
+/// dtc's sub-controllers, by the names `/v2/dtc-controllers` registers them under.
+fn dtc_subs() -> Actions {
+    vec![
+        (NPS, Arc::new(Nps)),
+        (ITS, Arc::new(Its)),
+        (SWC, Arc::new(Swc)),
+    ]
+}
+
+/// The built-in controllers over `stores` ([`BUILTIN_CONTROLLERS`]).
+fn builtin_controllers(stores: &Stores) -> (Actions, Placements) {
+    let dtc = dtc_subs()
+        .into_iter()
+        .fold(Dtc::new(stores.clone()), |dtc, (name, sub)| {
+            dtc.with_sub(name, sub)
+        });
+    let actions: Actions = vec![
+        (GAC, Arc::new(Gac)),
+        (DTC, Arc::new(dtc)),
+        (HPA_ACTION, Arc::new(HpaAction)),
+        (OVNACTION, Arc::new(Ovnaction)),
+    ];
+    let placements: Placements = vec![(
+        HPA_PLACEMENT,
+        Arc::new(HpaPlacement {
+            name: HPA_PLACEMENT.to_owned(),
+        }),
+    )];
+    (actions, placements)
+}
+
+/// Serves the built-in controller `name` (or a dtc sub-controller) alone over EMCO's controller
+/// gRPC protocol on `config.grpc_listen`, on the orchestrator's stores, until `shutdown`.
+///
+/// # Errors
+/// InvalidArgument for a name that is no built-in controller; as [`open_stores`]; Unavailable
+/// when the listener cannot be bound.
+pub async fn serve_controller(
+    config: &Config,
+    name: &str,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), Error> {
+    let known: Vec<&str> = BUILTIN_CONTROLLERS
+        .iter()
+        .copied()
+        .chain([NPS, ITS, SWC])
+        .collect();
+    if !known.contains(&name) {
+        return Err(Error::invalid(format!(
+            "{name:?} is no built-in controller; one of: {}",
+            known.join(", ")
+        )));
+    }
+    let stores = open_stores(config).await?;
+    let (actions, placements) = builtin_controllers(&stores);
+    let server = emco_controller_sdk::Server::builder(Arc::clone(&stores.appcontext))
+        .name(name)
+        .resources(Arc::clone(stores.resources()?));
+    let server = match actions
+        .into_iter()
+        .chain(dtc_subs())
+        .find(|(n, _)| *n == name)
+    {
+        Some((_, c)) => server.action_arc(c),
+        None => match placements.into_iter().find(|(n, _)| *n == name) {
+            Some((_, c)) => server.placement_arc(c),
+            // Known but neither: the server refuses to start without a controller.
+            None => server,
+        },
+    };
+    tracing::info!(controller = name, grpc_listen = %config.grpc_listen, "serving one controller");
+    server.serve(config.grpc_listen, shutdown).await
+}
 
 fn open_redb(config: &Config) -> Result<emco_appcontext::embedded::Redb, Error> {
     std::fs::create_dir_all(&config.data_dir).map_err(|e| {
@@ -205,27 +286,18 @@ pub fn orchestrator_with(
             ..Limits::default()
         })
         .controllers(move |stores| {
-            let registry = ControllerRegistry::new(stores.clone()).with_timeout(timeout);
+            let mut registry = ControllerRegistry::new(stores.clone()).with_timeout(timeout);
             if !builtin {
                 return more(registry);
             }
-            let dtc = Dtc::new(stores)
-                .with_sub(NPS, Arc::new(Nps))
-                .with_sub(ITS, Arc::new(Its))
-                .with_sub(SWC, Arc::new(Swc));
-            more(
-                registry
-                    .with_action(GAC, Arc::new(Gac))
-                    .with_action(DTC, Arc::new(dtc))
-                    .with_placement(
-                        HPA_PLACEMENT,
-                        Arc::new(HpaPlacement {
-                            name: HPA_PLACEMENT.to_owned(),
-                        }),
-                    )
-                    .with_action(HPA_ACTION, Arc::new(HpaAction))
-                    .with_action(OVNACTION, Arc::new(Ovnaction)),
-            )
+            let (actions, placements) = builtin_controllers(&stores);
+            for (name, c) in actions {
+                registry = registry.with_action(name, c);
+            }
+            for (name, c) in placements {
+                registry = registry.with_placement(name, c);
+            }
+            more(registry)
         })
         .rsync(move |b| {
             let b = b
@@ -432,7 +504,10 @@ async fn bind(addr: std::net::SocketAddr, what: &str) -> Result<TcpListener, Err
 ///
 /// # Errors
 /// Unavailable when a store cannot be opened or a listener cannot be bound; the servers' errors.
-pub async fn serve(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
+pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send) -> Result<(), Error> {
+    if let Some(name) = &config.serve_controller {
+        return serve_controller(&config, name, shutdown).await;
+    }
     let stores = open_stores(&config).await?;
     let orch = orchestrator(&config, stores)?;
     let rest_listener = bind(config.listen, "REST").await?;

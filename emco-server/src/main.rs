@@ -56,6 +56,14 @@ fn main() -> ExitCode {
         }
     };
     init_logs(config.log_format);
+    // Each cluster holds descriptors (connections, watches): use all the system allows.
+    let ((soft, hard), (now, _)) = emco_core::os::raise_open_files_limit();
+    let text = emco_core::os::limit_text;
+    if now == soft {
+        tracing::info!(limit = %text(now), hard = %text(hard), "open files");
+    } else {
+        tracing::info!(from = %text(soft), to = %text(now), "open files limit raised");
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {

@@ -236,10 +236,44 @@ fn logs_to_a_pipe_have_no_colour_codes() {
         assert!(Instant::now() < deadline, "emco-server did not come up");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // An admin logical cloud on a cluster nobody serves: rsync starts, and retries.
+    let kubeconfig = b"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:9\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n";
+    for (path, body) in [
+        ("/v2/cluster-providers", r#"{"metadata":{"name":"p"}}"#),
+        ("/v2/projects", r#"{"metadata":{"name":"pr"}}"#),
+        (
+            "/v2/projects/pr/logical-clouds",
+            r#"{"metadata":{"name":"lc"},"spec":{"namespace":"ns","user":{"userName":"u"}}}"#,
+        ),
+    ] {
+        assert_eq!(post(addr, path, body).0, 201, "{path}");
+    }
+    let (code, body) = post_form(
+        addr,
+        "/v2/cluster-providers/p/clusters",
+        r#"{"metadata":{"name":"c"}}"#,
+        &[("file", "kubeconfig", kubeconfig)],
+    );
+    assert_eq!(code, 201, "{body}");
+    let reference = r#"{"metadata":{"name":"r"},"spec":{"clusterProvider":"p","cluster":"c","loadBalancerIP":"0.0.0.0"}}"#;
+    let lc = "/v2/projects/pr/logical-clouds/lc";
+    assert_eq!(
+        post(addr, &format!("{lc}/cluster-references"), reference).0,
+        201
+    );
+    assert_eq!(post(addr, &format!("{lc}/instantiate"), "").0, 202);
+    std::thread::sleep(Duration::from_millis(500));
     sigterm(&child);
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("INFO"), "no log lines: {text}");
+    // The start says how many files it may open; rsync's lines name their context.
+    assert!(text.contains("open files"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("context{ctx=") && l.contains("rsync operation")),
+        "{text}"
+    );
     assert!(
         text.contains("request"),
         "the request is not logged: {text}"
@@ -638,13 +672,16 @@ const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  
 
 /// Onboards http-server on clusters `kp+c1` and `kp+c2` through an admin logical cloud, with the
 /// DIG naming hpa's intent `hi` (a mandatory feature only c1 has) and gac's intent `gi` (a new
-/// ConfigMap `from-gac`), both controllers registered at an address where nothing listens;
-/// returns the DIG's URL.
+/// ConfigMap `from-gac`), both controllers registered at `builtins` (gac's and hpa's addresses;
+/// by default one where nothing listens); returns the DIG's URL.
 fn onboard_with_controllers(
     addr: SocketAddr,
     work: &std::path::Path,
     remote: Option<SocketAddr>,
+    builtins: Option<(SocketAddr, SocketAddr)>,
 ) -> String {
+    let nowhere = SocketAddr::from(([127, 0, 0, 1], 1));
+    let (gac, hpa) = builtins.unwrap_or((nowhere, nowhere));
     let created = |(status, body): (u16, String)| assert!(status == 201, "{status} {body}");
     created(post(
         addr,
@@ -683,12 +720,20 @@ fn onboard_with_controllers(
     created(post(
         addr,
         "/v2/controllers",
-        r#"{"metadata":{"name":"gac"},"spec":{"host":"127.0.0.1","port":1,"type":"action","priority":1}}"#,
+        &format!(
+            r#"{{"metadata":{{"name":"gac"}},"spec":{{"host":"{}","port":{},"type":"action","priority":1}}}}"#,
+            gac.ip(),
+            gac.port()
+        ),
     ));
     created(post(
         addr,
         "/v2/controllers",
-        r#"{"metadata":{"name":"hpa-placement-controller-1"},"spec":{"host":"127.0.0.1","port":1,"type":"placement"}}"#,
+        &format!(
+            r#"{{"metadata":{{"name":"hpa-placement-controller-1"}},"spec":{{"host":"{}","port":{},"type":"placement"}}}}"#,
+            hpa.ip(),
+            hpa.port()
+        ),
     ));
     if let Some(remote) = remote {
         // After gac (priority 1), so it sees gac's ConfigMap.
@@ -846,20 +891,9 @@ async fn registered_builtin_controllers_run_in_process() {
             .action(Team)
             .serve_with_listener(listener, stop.clone().cancelled_owned()),
     );
-    let (dig, (status, body)) = tokio::task::block_in_place(|| {
-        let dig = onboard_with_controllers(addr, dir.path(), Some(team_addr));
-        let answer = post(addr, &format!("{dig}/instantiate"), "");
-        (dig, answer)
+    let id = tokio::task::block_in_place(|| {
+        instantiate_with_controllers(addr, dir.path(), Some(team_addr), None)
     });
-    assert_eq!(status, 202, "{body}");
-    let (status, body) = request(addr, "GET", &format!("{dig}/status"), "").unwrap();
-    assert_eq!(status, 200, "{body}");
-    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let id: u64 = status["states"]["statusctxid"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
     let ctx = AppContext::load(Arc::clone(&store), id).await.unwrap();
     // hpa's placement removed c2, gac added its ConfigMap, the remote controller labelled it.
     assert_eq!(ctx.clusters("http-server").await.unwrap(), ["kp+c1"]);
@@ -885,7 +919,7 @@ async fn registered_builtin_controllers_run_in_process() {
     let data = dir.path().join("remote");
     let server = Server::start_with(&data, addr, grpc, &["--builtin-controllers", "false"]);
     let (status, body) = tokio::task::block_in_place(|| {
-        let dig = onboard_with_controllers(addr, dir.path(), None);
+        let dig = onboard_with_controllers(addr, dir.path(), None, None);
         post(addr, &format!("{dig}/instantiate"), "")
     });
     // Unreachable is Unavailable: a 503, whose body the REST layer keeps generic.
@@ -899,6 +933,179 @@ async fn registered_builtin_controllers_run_in_process() {
         "{metrics}"
     );
     assert!(terminate(server).await.success());
+}
+
+/// The etcd and MongoDB the test command started (`EMCO_TEST_ETCD`, `EMCO_TEST_MONGO`), with a
+/// key prefix and a database of the test's own.
+struct SharedStores {
+    etcd: String,
+    mongo: String,
+    prefix: String,
+    database: String,
+}
+
+impl SharedStores {
+    /// `None` (the test skips) outside CI when they are not there.
+    fn new(test: &str) -> Option<Self> {
+        let (Ok(etcd), Ok(mongo)) = (
+            std::env::var("EMCO_TEST_ETCD"),
+            std::env::var("EMCO_TEST_MONGO"),
+        ) else {
+            assert!(
+                std::env::var("CI").is_err(),
+                "EMCO_TEST_ETCD and EMCO_TEST_MONGO must be set in CI"
+            );
+            eprintln!("SKIPPED {test}: no etcd and MongoDB");
+            return None;
+        };
+        let prefix = emco_appcontext::conformance::unique_prefix("/emco-rs-test/shared-");
+        let database = prefix.trim_matches('/').replace(['/', '-'], "_");
+        Some(Self {
+            etcd,
+            mongo,
+            prefix,
+            database,
+        })
+    }
+
+    /// The AppContext store in the etcd, under the test's prefix.
+    async fn etcd(&self) -> emco_appcontext::etcd::EtcdAppContextStore {
+        emco_appcontext::etcd::EtcdBuilder::new()
+            .with_endpoints([self.etcd.clone()])
+            .with_prefix(self.prefix.clone())
+            .build()
+            .await
+            .unwrap()
+    }
+
+    /// emco-server's flags for them.
+    fn flags(&self) -> Vec<&str> {
+        vec![
+            "--backend",
+            "mongo",
+            "--mongo-uri",
+            &self.mongo,
+            "--mongo-database",
+            &self.database,
+            "--context-backend",
+            "etcd",
+            "--etcd-endpoints",
+            &self.etcd,
+            "--etcd-prefix",
+            &self.prefix,
+        ]
+    }
+}
+
+/// EMCO runs each controller in its own process: gac and hpa's placement controller served by
+/// `emco-server --serve-controller` on the stores of a server without built-in controllers
+/// (etcd and MongoDB) take part in its instantiate as the in-process ones do.
+#[tokio::test(flavor = "multi_thread")]
+async fn builtin_controllers_serve_from_their_own_processes() {
+    let Some(shared) = SharedStores::new("builtin_controllers_serve_from_their_own_processes")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let stores = shared.flags();
+    let (addr, grpc) = (free_addr(), free_addr());
+    let mut flags = stores.clone();
+    flags.extend(["--builtin-controllers", "false"]);
+    let server = Server::start_with(&dir.path().join("server"), addr, grpc, &flags);
+    let (gac, hpa) = (free_addr(), free_addr());
+    let controllers: Vec<Child> = [("gac", gac), ("hpa-placement-controller-1", hpa)]
+        .iter()
+        .map(|(name, at)| {
+            Command::new(env!("CARGO_BIN_EXE_emco-server"))
+                .args(["--serve-controller", name, "--grpc-listen", &at.to_string()])
+                .args(&stores)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for at in [gac, hpa] {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while tokio::net::TcpStream::connect(at).await.is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the controller at {at} did not come up"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(health(at, "").await, 1, "SERVING");
+    }
+    let id = tokio::task::block_in_place(|| {
+        instantiate_with_controllers(addr, dir.path(), None, Some((gac, hpa)))
+    });
+    let ctx = AppContext::load(Arc::new(shared.etcd().await), id)
+        .await
+        .unwrap();
+    // hpa's placement (its own process) removed c2, gac (its own process) added its ConfigMap.
+    assert_eq!(ctx.clusters("http-server").await.unwrap(), ["kp+c1"]);
+    assert!(
+        ctx.resource("http-server", "kp+c1", "from-gac+ConfigMap")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    for mut c in controllers {
+        sigterm(&c);
+        assert!(c.wait().unwrap().success());
+    }
+    assert!(terminate(server).await.success());
+}
+
+/// A controller process needs the orchestrator's shared stores, and a known name.
+#[test]
+fn a_controller_process_refuses_what_it_cannot_serve() {
+    let out = Command::new(env!("CARGO_BIN_EXE_emco-server"))
+        .args(["--serve-controller", "gac"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("--serve-controller needs"), "{text}");
+    // The name is checked before the stores are dialled.
+    let out = Command::new(env!("CARGO_BIN_EXE_emco-server"))
+        .args(["--serve-controller", "nope", "--backend", "mongo"])
+        .args([
+            "--mongo-uri",
+            "mongodb://127.0.0.1:9",
+            "--context-backend",
+            "etcd",
+        ])
+        .args(["--etcd-endpoints", "http://127.0.0.1:9"])
+        .env("EMCO_LOG_FORMAT", "text")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("is no built-in controller; one of: gac, hpa-placement-controller-1"),
+        "{text}"
+    );
+}
+
+/// [`onboard_with_controllers`], then an instantiate (202); the id of its AppContext.
+fn instantiate_with_controllers(
+    addr: SocketAddr,
+    work: &std::path::Path,
+    remote: Option<SocketAddr>,
+    builtins: Option<(SocketAddr, SocketAddr)>,
+) -> u64 {
+    let dig = onboard_with_controllers(addr, work, remote, builtins);
+    let (status, body) = post(addr, &format!("{dig}/instantiate"), "");
+    assert_eq!(status, 202, "{body}");
+    let (status, body) = request(addr, "GET", &format!("{dig}/status"), "").unwrap();
+    assert_eq!(status, 200, "{body}");
+    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    status["states"]["statusctxid"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 /// The deployed status of `dig` through the server at `addr`.
@@ -950,15 +1157,7 @@ fn cluster_objects(fleet: &kubesim::Fleet, name: &str, kind: &str) -> Vec<String
 fn three_replicas_finish_the_work_of_a_killed_one() {
     const CLUSTERS: usize = 100;
     const TTL_SECONDS: u64 = 2;
-    let (Ok(etcd), Ok(mongo)) = (
-        std::env::var("EMCO_TEST_ETCD"),
-        std::env::var("EMCO_TEST_MONGO"),
-    ) else {
-        assert!(
-            std::env::var("CI").is_err(),
-            "EMCO_TEST_ETCD and EMCO_TEST_MONGO must be set in CI"
-        );
-        eprintln!("SKIPPED three_replicas_finish_the_work_of_a_killed_one: no etcd and MongoDB");
+    let Some(shared) = SharedStores::new("three_replicas_finish_the_work_of_a_killed_one") else {
         return;
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -970,32 +1169,13 @@ fn three_replicas_finish_the_work_of_a_killed_one() {
         }))
         .unwrap();
     let work = tempfile::tempdir().unwrap();
-    let prefix = emco_appcontext::conformance::unique_prefix("/emco-rs-test/replicas-");
-    let database = prefix.trim_matches('/').replace(['/', '-'], "_");
     let ttl = TTL_SECONDS.to_string();
     let replicas: Vec<Server> = ["a", "b", "c"]
         .iter()
         .map(|id| {
-            let flags = [
-                "--backend",
-                "mongo",
-                "--mongo-uri",
-                &mongo,
-                "--mongo-database",
-                &database,
-                "--context-backend",
-                "etcd",
-                "--etcd-endpoints",
-                &etcd,
-                "--etcd-prefix",
-                &prefix,
-                "--replica-id",
-                id,
-                "--replica-ttl-seconds",
-                &ttl,
-                "--rsync-max-backoff-seconds",
-                "1",
-            ];
+            let mut flags = shared.flags();
+            flags.extend(["--replica-id", id, "--replica-ttl-seconds", &ttl]);
+            flags.extend(["--rsync-max-backoff-seconds", "1"]);
             Server::start_with(&work.path().join(id), free_addr(), free_addr(), &flags)
         })
         .collect();
@@ -1163,14 +1343,6 @@ fn three_replicas_finish_the_work_of_a_killed_one() {
     each_kind(0);
     drop(replicas);
     drop(killed);
-    let contexts = rt.block_on(async {
-        let store = emco_appcontext::etcd::EtcdBuilder::new()
-            .with_endpoints([etcd.clone()])
-            .with_prefix(&prefix)
-            .build()
-            .await
-            .unwrap();
-        store.delete_prefix("/").await.unwrap()
-    });
+    let contexts = rt.block_on(async { shared.etcd().await.delete_prefix("/").await.unwrap() });
     assert!(contexts > 0);
 }

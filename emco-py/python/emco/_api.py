@@ -191,22 +191,40 @@ class _Api(IntentsApi):
         clusters: Sequence[Tuple[str, str]] = (),
         namespace: str = "",
         level: str = "0",
+        user: str = "",
     ) -> LogicalCloudRef:
-        """Creates a logical cloud (level "0": admin, the clusters' own credentials; "1":
-        standard, in `namespace`) with a reference to each `(provider, cluster)`."""
+        """Creates a logical cloud with a reference to each `(provider, cluster)`: level "0",
+        admin, deploys with the clusters' own credentials; level "1", standard, gives `user` a
+        certificate for `namespace` on each cluster (see `logical_cloud_kubeconfig`)."""
         spec: Json = {"level": level}
         if namespace:
             spec["namespace"] = namespace
+        if user:
+            spec["user"] = {"userName": user, "type": "certificate"}
         lc = LogicalCloudRef(project, name)
         self._call("POST", f"/v2/projects/{q(project)}/logical-clouds",
                    {"metadata": meta(name), "spec": spec})
         for provider, cluster in clusters:
-            self._call("POST", f"{lc.path}/cluster-references", {
-                "metadata": meta(f"{provider}-{cluster}"),
-                "spec": {"clusterProvider": provider, "cluster": cluster,
-                         "loadBalancerIP": "0.0.0.0"},
-            })
+            self.add_cluster_reference(lc, provider, cluster)
         return lc
+
+    def add_cluster_reference(self, lc: LogicalCloudRef, provider: str, cluster: str) -> str:
+        """Adds `(provider, cluster)` to a logical cloud (an instantiated one gets it with its
+        next `update`); returns the reference's name, `<provider>-<cluster>`."""
+        name = f"{provider}-{cluster}"
+        self._call("POST", f"{lc.path}/cluster-references", {
+            "metadata": meta(name),
+            "spec": {"clusterProvider": provider, "cluster": cluster,
+                     "loadBalancerIP": "0.0.0.0"},
+        })
+        return name
+
+    def delete_cluster_reference(self, lc: LogicalCloudRef, reference: str) -> None:
+        self._call("DELETE", f"{lc.path}/cluster-references/{q(reference)}")
+
+    def logical_cloud_kubeconfig(self, lc: LogicalCloudRef, reference: str) -> str:
+        """The kubeconfig a standard logical cloud's user has for the cluster of `reference`."""
+        return str(self._call("GET", f"{lc.path}/cluster-references/{q(reference)}/kubeconfig"))
 
     def get_logical_cloud(self, lc: LogicalCloudRef) -> LogicalCloud:
         return LogicalCloud.from_json(self._call("GET", lc.path))
@@ -217,10 +235,8 @@ class _Api(IntentsApi):
 
     def delete_logical_cloud(self, lc: LogicalCloudRef) -> None:
         """Deletes a (terminated) logical cloud and its cluster references."""
-        refs = self._call("GET", f"{lc.path}/cluster-references") or []
-        for ref in refs:
-            name = (ref.get("metadata") or {}).get("name", "")
-            self._call("DELETE", f"{lc.path}/cluster-references/{q(name)}")
+        for ref in self._call("GET", f"{lc.path}/cluster-references") or []:
+            self.delete_cluster_reference(lc, (ref.get("metadata") or {}).get("name", ""))
         self._call("DELETE", lc.path)
 
     # ---- composite apps ---------------------------------------------------------------------

@@ -29,6 +29,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
+use tracing::Instrument;
 
 use async_trait::async_trait;
 use emco_appcontext::context::{CompositeAppMeta, QueueElement, QueueStatus, Registry};
@@ -630,7 +631,9 @@ impl Rsync {
         let task = Arc::new(CtxTask::default());
         tasks.insert(ctx.id(), Arc::clone(&task));
         let engine = self.clone();
-        tokio::spawn(async move { engine.run_context(ctx, task).await });
+        // Every log line of the context's work names it (and, below, the app and cluster).
+        let span = tracing::info_span!(parent: None, "context", ctx = ctx.id());
+        tokio::spawn(async move { engine.run_context(ctx, task).await }.instrument(span));
     }
 
     /// The loop of one context's task.
@@ -798,6 +801,7 @@ impl Rsync {
         if statuses.running != statuses.entry {
             self.inner.set_state(ctx, statuses.running).await?;
         }
+        tracing::info!(event = ?element.event, status = %current, resume, "rsync operation");
         let op = OpCtl::new(element.event, &self.inner.root());
         task.set_op(Some(op.clone()));
         if ctx.stop_flag().await? {
@@ -842,6 +846,7 @@ impl Rsync {
                 if element.event != RsyncEvent::Read {
                     self.inner.set_state(ctx, status).await?;
                 }
+                tracing::info!(event = ?element.event, %status, stopped, "rsync operation done");
                 // Observers follow what was applied, failed or not; a restart starts them again.
                 if matches!(element.event, RsyncEvent::Instantiate | RsyncEvent::Update) {
                     ctx.mark(Registry::Deployed).await?;

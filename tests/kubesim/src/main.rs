@@ -114,6 +114,17 @@ async fn main() -> ExitCode {
 }
 
 async fn serve(a: ServeArgs) -> emco_core::Result<()> {
+    // A listener and a connection per cluster: use all the descriptors the system allows.
+    let (_, (soft, _)) = emco_core::os::raise_open_files_limit();
+    if let Some(limit) = soft
+        && limit < 2 * a.clusters as u64 + 64
+    {
+        eprintln!(
+            "kubesim: {} clusters may need {} open files, the limit is {limit}",
+            a.clusters,
+            2 * a.clusters + 64
+        );
+    }
     let fleet = Fleet::start(FleetConfig {
         clusters: a.clusters,
         listen: a.listen,

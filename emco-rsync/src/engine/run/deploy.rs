@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
+use tracing::Instrument;
 
 use emco_appcontext::AppContext;
 use emco_appcontext::context::AppDependency;
@@ -59,18 +60,22 @@ impl Run {
                 .collect();
             let tx = senders.remove(a);
             let (app, old, ready) = (a.clone(), old.clone(), needs_ready.contains(a));
-            set.spawn(async move {
-                let failed = run.deploy_app(&app, my_deps, old, resume, ready).await;
-                let state = match &failed {
-                    Ok(false) if ready => AppState::Ready,
-                    Ok(false) => AppState::Deployed,
-                    _ => AppState::Failed,
-                };
-                if let Some(tx) = tx {
-                    tx.send_replace(state);
+            let span = tracing::info_span!("app", app = %a);
+            set.spawn(
+                async move {
+                    let failed = run.deploy_app(&app, my_deps, old, resume, ready).await;
+                    let state = match &failed {
+                        Ok(false) if ready => AppState::Ready,
+                        Ok(false) => AppState::Deployed,
+                        _ => AppState::Failed,
+                    };
+                    if let Some(tx) = tx {
+                        tx.send_replace(state);
+                    }
+                    failed
                 }
-                failed
-            });
+                .instrument(span),
+            );
         }
         let mut failed = false;
         while let Some(r) = set.join_next().await {
@@ -151,7 +156,11 @@ impl Run {
         for c in &clusters {
             let run = self.clone();
             let (app, c, old) = (app.to_owned(), c.clone(), old.clone());
-            set.spawn(async move { run.deploy_cluster(&app, &c, old.as_ref(), resume).await });
+            let span = tracing::info_span!("cluster", cluster = %c);
+            set.spawn(
+                async move { run.deploy_cluster(&app, &c, old.as_ref(), resume).await }
+                    .instrument(span),
+            );
         }
         let mut failed = false;
         while let Some(r) = set.join_next().await {

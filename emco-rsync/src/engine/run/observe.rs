@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 use emco_appcontext::context::Registry;
 use emco_core::lifecycle::{ClusterReadiness, RsyncStatus};
@@ -359,9 +360,14 @@ impl Run {
         let run = self.clone();
         let (app, cluster) = (app.to_owned(), cluster.to_owned());
         let token = self.inner.observer_token(self.ctx.id(), &app, &cluster);
-        tokio::spawn(async move {
-            run.observe_ready(&conn, &app, &cluster, rs, &token).await;
-        });
+        // Outlives the deploy that started it (or starts after a restart): its own root span.
+        let span = tracing::info_span!(parent: None, "readiness", ctx = self.ctx.id(), app = %app, cluster = %cluster);
+        tokio::spawn(
+            async move {
+                run.observe_ready(&conn, &app, &cluster, rs, &token).await;
+            }
+            .instrument(span),
+        );
     }
 
     /// Follows `rs` until `token` is cancelled, writing the collected status of the cluster

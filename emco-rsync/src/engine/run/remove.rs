@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use tracing::Instrument;
 
 use emco_appcontext::AppContext;
 use emco_core::Result;
@@ -68,17 +69,21 @@ impl Run {
                 .collect();
             let run = self.clone();
             let (app, keep, tx) = (a.clone(), keep.clone(), senders.remove(a));
-            set.spawn(async move {
-                for mut rx in waits {
-                    // A dropped sender means the dependent finished too.
-                    let _ = rx.wait_for(|done| *done).await;
+            let span = tracing::info_span!("app", app = %a);
+            set.spawn(
+                async move {
+                    for mut rx in waits {
+                        // A dropped sender means the dependent finished too.
+                        let _ = rx.wait_for(|done| *done).await;
+                    }
+                    let r = run.remove_app(&app, keep.as_ref()).await;
+                    if let Some(tx) = tx {
+                        tx.send_replace(true);
+                    }
+                    r
                 }
-                let r = run.remove_app(&app, keep.as_ref()).await;
-                if let Some(tx) = tx {
-                    tx.send_replace(true);
-                }
-                r
-            });
+                .instrument(span),
+            );
         }
         let mut failed = false;
         while let Some(r) = set.join_next().await {
@@ -95,7 +100,10 @@ impl Run {
         for c in self.ctx.clusters(app).await? {
             let run = self.clone();
             let (app, keep) = (app.to_owned(), keep.cloned());
-            set.spawn(async move { run.remove_cluster(&app, &c, keep.as_ref()).await });
+            let span = tracing::info_span!("cluster", cluster = %c);
+            set.spawn(
+                async move { run.remove_cluster(&app, &c, keep.as_ref()).await }.instrument(span),
+            );
         }
         let mut failed = false;
         while let Some(r) = set.join_next().await {
