@@ -609,13 +609,15 @@ fn full_status(out: &mut DigStatus, views: Vec<AppView>, query: &StatusQuery) {
                 resources.push(status);
             }
             if !resources.is_empty() {
-                clusters.push(ClusterStatus {
+                let mut cluster = ClusterStatus {
                     cluster_provider: c.provider,
                     cluster: c.cluster,
                     connectivity: c.connectivity,
                     resources,
                     ..ClusterStatus::default()
-                });
+                };
+                cluster.explain_retry();
+                clusters.push(cluster);
             }
         }
         if !clusters.is_empty() && query.output != StatusOutput::Summary {

@@ -99,6 +99,10 @@ def test_stop_ends_an_instantiate_that_retries_an_unreachable_cluster(
     assert retrying and all(r.reason == "Unreachable" for r in retrying), status
     assert all(r.attempts and r.next_retry for r in retrying), retrying
     assert status.why() and all(f"{PROVIDER}+c2 " in line for line in status.why())
+    # The cluster says why too.
+    [c2] = [c for a in status.apps for c in a.clusters if c.cluster == "c2"]
+    assert (c2.connectivity, c2.reason) == ("Retrying", "Unreachable"), c2
+    assert c2.attempts and c2.next_retry and c2.message, c2
 
     target.stop(dig)
     stopped = target.wait(dig, ready=False, timeout=60)

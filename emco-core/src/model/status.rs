@@ -426,9 +426,43 @@ pub struct ClusterStatus {
     /// Whether rsync reaches the cluster (`Available`, `Retrying`, `Unknown`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub connectivity: String,
+    /// While rsync retries the cluster: why, as the resource retried most says (see
+    /// [`ClusterStatus::explain_retry`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The last error's text, beside `reason`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The tries so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    /// When the next try is due (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_retry: Option<String>,
     /// Its resources.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ResourceStatus>,
+}
+
+impl ClusterStatus {
+    /// While the cluster's connectivity is `Retrying`, gives it the reason, message, attempts
+    /// and next retry of its resource retried most, so a reader sees why at the cluster's level.
+    pub fn explain_retry(&mut self) {
+        if self.connectivity != "Retrying" {
+            return;
+        }
+        let worst = self
+            .resources
+            .iter()
+            .filter(|r| r.reason.is_some())
+            .max_by_key(|r| r.attempts.unwrap_or(0));
+        if let Some(r) = worst {
+            self.reason.clone_from(&r.reason);
+            self.message.clone_from(&r.message);
+            self.attempts = r.attempts;
+            self.next_retry.clone_from(&r.next_retry);
+        }
+    }
 }
 
 /// One resource of [`ClusterStatus::resources`].
@@ -822,5 +856,43 @@ mod tests {
             json!({"name": "dig", "resourcesByApp": [{"app": "a1", "clusterProvider": "p", "cluster": "c",
                    "resources": [{"name": "r", "GVK": {"Group": "apps", "Version": "v1", "Kind": "Deployment"}}]}]})
         );
+    }
+
+    #[test]
+    fn a_retrying_cluster_says_why_as_its_most_retried_resource() {
+        let retrying = |name: &str, attempts: u32| ResourceStatus {
+            name: name.into(),
+            deployed_status: "Retrying".into(),
+            reason: Some("Unreachable".into()),
+            message: Some(format!("refused ({name})")),
+            attempts: Some(attempts),
+            next_retry: Some("2026-11-26T18:00:00Z".into()),
+            ..ResourceStatus::default()
+        };
+        let mut c = ClusterStatus {
+            connectivity: "Retrying".into(),
+            resources: vec![
+                retrying("a", 2),
+                retrying("b", 5),
+                ResourceStatus::default(),
+            ],
+            ..ClusterStatus::default()
+        };
+        c.explain_retry();
+        assert_eq!(
+            (c.reason.as_deref(), c.message.as_deref(), c.attempts),
+            (Some("Unreachable"), Some("refused (b)"), Some(5))
+        );
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["nextRetry"], "2026-11-26T18:00:00Z");
+        // A reachable cluster has nothing to explain, whatever its resources say.
+        let mut fine = ClusterStatus {
+            connectivity: "Available".into(),
+            resources: vec![retrying("a", 1)],
+            ..ClusterStatus::default()
+        };
+        fine.explain_retry();
+        assert!(fine.reason.is_none());
+        assert!(serde_json::to_value(&fine).unwrap().get("reason").is_none());
     }
 }

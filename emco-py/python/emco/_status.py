@@ -27,6 +27,13 @@ class ClusterStatus:
     cluster: str
     ready_status: str
     resources: List[ResourceStatus] = field(default_factory=list)
+    connectivity: str = ""
+    """Whether rsync reaches the cluster: Available, Retrying or Unknown."""
+    reason: Optional[str] = None
+    """While rsync retries the cluster: why (its most retried resource's reason)."""
+    message: Optional[str] = None
+    attempts: Optional[int] = None
+    next_retry: Optional[str] = None
 
     @property
     def name(self) -> str:
@@ -148,6 +155,11 @@ def parse_status(doc: Dict[str, Any]) -> Status:
                     cluster=c.get("cluster", ""),
                     ready_status=c.get("readyStatus", ""),
                     resources=resources,
+                    connectivity=c.get("connectivity", ""),
+                    reason=c.get("reason"),
+                    message=c.get("message"),
+                    attempts=c.get("attempts"),
+                    next_retry=c.get("nextRetry"),
                 )
             )
         apps.append(AppStatus(name=a.get("name", ""), clusters=clusters))
