@@ -2,8 +2,9 @@
 # The main job of emco-rs on one machine: emco-server on the embedded store (no external service),
 # kubesim serving simulated Kubernetes clusters, and those clusters registered with the server, so
 # a composite app can be onboarded and deployed to them: the example of examples/emcoctl, whose
-# charts (examples/charts) and profile (examples/profiles) are tarred here. Prints the emcoctl
-# commands that deploy it. Stops both on Ctrl-C. Refuses to start when its port is taken.
+# charts (examples/charts) and profile (examples/profiles) are tarred here, deployed to every
+# cluster with emcoctl. Prints the dashboard's URL and the emcoctl commands to try next. Stops both
+# on Ctrl-C. Refuses to start when its port is taken.
 #
 # Environment: EMCO_RUN_CLUSTERS (default 3), EMCO_LISTEN (default 127.0.0.1:9015),
 # EMCO_GRPC_LISTEN (default 127.0.0.1:9016), EMCO_RUN_DIR (default .tmp/run; recreated on every
@@ -109,26 +110,31 @@ done
 CTL="$BIN/emcoctl --server $SERVER"
 VALUES="-v $RUN_DIR/values.yaml"
 DIG="$SERVER/v2/projects/demo/composite-apps/http/v1/deployment-intent-groups/http-dig"
+log "deploying the example composite app (http-server + http-client) to every 'edge' cluster"
+$CTL apply -f examples/emcoctl/project.yaml $VALUES >"$RUN_DIR/emcoctl.log"
+$CTL apply -f examples/emcoctl/instantiate.yaml $VALUES -w 120 >>"$RUN_DIR/emcoctl.log"
 cat <<MSG
 
 emco-server is listening on $SERVER (gRPC on $GRPC_LISTEN) with $CLUSTERS kubesim clusters
-registered. Deploy the example composite app (http-server + http-client, through logical cloud
-'lc', to every cluster labelled 'edge'):
+registered, and the example composite app (http-server + http-client, through logical cloud 'lc',
+to every cluster labelled 'edge') is deployed.
 
-  $CTL apply -f examples/emcoctl/project.yaml $VALUES
-  $CTL apply -f examples/emcoctl/instantiate.yaml $VALUES -w 120
+Dashboard: $SERVER/ui/#/dig/demo/http/v1/http-dig
+
+Try next:
+
   $CTL status -f examples/emcoctl/instantiate.yaml $VALUES
   curl -s '$DIG/status?status=ready'
-  kubectl --kubeconfig $RUN_DIR/kubeconfigs/c1.kubeconfig get deployments,services -A
+  kubectl --kubeconfig $RUN_DIR/kubeconfigs/c1.kubeconfig get deployments,pods,services -A
+  $BIN/kubesim fault c2 --down --kubeconfig-dir $RUN_DIR/kubeconfigs   # c2 stops answering (without --down: back)
 
-and remove it again:
+Remove it again (and deploy it again with 'apply'):
 
   $CTL delete -f examples/emcoctl/instantiate.yaml $VALUES -w 120
   $CTL delete -f examples/emcoctl/project.yaml $VALUES
 
 More: curl -s $SERVER/v2/cluster-providers/kubesim/clusters?withLabels=true
       curl -s $SERVER/v2/openapi.yaml | head
-      $BIN/kubesim fault c2 --down --kubeconfig-dir $RUN_DIR/kubeconfigs
 
 Logs: $RUN_DIR/emco-server.log, $RUN_DIR/kubesim.log. Press Ctrl-C to stop both.
 MSG

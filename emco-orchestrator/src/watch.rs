@@ -6,13 +6,15 @@
 //!
 //! Changes are seen through a watch on the current AppContext (`/context/<id>/`); bursts are
 //! let settle for one second before the status is read again, and the lifecycle record is checked
-//! every two seconds for a new context (an update, a new instantiate). A watch opened again after
+//! every two seconds for a change (an approve or a stop, which touch no context) and for a new
+//! context (an update, a new instantiate). A watch opened again after
 //! it failed or was compacted reads the status at once, so nothing is missed.
 
 use std::time::Duration;
 
 use emco_appcontext::kv::WatchStream;
 use emco_appcontext::{AppContext, ListOptions};
+use emco_core::lifecycle::StateInfo;
 use emco_core::model::status::{DigStatus, StatusMode, StatusQuery, StatusResponse};
 use emco_core::{DigRef, Error, LogicalCloudRef, Result};
 use futures::{FutureExt as _, Stream, StreamExt as _};
@@ -37,6 +39,8 @@ pub enum WatchTarget {
 /// The status of one target as it changes; see the module documentation.
 pub struct StatusWatch {
     source: Source,
+    /// The target's lifecycle record as last read.
+    record: StateInfo,
     /// The target's current context, `None` before its first instantiate.
     context: Option<u64>,
     /// The watch on that context; `None` to be opened again.
@@ -70,7 +74,8 @@ impl Status {
             target,
             query,
         };
-        let context = source.current_context().await?;
+        let record = source.record().await?;
+        let context = context_of(&record, None)?;
         let watch = match context {
             Some(id) => Some(source.open(id).await?),
             None => None,
@@ -78,6 +83,7 @@ impl Status {
         let first = Some(source.status().await?);
         Ok(StatusWatch {
             source,
+            record,
             context,
             watch,
             first,
@@ -166,15 +172,19 @@ impl StatusWatch {
                 Ok(true)
             }
             None => {
-                let now = self.source.current_context().await?;
-                if now == self.context {
+                let record = self.source.record().await?;
+                if record == self.record {
                     return Ok(false);
                 }
-                self.context = now;
-                self.watch = match now {
-                    Some(id) => Some(self.source.open(id).await?),
-                    None => None,
-                };
+                let now = context_of(&record, None)?;
+                self.record = record;
+                if now != self.context {
+                    self.context = now;
+                    self.watch = match now {
+                        Some(id) => Some(self.source.open(id).await?),
+                        None => None,
+                    };
+                }
                 Ok(true)
             }
         }
@@ -190,14 +200,13 @@ struct Source {
 }
 
 impl Source {
-    /// The target's latest context id, `None` before the first instantiate.
-    async fn current_context(&self) -> Result<Option<u64>> {
+    /// The target's lifecycle record.
+    async fn record(&self) -> Result<StateInfo> {
         // NotFound once the target itself is gone.
-        let state = match &self.target {
-            WatchTarget::Dig(dig) => self.status.deployments.state(dig).await?,
-            WatchTarget::LogicalCloud(lc) => self.status.clouds.state(lc).await?,
-        };
-        context_of(&state, None)
+        match &self.target {
+            WatchTarget::Dig(dig) => self.status.deployments.state(dig).await,
+            WatchTarget::LogicalCloud(lc) => self.status.clouds.state(lc).await,
+        }
     }
 
     /// A watch on context `id` from the present revision on.

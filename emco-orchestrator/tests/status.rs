@@ -828,6 +828,29 @@ async fn a_status_watch_yields_each_change_of_a_deployment() {
     assert_eq!(watch.target(), &target);
     let first = watch.next().await.unwrap();
     assert!(first.apps.is_empty(), "{first:?}");
+    // A change of the record alone (here a second approve, as after a terminate; a stop too)
+    // touches no context, and the watch still sees it.
+    let mut info = env
+        .orch
+        .deployments()
+        .state(&DigRef::new("p1", "ca", "v1", "dig"))
+        .await
+        .unwrap();
+    info.actions.push(StateAction {
+        state: DigState::Approved,
+        instance: String::new(),
+        time: "2026-11-27T00:00:00Z".into(),
+        revision: 0,
+    });
+    save_state(env.orch.store().as_ref(), &env.dig, &info)
+        .await
+        .unwrap();
+    let approved = tokio::time::timeout(Duration::from_secs(10), watch.next())
+        .await
+        .expect("the watch missed the approve")
+        .unwrap();
+    assert_eq!(approved.states, info);
+    let first = approved;
     env.instantiate(&[web("blue"), db()]).await;
     let ready = |s: &DigStatus| {
         let all: Vec<&str> = s

@@ -213,6 +213,16 @@ def deploy_web(target: emco.Emco, all_of: List[Dict[str, str]],
     return dig, status
 
 
+def web_group(target: emco.Emco, fleet: Fleet) -> emco.DigRef:
+    """The fleet registered, web v1 onboarded over it and group d1 placing http-server on every
+    cluster, not yet approved."""
+    fleet.register(target)
+    onboard_web(target, fleet.names)
+    return target.create_deployment_intent_group(
+        "p", "web", "v1", "d1", composite_profile="default", logical_cloud="admin",
+        placement={"http-server": EDGE})
+
+
 def on(cluster: str) -> List[Dict[str, str]]:
     """Placement on one cluster of the fleet."""
     return [{"clusterProvider": PROVIDER, "cluster": cluster}]
@@ -220,3 +230,14 @@ def on(cluster: str) -> List[Dict[str, str]]:
 
 EDGE = [{"clusterProvider": PROVIDER, "clusterLabel": "edge"}]
 """Placement on every cluster of the fleet."""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Iterator[None]:
+    """Keeps each phase's report on the test item (`rep_call`), so fixtures can tell a failed
+    test at teardown (the dashboard tests take a screenshot then)."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    setattr(item, f"rep_{report.when}", report)

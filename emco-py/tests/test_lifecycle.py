@@ -4,7 +4,7 @@ kubesim clusters (EMCO's handlers: src/orchestrator/api/instantiation_handler.go
 import pytest
 
 import emco
-from conftest import EDGE, PROVIDER, Fleet, deploy_web, on, onboard_web, onboard_web_version
+from conftest import EDGE, PROVIDER, Fleet, deploy_web, on, onboard_web, onboard_web_version, web_group
 
 DEPLOYMENT = "/apis/apps/v1/namespaces/default/deployments/http-server"
 
@@ -82,12 +82,8 @@ def test_a_standard_logical_cloud_follows_its_cluster_references(
 def test_stop_ends_an_instantiate_that_retries_an_unreachable_cluster(
     target: emco.Emco, fleet: Fleet
 ) -> None:
-    fleet.register(target)
-    onboard_web(target, fleet.names)
+    dig = web_group(target, fleet)
     fleet.set_down("c2")
-    dig = target.create_deployment_intent_group(
-        "p", "web", "v1", "d1", composite_profile="default", logical_cloud="admin",
-        placement={"http-server": EDGE})
     target.approve(dig)
     target.instantiate(dig)
     # c2 retries, and the status says why, how often and when next.

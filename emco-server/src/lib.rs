@@ -4,8 +4,8 @@
 //!
 //! - REST (axum, default `127.0.0.1:9015`, EMCO's orchestrator port): EMCO's REST API v2 from
 //!   `emco_orchestrator::rest::router`, the intent routes of the built-in controllers (gac's
-//!   `generic-k8s-intents`, hpa's `hpa-intents`), `/healthz`, `/readyz`, Prometheus `/metrics` and
-//!   the OpenAPI document at `/v2/openapi.yaml`.
+//!   `generic-k8s-intents`, hpa's `hpa-intents`), `/healthz`, `/readyz`, Prometheus `/metrics`,
+//!   the OpenAPI document at `/v2/openapi.yaml` and the dashboard at `/ui/` (its page embedded).
 //! - gRPC (tonic, default `127.0.0.1:9016`): the AppContext store service of the controller SDK
 //!   (so a controller in another process reaches AppContexts kept in the embedded store), rsync's
 //!   EMCO services (`installapp`, `updateapp`, `readyNotify`), the orchestrator's `StatusNotify`
@@ -35,6 +35,7 @@
 
 mod config;
 mod metrics;
+mod ui;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -427,7 +428,7 @@ async fn refuse_oversized(
 }
 
 /// The whole HTTP application: REST v2 with the built-in controllers' intent routes,
-/// `/healthz`, `/readyz`, `/metrics`, `/v2/openapi.yaml`, with `config.max_body` as the limit of
+/// `/healthz`, `/readyz`, `/metrics`, `/v2/openapi.yaml`, the dashboard `/ui/`, with `config.max_body` as the limit of
 /// JSON bodies (uploads have their own limit).
 pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
     let probe = Router::new()
@@ -439,6 +440,7 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
     let controllers = controller_routes(orch.store(), config.max_upload)
         .layer(DefaultBodyLimit::max(upload_limit));
     let orch_metrics = (orch.rsync().clone(), Arc::clone(orch.controller_registry()));
+    let dashboard = ui::routes(orch.clone());
     emco_orchestrator::rest::router(orch)
         .merge(controllers)
         .route(
@@ -463,6 +465,7 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
             refuse_oversized,
         ))
         .merge(probe)
+        .merge(dashboard)
         .route("/healthz", get(|| async { "ok\n" }))
         .route(
             "/metrics",

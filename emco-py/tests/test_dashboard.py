@@ -1,0 +1,185 @@
+"""The dashboard (`/ui/` of emco-server, emco-server/ui) in headless Chromium from Debian's
+packages, driven by Playwright: the deployment matrix fills live while kubesim clusters take
+an instantiate, the actions on the page take effect on the clusters, and a cluster that cannot
+be reached says why. Every page must load without a console error; a failing test leaves a
+screenshot in target/ui/."""
+
+import os
+from pathlib import Path
+from typing import Iterator, List
+
+import pytest
+
+import emco
+from conftest import ROOT, Fleet, Server, on, web_group
+
+try:
+    from playwright.sync_api import Locator, Page, expect, sync_playwright
+except ImportError:
+    # scripts/test.sh installs Playwright (the library only: the browser is Debian's).
+    if os.environ.get("CI") == "true":
+        raise
+    pytest.skip("Playwright is not installed: pip install playwright", allow_module_level=True)
+
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = ROOT / "target" / "ui"
+DEPLOYMENT = "/apis/apps/v1/namespaces/default/deployments/http-server"
+# As the machine's notes say: without these Chromium keeps calling out to a closed network.
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+class Browser:
+    """A page in Chromium, with the console errors it logged."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.errors: List[str] = []
+        # Console errors a test provokes on purpose (Chromium logs every 4xx answer).
+        self.expected: List[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        # Every action asks first; the test says yes.
+        page.on("dialog", lambda d: d.accept())
+
+
+@pytest.fixture
+def browser(request: pytest.FixtureRequest) -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is missing: apt-get install chromium (scripts/test.sh does)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        page = chromium.new_page(viewport={"width": 1366, "height": 800})
+        page.set_default_timeout(30_000)
+        # The status stream settles bursts for a second and rereads the record every two.
+        expect.set_options(timeout=15_000)
+        b = Browser(page)
+        try:
+            yield b
+        finally:
+            report = getattr(request.node, "rep_call", None)
+            if report is None or report.failed:
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SHOTS / f"{request.node.name}-failure.png"),
+                                full_page=True)
+            chromium.close()
+    unexpected = [e for e in b.errors if not any(x in e for x in b.expected)]
+    assert unexpected == [], b.errors
+
+
+def cell(page: Page, cluster: str) -> Locator:
+    return page.locator(f'button.cell[data-cluster="kubesim+{cluster}"]')
+
+
+def test_the_matrix_fills_live_and_the_actions_take_effect(
+    server: Server, fleet: Fleet, browser: Browser
+) -> None:
+    page = browser.page
+    with emco.Client(server.url) as client:
+        dig = web_group(client, fleet)
+
+        page.goto(f"{server.url}/ui/#/dig/p/web/v1/d1")
+        expect(page.locator("#dig-state")).to_contain_text("Created")
+        page.click("button[data-action=approve]")
+        expect(page.locator("#message")).to_contain_text("approve: accepted (202)")
+        expect(page.locator("#dig-state")).to_contain_text("Approved")
+        expect(page.locator("#matrix")).to_contain_text("Nothing deployed")
+
+        # Instantiate from the page: the matrix fills without a reload, to Ready on both.
+        page.click("button[data-action=instantiate]")
+        expect(page.locator("#message")).to_contain_text("instantiate: accepted (202)")
+        expect(page.locator("button.cell")).to_have_count(2)
+        expect(page.locator("button.cell.ok")).to_have_count(2, timeout=60_000)
+        expect(cell(page, "c1")).to_have_text("✔ Ready")
+        expect(page.locator("[data-tile=ready] b")).to_have_text("2")
+        assert fleet.get("c1", DEPLOYMENT) is not None
+        assert "live · updated" in page.locator("#live").inner_text()
+
+        # Drill down to the resources of one cell, by keyboard.
+        cell(page, "c2").focus()
+        page.keyboard.press("Enter")
+        expect(page.locator("#detail-title")).to_have_text("http-server on kubesim+c2")
+        expect(page.locator("#resources")).to_contain_text("Deployment")
+        expect(page.locator("#resources tbody tr").first).to_contain_text("Applied")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "dashboard.png"))
+
+        # Update to revision 2 (only c1), then roll back to revision 1 from the page.
+        client.set_placement(dig, "http-server", on("c1"))
+        page.click("button[data-action=update]")
+        expect(page.locator("#message")).to_contain_text("update: accepted (202): revision 2")
+        expect(page.locator("button.cell")).to_have_count(1, timeout=60_000)
+        assert fleet.get("c2", DEPLOYMENT) is None
+        page.select_option("#revision", "1")
+        page.click("button[data-action=rollback]")
+        expect(page.locator("#message")).to_contain_text("rollback: accepted (202)")
+        expect(page.locator("button.cell.ok")).to_have_count(2, timeout=60_000)
+        expect(page.locator("#history-table")).to_contain_text("Updated")
+
+        # The other pages.
+        page.goto(f"{server.url}/ui/#/")
+        expect(page.locator("#deployments")).to_contain_text("d1")
+        expect(page.locator("#deployments")).to_contain_text("Healthy")
+        expect(page.locator('[data-tile="clusters reachable"] b')).to_have_text("2")
+        page.goto(f"{server.url}/ui/#/fleet")
+        expect(page.locator("#fleet-count")).to_have_text("2 of 2 clusters match.")
+        page.fill("input[name=q]", "c2")
+        page.press("input[name=q]", "Enter")
+        expect(page.locator("#fleet-count")).to_have_text("1 of 2 clusters match.")
+        expect(page.locator("#clusters tbody")).to_contain_text("reachable")
+        expect(page.locator("#clusters tbody")).to_contain_text("edge")
+        page.goto(f"{server.url}/ui/#/projects")
+        expect(page.locator("[data-project=p]")).to_contain_text("http-server")
+        expect(page.locator("[data-project=p]")).to_contain_text("admin")
+        page.click("text=d1")
+        expect(page.locator("#dig-state")).to_contain_text("Updated")
+
+        # Terminate from the page: nothing left on the clusters.
+        page.click("button[data-action=terminate]")
+        expect(page.locator("#message")).to_contain_text("terminate: accepted (202)")
+        expect(page.locator("#dig-state")).to_contain_text("Terminated", timeout=60_000)
+        assert client.wait(dig, ready=False, timeout=60).state == "Terminated"
+        assert fleet.get("c1", DEPLOYMENT) is None and fleet.get("c2", DEPLOYMENT) is None
+
+
+def test_an_unreachable_cluster_says_why_and_stop_ends_it(
+    server: Server, fleet: Fleet, browser: Browser
+) -> None:
+    page = browser.page
+    with emco.Client(server.url) as client:
+        dig = web_group(client, fleet)
+        fleet.set_down("c2")
+        client.approve(dig)
+        client.instantiate(dig)
+
+        page.goto(f"{server.url}/ui/#/dig/p/web/v1/d1")
+        expect(cell(page, "c1")).to_have_text("✔ Ready", timeout=60_000)
+        expect(cell(page, "c2")).to_have_text("⟳ Retrying", timeout=60_000)
+        page.check("#problems")
+        expect(page.locator("button.cell")).to_have_count(1)
+        cell(page, "c2").click()
+        expect(page.locator("#detail")).to_contain_text("Unreachable")
+        expect(page.locator("#detail")).to_contain_text("next retry")
+
+        page.goto(f"{server.url}/ui/#/")
+        expect(page.locator("#deployments tbody tr").first).to_contain_text("In progress")
+        page.goto(f"{server.url}/ui/#/fleet?reach=unreachable")
+        expect(page.locator("#clusters tbody tr")).to_have_count(1)
+        expect(page.locator("#clusters tbody tr")).to_contain_text("c2")
+        expect(page.locator("#clusters tbody tr")).to_contain_text("unreachable")
+
+        page.goto(f"{server.url}/ui/#/dig/p/web/v1/d1")
+        page.click("button[data-action=stop]")
+        expect(page.locator("#message")).to_contain_text("stop: accepted (202)")
+        expect(page.locator("#dig-state")).to_contain_text("InstantiateStopped", timeout=60_000)
+        # A refused action answers with the server's message.
+        browser.expected.append("status of 409 (Conflict)")
+        page.click("button[data-action=instantiate]")
+        expect(page.locator("#message")).to_contain_text("already been instantiated")
+
+        fleet.set_down("c2", down=False)
+        client.terminate(dig)
+        assert client.wait(dig, ready=False, timeout=120).state == "Terminated"

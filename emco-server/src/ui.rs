@@ -1,0 +1,341 @@
+//! The dashboard at `/ui/`: a page and its script and style, embedded in the binary, and the
+//! few read routes the page needs beyond EMCO's REST API, which it uses for everything else
+//! (lists, status, and the actions, so an action from the page is the same call emcoctl makes).
+//!
+//! - `GET /ui/api/fleet?q=&label=&provider=&reach=&offset=&limit=`: clusters of every provider
+//!   with their labels and rsync's own view of their reachability, searched, filtered and paged
+//!   here so that the page stays light at 10,000 clusters; with the totals for the summary bar.
+//! - `GET /ui/api/deployments`: every deployment intent group with its lifecycle state and its
+//!   deployed and ready counts, the worst first.
+//! - `GET /ui/api/projects/.../deployment-intent-groups/{dig}/stream?status=`: the group's full
+//!   status as server-sent events, from the same [`StatusWatch`](emco_orchestrator::StatusWatch)
+//!   that feeds StatusNotify: one event at once, then one per change.
+
+use std::collections::BTreeSet;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use emco_controller_sdk::rest::{ApiError, json_response};
+use emco_core::model::status::{DigStatus, StatusOutput, StatusQuery, StatusResponse, StatusType};
+use emco_core::{DigRef, Error};
+use emco_orchestrator::rest::DIG;
+use emco_orchestrator::{Orchestrator, WatchTarget, keys};
+use futures::StreamExt as _;
+use http::{StatusCode, header};
+use serde::{Deserialize, Serialize};
+
+const INDEX: &str = include_str!("../ui/index.html");
+const SCRIPT: &str = include_str!("../ui/app.js");
+const STYLE: &str = include_str!("../ui/app.css");
+
+/// The most clusters one fleet page holds.
+const MAX_PAGE: usize = 500;
+
+/// The dashboard's routes, on the REST port.
+pub(crate) fn routes(orch: Orchestrator) -> Router {
+    let stream = format!("/ui/api{}/stream", DIG.trim_start_matches("/v2"));
+    Router::new()
+        .route("/ui", get(|| async { Redirect::permanent("/ui/") }))
+        .route(
+            "/ui/",
+            get(|| async { asset("text/html; charset=utf-8", INDEX) }),
+        )
+        .route(
+            "/ui/app.js",
+            get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }),
+        )
+        .route(
+            "/ui/app.css",
+            get(|| async { asset("text/css; charset=utf-8", STYLE) }),
+        )
+        .route("/ui/api/fleet", get(fleet))
+        .route("/ui/api/deployments", get(deployments))
+        .route(&stream, get(stream_status))
+        .with_state(orch)
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            // The assets change with the binary; never serve a stale page after an upgrade.
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// The fleet query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FleetQuery {
+    /// Part of the provider or cluster name, case-insensitive.
+    q: String,
+    /// A label the cluster must carry.
+    label: String,
+    /// The provider the cluster must belong to.
+    provider: String,
+    /// `reachable`, `unreachable` or `unknown`.
+    reach: String,
+    offset: usize,
+    limit: Option<usize>,
+}
+
+/// Whether rsync reached a cluster the last time it tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Reach {
+    Reachable,
+    Unreachable,
+    /// rsync has not talked to it since this server started.
+    Unknown,
+}
+
+impl Reach {
+    fn parse(s: &str) -> Result<Option<Self>, Error> {
+        match s {
+            "" => Ok(None),
+            "reachable" => Ok(Some(Self::Reachable)),
+            "unreachable" => Ok(Some(Self::Unreachable)),
+            "unknown" => Ok(Some(Self::Unknown)),
+            other => Err(Error::invalid(format!(
+                "reach must be reachable, unreachable or unknown, not {other:?}"
+            ))),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct FleetCluster {
+    provider: String,
+    name: String,
+    labels: Vec<String>,
+    reach: Reach,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct FleetPage {
+    /// All clusters, whatever the filters.
+    total: usize,
+    reachable: usize,
+    unreachable: usize,
+    unknown: usize,
+    /// Clusters the filters match; `items` is a page of them.
+    matched: usize,
+    offset: usize,
+    providers: Vec<String>,
+    labels: BTreeSet<String>,
+    items: Vec<FleetCluster>,
+}
+
+async fn fleet(
+    State(orch): State<Orchestrator>,
+    Query(query): Query<FleetQuery>,
+) -> Result<Response, ApiError> {
+    let reach_filter = Reach::parse(&query.reach)?;
+    let limit = query.limit.unwrap_or(50).clamp(1, MAX_PAGE);
+    let needle = query.q.to_lowercase();
+    let onboarding = orch.onboarding();
+    let reachable = &orch.rsync().metrics().reachable;
+    let mut page = FleetPage {
+        offset: query.offset,
+        ..FleetPage::default()
+    };
+    for provider in onboarding
+        .cluster_providers()
+        .list(&emco_appcontext::ResourceKey::root(), &[])
+        .await?
+    {
+        let provider = provider.metadata.name;
+        for cluster in onboarding.clusters_with_labels(&provider).await? {
+            let name = cluster.metadata.name;
+            let reach = match reachable.get(&[&format!("{provider}+{name}")]) {
+                Some(v) if v > 0.0 => Reach::Reachable,
+                Some(_) => Reach::Unreachable,
+                None => Reach::Unknown,
+            };
+            page.total += 1;
+            match reach {
+                Reach::Reachable => page.reachable += 1,
+                Reach::Unreachable => page.unreachable += 1,
+                Reach::Unknown => page.unknown += 1,
+            }
+            let labels: Vec<String> = cluster
+                .labels
+                .into_iter()
+                .map(|l| l.cluster_label)
+                .collect();
+            page.labels.extend(labels.iter().cloned());
+            let matches = (query.provider.is_empty() || query.provider == provider)
+                && (query.label.is_empty() || labels.contains(&query.label))
+                && reach_filter.is_none_or(|r| r == reach)
+                && (needle.is_empty()
+                    || name.to_lowercase().contains(&needle)
+                    || provider.to_lowercase().contains(&needle));
+            if !matches {
+                continue;
+            }
+            if page.matched >= query.offset && page.items.len() < limit {
+                page.items.push(FleetCluster {
+                    provider: provider.clone(),
+                    name,
+                    labels,
+                    reach,
+                });
+            }
+            page.matched += 1;
+        }
+        page.providers.push(provider);
+    }
+    Ok(json_response(StatusCode::OK, &page))
+}
+
+/// One deployment intent group on the overview.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Deployment {
+    project: String,
+    composite_app: String,
+    composite_app_version: String,
+    name: String,
+    /// The last lifecycle action's state (Created, Approved, Instantiated, ...).
+    state: String,
+    /// The AppContext's status (Instantiating, Instantiated, ...), empty before the first
+    /// instantiate.
+    status: String,
+    ready_status: String,
+    deployed_counts: std::collections::BTreeMap<String, i64>,
+    ready_counts: std::collections::BTreeMap<String, i64>,
+    /// 0 when something failed, 1 while something retries or is not ready, 2 otherwise: the
+    /// order of the list.
+    health: u8,
+}
+
+async fn deployments(State(orch): State<Orchestrator>) -> Result<Response, ApiError> {
+    let onboarding = orch.onboarding();
+    let mut out = Vec::new();
+    for project in onboarding
+        .projects()
+        .list(&emco_appcontext::ResourceKey::root(), &[])
+        .await?
+    {
+        let project = project.metadata.name;
+        for ca in onboarding.list_composite_apps(&project).await? {
+            let (name, version) = (ca.metadata.name, ca.spec.composite_app_version);
+            for dig in onboarding
+                .deployment_intent_groups()
+                .list(&keys::composite_app(&project, &name, &version), &[])
+                .await?
+            {
+                let dig = DigRef::new(&project, &name, &version, &dig.metadata.name);
+                out.push(summary(&orch, dig).await?);
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        (a.health, &a.project, &a.composite_app, &a.name).cmp(&(
+            b.health,
+            &b.project,
+            &b.composite_app,
+            &b.name,
+        ))
+    });
+    Ok(json_response(StatusCode::OK, &out))
+}
+
+async fn summary(orch: &Orchestrator, dig: DigRef) -> Result<Deployment, Error> {
+    let read = |status| {
+        let query = StatusQuery {
+            status,
+            output: StatusOutput::Summary,
+            ..StatusQuery::default()
+        };
+        let dig = &dig;
+        async move {
+            match orch.status().deployment(dig, &query).await? {
+                StatusResponse::Full(full) => Ok::<DigStatus, Error>(*full),
+                _ => Err(Error::internal("a full status query answered a list")),
+            }
+        }
+    };
+    let deployed = read(StatusType::Deployed).await?;
+    let ready = read(StatusType::Ready).await?;
+    let bad = |counts: &std::collections::BTreeMap<String, i64>, keys: &[&str]| {
+        keys.iter().any(|k| counts.get(*k).is_some_and(|n| *n > 0))
+    };
+    let health =
+        if bad(&deployed.deployed_counts, &["Failed"]) || deployed.deployed_status == "Failed" {
+            0
+        } else if bad(&deployed.deployed_counts, &["Retrying", "Pending"])
+            || bad(&ready.ready_counts, &["NotReady"])
+        {
+            1
+        } else {
+            2
+        };
+    Ok(Deployment {
+        state: deployed
+            .states
+            .actions
+            .last()
+            .map(|a| a.state.to_string())
+            .unwrap_or_default(),
+        status: deployed.deployed_status,
+        ready_status: ready.ready_status,
+        deployed_counts: deployed.deployed_counts,
+        ready_counts: ready.ready_counts,
+        health,
+        project: dig.project,
+        composite_app: dig.composite_app,
+        composite_app_version: dig.version,
+        name: dig.dig,
+    })
+}
+
+/// The stream's query: `status=deployed|ready` (default ready), as the status route takes it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct StreamQuery {
+    status: String,
+}
+
+async fn stream_status(
+    State(orch): State<Orchestrator>,
+    Path(dig): Path<DigRef>,
+    Query(q): Query<StreamQuery>,
+) -> Result<Response, ApiError> {
+    let status = match q.status.as_str() {
+        "" | "ready" => StatusType::Ready,
+        "deployed" => StatusType::Deployed,
+        other => {
+            return Err(
+                Error::invalid(format!("status must be ready or deployed, not {other:?}")).into(),
+            );
+        }
+    };
+    let query = StatusQuery {
+        status,
+        ..StatusQuery::default()
+    };
+    // Opening the watch reads the status once: a missing group is a 404, not an empty stream.
+    let watch = orch.status().watch(WatchTarget::Dig(dig), query).await?;
+    let events = watch.into_stream().map(|item| {
+        Ok::<_, Infallible>(match item {
+            Ok(status) => Event::default()
+                .event("status")
+                .json_data(&status)
+                .unwrap_or_else(|e| Event::default().event("problem").data(e.to_string())),
+            // The stream ends after its first error; the page shows it and reconnects.
+            Err(e) => Event::default().event("problem").data(e.to_string()),
+        })
+    });
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
