@@ -35,7 +35,7 @@ use emco_core::lifecycle::{RsyncStatus, StateInfo};
 use emco_core::model::status::{
     AppStatus, AppsList, ClusterEntry, ClusterStatus, ClustersByApp, ClustersOfApp, DigStatus, Gvk,
     ResourceEntry, ResourceStatus, ResourcesByApp, ResourcesOfApp, StatusMode, StatusOutput,
-    StatusQuery, StatusResponse, StatusType,
+    StatusQuery, StatusResponse, StatusType, Why,
 };
 use emco_core::{ContextId, DigRef, Error, Result};
 use emco_rsync::connector::Resource;
@@ -583,10 +583,12 @@ fn full_status(out: &mut DigStatus, views: Vec<AppView>, query: &StatusQuery) {
                     gvk: r.gvk,
                     name: r.name,
                     warnings: r.warnings,
-                    reason,
-                    message,
-                    attempts,
-                    next_retry,
+                    why: Why {
+                        reason,
+                        message,
+                        attempts,
+                        next_retry,
+                    },
                     ..ResourceStatus::default()
                 };
                 match query.status {

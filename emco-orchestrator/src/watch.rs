@@ -15,8 +15,8 @@ use std::time::Duration;
 use emco_appcontext::kv::WatchStream;
 use emco_appcontext::{AppContext, ListOptions};
 use emco_core::lifecycle::StateInfo;
-use emco_core::model::status::{DigStatus, StatusMode, StatusQuery, StatusResponse};
-use emco_core::{DigRef, Error, LogicalCloudRef, Result};
+use emco_core::model::status::{DigStatus, StatusMode, StatusQuery};
+use emco_core::{DigRef, LogicalCloudRef, Result};
 use futures::{FutureExt as _, Stream, StreamExt as _};
 
 use crate::Status;
@@ -228,13 +228,10 @@ impl Source {
 
     /// The target's full status, as the REST status query answers it.
     async fn status(&self) -> Result<DigStatus> {
-        let answer = match &self.target {
+        match &self.target {
             WatchTarget::Dig(dig) => self.status.deployment(dig, &self.query).await?,
             WatchTarget::LogicalCloud(lc) => self.status.logical_cloud(lc, &self.query).await?,
-        };
-        match answer {
-            StatusResponse::Full(status) => Ok(*status),
-            _ => Err(Error::internal("a full status query gave a list answer")),
         }
+        .into_full()
     }
 }

@@ -428,8 +428,8 @@ async fn refuse_oversized(
 }
 
 /// The whole HTTP application: REST v2 with the built-in controllers' intent routes,
-/// `/healthz`, `/readyz`, `/metrics`, `/v2/openapi.yaml`, the dashboard `/ui/`, with `config.max_body` as the limit of
-/// JSON bodies (uploads have their own limit).
+/// `/healthz`, `/readyz`, `/metrics`, `/v2/openapi.yaml` and the dashboard `/ui/`, with
+/// `config.max_body` as the limit of JSON bodies (uploads have their own limit).
 pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
     let probe = Router::new()
         .route("/readyz", get(readyz))

@@ -11,7 +11,7 @@
 //!   status as server-sent events, from the same [`StatusWatch`](emco_orchestrator::StatusWatch)
 //!   that feeds StatusNotify: one event at once, then one per change.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use emco_controller_sdk::rest::{ApiError, json_response};
-use emco_core::model::status::{DigStatus, StatusOutput, StatusQuery, StatusResponse, StatusType};
+use emco_core::model::status::{StatusOutput, StatusQuery, StatusType};
 use emco_core::{DigRef, Error};
 use emco_orchestrator::rest::DIG;
 use emco_orchestrator::{Orchestrator, WatchTarget, keys};
@@ -210,8 +210,8 @@ struct Deployment {
     /// instantiate.
     status: String,
     ready_status: String,
-    deployed_counts: std::collections::BTreeMap<String, i64>,
-    ready_counts: std::collections::BTreeMap<String, i64>,
+    deployed_counts: BTreeMap<String, i64>,
+    ready_counts: BTreeMap<String, i64>,
     /// 0 when something failed, 1 while something retries or is not ready, 2 otherwise: the
     /// order of the list.
     health: u8,
@@ -257,16 +257,11 @@ async fn summary(orch: &Orchestrator, dig: DigRef) -> Result<Deployment, Error> 
             ..StatusQuery::default()
         };
         let dig = &dig;
-        async move {
-            match orch.status().deployment(dig, &query).await? {
-                StatusResponse::Full(full) => Ok::<DigStatus, Error>(*full),
-                _ => Err(Error::internal("a full status query answered a list")),
-            }
-        }
+        async move { orch.status().deployment(dig, &query).await?.into_full() }
     };
     let deployed = read(StatusType::Deployed).await?;
     let ready = read(StatusType::Ready).await?;
-    let bad = |counts: &std::collections::BTreeMap<String, i64>, keys: &[&str]| {
+    let bad = |counts: &BTreeMap<String, i64>, keys: &[&str]| {
         keys.iter().any(|k| counts.get(*k).is_some_and(|n| *n > 0))
     };
     let health =

@@ -258,8 +258,8 @@ fn table(answer: &Answer) -> String {
                             &r.ready_status
                         };
                         *counts.entry(st.clone()).or_insert(0) += 1;
-                        if let Some(reason) = &r.reason {
-                            let retry = match (r.attempts, &r.next_retry) {
+                        if let Some(reason) = &r.why.reason {
+                            let retry = match (r.why.attempts, &r.why.next_retry) {
                                 (Some(n), Some(at)) => format!(" (attempt {n}, next at {at})"),
                                 _ => String::new(),
                             };
@@ -271,7 +271,7 @@ fn table(answer: &Answer) -> String {
                                 r.gvk.kind,
                                 r.name,
                                 r.deployed_status,
-                                r.message.as_deref().unwrap_or_default()
+                                r.why.message.as_deref().unwrap_or_default()
                             ));
                         }
                     }

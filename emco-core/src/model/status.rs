@@ -428,17 +428,8 @@ pub struct ClusterStatus {
     pub connectivity: String,
     /// While rsync retries the cluster: why, as the resource retried most says (see
     /// [`ClusterStatus::explain_retry`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// The last error's text, beside `reason`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// The tries so far.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<u32>,
-    /// When the next try is due (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_retry: Option<String>,
+    #[serde(flatten)]
+    pub why: Why,
     /// Its resources.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ResourceStatus>,
@@ -454,15 +445,33 @@ impl ClusterStatus {
         let worst = self
             .resources
             .iter()
-            .filter(|r| r.reason.is_some())
-            .max_by_key(|r| r.attempts.unwrap_or(0));
+            .filter(|r| r.why.reason.is_some())
+            .max_by_key(|r| r.why.attempts.unwrap_or(0));
         if let Some(r) = worst {
-            self.reason.clone_from(&r.reason);
-            self.message.clone_from(&r.message);
-            self.attempts = r.attempts;
-            self.next_retry.clone_from(&r.next_retry);
+            self.why.clone_from(&r.why);
         }
     }
+}
+
+/// Why a resource, or a cluster, is not done: the fields `reason`, `message`, `attempts` and
+/// `nextRetry` beside the others of [`ResourceStatus`] and [`ClusterStatus`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Why {
+    /// Why it failed or is retrying, as one CamelCase word (`Unreachable`, `NotReady`,
+    /// `DependencyFailed`, `Stopped`, or the kind of error the cluster answered); absent once it
+    /// is applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The last error's text, beside `reason`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// While it retries: the tries so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    /// While it retries: when the next try is due (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_retry: Option<String>,
 }
 
 /// One resource of [`ClusterStatus::resources`].
@@ -494,20 +503,9 @@ pub struct ResourceStatus {
     /// `kubectl apply` drops it); absent when there was nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-    /// Why it failed or is retrying, as one CamelCase word (`Unreachable`, `NotReady`,
-    /// `DependencyFailed`, `Stopped`, or the kind of error the cluster answered); absent once it
-    /// is applied.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// The last error's text, beside `reason`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// While it retries: the tries so far.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<u32>,
-    /// While it retries: when the next try is due (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_retry: Option<String>,
+    /// Why it failed or is retrying, while it does.
+    #[serde(flatten)]
+    pub why: Why,
 }
 
 /// The answer of `?apps` ([`StatusMode::Apps`]): `{name, apps:[...]}`.
@@ -610,6 +608,19 @@ pub enum StatusResponse {
     Clusters(ClustersByApp),
     /// [`StatusMode::Resources`].
     Resources(ResourcesByApp),
+}
+
+impl StatusResponse {
+    /// The full status, from the answer of a [`StatusMode::Full`] query.
+    ///
+    /// # Errors
+    /// Internal for a list answer: the query asked for one.
+    pub fn into_full(self) -> Result<DigStatus> {
+        match self {
+            Self::Full(status) => Ok(*status),
+            _ => Err(Error::internal("a full status query gave a list answer")),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -863,10 +874,12 @@ mod tests {
         let retrying = |name: &str, attempts: u32| ResourceStatus {
             name: name.into(),
             deployed_status: "Retrying".into(),
-            reason: Some("Unreachable".into()),
-            message: Some(format!("refused ({name})")),
-            attempts: Some(attempts),
-            next_retry: Some("2026-11-26T18:00:00Z".into()),
+            why: Why {
+                reason: Some("Unreachable".into()),
+                message: Some(format!("refused ({name})")),
+                attempts: Some(attempts),
+                next_retry: Some("2026-11-26T18:00:00Z".into()),
+            },
             ..ResourceStatus::default()
         };
         let mut c = ClusterStatus {
@@ -880,7 +893,11 @@ mod tests {
         };
         c.explain_retry();
         assert_eq!(
-            (c.reason.as_deref(), c.message.as_deref(), c.attempts),
+            (
+                c.why.reason.as_deref(),
+                c.why.message.as_deref(),
+                c.why.attempts
+            ),
             (Some("Unreachable"), Some("refused (b)"), Some(5))
         );
         let json = serde_json::to_value(&c).unwrap();
@@ -892,7 +909,7 @@ mod tests {
             ..ClusterStatus::default()
         };
         fine.explain_retry();
-        assert!(fine.reason.is_none());
+        assert!(fine.why.reason.is_none());
         assert!(serde_json::to_value(&fine).unwrap().get("reason").is_none());
     }
 }

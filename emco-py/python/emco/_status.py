@@ -130,6 +130,12 @@ class Status:
                 + (f"<ul>{why}</ul>" if why else ""))
 
 
+def _why(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """The reason, message, attempts and next retry of a resource's or a cluster's JSON."""
+    return {"reason": doc.get("reason"), "message": doc.get("message"),
+            "attempts": doc.get("attempts"), "next_retry": doc.get("nextRetry")}
+
+
 def parse_status(doc: Dict[str, Any]) -> Status:
     """A `Status` from the JSON of a full status answer."""
     apps = []
@@ -142,10 +148,7 @@ def parse_status(doc: Dict[str, Any]) -> Status:
                     kind=(r.get("GVK") or {}).get("Kind", ""),
                     deployed_status=r.get("deployedStatus", ""),
                     ready_status=r.get("readyStatus", ""),
-                    reason=r.get("reason"),
-                    message=r.get("message"),
-                    attempts=r.get("attempts"),
-                    next_retry=r.get("nextRetry"),
+                    **_why(r),
                 )
                 for r in c.get("resources") or []
             ]
@@ -156,10 +159,7 @@ def parse_status(doc: Dict[str, Any]) -> Status:
                     ready_status=c.get("readyStatus", ""),
                     resources=resources,
                     connectivity=c.get("connectivity", ""),
-                    reason=c.get("reason"),
-                    message=c.get("message"),
-                    attempts=c.get("attempts"),
-                    next_retry=c.get("nextRetry"),
+                    **_why(c),
                 )
             )
         apps.append(AppStatus(name=a.get("name", ""), clusters=clusters))
