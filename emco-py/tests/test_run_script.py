@@ -56,7 +56,11 @@ def test_run_sh_deploys_the_example_and_prints_the_dashboard(tmp_path: Path) -> 
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=30)
-    # Ctrl-C stopped both processes: the ports are free again.
+    # Ctrl-C stopped both processes: nothing listens on their ports, so a server can listen there
+    # again (SO_REUSEADDR, as servers bind: the closed connections' TIME_WAIT does not count, a
+    # listener still would).
     for p in (port, grpc):
         with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", p))
+            s.listen()
