@@ -179,6 +179,10 @@ def test_an_unreachable_cluster_says_why_and_stop_ends_it(
         browser.expected.append("status of 409 (Conflict)")
         page.click("button[data-action=instantiate]")
         expect(page.locator("#message")).to_contain_text("already been instantiated")
+        # A stopped instantiate left its context InstantiateFailed: the overview says so.
+        page.goto(f"{server.url}/ui/#/")
+        expect(page.locator("#deployments tbody tr").first).to_contain_text("Failing")
+        expect(page.locator("#deployments tbody tr").first).to_contain_text("InstantiateFailed")
 
         fleet.set_down("c2", down=False)
         client.terminate(dig)

@@ -21,7 +21,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use emco_controller_sdk::rest::{ApiError, json_response};
-use emco_core::model::status::{StatusOutput, StatusQuery, StatusType};
+use emco_core::model::status::{DigStatus, StatusOutput, StatusQuery, StatusType};
 use emco_core::{DigRef, Error};
 use emco_orchestrator::rest::DIG;
 use emco_orchestrator::{Orchestrator, WatchTarget, keys};
@@ -212,8 +212,8 @@ struct Deployment {
     ready_status: String,
     deployed_counts: BTreeMap<String, i64>,
     ready_counts: BTreeMap<String, i64>,
-    /// 0 when something failed, 1 while something retries or is not ready, 2 otherwise: the
-    /// order of the list.
+    /// 0 when something failed (or the context did: InstantiateFailed, ...), 1 while something
+    /// retries or is not ready, 2 otherwise: the order of the list.
     health: u8,
 }
 
@@ -261,19 +261,7 @@ async fn summary(orch: &Orchestrator, dig: DigRef) -> Result<Deployment, Error> 
     };
     let deployed = read(StatusType::Deployed).await?;
     let ready = read(StatusType::Ready).await?;
-    let bad = |counts: &BTreeMap<String, i64>, keys: &[&str]| {
-        keys.iter().any(|k| counts.get(*k).is_some_and(|n| *n > 0))
-    };
-    let health =
-        if bad(&deployed.deployed_counts, &["Failed"]) || deployed.deployed_status == "Failed" {
-            0
-        } else if bad(&deployed.deployed_counts, &["Retrying", "Pending"])
-            || bad(&ready.ready_counts, &["NotReady"])
-        {
-            1
-        } else {
-            2
-        };
+    let health = health(&deployed, &ready);
     Ok(Deployment {
         state: deployed
             .states
@@ -291,6 +279,22 @@ async fn summary(orch: &Orchestrator, dig: DigRef) -> Result<Deployment, Error> 
         composite_app_version: dig.version,
         name: dig.dig,
     })
+}
+
+/// [`Deployment::health`] from a group's deployed and ready summaries.
+fn health(deployed: &DigStatus, ready: &DigStatus) -> u8 {
+    let any = |counts: &BTreeMap<String, i64>, keys: &[&str]| {
+        keys.iter().any(|k| counts.get(*k).is_some_and(|n| *n > 0))
+    };
+    if any(&deployed.deployed_counts, &["Failed"]) || deployed.deployed_status.ends_with("Failed") {
+        0
+    } else if any(&deployed.deployed_counts, &["Retrying", "Pending"])
+        || any(&ready.ready_counts, &["NotReady"])
+    {
+        1
+    } else {
+        2
+    }
 }
 
 /// The stream's query: `status=deployed|ready` (default ready), as the status route takes it.
@@ -333,4 +337,47 @@ async fn stream_status(
     Ok(Sse::new(events)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(context: &str, deployed: &[(&str, i64)], ready: &[(&str, i64)]) -> DigStatus {
+        let counts = |c: &[(&str, i64)]| c.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect();
+        DigStatus {
+            deployed_status: context.into(),
+            deployed_counts: counts(deployed),
+            ready_counts: counts(ready),
+            ..DigStatus::default()
+        }
+    }
+
+    #[test]
+    fn health_puts_failures_first_then_work_in_progress() {
+        let h = |d: DigStatus| health(&d, &d);
+        assert_eq!(
+            h(status("Instantiated", &[("Applied", 3)], &[("Ready", 3)])),
+            2
+        );
+        assert_eq!(h(status("", &[], &[])), 2);
+        assert_eq!(h(status("Instantiating", &[("Retrying", 1)], &[])), 1);
+        assert_eq!(h(status("Instantiating", &[("Pending", 2)], &[])), 1);
+        assert_eq!(
+            h(status(
+                "Instantiated",
+                &[("Applied", 1)],
+                &[("NotReady", 1)]
+            )),
+            1
+        );
+        assert_eq!(h(status("Instantiated", &[("Failed", 1)], &[])), 0);
+        // A context that failed counts even when no resource says Failed (a terminate that
+        // could not finish, for one).
+        for context in ["InstantiateFailed", "TerminateFailed", "UpdateFailed"] {
+            assert_eq!(h(status(context, &[("Applied", 1)], &[])), 0, "{context}");
+        }
+        // Zero counts are no failures.
+        assert_eq!(h(status("Instantiated", &[("Failed", 0)], &[])), 2);
+    }
 }
