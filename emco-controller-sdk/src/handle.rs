@@ -97,6 +97,10 @@ pub struct ContextHandle {
     orders: BTreeMap<ClusterRef, Vec<String>>,
     /// Clusters removed from their app.
     removed_clusters: BTreeSet<ClusterRef>,
+    /// Apps added, in order.
+    added_apps: Vec<String>,
+    /// Clusters added to an app.
+    added_clusters: BTreeSet<ClusterRef>,
 }
 
 impl ContextHandle {
@@ -108,6 +112,8 @@ impl ContextHandle {
             resources: BTreeMap::new(),
             orders: BTreeMap::new(),
             removed_clusters: BTreeSet::new(),
+            added_apps: Vec::new(),
+            added_clusters: BTreeSet::new(),
         }
     }
 
@@ -145,15 +151,64 @@ impl ContextHandle {
     /// # Errors
     /// The store's errors.
     pub async fn apps(&self) -> Result<Vec<String>> {
-        self.ctx.apps().await
+        let mut apps = self.ctx.apps().await?;
+        apps.extend(self.added_apps.iter().cloned());
+        Ok(apps)
     }
 
-    /// The app order instruction, if any.
+    /// The app order instruction, if any, with the apps added through this handle last.
     ///
     /// # Errors
     /// The store's errors.
     pub async fn app_order(&self) -> Result<Option<Vec<String>>> {
-        self.ctx.app_order().await
+        let order = self.ctx.app_order().await?;
+        if self.added_apps.is_empty() {
+            return Ok(order);
+        }
+        let mut order = order.unwrap_or_default();
+        order.extend(self.added_apps.iter().cloned());
+        Ok(Some(order))
+    }
+
+    /// Adds `app` (last in the app order), for the resources a controller deploys beside the
+    /// composite app's own (sfc's chains). An app that exists already is left as it is.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an empty name or one with `/`; the store's errors.
+    pub async fn add_app(&mut self, app: &str) -> Result<()> {
+        if app.is_empty() || app.contains('/') || app == "instruction" {
+            return Err(Error::invalid(format!("{app:?} cannot name an app")).with_field("app"));
+        }
+        if !self.apps().await?.iter().any(|a| a == app) {
+            self.added_apps.push(app.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Adds `cluster` (`provider+cluster`) to `app`. A cluster the app has already is left as
+    /// it is.
+    ///
+    /// # Errors
+    /// `NotFound` when there is no such app; `InvalidArgument` for a bad cluster name.
+    pub async fn add_cluster(&mut self, app: &str, cluster: &str) -> Result<()> {
+        if !self.apps().await?.iter().any(|a| a == app) {
+            return Err(Error::not_found(format!(
+                "AppContext {} has no app {app}",
+                self.id()
+            )));
+        }
+        if cluster.parse::<emco_core::ClusterRef>().is_err() || cluster.contains('/') {
+            return Err(
+                Error::invalid(format!("{cluster:?} is not a cluster (provider+cluster)"))
+                    .with_field("cluster"),
+            );
+        }
+        let key = (app.to_owned(), cluster.to_owned());
+        self.removed_clusters.remove(&key);
+        if !self.ctx.clusters(app).await?.iter().any(|c| c == cluster) {
+            self.added_clusters.insert(key);
+        }
+        Ok(())
     }
 
     /// What `app` depends on.
@@ -176,6 +231,12 @@ impl ContextHandle {
     pub async fn clusters(&self, app: &str) -> Result<Vec<String>> {
         let mut clusters = self.ctx.clusters(app).await?;
         clusters.retain(|c| !self.is_removed(app, c));
+        clusters.extend(
+            self.added_clusters
+                .iter()
+                .filter(|(a, _)| a == app)
+                .map(|(_, c)| c.clone()),
+        );
         Ok(clusters)
     }
 
@@ -212,6 +273,8 @@ impl ContextHandle {
         self.resources
             .retain(|(a, c, _), _| !(a == app && c == cluster));
         self.orders.remove(&(app.to_owned(), cluster.to_owned()));
+        self.added_clusters
+            .remove(&(app.to_owned(), cluster.to_owned()));
         self.removed_clusters
             .insert((app.to_owned(), cluster.to_owned()));
         Ok(())
@@ -384,7 +447,11 @@ impl ContextHandle {
     /// How many changes are staged.
     #[must_use]
     pub fn staged(&self) -> usize {
-        self.resources.len() + self.orders.len() + self.removed_clusters.len()
+        self.resources.len()
+            + self.orders.len()
+            + self.removed_clusters.len()
+            + self.added_apps.len()
+            + self.added_clusters.len()
     }
 
     /// Writes the staged changes: removals first, then resources and orders batched into as few
@@ -418,6 +485,17 @@ impl ContextHandle {
                 .await?;
         }
         let mut writer = self.ctx.writer();
+        if !self.added_apps.is_empty() {
+            let order = self.app_order().await?.unwrap_or_default();
+            let order: Vec<&str> = order.iter().map(String::as_str).collect();
+            writer.set_app_order(&order)?;
+        }
+        for app in &self.added_apps {
+            writer.add_app(app)?;
+        }
+        for (app, cluster) in &self.added_clusters {
+            writer.add_cluster(app, cluster, None)?;
+        }
         for ((app, cluster, name), staged) in &self.resources {
             if let Some(object) = staged {
                 writer.add_resource(app, cluster, name, &render_resource(object)?)?;
@@ -431,6 +509,8 @@ impl ContextHandle {
         self.resources.clear();
         self.orders.clear();
         self.removed_clusters.clear();
+        self.added_apps.clear();
+        self.added_clusters.clear();
         Ok(())
     }
 }
@@ -510,6 +590,56 @@ mod tests {
         assert_eq!(
             fresh.resource_order("a", "p+c1").await.unwrap().unwrap(),
             vec!["s+Service"]
+        );
+    }
+
+    #[tokio::test]
+    async fn an_added_app_comes_last_with_its_clusters_and_resources() {
+        let (store, id) = context().await;
+        let mut w = AppContext::load(Arc::clone(&store), id)
+            .await
+            .unwrap()
+            .writer();
+        w.set_app_order(&["a"]).unwrap();
+        w.flush().await.unwrap();
+        let mut h = ContextHandle::load(Arc::clone(&store), id).await.unwrap();
+        let cr = json!({"apiVersion": "x/v1", "kind": "Chain", "metadata": {"name": "c"}});
+        let missing = h.add_cluster("extra", "p+c1").await.unwrap_err();
+        assert_eq!(missing.kind(), ErrorKind::NotFound);
+        h.add_app("extra").await.unwrap();
+        h.add_app("extra").await.unwrap();
+        h.add_app("a").await.unwrap();
+        let bad = h.add_cluster("extra", "c1").await.unwrap_err();
+        assert_eq!(bad.kind(), ErrorKind::InvalidArgument);
+        for c in ["p+c1", "p+c2", "p+c1"] {
+            h.add_cluster("extra", c).await.unwrap();
+        }
+        h.remove_cluster("extra", "p+c2").await.unwrap();
+        h.put_resource("extra", "p+c1", "c+Chain", cr.clone())
+            .await
+            .unwrap();
+        assert_eq!(h.clusters("extra").await.unwrap(), vec!["p+c1"]);
+        h.commit().await.unwrap();
+        assert_eq!(h.staged(), 0);
+
+        let fresh = ContextHandle::load(Arc::clone(&store), id).await.unwrap();
+        assert_eq!(fresh.apps().await.unwrap(), vec!["a", "extra"]);
+        assert_eq!(
+            fresh.app_order().await.unwrap().unwrap(),
+            vec!["a", "extra"]
+        );
+        assert_eq!(fresh.clusters("extra").await.unwrap(), vec!["p+c1"]);
+        assert_eq!(
+            fresh.resource("extra", "p+c1", "c+Chain").await.unwrap(),
+            Some(cr)
+        );
+        assert_eq!(
+            fresh
+                .resource_order("extra", "p+c1")
+                .await
+                .unwrap()
+                .unwrap(),
+            vec!["c+Chain"]
         );
     }
 

@@ -25,6 +25,11 @@
 //! - [`ovnaction::Ovnaction`] sets the network annotations (ovn4nfv's `nfn-network`, multus'
 //!   `networks`) on the pod templates of the workloads a network-controller-intent names;
 //!   [`ovnaction::routes`] serves its intents.
+//! - [`sfc::Sfc`] adds a Nodus `NetworkChaining` resource for each network chain of the DIG
+//!   (on the clusters that run all its functions) and labels the functions' pods;
+//!   [`sfc::SfcClient`] labels a client workload's pods to attach it to a chain end;
+//!   [`sfc::routes`] serves their intents (network chains with links, client selectors and
+//!   provider networks; sfc clients).
 //! - [`gac::routes`] serves gac's intents at EMCO's URLs; a GET of a resource or customization
 //!   answers JSON, `multipart/form-data` (metadata and files) or the raw file, as `Accept` asks.
 //!
@@ -36,4 +41,6 @@ pub mod gac;
 pub mod hpa;
 pub mod its;
 pub mod ovnaction;
+pub mod sfc;
 pub mod swc;
+mod workload;

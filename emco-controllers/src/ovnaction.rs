@@ -33,6 +33,8 @@ use emco_go::jsonschema::Schema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::workload::{PodMeta, object_at, pod_meta, type_of};
+
 /// The nfn annotation (`NfnAnnotationKey`).
 pub const NFN_ANNOTATION: &str = "k8s.plugin.opnfv.org/nfn-network";
 /// multus' network selection annotation (`NetworkAttachmentAnnot`).
@@ -300,79 +302,6 @@ pub fn routes<S: Clone + Send + Sync + 'static>(
         .merge(WorkloadIfIntent::routes(store))
 }
 
-/// Where a kind keeps the annotations of its pods.
-enum Target {
-    /// At this JSON pointer (a built-in workload kind ovnaction knows).
-    Typed(&'static str),
-    /// In `spec.template`, when there is one (a custom resource).
-    Template,
-    /// Nowhere: a built-in kind without pods of its own.
-    None,
-}
-
-/// The API groups of Kubernetes' own kinds (those client-go's scheme decodes).
-const BUILTIN_GROUPS: &[&str] = &[
-    "",
-    "admissionregistration.k8s.io",
-    "apiextensions.k8s.io",
-    "apiregistration.k8s.io",
-    "apps",
-    "authentication.k8s.io",
-    "authorization.k8s.io",
-    "autoscaling",
-    "batch",
-    "certificates.k8s.io",
-    "coordination.k8s.io",
-    "discovery.k8s.io",
-    "events.k8s.io",
-    "extensions",
-    "flowcontrol.apiserver.k8s.io",
-    "networking.k8s.io",
-    "node.k8s.io",
-    "policy",
-    "rbac.authorization.k8s.io",
-    "resource.k8s.io",
-    "scheduling.k8s.io",
-    "storage.k8s.io",
-];
-
-fn target(api_version: &str, kind: &str) -> Target {
-    const TEMPLATE: &str = "/spec/template/metadata/annotations";
-    match (api_version, kind) {
-        ("batch/v1", "Job")
-        | ("apps/v1", "DaemonSet" | "Deployment" | "ReplicaSet" | "StatefulSet")
-        | ("v1", "ReplicationController") => Target::Typed(TEMPLATE),
-        ("batch/v1beta1", "CronJob") => {
-            Target::Typed("/spec/jobTemplate/spec/template/metadata/annotations")
-        }
-        ("v1", "Pod") => Target::Typed("/metadata/annotations"),
-        _ => {
-            let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-            if BUILTIN_GROUPS.contains(&group) {
-                Target::None
-            } else {
-                Target::Template
-            }
-        }
-    }
-}
-
-/// The annotations object at `pointer` in `object`, created when absent.
-fn annotations_at<'a>(object: &'a mut Value, pointer: &str) -> Option<&'a mut Map<String, Value>> {
-    let mut at = object;
-    for segment in pointer.trim_start_matches('/').split('/') {
-        let map = at.as_object_mut()?;
-        let next = map
-            .entry(segment.to_owned())
-            .or_insert_with(|| Value::Object(Map::new()));
-        if next.is_null() {
-            *next = Value::Object(Map::new());
-        }
-        at = next;
-    }
-    at.as_object_mut()
-}
-
 /// `existing` (the nfn annotation's interfaces) with `new` merged in: an interface with the
 /// same network and name is replaced in place, the others appended in order.
 fn merge_interfaces(existing: Vec<InterfaceSpec>, new: &[InterfaceSpec]) -> Vec<InterfaceSpec> {
@@ -477,29 +406,20 @@ fn selection_json(m: &Map<String, Value>) -> Value {
 /// # Errors
 /// When the annotations cannot be written back as JSON.
 pub fn annotate(object: &mut Value, new: &[InterfaceSpec], multus: bool) -> Result<bool> {
-    let api_version = object
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let kind = object
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let (pointer, typed, namespace) = match target(&api_version, &kind) {
-        Target::None => return Ok(false),
-        Target::Typed(p) => {
+    let (api_version, kind) = type_of(object);
+    let (pointer, typed, namespace) = match pod_meta(&api_version, &kind) {
+        PodMeta::None => return Ok(false),
+        PodMeta::Typed(p) => {
             // A pod template's own namespace (usually none); a Pod's namespace.
-            let ns_pointer = p.trim_end_matches("/annotations").to_owned() + "/namespace";
             let ns = object
-                .pointer(&ns_pointer)
+                .pointer(&format!("{p}/namespace"))
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
             (p, true, ns)
         }
-        Target::Template => {
+        // A custom resource: its `spec.template`, when there is one.
+        PodMeta::Custom => {
             if !object
                 .pointer("/spec/template")
                 .is_some_and(Value::is_object)
@@ -511,10 +431,10 @@ pub fn annotate(object: &mut Value, new: &[InterfaceSpec], multus: bool) -> Resu
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
-            ("/spec/template/metadata/annotations", false, ns)
+            ("/spec/template/metadata", false, ns)
         }
     };
-    let Some(annotations) = annotations_at(object, pointer) else {
+    let Some(annotations) = object_at(object, &format!("{pointer}/annotations")) else {
         return Ok(false);
     };
     let text = |a: &Map<String, Value>, key: &str| {

@@ -196,6 +196,8 @@ impl World {
             metadata: meta("lc"),
             spec: LogicalCloudSpec {
                 level: "0".into(),
+                // What sfc's client selectors match namespaces by.
+                labels: Some(BTreeMap::from([("sfc".to_owned(), "head".to_owned())])),
                 ..LogicalCloudSpec::default()
             },
         };
@@ -426,6 +428,21 @@ impl World {
         let yaml = format!("apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {name}\n");
         let rid = Resource::from_yaml(&yaml).unwrap().id().clone();
         conn.get(&Scope::new("0", APP), &rid).await.unwrap()
+    }
+
+    /// Applies `docs` (YAML documents separated by `---`) to kubesim cluster `cluster`, as its
+    /// admin would before a deployment needs them (CRDs, namespaces).
+    async fn install(&self, cluster: &str, docs: &str) {
+        let conn = self
+            .pool
+            .connector(cluster, &self.fleet.kubeconfig(cluster).unwrap())
+            .await
+            .unwrap();
+        let mut batch = emco_rsync::connector::Batch::new(Scope::new("setup", "admin"));
+        for doc in docs.split("\n---\n") {
+            batch = batch.with_resource(Resource::from_yaml(doc).unwrap());
+        }
+        conn.apply(&batch).await.unwrap();
     }
 
     /// Waits until `kind`/`name` on `cluster` was applied from context `ctx` and `check` holds
@@ -1007,19 +1024,12 @@ async fn dtc_runs_its_which_deploys_istio_resources_across_clusters() {
         .unwrap();
     // Istio on every cluster: its CRDs, its namespace and the ingress gateway's kv-pairs.
     for cluster in ["c1", "c2"] {
-        let conn = w
-            .pool
-            .connector(cluster, &w.fleet.kubeconfig(cluster).unwrap())
-            .await
-            .unwrap();
-        let mut batch = emco_rsync::connector::Batch::new(Scope::new("setup", "istio"));
-        for doc in ISTIO_CRDS
-            .split("\n---\n")
-            .chain(["apiVersion: v1\nkind: Namespace\nmetadata:\n  name: istio-system\n"])
-        {
-            batch = batch.with_resource(Resource::from_yaml(doc).unwrap());
-        }
-        conn.apply(&batch).await.unwrap();
+        w.install(cluster, ISTIO_CRDS).await;
+        w.install(
+            cluster,
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: istio-system\n",
+        )
+        .await;
         kv(
             o,
             cluster,
@@ -1171,5 +1181,155 @@ async fn dtc_runs_its_which_deploys_istio_resources_across_clusters() {
         ("security.istio.io/v1beta1", "AuthorizationPolicy", "web"),
     )
     .await;
+    w.stop().await;
+}
+
+/// The CRD of Nodus' NetworkChaining (written for these tests).
+const SFC_CRDS: &str = include_str!("../../tests/crds/sfc.yaml");
+
+/// sfc (src/sfc/internal/action): a chain's NetworkChaining on the clusters running its
+/// functions, the link label on the functions' pods; sfcclient (src/sfcclient/internal/action):
+/// a client workload of another group labelled with the pod selector of its chain end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sfc_deploys_the_chain_and_sfcclient_attaches_a_client() {
+    use emco_controllers::sfc::{
+        Sfc, SfcClient, SfcClientIntent, SfcClientSelectorIntent, SfcIntent, SfcLinkIntent,
+        SfcProviderNetworkIntent,
+    };
+    let w = World::start(|r| {
+        r.with_action("sfc", Arc::new(Sfc))
+            .with_action("sfcclient", Arc::new(SfcClient))
+    })
+    .await;
+    w.register("sfc", dead_port().await, "action", 2).await;
+    w.register("sfcclient", dead_port().await, "action", 2)
+        .await;
+    let o = &w.orch;
+    for cluster in ["c1", "c2"] {
+        w.install(cluster, SFC_CRDS).await;
+    }
+    let both = json!({"allOf": [
+        {"clusterProvider": PROVIDER, "cluster": "c1"},
+        {"clusterProvider": PROVIDER, "cluster": "c2"}]});
+    let d1 = w.dig("d1", both, &[("sfc", "chain")]).await;
+    let chain = put_intent::<SfcIntent>(
+        o,
+        &d1.key(),
+        json!({"metadata": {"name": "s1"}, "spec": {"chainType": "Routing", "namespace": "default"}}),
+        &[],
+    )
+    .await;
+    put_intent::<SfcLinkIntent>(
+        o,
+        &chain,
+        json!({"metadata": {"name": "fw"}, "spec": {"leftNet": "left-net", "rightNet": "right-net",
+            "linkLabel": "sfc-fn=fw", "app": APP, "workloadResource": "web",
+            "resourceType": "Deployment"}}),
+        &[],
+    )
+    .await;
+    for (name, end, value) in [("head", "left", "head"), ("tail", "right", "tail")] {
+        put_intent::<SfcClientSelectorIntent>(
+            o,
+            &chain,
+            json!({"metadata": {"name": name}, "spec": {"chainEnd": end,
+                "podSelector": {"matchLabels": {"sfc": value}},
+                "namespaceSelector": {"matchLabels": {"sfc": value}}}}),
+            &[],
+        )
+        .await;
+    }
+    put_intent::<SfcProviderNetworkIntent>(
+        o,
+        &chain,
+        json!({"metadata": {"name": "right-pn"}, "spec": {"chainEnd": "right",
+            "providerNetwork": "right-pnetwork", "gatewayIp": "172.30.20.2",
+            "subnet": "172.30.20.0/24"}}),
+        &[],
+    )
+    .await;
+    o.deployments().instantiate(&d1).await.unwrap();
+    let ctx = w.context(&d1).await;
+    assert_eq!(
+        ctx.app_order()
+            .await
+            .unwrap()
+            .unwrap()
+            .last()
+            .map(String::as_str),
+        Some("network-chain-intents")
+    );
+    let selector = |v: &str| json!({"matchLabels": {"sfc": v}});
+    let routing = json!({
+        "namespace": "default",
+        "networkChain": "net=left-net,sfc-fn=fw,net=right-net",
+        "left": [{"gatewayIp": "", "networkName": "", "subnet": "",
+            "podSelector": selector("head"), "namespaceSelector": selector("head")}],
+        "right": [{"gatewayIp": "172.30.20.2", "networkName": "right-pnetwork",
+            "subnet": "172.30.20.0/24", "podSelector": selector("tail"),
+            "namespaceSelector": selector("tail")}],
+    });
+    let chaining = ("k8s.plugin.opnfv.org/v1alpha1", "NetworkChaining", "s1");
+    for cluster in ["c1", "c2"] {
+        let d = w
+            .wait_object(cluster, DEPLOYMENT, &ctx, |d| {
+                d["spec"]["template"]["metadata"]["labels"]["sfc-fn"] == "fw"
+            })
+            .await;
+        assert_eq!(d["spec"]["template"]["metadata"]["labels"]["app"], "web");
+        let cr = w
+            .object(cluster, chaining.0, chaining.1, chaining.2)
+            .await
+            .unwrap_or_else(|| panic!("no NetworkChaining on {cluster}"));
+        assert_eq!(cr["spec"]["chainType"], "Routing", "{cr}");
+        assert_eq!(cr["spec"]["routingSpec"], routing, "{cr}");
+        assert_eq!(
+            cr["metadata"]["labels"][DEPLOYMENT_ID_LABEL],
+            format!("{}-network-chain-intents", ctx.id())
+        );
+    }
+
+    // A client of the chain's left end, in another group on c3.
+    let client = |name: &str, end: &str| {
+        json!({"metadata": {"name": name}, "spec": {"chainEnd": end, "sfcIntent": "s1",
+            "compositeApp": CA, "compositeAppVersion": "v1", "deploymentIntentGroup": "d1",
+            "app": APP, "workloadResource": "web", "resourceType": "Deployment"}})
+    };
+    let d2 = w.dig("d2", on("c3"), &[("sfcclient", "any")]).await;
+    put_intent::<SfcClientIntent>(o, &d2.key(), client("left-client", "left"), &[]).await;
+    o.deployments().instantiate(&d2).await.unwrap();
+    let ctx2 = w.context(&d2).await;
+    let d = w
+        .wait_object("c3", DEPLOYMENT, &ctx2, |d| {
+            d["spec"]["template"]["metadata"]["labels"]["sfc"] == "head"
+        })
+        .await;
+    assert!(
+        d["spec"]["template"]["metadata"]["labels"]
+            .get("sfc-fn")
+            .is_none(),
+        "{d}"
+    );
+    assert!(
+        w.object("c3", chaining.0, chaining.1, chaining.2)
+            .await
+            .is_none()
+    );
+
+    // The right end admits namespaces labelled sfc=tail; the logical cloud's are sfc=head.
+    let d3 = w.dig("d3", on("c3"), &[("sfcclient", "any")]).await;
+    put_intent::<SfcClientIntent>(o, &d3.key(), client("right-client", "right"), &[]).await;
+    let e = o.deployments().instantiate(&d3).await.unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("No matching SFC Client Selector Intents found for s1 by end: right"),
+        "{e}"
+    );
+
+    // Terminating the chain's group removes the chain with the rest.
+    o.deployments().terminate(&d1).await.unwrap();
+    for cluster in ["c1", "c2"] {
+        w.wait_gone(cluster, chaining).await;
+    }
     w.stop().await;
 }

@@ -131,6 +131,11 @@ def test_the_matrix_fills_live_and_the_actions_take_effect(
         expect(page.locator("#fleet-count")).to_have_text("1 of 2 clusters match.")
         expect(page.locator("#clusters tbody")).to_contain_text("reachable")
         expect(page.locator("#clusters tbody")).to_contain_text("edge")
+        # What runs on a cluster.
+        page.click("#clusters a:text-is('c2')")
+        expect(page.locator("#cluster-deployments")).to_contain_text("d1")
+        expect(page.locator("#cluster-deployments")).to_contain_text("http-server")
+        expect(page.locator("#cluster-deployments")).to_contain_text("Applied")
         page.goto(f"{server.url}/ui/#/projects")
         expect(page.locator("[data-project=p]")).to_contain_text("http-server")
         expect(page.locator("[data-project=p]")).to_contain_text("admin")

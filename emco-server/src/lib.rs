@@ -55,6 +55,7 @@ use emco_controllers::gac::Gac;
 use emco_controllers::hpa::{HpaAction, HpaConsumer, HpaIntent, HpaPlacement, HpaRequirement};
 use emco_controllers::its::Its;
 use emco_controllers::ovnaction::Ovnaction;
+use emco_controllers::sfc::{Sfc, SfcClient};
 use emco_controllers::swc::Swc;
 use emco_core::Error;
 use emco_orchestrator::{Limits, Orchestrator};
@@ -87,8 +88,20 @@ pub const NPS: &str = "nps";
 pub const ITS: &str = "its";
 /// The name dtc's SD-EWAN sub-controller is registered under in `/v2/dtc-controllers`.
 pub const SWC: &str = "swc";
+/// The name EMCO's sfc example registers the network chaining controller under.
+pub const SFC: &str = "sfc";
+/// The name EMCO's sfc example registers the chain client controller under.
+pub const SFC_CLIENT: &str = "sfcclient";
 /// The controllers run in-process by default, by registration name.
-pub const BUILTIN_CONTROLLERS: [&str; 5] = [GAC, HPA_PLACEMENT, HPA_ACTION, DTC, OVNACTION];
+pub const BUILTIN_CONTROLLERS: [&str; 7] = [
+    GAC,
+    HPA_PLACEMENT,
+    HPA_ACTION,
+    DTC,
+    OVNACTION,
+    SFC,
+    SFC_CLIENT,
+];
 
 /// The built-in action controllers by their registration names, dtc calling its sub-controllers
 /// in-process.
@@ -117,6 +130,8 @@ fn builtin_controllers(stores: &Stores) -> (Actions, Placements) {
         (DTC, Arc::new(dtc)),
         (HPA_ACTION, Arc::new(HpaAction)),
         (OVNACTION, Arc::new(Ovnaction)),
+        (SFC, Arc::new(Sfc)),
+        (SFC_CLIENT, Arc::new(SfcClient)),
     ];
     let placements: Placements = vec![(
         HPA_PLACEMENT,
@@ -316,8 +331,10 @@ pub fn orchestrator_with(
 /// The REST routes of the built-in controllers' intents over `store`: gac's
 /// `generic-k8s-intents` (with `resources` and `customizations`, files up to `max_file` bytes),
 /// dtc's `traffic-group-intents` (and below) and `/v2/dtc-controllers`, hpa's `hpa-intents`
-/// (with `hpa-resource-consumers` and `resource-requirements`), and ovnaction's
-/// `network-controller-intent` (with `workload-intents` and `interfaces`).
+/// (with `hpa-resource-consumers` and `resource-requirements`), ovnaction's
+/// `network-controller-intent` (with `workload-intents` and `interfaces`), sfc's
+/// `network-chains` (with `links`, `client-selectors` and `provider-networks`) and sfcclient's
+/// `sfc-clients`.
 pub fn controller_routes(store: &Arc<dyn ResourceStore>, max_file: u64) -> Router {
     emco_controllers::gac::routes(Arc::clone(store), max_file)
         .merge(emco_controllers::dtc::routes(Arc::clone(store)))
@@ -325,6 +342,7 @@ pub fn controller_routes(store: &Arc<dyn ResourceStore>, max_file: u64) -> Route
         .merge(HpaConsumer::routes(Arc::clone(store)))
         .merge(HpaRequirement::routes(Arc::clone(store)))
         .merge(emco_controllers::ovnaction::routes(Arc::clone(store)))
+        .merge(emco_controllers::sfc::routes(Arc::clone(store)))
 }
 
 fn service_name<S: NamedService>(_: &S) -> &'static str {
@@ -443,6 +461,8 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
     let dashboard = ui::routes(orch.clone());
     emco_orchestrator::rest::router(orch)
         .merge(controllers)
+        // Inside the layers below, so the dashboard's requests count in the HTTP metrics.
+        .merge(dashboard)
         .route(
             "/v2/openapi.yaml",
             get(|| async { ([(header::CONTENT_TYPE, "application/yaml")], OPENAPI) }),
@@ -465,7 +485,6 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
             refuse_oversized,
         ))
         .merge(probe)
-        .merge(dashboard)
         .route("/healthz", get(|| async { "ok\n" }))
         .route(
             "/metrics",

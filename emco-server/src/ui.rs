@@ -7,6 +7,8 @@
 //!   here so that the page stays light at 10,000 clusters; with the totals for the summary bar.
 //! - `GET /ui/api/deployments`: every deployment intent group with its lifecycle state and its
 //!   deployed and ready counts, the worst first.
+//! - `GET /ui/api/cluster-providers/{p}/clusters/{c}`: one cluster's labels, reachability and
+//!   what runs on it (each group's deployed status narrowed to the cluster).
 //! - `GET /ui/api/projects/.../deployment-intent-groups/{dig}/stream?status=`: the group's full
 //!   status as server-sent events, from the same [`StatusWatch`](emco_orchestrator::StatusWatch)
 //!   that feeds StatusNotify: one event at once, then one per change.
@@ -20,8 +22,10 @@ use axum::extract::{Path, Query, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
+use emco_appcontext::ResourceKey;
 use emco_controller_sdk::rest::{ApiError, json_response};
 use emco_core::model::status::{DigStatus, StatusOutput, StatusQuery, StatusType};
+use emco_core::placement::ClusterRef;
 use emco_core::{DigRef, Error};
 use emco_orchestrator::rest::DIG;
 use emco_orchestrator::{Orchestrator, WatchTarget, keys};
@@ -55,6 +59,10 @@ pub(crate) fn routes(orch: Orchestrator) -> Router {
         )
         .route("/ui/api/fleet", get(fleet))
         .route("/ui/api/deployments", get(deployments))
+        .route(
+            "/ui/api/cluster-providers/{clusterProvider}/clusters/{cluster}",
+            get(cluster),
+        )
         .route(&stream, get(stream_status))
         .with_state(orch)
 }
@@ -111,6 +119,20 @@ impl Reach {
     }
 }
 
+/// rsync's own view of a cluster: what its last call or watch there did.
+fn reach_of(orch: &Orchestrator, provider: &str, cluster: &str) -> Reach {
+    match orch
+        .rsync()
+        .metrics()
+        .reachable
+        .get(&[&format!("{provider}+{cluster}")])
+    {
+        Some(v) if v > 0.0 => Reach::Reachable,
+        Some(_) => Reach::Unreachable,
+        None => Reach::Unknown,
+    }
+}
+
 #[derive(Debug, Serialize)]
 struct FleetCluster {
     provider: String,
@@ -142,24 +164,19 @@ async fn fleet(
     let limit = query.limit.unwrap_or(50).clamp(1, MAX_PAGE);
     let needle = query.q.to_lowercase();
     let onboarding = orch.onboarding();
-    let reachable = &orch.rsync().metrics().reachable;
     let mut page = FleetPage {
         offset: query.offset,
         ..FleetPage::default()
     };
     for provider in onboarding
         .cluster_providers()
-        .list(&emco_appcontext::ResourceKey::root(), &[])
+        .list(&ResourceKey::root(), &[])
         .await?
     {
         let provider = provider.metadata.name;
         for cluster in onboarding.clusters_with_labels(&provider).await? {
             let name = cluster.metadata.name;
-            let reach = match reachable.get(&[&format!("{provider}+{name}")]) {
-                Some(v) if v > 0.0 => Reach::Reachable,
-                Some(_) => Reach::Unreachable,
-                None => Reach::Unknown,
-            };
+            let reach = reach_of(&orch, &provider, &name);
             page.total += 1;
             match reach {
                 Reach::Reachable => page.reachable += 1,
@@ -217,12 +234,13 @@ struct Deployment {
     health: u8,
 }
 
-async fn deployments(State(orch): State<Orchestrator>) -> Result<Response, ApiError> {
+/// Every deployment intent group of every project and composite app.
+async fn all_groups(orch: &Orchestrator) -> Result<Vec<DigRef>, Error> {
     let onboarding = orch.onboarding();
     let mut out = Vec::new();
     for project in onboarding
         .projects()
-        .list(&emco_appcontext::ResourceKey::root(), &[])
+        .list(&ResourceKey::root(), &[])
         .await?
     {
         let project = project.metadata.name;
@@ -233,10 +251,17 @@ async fn deployments(State(orch): State<Orchestrator>) -> Result<Response, ApiEr
                 .list(&keys::composite_app(&project, &name, &version), &[])
                 .await?
             {
-                let dig = DigRef::new(&project, &name, &version, &dig.metadata.name);
-                out.push(summary(&orch, dig).await?);
+                out.push(DigRef::new(&project, &name, &version, &dig.metadata.name));
             }
         }
+    }
+    Ok(out)
+}
+
+async fn deployments(State(orch): State<Orchestrator>) -> Result<Response, ApiError> {
+    let mut out = Vec::new();
+    for dig in all_groups(&orch).await? {
+        out.push(summary(&orch, dig).await?);
     }
     out.sort_by(|a, b| {
         (a.health, &a.project, &a.composite_app, &a.name).cmp(&(
@@ -247,6 +272,62 @@ async fn deployments(State(orch): State<Orchestrator>) -> Result<Response, ApiEr
         ))
     });
     Ok(json_response(StatusCode::OK, &out))
+}
+
+/// One cluster: its labels, rsync's reachability, and what runs on it.
+#[derive(Debug, Serialize)]
+struct ClusterDetail {
+    provider: String,
+    name: String,
+    labels: Vec<String>,
+    reach: Reach,
+    /// The groups with resources on this cluster, and those resources' status.
+    deployments: Vec<DigStatus>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ClusterPath {
+    #[serde(rename = "clusterProvider")]
+    provider: String,
+    cluster: String,
+}
+
+async fn cluster(
+    State(orch): State<Orchestrator>,
+    Path(path): Path<ClusterPath>,
+) -> Result<Response, ApiError> {
+    let onboarding = orch.onboarding();
+    onboarding
+        .clusters()
+        .get(&keys::cluster_provider(&path.provider), &path.cluster)
+        .await?;
+    let labels = onboarding
+        .cluster_labels()
+        .list(&keys::cluster(&path.provider, &path.cluster), &[])
+        .await?
+        .into_iter()
+        .map(|l| l.cluster_label)
+        .collect();
+    let query = StatusQuery {
+        status: StatusType::Deployed,
+        clusters: vec![ClusterRef::new(&path.provider, &path.cluster)],
+        ..StatusQuery::default()
+    };
+    let mut deployments = Vec::new();
+    for dig in all_groups(&orch).await? {
+        let status = orch.status().deployment(&dig, &query).await?.into_full()?;
+        if !status.apps.is_empty() {
+            deployments.push(status);
+        }
+    }
+    let detail = ClusterDetail {
+        reach: reach_of(&orch, &path.provider, &path.cluster),
+        provider: path.provider,
+        name: path.cluster,
+        labels,
+        deployments,
+    };
+    Ok(json_response(StatusCode::OK, &detail))
 }
 
 async fn summary(orch: &Orchestrator, dig: DigRef) -> Result<Deployment, Error> {

@@ -518,6 +518,9 @@ fn builtin_controllers_register_by_emco_names() {
         r#"{"metadata":{"name":"hpa-action-controller-1"},"spec":{"host":"hpaac","port":9042,"type":"action","priority":1}}"#,
         r#"{"metadata":{"name":"dtc"},"spec":{"host":"dtc","port":9048,"type":"action","priority":1}}"#,
         r#"{"metadata":{"name":"ovnaction"},"spec":{"host":"ovnaction","port":9032,"type":"action","priority":1}}"#,
+        // examples/sfc/prerequisites.yaml
+        r#"{"metadata":{"name":"sfc"},"spec":{"host":"sfc","port":9056,"type":"action","priority":2}}"#,
+        r#"{"metadata":{"name":"sfcclient"},"spec":{"host":"sfcclient","port":9058,"type":"action","priority":2}}"#,
     ] {
         let (status, out) = post(addr, "/v2/controllers", body);
         assert_eq!(status, 201, "{out}");

@@ -4261,9 +4261,513 @@ async fn ncm() {
     ncm_table(&Recorder::default()).await;
 }
 
+/// sfc and sfcclient (src/sfc/api/*.go, src/sfcclient/api/sfcclient.go, their apierrors.go,
+/// json-schemas and the Go handler tests' cases). Where Go answers 500 for a client's mistake
+/// (link errors missing from sfc's error table, a list under a missing DIG) we answer the 404 /
+/// 409 its text says.
+async fn sfc_table(rec: &Recorder) {
+    let app = app();
+    run(&app, rec, group_rows()).await;
+    let nc = format!("{DIG}/network-chains");
+    let links = format!("{nc}/s1/links");
+    let cs = format!("{nc}/s1/client-selectors");
+    let pn = format!("{nc}/s1/provider-networks");
+    let sc = format!("{DIG}/sfc-clients");
+    let meta =
+        |name: &str| json!({"name": name, "description": "", "userData1": "", "userData2": ""});
+    let chain = |name: &str| {
+        json!({"metadata": {"name": name},
+        "spec": {"chainType": "Routing", "namespace": "default"}})
+    };
+    let link = |name: &str, label: &str| {
+        json!({"metadata": {"name": name}, "spec": {
+        "leftNet": "virtual-net1", "rightNet": "dync-net1", "linkLabel": label, "app": "slb",
+        "workloadResource": "slb", "resourceType": "Deployment"}})
+    };
+    let selector = |name: &str, end: &str| {
+        json!({"metadata": {"name": name}, "spec": {
+        "chainEnd": end, "podSelector": {"matchLabels": {"sfc": "head"}},
+        "namespaceSelector": {"matchLabels": {"sfc": "head"}}}})
+    };
+    let network = |name: &str, gw: &str, subnet: &str| {
+        json!({"metadata": {"name": name},
+        "spec": {"chainEnd": "left", "providerNetwork": "left-pnetwork", "gatewayIp": gw,
+        "subnet": subnet}})
+    };
+    let client = |name: &str| {
+        json!({"metadata": {"name": name}, "spec": {"chainEnd": "left",
+        "sfcIntent": "s1", "compositeApp": "ca", "compositeAppVersion": "v1",
+        "deploymentIntentGroup": "d1", "app": "left-nginx", "workloadResource": "left-nginx",
+        "resourceType": "Deployment"}})
+    };
+    let name_pattern =
+        "Invalid Input:\nDoes not match pattern '^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$'\n";
+    let rows = vec![
+        row(
+            "GET",
+            nc.clone(),
+            None,
+            200,
+            Json(json!([])),
+            "sfc.go getSfcHandler: an empty list is []",
+        ),
+        row(
+            "GET",
+            format!("{DIG}x/network-chains"),
+            None,
+            404,
+            Text("DeploymentIntentGroup not found\n"),
+            "GetAllSfcIntents looks the DIG up (Go: 500)",
+        ),
+        row(
+            "POST",
+            nc.clone(),
+            Some(json!({"metadata": {"name": "s1"},
+            "spec": {"namespace": "default"}})),
+            400,
+            Text("Invalid Input:\nspec.chainType must be one of the following: \"Routing\"\n"),
+            "sfc_test.go: missing chainType; the struct writes \"\"",
+        ),
+        row(
+            "POST",
+            nc.clone(),
+            Some(chain("test=sfcintent")),
+            400,
+            Text(name_pattern),
+            "sfc_test.go: bad name",
+        ),
+        row(
+            "POST",
+            nc.clone(),
+            Some(json!("")),
+            422,
+            Any,
+            "createSfcHandler: decode error",
+        ),
+        row(
+            "POST",
+            nc.clone(),
+            None,
+            400,
+            Text("Empty body\n"),
+            "createSfcHandler: io.EOF",
+        ),
+        row(
+            "POST",
+            nc.clone(),
+            Some(chain("s1")),
+            201,
+            Json(
+                json!({"metadata": meta("s1"), "spec": {"chainType": "Routing", "namespace": "default"}}),
+            ),
+            "createSfcHandler",
+        ),
+        row(
+            "POST",
+            nc.clone(),
+            Some(chain("s1")),
+            409,
+            Text("SFC Intent already exists\n"),
+            "apierrors.go",
+        ),
+        row("GET", format!("{nc}/s1"), None, 200, Any, "getSfcHandler"),
+        row(
+            "GET",
+            format!("{nc}/nope"),
+            None,
+            404,
+            Text("SFC Intent not found\n"),
+            "apierrors.go",
+        ),
+        row(
+            "PUT",
+            format!("{nc}/s2"),
+            Some(chain("s1")),
+            400,
+            Text("Mismatched name in PUT request\n"),
+            "putSfcHandler",
+        ),
+        row(
+            "PUT",
+            format!("{nc}/s2"),
+            Some(chain("s2")),
+            201,
+            Any,
+            "putSfcHandler: creates, 201",
+        ),
+        row(
+            "POST",
+            format!("{DIG}x/network-chains"),
+            Some(chain("s1")),
+            409,
+            Text("Cannot perform requested operation. Parent resource not found\n"),
+            "db Insert parent resource not found",
+        ),
+        // ---- links: sfclink.go ----
+        row(
+            "GET",
+            links.clone(),
+            None,
+            200,
+            Json(json!([])),
+            "getLinkHandler",
+        ),
+        row(
+            "GET",
+            format!("{nc}/nope/links"),
+            None,
+            404,
+            Text("SFC Intent not found\n"),
+            "GetAllSfcLinkIntents looks the chain up",
+        ),
+        row(
+            "POST",
+            links.clone(),
+            Some(link("l1", "app")),
+            400,
+            Text(
+                "Invalid Input:\nDoes not match pattern '^(([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]=([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$'\n",
+            ),
+            "sfc-link.json: linkLabel is one key=value",
+        ),
+        row(
+            "POST",
+            links.clone(),
+            Some(link("l1", "app=slb")),
+            201,
+            Json(
+                json!({"metadata": meta("l1"), "spec": {"leftNet": "virtual-net1",
+                "rightNet": "dync-net1", "linkLabel": "app=slb", "app": "slb",
+                "workloadResource": "slb", "resourceType": "Deployment"}}),
+            ),
+            "createLinkHandler",
+        ),
+        row(
+            "POST",
+            links.clone(),
+            Some(link("l1", "app=slb")),
+            409,
+            Text("SFC Link Intent already exists\n"),
+            "sfclink.go (Go: 500, unmapped)",
+        ),
+        row(
+            "POST",
+            format!("{nc}/nope/links"),
+            Some(link("l1", "app=slb")),
+            409,
+            Text("Cannot perform requested operation. Parent resource not found\n"),
+            "db Insert parent resource not found",
+        ),
+        row(
+            "GET",
+            format!("{links}/l1"),
+            None,
+            200,
+            Any,
+            "getLinkHandler",
+        ),
+        row(
+            "GET",
+            format!("{links}/nope"),
+            None,
+            404,
+            Text("SFC Link Intent not found\n"),
+            "sfclink.go (Go: 500, unmapped)",
+        ),
+        row(
+            "PUT",
+            format!("{links}/l1"),
+            Some(link("l1", "example.com/app=slb")),
+            201,
+            Any,
+            "putLinkHandler",
+        ),
+        // ---- client selectors: sfcclientselector.go ----
+        row(
+            "GET",
+            cs.clone(),
+            None,
+            200,
+            Json(json!([])),
+            "getSfcClientSelectorHandler",
+        ),
+        row(
+            "POST",
+            cs.clone(),
+            Some(selector("cs1", "lefty")),
+            400,
+            Text(
+                "Invalid Input:\nspec.chainEnd must be one of the following: \"left\", \"right\"\n",
+            ),
+            "sfcclientselector_test.go: chainEnd lefty",
+        ),
+        row(
+            "POST",
+            cs.clone(),
+            Some(json!({"metadata": {"name": "cs1"}, "spec": {
+            "chainEnd": "left", "podSelector": {"matchedLabels": {"sfc": "head"}},
+            "namespaceSelector": {"matchLabels": {"sfc": "head"}}}})),
+            400,
+            Text("Invalid Input:\nmatchLabels is required\n"),
+            "sfcclientselector_test.go: the typo matchedLabels",
+        ),
+        row(
+            "POST",
+            cs.clone(),
+            Some(selector("cs1", "left")),
+            201,
+            Json(json!({"metadata": meta("cs1"), "spec": {"chainEnd": "left",
+                "podSelector": {"matchLabels": {"sfc": "head"}},
+                "namespaceSelector": {"matchLabels": {"sfc": "head"}}}})),
+            "createSfcClientSelectorHandler",
+        ),
+        row(
+            "POST",
+            cs.clone(),
+            Some(selector("cs1", "left")),
+            409,
+            Text("SFC Client Selector Intent already exists\n"),
+            "apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{cs}/cs1"),
+            None,
+            200,
+            Any,
+            "getSfcClientSelectorHandler",
+        ),
+        row(
+            "GET",
+            format!("{cs}/nope"),
+            None,
+            404,
+            Text("SFC Client Selector Intent not found\n"),
+            "apierrors.go",
+        ),
+        row(
+            "PUT",
+            format!("{cs}/cs1"),
+            Some(selector("cs1", "right")),
+            201,
+            Any,
+            "putSfcClientSelectorHandler",
+        ),
+        // ---- provider networks: sfcprovidernetwork.go ----
+        row(
+            "GET",
+            pn.clone(),
+            None,
+            200,
+            Json(json!([])),
+            "getSfcProviderNetworkHandler",
+        ),
+        row(
+            "POST",
+            pn.clone(),
+            Some(network("pn1", "1.2.3.400", "1.2.3.0/24")),
+            400,
+            Text("Invalid Input:\nDoes not match format 'ipv4'\n"),
+            "sfcprovidernetwork_test.go: gatewayIp 1.2.3.400",
+        ),
+        row(
+            "POST",
+            pn.clone(),
+            Some(network("pn1", "1.2.3.4", "1.2.3.0/33")),
+            400,
+            Text(
+                "Invalid Input:\nDoes not match pattern '^([0-9]{1,3}[.]){3}[0-9]{1,3}(\\/([0-9]|[1-2][0-9]|3[0-2]))?$'\n",
+            ),
+            "sfcprovidernetwork_test.go: subnet /33",
+        ),
+        row(
+            "POST",
+            pn.clone(),
+            Some(network("pn1", "172.30.10.2", "172.30.10.0/24")),
+            201,
+            Json(json!({"metadata": meta("pn1"), "spec": {"chainEnd": "left",
+                "providerNetwork": "left-pnetwork", "gatewayIp": "172.30.10.2",
+                "subnet": "172.30.10.0/24"}})),
+            "createSfcProviderNetworkHandler",
+        ),
+        row(
+            "POST",
+            pn.clone(),
+            Some(network("pn1", "172.30.10.2", "172.30.10.0/24")),
+            409,
+            Text("SFC Provider Network Intent already exists\n"),
+            "apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{pn}/pn1"),
+            None,
+            200,
+            Any,
+            "getSfcProviderNetworkHandler",
+        ),
+        row(
+            "GET",
+            format!("{pn}/nope"),
+            None,
+            404,
+            Text("SFC Provider Network Intent not found\n"),
+            "apierrors.go",
+        ),
+        row(
+            "PUT",
+            format!("{pn}/pn1"),
+            Some(network("pn1", "172.30.10.1", "172.30.10.0/24")),
+            201,
+            Any,
+            "putSfcProviderNetworkHandler",
+        ),
+        // ---- deletes: children first ----
+        row(
+            "DELETE",
+            format!("{nc}/s1"),
+            None,
+            409,
+            Text("Cannot delete parent without deleting child references first\n"),
+            "db Remove parent child constraint",
+        ),
+        row(
+            "DELETE",
+            format!("{links}/l1"),
+            None,
+            204,
+            Empty,
+            "deleteLinkHandler",
+        ),
+        row(
+            "DELETE",
+            format!("{cs}/cs1"),
+            None,
+            204,
+            Empty,
+            "deleteSfcClientSelectorHandler",
+        ),
+        row(
+            "DELETE",
+            format!("{pn}/pn1"),
+            None,
+            204,
+            Empty,
+            "deleteSfcProviderNetworkHandler",
+        ),
+        row(
+            "DELETE",
+            format!("{nc}/s1"),
+            None,
+            204,
+            Empty,
+            "deleteSfcHandler",
+        ),
+        row(
+            "DELETE",
+            format!("{nc}/s1"),
+            None,
+            404,
+            Text("The requested resource not found\n"),
+            "db Remove resource not found",
+        ),
+        // ---- sfc clients: src/sfcclient/api/sfcclient.go ----
+        row(
+            "GET",
+            sc.clone(),
+            None,
+            200,
+            Json(json!([])),
+            "getSfcClientHandler",
+        ),
+        row(
+            "POST",
+            sc.clone(),
+            Some(
+                json!({"metadata": {"name": "c1"}, "spec": {"chainEnd": "left",
+            "sfcIntent": "s1", "compositeApp": "ca", "compositeAppVersion": "v1",
+            "deploymentIntentGroup": "d1", "workloadResource": "left-nginx",
+            "resourceType": "Deployment"}}),
+            ),
+            400,
+            Text(
+                "Invalid Input:\nDoes not match pattern '^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$'\n",
+            ),
+            "sfcclient_test.go: missing app",
+        ),
+        row(
+            "POST",
+            sc.clone(),
+            Some(client("c1")),
+            201,
+            Json(
+                json!({"metadata": meta("c1"), "spec": {"chainEnd": "left", "sfcIntent": "s1",
+                "compositeApp": "ca", "compositeAppVersion": "v1", "deploymentIntentGroup": "d1",
+                "app": "left-nginx", "workloadResource": "left-nginx",
+                "resourceType": "Deployment"}}),
+            ),
+            "createSfcClientHandler",
+        ),
+        row(
+            "POST",
+            sc.clone(),
+            Some(client("c1")),
+            409,
+            Text("SFC Client Intent already exists\n"),
+            "apierrors.go",
+        ),
+        row(
+            "GET",
+            format!("{sc}/c1"),
+            None,
+            200,
+            Any,
+            "getSfcClientHandler",
+        ),
+        row(
+            "GET",
+            format!("{sc}/nope"),
+            None,
+            404,
+            Text("SFC Client Intent not found\n"),
+            "apierrors.go",
+        ),
+        row(
+            "PUT",
+            format!("{sc}/c2"),
+            Some(client("c1")),
+            400,
+            Text("Mismatched name in PUT request\n"),
+            "putSfcClientHandler",
+        ),
+        row(
+            "PUT",
+            format!("{sc}/c1"),
+            Some(client("c1")),
+            201,
+            Any,
+            "putSfcClientHandler",
+        ),
+        row(
+            "DELETE",
+            format!("{sc}/c1"),
+            None,
+            204,
+            Empty,
+            "deleteSfcClientHandler",
+        ),
+    ];
+    run(&app, rec, rows).await;
+}
+
 #[tokio::test]
 async fn ovnaction() {
     ovnaction_table(&Recorder::default()).await;
+}
+
+#[tokio::test]
+async fn sfc() {
+    sfc_table(&Recorder::default()).await;
 }
 
 /// Routes served outside `openapi.yaml`: dtc's and ovnaction's intents, clm's sync objects.
@@ -4309,6 +4813,10 @@ const UNDOCUMENTED_UNDER_DIG: &[&[(&str, &str)]] = &[
         ("workload-intents", "wi"),
         ("interfaces", "if"),
     ],
+    &[("network-chains", "sfc"), ("links", "l")],
+    &[("network-chains", "sfc"), ("client-selectors", "cs")],
+    &[("network-chains", "sfc"), ("provider-networks", "pn")],
+    &[("sfc-clients", "c")],
 ];
 
 /// Routes of ours, not EMCO's: no contract row.
@@ -4342,6 +4850,7 @@ async fn every_route_has_a_row() {
     dtc_table(&rec).await;
     ncm_table(&rec).await;
     ovnaction_table(&rec).await;
+    sfc_table(&rec).await;
     let sent = rec.0.into_inner().unwrap();
 
     let doc = emco_go::yaml::parse(emco_server::OPENAPI).unwrap();

@@ -167,6 +167,13 @@ async fn the_page_and_its_assets_are_embedded() {
     for text in [index, script] {
         assert!(!text.contains("http://") && !text.contains("https://"));
     }
+    // The dashboard's requests count in the HTTP metrics, by route.
+    let (_, metrics) = ui.send("GET", "/metrics", None).await;
+    assert!(
+        metrics
+            .contains(r#"emco_http_requests_total{method="GET",route="/ui/app.js",status="200"}"#),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
@@ -217,6 +224,20 @@ async fn the_fleet_is_searched_filtered_and_paged_with_rsyncs_reachability() {
     );
     let past = ui.json("/ui/api/fleet?offset=10").await;
     assert_eq!(names(&past), Vec::<String>::new());
+
+    // One cluster: labels, reachability, and nothing deployed on it yet.
+    let one = ui
+        .json("/ui/api/cluster-providers/edge-a/clusters/a2")
+        .await;
+    assert_eq!(
+        one,
+        json!({"provider": "edge-a", "name": "a2", "labels": ["edge"], "reach": "unreachable",
+               "deployments": []})
+    );
+    let (status, _) = ui
+        .send("GET", "/ui/api/cluster-providers/edge-a/clusters/k1", None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 
     let (status, body) = ui.send("GET", "/ui/api/fleet?reach=maybe", None).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");

@@ -144,7 +144,7 @@ async function fleet(params) {
   html += "<table id=\"clusters\"><thead><tr><th>Provider</th><th>Cluster</th><th>Labels</th><th>Reachability</th></tr></thead><tbody>";
   for (const c of page.items) {
     const word = c.reach === "unknown" ? "not contacted yet" : c.reach;
-    html += `<tr><td>${esc(c.provider)}</td><td>${esc(c.name)}</td>`
+    html += `<tr><td>${esc(c.provider)}</td><td><a href="#/cluster/${seg(c.provider)}/${seg(c.name)}">${esc(c.name)}</a></td>`
       + `<td>${c.labels.map((l) => `<span class="label">${esc(l)}</span>`).join("")}</td>`
       + `<td>${badge(word, c.reach === "unknown" ? "idle" : classOf(c.reach))}</td></tr>`;
   }
@@ -169,6 +169,35 @@ async function fleet(params) {
   form.querySelectorAll("select").forEach((s) => s.addEventListener("change", () => form.requestSubmit()));
   document.getElementById("prev").addEventListener("click", () => go({ offset: String(Math.max(0, offset - limit)) }));
   document.getElementById("next").addEventListener("click", () => go({ offset: String(offset + limit) }));
+}
+
+// ---- One cluster -------------------------------------------------------------------------
+
+async function clusterPage(provider, name) {
+  const c = await getJson(`/ui/api/cluster-providers/${seg(provider)}/clusters/${seg(name)}`);
+  const word = c.reach === "unknown" ? "not contacted yet" : c.reach;
+  let html = `<h1>${esc(c.name)} <span class="muted">${esc(c.provider)}</span></h1>`
+    + `<p>Reachability ${badge(word, c.reach === "unknown" ? "idle" : classOf(c.reach))} `
+    + `Labels ${c.labels.map((l) => `<span class="label">${esc(l)}</span>`).join("") || '<span class="muted">none</span>'}</p>`
+    + "<h2>What runs here</h2>";
+  if (!c.deployments.length) {
+    html += '<p class="muted">No deployment intent group has resources on this cluster.</p>';
+  } else {
+    html += "<table id=\"cluster-deployments\"><thead><tr><th>Group</th><th>State</th><th>App</th><th>Resources</th></tr></thead><tbody>";
+    for (const d of c.deployments) {
+      const actions = (d.states && d.states.actions) || [];
+      const state = actions.length ? actions[actions.length - 1].state : "";
+      const ref = { project: d.project, compositeApp: d.compositeApp, compositeAppVersion: d.compositeAppVersion, name: d.name };
+      for (const app of d.apps) {
+        const tally = {};
+        for (const cl of app.clusters) for (const r of cl.resources) tally[r.deployedStatus] = (tally[r.deployedStatus] || 0) + 1;
+        html += `<tr><td>${digLink(ref)} <span class="muted">${esc(d.project)} / ${esc(d.compositeApp)} ${esc(d.compositeAppVersion)}</span></td>`
+          + `<td>${badge(state)}</td><td>${esc(app.name)}</td><td>${counts(tally)}</td></tr>`;
+      }
+    }
+    html += "</tbody></table>";
+  }
+  view.innerHTML = html;
 }
 
 // ---- Projects ------------------------------------------------------------------------------
@@ -424,6 +453,7 @@ async function route() {
     if (parts[0] === "fleet") await fleet(query || "");
     else if (parts[0] === "projects") await projects();
     else if (parts[0] === "controllers") await controllers();
+    else if (parts[0] === "cluster" && parts.length === 3) await clusterPage(parts[1], parts[2]);
     else if (parts[0] === "dig" && parts.length === 5) await dig(parts[1], parts[2], parts[3], parts[4]);
     else await overview();
   } catch (e) {
