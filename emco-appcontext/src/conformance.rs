@@ -584,3 +584,79 @@ pub async fn resource_store(store: &dyn ResourceStore, run: &str) -> Result<()> 
     );
     Ok(())
 }
+
+/// [`ResourceStore::list_with_children`]: each child of one type with its own children of
+/// another, whatever sorts between them (`ca-x` between `ca` and `ca`'s children, escaped
+/// names), and nothing else below a child.
+///
+/// # Errors
+/// The first check that fails, or the store's error.
+pub async fn families(store: &dyn ResourceStore, run: &str) -> Result<()> {
+    let root = ResourceKey::root().child("families", run);
+    let p = root.child("provider", "p");
+    store.create(&root, &json!({})).await?;
+    store.create(&p, &json!({})).await?;
+    for c in ["ca", "ca-x", "c/slash", "cb"] {
+        store
+            .create(&p.child("cluster", c), &json!({"name": c}))
+            .await?;
+    }
+    let ca = p.child("cluster", "ca");
+    for (parent, kind, name) in [
+        (&ca, "label", "l2"),
+        (&ca, "label", "l1"),
+        (&ca, "kv", "k1"),
+        (&p.child("cluster", "ca-x"), "label", "x/1"),
+        (&p.child("cluster", "c/slash"), "label", "s"),
+    ] {
+        store
+            .create(&parent.child(kind, name), &json!({"label": name}))
+            .await?;
+    }
+    store
+        .create(&ca.child("label", "l1").child("label", "deep"), &json!({}))
+        .await?;
+    store
+        .create(&root.child("provider", "q").clone(), &json!({}))
+        .await?;
+    store
+        .create(
+            &root.child("provider", "q").child("cluster", "other"),
+            &json!({}),
+        )
+        .await?;
+
+    let got = store.list_with_children(&p, "cluster", "label").await?;
+    let shape: Vec<(String, Vec<String>)> = got
+        .iter()
+        .map(|((k, _), below)| {
+            (
+                k.name().unwrap_or_default().to_owned(),
+                below
+                    .iter()
+                    .map(|(k, v)| format!("{}={}", k.name().unwrap_or_default(), v["label"]))
+                    .collect(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, Vec<String>)> = [
+        ("c/slash", vec![r#"s="s""#]),
+        ("ca", vec![r#"l1="l1""#, r#"l2="l2""#]),
+        ("ca-x", vec![r#"x/1="x/1""#]),
+        ("cb", vec![]),
+    ]
+    .into_iter()
+    .map(|(c, l)| (c.to_owned(), l.into_iter().map(str::to_owned).collect()))
+    .collect();
+    check!(shape == want, "children with their children: {shape:?}");
+    check!(
+        got.iter()
+            .all(|((k, v), below)| k.parent().as_ref() == Some(&p)
+                && v["name"] == k.name().unwrap_or_default()
+                && below.iter().all(|(b, _)| b.parent().as_ref() == Some(k))),
+        "the keys and documents belong together"
+    );
+    let none = store.list_with_children(&p, "nothing", "label").await?;
+    check!(none.is_empty(), "no children of a type: {none:?}");
+    Ok(())
+}

@@ -28,8 +28,8 @@ use serde_json::Value;
 use crate::kv::{KeyValue, ListOptions, ListPage, Txn, WatchEvent};
 use crate::local::{self, Engine, KvView, LocalStore, Revs};
 use crate::resource::{
-    BLOB_CHUNK, BlobStream, BlobVersion, Chunked, Expect, Filter, PutMode, ResourceKey,
-    ResourceStore, check_put, matches_all, write_chunks,
+    BLOB_CHUNK, BlobStream, BlobVersion, Chunked, Expect, Family, FamilyScan, Filter, PutMode,
+    ResourceKey, ResourceStore, Scanned, check_put, matches_all, write_chunks,
 };
 
 const KV: TableDefinition<&str, &[u8]> = TableDefinition::new("appcontext");
@@ -449,6 +449,34 @@ impl ResourceStore for RedbResourceStore {
                 }
             }
             Ok(out)
+        })
+        .await
+    }
+
+    async fn list_with_children(
+        &self,
+        parent: &ResourceKey,
+        child_type: &str,
+        grandchild_type: &str,
+    ) -> Result<Vec<Family>> {
+        let mut scan = FamilyScan::new(parent, child_type, grandchild_type)?;
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(db_err)?;
+            let table = tx.open_table(RES).map_err(db_err)?;
+            let prefix = scan.prefix().to_owned();
+            for row in table.range::<&str>(from(&prefix)).map_err(db_err)? {
+                let (k, v) = row.map_err(db_err)?;
+                match scan.classify(k.value()) {
+                    Scanned::Done => break,
+                    Scanned::Skip => {}
+                    Scanned::Wanted => {
+                        let doc: Value = serde_json::from_slice(v.value())
+                            .map_err(|e| corrupt("document").with_source(e))?;
+                        scan.add(k.value(), doc)?;
+                    }
+                }
+            }
+            Ok(scan.finish())
         })
         .await
     }

@@ -88,7 +88,8 @@ pub use context::{AppContext, CompositeAppMeta};
 pub use kv::{AppContextStore, Compare, KeyValue, ListOptions, ListPage, Op, Txn, TxnResult};
 pub use memory::{InMemoryAppContextStore, InMemoryResourceStore};
 pub use resource::{
-    BlobStream, BlobVersion, Expect, Filter, PutMode, ResourceKey, ResourceStore, file_blob_stream,
+    BlobStream, BlobVersion, Expect, Family, Filter, PutMode, ResourceKey, ResourceStore,
+    file_blob_stream,
 };
 
 /// The two stores EMCO runs on: the AppContexts and, where the holder reads onboarded objects

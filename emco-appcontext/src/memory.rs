@@ -14,8 +14,8 @@ use serde_json::Value;
 use crate::kv::{KeyValue, ListOptions, ListPage, Txn, WatchEvent};
 use crate::local::{self, Engine, KvView, LocalStore, Revs};
 use crate::resource::{
-    BlobStream, BlobVersion, Expect, Filter, PutMode, ResourceKey, ResourceStore, check_put,
-    matches_all,
+    BlobStream, BlobVersion, Expect, Family, FamilyScan, Filter, PutMode, ResourceKey,
+    ResourceStore, Scanned, check_put, matches_all,
 };
 
 fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -201,6 +201,24 @@ impl ResourceStore for InMemoryResourceStore {
             out.push((ResourceKey::decode(k)?, v.clone()));
         }
         Ok(out)
+    }
+
+    async fn list_with_children(
+        &self,
+        parent: &ResourceKey,
+        child_type: &str,
+        grandchild_type: &str,
+    ) -> Result<Vec<Family>> {
+        let mut scan = FamilyScan::new(parent, child_type, grandchild_type)?;
+        let s = guard(&self.0);
+        for (k, v) in s.docs.range::<str, _>(from(scan.prefix())) {
+            match scan.classify(k) {
+                Scanned::Done => break,
+                Scanned::Skip => {}
+                Scanned::Wanted => scan.add(k, v.clone())?,
+            }
+        }
+        Ok(scan.finish())
     }
 
     async fn delete(&self, key: &ResourceKey) -> Result<()> {

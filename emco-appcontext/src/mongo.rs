@@ -42,7 +42,7 @@ use mongodb::{Client, Collection, IndexModel};
 use serde_json::Value;
 
 use crate::resource::{
-    BLOB_CHUNK, BlobStream, BlobVersion, Chunked, Expect, Filter, PutMode, ResourceKey,
+    BLOB_CHUNK, BlobStream, BlobVersion, Chunked, Expect, Family, Filter, PutMode, ResourceKey,
     ResourceStore, check_put, write_chunks,
 };
 
@@ -174,6 +174,26 @@ fn check_blob_name(name: &str) -> Result<()> {
 }
 
 impl MongoResourceStore {
+    /// The documents `query` finds, in key order, with their keys.
+    async fn find_docs(&self, query: Document) -> Result<Vec<(ResourceKey, Value)>> {
+        let mut cursor = self
+            .resources
+            .find(query)
+            .sort(doc! {"_id": 1})
+            .await
+            .map_err(mongo_err)?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.next().await {
+            let d = d.map_err(mongo_err)?;
+            let id = d.get_str("_id").map_err(|_| corrupt("resource"))?;
+            let json = d.get_str("json").map_err(|_| corrupt("resource"))?;
+            let value: Value =
+                serde_json::from_str(json).map_err(|e| corrupt("resource").with_source(e))?;
+            out.push((ResourceKey::decode(id)?, value));
+        }
+        Ok(out)
+    }
+
     async fn exists(&self, enc: &str) -> Result<bool> {
         Ok(self
             .resources
@@ -323,20 +343,37 @@ impl ResourceStore for MongoResourceStore {
         for f in filters {
             query.insert(format!("doc.{}", f.path), f.equals.as_str());
         }
-        let mut cursor = self
-            .resources
-            .find(query)
-            .sort(doc! {"_id": 1})
-            .await
-            .map_err(mongo_err)?;
-        let mut out = Vec::new();
-        while let Some(d) = cursor.next().await {
-            let d = d.map_err(mongo_err)?;
-            let id = d.get_str("_id").map_err(|_| corrupt("resource"))?;
-            let json = d.get_str("json").map_err(|_| corrupt("resource"))?;
-            let value: Value =
-                serde_json::from_str(json).map_err(|e| corrupt("resource").with_source(e))?;
-            out.push((ResourceKey::decode(id)?, value));
+        self.find_docs(query).await
+    }
+
+    /// Two queries: the children, then all their children of the type at once.
+    async fn list_with_children(
+        &self,
+        parent: &ResourceKey,
+        child_type: &str,
+        grandchild_type: &str,
+    ) -> Result<Vec<Family>> {
+        let children = self.list(parent, child_type, &[]).await?;
+        let mut index = std::collections::HashMap::new();
+        let mut parents = Vec::with_capacity(children.len());
+        for (i, (k, _)) in children.iter().enumerate() {
+            let enc = k.encode()?;
+            index.insert(enc.clone(), i);
+            parents.push(enc);
+        }
+        let mut out: Vec<Family> = children.into_iter().map(|c| (c, Vec::new())).collect();
+        // Bounded `$in` lists keep each query well under MongoDB's document size limit.
+        for chunk in parents.chunks(1000) {
+            let query = doc! {"parent": {"$in": chunk}, "kind": grandchild_type};
+            for (k, v) in self.find_docs(query).await? {
+                let i = k
+                    .parent()
+                    .and_then(|p| p.encode().ok())
+                    .and_then(|p| index.get(&p).copied());
+                if let Some(i) = i {
+                    out[i].1.push((k, v));
+                }
+            }
         }
         Ok(out)
     }

@@ -393,6 +393,99 @@ pub fn check_put(
     }
 }
 
+/// A child with its own children of one type: what [`ResourceStore::list_with_children`]
+/// answers per child.
+pub type Family = ((ResourceKey, Value), Vec<(ResourceKey, Value)>);
+
+/// [`ResourceStore::list_with_children`] over one scan of the storage keys that start with
+/// the children's prefix, in key order, for the backends that keep encoded keys sorted.
+pub(crate) struct FamilyScan {
+    prefix: String,
+    /// `<grandchild type>/`, escaped: what follows a child's name in a grandchild's key.
+    marker: String,
+    families: Vec<Family>,
+    /// A child's escaped name -> its index in `families`. A grandchild's key can sort after
+    /// another child's (`c1-a` before `c1/label/x`), so it is placed by name.
+    index: std::collections::HashMap<String, usize>,
+}
+
+/// Where a storage key stands in a [`FamilyScan`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scanned {
+    /// Past the children's prefix: the scan is over.
+    Done,
+    /// A child or a grandchild of the wanted type: read its document.
+    Wanted,
+    /// Something else below a child.
+    Skip,
+}
+
+impl FamilyScan {
+    pub(crate) fn new(
+        parent: &ResourceKey,
+        child_type: &str,
+        grandchild_type: &str,
+    ) -> Result<Self> {
+        if grandchild_type.is_empty() {
+            return Err(Error::invalid("a child type must not be empty"));
+        }
+        let mut marker = String::new();
+        escape_into(grandchild_type, &mut marker);
+        marker.push('/');
+        Ok(Self {
+            prefix: parent.children_prefix(child_type)?,
+            marker,
+            families: Vec::new(),
+            index: std::collections::HashMap::new(),
+        })
+    }
+
+    /// Where the scan starts.
+    pub(crate) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Whether the key `key` (encoded) ends the scan, is wanted, or is skipped.
+    pub(crate) fn classify(&self, key: &str) -> Scanned {
+        let Some(rest) = key.strip_prefix(self.prefix.as_str()) else {
+            return Scanned::Done;
+        };
+        match rest.split_once('/') {
+            None => Scanned::Wanted,
+            Some((_, below)) => match below.strip_prefix(self.marker.as_str()) {
+                Some(name) if !name.contains('/') => Scanned::Wanted,
+                _ => Scanned::Skip,
+            },
+        }
+    }
+
+    /// Adds the wanted key `key` with its document.
+    ///
+    /// # Errors
+    /// `Internal` for a key that does not decode.
+    pub(crate) fn add(&mut self, key: &str, doc: Value) -> Result<()> {
+        let decoded = ResourceKey::decode(key)?;
+        let rest = &key[self.prefix.len()..];
+        match rest.split_once('/') {
+            None => {
+                self.index.insert(rest.to_owned(), self.families.len());
+                self.families.push(((decoded, doc), Vec::new()));
+            }
+            Some((child, _)) => {
+                // A grandchild sorts after its parent, so the parent is known by now.
+                if let Some(&i) = self.index.get(child) {
+                    self.families[i].1.push((decoded, doc));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn finish(self) -> Vec<Family> {
+        self.families
+    }
+}
+
 /// The resource store: EMCO's onboarded objects. Implemented by the memory, embedded (redb) and
 /// MongoDB backends; use it as `Arc<dyn ResourceStore>`.
 ///
@@ -416,6 +509,24 @@ pub trait ResourceStore: Debug + Send + Sync + 'static {
         child_type: &str,
         filters: &[Filter],
     ) -> Result<Vec<(ResourceKey, Value)>>;
+
+    /// The children of `parent` of type `child_type`, each with its own children of type
+    /// `grandchild_type`, in key order: one read where a list per child would take one each
+    /// (clusters with their labels, for every cluster of a provider). The default lists them
+    /// one by one; the backends read them in one go.
+    async fn list_with_children(
+        &self,
+        parent: &ResourceKey,
+        child_type: &str,
+        grandchild_type: &str,
+    ) -> Result<Vec<Family>> {
+        let mut out = Vec::new();
+        for child in self.list(parent, child_type, &[]).await? {
+            let grandchildren = self.list(&child.0, grandchild_type, &[]).await?;
+            out.push((child, grandchildren));
+        }
+        Ok(out)
+    }
 
     /// Deletes `key` and its blobs.
     ///

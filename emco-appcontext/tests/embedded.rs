@@ -43,6 +43,9 @@ async fn redb_resource_store_conforms() {
     conformance::resource_store(db.resource_store().as_ref(), "run")
         .await
         .unwrap();
+    conformance::families(db.resource_store().as_ref(), "run")
+        .await
+        .unwrap();
 }
 
 #[tokio::test]

@@ -23,4 +23,5 @@ async fn memory_watch_from_before_the_log_is_compacted() {
 async fn memory_resource_store_conforms() {
     let store = InMemoryResourceStore::new();
     conformance::resource_store(&store, "run").await.unwrap();
+    conformance::families(&store, "run").await.unwrap();
 }

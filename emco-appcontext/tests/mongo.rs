@@ -20,4 +20,5 @@ async fn mongo_resource_store_conforms() {
         .await
         .unwrap();
     conformance::resource_store(&store, "run").await.unwrap();
+    conformance::families(&store, "run").await.unwrap();
 }

@@ -511,19 +511,16 @@ impl Onboarding {
     /// # Errors
     /// NotFound when the provider does not exist.
     pub async fn clusters_with_labels(&self, provider: &str) -> Result<Vec<ClusterWithLabels>> {
-        let mut out = Vec::new();
-        for cluster in self
+        // One read for every cluster and label of the provider (a list per cluster otherwise).
+        Ok(self
             .clusters()
-            .list(&keys::cluster_provider(provider), &[])
+            .list_with_children(&keys::cluster_provider(provider), &self.cluster_labels())
             .await?
-        {
-            let key = keys::cluster(provider, &cluster.metadata.name);
-            let labels = self.cluster_labels().list(&key, &[]).await?;
-            out.push(ClusterWithLabels {
+            .into_iter()
+            .map(|(cluster, labels)| ClusterWithLabels {
                 metadata: cluster.metadata,
                 labels,
-            });
-        }
-        Ok(out)
+            })
+            .collect())
     }
 }

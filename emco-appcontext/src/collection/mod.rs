@@ -241,6 +241,47 @@ impl<T: Object> Collection<T> {
     /// # Errors
     /// NotFound when `parent` (or an ancestor the wording names) does not exist.
     pub async fn list(&self, parent: &ResourceKey, filters: &[Filter]) -> Result<Vec<T>> {
+        if !self.list_parent_exists(parent).await? {
+            return Ok(Vec::new());
+        }
+        self.store
+            .list(parent, &self.kind, filters)
+            .await?
+            .into_iter()
+            .map(|(k, v)| from_value(&k, v))
+            .collect()
+    }
+
+    /// The objects under `parent`, each with its children in `below` (read in one go:
+    /// [`ResourceStore::list_with_children`]); the parent checks are [`Self::list`]'s.
+    ///
+    /// # Errors
+    /// As [`Self::list`].
+    pub async fn list_with_children<C: Object>(
+        &self,
+        parent: &ResourceKey,
+        below: &Collection<C>,
+    ) -> Result<Vec<(T, Vec<C>)>> {
+        if !self.list_parent_exists(parent).await? {
+            return Ok(Vec::new());
+        }
+        self.store
+            .list_with_children(parent, &self.kind, &below.kind)
+            .await?
+            .into_iter()
+            .map(|((k, v), children)| {
+                let children = children
+                    .into_iter()
+                    .map(|(k, v)| from_value(&k, v))
+                    .collect::<Result<Vec<C>>>()?;
+                Ok((from_value(&k, v)?, children))
+            })
+            .collect()
+    }
+
+    /// The checks of a list under `parent` ([`Wording::list_checks`]): whether the parent
+    /// exists (a missing one is an empty list where the wording checks ancestors only).
+    async fn list_parent_exists(&self, parent: &ResourceKey) -> Result<bool> {
         match &self.wording.list_checks {
             None => {
                 if !parent.is_root() && self.store.get(parent).await?.is_none() {
@@ -257,16 +298,11 @@ impl<T: Object> Collection<T> {
                     }
                 }
                 if !parent.is_root() && self.store.get(parent).await?.is_none() {
-                    return Ok(Vec::new());
+                    return Ok(false);
                 }
             }
         }
-        self.store
-            .list(parent, &self.kind, filters)
-            .await?
-            .into_iter()
-            .map(|(k, v)| from_value(&k, v))
-            .collect()
+        Ok(true)
     }
 
     /// Creates or replaces the object `name` under `parent`; returns whether it was created.

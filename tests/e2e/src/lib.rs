@@ -600,7 +600,8 @@ impl Env {
     }
 
     /// Creates the CustomResourceDefinitions of the YAML `text` (documents separated by
-    /// `---`) on `cluster`, as its admin would, and waits until each is established.
+    /// `---`) on `cluster`, as its admin would (one that exists is kept), and waits until each
+    /// is established.
     ///
     /// # Errors
     /// When a definition does not parse, is refused, or is not established in time.
@@ -611,11 +612,16 @@ impl Env {
             let crd: CustomResourceDefinition = emco_go::yaml::from_str(doc)
                 .map_err(|e| Error::invalid(format!("a CRD does not parse: {e}")))?;
             let name = crd.metadata.name.clone().unwrap_or_default();
-            api.create(&kube::api::PostParams::default(), &crd)
-                .await
-                .map_err(|e| {
-                    Error::unavailable(format!("CRD {name} on {cluster}")).with_source(e)
-                })?;
+            match api.create(&kube::api::PostParams::default(), &crd).await {
+                // Installed by an earlier scenario on the same clusters.
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => {
+                    return Err(
+                        Error::unavailable(format!("CRD {name} on {cluster}")).with_source(e)
+                    );
+                }
+                Ok(_) => {}
+            }
             let deadline = tokio::time::Instant::now() + DEADLINE;
             loop {
                 let got = api.get(&name).await.map_err(|e| {

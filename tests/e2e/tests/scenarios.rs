@@ -41,6 +41,7 @@ on_both_stores!(
     single_cluster,
     single_cluster_standard_cloud,
     single_cluster_dtc,
+    single_cluster_vfw,
     multi_cluster,
     test_dependency,
     test_update,
@@ -91,6 +92,7 @@ async fn real_clusters() {
         single_cluster,
         single_cluster_standard_cloud,
         single_cluster_dtc,
+        single_cluster_vfw,
         multi_cluster,
         test_update,
         hpa_simple,
@@ -176,6 +178,7 @@ fn single_cluster_values(env: &Env, files: &[(&str, PathBuf)]) -> PathBuf {
         ("RsyncPort", "9031".to_owned()),
         ("DtcPort", "9048".to_owned()),
         ("NpsPort", "9062".to_owned()),
+        ("OvnPort", "9032".to_owned()),
         (
             "KubeConfig",
             env.kubeconfig_path("c1").display().to_string(),
@@ -185,6 +188,28 @@ fn single_cluster_values(env: &Env, files: &[(&str, PathBuf)]) -> PathBuf {
     let path = env.dir().join("values.yaml");
     std::fs::write(&path, set_values(&novars, &set)).unwrap();
     path
+}
+
+/// A single-cluster use case through the admin logical cloud: the prerequisites, the cloud,
+/// then `test-<use_case>-deployment.yaml` and `test-<use_case>-instantiate.yaml`, rendered with
+/// `values`.
+fn admin_cloud_use_case(values: &std::path::Path, use_case: &str) -> Result<Phases> {
+    let deployment = format!("test-{use_case}-deployment.yaml");
+    let instantiate = format!("test-{use_case}-instantiate.yaml");
+    let docs = load(
+        &files(
+            "single-cluster",
+            &[
+                "templates/prerequisites-common.yaml",
+                "templates/prerequisites-lc-admin.yaml",
+                "instantiate-lc.yaml",
+                &deployment,
+                &instantiate,
+            ],
+        ),
+        values,
+    )?;
+    Ok(Phases::split(docs))
 }
 
 /// single-cluster: prometheus-operator (as kube-prometheus-stack) and collectd on one cluster
@@ -218,20 +243,7 @@ async fn single_cluster(env: &Env) -> Result<()> {
             ("ProfileApp2", out.join("collectd_profile.tar.gz")),
         ],
     );
-    let docs = load(
-        &files(
-            "single-cluster",
-            &[
-                "templates/prerequisites-common.yaml",
-                "templates/prerequisites-lc-admin.yaml",
-                "instantiate-lc.yaml",
-                "test-prometheus-collectd-deployment.yaml",
-                "test-prometheus-collectd-instantiate.yaml",
-            ],
-        ),
-        &values_path,
-    )?;
-    let phases = Phases::split(docs);
+    let phases = admin_cloud_use_case(&values_path, "prometheus-collectd")?;
     if env.is_real() {
         return single_cluster_on_real_clusters(env, &phases).await;
     }
@@ -397,20 +409,7 @@ async fn single_cluster_dtc(env: &Env) -> Result<()> {
             ("ProfileApp5", out.join("http-server-profile.tar.gz")),
         ],
     );
-    let docs = load(
-        &files(
-            "single-cluster",
-            &[
-                "templates/prerequisites-common.yaml",
-                "templates/prerequisites-lc-admin.yaml",
-                "instantiate-lc.yaml",
-                "test-dtc-deployment.yaml",
-                "test-dtc-instantiate.yaml",
-            ],
-        ),
-        &values_path,
-    )?;
-    let phases = Phases::split(docs);
+    let phases = admin_cloud_use_case(&values_path, "dtc")?;
     env.deploy(&phases).await?;
     env.wait_placement(
         &[("http-client", &["c1"]), ("http-server", &["c1"])],
@@ -451,6 +450,114 @@ async fn single_cluster_dtc(env: &Env) -> Result<()> {
         return Err(Error::internal(format!(
             "expected nps's NetworkPolicy collectd-dtc-intent-serverin {want} on c1, found {found:?}"
         )));
+    }
+    env.remove(&phases).await
+}
+
+/// single-cluster's vfw use case (`test-vfw-deployment.yaml`): ovnaction registered, three
+/// ovn4nfv networks applied to cluster1 through ncm (the cluster has the CRDs), and the
+/// three-app network function chain (packetgen, firewall, sink: charts written for these
+/// tests in `tests/charts/vfw`, as the example's charts are not in the test data) through the
+/// admin cloud with ovnaction's workload and interface intents. Each Deployment's pod template
+/// carries exactly its intents' interfaces (ovn4nfv's nfn-network annotation) and multus'
+/// selection of ovn-networkobj; the overrides reach the rendered objects; terminate leaves
+/// nothing.
+async fn single_cluster_vfw(env: &Env) -> Result<()> {
+    const CRDS: &str = include_str!("../../crds/ncm.yaml");
+    env.install_crds("c1", CRDS).await?;
+    let out = packages(env);
+    let charts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../charts/vfw");
+    for app in ["packetgen", "firewall", "sink"] {
+        tgz(&charts.join(app), app, &out.join(format!("{app}.tar.gz")))?;
+    }
+    tgz(
+        &examples().join("profiles/default/profile"),
+        ".",
+        &out.join("profile.tar.gz"),
+    )?;
+    let values_path = single_cluster_values(
+        env,
+        &[
+            ("HelmAppPacketgen", out.join("packetgen.tar.gz")),
+            ("HelmAppFirewall", out.join("firewall.tar.gz")),
+            ("HelmAppSink", out.join("sink.tar.gz")),
+            ("ProfileFw", out.join("profile.tar.gz")),
+        ],
+    );
+    let phases = admin_cloud_use_case(&values_path, "vfw")?;
+    env.deploy(&phases).await?;
+    let deployments: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::namespaced(env.kube("c1").await?, "default");
+    let interface = |interface: &str, network: &str, ip: &str| {
+        json!({"interface": interface, "name": network, "defaultGateway": "false",
+            "ipAddress": ip})
+    };
+    // Our intents list by name, EMCO's in insertion order: the same interfaces.
+    for (name, want) in [
+        (
+            "r1-packetgen",
+            vec![
+                interface("eth2", "emco-private-net", "10.10.20.2"),
+                interface("eth1", "unprotected-private-net", "192.168.10.2"),
+            ],
+        ),
+        (
+            "r1-firewall",
+            vec![
+                interface("eth3", "emco-private-net", "10.10.20.3"),
+                interface("eth2", "protected-private-net", "192.168.20.2"),
+                interface("eth1", "unprotected-private-net", "192.168.10.3"),
+            ],
+        ),
+        (
+            "r1-sink",
+            vec![
+                interface("eth2", "emco-private-net", "10.10.20.4"),
+                interface("eth1", "protected-private-net", "192.168.20.3"),
+            ],
+        ),
+    ] {
+        let d = deployments
+            .get(name)
+            .await
+            .map_err(|e| Error::unavailable(format!("Deployment {name} on c1")).with_source(e))?;
+        let d = serde_json::to_value(&d).unwrap_or_default();
+        let annotations: std::collections::BTreeMap<String, String> = d
+            .pointer("/spec/template/metadata/annotations")
+            .and_then(|a| serde_json::from_value(a.clone()).ok())
+            .unwrap_or_default();
+        let nfn: Value = annotations
+            .get("k8s.plugin.opnfv.org/nfn-network")
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or(Value::Null);
+        let networks = annotations
+            .get("k8s.v1.cni.cncf.io/networks")
+            .map(String::as_str);
+        if nfn != json!({"type": "ovn4nfv", "interface": want})
+            || networks
+                != Some(r#"[{"name":"ovn-networkobj","namespace":"default","cni-args":null}]"#)
+        {
+            return Err(Error::internal(format!(
+                "{name}: expected the interfaces {want:?} and multus' ovn-networkobj, found {annotations:?}"
+            )));
+        }
+    }
+    let services: kube::Api<k8s_openapi::api::core::v1::Service> =
+        kube::Api::namespaced(env.kube("c1").await?, "default");
+    for (name, port) in [("r1-packetgen", 30888), ("r1-sink", 30677)] {
+        let svc = services
+            .get(name)
+            .await
+            .map_err(|e| Error::unavailable(format!("Service {name} on c1")).with_source(e))?;
+        let node_port = serde_json::to_value(&svc)
+            .unwrap_or_default()
+            .pointer("/spec/ports/0/nodePort")
+            .and_then(Value::as_i64);
+        if node_port != Some(port) {
+            return Err(Error::internal(format!(
+                "{name}: the override's nodePort {port}, found {node_port:?}"
+            )));
+        }
     }
     env.remove(&phases).await
 }
