@@ -125,23 +125,32 @@ class Server:
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
     """An emco-server with its stores in memory."""
-    port, grpc = _free_port(), _free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = open(tmp_path / "emco-server.log", "w")
-    proc = subprocess.Popen(
-        [str(_binary("emco-server")), "--listen", f"127.0.0.1:{port}",
-         "--grpc-listen", f"127.0.0.1:{grpc}", "--backend", "memory",
-         "--context-backend", "memory"],
-        stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/healthz", timeout=1).read()
+    # A port found free can be taken before the server binds it (kubesim binds ephemeral
+    # ports for its clusters meanwhile): a server that could not listen starts again on others.
+    for attempt in range(5):
+        port, grpc = _free_port(), _free_port()
+        url = f"http://127.0.0.1:{port}"
+        log_path = tmp_path / f"emco-server-{attempt}.log"
+        log = open(log_path, "w")
+        proc = subprocess.Popen(
+            [str(_binary("emco-server")), "--listen", f"127.0.0.1:{port}",
+             "--grpc-listen", f"127.0.0.1:{grpc}", "--backend", "memory",
+             "--context-backend", "memory"],
+            stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/healthz", timeout=1).read()
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    break
+                assert time.monotonic() < deadline, "emco-server not up in 30 s"
+                time.sleep(0.05)
+        if proc.poll() is None:
             break
-        except OSError:
-            assert proc.poll() is None, (tmp_path / "emco-server.log").read_text()
-            assert time.monotonic() < deadline, "emco-server not up in 30 s"
-            time.sleep(0.05)
+        assert "cannot listen" in log_path.read_text(), log_path.read_text()
+    assert proc.poll() is None, log_path.read_text()
     yield Server(url, f"http://127.0.0.1:{grpc}")
     proc.terminate()
     proc.wait(timeout=15)

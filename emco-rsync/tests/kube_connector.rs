@@ -349,3 +349,62 @@ spec:
         484
     );
 }
+
+/// kubesim's shared port: every cluster on one listener under `/clusters/<name>` (the path is
+/// part of each kubeconfig's server URL): the connector reaches each cluster through its path,
+/// the clusters keep separate objects, and a cluster's faults stay its own.
+#[tokio::test]
+async fn clusters_on_one_shared_port_are_separate_and_fail_alone() {
+    let fleet = Fleet::start(FleetConfig {
+        clusters: 3,
+        ready_delay: Duration::from_millis(200),
+        shared_port: true,
+        ..FleetConfig::default()
+    })
+    .await
+    .unwrap();
+    let urls: Vec<String> = ["c1", "c2", "c3"]
+        .iter()
+        .map(|c| fleet.server_url(c).unwrap())
+        .collect();
+    let port = urls[0].trim_end_matches("/clusters/c1");
+    for (url, c) in urls.iter().zip(["c1", "c2", "c3"]) {
+        assert_eq!(url, &format!("{port}/clusters/{c}"));
+    }
+    let pool = KubePool::new().with_request_timeout(Duration::from_millis(500));
+    let c1 = connector(&pool, &fleet, "c1").await;
+    let c2 = connector(&pool, &fleet, "c2").await;
+    let c3 = connector(&pool, &fleet, "c3").await;
+    let scope = Scope::new("7", "web");
+    let batch = Batch::new(scope.clone())
+        .with_resource(res(CONFIG))
+        .with_resource(res(DEPLOYMENT));
+    c1.apply(&batch).await.unwrap();
+    wait_ready(&c1, &scope, &batch.resources[1]).await;
+    assert_eq!(c2.get(&scope, batch.resources[0].id()).await.unwrap(), None);
+
+    fleet.set_fault("c2", Fault::down()).unwrap();
+    fleet.set_fault("c3", Fault::black_hole()).unwrap();
+    assert_eq!(
+        c2.health().await.unwrap_err().kind(),
+        ErrorKind::Unavailable
+    );
+    assert_eq!(
+        c3.health().await.unwrap_err().kind(),
+        ErrorKind::Unavailable
+    );
+    c1.delete(&batch, Propagation::Background).await.unwrap();
+
+    fleet.set_fault("c2", Fault::none()).unwrap();
+    fleet.set_fault("c3", Fault::none()).unwrap();
+    c2.apply(&batch).await.unwrap();
+    c3.health().await.unwrap();
+    assert!(
+        c2.get(&scope, batch.resources[0].id())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(c1.get(&scope, batch.resources[0].id()).await.unwrap(), None);
+    fleet.shutdown(Duration::from_secs(1)).await.unwrap();
+}

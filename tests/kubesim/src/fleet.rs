@@ -5,6 +5,12 @@
 //! clients see connection refused, while its neighbours keep serving. An idle cluster costs one
 //! listening socket, one parked accept task and its (small) store, so 10,000 clusters fit in one
 //! process when the file-descriptor limit allows (`ulimit -n` above the cluster count).
+//!
+//! With [`FleetConfig::shared_port`] every cluster is served on one listener instead, under the
+//! path `/clusters/<name>` that its kubeconfig's server URL carries (as multi-cluster proxies
+//! do; kubectl and client-go keep a server URL's path), with one CA for the fleet: one
+//! descriptor for the whole fleet plus one per open connection. A "refused" cluster then drops
+//! the connections its requests come on, and a black-holed one never answers them.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -49,6 +55,9 @@ pub struct FleetConfig {
     /// StatefulSets, DaemonSets and Jobs get Pods (a few per workload at most). Off by default:
     /// without them workloads only get their simulated status, which is cheaper for big fleets.
     pub controllers: bool,
+    /// Serve every cluster on the one listener `listen`, each under `/clusters/<name>`, with one
+    /// CA for the fleet (see the module documentation).
+    pub shared_port: bool,
 }
 
 impl Default for FleetConfig {
@@ -61,6 +70,7 @@ impl Default for FleetConfig {
             data_dir: None,
             bookmark_interval: Duration::from_secs(5),
             controllers: false,
+            shared_port: false,
         }
     }
 }
@@ -77,6 +87,9 @@ pub(crate) struct Cluster {
     /// The TLS configuration with the serving certificate, made on the first connection.
     serving: OnceLock<Arc<ServerConfig>>,
     pub(crate) addr: SocketAddr,
+    /// The path its API is served under: empty on a port of its own, `/clusters/<name>` on a
+    /// shared one.
+    path: String,
     store: Mutex<Store>,
     fault: Mutex<FaultState>,
     /// Woken whenever the fault changes.
@@ -151,7 +164,7 @@ impl Cluster {
         } else {
             "http"
         };
-        format!("{scheme}://{}", self.addr)
+        format!("{scheme}://{}{}", self.addr, self.path)
     }
 
     pub(crate) fn kubeconfig_text(&self) -> emco_core::Result<String> {
@@ -231,12 +244,30 @@ impl Fleet {
                     .with_field("listen"),
             );
         }
-        let listeners = bind_all(config.listen, config.clusters).await?;
+        let listeners = if config.shared_port {
+            vec![
+                TcpListener::bind(config.listen)
+                    .await
+                    .map_err(io_err(format!("cannot listen on {}", config.listen)))?,
+            ]
+        } else {
+            bind_all(config.listen, config.clusters).await?
+        };
         let tls_hosts = (!config.plain_http).then(|| tls_hosts(config.listen.ip()));
+        // A shared port has one serving certificate, so one CA signs it and every client's.
+        let fleet_tls = match (&tls_hosts, config.shared_port) {
+            (Some(hosts), true) => {
+                let ca = Arc::new(ClusterCa::new("fleet")?);
+                let serving = ca.server_config("fleet", hosts)?;
+                Some((ca, serving))
+            }
+            _ => None,
+        };
         let cancel = CancellationToken::new();
         let mut clusters = Vec::with_capacity(config.clusters);
-        for (i, listener) in listeners.iter().enumerate() {
+        for i in 0..config.clusters {
             let name = format!("c{}", i + 1);
+            let listener = &listeners[if config.shared_port { 0 } else { i }];
             let addr = listener
                 .local_addr()
                 .map_err(io_err(format!("listener of {name}")))?;
@@ -245,12 +276,21 @@ impl Fleet {
             if let Some(dir) = &config.data_dir {
                 persist::load(dir, &name, &mut store)?;
             }
+            let serving = OnceLock::new();
+            if let Some((_, config)) = &fleet_tls {
+                let _ = serving.set(config.clone());
+            }
             clusters.push(Arc::new(Cluster {
                 token: format!("{:032x}", rand::random::<u128>()),
+                path: if config.shared_port {
+                    format!("/clusters/{name}")
+                } else {
+                    String::new()
+                },
                 name,
                 tls_hosts: tls_hosts.clone(),
-                ca: Mutex::new(None),
-                serving: OnceLock::new(),
+                ca: Mutex::new(fleet_tls.as_ref().map(|(ca, _)| ca.clone())),
+                serving,
                 addr,
                 store: Mutex::new(store),
                 fault: Mutex::new(FaultState::default()),
@@ -272,8 +312,21 @@ impl Fleet {
             data_dir: config.data_dir.clone(),
         });
         let tasks = TaskTracker::new();
-        for (cluster, listener) in inner.clusters.iter().zip(listeners) {
-            tasks.spawn(accept_loop(cluster.clone(), listener, tasks.clone()));
+        if config.shared_port {
+            let listener = listeners
+                .into_iter()
+                .next()
+                .ok_or_else(|| emco_core::Error::internal("the shared listener is missing"))?;
+            tasks.spawn(shared_accept_loop(
+                inner.clone(),
+                listener,
+                tasks.clone(),
+                cancel.clone(),
+            ));
+        } else {
+            for (cluster, listener) in inner.clusters.iter().zip(listeners) {
+                tasks.spawn(accept_loop(cluster.clone(), listener, tasks.clone()));
+            }
         }
         if let Some(dir) = config.data_dir {
             tasks.spawn(persist::flush_loop(inner.clone(), dir, cancel.clone()));
@@ -536,6 +589,39 @@ async fn hold(cluster: Arc<Cluster>, tcp: TcpStream) {
     drop(tcp);
 }
 
+/// The TLS handshake of a connection with `config`: the stream and who its client certificate
+/// authenticates; `None` when the handshake fails or takes over 10 s.
+async fn handshake(
+    config: Arc<ServerConfig>,
+    tcp: TcpStream,
+) -> Option<(
+    tokio_rustls::server::TlsStream<TcpStream>,
+    Option<Arc<CertUser>>,
+)> {
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+        Ok(Ok(tls)) => {
+            // The verifier accepted the chain; the subject says who the client is.
+            let user = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|certs| certs.first())
+                .and_then(cert_user)
+                .map(Arc::new);
+            Some((tls, user))
+        }
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "TLS handshake failed");
+            None
+        }
+        Err(_) => {
+            tracing::debug!("TLS handshake timed out");
+            None
+        }
+    }
+}
+
 async fn serve_connection(cluster: Arc<Cluster>, tcp: TcpStream) {
     // Lower latency for small request/answer pairs.
     let _ = tcp.set_nodelay(true);
@@ -548,26 +634,153 @@ async fn serve_connection(cluster: Arc<Cluster>, tcp: TcpStream) {
     };
     match config {
         Some(config) => {
-            let acceptor = tokio_rustls::TlsAcceptor::from(config);
-            let handshake = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp));
-            match handshake.await {
-                Ok(Ok(tls)) => {
-                    // The verifier accepted the chain; the subject says who the client is.
-                    let user = tls
-                        .get_ref()
-                        .1
-                        .peer_certificates()
-                        .and_then(|certs| certs.first())
-                        .and_then(cert_user)
-                        .map(Arc::new);
-                    serve_io(cluster, tls, user).await;
-                }
-                Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
-                Err(_) => tracing::debug!("TLS handshake timed out"),
+            if let Some((tls, user)) = handshake(config, tcp).await {
+                serve_io(cluster, tls, user).await;
             }
         }
         None => serve_io(cluster, tcp, None).await,
     }
+}
+
+/// Accepts the connections of every cluster on the shared port.
+async fn shared_accept_loop(
+    inner: Arc<FleetInner>,
+    listener: TcpListener,
+    tasks: TaskTracker,
+    cancel: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            res = listener.accept() => match res {
+                Ok((tcp, _)) => {
+                    tasks.spawn(serve_shared(inner.clone(), tcp, cancel.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+}
+
+/// A path that names no cluster of the fleet, as the API server answers a path it does not serve.
+fn not_found() -> hyper::Response<api::Body> {
+    api::error_response(&crate::status::ApiError::path_not_found())
+}
+
+/// Why a request on the shared port gets no answer: the connection is dropped instead.
+#[derive(Debug)]
+struct Dropped(&'static str);
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for Dropped {}
+
+/// One connection on the shared port: each request goes to the cluster its path names.
+async fn serve_shared(inner: Arc<FleetInner>, tcp: TcpStream, cancel: CancellationToken) {
+    let _ = tcp.set_nodelay(true);
+    // Every cluster carries the fleet's one serving configuration.
+    let config = inner
+        .clusters
+        .first()
+        .and_then(|c| c.serving.get().cloned());
+    match config {
+        Some(config) => {
+            if let Some((tls, user)) = handshake(config, tcp).await {
+                serve_shared_io(inner, tls, user, cancel).await;
+            }
+        }
+        None => serve_shared_io(inner, tcp, None, cancel).await,
+    }
+}
+
+async fn serve_shared_io<IO>(
+    inner: Arc<FleetInner>,
+    io: IO,
+    user: Option<Arc<CertUser>>,
+    cancel: CancellationToken,
+) where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+        let inner = inner.clone();
+        let user = user.clone();
+        async move { route_shared(&inner, user.as_deref(), req).await }
+    });
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let conn = builder.serve_connection(TokioIo::new(io), svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        () = cancel.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(Duration::from_secs(2), conn.as_mut()).await;
+        }
+    }
+}
+
+/// Serves a request on the shared port by the cluster its path names, without the prefix; an
+/// unreachable cluster's request drops the connection (refused) or waits until the fault
+/// changes first (black hole).
+async fn route_shared(
+    inner: &FleetInner,
+    user: Option<&CertUser>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<api::Body>, Dropped> {
+    let path = req.uri().path();
+    let Some((name, rest)) = path
+        .strip_prefix("/clusters/")
+        .map(|p| p.split_once('/').map_or((p, ""), |(n, r)| (n, r)))
+    else {
+        return Ok(not_found());
+    };
+    let Ok(cluster) = inner.cluster(name) else {
+        return Ok(not_found());
+    };
+    let cluster = cluster.clone();
+    match cluster.fault_state().unreachable_at(Instant::now()) {
+        None => {}
+        Some(Unreachable::Refused) => return Err(Dropped("the cluster refuses connections")),
+        Some(Unreachable::BlackHole) => {
+            let changed = cluster.fault_changed.notified();
+            // A change just before `changed` was made would not wake it: look again.
+            if cluster.fault_state().unreachable_at(Instant::now()) != Some(Unreachable::BlackHole)
+            {
+                return Err(Dropped("the cluster was black-holed"));
+            }
+            let flip = cluster.fault_state().next_flip(Instant::now());
+            let flip_sleep = async {
+                match flip {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = changed => {}
+                () = flip_sleep => {}
+                () = cluster.shutdown.cancelled() => {}
+            }
+            // A black hole never answers: the connection goes once the fault changes.
+            return Err(Dropped("the cluster was black-holed"));
+        }
+    }
+    let rest = format!("/{rest}");
+    let (mut parts, body) = req.into_parts();
+    let uri = match parts.uri.query() {
+        Some(q) => format!("{rest}?{q}"),
+        None => rest,
+    };
+    parts.uri = match uri.parse() {
+        Ok(u) => u,
+        Err(_) => return Ok(not_found()),
+    };
+    Ok(api::serve(cluster, user, hyper::Request::from_parts(parts, body)).await)
 }
 
 /// Serves the requests of one connection; `user` is who its client certificate authenticates.
@@ -637,6 +850,50 @@ mod tests {
             .lock()
             .unwrap()
             .is_some()
+    }
+
+    /// One request over plain HTTP/1.1 on a fresh connection; the status code.
+    async fn status_of(addr: SocketAddr, path: &str) -> u16 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        let req = format!("GET {path} HTTP/1.1\r\nhost: kubesim\r\nconnection: close\r\n\r\n");
+        tcp.write_all(req.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        tcp.read_to_string(&mut out).await.unwrap();
+        out.split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0)
+    }
+
+    #[tokio::test]
+    async fn a_shared_port_serves_each_cluster_under_its_path() {
+        let fleet = Fleet::start(FleetConfig {
+            clusters: 2,
+            plain_http: true,
+            shared_port: true,
+            ..FleetConfig::default()
+        })
+        .await
+        .unwrap();
+        let c1 = fleet.inner.cluster("c1").unwrap().clone();
+        let c2 = fleet.inner.cluster("c2").unwrap().clone();
+        assert_eq!(c1.addr, c2.addr);
+        assert_eq!(
+            fleet.server_url("c2").unwrap(),
+            format!("http://{}/clusters/c2", c2.addr)
+        );
+        // The rest of a path is the cluster's own: /version needs no token, /api does.
+        assert_eq!(status_of(c1.addr, "/clusters/c1/healthz").await, 200);
+        assert_eq!(status_of(c1.addr, "/clusters/c2/version").await, 200);
+        assert_eq!(status_of(c1.addr, "/clusters/c1/api").await, 401);
+        assert_eq!(status_of(c1.addr, "/clusters/c9/api").await, 404);
+        assert_eq!(status_of(c1.addr, "/api").await, 404);
+        // A refused cluster drops the connection without an answer; its neighbour answers.
+        fleet.set_fault("c2", Fault::down()).unwrap();
+        assert_eq!(status_of(c1.addr, "/clusters/c2/healthz").await, 0);
+        assert_eq!(status_of(c1.addr, "/clusters/c1/healthz").await, 200);
+        fleet.shutdown(Duration::from_secs(1)).await.unwrap();
     }
 
     #[tokio::test]

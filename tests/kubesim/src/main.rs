@@ -56,6 +56,10 @@ struct ServeArgs {
     /// Run the workload controllers (Deployments get ReplicaSets and Pods, ...).
     #[arg(long)]
     controllers: bool,
+    /// Serve every cluster on the one port of --listen, each under /clusters/<name> (one
+    /// descriptor for the fleet instead of one per cluster; one CA for all).
+    #[arg(long)]
+    shared_port: bool,
 }
 
 #[derive(Args, Debug)]
@@ -114,15 +118,17 @@ async fn main() -> ExitCode {
 }
 
 async fn serve(a: ServeArgs) -> emco_core::Result<()> {
-    // A listener and a connection per cluster: use all the descriptors the system allows.
+    // A connection per cluster, and a listener each unless they share one: use all the
+    // descriptors the system allows.
+    let per_cluster = if a.shared_port { 1 } else { 2 };
+    let needed = per_cluster * a.clusters as u64 + 64;
     let (_, (soft, _)) = emco_core::os::raise_open_files_limit();
     if let Some(limit) = soft
-        && limit < 2 * a.clusters as u64 + 64
+        && limit < needed
     {
         eprintln!(
-            "kubesim: {} clusters may need {} open files, the limit is {limit}",
-            a.clusters,
-            2 * a.clusters + 64
+            "kubesim: {} clusters may need {needed} open files, the limit is {limit}",
+            a.clusters
         );
     }
     let fleet = Fleet::start(FleetConfig {
@@ -132,6 +138,7 @@ async fn serve(a: ServeArgs) -> emco_core::Result<()> {
         ready_delay: Duration::from_millis(a.ready_delay_ms),
         data_dir: a.data_dir,
         controllers: a.controllers,
+        shared_port: a.shared_port,
         ..FleetConfig::default()
     })
     .await?;
