@@ -522,6 +522,14 @@ fn tls_hosts(ip: std::net::IpAddr) -> Arc<[String]> {
     hosts.into()
 }
 
+/// Sleeps until `flip` (a flapping fault's next change), forever without one.
+async fn until_flip(flip: Option<Instant>) {
+    match flip {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Accepts connections for one cluster, closing the port while the cluster is "refused".
 async fn accept_loop(cluster: Arc<Cluster>, listener: TcpListener, tasks: TaskTracker) {
     let addr = cluster.addr;
@@ -546,12 +554,7 @@ async fn accept_loop(cluster: Arc<Cluster>, listener: TcpListener, tasks: TaskTr
                 }
             }
         }
-        let flip_sleep = async {
-            match flip {
-                Some(t) => tokio::time::sleep_until(t.into()).await,
-                None => std::future::pending().await,
-            }
-        };
+        let flip_sleep = until_flip(flip);
         let accept = async {
             match &listener {
                 Some(l) => l.accept().await,
@@ -755,12 +758,7 @@ async fn route_shared(
                 return Err(Dropped("the cluster was black-holed"));
             }
             let flip = cluster.fault_state().next_flip(Instant::now());
-            let flip_sleep = async {
-                match flip {
-                    Some(t) => tokio::time::sleep_until(t.into()).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let flip_sleep = until_flip(flip);
             tokio::select! {
                 () = changed => {}
                 () = flip_sleep => {}
@@ -809,12 +807,7 @@ where
             return;
         }
         let flip = cluster.fault_state().next_flip(Instant::now());
-        let flip_sleep = async {
-            match flip {
-                Some(t) => tokio::time::sleep_until(t.into()).await,
-                None => std::future::pending().await,
-            }
-        };
+        let flip_sleep = until_flip(flip);
         tokio::select! {
             _ = conn.as_mut() => return,
             () = flip_sleep => {
