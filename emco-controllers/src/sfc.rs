@@ -422,6 +422,8 @@ fn routing_networks(
 /// the Go zero values `metadata.creationTimestamp: null` and `status: {state: ""}`, which the
 /// API server drops; they are left out.
 ///
+/// Also answers the apps of the links ([`chain_of`]), whose clusters the resource goes to.
+///
 /// # Errors
 /// A chain without an end (no selector or provider network there); invalid links.
 pub fn network_chaining(
@@ -429,7 +431,7 @@ pub fn network_chaining(
     selectors: &[ClientSelectorSpec],
     networks: &[ProviderNetworkSpec],
     links: &[SfcLinkSpec],
-) -> Result<Value> {
+) -> Result<(Value, BTreeSet<String>)> {
     let name = &intent.metadata.name;
     let side = |end: &str| {
         let s: Vec<&ClientSelectorSpec> = selectors.iter().filter(|s| s.chain_end == end).collect();
@@ -448,8 +450,8 @@ pub fn network_chaining(
             "provider network or client selector intents were not provided for {what}: {name}"
         )));
     }
-    let (chain, _) = chain_of(links)?;
-    Ok(json!({
+    let (chain, apps) = chain_of(links)?;
+    let resource = json!({
         "apiVersion": CHAINING_API_VERSION,
         "kind": CHAINING_KIND,
         "metadata": {"name": name},
@@ -462,7 +464,8 @@ pub fn network_chaining(
                 "right": right,
             },
         },
-    }))
+    });
+    Ok((resource, apps))
 }
 
 /// The clusters of the context that run every one of `apps` (none when one is missing).
@@ -571,13 +574,28 @@ impl ActionController for Sfc {
                 .map(|(_, l)| (l.metadata.name, l.spec))
                 .collect();
             let specs: Vec<SfcLinkSpec> = links.iter().map(|(_, l)| l.clone()).collect();
-            let resource = network_chaining(&chain, &selectors, &networks, &specs)?;
-            let (_, apps) = chain_of(&specs)?;
+            let (resource, apps) = network_chaining(&chain, &selectors, &networks, &specs)?;
             let clusters = clusters_with_all(cx, &apps).await?;
             if clusters.is_empty() {
                 return Err(Error::failed_precondition(format!(
                     "There are no clusters with all the apps for the Network Chain: {name}"
                 )));
+            }
+            // sfc adds nothing for a link label that is not one `key=value`.
+            let mut labelled = Vec::new();
+            for (link, spec) in &links {
+                match spec
+                    .link_label
+                    .split_once('=')
+                    .filter(|(_, v)| !v.contains('='))
+                {
+                    Some((k, v)) => {
+                        labelled.push((link, spec, BTreeMap::from([(k.to_owned(), v.to_owned())])))
+                    }
+                    None => {
+                        tracing::warn!(%link, label = %spec.link_label, "SFC link label has invalid format");
+                    }
+                }
             }
             cx.handle_mut().add_app(CHAINING_APP).await?;
             for cluster in &clusters {
@@ -590,22 +608,12 @@ impl ActionController for Sfc {
                         resource.clone(),
                     )
                     .await?;
-                for (link, spec) in &links {
-                    // sfc adds nothing for a label that is not one `key=value`.
-                    let Some((k, v)) = spec
-                        .link_label
-                        .split_once('=')
-                        .filter(|(_, v)| !v.contains('='))
-                    else {
-                        tracing::warn!(%link, label = %spec.link_label, "SFC link label has invalid format");
-                        continue;
-                    };
-                    let labels = BTreeMap::from([(k.to_owned(), v.to_owned())]);
+                for (link, spec, labels) in &labelled {
                     label_workload(
                         cx,
                         (&spec.app, cluster),
                         (&spec.workload_resource, &spec.resource_type),
-                        &labels,
+                        labels,
                         link,
                     )
                     .await?;
@@ -627,22 +635,20 @@ impl ActionController for SfcClient {
         let dig_name = m.deployment_intent_group.clone();
         let dig = cx.dig_key().await?;
         let store = Arc::clone(cx.resource_store()?);
-        let labels_missing = wrap(format!(
+        let labels_missing = format!(
             "Error getting logical namespace labels for SFC Client Deployment Intent Group: {dig_name}"
-        ));
+        );
         let group = Collection::<DeploymentIntentGroup>::new(Arc::clone(&store), keys::DIG)
             .get(
                 &keys::composite_app(&m.project, &m.composite_app, &m.version),
                 &dig_name,
             )
             .await
-            .map_err(labels_missing)?;
+            .map_err(wrap(labels_missing.clone()))?;
         let cloud = Collection::<LogicalCloud>::new(Arc::clone(&store), keys::LOGICAL_CLOUD)
             .get(&keys::project(&m.project), &group.spec.logical_cloud)
             .await
-            .map_err(wrap(format!(
-                "Error getting logical namespace labels for SFC Client Deployment Intent Group: {dig_name}"
-            )))?;
+            .map_err(wrap(labels_missing))?;
         let namespace_labels = cloud.spec.labels.unwrap_or_default();
         let clients = cx
             .children::<SfcClientIntent>(&dig)
@@ -832,7 +838,8 @@ mod tests {
             link("virtual-net1", "dync-net1", "app=slb"),
             link("dync-net1", "virtual-net2", "app=ngfw"),
         ];
-        let cr = network_chaining(&intent, &selectors, &networks, &links).unwrap();
+        let (cr, apps) = network_chaining(&intent, &selectors, &networks, &links).unwrap();
+        assert_eq!(apps.into_iter().collect::<Vec<_>>(), ["ngfw", "slb"]);
         assert_eq!(
             cr,
             json!({
