@@ -464,6 +464,60 @@ impl AppContext {
             .ok_or_else(|| Error::not_found(format!("{key} is missing")))
     }
 
+    /// Records context `child` in the metadata's `ChildContextIDs` (EMCO's sds does so for the
+    /// contexts it deploys for a group): the orchestrator terminates the children with their
+    /// parent. Recording one twice records it once. A compare-and-set, so two writers cannot
+    /// lose each other's child.
+    ///
+    /// # Errors
+    /// `NotFound` when the context has no metadata; the store's errors.
+    pub async fn add_child_context(&self, child: u64) -> Result<()> {
+        let key = self.key("meta/");
+        loop {
+            let kv = self
+                .store
+                .get(&key)
+                .await?
+                .ok_or_else(|| Error::not_found(format!("{key} is missing")))?;
+            let mut meta: CompositeAppMeta = parse(&key, &kv.value)?;
+            let ids = meta.child_context_ids.get_or_insert_with(Vec::new);
+            let child = child.to_string();
+            if ids.contains(&child) {
+                return Ok(());
+            }
+            ids.push(child);
+            let txn = Txn::new()
+                .when(crate::kv::Compare::mod_revision(
+                    key.clone(),
+                    kv.mod_revision,
+                ))
+                .op(Op::put(key.clone(), json(&meta)?));
+            if self.store.txn(txn).await?.succeeded {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The contexts recorded as children of this one ([`Self::add_child_context`]).
+    ///
+    /// # Errors
+    /// `NotFound` when the context has no metadata; `Internal` for an id that is not a number.
+    pub async fn child_contexts(&self) -> Result<Vec<u64>> {
+        let meta = self.meta().await?;
+        meta.child_context_ids
+            .unwrap_or_default()
+            .iter()
+            .map(|id| {
+                id.parse().map_err(|_| {
+                    Error::internal(format!(
+                        "context {} names a child context {id:?} that is no id",
+                        self.id
+                    ))
+                })
+            })
+            .collect()
+    }
+
     /// The apps.
     pub async fn apps(&self) -> Result<Vec<String>> {
         self.child_names(&self.key("app/")).await

@@ -72,6 +72,7 @@
 pub mod collection;
 pub mod conformance;
 pub mod context;
+pub mod deployer;
 #[cfg(feature = "redb")]
 pub mod embedded;
 #[cfg(feature = "etcd")]
@@ -85,6 +86,7 @@ pub mod mongo;
 pub mod resource;
 
 pub use context::{AppContext, CompositeAppMeta};
+pub use deployer::{Deployer, ObjectRef};
 pub use kv::{AppContextStore, Compare, KeyValue, ListOptions, ListPage, Op, Txn, TxnResult};
 pub use memory::{InMemoryAppContextStore, InMemoryResourceStore};
 pub use resource::{
@@ -100,12 +102,16 @@ pub struct Stores {
     pub appcontext: std::sync::Arc<dyn AppContextStore>,
     /// Where the onboarded objects and intents are, when the holder reads any.
     pub resources: Option<std::sync::Arc<dyn ResourceStore>>,
+    /// The resource synchronizer, for controllers that deploy contexts of their own or read
+    /// clusters live.
+    pub deployer: Option<std::sync::Arc<dyn Deployer>>,
 }
 
 impl std::fmt::Debug for Stores {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stores")
             .field("resources", &self.resources.is_some())
+            .field("deployer", &self.deployer.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -117,7 +123,15 @@ impl Stores {
         Self {
             appcontext,
             resources: None,
+            deployer: None,
         }
+    }
+
+    /// Adds the resource synchronizer.
+    #[must_use]
+    pub fn with_deployer(mut self, deployer: std::sync::Arc<dyn Deployer>) -> Self {
+        self.deployer = Some(deployer);
+        self
     }
 
     /// Adds the resource store.
@@ -135,5 +149,15 @@ impl Stores {
         self.resources
             .as_ref()
             .ok_or_else(|| emco_core::Error::failed_precondition("no resource store is configured"))
+    }
+
+    /// The resource synchronizer.
+    ///
+    /// # Errors
+    /// FailedPrecondition without one.
+    pub fn deployer(&self) -> emco_core::Result<&std::sync::Arc<dyn Deployer>> {
+        self.deployer.as_ref().ok_or_else(|| {
+            emco_core::Error::failed_precondition("no resource synchronizer is configured")
+        })
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use emco_appcontext::ResourceStore;
-pub use emco_appcontext::Stores;
+pub use emco_appcontext::{Deployer, ObjectRef, Stores};
 use emco_core::{Error, Result};
 
 use crate::handle::ContextHandle;
@@ -83,6 +83,7 @@ pub struct ControllerContext {
     intent_name: Option<String>,
     update_from: Option<u64>,
     resources: Option<Arc<dyn ResourceStore>>,
+    deployer: Option<Arc<dyn Deployer>>,
 }
 
 impl ControllerContext {
@@ -94,6 +95,7 @@ impl ControllerContext {
             intent_name: None,
             update_from: None,
             resources: None,
+            deployer: None,
         }
     }
 
@@ -115,6 +117,13 @@ impl ControllerContext {
     #[must_use]
     pub fn with_resource_store(mut self, store: Option<Arc<dyn ResourceStore>>) -> Self {
         self.resources = store;
+        self
+    }
+
+    /// Sets the resource synchronizer the controller may deploy contexts of its own with.
+    #[must_use]
+    pub fn with_deployer(mut self, deployer: Option<Arc<dyn Deployer>>) -> Self {
+        self.deployer = deployer;
         self
     }
 
@@ -151,6 +160,19 @@ impl ControllerContext {
         })
     }
 
+    /// The resource synchronizer: deploys contexts the controller builds itself, reads
+    /// clusters live.
+    ///
+    /// # Errors
+    /// `FailedPrecondition` when the controller was started without one.
+    pub fn deployer(&self) -> Result<&Arc<dyn Deployer>> {
+        self.deployer.as_ref().ok_or_else(|| {
+            Error::failed_precondition(
+                "this controller was started without a resource synchronizer",
+            )
+        })
+    }
+
     /// Gives the handle back, with whatever it has staged.
     #[must_use]
     pub fn into_handle(self) -> ContextHandle {
@@ -183,7 +205,8 @@ async fn open(
     Ok(ControllerContext::new(handle)
         .with_intent_name(intent_name)
         .with_update_from(update_from)
-        .with_resource_store(stores.resources.clone()))
+        .with_resource_store(stores.resources.clone())
+        .with_deployer(stores.deployer.clone()))
 }
 
 /// Parses a context id as sent on the wire (decimal text); empty means none.

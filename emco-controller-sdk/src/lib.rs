@@ -70,8 +70,8 @@ pub mod server;
 
 pub use client::ControllerRegistry;
 pub use controller::{
-    ActionController, ActionRunner, ControllerContext, Event, PlacementController, PlacementRunner,
-    Stores,
+    ActionController, ActionRunner, ControllerContext, Deployer, Event, ObjectRef,
+    PlacementController, PlacementRunner, Stores,
 };
 pub use handle::{ContextHandle, resource_name, set_field};
 pub use intent::{Dig, IntentType};

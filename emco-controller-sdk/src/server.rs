@@ -234,6 +234,14 @@ impl ServerBuilder {
         self
     }
 
+    /// The resource synchronizer the controllers deploy contexts of their own with and read
+    /// clusters through (call before [`Self::action`]).
+    #[must_use]
+    pub fn deployer(mut self, deployer: Arc<dyn crate::Deployer>) -> Self {
+        self.stores = self.stores.with_deployer(deployer);
+        self
+    }
+
     /// Serves `controller` as the action controller (`contextupdate`).
     #[must_use]
     pub fn action(self, controller: impl ActionController) -> Self {

@@ -20,6 +20,9 @@
 //!   Secrets) that let clients in other clusters reach a server through the ingress gateways.
 //! - [`swc::Swc`], dtc's SD-EWAN sub-controller, adds the CNFServices and SdewanApplications
 //!   that expose a server behind an SD-EWAN CNF to its clients' clusters.
+//! - [`sds::Sds`], dtc's service discovery sub-controller, makes a server reachable by name
+//!   in its clients' clusters once it is deployed: a headless Service and Endpoints at the
+//!   server's node or load balancer address, deployed in a child AppContext.
 //! - [`dtc::routes`] serves dtc's traffic intents (traffic groups, inbound servers, clients,
 //!   access points) and its sub-controller registry at EMCO's URLs, with dtc's checks and texts.
 //! - [`ovnaction::Ovnaction`] sets the network annotations (ovn4nfv's `nfn-network`, multus'
@@ -41,6 +44,7 @@ pub mod gac;
 pub mod hpa;
 pub mod its;
 pub mod ovnaction;
+pub mod sds;
 pub mod sfc;
 pub mod swc;
 mod workload;

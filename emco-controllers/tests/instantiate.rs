@@ -190,6 +190,33 @@ impl World {
         world
     }
 
+    /// A world where dtc runs with `sub` in-process, registered in `/v2/dtc-controllers` as
+    /// `name` (at a port nobody serves, as in EMCO's files) with `priority`.
+    async fn start_dtc(
+        name: &'static str,
+        sub: Arc<dyn ActionController>,
+        port: u16,
+        priority: i64,
+    ) -> Self {
+        use emco_controller_sdk::rest::Collection;
+        use emco_controllers::dtc::{DTC_CONTROLLER, Dtc, DtcController};
+        let w = Self::start(move |r| {
+            let dtc = Dtc::new(r.stores().clone()).with_sub(name, sub);
+            r.with_action("dtc", Arc::new(dtc))
+        })
+        .await;
+        w.register("dtc", dead_port().await, "action", 1).await;
+        let record: DtcController = serde_json::from_value(json!({"metadata": {"name": name},
+            "spec": {"host": format!("{name}.invalid"), "port": port, "type": "action",
+                "priority": priority}}))
+        .unwrap();
+        Collection::<DtcController>::new(Arc::clone(w.orch.store()), DTC_CONTROLLER)
+            .create(&ResourceKey::root(), &record)
+            .await
+            .unwrap();
+        w
+    }
+
     async fn onboard(&self) {
         let o = &self.orch;
         let lc = LogicalCloud {
@@ -333,6 +360,16 @@ impl World {
     /// Deployment intent group `name` placing web by `placement`, its DIG intent naming
     /// `intents` (controller -> intent), approved.
     async fn dig(&self, name: &str, placement: Value, intents: &[(&str, &str)]) -> DigRef {
+        self.dig_apps(name, &[(APP, placement)], intents).await
+    }
+
+    /// As [`Self::dig`], placing each app of `placements` by its placement.
+    async fn dig_apps(
+        &self,
+        name: &str,
+        placements: &[(&str, Value)],
+        intents: &[(&str, &str)],
+    ) -> DigRef {
         let o = &self.orch;
         let ca = keys::composite_app(PROJECT, CA, "v1");
         let group = DeploymentIntentGroup {
@@ -361,19 +398,21 @@ impl World {
             )
             .await
             .unwrap();
-        let placement: PlacementIntent = serde_json::from_value(placement).unwrap();
-        let api = AppPlacementIntent {
-            metadata: meta("web-placement"),
-            spec: AppPlacementSpec {
-                app: APP.into(),
-                intent: placement,
-            },
-        };
-        o.onboarding()
-            .app_placement_intents()
-            .create(&dig.child(keys::GENERIC_PLACEMENT_INTENT, "gpi"), &api)
-            .await
-            .unwrap();
+        for (app, placement) in placements {
+            let placement: PlacementIntent = serde_json::from_value(placement.clone()).unwrap();
+            let api = AppPlacementIntent {
+                metadata: meta(&format!("{app}-placement")),
+                spec: AppPlacementSpec {
+                    app: (*app).into(),
+                    intent: placement,
+                },
+            };
+            o.onboarding()
+                .app_placement_intents()
+                .create(&dig.child(keys::GENERIC_PLACEMENT_INTENT, "gpi"), &api)
+                .await
+                .unwrap();
+        }
         let mut intent = BTreeMap::from([("genericPlacementIntent".to_owned(), "gpi".to_owned())]);
         for (c, i) in intents {
             intent.insert((*c).to_owned(), (*i).to_owned());
@@ -1004,24 +1043,10 @@ const ISTIO_CRDS: &str = include_str!("../../tests/crds/istio.yaml");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dtc_runs_its_which_deploys_istio_resources_across_clusters() {
-    use emco_controller_sdk::rest::Collection;
-    use emco_controllers::dtc::{DTC_CONTROLLER, Dtc, DtcController};
     use emco_controllers::its::Its;
 
-    let w = World::start(|r| {
-        let dtc = Dtc::new(r.stores().clone()).with_sub("its", Arc::new(Its));
-        r.with_action("dtc", Arc::new(dtc))
-    })
-    .await;
-    w.register("dtc", dead_port().await, "action", 1).await;
+    let w = World::start_dtc("its", Arc::new(Its), 9053, 3).await;
     let o = &w.orch;
-    let its: DtcController = serde_json::from_value(json!({"metadata": {"name": "its"},
-        "spec": {"host": "its.invalid", "port": 9053, "type": "action", "priority": 3}}))
-    .unwrap();
-    Collection::<DtcController>::new(Arc::clone(o.store()), DTC_CONTROLLER)
-        .create(&ResourceKey::root(), &its)
-        .await
-        .unwrap();
     // Istio on every cluster: its CRDs, its namespace and the ingress gateway's kv-pairs.
     for cluster in ["c1", "c2"] {
         w.install(cluster, ISTIO_CRDS).await;
@@ -1331,5 +1356,178 @@ async fn sfc_deploys_the_chain_and_sfcclient_attaches_a_client() {
     for cluster in ["c1", "c2"] {
         w.wait_gone(cluster, chaining).await;
     }
+    w.stop().await;
+}
+
+/// App `srv` of the service discovery test: a Deployment and a NodePort Service `srv-svc` on
+/// 30083, as EMCO's http-server chart with its service discovery overrides.
+const SERVER_CHART: &[(&str, &str)] = &[
+    (
+        "Chart.yaml",
+        "apiVersion: v2\nname: srv\nversion: 0.1.0\nappVersion: \"1.0\"\n",
+    ),
+    ("values.yaml", "tcpPort: 30083\n"),
+    (
+        "templates/deployment.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-srv\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: srv\n  template:\n    metadata:\n      labels:\n        app: srv\n    spec:\n      containers:\n        - name: srv\n          image: nginx:1.25\n",
+    ),
+    (
+        "templates/service.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: srv-svc\nspec:\n  type: NodePort\n  selector:\n    app: srv\n  ports:\n    - name: srv-svc-tcp\n      protocol: TCP\n      port: {{ .Values.tcpPort }}\n      nodePort: {{ .Values.tcpPort }}\n      targetPort: 3333\n",
+    ),
+];
+
+/// sds (src/sds): the server `srv` on c2 behind a NodePort Service, its client `web` on c1 and
+/// c2. Once srv is ready, a child context (app `service-discovery`, recorded in the group's
+/// context) puts on c1, and only there, a headless Service `srv-svc` with the port named after
+/// its number and Endpoints at the first address of c2's first Node; c2 keeps the server's own
+/// Service. Terminating the group removes the child's objects too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sds_makes_the_server_resolvable_in_the_clients_clusters() {
+    use emco_controllers::dtc::{InboundClientsIntent, InboundServerIntent, TrafficGroupIntent};
+    use emco_controllers::sds::{SERVICE_DISCOVERY_APP, Sds};
+
+    let sds = Sds::default().with_poll(Duration::from_millis(100));
+    let w = World::start_dtc("sds", Arc::new(sds), 9039, 2).await;
+    let o = &w.orch;
+    // A cluster without kubelets has no Node: its admin registers one, with its addresses.
+    w.install(
+        "c2",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nstatus:\n  addresses:\n  - type: InternalIP\n    address: 10.0.0.12\n  - type: Hostname\n    address: n1\n",
+    )
+    .await;
+    let ca = keys::composite_app(PROJECT, CA, "v1");
+    let chart = w.file("srv.tgz", &tgz("srv", SERVER_CHART));
+    o.onboarding()
+        .create_app(
+            &ca,
+            &App {
+                metadata: meta("srv"),
+            },
+            &chart,
+        )
+        .await
+        .unwrap();
+    let profile = w.file("srv-profile.tgz", &tgz("profile", PROFILE));
+    o.onboarding()
+        .create_app_profile(
+            &ca.child(keys::COMPOSITE_PROFILE, "cp"),
+            &AppProfile {
+                metadata: meta("srv-profile"),
+                spec: AppProfileSpec { app: "srv".into() },
+            },
+            &profile,
+        )
+        .await
+        .unwrap();
+    let both = json!({"allOf": [
+        {"clusterProvider": PROVIDER, "cluster": "c1"},
+        {"clusterProvider": PROVIDER, "cluster": "c2"}]});
+    let dig = w
+        .dig_apps("d1", &[(APP, both), ("srv", on("c2"))], &[("dtc", "tg")])
+        .await;
+    let tg =
+        put_intent::<TrafficGroupIntent>(o, &dig.key(), json!({"metadata": {"name": "tg"}}), &[])
+            .await;
+    let server = put_intent::<InboundServerIntent>(
+        o,
+        &tg,
+        json!({"metadata": {"name": "serverin"}, "spec": {"app": "srv", "appLabel": "app=srv",
+            "serviceName": "srv-svc", "port": 3333, "protocol": "TCP", "serviceMesh": "none"}}),
+        &[],
+    )
+    .await;
+    put_intent::<InboundClientsIntent>(
+        o,
+        &server,
+        json!({"metadata": {"name": "client1"}, "spec": {"app": APP, "appLabel": "app=web",
+            "serviceName": "web", "namespaces": [], "cidrs": []}}),
+        &[],
+    )
+    .await;
+    o.deployments().instantiate(&dig).await.unwrap();
+    let parent = w.context(&dig).await;
+
+    // On c1, once srv is ready: the child's Service and Endpoints.
+    let end = tokio::time::Instant::now() + DEADLINE;
+    let (service, endpoints) = loop {
+        let svc = w.object("c1", "v1", "Service", "srv-svc").await;
+        let ep = w.object("c1", "v1", "Endpoints", "srv-svc").await;
+        if let (Some(svc), Some(ep)) = (svc, ep) {
+            break (svc, ep);
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "no service discovery objects on c1"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let children = parent.child_contexts().await.unwrap();
+    assert_eq!(children.len(), 1, "one server cluster, one client app");
+    let child = AppContext::load(Arc::clone(o.contexts()), children[0])
+        .await
+        .unwrap();
+    let child_meta = child.meta().await.unwrap();
+    assert_eq!(child_meta.composite_app, SERVICE_DISCOVERY_APP);
+    assert_eq!(child_meta.release, "r-d1");
+    assert_eq!(child_meta.child_context_ids, None);
+    assert_eq!(child.apps().await.unwrap(), [SERVICE_DISCOVERY_APP]);
+    let c1 = format!("{PROVIDER}+c1");
+    assert_eq!(
+        child.clusters(SERVICE_DISCOVERY_APP).await.unwrap(),
+        std::slice::from_ref(&c1)
+    );
+    assert_eq!(
+        child
+            .resource_order(SERVICE_DISCOVERY_APP, &c1)
+            .await
+            .unwrap()
+            .unwrap(),
+        ["srv-svc+Endpoint", "srv-svc+Service"]
+    );
+    let label = format!("{}-{SERVICE_DISCOVERY_APP}", child.id());
+    for obj in [&service, &endpoints] {
+        assert_eq!(
+            obj["metadata"]["labels"][DEPLOYMENT_ID_LABEL],
+            label.as_str()
+        );
+        assert_eq!(obj["metadata"]["namespace"], "default");
+    }
+    assert_eq!(service["spec"]["clusterIP"], "None");
+    assert_eq!(service["spec"]["type"], "ClusterIP");
+    assert_eq!(service["spec"]["sessionAffinity"], "None");
+    assert_eq!(
+        service["spec"]["ports"],
+        json!([{"name": "30083", "protocol": "TCP", "port": 30083, "targetPort": 30083}])
+    );
+    assert_eq!(
+        endpoints["subsets"],
+        json!([{"addresses": [{"ip": "10.0.0.12"}],
+            "ports": [{"name": "30083", "port": 30083, "protocol": "TCP"}]}])
+    );
+    // c2, the server's cluster, keeps the server's own Service.
+    let own = w.object("c2", "v1", "Service", "srv-svc").await.unwrap();
+    assert_eq!(own["spec"]["type"], "NodePort");
+    assert_eq!(
+        own["metadata"]["labels"][DEPLOYMENT_ID_LABEL],
+        format!("{}-srv", parent.id()).as_str()
+    );
+    assert!(
+        w.object("c2", "v1", "Endpoints", "srv-svc").await.is_none() || {
+            // The cluster's own endpoints controller may keep one for the server's Service; never
+            // the child's.
+            let ep = w.object("c2", "v1", "Endpoints", "srv-svc").await.unwrap();
+            ep["metadata"]["labels"][DEPLOYMENT_ID_LABEL] != label.as_str()
+        }
+    );
+
+    o.deployments().terminate(&dig).await.unwrap();
+    w.wait_gone("c1", ("v1", "Endpoints", "srv-svc")).await;
+    w.wait_gone("c1", ("v1", "Service", "srv-svc")).await;
+    w.settled(&child).await;
+    assert_eq!(
+        child.status().await.unwrap(),
+        Some(AppContextStatus::Terminated)
+    );
     w.stop().await;
 }

@@ -194,7 +194,10 @@ impl OrchestratorBuilder {
             rsync = tune(rsync);
         }
         let rsync = rsync.build()?;
-        let stores = Stores::new(Arc::clone(&contexts)).with_resources(Arc::clone(&self.store));
+        // In-process controllers deploy the contexts they build with this same engine.
+        let stores = Stores::new(Arc::clone(&contexts))
+            .with_resources(Arc::clone(&self.store))
+            .with_deployer(Arc::new(rsync.clone()));
         let controllers = match self.registry {
             Some(build) => build(stores),
             None => ControllerRegistry::new(stores),

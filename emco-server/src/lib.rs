@@ -34,6 +34,7 @@
 //! ```
 
 mod config;
+mod deployer;
 mod metrics;
 mod ui;
 
@@ -55,6 +56,7 @@ use emco_controllers::gac::Gac;
 use emco_controllers::hpa::{HpaAction, HpaConsumer, HpaIntent, HpaPlacement, HpaRequirement};
 use emco_controllers::its::Its;
 use emco_controllers::ovnaction::Ovnaction;
+use emco_controllers::sds::Sds;
 use emco_controllers::sfc::{Sfc, SfcClient};
 use emco_controllers::swc::Swc;
 use emco_core::Error;
@@ -88,6 +90,8 @@ pub const NPS: &str = "nps";
 pub const ITS: &str = "its";
 /// The name dtc's SD-EWAN sub-controller is registered under in `/v2/dtc-controllers`.
 pub const SWC: &str = "swc";
+/// dtc's service discovery sub-controller.
+pub const SDS: &str = "sds";
 /// The name EMCO's sfc example registers the network chaining controller under.
 pub const SFC: &str = "sfc";
 /// The name EMCO's sfc example registers the chain client controller under.
@@ -115,6 +119,7 @@ fn dtc_subs() -> Actions {
         (NPS, Arc::new(Nps)),
         (ITS, Arc::new(Its)),
         (SWC, Arc::new(Swc)),
+        (SDS, Arc::new(Sds::default())),
     ]
 }
 
@@ -156,7 +161,7 @@ pub async fn serve_controller(
     let known: Vec<&str> = BUILTIN_CONTROLLERS
         .iter()
         .copied()
-        .chain([NPS, ITS, SWC])
+        .chain([NPS, ITS, SWC, SDS])
         .collect();
     if !known.contains(&name) {
         return Err(Error::invalid(format!(
@@ -168,7 +173,10 @@ pub async fn serve_controller(
     let (actions, placements) = builtin_controllers(&stores);
     let server = emco_controller_sdk::Server::builder(Arc::clone(&stores.appcontext))
         .name(name)
-        .resources(Arc::clone(stores.resources()?));
+        .resources(Arc::clone(stores.resources()?))
+        .deployer(Arc::new(deployer::RemoteRsync::new(Arc::clone(
+            stores.resources()?,
+        ))));
     let server = match actions
         .into_iter()
         .chain(dtc_subs())

@@ -365,6 +365,7 @@ impl Deployments {
         let ctx = self
             .record_on_current(dig, DigOperation::Terminate, OnCurrent::Terminate)
             .await?;
+        self.terminate_children(dig).await;
         // Controllers are told after the fact: the deployment is going whatever they answer,
         // and a controller that is down must not keep it on the clusters.
         let intents = build::dig_intents(self, dig).await?;
@@ -383,6 +384,43 @@ impl Deployments {
             tracing::warn!(%dig, ctx, error = %e, "a controller failed to take a terminate");
         }
         Ok(())
+    }
+
+    /// Terminates the contexts controllers deployed for the group's contexts (EMCO's
+    /// `ChildContextIDs`, which sds records): those of every revision of the deployment, as an
+    /// update leaves the replaced context's children deployed. One that fails is logged and the
+    /// rest still go: the group is terminated whatever they answer.
+    async fn terminate_children(&self, dig: &ResourceKey) {
+        let contexts = match load_state(self.core.store().as_ref(), dig).await {
+            Ok(state) => state
+                .contexts_by_revision()
+                .into_values()
+                .filter_map(|id| id.parse::<u64>().ok())
+                .collect::<std::collections::BTreeSet<_>>(),
+            Err(e) => {
+                tracing::warn!(%dig, error = %e, "cannot read which contexts to terminate the children of");
+                return;
+            }
+        };
+        for parent in contexts {
+            let children = match AppContext::load(Arc::clone(self.core.contexts()), parent).await {
+                Ok(ctx) => ctx.child_contexts().await,
+                Err(e) => Err(e),
+            };
+            let children = match children {
+                Ok(c) => c,
+                Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                Err(e) => {
+                    tracing::warn!(%dig, parent, error = %e, "cannot read the child contexts");
+                    continue;
+                }
+            };
+            for child in children {
+                if let Err(e) = self.core.rsync().terminate(child).await {
+                    tracing::warn!(%dig, parent, child, error = %e, "cannot terminate a child context");
+                }
+            }
+        }
     }
 
     /// Stops the running instantiate, update or terminate of the group at `dig`: rsync ends its

@@ -455,6 +455,21 @@ pub trait Connector: fmt::Debug + Send + Sync + 'static {
     /// rejected.
     async fn get(&self, scope: &Scope, id: &ResourceId) -> Result<Option<Value>>;
 
+    /// Every object of `id`'s kind (its name is ignored) in the scope's namespace, or on the
+    /// cluster for a cluster-scoped kind, as the cluster reports them. The default refuses:
+    /// a connector that only records desired state has nothing live to list.
+    ///
+    /// # Errors
+    ///
+    /// As [`Connector::get`]; [`ErrorKind::FailedPrecondition`] when the connector cannot list.
+    async fn list(&self, scope: &Scope, id: &ResourceId) -> Result<Vec<Value>> {
+        let _ = (scope, id);
+        Err(Error::failed_precondition(format!(
+            "cluster {} cannot be read live: its connector only records what is deployed",
+            self.cluster()
+        )))
+    }
+
     /// Checks that the cluster can be reached with the stored credentials.
     ///
     /// # Errors

@@ -20,6 +20,7 @@
 //! or update gives way to a terminate. A cluster's `readystatus/` is `Unknown` until a worker
 //! reaches it (first contact, or first contact after a resume), then `Available` or `Retrying`.
 
+pub mod deployer;
 mod owner;
 mod replica;
 mod run;

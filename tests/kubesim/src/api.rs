@@ -885,6 +885,7 @@ fn create_checked(cluster: &Arc<Cluster>, t: &Target<'_>, r: &Req, mut obj: Valu
     }
     obj["metadata"]["name"] = json!(name);
     if t.rt.status
+        && !status_set_on_create(&t.rt)
         && let Some(o) = obj.as_object_mut()
     {
         o.remove("status");
@@ -1036,6 +1037,13 @@ pub(crate) fn remove_child(store: &mut Store, k: &Key) {
     if let Some(rt) = type_of(store, &k.0) {
         finish_delete(store, &rt, k, "Background");
     }
+}
+
+/// Whether a create keeps the status it is given although the type has a status subresource:
+/// kube-apiserver's node strategy lets a Node be created with its status (its addresses), by
+/// POST and by server-side apply alike; later writes of the main resource leave it alone.
+fn status_set_on_create(rt: &ResourceType) -> bool {
+    rt.group.is_empty() && rt.kind == "Node"
 }
 
 /// The field manager of the simulated controllers.
@@ -1335,7 +1343,11 @@ fn patch(cluster: &Arc<Cluster>, t: &Target<'_>, name: &str, r: &Req) -> ApiResu
                     .map_err(conflict)?;
                 // Apply's own fields are in managedFields already; keep them.
                 let mf = obj.pointer("/metadata/managedFields").cloned();
-                if t.rt.status
+                if status_set_on_create(&t.rt)
+                    && let Some(st) = applied.get("status")
+                {
+                    obj["status"] = st.clone();
+                } else if t.rt.status
                     && let Some(o) = obj.as_object_mut()
                 {
                     o.remove("status");

@@ -124,6 +124,15 @@ pub(crate) fn apply(rt: &ResourceType, obj: &mut Value) {
                 service_spec(spec);
             }
         }
+        ("", "endpoints") => {
+            if let Some(o) = obj.as_object_mut() {
+                for subset in items(o, "subsets") {
+                    for port in items(subset, "ports") {
+                        set(port, "protocol", json!("TCP"));
+                    }
+                }
+            }
+        }
         ("", "persistentvolumeclaims") => {
             if let Some(spec) = child(obj, "spec") {
                 set(spec, "volumeMode", json!("Filesystem"));
@@ -317,6 +326,19 @@ mod tests {
 
     fn rt(plural: &str) -> &'static ResourceType {
         BUILTIN_TYPES.iter().find(|t| t.plural == plural).unwrap()
+    }
+
+    /// As kube-apiserver answered sds' Endpoints (`../shared/kube`): ports default to TCP.
+    #[test]
+    fn endpoints_ports_default_to_tcp() {
+        let mut e = json!({"subsets": [{"addresses": [{"ip": "10.0.0.12"}],
+            "ports": [{"name": "30083", "port": 30083}, {"port": 53, "protocol": "UDP"}]}]});
+        apply(rt("endpoints"), &mut e);
+        assert_eq!(
+            e["subsets"][0]["ports"],
+            json!([{"name": "30083", "port": 30083, "protocol": "TCP"},
+                {"port": 53, "protocol": "UDP"}])
+        );
     }
 
     #[test]

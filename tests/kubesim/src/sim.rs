@@ -31,6 +31,20 @@ pub(crate) fn defaults_on_create(rt: &ResourceType, obj: &mut Value, store: &mut
                 spec.insert("clusterIP".to_owned(), json!(ip));
                 spec.insert("clusterIPs".to_owned(), json!([ip]));
             }
+            if headless {
+                spec.entry("clusterIPs").or_insert_with(|| json!(["None"]));
+            }
+            // As kube-apiserver: a headless Service without a selector (its Endpoints written
+            // by hand, as sds does) allocates nothing, so it takes every family.
+            let selectorless = spec.get("selector").is_none_or(|s| {
+                s.is_null() || s.as_object().is_some_and(serde_json::Map::is_empty)
+            });
+            if headless && selectorless {
+                spec.entry("ipFamilies")
+                    .or_insert_with(|| json!(["IPv4", "IPv6"]));
+                spec.entry("ipFamilyPolicy")
+                    .or_insert_with(|| json!("RequireDualStack"));
+            }
             if !external {
                 spec.entry("ipFamilies").or_insert_with(|| json!(["IPv4"]));
                 spec.entry("ipFamilyPolicy")

@@ -1317,3 +1317,57 @@ async fn scale_subresource_and_validation() {
     // kubectl prints the causes (one a line): see the kubectl tests.
     sim.fleet.shutdown(Duration::from_secs(1)).await.unwrap();
 }
+
+/// As kube-apiserver (checked against `../shared/kube`): a Node is created with the status it is
+/// given, by POST and by server-side apply (an admin registering a node, a test giving a
+/// cluster without kubelets its addresses), and a later write of the main resource keeps it.
+#[tokio::test]
+async fn a_node_keeps_the_status_it_is_created_with() {
+    use k8s_openapi::api::core::v1::Node;
+    let sim = Sim::start(1, Duration::from_millis(50)).await;
+    let api: Api<Node> = Api::all(sim.client("c1").await);
+    let node = |name: &str, ip: &str| -> Node {
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name},
+            "status": {"addresses": [{"type": "InternalIP", "address": ip},
+                {"type": "Hostname", "address": name}]}}))
+        .unwrap()
+    };
+    let addresses = |n: &Node| {
+        n.status
+            .as_ref()
+            .and_then(|s| s.addresses.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|a| a.address)
+            .collect::<Vec<_>>()
+    };
+    let created = api
+        .create(&PostParams::default(), &node("n1", "10.0.0.12"))
+        .await
+        .unwrap();
+    assert_eq!(addresses(&created), ["10.0.0.12", "n1"]);
+    let applied = api
+        .patch(
+            "n2",
+            &PatchParams::apply("t"),
+            &Patch::Apply(node("n2", "10.0.0.13")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(addresses(&applied), ["10.0.0.13", "n2"]);
+    let listed = api.list(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 2);
+    // A merge patch of the main resource does not reach the status.
+    let patched = api
+        .patch(
+            "n1",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"status": {"addresses": [{"type": "InternalIP", "address": "9.9.9.9"}]}}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(addresses(&patched), ["10.0.0.12", "n1"]);
+}

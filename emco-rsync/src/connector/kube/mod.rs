@@ -387,6 +387,26 @@ impl Connector for KubeConnector {
             .transpose()
     }
 
+    async fn list(&self, scope: &Scope, id: &ResourceId) -> Result<Vec<Value>> {
+        let Some((api, _)) = self.api_for(scope, id).await? else {
+            return Ok(Vec::new());
+        };
+        let what = format!("list of {} {}", id.api_version, id.kind);
+        let list = self
+            .timed(&what, api.list(&::kube::api::ListParams::default()))
+            .await?
+            .map_err(|e| map_error(e, &what))?;
+        list.items
+            .into_iter()
+            .map(|o| {
+                serde_json::to_value(o).map_err(|e| {
+                    Error::internal(format!("cannot encode a listed {}: {e}", id.kind))
+                        .with_source(e)
+                })
+            })
+            .collect()
+    }
+
     fn readiness_source(&self) -> Option<Arc<dyn ReadinessSource>> {
         Some(self.watcher())
     }
