@@ -87,6 +87,16 @@ pub const CLUSTER_QUOTA: &str = "clusterQuota";
 pub const NETWORK: &str = "network";
 /// The child type of an ncm provider network (parent: a cluster).
 pub const PROVIDER_NETWORK: &str = "providerNetwork";
+/// ca-certs' CA certificate intent (under a cluster provider or a project).
+pub const CA_CERT: &str = "caCert";
+/// A cluster group of a CA certificate intent.
+pub const CA_CERT_CLUSTER_GROUP: &str = "caCertClusterGroup";
+/// A logical cloud of a project's CA certificate intent.
+pub const CA_CERT_LOGICAL_CLOUD: &str = "caCertLogicalCloud";
+/// The object holding a CA certificate's enrollment lifecycle record.
+pub const CA_CERT_ENROLLMENT: &str = "caCertEnrollment";
+/// The object holding a CA certificate's distribution lifecycle record.
+pub const CA_CERT_DISTRIBUTION: &str = "caCertDistribution";
 
 /// The blob holding an object's uploaded file (chart, profile, kubeconfig).
 pub const FILE_BLOB: &str = "file";

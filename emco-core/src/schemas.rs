@@ -35,6 +35,12 @@ schemas! {
     pub NETWORK = "../schemas/ncm-virtual-network.json";
     /// ncm's `provider-network.json`: a provider network.
     pub PROVIDER_NETWORK = "../schemas/ncm-provider-network.json";
+    /// ca-certs' `certificate.json`: a CA certificate intent.
+    pub CA_CERT = "../schemas/ca-certs-certificate.json";
+    /// ca-certs' `cluster.json`: a cluster group of a CA certificate.
+    pub CA_CERT_CLUSTER_GROUP = "../schemas/ca-certs-cluster.json";
+    /// ca-certs' `logicalCloud.json`: a logical cloud of a CA certificate.
+    pub CA_CERT_LOGICAL_CLOUD = "../schemas/ca-certs-logical-cloud.json";
 }
 
 #[cfg(test)]

@@ -45,6 +45,24 @@ pub trait Validate {
         false
     }
 
+    /// The answer to an empty body (EMCO's handlers answer `Empty body`; some their own words).
+    #[must_use]
+    fn empty_body_message() -> &'static str
+    where
+        Self: Sized,
+    {
+        "Empty body"
+    }
+
+    /// The answer (a 422) to a body that does not decode, from the decoder's `error`.
+    #[must_use]
+    fn undecodable_message(error: &str) -> String
+    where
+        Self: Sized,
+    {
+        format!("the request body is not valid: {error}")
+    }
+
     /// Whether EMCO's PUT handler checks [`Validate::schema`] too (some check it on POST only).
     #[must_use]
     fn schema_on_put() -> bool

@@ -9,6 +9,7 @@
 //! - [`jsonschema`]: gojsonschema's validation of request bodies, as EMCO's handlers answer
 //!   invalid ones (`Invalid Input:` and gojsonschema's texts).
 //! - [`strconv`]: Go's float formats and integer parsing.
+//! - [`time`]: Go's duration text (`time.ParseDuration`, `Duration.String`).
 //!
 //! ```
 //! let manifest = emco_go::yaml::parse("spec:\n  defaultMode: 0744\n").unwrap();
@@ -18,4 +19,5 @@
 pub mod json;
 pub mod jsonschema;
 pub mod strconv;
+pub mod time;
 pub mod yaml;

@@ -93,7 +93,7 @@ pub(crate) struct OwnedContexts {
 }
 
 impl OwnedContexts {
-    fn new(contexts: &Arc<dyn AppContextStore>) -> Self {
+    pub(crate) fn new(contexts: &Arc<dyn AppContextStore>) -> Self {
         Self {
             contexts: Arc::clone(contexts),
             doomed: Arc::default(),
@@ -119,7 +119,7 @@ impl OwnedContexts {
     ///
     /// # Errors
     /// Internal for a corrupt record.
-    fn doom(&self, key: &ResourceKey, state: &StateInfo) -> Result<()> {
+    pub(crate) fn doom(&self, key: &ResourceKey, state: &StateInfo) -> Result<()> {
         let ids = state.context_ids()?;
         self.doomed
             .lock()
@@ -129,7 +129,7 @@ impl OwnedContexts {
     }
 
     /// Deletes the contexts remembered for `key`.
-    async fn delete_doomed(&self, key: &ResourceKey) -> Result<()> {
+    pub(crate) async fn delete_doomed(&self, key: &ResourceKey) -> Result<()> {
         let ids = self
             .doomed
             .lock()

@@ -31,6 +31,7 @@
 //! # }).unwrap();
 //! ```
 
+pub mod cacerts;
 pub mod dcm;
 mod handover;
 mod hooks;
@@ -76,6 +77,7 @@ pub struct Orchestrator {
     deployments: Deployments,
     clouds: LogicalClouds,
     networks: ClusterNetworks,
+    ca_certs: cacerts::CaCerts,
     status: Status,
 }
 
@@ -99,6 +101,7 @@ impl Orchestrator {
         let deployments = Deployments::new(core.clone(), helm);
         let clouds = LogicalClouds::new(core.clone());
         let networks = ClusterNetworks::new(core.clone());
+        let ca_certs = cacerts::CaCerts::new(core.clone());
         let status = Status::new(
             core.clone(),
             deployments.clone(),
@@ -110,6 +113,7 @@ impl Orchestrator {
             deployments,
             clouds,
             networks,
+            ca_certs,
             status,
         }
     }
@@ -136,6 +140,12 @@ impl Orchestrator {
     #[must_use]
     pub fn cluster_networks(&self) -> &ClusterNetworks {
         &self.networks
+    }
+
+    /// The lifecycles of CA certificates (ca-certs).
+    #[must_use]
+    pub fn ca_certs(&self) -> &cacerts::CaCerts {
+        &self.ca_certs
     }
 
     /// The status of deployments, logical clouds and cluster networks.

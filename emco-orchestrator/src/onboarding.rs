@@ -23,7 +23,8 @@ use emco_core::{Error, ErrorKind, Result, Validate};
 use serde::Serialize;
 
 use crate::upload::{self, Limits};
-use crate::{from_value, hooks, keys, ncm, runtime, to_value, wording};
+use crate::{cacerts, from_value, hooks, keys, ncm, runtime, to_value, wording};
+use emco_core::model::cacert::{CaCert, CaCertClusterGroup, CaCertLogicalCloud};
 
 /// The onboarding service: every object of the resource store, checked as EMCO checks it.
 /// Cheap to clone; clones share the stores.
@@ -121,6 +122,13 @@ impl Onboarding {
         networks: Network = keys::NETWORK, ncm::NetworkHook, wording::network;
         /// ncm's provider networks of a cluster (parent: a cluster), fixed while applied.
         provider_networks: ProviderNetwork = keys::PROVIDER_NETWORK, ncm::ProviderNetworkHook, wording::provider_network;
+        /// ca-certs' CA certificate intents (parent: a cluster provider or a project), with
+        /// their enrollment and distribution records.
+        ca_certs: CaCert = keys::CA_CERT, cacerts::CaCertHook, cacerts::ca_cert;
+        /// ca-certs' cluster groups (parent: a certificate, or a certificate's logical cloud).
+        ca_cert_cluster_groups: CaCertClusterGroup = keys::CA_CERT_CLUSTER_GROUP, NoHook, cacerts::cluster_group;
+        /// ca-certs' logical clouds of a project's certificate (parent: the certificate).
+        ca_cert_logical_clouds: CaCertLogicalCloud = keys::CA_CERT_LOGICAL_CLOUD, NoHook, cacerts::logical_cloud;
     }
 
     /// Apps, for get, list and delete (create and replace go through [`Self::create_app`] and

@@ -549,6 +549,34 @@ pub(crate) fn respond(
     }
 }
 
+/// The full answer for a lifecycle of its own contexts (ncm's cluster networks, ca-certs'
+/// enrollment and distribution): the record `states` under `name`, with what its context (or
+/// the `instance` the query names) holds.
+///
+/// # Errors
+/// NotFound for an unknown `instance`; the store's errors.
+pub(crate) async fn record_answer(
+    contexts: &Arc<dyn AppContextStore>,
+    name: String,
+    states: StateInfo,
+    query: &StatusQuery,
+) -> Result<DigStatus> {
+    let snapshot = match context_of(&states, query.instance.as_deref())? {
+        Some(id) => Some(Snapshot::read(contexts, id).await?),
+        None => None,
+    };
+    let views = snapshot
+        .as_ref()
+        .map(|s| s.views(query))
+        .unwrap_or_default();
+    let full = DigStatus {
+        name,
+        states,
+        ..DigStatus::default()
+    };
+    Ok(full_answer(query, full, snapshot.as_ref(), views))
+}
+
 /// The full answer: `full` (names and lifecycle record) with the context's status, the counts
 /// and, unless the query asks for a summary, the resources; in the legacy shape if asked.
 pub(crate) fn full_answer(

@@ -4760,6 +4760,635 @@ async fn sfc_table(rec: &Recorder) {
     run(&app, rec, rows).await;
 }
 
+/// ca-certs' objects (src/ca-certs/api/{cp_cert,cp_cluster,lc_cert,lc_cluster,logicalcloud}.go,
+/// helper.go `validateRequestBody`, pkg/module/errorstring.go, and the cases of api/test/*):
+/// the handler's own checks before the schema, all at once; PUT creates (201) or replaces (200);
+/// a replace only while both lifecycles are Created. Where ca-certs stores a group under a
+/// missing certificate we answer 404 `caCert not found`.
+async fn ca_certs_table(rec: &Recorder) {
+    let app = app();
+    let cp = "/v2/cluster-providers/p1/ca-certs";
+    let lc = "/v2/projects/proj1/ca-certs";
+    let cert = |name: &str| {
+        json!({"metadata": {"name": name}, "spec": {"isCA": true,
+            "issuerRef": {"name": "foo", "kind": "ClusterIssuer", "group": "cert-manager.io"},
+            "duration": "8760h", "issuingCluster": {"cluster": "issuer1", "clusterProvider": "p1"},
+            "csrInfo": {"keySize": 4096, "version": 1, "dnsNames": [],
+                "algorithm": {"publicKeyAlgorithm": "RSA", "signatureAlgorithm": "SHA512WithRSA"},
+                "subject": {"locale": {"country": ["US"]}, "names": {"commonName": "foo",
+                    "commonNamePrefix": "foo"}, "organization": {}}}}})
+    };
+    let echoed = |name: &str| {
+        json!({"metadata": {"name": name, "description": "", "userData1": "", "userData2": ""},
+            "spec": {"isCA": true,
+            "issuerRef": {"name": "foo", "kind": "ClusterIssuer", "group": "cert-manager.io"},
+            "duration": "8760h", "issuingCluster": {"cluster": "issuer1", "clusterProvider": "p1"},
+            "csrInfo": {"keySize": 4096, "version": 1,
+                "algorithm": {"publicKeyAlgorithm": "RSA", "signatureAlgorithm": "SHA512WithRSA"},
+                "subject": {"locale": {"country": ["US"]}, "names": {"commonNamePrefix": "foo",
+                    "CommonName": "foo"}, "organization": {}}}}})
+    };
+    let group = |name: &str| {
+        json!({"metadata": {"name": name},
+            "spec": {"scope": "name", "cluster": "cluster1", "clusterProvider": "p1"}})
+    };
+    let cloud = |name: &str| json!({"metadata": {"name": name}, "spec": {"logicalCloud": name}});
+    let rows = vec![
+        row(
+            "POST",
+            "/v2/cluster-providers",
+            Some(json!({"metadata": {"name": "p1"}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "POST",
+            "/v2/projects",
+            Some(json!({"metadata": {"name": "proj1"}})),
+            201,
+            Any,
+            "setup",
+        ),
+        row(
+            "GET",
+            cp,
+            None,
+            200,
+            Json(Value::Null),
+            "GetAllCert: a nil slice",
+        ),
+        row(
+            "POST",
+            cp,
+            Some(json!({"metadata": {"name": ""}, "spec": cert("x")["spec"]})),
+            400,
+            Text("caCert name may not be empty\n"),
+            "cp_cert_test.go: empty name",
+        ),
+        row(
+            "POST",
+            cp,
+            Some(json!({"metadata": {"name": "c"}, "spec": {}})),
+            400,
+            Text(
+                "issuer name may not be empty\nissuer kind may not be empty\nissuer group/version may not be empty\nissuing cluster may not be empty\nissuing clusterProvider may not be empty\n",
+            ),
+            "validateCertData: every failure, one per line",
+        ),
+        row(
+            "POST",
+            cp,
+            None,
+            400,
+            Text("empty request body\n"),
+            "validateRequestBody: io.EOF",
+        ),
+        row(
+            "POST",
+            cp,
+            Some(json!("not an object")),
+            422,
+            Text("error decoding the request body\n"),
+            "validateRequestBody: undecodable",
+        ),
+        row(
+            "POST",
+            cp,
+            Some({
+                let mut c = cert("bad");
+                c["spec"]["issuerRef"]["kind"] = json!("Ca");
+                c
+            }),
+            400,
+            Text(
+                "Invalid Input:\nspec.issuerRef.kind must be one of the following: \"ClusterIssuer\", \"Issuer\"\n",
+            ),
+            "certificate.json: issuerRef.kind",
+        ),
+        row(
+            "POST",
+            cp,
+            Some(cert("cert1")),
+            201,
+            Json(echoed("cert1")),
+            "cp_cert_test.go: create, Go's field names back",
+        ),
+        row(
+            "POST",
+            cp,
+            Some(cert("cert1")),
+            409,
+            Text("caCert already exists\n"),
+            "cp_cert_test.go: exists",
+        ),
+        row(
+            "GET",
+            format!("{cp}/cert1"),
+            None,
+            200,
+            Json(echoed("cert1")),
+            "cp_cert_test.go: get",
+        ),
+        row(
+            "GET",
+            format!("{cp}/nope"),
+            None,
+            404,
+            Text("caCert not found\n"),
+            "cp_cert_test.go: get missing",
+        ),
+        row(
+            "GET",
+            cp,
+            None,
+            200,
+            Json(json!([echoed("cert1")])),
+            "GetAllCert",
+        ),
+        row(
+            "PUT",
+            format!("{cp}/other"),
+            Some(cert("cert1")),
+            400,
+            Text("caCert name is not matching with the name in the request\n"),
+            "createOrUpdateCertificate",
+        ),
+        row(
+            "PUT",
+            format!("{cp}/cert1"),
+            Some(cert("cert1")),
+            200,
+            Json(echoed("cert1")),
+            "cp_cert_test.go: update existing",
+        ),
+        row(
+            "PUT",
+            format!("{cp}/cert4"),
+            Some(cert("cert4")),
+            201,
+            Json(echoed("cert4")),
+            "cp_cert_test.go: update creates",
+        ),
+        row(
+            "GET",
+            format!("{cp}/cert1/clusters"),
+            None,
+            200,
+            Json(Value::Null),
+            "GetAllClusterGroups: a nil slice",
+        ),
+        row(
+            "POST",
+            format!("{cp}/cert1/clusters"),
+            Some(
+                json!({"metadata": {"name": ""}, "spec": {"scope": "name", "clusterProvider": "p1"}}),
+            ),
+            400,
+            Text(
+                "clusterGroup name may not be empty\ncluster name may not be empty when the scope is the name\n",
+            ),
+            "cp_cluster_test.go: empty name",
+        ),
+        row(
+            "POST",
+            format!("{cp}/cert1/clusters"),
+            Some(
+                json!({"metadata": {"name": "g"}, "spec": {"scope": "label", "clusterProvider": "p1"}}),
+            ),
+            400,
+            Text("cluster label may not be empty when the scope is the label\n"),
+            "validateClusterGroupData",
+        ),
+        row(
+            "POST",
+            format!("{cp}/cert1/clusters"),
+            Some(
+                json!({"metadata": {"name": "g"}, "spec": {"scope": "all", "cluster": "c", "clusterProvider": "p1"}}),
+            ),
+            400,
+            Text("Invalid Input:\nspec.scope must be one of the following: \"label\", \"name\"\n"),
+            "cluster.json: scope",
+        ),
+        row(
+            "POST",
+            format!("{cp}/cert1/clusters"),
+            Some(group("g1")),
+            201,
+            Json(
+                json!({"metadata": {"name": "g1", "description": "", "userData1": "", "userData2": ""},
+                "spec": {"cluster": "cluster1", "clusterProvider": "p1", "scope": "name"}}),
+            ),
+            "cp_cluster_test.go: create",
+        ),
+        row(
+            "POST",
+            format!("{cp}/cert1/clusters"),
+            Some(group("g1")),
+            409,
+            Text("caCert cluster group already exists\n"),
+            "cp_cluster_test.go: exists",
+        ),
+        row(
+            "POST",
+            format!("{cp}/nope/clusters"),
+            Some(group("g1")),
+            404,
+            Text("caCert not found\n"),
+            "under a missing certificate (ca-certs stores it anyway)",
+        ),
+        row(
+            "GET",
+            format!("{cp}/cert1/clusters/g2"),
+            None,
+            404,
+            Text("caCert cluster group not found\n"),
+            "cp_cluster_test.go: get missing",
+        ),
+        row(
+            "PUT",
+            format!("{cp}/cert1/clusters/g2"),
+            Some(group("g1")),
+            400,
+            Text("clusterGroup name is not matching with the name in the request\n"),
+            "createOrUpdateClusterGroup",
+        ),
+        row(
+            "PUT",
+            format!("{cp}/cert1/clusters/g1"),
+            Some(group("g1")),
+            200,
+            Any,
+            "cp_cluster_test.go: update",
+        ),
+        row(
+            "GET",
+            format!("{cp}/cert1/clusters"),
+            None,
+            200,
+            Json(
+                json!([{"metadata": {"name": "g1", "description": "", "userData1": "", "userData2": ""},
+                "spec": {"cluster": "cluster1", "clusterProvider": "p1", "scope": "name"}}]),
+            ),
+            "GetAllClusterGroups",
+        ),
+        row(
+            "DELETE",
+            format!("{cp}/cert1"),
+            None,
+            409,
+            Text("Cannot delete parent without deleting child references first\n"),
+            "the database refuses a certificate with cluster groups",
+        ),
+        row(
+            "GET",
+            format!("{cp}/cert1/enrollment/status"),
+            None,
+            200,
+            Any,
+            "handleStatus: Created",
+        ),
+        row(
+            "GET",
+            format!("{cp}/cert1/distribution/status?status=x"),
+            None,
+            400,
+            Text("invalid query status\n"),
+            "_statusQueryParams (Go: 500 and carries on)",
+        ),
+        row(
+            "GET",
+            format!("{cp}/nope/distribution/status"),
+            None,
+            404,
+            Text("caCert not found\n"),
+            "Status of a missing certificate",
+        ),
+        row(
+            "POST",
+            format!("{cp}/nope/enrollment/instantiate"),
+            None,
+            404,
+            Text("caCert not found\n"),
+            "Instantiate of a missing certificate",
+        ),
+        row(
+            "POST",
+            format!("{cp}/cert1/enrollment/terminate"),
+            None,
+            409,
+            Text("The CaCert isn't in an expected status so not taking any action\n"),
+            "VerifyState(Terminate) before any instantiate (Go: rsync's 500)",
+        ),
+        row(
+            "POST",
+            format!("{cp}/cert1/enrollment/update"),
+            None,
+            202,
+            Empty,
+            "Update of a certificate not enrolled: nothing, as ca-certs",
+        ),
+        row(
+            "POST",
+            format!("{cp}/cert1/distribution/instantiate"),
+            None,
+            409,
+            Text("enrollment is not completed\n"),
+            "VerifyEnrollmentState (Go: 500)",
+        ),
+        row(
+            "POST",
+            format!("{cp}/cert1/distribution/update"),
+            None,
+            202,
+            Empty,
+            "Update of a certificate not distributed: nothing",
+        ),
+        row(
+            "POST",
+            format!("{cp}/cert1/distribution/terminate"),
+            None,
+            409,
+            Text("The CaCert isn't in an expected status so not taking any action\n"),
+            "VerifyState(Terminate)",
+        ),
+        row(
+            "DELETE",
+            format!("{cp}/cert1/clusters/g1"),
+            None,
+            204,
+            Empty,
+            "cp_cluster_test.go: delete",
+        ),
+        row(
+            "DELETE",
+            format!("{cp}/cert1/clusters/g1"),
+            None,
+            404,
+            Text("The requested resource not found\n"),
+            "db Remove of a missing group",
+        ),
+        row(
+            "DELETE",
+            format!("{cp}/cert1"),
+            None,
+            204,
+            Empty,
+            "cp_cert_test.go: delete",
+        ),
+        row(
+            "DELETE",
+            format!("{cp}/cert1"),
+            None,
+            404,
+            Text("The requested resource not found\n"),
+            "cp_cert_test.go: delete missing",
+        ),
+        row("DELETE", format!("{cp}/cert4"), None, 204, Empty, "cleanup"),
+        row(
+            "POST",
+            lc,
+            Some(cert("cert2")),
+            201,
+            Json(echoed("cert2")),
+            "lc_cert_test.go: create",
+        ),
+        row(
+            "GET",
+            lc,
+            None,
+            200,
+            Json(json!([echoed("cert2")])),
+            "GetAllCert",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cert2"),
+            None,
+            200,
+            Json(echoed("cert2")),
+            "lc_cert_test.go: get",
+        ),
+        row(
+            "PUT",
+            format!("{lc}/cert2"),
+            Some(cert("cert2")),
+            200,
+            Any,
+            "lc_cert_test.go: update",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cert2/logical-clouds"),
+            None,
+            200,
+            Json(Value::Null),
+            "GetAllLogicalClouds",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cert2/logical-clouds"),
+            Some(json!({"metadata": {"name": ""}, "spec": {}})),
+            400,
+            Text("caCert logicalCloud name may not be empty\nlogicalCloud may not be empty\n"),
+            "logicalcloud_test.go: empty name",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cert2/logical-clouds"),
+            Some(cloud("foo")),
+            201,
+            Json(
+                json!({"metadata": {"name": "foo", "description": "", "userData1": "", "userData2": ""},
+                "spec": {"logicalCloud": "foo"}}),
+            ),
+            "logicalcloud_test.go: create",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cert2/logical-clouds"),
+            Some(cloud("foo")),
+            409,
+            Text("caCert logical cloud already exists\n"),
+            "logicalcloud_test.go: exists",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cert2/logical-clouds/foo"),
+            None,
+            200,
+            Any,
+            "logicalcloud_test.go: get",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cert2/logical-clouds/bar"),
+            None,
+            404,
+            Text("caCert logical cloud not found\n"),
+            "logicalcloud_test.go: get missing",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cert2/logical-clouds"),
+            None,
+            200,
+            Any,
+            "GetAllLogicalClouds",
+        ),
+        row(
+            "PUT",
+            format!("{lc}/cert2/logical-clouds/bar"),
+            Some(cloud("foo")),
+            400,
+            Text("caCert logicalCloud name is not matching with the name in the request\n"),
+            "createOrUpdateLogicalCloud",
+        ),
+        row(
+            "PUT",
+            format!("{lc}/cert2/logical-clouds/foo"),
+            Some(cloud("foo")),
+            200,
+            Any,
+            "logicalcloud_test.go: update",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cert2/logical-clouds/foo/clusters"),
+            Some(group("g1")),
+            201,
+            Any,
+            "lc_cluster_test.go: create",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cert2/logical-clouds/foo/clusters"),
+            None,
+            200,
+            Any,
+            "lc_cluster_test.go: list",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cert2/logical-clouds/foo/clusters/g1"),
+            None,
+            200,
+            Any,
+            "lc_cluster_test.go: get",
+        ),
+        row(
+            "PUT",
+            format!("{lc}/cert2/logical-clouds/foo/clusters/g1"),
+            Some(group("g1")),
+            200,
+            Any,
+            "lc_cluster_test.go: update",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cert2/enrollment/status"),
+            None,
+            200,
+            Any,
+            "lc handleStatus",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cert2/distribution/status"),
+            None,
+            200,
+            Any,
+            "lc handleStatus",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cert2/enrollment/instantiate"),
+            None,
+            404,
+            Text("Logical Cloud not found\n"),
+            "the logical cloud a record names is looked up",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cert2/enrollment/update"),
+            None,
+            202,
+            Empty,
+            "lc Update: nothing",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cert2/enrollment/terminate"),
+            None,
+            409,
+            Text("The CaCert isn't in an expected status so not taking any action\n"),
+            "lc VerifyState",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cert2/distribution/instantiate"),
+            None,
+            409,
+            Text("enrollment is not completed\n"),
+            "lc VerifyEnrollmentState",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cert2/distribution/update"),
+            None,
+            202,
+            Empty,
+            "lc Update: nothing",
+        ),
+        row(
+            "POST",
+            format!("{lc}/cert2/distribution/terminate"),
+            None,
+            409,
+            Text("The CaCert isn't in an expected status so not taking any action\n"),
+            "lc VerifyState",
+        ),
+        row(
+            "DELETE",
+            format!("{lc}/cert2/logical-clouds/foo/clusters/g1"),
+            None,
+            204,
+            Empty,
+            "lc_cluster_test.go: delete",
+        ),
+        row(
+            "DELETE",
+            format!("{lc}/cert2/logical-clouds/foo"),
+            None,
+            204,
+            Empty,
+            "logicalcloud_test.go: delete",
+        ),
+        row(
+            "DELETE",
+            format!("{lc}/cert2"),
+            None,
+            204,
+            Empty,
+            "lc_cert_test.go: delete",
+        ),
+        row(
+            "GET",
+            format!("{lc}/cert2"),
+            None,
+            404,
+            Text("caCert not found\n"),
+            "gone",
+        ),
+    ];
+    run(&app, rec, rows).await;
+}
+
+#[tokio::test]
+async fn ca_certs() {
+    ca_certs_table(&Recorder::default()).await;
+}
+
 #[tokio::test]
 async fn ovnaction() {
     ovnaction_table(&Recorder::default()).await;
@@ -4770,8 +5399,152 @@ async fn sfc() {
     sfc_table(&Recorder::default()).await;
 }
 
-/// Routes served outside `openapi.yaml`: dtc's and ovnaction's intents, clm's sync objects.
+/// Routes served outside `openapi.yaml`: dtc's and ovnaction's intents, clm's sync objects,
+/// ca-certs' objects.
 const UNDOCUMENTED: &[(&str, &str)] = &[
+    ("POST", "/v2/cluster-providers/{clusterProvider}/ca-certs"),
+    ("GET", "/v2/cluster-providers/{clusterProvider}/ca-certs"),
+    (
+        "GET",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}",
+    ),
+    (
+        "PUT",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}",
+    ),
+    (
+        "DELETE",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}",
+    ),
+    (
+        "POST",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/clusters",
+    ),
+    (
+        "GET",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/clusters",
+    ),
+    (
+        "GET",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/clusters/{cluster}",
+    ),
+    (
+        "PUT",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/clusters/{cluster}",
+    ),
+    (
+        "DELETE",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/clusters/{cluster}",
+    ),
+    ("POST", "/v2/projects/{project}/ca-certs"),
+    ("GET", "/v2/projects/{project}/ca-certs"),
+    ("GET", "/v2/projects/{project}/ca-certs/{caCert}"),
+    ("PUT", "/v2/projects/{project}/ca-certs/{caCert}"),
+    ("DELETE", "/v2/projects/{project}/ca-certs/{caCert}"),
+    (
+        "POST",
+        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds",
+    ),
+    (
+        "GET",
+        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds",
+    ),
+    (
+        "GET",
+        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}",
+    ),
+    (
+        "PUT",
+        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}",
+    ),
+    (
+        "DELETE",
+        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}",
+    ),
+    (
+        "POST",
+        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}/clusters",
+    ),
+    (
+        "GET",
+        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}/clusters",
+    ),
+    (
+        "GET",
+        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}/clusters/{cluster}",
+    ),
+    (
+        "POST",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/enrollment/instantiate",
+    ),
+    (
+        "POST",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/enrollment/terminate",
+    ),
+    (
+        "POST",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/enrollment/update",
+    ),
+    (
+        "GET",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/enrollment/status",
+    ),
+    (
+        "POST",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/distribution/instantiate",
+    ),
+    (
+        "POST",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/distribution/terminate",
+    ),
+    (
+        "POST",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/distribution/update",
+    ),
+    (
+        "GET",
+        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/distribution/status",
+    ),
+    (
+        "POST",
+        "/v2/projects/{project}/ca-certs/{caCert}/enrollment/instantiate",
+    ),
+    (
+        "POST",
+        "/v2/projects/{project}/ca-certs/{caCert}/enrollment/terminate",
+    ),
+    (
+        "POST",
+        "/v2/projects/{project}/ca-certs/{caCert}/enrollment/update",
+    ),
+    (
+        "GET",
+        "/v2/projects/{project}/ca-certs/{caCert}/enrollment/status",
+    ),
+    (
+        "POST",
+        "/v2/projects/{project}/ca-certs/{caCert}/distribution/instantiate",
+    ),
+    (
+        "POST",
+        "/v2/projects/{project}/ca-certs/{caCert}/distribution/terminate",
+    ),
+    (
+        "POST",
+        "/v2/projects/{project}/ca-certs/{caCert}/distribution/update",
+    ),
+    (
+        "GET",
+        "/v2/projects/{project}/ca-certs/{caCert}/distribution/status",
+    ),
+    (
+        "PUT",
+        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}/clusters/{cluster}",
+    ),
+    (
+        "DELETE",
+        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}/clusters/{cluster}",
+    ),
     ("POST", "/v2/dtc-controllers"),
     ("GET", "/v2/dtc-controllers"),
     ("GET", "/v2/dtc-controllers/{dtcController}"),
@@ -4851,6 +5624,7 @@ async fn every_route_has_a_row() {
     ncm_table(&rec).await;
     ovnaction_table(&rec).await;
     sfc_table(&rec).await;
+    ca_certs_table(&rec).await;
     let sent = rec.0.into_inner().unwrap();
 
     let doc = emco_go::yaml::parse(emco_server::OPENAPI).unwrap();

@@ -39,12 +39,12 @@ impl<T: DeserializeOwned + Serialize + Validate> EmcoJson<T> {
     fn parse_checked(body: &[u8], schema: bool) -> Result<T, ApiError> {
         if body.iter().all(u8::is_ascii_whitespace) {
             // EMCO's handlers: `io.EOF` from the decoder answers this text.
-            return Err(Error::invalid("Empty body").into());
+            return Err(Error::invalid(T::empty_body_message()).into());
         }
         let value: T = emco_go::json::from_slice(body).map_err(|e| {
             ApiError::with_status(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                format!("the request body is not valid: {e}"),
+                T::undecodable_message(&e.to_string()),
             )
         })?;
         if T::checks_before_schema() {

@@ -23,6 +23,7 @@
 //! assert_eq!(err.to_string(), "spec.compositeAppVersion: is required");
 //! ```
 
+pub mod cacert;
 pub mod cluster;
 pub mod controller;
 pub mod dig;

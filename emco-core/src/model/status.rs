@@ -375,6 +375,56 @@ impl From<DigStatus> for ClusterNetworkStatus {
     }
 }
 
+/// The status of a CA certificate's enrollment or distribution (ca-certs' `CaCertStatus`): a
+/// deployment intent group's status fields for its one app, its clusters as `clusters`, and
+/// whose certificate it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaCertStatus {
+    /// The cluster provider, for a provider's certificate.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cluster_provider: String,
+    /// The project, for a project's certificate.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub project: String,
+    /// The certificate.
+    #[serde(default)]
+    pub name: String,
+    /// The lifecycle record.
+    #[serde(default)]
+    pub states: StateInfo,
+    /// The AppContext's deployed status.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub deployed_status: String,
+    /// Ready or not (`status=ready`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ready_status: String,
+    /// Resources by deployed status.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub deployed_counts: BTreeMap<String, i64>,
+    /// Resources by ready status.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ready_counts: BTreeMap<String, i64>,
+    /// The clusters and their resources.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<ClusterStatus>,
+}
+
+impl From<DigStatus> for CaCertStatus {
+    fn from(d: DigStatus) -> Self {
+        Self {
+            name: d.name,
+            states: d.states,
+            deployed_status: d.deployed_status,
+            ready_status: d.ready_status,
+            deployed_counts: d.deployed_counts,
+            ready_counts: d.ready_counts,
+            clusters: d.apps.into_iter().flat_map(|a| a.clusters).collect(),
+            ..Self::default()
+        }
+    }
+}
+
 impl DigStatus {
     /// Renames the fields of a `status=deployed` (for [`LegacyType::Rsync`]) or `status=ready`
     /// (for [`LegacyType::Cluster`]) answer to the deprecated `type=` answer's names.

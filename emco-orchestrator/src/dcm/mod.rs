@@ -24,7 +24,7 @@
 //! Update deploys a new context (permissions and quotas as they are now, new clusters with new
 //! requests, the other clusters keeping theirs) and rsync removes what it no longer has.
 
-mod credentials;
+pub(crate) mod credentials;
 pub(crate) mod manifests;
 mod status;
 
@@ -175,6 +175,41 @@ pub(crate) fn add_only_app(w: &mut ContextWriter, app: &str) -> Result<()> {
     w.add_app(app)?;
     w.set_app_order(&[app])?;
     w.set_app_dependency_instruction(&BTreeMap::from([(app.to_owned(), "go".to_owned())]))
+}
+
+/// The resources of one cluster of a one-app context: the cluster and its `(name, manifest)`
+/// in deploy order.
+pub(crate) type ClusterResources = (String, Vec<(String, String)>);
+
+/// Writes `ctx` as one app `app` (see [`add_only_app`]) on each cluster with its resources in
+/// order, status Created; a context that cannot be written is deleted.
+///
+/// # Errors
+/// The store's errors.
+pub(crate) async fn write_only_app(
+    ctx: &AppContext,
+    app: &str,
+    clusters: &[ClusterResources],
+) -> Result<()> {
+    let written = async {
+        let mut w = ctx.writer();
+        add_only_app(&mut w, app)?;
+        for (cluster, resources) in clusters {
+            w.add_cluster(app, cluster, None)?;
+            for (name, manifest) in resources {
+                w.add_resource(app, cluster, name, manifest)?;
+            }
+            let order: Vec<&str> = resources.iter().map(|(n, _)| n.as_str()).collect();
+            w.set_resource_order(app, cluster, &order)?;
+        }
+        w.set_status(AppContextStatus::Created)?;
+        w.flush().await.map(drop)
+    };
+    if let Err(e) = written.await {
+        discard(ctx).await;
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// Deletes a context that was never handed to rsync (its operation failed before).

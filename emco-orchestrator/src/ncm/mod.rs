@@ -27,18 +27,18 @@ use emco_appcontext::collection::Hook;
 use emco_appcontext::context::{AppContextStatus, CompositeAppMeta};
 use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_core::lifecycle::{DigState, StateInfo};
-use emco_core::model::status::{ClusterNetworkStatus, DigStatus, StatusQuery};
+use emco_core::model::status::{ClusterNetworkStatus, StatusQuery};
 use emco_core::model::{Cluster, KvPair, Network, ProviderNetwork, kv_value_text};
 use emco_core::placement::ClusterRef;
 use emco_core::{Error, Result};
 use serde_json::{Value, json};
 
 use crate::dcm::manifests::Manifest;
-use crate::dcm::{add_only_app, discard};
+use crate::dcm::write_only_app;
 use crate::keys;
 use crate::runtime::Core;
 use crate::state::{OnCurrent, Record, decide_again, deploy_fresh, state_or_new};
-use crate::status::{Snapshot, context_of, full_answer};
+use crate::status::record_answer;
 
 /// The one app of a cluster's network AppContext (ncm's `CONTEXT_CLUSTER_APP`).
 pub const NETWORK_APP: &str = "network-intents";
@@ -302,24 +302,13 @@ impl ClusterNetworks {
             ..CompositeAppMeta::default()
         };
         let ctx = AppContext::create(Arc::clone(self.core.contexts()), &meta).await?;
-        let target = format!("{provider}+{cluster}");
-        let written = async {
-            let mut w = ctx.writer();
-            add_only_app(&mut w, NETWORK_APP)?;
-            w.add_cluster(NETWORK_APP, &target, None)?;
-            for m in &manifests {
-                w.add_resource(NETWORK_APP, &target, &m.key, &m.yaml)?;
-            }
-            let order: Vec<&str> = manifests.iter().map(|m| m.key.as_str()).collect();
-            w.set_resource_order(NETWORK_APP, &target, &order)?;
-            w.set_status(AppContextStatus::Created)?;
-            w.flush().await?;
-            Ok::<(), Error>(())
-        };
-        if let Err(e) = written.await {
-            discard(&ctx).await;
-            return Err(e);
-        }
+        let resources = manifests.into_iter().map(|m| (m.key, m.yaml)).collect();
+        write_only_app(
+            &ctx,
+            NETWORK_APP,
+            &[(format!("{provider}+{cluster}"), resources)],
+        )
+        .await?;
         let store = self.core.store().as_ref();
         let id = ctx.id().to_string();
         let _held = self.core.handover.lock(&key).await;
@@ -425,21 +414,14 @@ impl crate::Status {
                 "Filter app {app} not in list of apps for composite app {NETWORK_APP}"
             )));
         }
-        let snapshot = match context_of(&states, query.instance.as_deref())? {
-            Some(id) => Some(Snapshot::read(self.core.contexts(), id).await?),
-            None => None,
-        };
-        let views = snapshot
-            .as_ref()
-            .map(|s| s.views(query))
-            .unwrap_or_default();
-        let full = DigStatus {
-            name: format!("{provider}+{cluster}"),
-            states,
-            ..DigStatus::default()
-        };
         // ncm has only the full status, whatever list mode the query names.
-        let full = full_answer(query, full, snapshot.as_ref(), views);
+        let full = record_answer(
+            self.core.contexts(),
+            format!("{provider}+{cluster}"),
+            states,
+            query,
+        )
+        .await?;
         Ok(ClusterNetworkStatus::from(full))
     }
 }

@@ -10,6 +10,7 @@
 //!   deployment intent groups;
 //! - `dcm`: the logical cloud lifecycle; `ncm`: cluster networks.
 
+mod cacerts;
 mod dcm;
 mod lifecycle;
 mod ncm;
@@ -137,6 +138,7 @@ pub fn router(orch: Orchestrator) -> Router {
         .merge(lifecycle::routes())
         .merge(dcm::routes())
         .merge(ncm::routes())
+        .merge(cacerts::routes())
         .merge(uploads)
         .with_state(orch.clone());
 
@@ -236,5 +238,37 @@ pub fn router(orch: Orchestrator) -> Router {
             Routes::new(format!("{LC}/kv-pairs"), keys::KV_PAIR)
                 .item_view("key", objects::cloud_kv_value)
                 .serve(orch.onboarding().logical_cloud_kv_pairs()),
+        )
+        .merge(ca_cert_routes(&orch))
+}
+
+/// ca-certs' objects, at the cluster-provider and the project level.
+fn ca_cert_routes(orch: &Orchestrator) -> Router {
+    const CP: &str = "/v2/cluster-providers/{clusterProvider}/ca-certs";
+    const PROJECT: &str = "/v2/projects/{project}/ca-certs";
+    let o = orch.onboarding();
+    Router::new()
+        .merge(Routes::new(CP, keys::CA_CERT).serve(o.ca_certs()))
+        .merge(
+            Routes::new(
+                format!("{CP}/{{caCert}}/clusters"),
+                keys::CA_CERT_CLUSTER_GROUP,
+            )
+            .serve(o.ca_cert_cluster_groups()),
+        )
+        .merge(Routes::new(PROJECT, keys::CA_CERT).serve(o.ca_certs()))
+        .merge(
+            Routes::new(
+                format!("{PROJECT}/{{caCert}}/logical-clouds"),
+                keys::CA_CERT_LOGICAL_CLOUD,
+            )
+            .serve(o.ca_cert_logical_clouds()),
+        )
+        .merge(
+            Routes::new(
+                format!("{PROJECT}/{{caCert}}/logical-clouds/{{caCertLogicalCloud}}/clusters"),
+                keys::CA_CERT_CLUSTER_GROUP,
+            )
+            .serve(o.ca_cert_cluster_groups()),
         )
 }

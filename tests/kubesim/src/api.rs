@@ -954,6 +954,9 @@ fn insert_new(
     sim::defaults_on_create(&t.rt, &mut obj, store);
     check_valid(&t.rt, &obj, None)?;
     own(&mut obj);
+    if crate::certmanager::is_request(&t.rt) {
+        obj["status"] = crate::certmanager::issue(store, &obj);
+    }
     if t.rt.plural == "customresourcedefinitions" {
         let rts = crd_types(&obj).map_err(|m| {
             ApiError::invalid(

@@ -10,7 +10,8 @@
 //! kubeconfig for it. Over TLS, a client certificate the cluster's CA signed (an approved
 //! CertificateSigningRequest's) authenticates too, as its subject's CN. Certificates are made on
 //! first use (a kubeconfig, a CSR, the first connection), so big idle fleets start fast. With
-//! [`FleetConfig::controllers`] workloads also get their ReplicaSets and Pods. The README of this
+//! [`FleetConfig::controllers`] workloads also get their ReplicaSets and Pods. A cluster with
+//! cert-manager's CRDs signs `CertificateRequest`s with their CA issuer as they are created. The README of this
 //! package lists what the API does, the design choices (one port per cluster) and the known gaps.
 //!
 //! ```no_run
@@ -28,6 +29,7 @@
 mod admin;
 mod api;
 mod apply;
+mod certmanager;
 mod controllers;
 mod defaults;
 mod discovery;
