@@ -83,3 +83,131 @@ impl Deployer for RemoteRsync {
         live_list(&self.resolver, cluster, what).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use emco_appcontext::{
+        AppContext, CompositeAppMeta, InMemoryAppContextStore, InMemoryResourceStore,
+    };
+    use emco_core::Metadata;
+    use emco_core::lifecycle::AppContextStatus;
+    use emco_core::model::{Cluster, ClusterProvider, ControllerSpec};
+    use emco_rsync::engine::Rsync;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A controller process reaches rsync where `rsync` is registered (refusing clearly when
+    /// it is not, or does not answer) and reads a registered cluster live.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn installs_through_the_registered_rsync_and_reads_clusters() {
+        let store: Arc<dyn ResourceStore> = Arc::new(InMemoryResourceStore::new());
+        let contexts: Arc<dyn emco_appcontext::AppContextStore> =
+            Arc::new(InMemoryAppContextStore::new());
+        let orch = emco_orchestrator::Orchestrator::builder(Arc::clone(&store))
+            .contexts(Arc::clone(&contexts))
+            .build()
+            .unwrap();
+        let remote = RemoteRsync::new(Arc::clone(&store));
+        let ctx = AppContext::create(Arc::clone(&contexts), &CompositeAppMeta::default())
+            .await
+            .unwrap();
+        let e = remote.install(ctx.id()).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::FailedPrecondition, "{e}");
+        assert!(
+            e.message().contains("no controller rsync is registered"),
+            "{e}"
+        );
+
+        // rsync's gRPC service on a loopback port, registered as EMCO's files register it.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let register = |port: u16| Controller {
+            metadata: Metadata::named(RSYNC),
+            spec: ControllerSpec {
+                host: "127.0.0.1".into(),
+                port: i64::from(port),
+                ..ControllerSpec::default()
+            },
+        };
+        let controllers = orch.onboarding().controllers();
+        let dead = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let dead_port = dead.local_addr().unwrap().port();
+        drop(dead);
+        controllers
+            .create(&ResourceKey::root(), &register(dead_port))
+            .await
+            .unwrap();
+        let e = remote.install(ctx.id()).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+        controllers
+            .put(&ResourceKey::root(), RSYNC, &register(addr.port()))
+            .await
+            .unwrap();
+        let rsync: &Rsync = orch.rsync();
+        let service = rsync.grpc_services().installapp;
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+        );
+        remote.install(ctx.id()).await.unwrap();
+        let end = tokio::time::Instant::now() + Duration::from_secs(30);
+        while ctx.status().await.unwrap() != Some(AppContextStatus::Instantiated) {
+            assert!(
+                tokio::time::Instant::now() < end,
+                "{:?}",
+                ctx.status().await
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        // Live reads through the store's kubeconfig.
+        let fleet = kubesim::Fleet::start(kubesim::FleetConfig {
+            clusters: 1,
+            ..kubesim::FleetConfig::default()
+        })
+        .await
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c1.kubeconfig");
+        std::fs::write(&path, fleet.kubeconfig("c1").unwrap()).unwrap();
+        orch.onboarding()
+            .cluster_providers()
+            .create(
+                &ResourceKey::root(),
+                &ClusterProvider {
+                    metadata: Metadata::named("p"),
+                },
+            )
+            .await
+            .unwrap();
+        let cluster = Cluster {
+            metadata: Metadata::named("c1"),
+            ..Cluster::default()
+        };
+        orch.onboarding()
+            .create_cluster("p", &cluster, Some(&path))
+            .await
+            .unwrap();
+        let namespace = ObjectRef::new("v1", "Namespace", None, "default");
+        let got = remote.get("p+c1", &namespace).await.unwrap().unwrap();
+        assert_eq!(got["metadata"]["name"], json!("default"));
+        let listed = remote.list("p+c1", &namespace).await.unwrap();
+        assert!(
+            listed
+                .iter()
+                .any(|n| n["metadata"]["name"] == "kube-system")
+        );
+        let missing = remote
+            .get(
+                "p+c1",
+                &ObjectRef::new("v1", "ConfigMap", Some("default"), "none"),
+            )
+            .await
+            .unwrap();
+        assert!(missing.is_none());
+    }
+}

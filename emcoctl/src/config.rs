@@ -27,6 +27,7 @@ const SERVICES: &[&str] = &[
     "hpaAction",
     "sfc",
     "sfcclient",
+    "cacert",
     "workflowmgr",
 ];
 

@@ -4,6 +4,9 @@
 //! of ours left on the clusters. Each scenario runs on the embedded store and on etcd + MongoDB
 //! (skipped, loudly, when `EMCO_TEST_ETCD` / `EMCO_TEST_MONGO` are unset).
 //!
+//! EMCO examples whose files are not in the test data (ca-certs' test-cert) are written here in
+//! their emcoctl shapes.
+//!
 //! Documents left out, with the reason where it is done: hpa's intents and controller
 //! registrations (kubesim clusters have none of the hardware the intents require).
 
@@ -48,7 +51,9 @@ on_both_stores!(
     hpa_simple,
     hpa_vfw_networks,
     own_example,
-    hundred_digs
+    hundred_digs,
+    ca_certs_example,
+    service_discovery_example
 );
 
 /// The real-cluster tier: every scenario against three real Kubernetes control planes
@@ -86,8 +91,9 @@ async fn real_clusters() {
     }
     // single-cluster ends InstantiateFailed there, as `helm install` of its chart does (see
     // `single_cluster_on_real_clusters`). Not here: test-dependency (each app waits for the one
-    // before to be Ready, which no workload becomes without nodes) and hundred-digs (a load
-    // test).
+    // before to be Ready, which no workload becomes without nodes), service-discovery (sds
+    // waits for the server to be ready, likewise), ca-certs (no cert-manager signs there) and
+    // hundred-digs (a load test).
     each!(
         single_cluster,
         single_cluster_standard_cloud,
@@ -1136,4 +1142,466 @@ async fn expect_accepted(env: &Env, path: impl AsRef<str>) -> Result<()> {
     } else {
         Err(Error::internal(format!("POST {path} -> {code} {body}")))
     }
+}
+
+/// EMCO's ca-certs example (examples/test-cert: `prerequisites.yaml`,
+/// `ca-cert-cluster-provider.yaml` and its enrollment and distribution files) in its emcoctl
+/// shapes, written here as the example's files are not in the test data: an issuing cluster
+/// `issuer1` (kubesim c1, given the example's `setup-ca-issuers.sh` result: a root CA Secret
+/// and the ClusterIssuer `new-istio-system` in `cert-manager`) and three edge clusters
+/// (`cluster1` on c2, `cluster2` on c3, `cluster3` on c1; group23 labels 2 and 3); the
+/// certificate `cert0` for cluster1 by name and group23 by label is enrolled and distributed,
+/// each edge cluster gets its Secret, ClusterIssuer and KNCC ConfigCtrl, and `emcoctl delete`
+/// terminates both and removes everything.
+async fn ca_certs_example(env: &Env) -> Result<()> {
+    use base64::Engine;
+    const CRDS: &str = include_str!("../../crds/ca-certs.yaml");
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+    for c in ["c1", "c2", "c3"] {
+        env.install_crds(c, CRDS).await?;
+        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+            kube::Api::all(env.kube(c).await?);
+        for ns in ["cert-manager", "istio-system"] {
+            let body = serde_json::from_value(json!({"metadata": {"name": ns}}))
+                .map_err(|e| Error::internal("a namespace").with_source(e))?;
+            match namespaces
+                .create(&kube::api::PostParams::default(), &body)
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => return Err(Error::unavailable(format!("namespace {ns}")).with_source(e)),
+            }
+        }
+    }
+    let key = rcgen::KeyPair::generate().map_err(|e| Error::internal(e.to_string()))?;
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new())
+        .map_err(|e| Error::internal(e.to_string()))?;
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "new-istio-system-root-ca");
+    let root = params
+        .self_signed(&key)
+        .map_err(|e| Error::internal(e.to_string()))?;
+    let issuing = env.kube("c1").await?;
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(issuing.clone(), "cert-manager");
+    let secret = serde_json::from_value(json!({"metadata": {"name": "new-istio-system-ca"},
+        "data": {"tls.crt": b64(&root.pem()), "tls.key": b64(&key.serialize_pem())}}))
+    .map_err(|e| Error::internal("the root CA secret").with_source(e))?;
+    let _ = secrets
+        .create(&kube::api::PostParams::default(), &secret)
+        .await;
+    let issuers: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
+        issuing,
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "cert-manager.io",
+            "v1",
+            "ClusterIssuer",
+        )),
+    );
+    let issuer = serde_json::from_value(json!({"apiVersion": "cert-manager.io/v1",
+        "kind": "ClusterIssuer", "metadata": {"name": "new-istio-system"},
+        "spec": {"ca": {"secretName": "new-istio-system-ca"}}}))
+    .map_err(|e| Error::internal("the ClusterIssuer").with_source(e))?;
+    let _ = issuers
+        .create(&kube::api::PostParams::default(), &issuer)
+        .await;
+
+    let dir = env.dir().join("test-cert");
+    std::fs::create_dir_all(&dir).map_err(|e| Error::internal("test-cert dir").with_source(e))?;
+    let write = |name: &str, text: &str| -> Result<PathBuf> {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| Error::internal(name.to_owned()).with_source(e))?;
+        Ok(path)
+    };
+    let mut prerequisites = String::from(
+        "version: emco/v2\nresourceContext:\n  anchor: controllers\nmetadata :\n  name: rsync\nspec:\n  host:  rsync\n  port: 9031\n---\nversion: emco/v2\nresourceContext:\n  anchor: projects\nmetadata :\n  name: {{.ProjectName}}\n---\nversion: emco/v2\nresourceContext:\n  anchor: cluster-providers\nmetadata :\n  name: {{.ClusterProvider}}\n---\nversion: emco/v2\nresourceContext:\n  anchor: cluster-providers/{{.ClusterProvider}}/clusters\nmetadata :\n  name: {{.IssuingCluster}}\nfile:\n  {{.IssuingClusterConfig}}\n",
+    );
+    for (n, label) in [(1, "GroupLabel1"), (2, "GroupLabel23"), (3, "GroupLabel23")] {
+        prerequisites.push_str(&format!(
+            "---\nversion: emco/v2\nresourceContext:\n  anchor: cluster-providers/{{{{.ClusterProvider}}}}/clusters\nmetadata :\n  name: {{{{.Cluster{n}}}}}\nfile:\n  {{{{.KubeConfig{n}}}}}\n---\nversion: emco/v2\nresourceContext:\n  anchor: cluster-providers/{{{{.ClusterProvider}}}}/clusters/{{{{.Cluster{n}}}}}/labels\nclusterLabel: {{{{.{label}}}}}\n"
+        ));
+    }
+    let files = [
+        write("prerequisites.yaml", &prerequisites)?,
+        write(
+            "ca-cert-cluster-provider.yaml",
+            "version: emco/v2\nresourceContext:\n  anchor: cluster-providers/{{.ClusterProvider}}/ca-certs\nmetadata:\n  name: {{.CertIntent0}}\nspec:\n  isCA: true\n  issuerRef:\n    name: {{.ClusterIssuer0}}\n    kind: {{.Kind}}\n    group: {{.Group}}\n  duration: \"8760h\"\n  issuingCluster: \n    cluster: {{.IssuingCluster}}\n    clusterProvider: {{.ClusterProvider}}\n  csrInfo: \n    keySize: {{.KeySize}}\n    version: 1\n    dnsNames: []\n    emailAddresses: []\n    keyUsages: []\n    algorithm: \n      publicKeyAlgorithm: RSA\n      signatureAlgorithm: SHA512WithRSA\n    subject:\n      locale: \n        country: []\n        locality: []\n        postalCode: []\n        province: []\n        streetAddress: []\n      names:\n        commonNamePrefix: {{.CommonNamePrefix}}\n      organization:\n        names: []\n        units: []\n---\nversion: emco/v2\nresourceContext:\n  anchor: cluster-providers/{{.ClusterProvider}}/ca-certs/{{.CertIntent0}}/clusters\nmetadata :\n  name: {{.ClusterGroup0a}}\nspec:\n  scope: name\n  cluster: {{.Cluster1}}\n  clusterProvider: {{.ClusterProvider}}\n---\nversion: emco/v2\nresourceContext:\n  anchor: cluster-providers/{{.ClusterProvider}}/ca-certs/{{.CertIntent0}}/clusters\nmetadata :\n  name: {{.ClusterGroup0b}}\nspec:\n  scope: label\n  label: {{.GroupLabel23}}\n  clusterProvider: {{.ClusterProvider}}\n",
+        )?,
+        write(
+            "ca-cert-cluster-provider-enrollment.yaml",
+            "version: emco/v2\nresourceContext:\n  anchor: cluster-providers/{{.ClusterProvider}}/ca-certs/{{.CertIntent0}}/enrollment/instantiate\n",
+        )?,
+        write(
+            "ca-cert-cluster-provider-distribution.yaml",
+            "version: emco/v2\nresourceContext:\n  anchor: cluster-providers/{{.ClusterProvider}}/ca-certs/{{.CertIntent0}}/distribution/instantiate\n",
+        )?,
+    ];
+    let values = env.write_values(
+        "test-cert-values.yaml",
+        &json!({"ProjectName": "proj1", "ClusterProvider": "provider1",
+            "IssuingCluster": "issuer1", "IssuingClusterConfig": env.kubeconfig_path("c1"),
+            "Cluster1": "cluster1", "KubeConfig1": env.kubeconfig_path("c2"),
+            "Cluster2": "cluster2", "KubeConfig2": env.kubeconfig_path("c3"),
+            "Cluster3": "cluster3", "KubeConfig3": env.kubeconfig_path("c1"),
+            "GroupLabel1": "group1", "GroupLabel23": "group23",
+            "CertIntent0": "cert0", "ClusterIssuer0": "new-istio-system",
+            "Kind": "ClusterIssuer", "Group": "cert-manager.io",
+            "KeySize": 2048, "CommonNamePrefix": "foo",
+            "ClusterGroup0a": "group0a", "ClusterGroup0b": "group0b"}),
+    )?;
+    let docs = |i: usize| load(&files[i..=i], &values);
+    env.apply(&docs(0)?).await?;
+    env.apply(&docs(1)?).await?;
+    let cert = "/v2/cluster-providers/provider1/ca-certs/cert0";
+    let wait = async |lifecycle: &str, deployed: &str| -> Result<Value> {
+        let end = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let (_, s) = env
+                .request(http::Method::GET, &format!("{cert}/{lifecycle}/status"))
+                .await?;
+            let ready = deployed == "Terminated" || s["readyStatus"] == "Ready";
+            if s["deployedStatus"] == deployed && ready {
+                return Ok(s);
+            }
+            if tokio::time::Instant::now() > end {
+                return Err(Error::internal(format!(
+                    "{lifecycle} is not {deployed}: {s}"
+                )));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    };
+    env.apply(&docs(2)?).await?;
+    wait("enrollment", "Instantiated").await?;
+    env.apply(&docs(3)?).await?;
+    let distributed = wait("distribution", "Instantiated").await?;
+    let dctx = distributed["states"]["statusctxid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let objects = |kube_cluster: &'static str, cluster: &str| {
+        let base = format!("{dctx}-cert0-provider1-{cluster}");
+        (kube_cluster, base)
+    };
+    let edges = [
+        objects("c2", "cluster1"),
+        objects("c3", "cluster2"),
+        objects("c1", "cluster3"),
+    ];
+    for (kube_cluster, base) in &edges {
+        let client = env.kube(kube_cluster).await?;
+        let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+            kube::Api::namespaced(client.clone(), "cert-manager");
+        let secret = secrets
+            .get_opt(&format!("{base}-ca"))
+            .await
+            .map_err(|e| Error::unavailable("a secret").with_source(e))?
+            .ok_or_else(|| Error::internal(format!("no Secret {base}-ca on {kube_cluster}")))?;
+        let chain = secret
+            .data
+            .unwrap_or_default()
+            .get("tls.crt")
+            .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+            .unwrap_or_default();
+        if chain.matches("-----BEGIN CERTIFICATE-----").count() != 2 {
+            return Err(Error::internal(format!("{base}-ca holds {chain:?}")));
+        }
+        let kncc: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+            client,
+            "istio-system",
+            &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                "kncc.k8sappconfig.com.gitlab.com",
+                "v1alpha1",
+                "ConfigCtrl",
+            )),
+        );
+        let ctrl = kncc
+            .get_opt(&format!("{base}-kncc"))
+            .await
+            .map_err(|e| Error::unavailable("a ConfigCtrl").with_source(e))?
+            .ok_or_else(|| {
+                Error::internal(format!("no ConfigCtrl {base}-kncc on {kube_cluster}"))
+            })?;
+        if ctrl.data["spec"]["patch"][1]["value"] != format!("{base}-issuer").as_str() {
+            return Err(Error::internal(format!("{base}-kncc is {:?}", ctrl.data)));
+        }
+    }
+    // `emcoctl delete` of the lifecycle files terminates; the certificate goes once they are.
+    env.delete(&docs(3)?).await?;
+    env.delete(&docs(2)?).await?;
+    wait("distribution", "Terminated").await?;
+    wait("enrollment", "Terminated").await?;
+    env.delete(&docs(1)?).await?;
+    env.delete(&docs(0)?).await?;
+    for (kube_cluster, base) in &edges {
+        let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+            kube::Api::namespaced(env.kube(kube_cluster).await?, "cert-manager");
+        let end = tokio::time::Instant::now() + DEADLINE;
+        while secrets
+            .get_opt(&format!("{base}-ca"))
+            .await
+            .map_err(|e| Error::unavailable("a secret").with_source(e))?
+            .is_some()
+        {
+            if tokio::time::Instant::now() > end {
+                return Err(Error::internal(format!(
+                    "{base}-ca stays on {kube_cluster}"
+                )));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+    Ok(())
+}
+
+/// EMCO's service discovery example on private clusters with an admin cloud
+/// (examples/dtc/service_discovery/private_cluster/l0_logical_cloud, its placeholders filled):
+/// nps and sds registered with dtc, http-client on cluster1 (c1), http-server on cluster2 (c2)
+/// behind its NodePort `http-service` on 30083 (the test data's private-cluster overrides);
+/// cluster2 has a Node at 10.0.0.12, as its admin would have. Once http-server is ready, c1
+/// resolves `http-service` through a headless Service and Endpoints at 10.0.0.12:30083, and
+/// nps' NetworkPolicy on c2 admits the client; terminate removes them.
+async fn service_discovery_example(env: &Env) -> Result<()> {
+    let out = packages(env);
+    for app in ["http-client", "http-server"] {
+        tgz(
+            &chart(app).join("helm"),
+            ".",
+            &out.join(format!("{app}.tgz")),
+        )?;
+        tgz(
+            &chart(app)
+                .join("profile/service_discovery_overrides/private_cluster")
+                .join(format!("{app}-profile")),
+            ".",
+            &out.join(format!("{app}-profile.tar.gz")),
+        )?;
+    }
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(env.kube("c2").await?);
+    let node = serde_json::from_value(json!({"metadata": {"name": "node-1"},
+        "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.12"},
+            {"type": "Hostname", "address": "node-1"}]}}))
+    .map_err(|e| Error::internal("a node").with_source(e))?;
+    match nodes.create(&kube::api::PostParams::default(), &node).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => return Err(Error::unavailable("the node of c2").with_source(e)),
+    }
+    let doc = |anchor: &str, rest: &str| {
+        format!("---\nversion: emco/v2\nresourceContext:\n  anchor: {anchor}\n{rest}")
+    };
+    let meta = |name: &str| {
+        format!(
+            "metadata :\n  name: {name}\n  description: test\n  userData1: test1\n  userData2: test2\n"
+        )
+    };
+    let ca = "projects/proj1/composite-apps/collection-composite-app/v1";
+    let dig = format!("{ca}/deployment-intent-groups/collection-deployment-intent-group");
+    let tg = format!("{dig}/traffic-group-intents/testdtc");
+    let mut text = String::new();
+    for (name, port, priority) in [("nps", 30485, 1), ("sds", 30486, 2)] {
+        text += &doc(
+            "dtc-controllers",
+            &format!(
+                "{}spec:\n  host: {{{{.HostIP}}}}\n  port: {port}\n  type: \"action\"\n  priority: {priority}\n",
+                meta(name)
+            ),
+        );
+    }
+    text += &doc(
+        "controllers",
+        &format!(
+            "{}spec:\n  host: {{{{.HostIP}}}}\n  port: 30441\n",
+            meta("rsync")
+        ),
+    );
+    text += &doc(
+        "controllers",
+        &format!(
+            "{}spec:\n  host: {{{{.HostIP}}}}\n  port: 30483\n  type: \"action\"\n  priority: 1\n",
+            meta("dtc")
+        ),
+    );
+    text += &doc("cluster-providers", &meta("provider1"));
+    for (cluster, label) in [("cluster1", "edge-cluster"), ("cluster2", "edge-cluster1")] {
+        let kubeconfig = if cluster == "cluster1" {
+            "KubeConfig1"
+        } else {
+            "KubeConfig2"
+        };
+        text += &doc(
+            "cluster-providers/provider1/clusters",
+            &format!("{}file:\n  {{{{.{kubeconfig}}}}}\n", meta(cluster)),
+        );
+        for l in [label, "networkpolicy-supported"] {
+            text += &doc(
+                &format!("cluster-providers/provider1/clusters/{cluster}/labels"),
+                &format!("clusterLabel: {l}\n"),
+            );
+        }
+    }
+    text += &doc("projects", &meta("proj1"));
+    text += &doc(
+        "projects/proj1/logical-clouds",
+        "metadata:\n  name: default\nspec:\n  level: \"0\"\n",
+    );
+    for (name, cluster) in [("lc-cl-1", "cluster1"), ("lc-cl-2", "cluster2")] {
+        text += &doc(
+            "projects/proj1/logical-clouds/default/cluster-references",
+            &format!(
+                "metadata:\n  name: {name}\nspec:\n  clusterProvider: provider1\n  cluster: {cluster}\n  loadbalancerIp: \"0.0.0.0\"\n"
+            ),
+        );
+    }
+    text += &doc("projects/proj1/logical-clouds/default/instantiate", "");
+    text += &doc(
+        "projects/proj1/composite-apps",
+        &format!(
+            "{}spec:\n  compositeAppVersion: v1\n",
+            meta("collection-composite-app")
+        ),
+    );
+    for app in ["http-client", "http-server"] {
+        text += &doc(
+            &format!("{ca}/apps"),
+            &format!("{}file:\n  {{{{.PackagesPath}}}}/{app}.tgz\n", meta(app)),
+        );
+    }
+    text += &doc(
+        &format!("{ca}/composite-profiles"),
+        &meta("collection-composite-profile"),
+    );
+    for app in ["http-client", "http-server"] {
+        text += &doc(
+            &format!("{ca}/composite-profiles/collection-composite-profile/profiles"),
+            &format!(
+                "{}spec:\n  app: {app}\nfile:\n  {{{{.PackagesPath}}}}/{app}-profile.tar.gz\n",
+                meta(&format!("{app}-profile"))
+            ),
+        );
+    }
+    text += &doc(
+        &format!("{ca}/deployment-intent-groups"),
+        &format!(
+            "{}spec:\n  compositeProfile: collection-composite-profile\n  version: r1\n  logicalCloud: default\n  overrideValues: []\n",
+            meta("collection-deployment-intent-group")
+        ),
+    );
+    text += &doc(
+        &format!("{dig}/intents"),
+        &format!(
+            "{}spec:\n  intent:\n    genericPlacementIntent: collection-placement-intent\n    dtc: testdtc\n",
+            meta("collection-deployment-intent")
+        ),
+    );
+    text += &doc(
+        &format!("{dig}/generic-placement-intents"),
+        &meta("collection-placement-intent"),
+    );
+    for (app, label) in [
+        ("http-client", "edge-cluster"),
+        ("http-server", "edge-cluster1"),
+    ] {
+        text += &doc(
+            &format!("{dig}/generic-placement-intents/collection-placement-intent/app-intents"),
+            &format!(
+                "{}spec:\n  app: {app}\n  intent:\n    allOf:\n    - clusterProvider: provider1\n      clusterLabel: {label}\n",
+                meta(&format!("{app}-placement-intent"))
+            ),
+        );
+    }
+    text += &doc(&format!("{dig}/traffic-group-intents"), &meta("testdtc"));
+    text += &doc(
+        &format!("{tg}/inbound-intents"),
+        &format!(
+            "{}spec:\n  app: http-server\n  appLabel: app=http-server\n  serviceName: http-service\n  port: 3333\n  protocol: TCP\n  serviceMesh: none\n",
+            meta("serverin")
+        ),
+    );
+    text += &doc(
+        &format!("{tg}/inbound-intents/serverin/clients"),
+        &format!(
+            "{}spec:\n  app: http-client\n  appLabel: app=http-client\n  serviceName: http-client\n  namespaces: []\n  cidrs: []\n",
+            meta("client1")
+        ),
+    );
+    text += &doc(&format!("{dig}/approve"), "");
+    text += &doc(&format!("{dig}/instantiate"), "");
+    let file = env.dir().join("emco-dtc-multiple-cluster-l0.yaml");
+    std::fs::write(&file, text).map_err(|e| Error::internal("the example file").with_source(e))?;
+    let values = env.write_values(
+        "sds-values.yaml",
+        &json!({"HostIP": "127.0.0.1", "PackagesPath": out,
+            "KubeConfig1": env.kubeconfig_path("c1"), "KubeConfig2": env.kubeconfig_path("c2")}),
+    )?;
+    let phases = Phases::split(load(&[file], &values)?);
+    env.deploy(&phases).await?;
+    env.wait_placement(
+        &[("http-client", &["c1"]), ("http-server", &["c2"])],
+        DEADLINE,
+    )
+    .await?;
+    let client = env.kube("c1").await?;
+    let services: kube::Api<k8s_openapi::api::core::v1::Service> =
+        kube::Api::namespaced(client.clone(), "default");
+    let endpoints: kube::Api<k8s_openapi::api::core::v1::Endpoints> =
+        kube::Api::namespaced(client, "default");
+    let end = tokio::time::Instant::now() + DEADLINE;
+    let (service, ep) = loop {
+        let s = services.get_opt("http-service").await;
+        let e = endpoints.get_opt("http-service").await;
+        if let (Ok(Some(s)), Ok(Some(e))) = (s, e) {
+            break (s, e);
+        }
+        if tokio::time::Instant::now() > end {
+            return Err(Error::internal("no http-service on cluster1"));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let service = serde_json::to_value(service).unwrap_or_default();
+    let ep = serde_json::to_value(ep).unwrap_or_default();
+    let want_ports =
+        json!([{"name": "30083", "protocol": "TCP", "port": 30083, "targetPort": 30083}]);
+    if service["spec"]["clusterIP"] != "None" || service["spec"]["ports"] != want_ports {
+        return Err(Error::internal(format!(
+            "http-service on cluster1 is {service}"
+        )));
+    }
+    let want_subsets = json!([{"addresses": [{"ip": "10.0.0.12"}],
+        "ports": [{"name": "30083", "port": 30083, "protocol": "TCP"}]}]);
+    if ep["subsets"] != want_subsets {
+        return Err(Error::internal(format!(
+            "http-service's endpoints on cluster1 are {ep}"
+        )));
+    }
+    let policies: kube::Api<k8s_openapi::api::networking::v1::NetworkPolicy> =
+        kube::Api::namespaced(env.kube("c2").await?, "default");
+    let policy = policies
+        .get_opt("testdtc-serverin")
+        .await
+        .map_err(|e| Error::unavailable("a network policy").with_source(e))?
+        .ok_or_else(|| Error::internal("no NetworkPolicy testdtc-serverin on cluster2"))?;
+    let from = serde_json::to_value(&policy.spec).unwrap_or_default()["ingress"][0]["from"].clone();
+    if from[0] != json!({"podSelector": {"matchLabels": {"app": "http-client"}}}) {
+        return Err(Error::internal(format!("testdtc-serverin admits {from}")));
+    }
+    env.remove(&phases).await?;
+    let end = tokio::time::Instant::now() + DEADLINE;
+    while services
+        .get_opt("http-service")
+        .await
+        .map_err(|e| Error::unavailable("a service").with_source(e))?
+        .is_some()
+    {
+        if tokio::time::Instant::now() > end {
+            return Err(Error::internal(
+                "http-service stays on cluster1 after terminate",
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    Ok(())
 }
