@@ -53,7 +53,8 @@ on_both_stores!(
     own_example,
     hundred_digs,
     ca_certs_example,
-    service_discovery_example
+    service_discovery_example,
+    istio_traffic_example
 );
 
 /// The real-cluster tier: every scenario against three real Kubernetes control planes
@@ -102,7 +103,8 @@ async fn real_clusters() {
         multi_cluster,
         test_update,
         hpa_simple,
-        hpa_vfw_networks
+        hpa_vfw_networks,
+        istio_traffic_example
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
@@ -1162,16 +1164,8 @@ async fn ca_certs_example(env: &Env) -> Result<()> {
         let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
             kube::Api::all(env.kube(c).await?);
         for ns in ["cert-manager", "istio-system"] {
-            let body = serde_json::from_value(json!({"metadata": {"name": ns}}))
-                .map_err(|e| Error::internal("a namespace").with_source(e))?;
-            match namespaces
-                .create(&kube::api::PostParams::default(), &body)
-                .await
-            {
-                Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.code == 409 => {}
-                Err(e) => return Err(Error::unavailable(format!("namespace {ns}")).with_source(e)),
-            }
+            let body = json!({"metadata": {"name": ns}});
+            create_kept(&namespaces, body, &format!("namespace {ns}")).await?;
         }
     }
     let key = rcgen::KeyPair::generate().map_err(|e| Error::internal(e.to_string()))?;
@@ -1187,12 +1181,9 @@ async fn ca_certs_example(env: &Env) -> Result<()> {
     let issuing = env.kube("c1").await?;
     let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
         kube::Api::namespaced(issuing.clone(), "cert-manager");
-    let secret = serde_json::from_value(json!({"metadata": {"name": "new-istio-system-ca"},
-        "data": {"tls.crt": b64(&root.pem()), "tls.key": b64(&key.serialize_pem())}}))
-    .map_err(|e| Error::internal("the root CA secret").with_source(e))?;
-    let _ = secrets
-        .create(&kube::api::PostParams::default(), &secret)
-        .await;
+    let secret = json!({"metadata": {"name": "new-istio-system-ca"},
+        "data": {"tls.crt": b64(&root.pem()), "tls.key": b64(&key.serialize_pem())}});
+    create_kept(&secrets, secret, "the root CA secret").await?;
     let issuers: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
         issuing,
         &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
@@ -1201,13 +1192,10 @@ async fn ca_certs_example(env: &Env) -> Result<()> {
             "ClusterIssuer",
         )),
     );
-    let issuer = serde_json::from_value(json!({"apiVersion": "cert-manager.io/v1",
+    let issuer = json!({"apiVersion": "cert-manager.io/v1",
         "kind": "ClusterIssuer", "metadata": {"name": "new-istio-system"},
-        "spec": {"ca": {"secretName": "new-istio-system-ca"}}}))
-    .map_err(|e| Error::internal("the ClusterIssuer").with_source(e))?;
-    let _ = issuers
-        .create(&kube::api::PostParams::default(), &issuer)
-        .await;
+        "spec": {"ca": {"secretName": "new-istio-system-ca"}}});
+    create_kept(&issuers, issuer, "the ClusterIssuer").await?;
 
     let dir = env.dir().join("test-cert");
     std::fs::create_dir_all(&dir).map_err(|e| Error::internal("test-cert dir").with_source(e))?;
@@ -1339,20 +1327,12 @@ async fn ca_certs_example(env: &Env) -> Result<()> {
     for (kube_cluster, base) in &edges {
         let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
             kube::Api::namespaced(env.kube(kube_cluster).await?, "cert-manager");
-        let end = tokio::time::Instant::now() + DEADLINE;
-        while secrets
-            .get_opt(&format!("{base}-ca"))
-            .await
-            .map_err(|e| Error::unavailable("a secret").with_source(e))?
-            .is_some()
-        {
-            if tokio::time::Instant::now() > end {
-                return Err(Error::internal(format!(
-                    "{base}-ca stays on {kube_cluster}"
-                )));
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
+        wait_gone(
+            &secrets,
+            &format!("{base}-ca"),
+            &format!("{base}-ca on {kube_cluster}"),
+        )
+        .await?;
     }
     Ok(())
 }
@@ -1365,6 +1345,84 @@ async fn ca_certs_example(env: &Env) -> Result<()> {
 /// resolves `http-service` through a headless Service and Endpoints at 10.0.0.12:30083, and
 /// nps' NetworkPolicy on c2 admits the client; terminate removes them.
 async fn service_discovery_example(env: &Env) -> Result<()> {
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(env.kube("c2").await?);
+    let node = json!({"metadata": {"name": "node-1"},
+        "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.12"},
+            {"type": "Hostname", "address": "node-1"}]}});
+    create_kept(&nodes, node, "the node of c2").await?;
+    let phases = deploy_dtc_example(
+        env,
+        "service_discovery_overrides/private_cluster",
+        &[("nps", 30485, 1), ("sds", 30486, 2)],
+        "",
+        "port: 3333\n  protocol: TCP\n  serviceMesh: none",
+        "http-client",
+    )
+    .await?;
+    let client = env.kube("c1").await?;
+    let services: kube::Api<k8s_openapi::api::core::v1::Service> =
+        kube::Api::namespaced(client.clone(), "default");
+    let endpoints: kube::Api<k8s_openapi::api::core::v1::Endpoints> =
+        kube::Api::namespaced(client, "default");
+    let end = tokio::time::Instant::now() + DEADLINE;
+    let (service, ep) = loop {
+        let s = services.get_opt("http-service").await;
+        let e = endpoints.get_opt("http-service").await;
+        if let (Ok(Some(s)), Ok(Some(e))) = (s, e) {
+            break (s, e);
+        }
+        if tokio::time::Instant::now() > end {
+            return Err(Error::internal("no http-service on cluster1"));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let service = serde_json::to_value(service).unwrap_or_default();
+    let ep = serde_json::to_value(ep).unwrap_or_default();
+    let want_ports =
+        json!([{"name": "30083", "protocol": "TCP", "port": 30083, "targetPort": 30083}]);
+    if service["spec"]["clusterIP"] != "None" || service["spec"]["ports"] != want_ports {
+        return Err(Error::internal(format!(
+            "http-service on cluster1 is {service}"
+        )));
+    }
+    let want_subsets = json!([{"addresses": [{"ip": "10.0.0.12"}],
+        "ports": [{"name": "30083", "port": 30083, "protocol": "TCP"}]}]);
+    if ep["subsets"] != want_subsets {
+        return Err(Error::internal(format!(
+            "http-service's endpoints on cluster1 are {ep}"
+        )));
+    }
+    let policies: kube::Api<k8s_openapi::api::networking::v1::NetworkPolicy> =
+        kube::Api::namespaced(env.kube("c2").await?, "default");
+    let policy = policies
+        .get_opt("testdtc-serverin")
+        .await
+        .map_err(|e| Error::unavailable("a network policy").with_source(e))?
+        .ok_or_else(|| Error::internal("no NetworkPolicy testdtc-serverin on cluster2"))?;
+    let from = serde_json::to_value(&policy.spec).unwrap_or_default()["ingress"][0]["from"].clone();
+    if from[0] != json!({"podSelector": {"matchLabels": {"app": "http-client"}}}) {
+        return Err(Error::internal(format!("testdtc-serverin admits {from}")));
+    }
+    env.remove(&phases).await?;
+    wait_gone(&services, "http-service", "http-service on cluster1").await
+}
+
+/// The documents of EMCO's dtc examples (examples/dtc/*/multiple-cluster files), their
+/// placeholders filled: the `registrations` with dtc (name, port, priority), rsync and dtc;
+/// cluster1 (c1, label edge-cluster, http-client) and cluster2 (c2, label edge-cluster1,
+/// http-server), both networkpolicy-supported, cluster2 with `cluster2_kv` (kv-pair documents'
+/// `spec`, if any); the admin cloud `default`; the composite app with the test data's charts and
+/// the `profiles` overrides; traffic group `testdtc` with the server intent `serverin`
+/// (`server_spec` after its service name) and client `client1` (service `client_service`);
+/// approve and instantiate; deployed, with its placement checked.
+async fn deploy_dtc_example(
+    env: &Env,
+    profiles: &str,
+    registrations: &[(&str, u16, i64)],
+    cluster2_kv: &str,
+    server_spec: &str,
+    client_service: &str,
+) -> Result<Phases> {
     let out = packages(env);
     for app in ["http-client", "http-server"] {
         tgz(
@@ -1374,21 +1432,12 @@ async fn service_discovery_example(env: &Env) -> Result<()> {
         )?;
         tgz(
             &chart(app)
-                .join("profile/service_discovery_overrides/private_cluster")
+                .join("profile")
+                .join(profiles)
                 .join(format!("{app}-profile")),
             ".",
             &out.join(format!("{app}-profile.tar.gz")),
         )?;
-    }
-    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(env.kube("c2").await?);
-    let node = serde_json::from_value(json!({"metadata": {"name": "node-1"},
-        "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.12"},
-            {"type": "Hostname", "address": "node-1"}]}}))
-    .map_err(|e| Error::internal("a node").with_source(e))?;
-    match nodes.create(&kube::api::PostParams::default(), &node).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(e)) if e.code == 409 => {}
-        Err(e) => return Err(Error::unavailable("the node of c2").with_source(e)),
     }
     let doc = |anchor: &str, rest: &str| {
         format!("---\nversion: emco/v2\nresourceContext:\n  anchor: {anchor}\n{rest}")
@@ -1402,7 +1451,7 @@ async fn service_discovery_example(env: &Env) -> Result<()> {
     let dig = format!("{ca}/deployment-intent-groups/collection-deployment-intent-group");
     let tg = format!("{dig}/traffic-group-intents/testdtc");
     let mut text = String::new();
-    for (name, port, priority) in [("nps", 30485, 1), ("sds", 30486, 2)] {
+    for (name, port, priority) in registrations {
         text += &doc(
             "dtc-controllers",
             &format!(
@@ -1442,6 +1491,12 @@ async fn service_discovery_example(env: &Env) -> Result<()> {
                 &format!("clusterLabel: {l}\n"),
             );
         }
+    }
+    if !cluster2_kv.is_empty() {
+        text += &doc(
+            "cluster-providers/provider1/clusters/cluster2/kv-pairs",
+            &format!("{}spec:\n{cluster2_kv}", meta("istioingresskvpairs")),
+        );
     }
     text += &doc("projects", &meta("proj1"));
     text += &doc(
@@ -1517,23 +1572,23 @@ async fn service_discovery_example(env: &Env) -> Result<()> {
     text += &doc(
         &format!("{tg}/inbound-intents"),
         &format!(
-            "{}spec:\n  app: http-server\n  appLabel: app=http-server\n  serviceName: http-service\n  port: 3333\n  protocol: TCP\n  serviceMesh: none\n",
+            "{}spec:\n  app: http-server\n  appLabel: app=http-server\n  serviceName: http-service\n  {server_spec}\n",
             meta("serverin")
         ),
     );
     text += &doc(
         &format!("{tg}/inbound-intents/serverin/clients"),
         &format!(
-            "{}spec:\n  app: http-client\n  appLabel: app=http-client\n  serviceName: http-client\n  namespaces: []\n  cidrs: []\n",
+            "{}spec:\n  app: http-client\n  appLabel: app=http-client\n  serviceName: {client_service}\n  namespaces: []\n  cidrs: []\n",
             meta("client1")
         ),
     );
     text += &doc(&format!("{dig}/approve"), "");
     text += &doc(&format!("{dig}/instantiate"), "");
-    let file = env.dir().join("emco-dtc-multiple-cluster-l0.yaml");
+    let file = env.dir().join("emco-dtc-multiple-cluster.yaml");
     std::fs::write(&file, text).map_err(|e| Error::internal("the example file").with_source(e))?;
     let values = env.write_values(
-        "sds-values.yaml",
+        "dtc-values.yaml",
         &json!({"HostIP": "127.0.0.1", "PackagesPath": out,
             "KubeConfig1": env.kubeconfig_path("c1"), "KubeConfig2": env.kubeconfig_path("c2")}),
     )?;
@@ -1544,64 +1599,123 @@ async fn service_discovery_example(env: &Env) -> Result<()> {
         DEADLINE,
     )
     .await?;
-    let client = env.kube("c1").await?;
-    let services: kube::Api<k8s_openapi::api::core::v1::Service> =
-        kube::Api::namespaced(client.clone(), "default");
-    let endpoints: kube::Api<k8s_openapi::api::core::v1::Endpoints> =
-        kube::Api::namespaced(client, "default");
-    let end = tokio::time::Instant::now() + DEADLINE;
-    let (service, ep) = loop {
-        let s = services.get_opt("http-service").await;
-        let e = endpoints.get_opt("http-service").await;
-        if let (Ok(Some(s)), Ok(Some(e))) = (s, e) {
-            break (s, e);
-        }
-        if tokio::time::Instant::now() > end {
-            return Err(Error::internal("no http-service on cluster1"));
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    Ok(phases)
+}
+
+/// EMCO's Istio traffic example (examples/dtc/istio_traffic/multiple-cluster.yaml, its
+/// placeholders filled): its registered with dtc, http-server on cluster2 (c2) in the Istio
+/// mesh behind its ingress gateway (the cluster's kv-pairs), http-client on cluster1 (c1).
+/// cluster2 gets the Gateway, ServiceEntry and DestinationRule that expose the server through
+/// the gateway (in istio-system), cluster1 the ServiceEntries and DestinationRules that route
+/// `http-service.default.provider1.cluster2` to 192.168.121.15:32001; terminate removes them.
+async fn istio_traffic_example(env: &Env) -> Result<()> {
+    const CRDS: &str = include_str!("../../crds/istio.yaml");
+    for c in ["c1", "c2"] {
+        env.install_crds(c, CRDS).await?;
+        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+            kube::Api::all(env.kube(c).await?);
+        let body = json!({"metadata": {"name": "istio-system"}});
+        create_kept(&namespaces, body, "namespace istio-system").await?;
+    }
+    let phases = deploy_dtc_example(
+        env,
+        "istio_traffic_overrides",
+        &[("its", 30440, 1)],
+        "  kv:\n    - istioIngressGatewayAddress : \"192.168.121.15\"\n    - istioIngressGatewayPort: \"32001\"\n    - istioIngressGatewayInternalPort: \"15443\"\n",
+        "port: 30083\n  protocol: TCP\n  serviceMesh: istio",
+        "http-client-svc",
+    )
+    .await?;
+    // The server side in istio-system, the client side in the deployment's namespace.
+    let istio = |cluster: &'static str, kind: &'static str| async move {
+        let namespace = if cluster == "c2" {
+            "istio-system"
+        } else {
+            "default"
+        };
+        let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+            env.kube(cluster).await?,
+            namespace,
+            &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                "networking.istio.io",
+                "v1beta1",
+                kind,
+            )),
+        );
+        Ok::<_, Error>(api)
     };
-    let service = serde_json::to_value(service).unwrap_or_default();
-    let ep = serde_json::to_value(ep).unwrap_or_default();
-    let want_ports =
-        json!([{"name": "30083", "protocol": "TCP", "port": 30083, "targetPort": 30083}]);
-    if service["spec"]["clusterIP"] != "None" || service["spec"]["ports"] != want_ports {
+    let get = async |cluster: &'static str, kind: &'static str, name: &str| -> Result<Value> {
+        let api = istio(cluster, kind).await?;
+        let got = api
+            .get_opt(name)
+            .await
+            .map_err(|e| Error::unavailable(format!("{kind} {name}")).with_source(e))?
+            .ok_or_else(|| Error::internal(format!("no {kind} {name} on {cluster}")))?;
+        Ok(got.data)
+    };
+    let gateway = get("c2", "Gateway", "http-service-gateway").await?;
+    if gateway["spec"]["servers"][0]["tls"]["mode"] != "AUTO_PASSTHROUGH" {
         return Err(Error::internal(format!(
-            "http-service on cluster1 is {service}"
+            "http-service-gateway is {gateway}"
         )));
     }
-    let want_subsets = json!([{"addresses": [{"ip": "10.0.0.12"}],
-        "ports": [{"name": "30083", "port": 30083, "protocol": "TCP"}]}]);
-    if ep["subsets"] != want_subsets {
+    get("c2", "ServiceEntry", "http-service-se-server").await?;
+    get("c2", "DestinationRule", "http-service-se-server-dr").await?;
+    let entry = get("c1", "ServiceEntry", "http-service-se-client0").await?;
+    let hosts = &entry["spec"]["hosts"];
+    let endpoint = &entry["spec"]["endpoints"][0];
+    if hosts != &json!(["http-service.default.provider1.cluster2"])
+        || endpoint["address"] != "192.168.121.15"
+    {
         return Err(Error::internal(format!(
-            "http-service's endpoints on cluster1 are {ep}"
+            "http-service-se-client0 is {entry}"
         )));
     }
-    let policies: kube::Api<k8s_openapi::api::networking::v1::NetworkPolicy> =
-        kube::Api::namespaced(env.kube("c2").await?, "default");
-    let policy = policies
-        .get_opt("testdtc-serverin")
-        .await
-        .map_err(|e| Error::unavailable("a network policy").with_source(e))?
-        .ok_or_else(|| Error::internal("no NetworkPolicy testdtc-serverin on cluster2"))?;
-    let from = serde_json::to_value(&policy.spec).unwrap_or_default()["ingress"][0]["from"].clone();
-    if from[0] != json!({"podSelector": {"matchLabels": {"app": "http-client"}}}) {
-        return Err(Error::internal(format!("testdtc-serverin admits {from}")));
-    }
+    get("c1", "ServiceEntry", "http-service-se-client1").await?;
     env.remove(&phases).await?;
+    let api = istio("c1", "ServiceEntry").await?;
+    wait_gone(
+        &api,
+        "http-service-se-client0",
+        "http-service-se-client0 on cluster1",
+    )
+    .await
+}
+
+/// Waits until `name` is gone from `api` (`what` names it in the error).
+async fn wait_gone<K>(api: &kube::Api<K>, name: &str, what: &str) -> Result<()>
+where
+    K: Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
+{
     let end = tokio::time::Instant::now() + DEADLINE;
-    while services
-        .get_opt("http-service")
+    while api
+        .get_opt(name)
         .await
-        .map_err(|e| Error::unavailable("a service").with_source(e))?
+        .map_err(|e| Error::unavailable(what.to_owned()).with_source(e))?
         .is_some()
     {
         if tokio::time::Instant::now() > end {
-            return Err(Error::internal(
-                "http-service stays on cluster1 after terminate",
-            ));
+            return Err(Error::internal(format!("{what} stays after terminate")));
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     Ok(())
+}
+
+/// Creates `body` with `api` as a cluster admin would, keeping one that exists (`what` names
+/// it in the error).
+async fn create_kept<K>(api: &kube::Api<K>, body: Value, what: &str) -> Result<()>
+where
+    K: Clone
+        + k8s_openapi::serde::de::DeserializeOwned
+        + k8s_openapi::serde::Serialize
+        + std::fmt::Debug,
+{
+    let object: K = serde_json::from_value(body)
+        .map_err(|e| Error::internal(what.to_owned()).with_source(e))?;
+    match api.create(&kube::api::PostParams::default(), &object).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(Error::unavailable(what.to_owned()).with_source(e)),
+    }
 }
