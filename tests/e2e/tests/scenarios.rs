@@ -54,7 +54,8 @@ on_both_stores!(
     hundred_digs,
     ca_certs_example,
     service_discovery_example,
-    istio_traffic_example
+    istio_traffic_example,
+    sdewan_example
 );
 
 /// The real-cluster tier: every scenario against three real Kubernetes control planes
@@ -104,7 +105,8 @@ async fn real_clusters() {
         test_update,
         hpa_simple,
         hpa_vfw_networks,
-        istio_traffic_example
+        istio_traffic_example,
+        sdewan_example
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
@@ -1354,7 +1356,7 @@ async fn service_discovery_example(env: &Env) -> Result<()> {
         env,
         "service_discovery_overrides/private_cluster",
         &[("nps", 30485, 1), ("sds", 30486, 2)],
-        "",
+        None,
         "port: 3333\n  protocol: TCP\n  serviceMesh: none",
         "http-client",
     )
@@ -1410,8 +1412,8 @@ async fn service_discovery_example(env: &Env) -> Result<()> {
 /// The documents of EMCO's dtc examples (examples/dtc/*/multiple-cluster files), their
 /// placeholders filled: the `registrations` with dtc (name, port, priority), rsync and dtc;
 /// cluster1 (c1, label edge-cluster, http-client) and cluster2 (c2, label edge-cluster1,
-/// http-server), both networkpolicy-supported, cluster2 with `cluster2_kv` (kv-pair documents'
-/// `spec`, if any); the admin cloud `default`; the composite app with the test data's charts and
+/// http-server), both networkpolicy-supported, cluster2 with the kv-pairs `cluster2_kv` (name
+/// and `spec`, if any); the admin cloud `default`; the composite app with the test data's charts and
 /// the `profiles` overrides; traffic group `testdtc` with the server intent `serverin`
 /// (`server_spec` after its service name) and client `client1` (service `client_service`);
 /// approve and instantiate; deployed, with its placement checked.
@@ -1419,7 +1421,7 @@ async fn deploy_dtc_example(
     env: &Env,
     profiles: &str,
     registrations: &[(&str, u16, i64)],
-    cluster2_kv: &str,
+    cluster2_kv: Option<(&str, &str)>,
     server_spec: &str,
     client_service: &str,
 ) -> Result<Phases> {
@@ -1492,10 +1494,10 @@ async fn deploy_dtc_example(
             );
         }
     }
-    if !cluster2_kv.is_empty() {
+    if let Some((name, kv)) = cluster2_kv {
         text += &doc(
             "cluster-providers/provider1/clusters/cluster2/kv-pairs",
-            &format!("{}spec:\n{cluster2_kv}", meta("istioingresskvpairs")),
+            &format!("{}spec:\n{kv}", meta(name)),
         );
     }
     text += &doc("projects", &meta("proj1"));
@@ -1621,7 +1623,7 @@ async fn istio_traffic_example(env: &Env) -> Result<()> {
         env,
         "istio_traffic_overrides",
         &[("its", 30440, 1)],
-        "  kv:\n    - istioIngressGatewayAddress : \"192.168.121.15\"\n    - istioIngressGatewayPort: \"32001\"\n    - istioIngressGatewayInternalPort: \"15443\"\n",
+        Some(("istioingresskvpairs", "  kv:\n    - istioIngressGatewayAddress : \"192.168.121.15\"\n    - istioIngressGatewayPort: \"32001\"\n    - istioIngressGatewayInternalPort: \"15443\"\n")),
         "port: 30083\n  protocol: TCP\n  serviceMesh: istio",
         "http-client-svc",
     )
@@ -1718,4 +1720,73 @@ where
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
         Err(e) => Err(Error::unavailable(what.to_owned()).with_source(e)),
     }
+}
+
+/// EMCO's SD-EWAN example (examples/dtc/sdewan/multiple-cluster.yaml, its placeholders filled,
+/// over two clusters where the example has one): swc registered with dtc, http-server on
+/// cluster2 (c2) behind its SD-EWAN CNF (the cluster's kv-pairs `SdewanCnfPort`,
+/// `SdewanServicePort`, `SdewanServiceAllowedCidr`), http-client on cluster1 (c1). cluster2 gets
+/// the CNFService exposing `http-service.default.svc.cluster.local` on the CNF's port, cluster1
+/// the SdewanApplication selecting the server's pods; terminate removes them.
+async fn sdewan_example(env: &Env) -> Result<()> {
+    const CRDS: &str = include_str!("../../crds/sdewan.yaml");
+    for c in ["c1", "c2"] {
+        env.install_crds(c, CRDS).await?;
+    }
+    let phases = deploy_dtc_example(
+        env,
+        "sdewan_overrides",
+        &[("swc", 30488, 1)],
+        Some((
+            "sdewankvpairs",
+            "  kv:\n    - SdewanCnfPort: \"12354\"\n    - SdewanServicePort: \"31333\"\n    - SdewanServiceAllowedCidr: \"192.168.22.22/24\"\n",
+        )),
+        "port: 3333\n  protocol: TCP\n  edgeCNF: sdewan",
+        "http-client",
+    )
+    .await?;
+    let sdewan = async |cluster: &str, kind: &str| -> Result<kube::Api<kube::api::DynamicObject>> {
+        Ok(kube::Api::namespaced_with(
+            env.kube(cluster).await?,
+            "default",
+            &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                "batch.sdewan.akraino.org",
+                "v1alpha1",
+                kind,
+            )),
+        ))
+    };
+    let fullname = "http-service.default.svc.cluster.local";
+    let services = sdewan("c2", "CNFService").await?;
+    let service = services
+        .get_opt(fullname)
+        .await
+        .map_err(|e| Error::unavailable("a CNFService").with_source(e))?
+        .ok_or_else(|| Error::internal("no CNFService on cluster2"))?;
+    let want = json!({"fullname": fullname, "port": "12354", "dport": "31333",
+        "cidr": "192.168.22.22/24"});
+    if service.data["spec"] != want {
+        return Err(Error::internal(format!(
+            "the CNFService is {:?}",
+            service.data
+        )));
+    }
+    let apps = sdewan("c1", "SdewanApplication").await?;
+    let app = apps
+        .get_opt("http-service")
+        .await
+        .map_err(|e| Error::unavailable("a SdewanApplication").with_source(e))?
+        .ok_or_else(|| Error::internal("no SdewanApplication on cluster1"))?;
+    let want = json!({"appNamespace": "default",
+        "podSelector": {"matchLabels": {"app": "http-server"}},
+        "servicePort": "31333", "cnfPort": "12354"});
+    if app.data["spec"] != want {
+        return Err(Error::internal(format!(
+            "the SdewanApplication is {:?}",
+            app.data
+        )));
+    }
+    env.remove(&phases).await?;
+    wait_gone(&services, fullname, "the CNFService on cluster2").await?;
+    wait_gone(&apps, "http-service", "the SdewanApplication on cluster1").await
 }
