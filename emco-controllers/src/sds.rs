@@ -145,6 +145,10 @@ async fn discover(
         };
         found.push((cluster.clone(), service, ip));
     }
+    let mut clients = Vec::new();
+    for client in &d.clients {
+        clients.push(parent.clusters(client).await?);
+    }
     for (cluster, service, ip) in found {
         let (svc, endpoints) = match discovery_objects(&service, &ip) {
             Ok(objects) => objects,
@@ -153,12 +157,11 @@ async fn discover(
                 continue;
             }
         };
-        for client in &d.clients {
-            let targets: Vec<String> = parent
-                .clusters(client)
-                .await?
-                .into_iter()
-                .filter(|c| *c != cluster)
+        for client_clusters in &clients {
+            let targets: Vec<String> = client_clusters
+                .iter()
+                .filter(|c| **c != cluster)
+                .cloned()
                 .collect();
             if targets.is_empty() {
                 continue;

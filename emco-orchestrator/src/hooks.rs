@@ -101,7 +101,10 @@ impl OwnedContexts {
     }
 
     /// The status of the record's current context; `None` when it has none or it is gone.
-    async fn current_status(&self, state: &StateInfo) -> Result<Option<AppContextStatus>> {
+    pub(crate) async fn current_status(
+        &self,
+        state: &StateInfo,
+    ) -> Result<Option<AppContextStatus>> {
         current_status(&self.contexts, state).await
     }
 

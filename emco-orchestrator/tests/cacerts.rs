@@ -10,17 +10,15 @@
 
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
+mod common;
+
 use std::time::Duration;
 
-use axum::body::Body;
 use base64::Engine;
-use emco_orchestrator::rest;
 use emco_rsync::connector::kube::KubeConnector;
-use emco_rsync::connector::{Batch, Connector, Resource, ResourceId, Scope};
-use http::{Request, StatusCode};
-use http_body_util::BodyExt;
+use emco_rsync::connector::{Connector, ResourceId, Scope};
+use http::StatusCode;
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 use emco_testkit::PROVIDER;
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -137,21 +135,8 @@ impl World {
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let body = body.map_or_else(Body::empty, |b| Body::from(b.to_string()));
-        let request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("content-type", "application/json")
-            .body(body)
-            .unwrap();
-        let response = rest::router(self.orch.clone())
-            .oneshot(request)
-            .await
-            .unwrap();
-        let status = response.status();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        let value = serde_json::from_slice(&body)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+        let (status, text) = common::call(&self.orch, method, path, body).await;
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         (status, value)
     }
 
@@ -179,11 +164,7 @@ impl World {
     }
 
     async fn apply(&self, cluster: &str, docs: &str) {
-        let mut batch = Batch::new(Scope::new("setup", "admin"));
-        for doc in docs.split("\n---\n") {
-            batch = batch.with_resource(Resource::from_yaml(doc).unwrap());
-        }
-        self.conn(cluster).await.apply(&batch).await.unwrap();
+        common::apply_yaml(&self.conn(cluster).await, docs).await;
     }
 
     async fn get(&self, cluster: &str, id: &Obj) -> Option<Value> {

@@ -5,10 +5,11 @@
 
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
+mod common;
+
 use std::future::Future;
 use std::time::Duration;
 
-use axum::body::Body;
 use emco_core::lifecycle::{DigOperation, DigState, StateAction, StateInfo};
 use emco_core::model::{
     ClusterQuota, ClusterReference, ClusterReferenceSpec, CompositeApp, CompositeProfile,
@@ -16,14 +17,12 @@ use emco_core::model::{
 };
 use emco_core::{ErrorKind, LogicalCloudRef, Metadata};
 use emco_orchestrator::dcm::cloud_for_deployment;
-use emco_orchestrator::{keys, rest, save_state};
+use emco_orchestrator::{keys, save_state};
 use emco_rsync::connector::kube::KubeConnector;
 use emco_rsync::connector::{Connector, ResourceId, Scope};
 use http::{Request, StatusCode};
-use http_body_util::BodyExt;
 use kubesim::Fault;
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 const PROJECT: &str = "p1";
 use emco_testkit::PROVIDER;
@@ -54,18 +53,7 @@ impl World {
 
     /// Sends a request to the REST router; answers the status and the body text.
     async fn call(&self, method: &str, path: &str) -> (StatusCode, String) {
-        let request = Request::builder()
-            .method(method)
-            .uri(path)
-            .body(Body::empty())
-            .unwrap();
-        let response = rest::router(self.orch.clone())
-            .oneshot(request)
-            .await
-            .unwrap();
-        let status = response.status();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        (status, String::from_utf8(body.to_vec()).unwrap())
+        common::call(&self.orch, method, path, None).await
     }
 
     /// Waits until the cloud at `url` serves the kubeconfig of cluster reference `reference`.

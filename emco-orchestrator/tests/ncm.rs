@@ -5,17 +5,15 @@
 
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
+mod common;
+
 use std::future::Future;
 use std::time::Duration;
 
-use axum::body::Body;
-use emco_orchestrator::rest;
 use emco_rsync::connector::kube::KubeConnector;
-use emco_rsync::connector::{Batch, Connector, Resource, ResourceId, Scope};
-use http::{Request, StatusCode};
-use http_body_util::BodyExt;
+use emco_rsync::connector::{Connector, ResourceId, Scope};
+use http::StatusCode;
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 use emco_testkit::PROVIDER;
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -49,20 +47,7 @@ impl World {
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, String) {
-        let body = body.map_or_else(Body::empty, |b| Body::from(b.to_string()));
-        let request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("content-type", "application/json")
-            .body(body)
-            .unwrap();
-        let response = rest::router(self.orch.clone())
-            .oneshot(request)
-            .await
-            .unwrap();
-        let status = response.status();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        (status, String::from_utf8(body.to_vec()).unwrap())
+        common::call(&self.orch, method, path, body).await
     }
 
     async fn admin(&self) -> KubeConnector {
@@ -73,11 +58,7 @@ impl World {
     }
 
     async fn install_crds(&self) {
-        let mut batch = Batch::new(Scope::new("setup", "crds"));
-        for doc in CRDS.split("\n---\n") {
-            batch = batch.with_resource(Resource::from_yaml(doc).unwrap());
-        }
-        self.admin().await.apply(&batch).await.unwrap();
+        common::apply_yaml(&self.admin().await, CRDS).await;
     }
 
     /// The object on the cluster, as the admin reads it.

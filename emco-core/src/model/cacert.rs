@@ -213,6 +213,14 @@ pub struct IssuingCluster {
     pub cluster_provider: String,
 }
 
+impl IssuingCluster {
+    /// `provider+cluster`, the cluster's name in AppContexts.
+    #[must_use]
+    pub fn name(&self) -> String {
+        format!("{}+{}", self.cluster_provider, self.cluster)
+    }
+}
+
 /// The texts of the failed `checks` (failed, text), one per line, as the handlers join them.
 fn failures(checks: &[(bool, &str)]) -> Result<()> {
     let failed: Vec<&str> = checks

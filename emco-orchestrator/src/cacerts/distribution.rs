@@ -25,8 +25,9 @@ use emco_core::{Error, Result};
 use serde_json::{Value, json};
 
 use super::enrollment::{keys_blob, request_name, resource_name};
-use super::{CaCerts, CertOwner, Lifecycle, Target, current};
+use super::{CaCerts, CertOwner, Lifecycle, Target};
 use crate::dcm::write_only_app;
+use crate::hooks::current_status;
 use crate::state::{Record, deploy_fresh};
 
 /// The one app of a distribution context.
@@ -174,13 +175,14 @@ impl CaCerts {
         let (cert_key, _) = self.cert(owner, name).await?;
         self.terminate(&Lifecycle::Distribution.record(&cert_key))
             .await
+            .map(drop)
     }
 
     /// The enrollment context distribution may read: deployed and done.
     async fn enrolled(&self, cert_key: &ResourceKey) -> Result<u64> {
         let store = self.core.store().as_ref();
         let record = Record::load_or_new(store, &Lifecycle::Enrollment.record(cert_key)).await?;
-        let status = current(&self.core, &record.info).await?;
+        let status = current_status(self.core.contexts(), &record.info).await?;
         match (status, record.info.current_context_id()?) {
             (Some(AppContextStatus::Instantiated | AppContextStatus::Updated), Some(id))
                 if matches!(
@@ -207,8 +209,7 @@ impl CaCerts {
         target: &Target,
     ) -> Result<Signed> {
         let request = request_name(enrolled, &cert.metadata.name, target);
-        let issuing = &cert.spec.issuing_cluster;
-        let issuer = format!("{}+{}", issuing.cluster_provider, issuing.cluster);
+        let issuer = cert.spec.issuing_cluster.name();
         let what = ObjectRef::new(
             "cert-manager.io/v1",
             "CertificateRequest",
@@ -250,7 +251,7 @@ impl CaCerts {
         let record_key = Lifecycle::Distribution.record(&cert_key);
         let store = self.core.store().as_ref();
         let record = Record::load_or_new(store, &record_key).await?;
-        let status = current(&self.core, &record.info).await?;
+        let status = current_status(self.core.contexts(), &record.info).await?;
         let Some(previous) = super::begin(update, status, &record.info)? else {
             return Ok(());
         };

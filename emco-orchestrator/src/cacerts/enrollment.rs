@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 
 use super::{CaCerts, CertOwner, Target};
 use crate::dcm::{discard, write_only_app};
+use crate::hooks::current_status;
 use crate::keys;
 use crate::state::{OnCurrent, Record};
 
@@ -371,7 +372,7 @@ impl CaCerts {
         let record_key = super::Lifecycle::Enrollment.record(&cert_key);
         let store = self.core.store().as_ref();
         let record = Record::load_or_new(store, &record_key).await?;
-        let current = super::current(&self.core, &record.info).await?;
+        let current = current_status(self.core.contexts(), &record.info).await?;
         let Some(previous) = super::begin(update, current, &record.info)? else {
             return Ok(());
         };
@@ -387,8 +388,8 @@ impl CaCerts {
             .await
             .map_err(|e| match e.kind() {
                 ErrorKind::NotFound => Error::not_found(format!(
-                    "the issuing cluster {}+{} is not registered",
-                    issuing.cluster_provider, issuing.cluster
+                    "the issuing cluster {} is not registered",
+                    issuing.name()
                 )),
                 _ => e,
             })?;
@@ -399,7 +400,7 @@ impl CaCerts {
             ..CompositeAppMeta::default()
         };
         let ctx = AppContext::create(Arc::clone(self.core.contexts()), &meta).await?;
-        let issuer = format!("{}+{}", issuing.cluster_provider, issuing.cluster);
+        let issuer = issuing.name();
         let written = async {
             let mut requests = Vec::new();
             let mut seen = BTreeSet::new();
@@ -447,24 +448,23 @@ impl CaCerts {
     pub async fn terminate_enrollment(&self, owner: &CertOwner, name: &str) -> Result<()> {
         let (cert_key, _) = self.cert(owner, name).await?;
         let record_key = super::Lifecycle::Enrollment.record(&cert_key);
-        self.terminate(&record_key).await?;
-        let store = self.core.store().as_ref();
-        let record = Record::load(store, &record_key).await?;
-        if let Some(id) = record.info.current_context_id()? {
-            store.delete_blob(&record_key, &keys_blob(id.get())).await?;
+        if let Some(id) = self.terminate(&record_key).await? {
+            let store = self.core.store().as_ref();
+            store.delete_blob(&record_key, &keys_blob(id)).await?;
         }
         Ok(())
     }
 
-    /// Terminates the lifecycle whose record is at `record_key`.
-    pub(crate) async fn terminate(&self, record_key: &ResourceKey) -> Result<()> {
+    /// Terminates the lifecycle whose record is at `record_key`; the context terminated.
+    pub(crate) async fn terminate(&self, record_key: &ResourceKey) -> Result<Option<u64>> {
         let store = self.core.store().as_ref();
         let record = Record::load_or_new(store, record_key).await?;
-        let current = super::current(&self.core, &record.info).await?;
+        let current = current_status(self.core.contexts(), &record.info).await?;
         if let Some(e) = refusal("Terminate", current) {
             return Err(e);
         }
         let context = self.core.load_context(&record.info).await?;
+        let id = context.as_ref().map(AppContext::id);
         self.core
             .append_on_current(
                 record_key,
@@ -473,7 +473,8 @@ impl CaCerts {
                 context,
                 OnCurrent::Terminate,
             )
-            .await
+            .await?;
+        Ok(id)
     }
 
     /// The enrollment record of certificate `name`.

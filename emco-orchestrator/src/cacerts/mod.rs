@@ -29,7 +29,7 @@ use emco_core::model::cacert::CaCert;
 use emco_core::{Error, ErrorKind, Result};
 use serde_json::json;
 
-use crate::hooks::{NewHook, OwnedContexts, current_status};
+use crate::hooks::{NewHook, OwnedContexts};
 use crate::keys;
 use crate::runtime::Core;
 use crate::state::{now_rfc3339, save_state, state_or_new};
@@ -115,9 +115,7 @@ impl CaCerts {
     pub(crate) fn new(core: Core) -> Self {
         Self { core }
     }
-}
 
-impl CaCerts {
     /// The status of `lifecycle` of certificate `name` as `query` asks: a deployment intent
     /// group's status of its one app (ca-certs' `PrepareCaCertStatusResult`).
     ///
@@ -172,11 +170,6 @@ fn begin(
         }
         _ => None,
     })
-}
-
-/// The status of the current context of lifecycle record `info`, `None` without one.
-async fn current(core: &Core, info: &StateInfo) -> Result<Option<AppContextStatus>> {
-    current_status(core.contexts(), info).await
 }
 
 /// The name of a certificate's enrollment record, and of the lifecycle in ca-certs' texts.
@@ -253,15 +246,13 @@ pub(crate) fn logical_cloud() -> Wording {
 /// delete needs both done with, and takes the records and their contexts along.
 #[derive(Debug, Clone)]
 pub(crate) struct CaCertHook {
-    contexts: Arc<dyn AppContextStore>,
-    /// The contexts of each record of certificates being deleted.
+    /// The records' contexts: their status, and those of certificates being deleted.
     owned: OwnedContexts,
 }
 
 impl NewHook for CaCertHook {
     fn new_hook(contexts: &Arc<dyn AppContextStore>) -> Self {
         Self {
-            contexts: Arc::clone(contexts),
             owned: OwnedContexts::new(contexts),
         }
     }
@@ -331,7 +322,7 @@ impl Hook<CaCert> for CaCertHook {
                 }
                 DigState::Terminated | DigState::TerminateStopped => {
                     let done = matches!(
-                        current_status(&self.contexts, info).await?,
+                        self.owned.current_status(info).await?,
                         None | Some(
                             AppContextStatus::Terminated | AppContextStatus::TerminateFailed
                         )
