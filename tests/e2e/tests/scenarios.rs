@@ -55,7 +55,8 @@ on_both_stores!(
     ca_certs_example,
     service_discovery_example,
     istio_traffic_example,
-    sdewan_example
+    sdewan_example,
+    sfc_example
 );
 
 /// The real-cluster tier: every scenario against three real Kubernetes control planes
@@ -106,7 +107,8 @@ async fn real_clusters() {
         hpa_simple,
         hpa_vfw_networks,
         istio_traffic_example,
-        sdewan_example
+        sdewan_example,
+        sfc_example
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
@@ -1789,4 +1791,537 @@ async fn sdewan_example(env: &Env) -> Result<()> {
     env.remove(&phases).await?;
     wait_gone(&services, fullname, "the CNFService on cluster2").await?;
     wait_gone(&apps, "http-service", "the SdewanApplication on cluster1").await
+}
+
+/// The head of each document of the sfc example's files: `---`, the API version and the anchor.
+fn emco_doc(anchor: &str, rest: &str) -> String {
+    format!("---\nversion: emco/v2\nresourceContext:\n  anchor: {anchor}\n{rest}")
+}
+
+/// The documents of one composite app of EMCO's sfc example (sfc-networks.yaml,
+/// sfc-ca.yaml, sfc-left-client.yaml, ...) in their emcoctl shape: the composite app `ca`, its
+/// `apps` (name, chart value) with a profile each, the DIG `dig` on `cloud` with `overrides`
+/// (one `values:` block per app), its intents (`intents`: more `key: value` lines after the
+/// placement), every app placed on `{{.Cluster1}}`, then `middle` (the controllers' intents)
+/// and approve and instantiate.
+fn sfc_example_app(
+    ca: &str,
+    apps: &[(&str, &str)],
+    dig: &str,
+    cloud: &str,
+    overrides: &str,
+    intents: &str,
+    middle: &str,
+) -> String {
+    let base = "projects/{{.ProjectName}}/composite-apps";
+    let version = format!("{base}/{{{{.{ca}}}}}/v1");
+    let dig_path = format!("{version}/deployment-intent-groups/{{{{.{dig}}}}}");
+    let mut text = emco_doc(
+        base,
+        &format!("metadata :\n  name: {{{{.{ca}}}}}\nspec:\n  compositeAppVersion: v1\n"),
+    );
+    for (app, chart) in apps {
+        text += &emco_doc(
+            &format!("{version}/apps"),
+            &format!("metadata :\n  name: {{{{.{app}}}}}\nfile:\n  {{{{.{chart}}}}}\n"),
+        );
+    }
+    text += &emco_doc(
+        &format!("{version}/composite-profiles"),
+        "metadata :\n  name: profile\n",
+    );
+    for (app, _) in apps {
+        text += &emco_doc(
+            &format!("{version}/composite-profiles/profile/profiles"),
+            &format!(
+                "metadata :\n  name: {{{{.{app}}}}}\nspec:\n  app: {{{{.{app}}}}}\nfile:\n  {{{{.Profile}}}}\n"
+            ),
+        );
+    }
+    text += &emco_doc(
+        &format!("{version}/deployment-intent-groups"),
+        &format!(
+            "metadata :\n  name: {{{{.{dig}}}}}\nspec:\n  compositeProfile: profile\n  version: r1\n  logicalCloud: {{{{.{cloud}}}}}\n  overrideValues:\n{overrides}"
+        ),
+    );
+    text += &emco_doc(
+        &format!("{dig_path}/intents"),
+        &format!(
+            "metadata :\n  name: {{{{.{dig}}}}}\nspec:\n  intent:\n    genericPlacementIntent: placement\n{intents}"
+        ),
+    );
+    text += &emco_doc(
+        &format!("{dig_path}/generic-placement-intents"),
+        "metadata :\n  name: placement\n",
+    );
+    for (app, _) in apps {
+        text += &emco_doc(
+            &format!("{dig_path}/generic-placement-intents/placement/app-intents"),
+            &format!(
+                "metadata:\n  name: {{{{.{app}}}}}-placement\nspec:\n  app: {{{{.{app}}}}}\n  intent:\n    allOf:\n    - clusterProvider: {{{{.ClusterProvider}}}}\n      cluster: {{{{.Cluster1}}}}\n"
+            ),
+        );
+    }
+    text += middle;
+    for op in ["approve", "instantiate"] {
+        text += &emco_doc(&format!("{dig_path}/{op}"), "");
+    }
+    text
+}
+
+/// EMCO's service function chaining example (examples/sfc: prerequisites, logical clouds,
+/// networks, the chain, its two clients) in its emcoctl shapes, written here as the example's
+/// files and charts are not in the test data (charts: tests/charts/sfc), all on cluster1 (c1):
+/// the admin cloud `default` and the standard clouds `left` (namespace sfc-head, labels
+/// sfc=head) and `right` (sfc-tail, sfc=tail); the `nets` app's networks; the chain's
+/// functions slb, ngfw and sdewan with ovnaction's interfaces from a template `range` over
+/// `.Applist` (as sfc-ca.yaml writes them) and the chain `sfc-intent` (three links, four client
+/// selectors, two provider networks); the clients left-nginx and right-nginx with sfcclient
+/// intents. Then: Nodus' NetworkChaining on c1 with the chain in link order and both ends'
+/// selectors and provider networks, each function's pods on its interfaces, each client's pods
+/// labelled for their end, the clouds' namespaces labelled; terminate leaves nothing. The
+/// clients' cloud users may get, list, create and delete but not patch (the example's user
+/// permissions), so rsync creates their new objects, as EMCO's rsync does (src/rsync/pkg/client:
+/// get, create when missing), where its server-side apply is forbidden.
+async fn sfc_example(env: &Env) -> Result<()> {
+    for crds in [
+        include_str!("../../crds/ncm.yaml"),
+        include_str!("../../crds/sfc.yaml"),
+    ] {
+        env.install_crds("c1", crds).await?;
+    }
+    let out = packages(env);
+    let charts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../charts/sfc");
+    for (chart, name) in [
+        ("function", "slb"),
+        ("function", "ngfw"),
+        ("function", "sdewan"),
+        ("client", "left-nginx"),
+        ("client", "right-nginx"),
+        ("nets", "nets"),
+    ] {
+        emco_e2e::package_renamed_chart(
+            &charts.join(chart),
+            name,
+            &out.join(format!("{name}.tar.gz")),
+        )?;
+    }
+    tgz(
+        &examples().join("profiles/default/profile"),
+        ".",
+        &out.join("profile.tar.gz"),
+    )?;
+
+    let dir = env.dir().join("sfc");
+    std::fs::create_dir_all(&dir).map_err(|e| Error::internal("sfc dir").with_source(e))?;
+    let write = |name: &str, text: &str| -> Result<PathBuf> {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| Error::internal(name.to_owned()).with_source(e))?;
+        Ok(path)
+    };
+    let meta = |name: &str| format!("metadata :\n  name: {name}\n");
+    let mut prerequisites = emco_doc("projects", &meta("{{.ProjectName}}"));
+    prerequisites += &emco_doc(
+        "controllers",
+        &format!(
+            "{}spec:\n  host:  rsync\n  port: {{{{.RsyncPort}}}}\n",
+            meta("rsync")
+        ),
+    );
+    for (name, port, priority) in [
+        ("ovnaction", "OvnPort", 1),
+        ("sfc", "SfcPort", 2),
+        ("sfcclient", "SfcClientPort", 2),
+    ] {
+        prerequisites += &emco_doc(
+            "controllers",
+            &format!(
+                "{}spec:\n  host: {name}\n  port: {{{{.{port}}}}}\n  type: \"action\"\n  priority: {priority}\n",
+                meta(name)
+            ),
+        );
+    }
+    prerequisites += &emco_doc("cluster-providers", &meta("{{.ClusterProvider}}"));
+    prerequisites += &emco_doc(
+        "cluster-providers/{{.ClusterProvider}}/clusters",
+        &format!("{}file:\n  {{{{.KubeConfig}}}}\n", meta("{{.Cluster1}}")),
+    );
+    for (net, n) in [("SfcLeftPNet", 1), ("SfcRightPNet", 2)] {
+        prerequisites += &emco_doc(
+            "cluster-providers/{{.ClusterProvider}}/clusters/{{.Cluster1}}/provider-networks",
+            &format!(
+                "{}spec:\n  cniType: ovn4nfv\n  ipv4Subnets:\n  - subnet: 172.30.{n}0.0/24\n    name: subnet1\n    gateway: 172.30.{n}0.1/24\n    excludeIps: 172.30.{n}0.2\n  providerNetType: VLAN\n  vlan:\n    vlanId: \"{n}00\"\n    providerInterfaceName: eth1\n    logicalInterfaceName: eth1.{n}00\n    vlanNodeSelector: specific\n    nodeLabelList:\n    - kubernetes.io/os=linux\n",
+                meta(&format!("{{{{.{net}}}}}"))
+            ),
+        );
+    }
+
+    let lcs = "projects/{{.ProjectName}}/logical-clouds";
+    let reference = |name: &str| {
+        format!(
+            "metadata:\n  name: {name}\nspec:\n  clusterProvider: {{{{.ClusterProvider}}}}\n  cluster: {{{{.Cluster1}}}}\n  loadbalancerIp: \"0.0.0.0\"\n"
+        )
+    };
+    let mut clouds = emco_doc(
+        lcs,
+        "metadata:\n  name: {{.AdminCloud}}\nspec:\n  level: \"0\"\n",
+    );
+    clouds += &emco_doc(
+        &format!("{lcs}/{{{{.AdminCloud}}}}/cluster-references"),
+        &reference("lc-cl-1"),
+    );
+    for (side, label) in [("Left", "head"), ("Right", "tail")] {
+        let lower = side.to_lowercase();
+        let cloud = format!("{{{{.{side}Cloud}}}}");
+        clouds += &emco_doc(
+            lcs,
+            &format!(
+                "metadata:\n  name: {cloud}\nspec:\n  namespace: {{{{.{side}Namespace}}}}\n  labels:\n    sfc: {label}\n  user:\n    userName: {lower}-user\n    type: certificate\n"
+            ),
+        );
+        clouds += &emco_doc(
+            &format!("{lcs}/{cloud}/cluster-quotas"),
+            &format!(
+                "metadata:\n    name: {lower}-quota\nspec:\n    pods: '500'\n    services: '500'\n    count/deployments.apps: '500'\n"
+            ),
+        );
+        clouds += &emco_doc(
+            &format!("{lcs}/{cloud}/user-permissions"),
+            &format!(
+                "metadata:\n  name: {lower}-permission\nspec:\n    namespace: {{{{.{side}Namespace}}}}\n    apiGroups:\n    - \"\"\n    - \"apps\"\n    - \"k8splugin.io\"\n    resources:\n    - secrets\n    - pods\n    - configmaps\n    - services\n    - deployments\n    - resourcebundlestates\n    verbs:\n    - get\n    - watch\n    - list\n    - create\n    - delete\n"
+            ),
+        );
+        clouds += &emco_doc(
+            &format!("{lcs}/{cloud}/cluster-references"),
+            &reference(&format!("lc-cl-{lower}")),
+        );
+    }
+    for cloud in ["AdminCloud", "LeftCloud", "RightCloud"] {
+        clouds += &emco_doc(&format!("{lcs}/{{{{.{cloud}}}}}/instantiate"), "");
+    }
+
+    let nets = sfc_example_app(
+        "NetsCompositeApp",
+        &[("AppNets", "HelmNets")],
+        "NetsDeploymentIntentGroup",
+        "AdminCloud",
+        "  - app: {{.AppNets}}\n    values:\n      \".Values.replicaCount\": '1'\n",
+        "",
+        "",
+    );
+
+    let dig = "projects/{{.ProjectName}}/composite-apps/{{.SfcCompositeApp}}/v1/deployment-intent-groups/{{.SfcDeploymentIntentGroup}}";
+    let mut chain = emco_doc(
+        &format!("{dig}/network-controller-intent"),
+        "metadata :\n  name: {{.OvnSfcFnIntent}}\n",
+    );
+    // As sfc-ca.yaml: one workload intent per function and one interface intent per network,
+    // from a `range` over the values' app list, with `$` for the top-level values.
+    chain += "{{- range $index, $app := .Applist }}\n---\nversion: emco/v2\nresourceContext:\n  anchor: projects/{{ $.ProjectName }}/composite-apps/{{ $.SfcCompositeApp }}/v1/deployment-intent-groups/{{ $.SfcDeploymentIntentGroup }}/network-controller-intent/{{ $.OvnSfcFnIntent }}/workload-intents\nmetadata :\n  name: {{ $app.Name }}_workload_intent\nspec:\n  app: {{ $app.Name }}\n  workloadResource: {{ $app.Name }}\n  type: Deployment\n{{- range $index1, $if := $app.Ifs }}\n---\nversion: emco/v2\nresourceContext:\n  anchor: projects/{{ $.ProjectName }}/composite-apps/{{ $.SfcCompositeApp }}/v1/deployment-intent-groups/{{ $.SfcDeploymentIntentGroup }}/network-controller-intent/{{ $.OvnSfcFnIntent }}/workload-intents/{{ $app.Name }}_workload_intent/interfaces\nmetadata :\n  name: {{ $app.Name }}_{{ $if.Network }}_{{ $if.If }}\nspec:\n  interface: {{ $if.If }}\n  name: {{ $if.Network }}\n  defaultGateway: \"false\"\n{{- end }}\n{{- end }}\n";
+    let chains = format!("{dig}/network-chains");
+    chain += &emco_doc(
+        &chains,
+        "metadata :\n  name: {{.SfcIntent}}\nspec:\n  chainType: Routing\n  namespace: default\n",
+    );
+    for (link, left, right, app) in [
+        ("SfcLinkSlb", "SfcVirNet1", "SfcDynNet1", "slb"),
+        ("SfcLinkNgfw", "SfcDynNet1", "SfcDynNet2", "ngfw"),
+        ("SfcLinkSdewan", "SfcDynNet2", "SfcVirNet2", "sdewan"),
+    ] {
+        chain += &emco_doc(
+            &format!("{chains}/{{{{.SfcIntent}}}}/links"),
+            &format!(
+                "metadata :\n  name: {{{{.{link}}}}}\nspec:\n  leftNet: {{{{.{left}}}}}\n  rightNet: {{{{.{right}}}}}\n  app: {app}\n  linkLabel: app={app}\n  workloadResource: {app}\n  resourceType: Deployment\n"
+            ),
+        );
+    }
+    for (name, end, label) in [
+        ("leftclient2", "left", "head2"),
+        ("{{.SfcLeftClientSelectorIntent}}", "left", "head"),
+        ("{{.SfcRightClientSelectorIntent}}", "right", "tail"),
+        ("rightclient2", "right", "tail2"),
+    ] {
+        chain += &emco_doc(
+            &format!("{chains}/{{{{.SfcIntent}}}}/client-selectors"),
+            &format!(
+                "metadata :\n  name: {name}\nspec:\n  chainEnd: {end}\n  podSelector:\n    matchLabels:\n      sfc: {label}\n  namespaceSelector:\n    matchLabels:\n      sfc: {label}\n"
+            ),
+        );
+    }
+    for (name, end, n) in [
+        ("SfcLeftProviderNetworkIntent", "left", 1),
+        ("SfcRightProviderNetworkIntent", "right", 2),
+    ] {
+        chain += &emco_doc(
+            &format!("{chains}/{{{{.SfcIntent}}}}/provider-networks"),
+            &format!(
+                "metadata :\n  name: {{{{.{name}}}}}\nspec:\n  chainEnd: {end}\n  providerNetwork: {end}-pnetwork\n  gatewayIp: 172.30.{n}0.2\n  subnet: 172.30.{n}0.0/24\n"
+            ),
+        );
+    }
+    let replicas = |apps: &[&str]| -> String {
+        apps.iter()
+            .map(|a| format!("  - app: {{{{.{a}}}}}\n    values:\n      \"replicaCount\": '1'\n"))
+            .collect()
+    };
+    let chain = sfc_example_app(
+        "SfcCompositeApp",
+        &[
+            ("FnNgfw", "HelmAppNgfw"),
+            ("FnSdewan", "HelmAppSdewan"),
+            ("FnSlb", "HelmAppSlb"),
+        ],
+        "SfcDeploymentIntentGroup",
+        "AdminCloud",
+        &replicas(&["FnNgfw", "FnSdewan", "FnSlb"]),
+        "    ovnaction: {{.OvnSfcFnIntent}}\n    sfc: {{.OvnactionSfcChain}}\n",
+        &chain,
+    );
+    let client = |side: &str, end: &str| {
+        let dig = format!(
+            "projects/{{{{.ProjectName}}}}/composite-apps/{{{{.Sfc{side}ClientCA}}}}/v1/deployment-intent-groups/{{{{.Sfc{side}Dig}}}}"
+        );
+        let intent = emco_doc(
+            &format!("{dig}/sfc-clients"),
+            &format!(
+                "metadata :\n  name: {{{{.Sfc{side}ClientIntent}}}}\nspec:\n  chainEnd: {end}\n  sfcIntent: {{{{.SfcIntent}}}}\n  compositeApp: {{{{.SfcCompositeApp}}}}\n  compositeAppVersion: v1\n  deploymentIntentGroup: {{{{.SfcDeploymentIntentGroup}}}}\n  app: {{{{.{side}Nginx}}}}\n  workloadResource: {{{{.{side}Nginx}}}}\n  resourceType: Deployment\n"
+            ),
+        );
+        sfc_example_app(
+            &format!("Sfc{side}ClientCA"),
+            &[(&format!("{side}Nginx"), &format!("HelmApp{side}Nginx"))],
+            &format!("Sfc{side}Dig"),
+            &format!("{side}Cloud"),
+            &format!(
+                "  - app: {{{{.{side}Nginx}}}}\n    values:\n      \".Values.Namespace\": \"{{{{.{side}Namespace}}}}\"\n"
+            ),
+            "    sfcclient: {{.OvnactionSfcClient}}\n",
+            &intent,
+        )
+    };
+    let files = [
+        write("prerequisites.yaml", &prerequisites)?,
+        write("sfc-logical-clouds.yaml", &clouds)?,
+        write("sfc-networks.yaml", &nets)?,
+        write("sfc-ca.yaml", &chain)?,
+        write("sfc-left-client.yaml", &client("Left", "left"))?,
+        write("sfc-right-client.yaml", &client("Right", "right"))?,
+    ];
+    let chart = |name: &str| out.join(format!("{name}.tar.gz")).display().to_string();
+    let interfaces = |list: &[(&str, &str)]| -> Vec<Value> {
+        list.iter()
+            .map(|(net, interface)| json!({"Network": net, "If": interface}))
+            .collect()
+    };
+    let slb = [
+        ("virtual-net1", "net2"),
+        ("dynamic-net1", "net4"),
+        ("left-pnetwork", "net3"),
+    ];
+    let ngfw = [("dynamic-net1", "net2"), ("dynamic-net2", "net3")];
+    let sdewan = [
+        ("dynamic-net2", "net3"),
+        ("virtual-net2", "net2"),
+        ("right-pnetwork", "net4"),
+    ];
+    // The values of the example's setup.sh, with the charts and kubeconfig of this run and the
+    // app list sfc-ca.yaml ranges over.
+    let mut values: serde_json::Map<String, Value> = [
+        ("ClusterProvider", "provider1"),
+        ("Cluster1", "cluster1"),
+        ("AdminCloud", "default"),
+        ("LeftCloud", "left"),
+        ("RightCloud", "right"),
+        ("LeftNamespace", "sfc-head"),
+        ("RightNamespace", "sfc-tail"),
+        ("SfcDynNet1", "dynamic-net1"),
+        ("SfcDynNet2", "dynamic-net2"),
+        ("SfcVirNet1", "virtual-net1"),
+        ("SfcVirNet2", "virtual-net2"),
+        ("SfcLinkSlb", "linkSlb"),
+        ("SfcLinkNgfw", "linkNgfw"),
+        ("SfcLinkSdewan", "linkSdewan"),
+        ("SfcLeftPNet", "left-pnetwork"),
+        ("SfcRightPNet", "right-pnetwork"),
+        ("ProjectName", "proj1"),
+        ("SfcCompositeApp", "sfc-ca"),
+        ("FnNgfw", "ngfw"),
+        ("FnSdewan", "sdewan"),
+        ("FnSlb", "slb"),
+        ("NetsCompositeApp", "nets-ca"),
+        ("AppNets", "nets"),
+        ("NetsDeploymentIntentGroup", "nets-deployment-intent-group"),
+        ("SfcDeploymentIntentGroup", "sfc-deployment-intent-group"),
+        ("OvnSfcFnIntent", "sfc-fn-intent"),
+        ("OvnactionSfcChain", "sfc-chain"),
+        ("SfcIntent", "sfc-intent"),
+        ("SfcLeftClientSelectorIntent", "left-client-selector"),
+        ("SfcRightClientSelectorIntent", "right-client-selector"),
+        ("SfcLeftProviderNetworkIntent", "right-provider-network"),
+        ("SfcRightProviderNetworkIntent", "left-provider-network"),
+        ("SfcLeftClientCA", "sfc-left-client-ca"),
+        ("SfcRightClientCA", "sfc-right-client-ca"),
+        ("LeftNginx", "left-nginx"),
+        ("RightNginx", "right-nginx"),
+        ("SfcLeftDig", "sfc-left-dig"),
+        ("SfcRightDig", "sfc-right-dig"),
+        ("SfcLeftClientIntent", "sfc-left-client-intent"),
+        ("SfcRightClientIntent", "sfc-right-client-intent"),
+        ("OvnactionSfcClient", "sfc-client"),
+        ("RsyncPort", "9031"),
+        ("OvnPort", "9053"),
+        ("SfcPort", "9056"),
+        ("SfcClientPort", "9058"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), json!(v)))
+    .collect();
+    for (key, name) in [
+        ("HelmAppNgfw", "ngfw"),
+        ("HelmAppSdewan", "sdewan"),
+        ("HelmAppSlb", "slb"),
+        ("HelmNets", "nets"),
+        ("HelmAppLeftNginx", "left-nginx"),
+        ("HelmAppRightNginx", "right-nginx"),
+        ("Profile", "profile"),
+    ] {
+        values.insert(key.to_owned(), json!(chart(name)));
+    }
+    values.insert("KubeConfig".to_owned(), json!(env.kubeconfig_path("c1")));
+    values.insert(
+        "Applist".to_owned(),
+        json!([
+            {"Name": "slb", "Ifs": interfaces(&slb)},
+            {"Name": "ngfw", "Ifs": interfaces(&ngfw)},
+            {"Name": "sdewan", "Ifs": interfaces(&sdewan)},
+        ]),
+    );
+    let values = env.write_values("sfc-values.yaml", &Value::Object(values))?;
+    let phases = Phases::split(load(&files, &values)?);
+    env.deploy(&phases).await?;
+
+    let c1 = env.kube("c1").await?;
+    let chainings: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        c1.clone(),
+        "default",
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "k8s.plugin.opnfv.org",
+            "v1alpha1",
+            "NetworkChaining",
+        )),
+    );
+    let chaining = chainings
+        .get_opt("sfc-intent")
+        .await
+        .map_err(|e| Error::unavailable("a NetworkChaining").with_source(e))?
+        .ok_or_else(|| Error::internal("no NetworkChaining sfc-intent on cluster1"))?;
+    let selector = |v: &str| json!({"matchLabels": {"sfc": v}});
+    let end = |v: &str, network: Option<(&str, u8)>| {
+        let (name, gateway, subnet) =
+            network.map_or((String::new(), String::new(), String::new()), |(n, k)| {
+                (
+                    n.to_owned(),
+                    format!("172.30.{k}0.2"),
+                    format!("172.30.{k}0.0/24"),
+                )
+            });
+        json!({"gatewayIp": gateway, "networkName": name, "subnet": subnet,
+            "podSelector": selector(v), "namespaceSelector": selector(v)})
+    };
+    // One entry per client selector of the end, the provider networks on the first ones; our
+    // intents list by name, EMCO's in insertion order (leftclient2 first there).
+    let want = json!({"chainType": "Routing", "routingSpec": {
+        "namespace": "default",
+        "networkChain": "net=virtual-net1,app=slb,net=dynamic-net1,app=ngfw,net=dynamic-net2,app=sdewan,net=virtual-net2",
+        "left": [end("head", Some(("left-pnetwork", 1))), end("head2", None)],
+        "right": [end("tail", Some(("right-pnetwork", 2))), end("tail2", None)]}});
+    if chaining.data["spec"] != want {
+        return Err(Error::internal(format!(
+            "the NetworkChaining is {:?}, expected the spec {want}",
+            chaining.data
+        )));
+    }
+    let pod_template = async |namespace: &str, name: &str| -> Result<Value> {
+        let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+            kube::Api::namespaced(c1.clone(), namespace);
+        let d = api
+            .get(name)
+            .await
+            .map_err(|e| Error::unavailable(format!("Deployment {name} on c1")).with_source(e))?;
+        Ok(serde_json::to_value(&d).unwrap_or_default()["spec"]["template"]["metadata"].clone())
+    };
+    for (name, ifs) in [
+        ("slb", &slb[..]),
+        ("ngfw", &ngfw[..]),
+        ("sdewan", &sdewan[..]),
+    ] {
+        // ovnaction lists the interface intents by name: `<app>_<network>_<interface>`.
+        let mut ifs = ifs.to_vec();
+        ifs.sort_unstable();
+        let want: Vec<Value> = ifs
+            .iter()
+            .map(|(net, i)| json!({"interface": i, "name": net, "defaultGateway": "false"}))
+            .collect();
+        let meta = pod_template("default", name).await?;
+        let nfn: Value = meta["annotations"]["k8s.plugin.opnfv.org/nfn-network"]
+            .as_str()
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or(Value::Null);
+        if nfn != json!({"type": "ovn4nfv", "interface": want}) || meta["labels"]["app"] != name {
+            return Err(Error::internal(format!(
+                "{name}'s pods: expected the link label and the interfaces {want:?}, found {meta}"
+            )));
+        }
+    }
+    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(c1.clone());
+    for (name, namespace, label) in [
+        ("left-nginx", "sfc-head", "head"),
+        ("right-nginx", "sfc-tail", "tail"),
+    ] {
+        let meta = pod_template(namespace, name).await?;
+        if meta["labels"]["sfc"] != label || meta["labels"]["app"] != name {
+            return Err(Error::internal(format!(
+                "{name}'s pods: expected sfc={label}, found {meta}"
+            )));
+        }
+        let ns = namespaces
+            .get(namespace)
+            .await
+            .map_err(|e| Error::unavailable(format!("namespace {namespace}")).with_source(e))?;
+        if ns
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .get("sfc")
+            .map(String::as_str)
+            != Some(label)
+        {
+            return Err(Error::internal(format!(
+                "namespace {namespace} is not labelled sfc={label}"
+            )));
+        }
+    }
+    let networks: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        c1,
+        "default",
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "k8s.plugin.opnfv.org",
+            "v1alpha1",
+            "Network",
+        )),
+    );
+    for net in [
+        "virtual-net1",
+        "dynamic-net1",
+        "dynamic-net2",
+        "virtual-net2",
+    ] {
+        networks
+            .get_opt(net)
+            .await
+            .map_err(|e| Error::unavailable("a Network").with_source(e))?
+            .ok_or_else(|| Error::internal(format!("no Network {net} on cluster1")))?;
+    }
+    env.remove(&phases).await?;
+    wait_gone(&chainings, "sfc-intent", "the NetworkChaining on cluster1").await
 }

@@ -24,7 +24,7 @@ use crate::store::{Event, EventType, Key, Store, type_key};
 use crate::table;
 use crate::tls::CertUser;
 use crate::util::{new_uid, now_rfc3339, parse_query, random_suffix};
-use crate::{controllers, discovery, invalid, protobuf};
+use crate::{controllers, discovery, invalid, protobuf, rbac};
 
 #[path = "legacy.rs"]
 mod legacy;
@@ -208,7 +208,7 @@ pub(crate) async fn serve(
 
 /// The user and groups of an authenticated request: a client certificate first (as the real
 /// server's x509 authenticator comes before tokens), else the cluster's bearer token, which is
-/// the administrator. `None` means 401. There is no authorization: every user may do anything.
+/// the administrator. `None` means 401. What the user may do is [`rbac`]'s to decide.
 fn authenticate(cluster: &Cluster, r: &Req) -> Option<(String, Vec<String>)> {
     let authenticated = "system:authenticated".to_owned();
     if let Some(u) = &r.cert_user {
@@ -376,8 +376,12 @@ fn route(cluster: &Arc<Cluster>, path: &str, r: &Req) -> ApiResult {
             .map_or_else(|| Err(ApiError::path_not_found()), |d| ok(&d)),
         ["openapi", "v3", "apis", g, v] => discovery::openapi_v3_gv(&types, g, v)
             .map_or_else(|| Err(ApiError::path_not_found()), |d| ok(&d)),
-        ["api", "v1", rest @ ..] => resource(cluster, &types, "", "v1", rest, r),
-        ["apis", g, v, rest @ ..] => resource(cluster, &types, g, v, rest, r),
+        ["api", "v1", rest @ ..] => {
+            resource(cluster, &types, ("", "v1"), rest, Some((&user, &groups)), r)
+        }
+        ["apis", g, v, rest @ ..] => {
+            resource(cluster, &types, (g, v), rest, Some((&user, &groups)), r)
+        }
         _ => Err(ApiError::path_not_found()),
     }
 }
@@ -402,9 +406,9 @@ struct Target<'a> {
 fn resource(
     cluster: &Arc<Cluster>,
     types: &[Arc<ResourceType>],
-    group: &str,
-    version: &str,
+    (group, version): (&str, &str),
     rest: &[&str],
+    who: Option<(&str, &[String])>,
     r: &Req,
 ) -> ApiResult {
     let (ns, tail) = match rest {
@@ -428,6 +432,33 @@ fn resource(
         .find(|t| t.group == group && t.version == version && t.plural == plural)
         .cloned()
         .ok_or_else(ApiError::path_not_found)?;
+    let verb = match (&r.method, name) {
+        (&Method::GET, Some(_)) => "get",
+        (&Method::GET, None) if r.q("watch").is_some_and(|w| w == "true" || w == "1") => "watch",
+        (&Method::GET, None) => "list",
+        (&Method::POST, _) => "create",
+        (&Method::PUT, _) => "update",
+        (&Method::PATCH, _) => "patch",
+        (&Method::DELETE, Some(_)) => "delete",
+        (&Method::DELETE, None) => "deletecollection",
+        _ => "",
+    };
+    let attributes = rbac::Attributes {
+        verb,
+        rt: &rt,
+        sub,
+        // A namespace is its own namespace to RBAC, as in the real server's request info.
+        namespace: ns.or(name.filter(|_| rt.plural == "namespaces" && rt.group.is_empty())),
+        name,
+    };
+    // `None`: a request already authorized as another version of the same resource.
+    if let Some((user, groups)) = who {
+        rbac::authorize(
+            &cluster.store(),
+            &rbac::Subject { user, groups },
+            &attributes,
+        )?;
+    }
     if let Some(res) = legacy::serve(cluster, types, &rt, rest, r) {
         return res;
     }

@@ -238,7 +238,7 @@ fn serve_as(
         query: r.query.clone(),
         body,
     };
-    let resp = resource(cluster, types, sg, sv, rest, &req)?;
+    let resp = resource(cluster, types, (sg, sv), rest, None, &req)?;
     let conv = Arc::new(conv);
     Ok(resp.map(|b| {
         b.map_frame(move |f| f.map_data(|d| conv.data_to_legacy(&d)))

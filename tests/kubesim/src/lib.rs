@@ -39,6 +39,7 @@ mod invalid;
 mod patch;
 mod persist;
 mod protobuf;
+mod rbac;
 mod resources;
 mod schema;
 mod selector;

@@ -662,6 +662,51 @@ async fn approved_csrs_get_a_certificate_from_the_cluster_ca() {
     );
     let client = common::client_for(&alice, None).await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    // Authenticated (403, not 401), and allowed what a binding grants.
+    assert_eq!(
+        code(cms.list(&ListParams::default()).await.unwrap_err()),
+        403
+    );
+    let admin_client = sim.client("c1").await;
+    let roles: Api<DynamicObject> = Api::namespaced_with(
+        admin_client.clone(),
+        "default",
+        &ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "Role",
+        )),
+    );
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "cm-reader"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]});
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(role).unwrap(),
+        )
+        .await
+        .unwrap();
+    let bindings: Api<DynamicObject> = Api::namespaced_with(
+        admin_client,
+        "default",
+        &ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+        )),
+    );
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "alice-reads"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
+        "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]});
+    bindings
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(binding).unwrap(),
+        )
+        .await
+        .unwrap();
     cms.list(&ListParams::default()).await.unwrap();
     let review = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
         .body(b"{}".to_vec())

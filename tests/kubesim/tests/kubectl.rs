@@ -410,6 +410,76 @@ async fn kubectl_imperative_create_sends_protobuf() {
     )
     .await;
     assert_eq!(who, "system:serviceaccount:team-x:robot");
+    // What the account may do is RBAC's to decide, with the real server's answers: the role
+    // binds get and list of pods and deployments named p1 in team-x, nothing else.
+    let as_robot = |args: &[&str]| {
+        let mut all = vec!["--token", token.trim()];
+        all.extend_from_slice(args);
+        all.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let refused = async |args: &[&str]| {
+        let args = as_robot(args);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = kubectl(&kc, &args).await;
+        assert!(!out.status.success(), "{args:?} was allowed");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let allowed = kubectl(
+        &kc,
+        &as_robot(&["get", "deployment", "p1", "-n", "team-x"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    )
+    .await;
+    assert!(
+        String::from_utf8_lossy(&allowed.stderr).contains(r#"deployments.apps "p1" not found"#),
+        "{allowed:?}"
+    );
+    let robot = r#"User "system:serviceaccount:team-x:robot""#;
+    for (args, said) in [
+        (
+            &["get", "pod", "p2", "-n", "team-x"][..],
+            format!(
+                r#"pods "p2" is forbidden: {robot} cannot get resource "pods" in API group "" in the namespace "team-x""#
+            ),
+        ),
+        (
+            &["get", "deployments", "-n", "team-x"][..],
+            format!(
+                r#"deployments.apps is forbidden: {robot} cannot list resource "deployments" in API group "apps" in the namespace "team-x""#
+            ),
+        ),
+        (
+            &["create", "configmap", "c", "-n", "team-x"][..],
+            format!(
+                r#"configmaps is forbidden: {robot} cannot create resource "configmaps" in API group "" in the namespace "team-x""#
+            ),
+        ),
+        (
+            &["get", "clusterroles"][..],
+            format!(
+                r#"clusterroles.rbac.authorization.k8s.io is forbidden: {robot} cannot list resource "clusterroles" in API group "rbac.authorization.k8s.io" at the cluster scope"#
+            ),
+        ),
+    ] {
+        let stderr = refused(args).await;
+        assert!(stderr.contains(&said), "{args:?}: {stderr}");
+    }
+    // A binding of the built-in cluster-admin lets the account do anything.
+    ok(
+        &kc,
+        &[
+            "create",
+            "clusterrolebinding",
+            "robot-admin",
+            "--clusterrole=cluster-admin",
+            "--serviceaccount=team-x:robot",
+        ],
+    )
+    .await;
+    let args = as_robot(&["create", "configmap", "c", "-n", "team-x"]);
+    ok(&kc, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
     let short = kubectl(
         &kc,
         &["create", "token", "robot", "-n", "team-x", "--duration=1m"],

@@ -8,6 +8,7 @@
 //!   again when it lacks a kind (a CRD applied since).
 //! - Apply is server-side apply with field manager `emco` and `force`: rsync owns the objects it
 //!   deploys, so it takes over fields another manager set instead of failing with a conflict.
+//!   A user who may not patch creates the object when it is new, as EMCO's rsync does.
 //! - Namespaced resources without a namespace go to the scope's namespace (else `default`).
 //! - Delete uses the given propagation policy; objects (and kinds) that do not exist count as
 //!   deleted.
@@ -27,7 +28,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
-use ::kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PropagationPolicy};
+use ::kube::api::{
+    Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, PropagationPolicy,
+};
 use ::kube::config::{KubeConfigOptions, Kubeconfig};
 use ::kube::core::GroupVersion;
 use ::kube::discovery::{self, ApiCapabilities, ApiResource, Scope as KubeScope};
@@ -288,6 +291,12 @@ impl KubeConnector {
             let Err(e) = answer else {
                 return Ok(dropped);
             };
+            if matches!(&e, ::kube::Error::Api(status) if status.code == 403) {
+                return self
+                    .create_instead(&api, &manifest, &what, e)
+                    .await
+                    .map(|()| dropped);
+            }
             // Server-side apply refuses a field the kind's schema lacks (a 500 naming it, which
             // `fieldValidation` does not change), where `kubectl apply` drops it with a warning:
             // drop it too, say so, and apply again.
@@ -307,6 +316,32 @@ impl KubeConnector {
                 }
                 _ => return Err(map_error(e, &what)),
             }
+        }
+    }
+
+    /// A user who may create but not patch (EMCO's examples grant logical-cloud users `get`,
+    /// `list`, `create`, `delete`) can still deploy a new object: EMCO's rsync creates what is
+    /// not there yet and patches only what is. So a forbidden apply becomes a create; when that
+    /// is refused too, or the object already exists, the apply's own refusal stands.
+    async fn create_instead(
+        &self,
+        api: &Api<DynamicObject>,
+        manifest: &Value,
+        what: &str,
+        forbidden: ::kube::Error,
+    ) -> Result<()> {
+        let object: DynamicObject = serde_json::from_value(manifest.clone())
+            .map_err(|e| Error::invalid(format!("{what}: {e}")))?;
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        match self.timed(what, api.create(&params, &object)).await? {
+            Ok(_) => Ok(()),
+            Err(::kube::Error::Api(status)) if status.code == 409 || status.code == 403 => {
+                Err(map_error(forbidden, what))
+            }
+            Err(e) => Err(map_error(e, what)),
         }
     }
 
