@@ -1878,6 +1878,14 @@ async fn dcm_table(rec: &Recorder) {
             "src/dcm/api/apierrors.go",
         ),
         row(
+            "POST",
+            lcs,
+            Some(json!({"metadata": {"name": "lc-nouser"}, "spec": {"namespace": "ns9"}})),
+            201,
+            Any,
+            "logicalCloudHandler.go createHandler, pkg/module/logicalcloud.go Create: no user check (examples/test-cert/logical-clouds.yaml has none)",
+        ),
+        row(
             "GET",
             format!("{lcs}/x"),
             None,

@@ -94,6 +94,18 @@ impl LogicalCloud {
         }
     }
 
+    /// The Kubernetes user of a standard cloud: `spec.user.userName`, else the cloud's name.
+    /// EMCO takes a cloud without a user too (its test-cert example's clouds have none) and
+    /// binds the empty name, which the API server refuses; a named user lets them instantiate.
+    #[must_use]
+    pub fn user_name(&self) -> &str {
+        if self.spec.user.user_name.is_empty() {
+            &self.metadata.name
+        } else {
+            &self.spec.user.user_name
+        }
+    }
+
     /// Whether the logical cloud is an admin (level 0) one.
     #[must_use]
     pub fn is_admin(&self) -> bool {
@@ -164,7 +176,6 @@ impl Validate for LogicalCloud {
         })?;
         if level == LogicalCloudLevel::Custom {
             check_required("spec.namespace", &self.spec.namespace)?;
-            check_required("spec.user.userName", &self.spec.user.user_name)?;
         }
         if !self.spec.namespace.is_empty() {
             check_namespace("spec.namespace", &self.spec.namespace)?;
@@ -465,9 +476,11 @@ mod tests {
         let mut lc = standard();
         lc.spec.namespace = "Bad_NS".into();
         assert_invalid(&lc, "spec.namespace");
+        // As EMCO: a standard cloud without a user is taken; it is its own user.
         let mut lc = standard();
         lc.spec.user.user_name.clear();
-        assert_invalid(&lc, "spec.user.userName");
+        assert!(lc.validate().is_ok());
+        assert_eq!(lc.user_name(), lc.metadata.name);
         let mut lc = standard();
         lc.spec.user.user_name = "u".repeat(21);
         assert_invalid(&lc, "spec.user.userName");

@@ -358,7 +358,7 @@ async fn finish_cluster(
     let kubeconfig = user_kubeconfig(
         &admin,
         name,
-        &lc.spec.user.user_name,
+        lc.user_name(),
         &lc.spec.namespace,
         &cert_pem,
         &key_pem,

@@ -88,7 +88,7 @@ pub(crate) fn cloud_objects(
     quotas: &[ClusterQuota],
 ) -> Result<Vec<Manifest>> {
     let ns = &lc.spec.namespace;
-    let user = &lc.spec.user.user_name;
+    let user = lc.user_name();
     let cloud = &lc.metadata.name;
     let subject = json!([{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}]);
     let mut out = vec![Manifest::new(&json!({

@@ -409,7 +409,7 @@ impl LogicalClouds {
                 let (csr_key, csr_yaml) = match kept {
                     Some(kept) => kept,
                     None => {
-                        let request = credentials::user_request(&lc.spec.user.user_name)?;
+                        let request = credentials::user_request(lc.user_name())?;
                         pending.push((ref_key.clone(), request.key_pem));
                         let m = manifests::csr(&csr_name, &request.csr_pem)?;
                         (m.key, m.yaml)

@@ -1158,7 +1158,8 @@ async fn expect_accepted(env: &Env, path: impl AsRef<str>) -> Result<()> {
 /// (`cluster1` on c2, `cluster2` on c3, `cluster3` on c1; group23 labels 2 and 3); the
 /// certificate `cert0` for cluster1 by name and group23 by label is enrolled and distributed,
 /// each edge cluster gets its Secret, ClusterIssuer and KNCC ConfigCtrl, and `emcoctl delete`
-/// terminates both and removes everything.
+/// terminates both and removes everything. Then the example's logical-cloud half
+/// ([`ca_certs_logical_clouds`]).
 async fn ca_certs_example(env: &Env) -> Result<()> {
     use base64::Engine;
     const CRDS: &str = include_str!("../../crds/ca-certs.yaml");
@@ -1185,9 +1186,6 @@ async fn ca_certs_example(env: &Env) -> Result<()> {
     let issuing = env.kube("c1").await?;
     let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
         kube::Api::namespaced(issuing.clone(), "cert-manager");
-    let secret = json!({"metadata": {"name": "new-istio-system-ca"},
-        "data": {"tls.crt": b64(&root.pem()), "tls.key": b64(&key.serialize_pem())}});
-    create_kept(&secrets, secret, "the root CA secret").await?;
     let issuers: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
         issuing,
         &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
@@ -1196,10 +1194,16 @@ async fn ca_certs_example(env: &Env) -> Result<()> {
             "ClusterIssuer",
         )),
     );
-    let issuer = json!({"apiVersion": "cert-manager.io/v1",
-        "kind": "ClusterIssuer", "metadata": {"name": "new-istio-system"},
-        "spec": {"ca": {"secretName": "new-istio-system-ca"}}});
-    create_kept(&issuers, issuer, "the ClusterIssuer").await?;
+    // setup-ca-issuers.sh's issuers: one per root (here one root signs for all three).
+    for name in ["new-istio-system", "foo", "foobar"] {
+        let secret = json!({"metadata": {"name": format!("{name}-ca")},
+            "data": {"tls.crt": b64(&root.pem()), "tls.key": b64(&key.serialize_pem())}});
+        create_kept(&secrets, secret, "a root CA secret").await?;
+        let issuer = json!({"apiVersion": "cert-manager.io/v1",
+            "kind": "ClusterIssuer", "metadata": {"name": name},
+            "spec": {"ca": {"secretName": format!("{name}-ca")}}});
+        create_kept(&issuers, issuer, "a ClusterIssuer").await?;
+    }
 
     let dir = env.dir().join("test-cert");
     std::fs::create_dir_all(&dir).map_err(|e| Error::internal("test-cert dir").with_source(e))?;
@@ -1244,11 +1248,33 @@ async fn ca_certs_example(env: &Env) -> Result<()> {
             "KeySize": 2048, "CommonNamePrefix": "foo",
             "ClusterGroup0a": "group0a", "ClusterGroup0b": "group0b"}),
     )?;
+    let mut all: serde_json::Map<String, Value> =
+        serde_json::from_slice(&std::fs::read(&values).unwrap_or_default()).unwrap_or_default();
+    for (k, v) in [
+        ("CertIntent1", "cert1"),
+        ("CertIntent2", "cert2"),
+        ("ClusterIssuer1", "foo"),
+        ("ClusterIssuer2", "foobar"),
+        ("ClusterGroup1a", "group1a"),
+        ("ClusterGroup1b", "group1b"),
+        ("ClusterGroup1c", "group1c"),
+        ("ClusterGroup2a", "group2a"),
+        ("ClusterGroup2b", "group2b"),
+        ("FooLogicalCloud", "foo"),
+        ("BarLogicalCloud", "bar"),
+        ("FooBarLogicalCloud", "foobar"),
+        ("FooCloud", "foo-ns"),
+        ("BarCloud", "bar-ns"),
+        ("FooBarCloud", "foobar-ns"),
+    ] {
+        all.insert(k.to_owned(), json!(v));
+    }
+    let values = env.write_values("test-cert-values.yaml", &Value::Object(all))?;
     let docs = |i: usize| load(&files[i..=i], &values);
     env.apply(&docs(0)?).await?;
     env.apply(&docs(1)?).await?;
     let cert = "/v2/cluster-providers/provider1/ca-certs/cert0";
-    let wait = async |lifecycle: &str, deployed: &str| -> Result<Value> {
+    let wait_for = async |cert: &str, lifecycle: &str, deployed: &str| -> Result<Value> {
         let end = tokio::time::Instant::now() + DEADLINE;
         loop {
             let (_, s) = env
@@ -1266,6 +1292,7 @@ async fn ca_certs_example(env: &Env) -> Result<()> {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
     };
+    let wait = async |lifecycle: &str, deployed: &str| wait_for(cert, lifecycle, deployed).await;
     env.apply(&docs(2)?).await?;
     wait("enrollment", "Instantiated").await?;
     env.apply(&docs(3)?).await?;
@@ -1327,6 +1354,7 @@ async fn ca_certs_example(env: &Env) -> Result<()> {
     wait("distribution", "Terminated").await?;
     wait("enrollment", "Terminated").await?;
     env.delete(&docs(1)?).await?;
+    ca_certs_logical_clouds(env, &dir, &values, &wait_for).await?;
     env.delete(&docs(0)?).await?;
     for (kube_cluster, base) in &edges {
         let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
@@ -1339,6 +1367,274 @@ async fn ca_certs_example(env: &Env) -> Result<()> {
         .await?;
     }
     Ok(())
+}
+
+/// The logical-cloud half of EMCO's ca-certs example (examples/test-cert: logical-clouds.yaml,
+/// logical-clouds-instantiate.yaml, ca-cert-logical-cloud.yaml and its enrollment and
+/// distribution files) after the provider half, in the same prerequisites: standard clouds foo
+/// (cluster1, cluster2), bar (cluster2, cluster3) and foobar (cluster1, cluster3); cert1 for
+/// foo (cluster1 by name, group23 by label: cluster2 only, cluster3 is not in foo) and bar
+/// (group23: cluster2 and cluster3), cert2 for foobar (group23: cluster3, group1: cluster1).
+/// Each cluster gets its CA once per certificate, with an Istio ProxyConfig in the namespace of
+/// each of its clouds that the certificate covers and no default signer; `emcoctl delete`
+/// terminates and removes it all.
+async fn ca_certs_logical_clouds(
+    env: &Env,
+    dir: &std::path::Path,
+    values: &std::path::Path,
+    wait_for: &impl AsyncFn(&str, &str, &str) -> Result<Value>,
+) -> Result<()> {
+    let write = |name: &str, text: &str| -> Result<PathBuf> {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| Error::internal(name.to_owned()).with_source(e))?;
+        Ok(path)
+    };
+    let lcs = "projects/{{.ProjectName}}/logical-clouds";
+    let mut clouds = String::new();
+    let mut instantiate = String::new();
+    for (cloud, namespace, lower, members) in [
+        ("FooLogicalCloud", "FooCloud", "foo", [1, 2]),
+        ("BarLogicalCloud", "BarCloud", "bar", [2, 3]),
+        ("FooBarLogicalCloud", "FooBarCloud", "foobar", [1, 3]),
+    ] {
+        let at = format!("{lcs}/{{{{.{cloud}}}}}");
+        clouds += &emco_doc(
+            lcs,
+            &format!(
+                "metadata:\n  name: {{{{.{cloud}}}}}\nspec:\n  namespace: {{{{.{namespace}}}}}\n"
+            ),
+        );
+        clouds += &emco_doc(
+            &format!("{at}/cluster-quotas"),
+            &format!(
+                "metadata:\n    name: {lower}-quota\nspec:\n    pods: '500'\n    secrets: '500'\n"
+            ),
+        );
+        clouds += &emco_doc(
+            &format!("{at}/user-permissions"),
+            &format!(
+                "metadata:\n  name: {lower}-permission\nspec:\n    namespace: {{{{.{namespace}}}}}\n    apiGroups:\n    - \"\"\n    - \"apps\"\n    resources:\n    - secrets\n    - pods\n    - deployments\n    verbs:\n    - get\n    - watch\n    - list\n    - create\n    - delete\n"
+            ),
+        );
+        for n in members {
+            clouds += &emco_doc(
+                &format!("{at}/cluster-references"),
+                &format!(
+                    "metadata:\n  name: lc-cl-{lower}{n}\nspec:\n  clusterProvider: {{{{.ClusterProvider}}}}\n  cluster: {{{{.Cluster{n}}}}}\n  loadbalancerIp: \"0.0.0.0\"\n"
+                ),
+            );
+        }
+        instantiate += &emco_doc(&format!("{at}/instantiate"), "");
+    }
+    let certs = "projects/{{.ProjectName}}/ca-certs";
+    let mut intents = String::new();
+    for (cert, issuer) in [
+        ("CertIntent1", "ClusterIssuer1"),
+        ("CertIntent2", "ClusterIssuer2"),
+    ] {
+        intents += &emco_doc(
+            certs,
+            &format!(
+                "metadata:\n  name: {{{{.{cert}}}}}\nspec:\n  isCA: true\n  issuerRef:\n    name: {{{{.{issuer}}}}}\n    kind: {{{{.Kind}}}}\n    group: {{{{.Group}}}}\n  duration: \"8760h\"\n  issuingCluster:\n    cluster: {{{{.IssuingCluster}}}}\n    clusterProvider: {{{{.ClusterProvider}}}}\n  csrInfo:\n    keySize: {{{{.KeySize}}}}\n    version: 1\n    dnsNames: []\n    emailAddresses: []\n    keyUsages: []\n    algorithm:\n      publicKeyAlgorithm: RSA\n      signatureAlgorithm: SHA512WithRSA\n    subject:\n      locale:\n        country: []\n      names:\n        commonNamePrefix: {{{{.CommonNamePrefix}}}}\n      organization:\n        names: []\n        units: []\n"
+            ),
+        );
+    }
+    for (cert, cloud) in [
+        ("CertIntent1", "FooLogicalCloud"),
+        ("CertIntent1", "BarLogicalCloud"),
+        ("CertIntent2", "FooBarLogicalCloud"),
+    ] {
+        intents += &emco_doc(
+            &format!("{certs}/{{{{.{cert}}}}}/logical-clouds"),
+            &format!(
+                "metadata :\n  name: {{{{.{cloud}}}}}\nspec:\n  logicalCloud: {{{{.{cloud}}}}}\n"
+            ),
+        );
+    }
+    for (cert, cloud, group, scope) in [
+        (
+            "CertIntent1",
+            "FooLogicalCloud",
+            "ClusterGroup1a",
+            "scope: name\n  cluster: {{.Cluster1}}",
+        ),
+        (
+            "CertIntent1",
+            "FooLogicalCloud",
+            "ClusterGroup1b",
+            "scope: label\n  label: {{.GroupLabel23}}",
+        ),
+        (
+            "CertIntent1",
+            "BarLogicalCloud",
+            "ClusterGroup1c",
+            "scope: label\n  label: {{.GroupLabel23}}",
+        ),
+        (
+            "CertIntent2",
+            "FooBarLogicalCloud",
+            "ClusterGroup2a",
+            "scope: label\n  label: {{.GroupLabel23}}",
+        ),
+        (
+            "CertIntent2",
+            "FooBarLogicalCloud",
+            "ClusterGroup2b",
+            "scope: label\n  label: {{.GroupLabel1}}",
+        ),
+    ] {
+        intents += &emco_doc(
+            &format!("{certs}/{{{{.{cert}}}}}/logical-clouds/{{{{.{cloud}}}}}/clusters"),
+            &format!(
+                "metadata :\n  name: {{{{.{group}}}}}\nspec:\n  {scope}\n  clusterProvider: {{{{.ClusterProvider}}}}\n"
+            ),
+        );
+    }
+    let lifecycle = |what: &str| -> String {
+        ["CertIntent1", "CertIntent2"]
+            .iter()
+            .map(|cert| emco_doc(&format!("{certs}/{{{{.{cert}}}}}/{what}/instantiate"), ""))
+            .collect()
+    };
+    let files = [
+        write("logical-clouds.yaml", &clouds)?,
+        write("logical-clouds-instantiate.yaml", &instantiate)?,
+        write("ca-cert-logical-cloud.yaml", &intents)?,
+        write(
+            "ca-cert-logical-cloud-enrollment.yaml",
+            &lifecycle("enrollment"),
+        )?,
+        write(
+            "ca-cert-logical-cloud-distribution.yaml",
+            &lifecycle("distribution"),
+        )?,
+    ];
+    let docs = |i: usize| load(&files[i..=i], values);
+    env.apply(&docs(0)?).await?;
+    env.apply(&docs(1)?).await?;
+    for lc in ["foo", "bar", "foobar"] {
+        env.wait_cloud(
+            &format!("/v2/projects/proj1/logical-clouds/{lc}"),
+            "Instantiated",
+        )
+        .await?;
+    }
+    env.apply(&docs(2)?).await?;
+    let cert = |name: &str| format!("/v2/projects/proj1/ca-certs/{name}");
+    env.apply(&docs(3)?).await?;
+    for name in ["cert1", "cert2"] {
+        wait_for(&cert(name), "enrollment", "Instantiated").await?;
+    }
+    env.apply(&docs(4)?).await?;
+    let mut contexts = std::collections::BTreeMap::new();
+    for name in ["cert1", "cert2"] {
+        let status = wait_for(&cert(name), "distribution", "Instantiated").await?;
+        let ctx = status["states"]["statusctxid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        contexts.insert(name, ctx);
+    }
+    // cluster1 is c2, cluster2 c3, cluster3 c1 (the prerequisites' kubeconfigs).
+    let proxies = [
+        ("cert1", "cluster1", "c2", "foo-ns"),
+        ("cert1", "cluster2", "c3", "foo-ns"),
+        ("cert1", "cluster2", "c3", "bar-ns"),
+        ("cert1", "cluster3", "c1", "bar-ns"),
+        ("cert2", "cluster3", "c1", "foobar-ns"),
+        ("cert2", "cluster1", "c2", "foobar-ns"),
+    ];
+    let proxy_api = async |kube_cluster: &str,
+                           namespace: &str|
+           -> Result<kube::Api<kube::api::DynamicObject>> {
+        Ok(kube::Api::namespaced_with(
+            env.kube(kube_cluster).await?,
+            namespace,
+            &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                "networking.istio.io",
+                "v1beta1",
+                "ProxyConfig",
+            )),
+        ))
+    };
+    for (name, cluster, kube_cluster, namespace) in proxies {
+        let base = format!("{}-{name}-provider1-{cluster}", contexts[name]);
+        let pc = proxy_api(kube_cluster, namespace)
+            .await?
+            .get_opt(&format!("{base}-{namespace}-pc"))
+            .await
+            .map_err(|e| Error::unavailable("a ProxyConfig").with_source(e))?
+            .ok_or_else(|| {
+                Error::internal(format!(
+                    "no ProxyConfig of {name} in {namespace} on {cluster}"
+                ))
+            })?;
+        let want =
+            json!({"environmentVariables": {"ISTIO_META_CERT_SIGNER": format!("{base}-issuer")}});
+        if pc.data["spec"] != want {
+            return Err(Error::internal(format!(
+                "{name}'s ProxyConfig on {cluster} is {:?}",
+                pc.data
+            )));
+        }
+    }
+    // Nothing more: cluster3 is not in foo, so cert1 gives it none in foo-ns.
+    for kube_cluster in ["c1", "c2", "c3"] {
+        let all: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
+            env.kube(kube_cluster).await?,
+            &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                "networking.istio.io",
+                "v1beta1",
+                "ProxyConfig",
+            )),
+        );
+        let mut found: Vec<String> = all
+            .list(&kube::api::ListParams::default())
+            .await
+            .map_err(|e| Error::unavailable("ProxyConfigs").with_source(e))?
+            .items
+            .into_iter()
+            .filter_map(|pc| pc.metadata.name)
+            .collect();
+        found.sort();
+        let mut want: Vec<String> = proxies
+            .iter()
+            .filter(|p| p.2 == kube_cluster)
+            .map(|(name, cluster, _, namespace)| {
+                format!(
+                    "{}-{name}-provider1-{cluster}-{namespace}-pc",
+                    contexts[name]
+                )
+            })
+            .collect();
+        want.sort();
+        if found != want {
+            return Err(Error::internal(format!(
+                "ProxyConfigs on {kube_cluster}: {found:?}, expected {want:?}"
+            )));
+        }
+    }
+    env.delete(&docs(4)?).await?;
+    env.delete(&docs(3)?).await?;
+    for name in ["cert1", "cert2"] {
+        wait_for(&cert(name), "distribution", "Terminated").await?;
+        wait_for(&cert(name), "enrollment", "Terminated").await?;
+    }
+    for (name, cluster, kube_cluster, namespace) in proxies {
+        let base = format!("{}-{name}-provider1-{cluster}", contexts[name]);
+        let pc = format!("{base}-{namespace}-pc");
+        wait_gone(&proxy_api(kube_cluster, namespace).await?, &pc, &pc).await?;
+    }
+    env.delete(&docs(2)?).await?;
+    env.delete(&docs(1)?).await?;
+    for lc in ["foo", "bar", "foobar"] {
+        env.wait_cloud(
+            &format!("/v2/projects/proj1/logical-clouds/{lc}"),
+            "Terminated",
+        )
+        .await?;
+    }
+    env.delete(&docs(0)?).await.map(drop)
 }
 
 /// EMCO's service discovery example on private clusters with an admin cloud
