@@ -102,6 +102,12 @@ pub const CA_CERT_DISTRIBUTION: &str = "caCertDistribution";
 pub const FILE_BLOB: &str = "file";
 /// The blob holding a deployment intent group's lifecycle record.
 pub const STATE_BLOB: &str = "state";
+/// The blob of a logical cloud's cluster reference holding the cloud user's kubeconfig there.
+pub const LOGICAL_CLOUD_KUBECONFIG_BLOB: &str = "kubeconfig";
+/// The blob of a logical cloud's cluster reference holding the user key awaiting its certificate.
+pub const PENDING_KEY_BLOB: &str = "pendingkey";
+/// The prefix of a CA certificate enrollment's key blobs (`keys-<context id>`).
+pub const CA_KEYS_BLOB_PREFIX: &str = "keys-";
 
 /// The deployment intent group that `key` is or lies under.
 #[must_use]

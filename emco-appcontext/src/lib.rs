@@ -84,6 +84,7 @@ pub mod memory;
 #[cfg(feature = "mongodb")]
 pub mod mongo;
 pub mod resource;
+pub mod sealed;
 
 pub use context::{AppContext, CompositeAppMeta};
 pub use deployer::{Deployer, ObjectRef};

@@ -36,7 +36,7 @@ use crate::{Onboarding, Orchestrator, keys};
 
 /// The blob of a logical cloud's cluster reference holding the kubeconfig dcm generated for that
 /// cloud on that cluster (standard and privileged logical clouds).
-pub const LOGICAL_CLOUD_KUBECONFIG_BLOB: &str = "kubeconfig";
+pub const LOGICAL_CLOUD_KUBECONFIG_BLOB: &str = keys::LOGICAL_CLOUD_KUBECONFIG_BLOB;
 
 /// The run-time services of an orchestrator.
 #[derive(Debug)]

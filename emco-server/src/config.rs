@@ -137,6 +137,13 @@ struct Cli {
     /// server].
     #[arg(long, env = "EMCO_SERVE_CONTROLLER")]
     serve_controller: Option<String>,
+    /// Seal the stored credentials (cluster kubeconfigs, logical-cloud user keys, CA keys) with
+    /// AES-256-GCM under the keys of this file: one `ID:BASE64` line per 32-byte key, the
+    /// current key first, older ones after it until everything is sealed again (at start). The
+    /// environment variable EMCO_SECRETS_KEY may hold the same lines instead [default: stored
+    /// in the clear, with a warning].
+    #[arg(long, env = "EMCO_SECRETS_KEY_FILE")]
+    secrets_key_file: Option<PathBuf>,
 }
 
 /// The configuration file: the same keys as the flags, all optional.
@@ -167,7 +174,20 @@ struct FileConfig {
     replica_id: Option<String>,
     replica_ttl_seconds: Option<u64>,
     serve_controller: Option<String>,
+    secrets_key_file: Option<PathBuf>,
 }
+
+/// Where the keys that seal stored credentials come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretsKeys {
+    /// A keyring file (`--secrets-key-file`).
+    File(PathBuf),
+    /// The environment variable `EMCO_SECRETS_KEY`, read when the stores open.
+    Env,
+}
+
+/// The environment variable that may hold the secrets keyring itself.
+pub const SECRETS_KEY_ENV: &str = "EMCO_SECRETS_KEY";
 
 /// The resolved configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -220,6 +240,8 @@ pub struct Config {
     pub replica_ttl: Duration,
     /// Serve only this built-in controller over gRPC instead of the whole server.
     pub serve_controller: Option<String>,
+    /// The keys that seal stored credentials; `None` stores them in the clear.
+    pub secrets: Option<SecretsKeys>,
 }
 
 impl Default for Config {
@@ -249,6 +271,7 @@ impl Default for Config {
             replica_id: None,
             serve_controller: None,
             replica_ttl: Duration::from_secs(10),
+            secrets: None,
         }
     }
 }
@@ -339,9 +362,14 @@ impl Config {
             Some(v) => HelmCompat::from_version(&v)?,
             None => d.helm,
         };
+        let secrets = match cli.secrets_key_file.or(file.secrets_key_file) {
+            Some(path) => Some(SecretsKeys::File(path)),
+            None => std::env::var_os(SECRETS_KEY_ENV).map(|_| SecretsKeys::Env),
+        };
         Ok(Some(Self {
             helm,
             serve_controller,
+            secrets,
             replica_id,
             replica_ttl,
             listen: cli.listen.or(file.listen).unwrap_or(d.listen),

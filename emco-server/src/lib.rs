@@ -45,6 +45,7 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::response::IntoResponse;
 use axum::routing::get;
+use emco_appcontext::sealed::{Keyring, SealedStore};
 use emco_appcontext::{AppContextStore, ResourceStore, Stores};
 use emco_controller_sdk::client::ControllerRegistry;
 use emco_controller_sdk::intent::IntentType;
@@ -68,7 +69,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::server::NamedService;
 use tonic::transport::server::TcpIncoming;
 
-pub use config::{Backend, Config, ContextBackend, LogFormat};
+pub use config::{Backend, Config, ContextBackend, LogFormat, SECRETS_KEY_ENV, SecretsKeys};
 pub use metrics::Metrics;
 
 /// Our OpenAPI 3 description of the routes served.
@@ -203,7 +204,55 @@ fn open_redb(config: &Config) -> Result<emco_appcontext::embedded::Redb, Error> 
         .build()
 }
 
+/// The keyring `config` names, `None` when credentials are stored in the clear.
+///
+/// # Errors
+/// InvalidArgument when the keyring cannot be read or parsed.
+pub fn secrets_keyring(config: &Config) -> Result<Option<Keyring>, Error> {
+    match &config.secrets {
+        None => Ok(None),
+        Some(SecretsKeys::File(path)) => Keyring::from_file(path).map(Some),
+        Some(SecretsKeys::Env) => {
+            let text = std::env::var(SECRETS_KEY_ENV).map_err(|_| {
+                Error::invalid(format!("{SECRETS_KEY_ENV} is not set or not UTF-8"))
+            })?;
+            Keyring::parse(&text).map(Some)
+        }
+    }
+}
+
+/// The backend's resource store, its credentials sealed when `config` has secrets keys; what
+/// older keys (or none) sealed is sealed again with the current key in the background.
 async fn resource_store(
+    config: &Config,
+    redb: Option<&emco_appcontext::embedded::Redb>,
+) -> Result<Arc<dyn ResourceStore>, Error> {
+    let store = backend_store(config, redb).await?;
+    // Always wrapped: without keys, a credential sealed earlier is refused by its key's name
+    // rather than answered as ciphertext.
+    let Some(keyring) = secrets_keyring(config)? else {
+        tracing::warn!(
+            "credentials (cluster kubeconfigs, logical-cloud and CA keys) are stored in the clear: \
+             give --secrets-key-file or {SECRETS_KEY_ENV} to seal them"
+        );
+        return Ok(Arc::new(SealedStore::new(store, None)));
+    };
+    let sealed = SealedStore::new(store, Some(Arc::new(keyring)));
+    let resealing = sealed.clone();
+    tokio::spawn(async move {
+        match resealing.reseal().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                secrets = n,
+                "sealed stored credentials with the current key"
+            ),
+            Err(e) => tracing::error!(error = %e, "cannot seal stored credentials again"),
+        }
+    });
+    Ok(Arc::new(sealed))
+}
+
+async fn backend_store(
     config: &Config,
     redb: Option<&emco_appcontext::embedded::Redb>,
 ) -> Result<Arc<dyn ResourceStore>, Error> {

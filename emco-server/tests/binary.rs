@@ -210,6 +210,58 @@ fn data_survives_a_sigterm_restart() {
     assert!(server.terminate().success());
 }
 
+/// `--secrets-key-file`: a cluster's kubeconfig is sealed in the embedded file and answered
+/// whole; a server without the key refuses to answer it, naming the key it needs.
+#[test]
+fn credentials_are_sealed_in_the_embedded_store() {
+    use base64::Engine as _;
+    const KUBECONFIG: &[u8] =
+        b"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user: {token: s3cr3t-marker}\n";
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let key = base64::engine::general_purpose::STANDARD.encode([9u8; 32]);
+    std::fs::write(&keys, format!("k1:{key}\n")).unwrap();
+    let data = dir.path().join("data");
+    let addr = free_addr();
+    let flags = ["--secrets-key-file", keys.to_str().unwrap()];
+    let server = Server::start_with(&data, addr, free_addr(), &flags);
+    let (status, body) = request(
+        addr,
+        "POST",
+        "/v2/cluster-providers",
+        r#"{"metadata":{"name":"p"}}"#,
+    )
+    .unwrap();
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = post_form(
+        addr,
+        "/v2/cluster-providers/p/clusters",
+        r#"{"metadata":{"name":"c1"}}"#,
+        &[("file", "kubeconfig", KUBECONFIG)],
+    );
+    assert_eq!(status, 201, "{body}");
+    let file = "/v2/cluster-providers/p/clusters/c1";
+    let octets = "Accept: application/octet-stream\r\n";
+    let (status, body) = request_with(addr, "GET", file, octets, b"").unwrap();
+    // (The body is chunked: the file is in it whole.)
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(std::str::from_utf8(KUBECONFIG).unwrap()),
+        "{body}"
+    );
+    assert!(server.terminate().success());
+    let stored = std::fs::read(data.join("emco.redb")).unwrap();
+    assert!(
+        !stored.windows(13).any(|w| w == b"s3cr3t-marker"),
+        "the kubeconfig is in the clear in the store"
+    );
+    let server = Server::start(&data, addr);
+    let (status, body) = request_with(addr, "GET", file, octets, b"").unwrap();
+    assert!((400..500).contains(&status), "{status} {body}");
+    assert!(body.contains("\"k1\""), "{body}");
+    assert!(server.terminate().success());
+}
+
 /// A request in flight when SIGTERM arrives is finished (and durable) while new connections are
 /// refused.
 /// Logs written to a pipe (a file, a collector) are plain text: no terminal colour codes.

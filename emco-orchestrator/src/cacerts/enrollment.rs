@@ -59,7 +59,7 @@ pub fn resource_name(name: &str, kind: &str) -> String {
 /// The blob holding the keys of enrollment context `ctx`: `{"<provider>+<cluster>": {"Name":
 /// <request>, "Val": <base64 of the PEM>}}`, ca-certs' key records.
 pub(crate) fn keys_blob(ctx: u64) -> String {
-    format!("keys-{ctx}")
+    format!("{}{ctx}", keys::CA_KEYS_BLOB_PREFIX)
 }
 
 /// What Go's x509 signs an RSA request with for `csrInfo.algorithm.signatureAlgorithm` (an

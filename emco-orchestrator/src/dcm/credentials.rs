@@ -37,7 +37,7 @@ use crate::{from_value, keys};
 
 /// The blob of a cluster reference holding the private key of a certificate request until its
 /// kubeconfig is built.
-pub(crate) const PENDING_KEY_BLOB: &str = "pendingkey";
+pub(crate) const PENDING_KEY_BLOB: &str = keys::PENDING_KEY_BLOB;
 
 /// How long one request to a cluster may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);

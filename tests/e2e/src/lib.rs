@@ -292,6 +292,15 @@ fn server_config(stores: Backends, dir: &Path) -> Option<emco_server::Config> {
         // Its own key space: other tests' engines on the same etcd must not resume (and so
         // race on) this environment's contexts, nor this one theirs.
         config.etcd_prefix = emco_appcontext::conformance::unique_prefix("/emco-rs-test/e2e-");
+        // The credentials sealed in MongoDB, as a production setup keeps them: every scenario's
+        // kubeconfigs, logical-cloud and CA keys go through the sealed store on this setup.
+        let keys = dir.join("secrets.keys");
+        let key = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [42u8; 32]);
+        if std::fs::write(&keys, format!("e2e:{key}\n")).is_err() {
+            eprintln!("cannot write {}", keys.display());
+            return None;
+        }
+        config.secrets = Some(emco_server::SecretsKeys::File(keys));
     }
     Some(config)
 }
