@@ -144,6 +144,11 @@ struct Cli {
     /// in the clear, with a warning].
     #[arg(long, env = "EMCO_SECRETS_KEY_FILE")]
     secrets_key_file: Option<PathBuf>,
+    /// Append a JSON line per mutating REST call (time, who, from where, method and path,
+    /// status, duration) to this file; the records go to the log (target `audit`) either way
+    /// [default: the log only].
+    #[arg(long, env = "EMCO_AUDIT_LOG")]
+    audit_log: Option<PathBuf>,
 }
 
 /// The configuration file: the same keys as the flags, all optional.
@@ -175,6 +180,7 @@ struct FileConfig {
     replica_ttl_seconds: Option<u64>,
     serve_controller: Option<String>,
     secrets_key_file: Option<PathBuf>,
+    audit_log: Option<PathBuf>,
 }
 
 /// Where the keys that seal stored credentials come from.
@@ -242,6 +248,8 @@ pub struct Config {
     pub serve_controller: Option<String>,
     /// The keys that seal stored credentials; `None` stores them in the clear.
     pub secrets: Option<SecretsKeys>,
+    /// The file audit records are appended to; `None`: the log only.
+    pub audit_log: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -272,6 +280,7 @@ impl Default for Config {
             serve_controller: None,
             replica_ttl: Duration::from_secs(10),
             secrets: None,
+            audit_log: None,
         }
     }
 }
@@ -366,10 +375,16 @@ impl Config {
             Some(path) => Some(SecretsKeys::File(path)),
             None => std::env::var_os(SECRETS_KEY_ENV).map(|_| SecretsKeys::Env),
         };
+        let audit_log = cli.audit_log.or(file.audit_log);
+        if let Some(path) = &audit_log {
+            // Refused at start, not at the first call it should have recorded.
+            crate::audit::Audit::to_file(path)?;
+        }
         Ok(Some(Self {
             helm,
             serve_controller,
             secrets,
+            audit_log,
             replica_id,
             replica_ttl,
             listen: cli.listen.or(file.listen).unwrap_or(d.listen),

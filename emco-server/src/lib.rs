@@ -33,6 +33,7 @@
 //! # Ok(()) }
 //! ```
 
+mod audit;
 mod config;
 mod deployer;
 mod metrics;
@@ -69,6 +70,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::server::NamedService;
 use tonic::transport::server::TcpIncoming;
 
+pub use audit::{Audit, Principal};
 pub use config::{Backend, Config, ContextBackend, LogFormat, SECRETS_KEY_ENV, SecretsKeys};
 pub use metrics::Metrics;
 
@@ -502,6 +504,18 @@ async fn refuse_oversized(
     }
 }
 
+/// The audit records' destination `config` names; the log alone when its file cannot be
+/// opened (checked when the configuration was read, so only a file gone since).
+fn audit_of(config: &Config) -> Audit {
+    let Some(path) = &config.audit_log else {
+        return Audit::log_only();
+    };
+    Audit::to_file(path).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "audit records go to the log only");
+        Audit::log_only()
+    })
+}
+
 /// The whole HTTP application: REST v2 with the built-in controllers' intent routes,
 /// `/healthz`, `/readyz`, `/metrics`, `/v2/openapi.yaml` and the dashboard `/ui/`, with
 /// `config.max_body` as the limit of JSON bodies (uploads have their own limit).
@@ -540,6 +554,11 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
                 upload: config.max_upload.saturating_add(2 * 1024 * 1024),
             },
             refuse_oversized,
+        ))
+        // Outermost: a call refused by a layer above is recorded too.
+        .layer(axum::middleware::from_fn_with_state(
+            audit_of(config),
+            audit::record,
         ))
         .merge(probe)
         .route("/healthz", get(|| async { "ok\n" }))
@@ -601,10 +620,14 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send) ->
     let grpc_addr = grpc_listener.local_addr().ok();
     let stop = on_cancel(&cancel);
     let mut rest = tokio::spawn(async move {
-        axum::serve(rest_listener, app)
-            .with_graceful_shutdown(stop)
-            .await
-            .map_err(|e| Error::unavailable("the REST server failed").with_source(e))
+        // The peer's address for the audit records.
+        axum::serve(
+            rest_listener,
+            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(stop)
+        .await
+        .map_err(|e| Error::unavailable("the REST server failed").with_source(e))
     });
     let stop = on_cancel(&cancel);
     let mut grpc = tokio::spawn(async move {

@@ -210,6 +210,75 @@ fn data_survives_a_sigterm_restart() {
     assert!(server.terminate().success());
 }
 
+/// `--audit-log`: one JSON line per mutating call, answered well or not, none for reads; a
+/// file that cannot be opened stops the start with a clear error.
+#[test]
+fn mutating_calls_are_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let addr = free_addr();
+    let flags = ["--audit-log", log.to_str().unwrap()];
+    let server = Server::start_with(&dir.path().join("data"), addr, free_addr(), &flags);
+    let calls = [
+        ("POST", "/v2/projects", r#"{"metadata":{"name":"p1"}}"#, 201),
+        ("POST", "/v2/projects", r#"{"metadata":{"name":"p1"}}"#, 409),
+        ("GET", "/v2/projects/p1", "", 200),
+        (
+            "PUT",
+            "/v2/projects/p1?x=1",
+            r#"{"metadata":{"name":"p1"}}"#,
+            200,
+        ),
+        ("DELETE", "/v2/projects/p1", "", 204),
+    ];
+    for (method, path, body, want) in calls {
+        let (status, answer) = request(addr, method, path, body).unwrap();
+        assert_eq!(status, want, "{method} {path}: {answer}");
+    }
+    assert!(server.terminate().success());
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seen: Vec<(&str, &str, u64)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["method"].as_str().unwrap(),
+                l["path"].as_str().unwrap(),
+                l["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("POST", "/v2/projects", 201),
+            ("POST", "/v2/projects", 409),
+            ("PUT", "/v2/projects/p1?x=1", 200),
+            ("DELETE", "/v2/projects/p1", 204),
+        ]
+    );
+    for l in &lines {
+        assert_eq!(l["who"], "anonymous", "{l}");
+        assert!(
+            l["remote"].as_str().unwrap().starts_with("127.0.0.1:"),
+            "{l}"
+        );
+        assert!(l["time"].as_str().unwrap().ends_with('Z'), "{l}");
+        assert!(l["ms"].is_u64(), "{l}");
+    }
+    let refused = Command::new(env!("CARGO_BIN_EXE_emco-server"))
+        .args(["--audit-log", dir.path().to_str().unwrap(), "--data-dir"])
+        .arg(dir.path().join("data"))
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("cannot open the audit log"), "{stderr}");
+}
+
 /// `--secrets-key-file`: a cluster's kubeconfig is sealed in the embedded file and answered
 /// whole; a server without the key refuses to answer it, naming the key it needs.
 #[test]
