@@ -1207,11 +1207,7 @@ async fn ca_certs_example(env: &Env) -> Result<()> {
 
     let dir = env.dir().join("test-cert");
     std::fs::create_dir_all(&dir).map_err(|e| Error::internal("test-cert dir").with_source(e))?;
-    let write = |name: &str, text: &str| -> Result<PathBuf> {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| Error::internal(name.to_owned()).with_source(e))?;
-        Ok(path)
-    };
+    let write = |name: &str, text: &str| write_file(&dir, name, text);
     let mut prerequisites = String::from(
         "version: emco/v2\nresourceContext:\n  anchor: controllers\nmetadata :\n  name: rsync\nspec:\n  host:  rsync\n  port: 9031\n---\nversion: emco/v2\nresourceContext:\n  anchor: projects\nmetadata :\n  name: {{.ProjectName}}\n---\nversion: emco/v2\nresourceContext:\n  anchor: cluster-providers\nmetadata :\n  name: {{.ClusterProvider}}\n---\nversion: emco/v2\nresourceContext:\n  anchor: cluster-providers/{{.ClusterProvider}}/clusters\nmetadata :\n  name: {{.IssuingCluster}}\nfile:\n  {{.IssuingClusterConfig}}\n",
     );
@@ -1384,11 +1380,7 @@ async fn ca_certs_logical_clouds(
     values: &std::path::Path,
     wait_for: &impl AsyncFn(&str, &str, &str) -> Result<Value>,
 ) -> Result<()> {
-    let write = |name: &str, text: &str| -> Result<PathBuf> {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| Error::internal(name.to_owned()).with_source(e))?;
-        Ok(path)
-    };
+    let write = |name: &str, text: &str| write_file(dir, name, text);
     let lcs = "projects/{{.ProjectName}}/logical-clouds";
     let mut clouds = String::new();
     let mut instantiate = String::new();
@@ -1739,9 +1731,7 @@ async fn deploy_dtc_example(
             &out.join(format!("{app}-profile.tar.gz")),
         )?;
     }
-    let doc = |anchor: &str, rest: &str| {
-        format!("---\nversion: emco/v2\nresourceContext:\n  anchor: {anchor}\n{rest}")
-    };
+    let doc = emco_doc;
     let meta = |name: &str| {
         format!(
             "metadata :\n  name: {name}\n  description: test\n  userData1: test1\n  userData2: test2\n"
@@ -2089,7 +2079,15 @@ async fn sdewan_example(env: &Env) -> Result<()> {
     wait_gone(&apps, "http-service", "the SdewanApplication on cluster1").await
 }
 
-/// The head of each document of the sfc example's files: `---`, the API version and the anchor.
+/// Writes `text` as `dir/name`, an example file written here; answers its path.
+fn write_file(dir: &std::path::Path, name: &str, text: &str) -> Result<PathBuf> {
+    let path = dir.join(name);
+    std::fs::write(&path, text).map_err(|e| Error::internal(name.to_owned()).with_source(e))?;
+    Ok(path)
+}
+
+/// An emcoctl document of the examples written here: `---`, the API version, the anchor, then
+/// `rest`.
 fn emco_doc(anchor: &str, rest: &str) -> String {
     format!("---\nversion: emco/v2\nresourceContext:\n  anchor: {anchor}\n{rest}")
 }
@@ -2210,11 +2208,7 @@ async fn sfc_example(env: &Env) -> Result<()> {
 
     let dir = env.dir().join("sfc");
     std::fs::create_dir_all(&dir).map_err(|e| Error::internal("sfc dir").with_source(e))?;
-    let write = |name: &str, text: &str| -> Result<PathBuf> {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| Error::internal(name.to_owned()).with_source(e))?;
-        Ok(path)
-    };
+    let write = |name: &str, text: &str| write_file(&dir, name, text);
     let meta = |name: &str| format!("metadata :\n  name: {name}\n");
     let mut prerequisites = emco_doc("projects", &meta("{{.ProjectName}}"));
     prerequisites += &emco_doc(
