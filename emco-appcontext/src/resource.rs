@@ -277,16 +277,28 @@ pub async fn read_blob_versioned(
     key: &ResourceKey,
     name: &str,
 ) -> Result<Option<(Vec<u8>, BlobVersion)>> {
+    match read_whole_blob(store, key, name).await {
+        Ok(found) => Ok(Some(found)),
+        Err(e) if e.kind() == emco_core::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// [`read_blob_versioned`] with a missing blob (or object) as the store's `NotFound`.
+///
+/// # Errors
+/// The store's errors; `Conflict` when the blob keeps changing.
+pub async fn read_whole_blob(
+    store: &dyn ResourceStore,
+    key: &ResourceKey,
+    name: &str,
+) -> Result<(Vec<u8>, BlobVersion)> {
     use futures::TryStreamExt;
     let mut attempt = 0;
     loop {
-        let (version, stream) = match store.get_blob_versioned(key, name).await {
-            Ok(found) => found,
-            Err(e) if e.kind() == emco_core::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-        };
+        let (version, stream) = store.get_blob_versioned(key, name).await?;
         match stream.try_collect::<Vec<Bytes>>().await {
-            Ok(chunks) => return Ok(Some((chunks.concat(), version))),
+            Ok(chunks) => return Ok((chunks.concat(), version)),
             Err(e) if e.kind() == emco_core::ErrorKind::Conflict && attempt < REREADS => {
                 attempt += 1;
             }

@@ -340,8 +340,9 @@ impl SealedStore {
         key: &ResourceKey,
         name: &str,
     ) -> Result<(BlobVersion, Vec<u8>, bool)> {
-        let (version, stream) = self.inner.get_blob_versioned(key, name).await?;
-        let data = collect(stream).await?;
+        // Read again when replaced mid-read; the size cap is the writes'.
+        let (data, version) =
+            crate::resource::read_whole_blob(self.inner.as_ref(), key, name).await?;
         let place = Self::place(key, name)?;
         let Some(keyring) = &self.keyring else {
             if let Some(id) = sealed_with(&data) {

@@ -257,32 +257,182 @@ impl AppContextStoreRpc for AppContextService {
     }
 }
 
+/// The environment variable a bearer token for emco-server's gRPC services is read from.
+pub const TOKEN_ENV: &str = "EMCO_TOKEN";
+
+/// Sends a bearer token (`authorization` metadata) with every call, when it has one: what an
+/// emco-server that requires credentials asks of its gRPC callers (a platform admin's token).
+#[derive(Clone, Default)]
+pub struct BearerToken(Option<MetadataValue<tonic::metadata::Ascii>>);
+
+// Written out so that the token never lands in a debug print.
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "BearerToken(<redacted>)"
+        } else {
+            "BearerToken(None)"
+        })
+    }
+}
+
+impl BearerToken {
+    /// No token.
+    #[must_use]
+    pub fn none() -> Self {
+        Self(None)
+    }
+
+    /// `token`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when the token has characters a header cannot carry.
+    pub fn new(token: &str) -> Result<Self> {
+        let value = MetadataValue::try_from(format!("Bearer {}", token.trim()))
+            .map_err(|_| Error::invalid("the token has characters a header cannot carry"))?;
+        Ok(Self(Some(value)))
+    }
+
+    /// The token of the environment variable [`TOKEN_ENV`], none when it is unset or empty.
+    ///
+    /// # Errors
+    /// As [`BearerToken::new`].
+    pub fn from_env() -> Result<Self> {
+        match std::env::var(TOKEN_ENV) {
+            Ok(t) if !t.trim().is_empty() => Self::new(&t),
+            _ => Ok(Self::none()),
+        }
+    }
+}
+
+impl tonic::service::Interceptor for BearerToken {
+    fn call(&mut self, mut req: Request<()>) -> std::result::Result<Request<()>, Status> {
+        if let Some(value) = &self.0 {
+            req.metadata_mut().insert("authorization", value.clone());
+        }
+        Ok(req)
+    }
+}
+
+/// How a client reaches a server that serves gRPC over TLS (an `https://` URL): the CA
+/// certificates to trust (PEM; the system's roots when none) and a client certificate and key
+/// (PEM) to authenticate with.
+#[derive(Clone, Default)]
+pub struct ClientTls {
+    /// CA certificates, PEM.
+    pub ca_pem: Option<Vec<u8>>,
+    /// A client certificate chain and its key, PEM.
+    pub identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+// Written out so that the key never lands in a debug print.
+impl std::fmt::Debug for ClientTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientTls")
+            .field("ca_pem", &self.ca_pem.is_some())
+            .field("identity", &self.identity.is_some())
+            .finish()
+    }
+}
+
+/// The environment variables [`ClientTls::from_env`] reads: files of the CA, the client
+/// certificate and its key.
+pub const TLS_ENV: [&str; 3] = ["EMCO_CA_CERT", "EMCO_CLIENT_CERT", "EMCO_CLIENT_KEY"];
+
+impl ClientTls {
+    /// The files `EMCO_CA_CERT`, `EMCO_CLIENT_CERT` and `EMCO_CLIENT_KEY` name, when set.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when a named file cannot be read, or only one of the certificate and
+    /// the key is given.
+    pub fn from_env() -> Result<Self> {
+        let read = |var: &str| -> Result<Option<Vec<u8>>> {
+            match std::env::var_os(var) {
+                None => Ok(None),
+                Some(path) => std::fs::read(&path).map(Some).map_err(|e| {
+                    Error::invalid(format!("cannot read {var} ({})", path.to_string_lossy()))
+                        .with_source(e)
+                }),
+            }
+        };
+        let identity = match (read(TLS_ENV[1])?, read(TLS_ENV[2])?) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            _ => {
+                return Err(Error::invalid(
+                    "EMCO_CLIENT_CERT and EMCO_CLIENT_KEY go together",
+                ));
+            }
+        };
+        Ok(Self {
+            ca_pem: read(TLS_ENV[0])?,
+            identity,
+        })
+    }
+}
+
+/// An endpoint for `url`, with `tls` when it is `https://`.
+///
+/// # Errors
+/// `InvalidArgument` for a bad URL or TLS material.
+pub fn endpoint(url: &str, tls: &ClientTls) -> Result<Endpoint> {
+    let endpoint = Endpoint::from_shared(url.to_owned())
+        .map_err(|e| Error::invalid(format!("bad gRPC URL {url}")).with_source(e))?;
+    if !url.starts_with("https://") {
+        return Ok(endpoint);
+    }
+    let mut config = tonic::transport::ClientTlsConfig::new();
+    config = match &tls.ca_pem {
+        Some(pem) => config.ca_certificate(tonic::transport::Certificate::from_pem(pem)),
+        None => config.with_native_roots(),
+    };
+    if let Some((cert, key)) = &tls.identity {
+        config = config.identity(tonic::transport::Identity::from_pem(cert, key));
+    }
+    endpoint
+        .tls_config(config)
+        .map_err(|e| Error::invalid(format!("TLS for {url}: {e}")))
+}
+
+/// A gRPC channel that sends a [`BearerToken`].
+pub type TokenChannel = tonic::service::interceptor::InterceptedService<Channel, BearerToken>;
+
 /// An [`AppContextStore`] served by another process's [`AppContextService`].
 #[derive(Debug, Clone)]
 pub struct RemoteAppContextStore {
-    client: AppContextStoreClient<Channel>,
+    client: AppContextStoreClient<TokenChannel>,
 }
 
 impl RemoteAppContextStore {
-    /// A store calling the service at `url` (`http://host:port`); the connection is made on
+    /// A store calling the service at `url` (`http://host:port`, or `https://` with the TLS
+    /// files of [`TLS_ENV`]), with the token of [`TOKEN_ENV`] if set; the connection is made on
     /// first use and re-made when it drops.
     ///
     /// # Errors
-    /// `InvalidArgument` for a bad URL.
+    /// `InvalidArgument` for a bad URL, token or TLS file.
     pub fn connect_lazy(url: &str) -> Result<Self> {
-        let channel = Endpoint::from_shared(url.to_owned())
-            .map_err(|e| {
-                Error::invalid(format!("bad AppContext service URL {url}")).with_source(e)
-            })?
-            .connect_lazy();
-        Ok(Self::from_channel(channel))
+        Self::connect_lazy_with(url, BearerToken::from_env()?, &ClientTls::from_env()?)
     }
 
-    /// A store over an existing channel.
+    /// [`RemoteAppContextStore::connect_lazy`] with the token and TLS material given.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad URL or TLS material.
+    pub fn connect_lazy_with(url: &str, token: BearerToken, tls: &ClientTls) -> Result<Self> {
+        Ok(Self::with_token(endpoint(url, tls)?.connect_lazy(), token))
+    }
+
+    /// A store over an existing channel, without a token.
     #[must_use]
     pub fn from_channel(channel: Channel) -> Self {
+        Self::with_token(channel, BearerToken::none())
+    }
+
+    /// A store over an existing channel sending `token`.
+    #[must_use]
+    pub fn with_token(channel: Channel, token: BearerToken) -> Self {
         Self {
-            client: AppContextStoreClient::new(channel)
+            client: AppContextStoreClient::with_interceptor(channel, token)
                 .max_decoding_message_size(MAX_MESSAGE)
                 .max_encoding_message_size(MAX_MESSAGE),
         }

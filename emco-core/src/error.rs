@@ -23,11 +23,15 @@ pub enum ErrorKind {
     Unavailable,
     /// A bug or an unexpected condition; never caused by input alone.
     Internal,
+    /// The caller gave no credentials, or ones that do not prove who it is.
+    Unauthenticated,
+    /// The caller is known but its roles do not allow the operation.
+    PermissionDenied,
 }
 
 impl ErrorKind {
     /// Every kind.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 9] = [
         Self::NotFound,
         Self::AlreadyExists,
         Self::Conflict,
@@ -35,12 +39,29 @@ impl ErrorKind {
         Self::FailedPrecondition,
         Self::Unavailable,
         Self::Internal,
+        Self::Unauthenticated,
+        Self::PermissionDenied,
     ];
 
     /// The kind named `name` (its [`ErrorKind::as_str`]).
     #[must_use]
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
+    /// The HTTP status an error of this kind answers with: EMCO's codes (it answers 409 for
+    /// several kinds; the REST edge names the kind in a header).
+    #[must_use]
+    pub const fn http_status(self) -> u16 {
+        match self {
+            Self::InvalidArgument => 400,
+            Self::Unauthenticated => 401,
+            Self::PermissionDenied => 403,
+            Self::NotFound => 404,
+            Self::AlreadyExists | Self::Conflict | Self::FailedPrecondition => 409,
+            Self::Internal => 500,
+            Self::Unavailable => 503,
+        }
     }
 
     /// A stable, human-readable name (`"NotFound"`, ...).
@@ -54,6 +75,8 @@ impl ErrorKind {
             Self::FailedPrecondition => "FailedPrecondition",
             Self::Unavailable => "Unavailable",
             Self::Internal => "Internal",
+            Self::Unauthenticated => "Unauthenticated",
+            Self::PermissionDenied => "PermissionDenied",
         }
     }
 }
@@ -137,6 +160,16 @@ impl Error {
     /// [`ErrorKind::Internal`].
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, message)
+    }
+
+    /// [`ErrorKind::Unauthenticated`].
+    pub fn unauthenticated(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unauthenticated, message)
+    }
+
+    /// [`ErrorKind::PermissionDenied`].
+    pub fn permission_denied(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::PermissionDenied, message)
     }
 
     /// Sets the path of the field the error is about (`spec.intent.allOf[0].cluster`).

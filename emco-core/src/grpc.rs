@@ -16,13 +16,15 @@ pub const fn code_of(kind: ErrorKind) -> Code {
         ErrorKind::FailedPrecondition => Code::FailedPrecondition,
         ErrorKind::Unavailable => Code::Unavailable,
         ErrorKind::Internal => Code::Internal,
+        ErrorKind::Unauthenticated => Code::Unauthenticated,
+        ErrorKind::PermissionDenied => Code::PermissionDenied,
     }
 }
 
 /// The kind of error a peer's `code` means: the inverse of [`code_of`], and for the codes it
 /// never sends, the nearest kind. What may succeed on a retry (unreachable, timed out, cut
 /// off) is `Unavailable`; what a retry cannot fix without a change elsewhere (state, setup,
-/// credentials, a service not served) is `FailedPrecondition`.
+/// a service not served) is `FailedPrecondition`.
 #[must_use]
 pub const fn kind_of(code: Code) -> ErrorKind {
     match code {
@@ -30,11 +32,11 @@ pub const fn kind_of(code: Code) -> ErrorKind {
         Code::AlreadyExists => ErrorKind::AlreadyExists,
         Code::Aborted => ErrorKind::Conflict,
         Code::InvalidArgument | Code::ResourceExhausted => ErrorKind::InvalidArgument,
-        Code::FailedPrecondition
-        | Code::OutOfRange
-        | Code::Unimplemented
-        | Code::PermissionDenied
-        | Code::Unauthenticated => ErrorKind::FailedPrecondition,
+        Code::FailedPrecondition | Code::OutOfRange | Code::Unimplemented => {
+            ErrorKind::FailedPrecondition
+        }
+        Code::Unauthenticated => ErrorKind::Unauthenticated,
+        Code::PermissionDenied => ErrorKind::PermissionDenied,
         Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Unknown => {
             ErrorKind::Unavailable
         }
@@ -54,9 +56,6 @@ mod tests {
         }
         assert_eq!(ErrorKind::from_name("Bogus"), None);
         assert_eq!(kind_of(Code::DeadlineExceeded), ErrorKind::Unavailable);
-        assert_eq!(
-            kind_of(Code::Unauthenticated),
-            ErrorKind::FailedPrecondition
-        );
+        assert_eq!(kind_of(Code::Unauthenticated), ErrorKind::Unauthenticated);
     }
 }

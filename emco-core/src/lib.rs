@@ -37,6 +37,8 @@ pub mod placement;
 pub mod schemas;
 pub mod time;
 pub mod validate;
+#[cfg(feature = "x509")]
+pub mod x509;
 
 pub use error::{Error, ErrorKind, HasKind, Result};
 pub use ids::{ContextId, DigRef, LogicalCloudRef};

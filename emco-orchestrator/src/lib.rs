@@ -31,6 +31,7 @@
 //! # }).unwrap();
 //! ```
 
+pub mod auth;
 pub mod cacerts;
 pub mod dcm;
 mod handover;

@@ -122,9 +122,8 @@ class Server:
         self.url, self.grpc = url, grpc
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    """An emco-server with its stores in memory."""
+def _start_server(tmp_path: Path, *args: str) -> Iterator[Server]:
+    """An emco-server with its stores in memory and `args`."""
     # A port found free can be taken before the server binds it (kubesim binds ephemeral
     # ports for its clusters meanwhile): a server that could not listen starts again on others.
     for attempt in range(5):
@@ -135,7 +134,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
         proc = subprocess.Popen(
             [str(_binary("emco-server")), "--listen", f"127.0.0.1:{port}",
              "--grpc-listen", f"127.0.0.1:{grpc}", "--backend", "memory",
-             "--context-backend", "memory"],
+             "--context-backend", "memory", *args],
             stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while True:
@@ -154,6 +153,29 @@ def server(tmp_path: Path) -> Iterator[Server]:
     yield Server(url, f"http://127.0.0.1:{grpc}")
     proc.terminate()
     proc.wait(timeout=15)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    """An emco-server with its stores in memory, open to anyone."""
+    yield from _start_server(tmp_path)
+
+
+# The static tokens of `secured_server`: a platform admin and the owner of project p1.
+ADMIN_TOKEN = "admin-token-0123456789"
+ALICE_TOKEN = "alice-token-0123456789"
+
+
+@pytest.fixture
+def secured_server(tmp_path: Path) -> Iterator[Server]:
+    """An emco-server that requires tokens: ADMIN_TOKEN (platform admin) and ALICE_TOKEN
+    (owner of project p1)."""
+    auth = tmp_path / "auth.yaml"
+    auth.write_text(
+        "tokens:\n"
+        f"  - {{token: {ADMIN_TOKEN}, subject: admin, roles: [platform-admin]}}\n"
+        f"  - {{token: {ALICE_TOKEN}, subject: alice, roles: ['project-owner:p1']}}\n")
+    yield from _start_server(tmp_path, "--auth-config", str(auth))
 
 
 @pytest.fixture(params=["embedded", "client"])

@@ -11,7 +11,7 @@ from typing import Iterator, List
 import pytest
 
 import emco
-from conftest import ROOT, Fleet, Server, on, web_group
+from conftest import ADMIN_TOKEN, ALICE_TOKEN, ROOT, Fleet, Server, on, web_group
 
 try:
     from playwright.sync_api import Locator, Page, expect, sync_playwright
@@ -192,3 +192,39 @@ def test_an_unreachable_cluster_says_why_and_stop_ends_it(
         fleet.set_down("c2", down=False)
         client.terminate(dig)
         assert client.wait(dig, ready=False, timeout=120).state == "Terminated"
+
+
+def test_a_secured_servers_dashboard_asks_for_a_token_and_shows_the_callers_projects(
+    secured_server: Server, browser: Browser
+) -> None:
+    page = browser.page
+    # Chromium logs the 401 answers of the page before its login, and the 403 of the fleet's
+    # figures, which are not alice's to see.
+    browser.expected += ["status of 401", "status of 403"]
+    admin = emco.Client(secured_server.url, token=ADMIN_TOKEN)
+    admin.create_project("p1")
+    admin.create_project("p2")
+
+    page.goto(f"{secured_server.url}/ui/#/projects")
+    expect(page.locator("h1")).to_have_text("Log in")
+    page.fill("#token", "wrong-token-0123456789")
+    page.click("#login button[type=submit]")
+    expect(page.locator("#login-message")).to_contain_text("not valid")
+
+    page.fill("#token", ALICE_TOKEN)
+    page.click("#login button[type=submit]")
+    expect(page.locator("#who")).to_contain_text("alice")
+    expect(page.locator("section[data-project=p1]")).to_have_count(1)
+    expect(page.locator("section[data-project=p2]")).to_have_count(0)
+    # The session is a cookie the page's scripts cannot read.
+    assert page.evaluate("document.cookie") == ""
+    # The overview without the fleet's figures.
+    page.goto(f"{secured_server.url}/ui/#/")
+    expect(page.locator("h1")).to_have_text("Overview")
+    expect(page.locator("#view")).to_contain_text("deployments healthy")
+    expect(page.locator("#view")).not_to_contain_text("clusters reachable")
+
+    page.click("#logout")
+    expect(page.locator("h1")).to_have_text("Log in")
+    page.goto(f"{secured_server.url}/ui/#/fleet")
+    expect(page.locator("h1")).to_have_text("Log in")

@@ -13,6 +13,8 @@ import pytest
 
 import emco
 from conftest import (
+    ADMIN_TOKEN,
+    ALICE_TOKEN,
     EDGE,
     PROVIDER,
     ROOT,
@@ -131,7 +133,32 @@ def test_refusals_raise_the_exception_of_their_kind(target: emco.Emco) -> None:
     assert [p.name for p in target.list_projects()] == ["p"]
     assert all(issubclass(e, emco.EmcoError) for e in (
         emco.NotFound, emco.AlreadyExists, emco.Conflict, emco.InvalidArgument,
-        emco.FailedPrecondition, emco.Unavailable, emco.Internal))
+        emco.FailedPrecondition, emco.Unavailable, emco.Internal, emco.Unauthenticated,
+        emco.PermissionDenied))
+
+
+def test_a_server_that_requires_tokens_answers_each_client_by_its_roles(
+        secured_server: Server) -> None:
+    url = secured_server.url
+    with pytest.raises(emco.Unauthenticated) as no_token:
+        emco.Client(url).list_projects()
+    assert no_token.value.status == 401
+    with pytest.raises(emco.Unauthenticated):
+        emco.Client(url, token="not-a-token-we-know").list_projects()
+    admin = emco.Client(url, token=ADMIN_TOKEN)
+    admin.create_project("p1")
+    admin.create_project("p2")
+    alice = emco.Client(url, token=ALICE_TOKEN)
+    assert [p.name for p in alice.list_projects()] == ["p1"]
+    alice.create_composite_app("p1", "ca", "v1")
+    with pytest.raises(emco.PermissionDenied) as other:
+        alice.create_composite_app("p2", "ca", "v1")
+    assert other.value.status == 403 and other.value.kind == "PermissionDenied"
+    with pytest.raises(emco.PermissionDenied):
+        alice.get_project("p-that-does-not-exist")
+    with pytest.raises(emco.PermissionDenied):
+        alice.create_project("p3")
+    assert sorted(p.name for p in admin.list_projects()) == ["p1", "p2"]
 
 
 def test_an_unreachable_server_is_unavailable() -> None:

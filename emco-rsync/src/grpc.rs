@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use emco_core::{Error, ErrorKind};
+use emco_core::Error;
 use emco_proto::installapp_server::{Installapp, InstallappServer};
 use emco_proto::ready_notify_server::{ReadyNotify, ReadyNotifyServer};
 use emco_proto::updateapp_server::{Updateapp, UpdateappServer};
@@ -62,18 +62,9 @@ pub struct RsyncService {
     subscriptions: Arc<Mutex<HashMap<(String, String), CancellationToken>>>,
 }
 
-/// The one place error kinds become gRPC statuses.
+/// An error as the gRPC status of its kind (`emco_core::grpc::code_of`).
 fn status(e: &Error) -> Status {
-    let message = e.to_string();
-    match e.kind() {
-        ErrorKind::NotFound => Status::not_found(message),
-        ErrorKind::AlreadyExists => Status::already_exists(message),
-        ErrorKind::Conflict => Status::aborted(message),
-        ErrorKind::InvalidArgument => Status::invalid_argument(message),
-        ErrorKind::FailedPrecondition => Status::failed_precondition(message),
-        ErrorKind::Unavailable => Status::unavailable(message),
-        ErrorKind::Internal => Status::internal(message),
-    }
+    Status::new(emco_core::grpc::code_of(e.kind()), e.to_string())
 }
 
 fn context_id(field: &str, text: &str) -> Result<u64, Status> {

@@ -4,11 +4,10 @@
 //! as one JSON line appended to the file, written before the answer leaves, so an answered
 //! call is on file.
 //!
-//! Who: the authenticated principal once authentication is configured; `anonymous` in the open
-//! mode.
+//! Who: the principal the guard authenticated (`anonymous` in the open mode), or
+//! `unauthenticated` for a call refused without valid credentials.
 
 use std::io::Write as _;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
@@ -18,11 +17,10 @@ use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
 use emco_core::Error;
-use serde_json::json;
+use emco_orchestrator::auth::Principal;
 
-/// Who made a request, put in its extensions by the authentication in front of the audit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal(pub String);
+use crate::tls::Peer;
+use serde_json::json;
 
 /// Where audit records go besides the log.
 #[derive(Debug, Clone, Default)]
@@ -84,14 +82,10 @@ pub(crate) async fn record(State(audit): State<Audit>, req: Request, next: Next)
     if !mutating(req.method()) {
         return next.run(req).await;
     }
-    let who = req
-        .extensions()
-        .get::<Principal>()
-        .map_or_else(|| "anonymous".to_owned(), |p| p.0.clone());
     let remote = req
         .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.to_string());
+        .get::<ConnectInfo<Peer>>()
+        .map(|c| c.0.addr.to_string());
     let method = req.method().as_str().to_owned();
     let path = req
         .uri()
@@ -100,6 +94,11 @@ pub(crate) async fn record(State(audit): State<Audit>, req: Request, next: Next)
     let time = emco_core::time::rfc3339(SystemTime::now());
     let start = Instant::now();
     let resp = next.run(req).await;
+    // The guard inside puts who it authenticated on the answer; none: refused unauthenticated.
+    let who = resp
+        .extensions()
+        .get::<Principal>()
+        .map_or_else(|| "unauthenticated".to_owned(), |p| p.subject().to_owned());
     let status = resp.status().as_u16();
     let ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
     tracing::info!(target: "audit", %who, remote = remote.as_deref().unwrap_or("-"), %method, %path, status, ms, "audit");

@@ -149,6 +149,23 @@ struct Cli {
     /// [default: the log only].
     #[arg(long, env = "EMCO_AUDIT_LOG")]
     audit_log: Option<PathBuf>,
+    /// Require credentials as this YAML file says: static bearer tokens, an OIDC issuer's JWTs,
+    /// role bindings (see the README's "Authentication and roles") [default: open, every caller
+    /// a platform admin, with a warning].
+    #[arg(long, env = "EMCO_AUTH_CONFIG")]
+    auth_config: Option<PathBuf>,
+    /// Serve REST and gRPC over TLS with this certificate chain (PEM), read again when it
+    /// changes [default: plain TCP].
+    #[arg(long, env = "EMCO_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The TLS certificate's private key (PEM).
+    #[arg(long, env = "EMCO_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Let clients authenticate with certificates these CAs (PEM) signed: the subject's CN is
+    /// the user and its O entries the groups that the auth config's bindings give roles
+    /// [default: no client certificates].
+    #[arg(long, env = "EMCO_TLS_CLIENT_CA")]
+    tls_client_ca: Option<PathBuf>,
 }
 
 /// The configuration file: the same keys as the flags, all optional.
@@ -181,6 +198,10 @@ struct FileConfig {
     serve_controller: Option<String>,
     secrets_key_file: Option<PathBuf>,
     audit_log: Option<PathBuf>,
+    auth_config: Option<PathBuf>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    tls_client_ca: Option<PathBuf>,
 }
 
 /// Where the keys that seal stored credentials come from.
@@ -250,6 +271,10 @@ pub struct Config {
     pub secrets: Option<SecretsKeys>,
     /// The file audit records are appended to; `None`: the log only.
     pub audit_log: Option<PathBuf>,
+    /// The authentication file; `None`: open.
+    pub auth_config: Option<PathBuf>,
+    /// TLS for both listeners; `None`: plain TCP.
+    pub tls: Option<crate::tls::TlsFiles>,
 }
 
 impl Default for Config {
@@ -281,6 +306,8 @@ impl Default for Config {
             replica_ttl: Duration::from_secs(10),
             secrets: None,
             audit_log: None,
+            auth_config: None,
+            tls: None,
         }
     }
 }
@@ -380,11 +407,37 @@ impl Config {
             // Refused at start, not at the first call it should have recorded.
             crate::audit::Audit::to_file(path)?;
         }
+        let auth_config = cli.auth_config.or(file.auth_config);
+        if let Some(path) = &auth_config {
+            crate::auth::Authenticator::from_file(path)?;
+        }
+        let tls = match (
+            cli.tls_cert.or(file.tls_cert),
+            cli.tls_key.or(file.tls_key),
+            cli.tls_client_ca.or(file.tls_client_ca),
+        ) {
+            (Some(cert), Some(key), client_ca) => Some(crate::tls::TlsFiles {
+                cert,
+                key,
+                client_ca,
+            }),
+            (None, None, None) => None,
+            _ => {
+                return Err(Error::invalid(
+                    "TLS needs both --tls-cert and --tls-key (--tls-client-ca only with them)",
+                ));
+            }
+        };
+        if let Some(files) = &tls {
+            crate::tls::check(files)?;
+        }
         Ok(Some(Self {
             helm,
             serve_controller,
             secrets,
             audit_log,
+            auth_config,
+            tls,
             replica_id,
             replica_ttl,
             listen: cli.listen.or(file.listen).unwrap_or(d.listen),

@@ -61,7 +61,10 @@ impl Deployer for RemoteRsync {
             .connect()
             .await
             .map_err(|e| unavailable(&e))?;
-        let answer = InstallappClient::new(channel)
+        // The token of EMCO_TOKEN: the orchestrator's gRPC services need one when it
+        // requires credentials.
+        let token = emco_controller_sdk::remote::BearerToken::from_env()?;
+        let answer = InstallappClient::with_interceptor(channel, token)
             .install_app(InstallAppRequest {
                 app_context: id.to_string(),
             })

@@ -34,9 +34,11 @@
 //! ```
 
 mod audit;
+mod auth;
 mod config;
 mod deployer;
 mod metrics;
+pub mod tls;
 mod ui;
 
 use std::future::Future;
@@ -68,10 +70,11 @@ use http::{StatusCode, header};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::server::NamedService;
-use tonic::transport::server::TcpIncoming;
 
-pub use audit::{Audit, Principal};
+pub use audit::Audit;
+pub use auth::{Authenticator, GrpcGuard, SESSION_COOKIE, credentials};
 pub use config::{Backend, Config, ContextBackend, LogFormat, SECRETS_KEY_ENV, SecretsKeys};
+pub use emco_orchestrator::auth::{Principal, Role};
 pub use metrics::Metrics;
 
 /// Our OpenAPI 3 description of the routes served.
@@ -410,8 +413,17 @@ fn service_name<S: NamedService>(_: &S) -> &'static str {
 
 /// The gRPC services over `orch`: the AppContext store, `StatusNotify`, rsync's `installapp`,
 /// `updateapp` and `readyNotify`, and health, which reports each of them serving; the returned
-/// [`GrpcHealth`] lets the caller report them not serving while it drains.
-pub async fn grpc_router(orch: &Orchestrator) -> (GrpcHealth, tonic::transport::server::Router) {
+/// [`GrpcHealth`] lets the caller report them not serving while it drains. Every service but
+/// health needs a platform admin's credentials when `auth` is not open.
+pub async fn grpc_router(
+    orch: &Orchestrator,
+    auth: Authenticator,
+) -> (
+    GrpcHealth,
+    tonic::transport::server::Router<
+        tower::layer::util::Stack<GrpcGuard, tower::layer::util::Identity>,
+    >,
+) {
     let (reporter, health) = tonic_health::server::health_reporter();
     let contexts = AppContextService::server(Arc::clone(orch.contexts()));
     let rsync = orch.rsync().grpc_services();
@@ -431,6 +443,7 @@ pub async fn grpc_router(orch: &Orchestrator) -> (GrpcHealth, tonic::transport::
         .set_all(tonic_health::ServingStatus::Serving)
         .await;
     let router = tonic::transport::Server::builder()
+        .layer(GrpcGuard(auth))
         .add_service(health)
         .add_service(contexts)
         .add_service(notify)
@@ -516,6 +529,19 @@ fn audit_of(config: &Config) -> Audit {
     })
 }
 
+/// Who callers are as `config` says: open without an auth file. An auth file that cannot be
+/// read any more (it was checked when the configuration was read) lets nobody in.
+#[must_use]
+pub fn authenticator(config: &Config) -> Authenticator {
+    let Some(path) = &config.auth_config else {
+        return Authenticator::open();
+    };
+    Authenticator::from_file(path).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "every call is refused");
+        Authenticator::closed()
+    })
+}
+
 /// The whole HTTP application: REST v2 with the built-in controllers' intent routes,
 /// `/healthz`, `/readyz`, `/metrics`, `/v2/openapi.yaml` and the dashboard `/ui/`, with
 /// `config.max_body` as the limit of JSON bodies (uploads have their own limit).
@@ -529,7 +555,9 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
     let controllers = controller_routes(orch.store(), config.max_upload)
         .layer(DefaultBodyLimit::max(upload_limit));
     let orch_metrics = (orch.rsync().clone(), Arc::clone(orch.controller_registry()));
-    let dashboard = ui::routes(orch.clone());
+    let auth = authenticator(config);
+    let dashboard = ui::routes(orch.clone(), auth.clone());
+    let guard = axum::middleware::from_fn_with_state(auth, auth::guard);
     emco_orchestrator::rest::router(orch)
         .merge(controllers)
         // Inside the layers below, so the dashboard's requests count in the HTTP metrics.
@@ -555,6 +583,8 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
             },
             refuse_oversized,
         ))
+        // Before any body is read; inside the audit, which records who it let in or refused.
+        .layer(guard.clone())
         // Outermost: a call refused by a layer above is recorded too.
         .layer(axum::middleware::from_fn_with_state(
             audit_of(config),
@@ -562,25 +592,33 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
         ))
         .merge(probe)
         .route("/healthz", get(|| async { "ok\n" }))
-        .route(
-            "/metrics",
-            get(move || {
-                let (m, rsync, controllers) = (
-                    metrics.clone(),
-                    Arc::clone(orch_metrics.0.metrics()),
-                    Arc::clone(orch_metrics.1.metrics()),
-                );
-                async move {
-                    let mut families = rsync.families();
-                    families.extend(controllers.families());
-                    (
-                        StatusCode::OK,
-                        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-                        m.render(&families),
-                    )
-                }
-            }),
-        )
+        .merge(metrics_route(metrics, orch_metrics).layer(guard))
+}
+
+/// `/metrics`: the HTTP metrics with rsync's and the controllers'.
+fn metrics_route(
+    metrics: Metrics,
+    orch_metrics: (emco_rsync::engine::Rsync, Arc<ControllerRegistry>),
+) -> Router {
+    Router::new().route(
+        "/metrics",
+        get(move || {
+            let (m, rsync, controllers) = (
+                metrics.clone(),
+                Arc::clone(orch_metrics.0.metrics()),
+                Arc::clone(orch_metrics.1.metrics()),
+            );
+            async move {
+                let mut families = rsync.families();
+                families.extend(controllers.families());
+                (
+                    StatusCode::OK,
+                    [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                    m.render(&families),
+                )
+            }
+        }),
+    )
 }
 
 /// Resolves when `cancel` is cancelled; an owned future for the servers' shutdown hooks.
@@ -615,15 +653,32 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send) ->
     orch.start(engine.clone()).await?;
 
     let app = app(orch.clone(), &config, Metrics::new());
-    let (health, grpc) = grpc_router(&orch).await;
+    let auth = authenticator(&config);
+    if auth.is_open() {
+        tracing::warn!(
+            "NO AUTHENTICATION: anyone who reaches the REST and gRPC ports may do anything, \
+             including reading every cluster's kubeconfig; give --auth-config to require \
+             credentials"
+        );
+    }
+    let (health, grpc) = grpc_router(&orch, auth).await;
     let rest_addr = rest_listener.local_addr().ok();
     let grpc_addr = grpc_listener.local_addr().ok();
+    let (rest_tls, grpc_tls) = match &config.tls {
+        Some(files) => (
+            Some(tls::acceptor(files, &[b"h2", b"http/1.1"], &cancel)?),
+            Some(tls::acceptor(files, &[b"h2"], &cancel)?),
+        ),
+        None => (None, None),
+    };
+    let rest_incoming = tls::Incoming::new(rest_listener, rest_tls, &cancel);
+    let grpc_incoming = tls::grpc_stream(tls::Incoming::new(grpc_listener, grpc_tls, &cancel));
     let stop = on_cancel(&cancel);
     let mut rest = tokio::spawn(async move {
-        // The peer's address for the audit records.
+        // The peer (address and client certificate) for the guard and the audit records.
         axum::serve(
-            rest_listener,
-            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+            rest_incoming,
+            app.into_make_service_with_connect_info::<tls::Peer>(),
         )
         .with_graceful_shutdown(stop)
         .await
@@ -631,13 +686,14 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send) ->
     });
     let stop = on_cancel(&cancel);
     let mut grpc = tokio::spawn(async move {
-        grpc.serve_with_incoming_shutdown(TcpIncoming::from(grpc_listener), stop)
+        grpc.serve_with_incoming_shutdown(grpc_incoming, stop)
             .await
             .map_err(|e| Error::unavailable("the gRPC server failed").with_source(e))
     });
     tracing::info!(
         listen = ?rest_addr,
         grpc_listen = ?grpc_addr,
+        tls = config.tls.is_some(),
         backend = ?config.backend,
         context_backend = ?config.context_backend,
         builtin_controllers = config.builtin_controllers,

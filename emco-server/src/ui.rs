@@ -17,21 +17,25 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::time::Duration;
 
+use axum::Extension;
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use emco_appcontext::ResourceKey;
 use emco_controller_sdk::rest::{ApiError, json_response};
 use emco_core::model::status::{DigStatus, StatusOutput, StatusQuery, StatusType};
 use emco_core::placement::ClusterRef;
 use emco_core::{DigRef, Error};
+use emco_orchestrator::auth::Principal;
 use emco_orchestrator::rest::DIG;
 use emco_orchestrator::{Orchestrator, WatchTarget, keys};
 use futures::StreamExt as _;
 use http::{StatusCode, header};
 use serde::{Deserialize, Serialize};
+
+use crate::auth::{Authenticator, SESSION_COOKIE};
 
 const INDEX: &str = include_str!("../ui/index.html");
 const SCRIPT: &str = include_str!("../ui/app.js");
@@ -40,8 +44,8 @@ const STYLE: &str = include_str!("../ui/app.css");
 /// The most clusters one fleet page holds.
 const MAX_PAGE: usize = 500;
 
-/// The dashboard's routes, on the REST port.
-pub(crate) fn routes(orch: Orchestrator) -> Router {
+/// The dashboard's routes, on the REST port; `auth` checks the tokens of its login.
+pub(crate) fn routes(orch: Orchestrator, auth: Authenticator) -> Router {
     let stream = format!("/ui/api{}/stream", DIG.trim_start_matches("/v2"));
     Router::new()
         .route("/ui", get(|| async { Redirect::permanent("/ui/") }))
@@ -64,7 +68,84 @@ pub(crate) fn routes(orch: Orchestrator) -> Router {
             get(cluster),
         )
         .route(&stream, get(stream_status))
+        .route("/ui/api/me", get(me))
         .with_state(orch)
+        .merge(
+            Router::new()
+                .route("/ui/login", post(login))
+                .route("/ui/logout", post(logout))
+                .with_state(auth),
+        )
+}
+
+/// Who the caller is, for the page's header (and whether the server is open).
+#[derive(Debug, Serialize)]
+struct Me {
+    subject: String,
+    roles: Vec<String>,
+    open: bool,
+}
+
+impl Me {
+    fn of(who: &Principal, auth_open: bool) -> Self {
+        Self {
+            subject: who.subject().to_owned(),
+            roles: who.roles().iter().map(ToString::to_string).collect(),
+            open: auth_open,
+        }
+    }
+}
+
+async fn me(Extension(who): Extension<Principal>) -> Response {
+    // The open mode's principal is the only one without credentials behind it.
+    let open = who == Principal::open();
+    json_response(StatusCode::OK, &Me::of(&who, open))
+}
+
+#[derive(Debug, Deserialize)]
+struct Login {
+    token: String,
+}
+
+/// The session cookie's attributes: sent only to this server, never to scripts, never with a
+/// request another site starts.
+const COOKIE_ATTRIBUTES: &str = "Path=/; HttpOnly; SameSite=Strict";
+
+/// `POST /ui/login {"token": ...}`: checks the token and keeps it in an HTTP-only session
+/// cookie, which the guard reads when a request carries no Authorization header.
+async fn login(
+    State(auth): State<Authenticator>,
+    body: Result<axum::Json<Login>, axum::extract::rejection::JsonRejection>,
+) -> Result<Response, ApiError> {
+    let axum::Json(Login { token }) =
+        body.map_err(|e| ApiError::with_status(StatusCode::BAD_REQUEST, e.body_text()))?;
+    let token = token.trim();
+    // A cookie value's characters (RFC 6265); JWTs and sensible static tokens are within.
+    if token.is_empty()
+        || !token
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b'"' | b',' | b';' | b'\\'))
+    {
+        return Err(Error::invalid(
+            "the token is empty or has characters a cookie cannot hold (space, quote, comma, \
+             semicolon, backslash)",
+        )
+        .into());
+    }
+    let who = auth.authenticate(Some(token)).await?;
+    let mut resp = json_response(StatusCode::OK, &Me::of(&who, auth.is_open()));
+    let cookie = format!("{SESSION_COOKIE}={token}; {COOKIE_ATTRIBUTES}");
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        header::HeaderValue::from_str(&cookie).map_err(|_| Error::invalid("bad token"))?,
+    );
+    Ok(resp)
+}
+
+/// `POST /ui/logout`: forgets the session cookie.
+async fn logout() -> Response {
+    let cookie = format!("{SESSION_COOKIE}=; Max-Age=0; {COOKIE_ATTRIBUTES}");
+    (StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response()
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -234,8 +315,8 @@ struct Deployment {
     health: u8,
 }
 
-/// Every deployment intent group of every project and composite app.
-async fn all_groups(orch: &Orchestrator) -> Result<Vec<DigRef>, Error> {
+/// Every deployment intent group of every project `who` sees, of every composite app.
+async fn all_groups(orch: &Orchestrator, who: &Principal) -> Result<Vec<DigRef>, Error> {
     let onboarding = orch.onboarding();
     let mut out = Vec::new();
     for project in onboarding
@@ -244,6 +325,9 @@ async fn all_groups(orch: &Orchestrator) -> Result<Vec<DigRef>, Error> {
         .await?
     {
         let project = project.metadata.name;
+        if !who.sees_project(&project) {
+            continue;
+        }
         for ca in onboarding.list_composite_apps(&project).await? {
             let (name, version) = (ca.metadata.name, ca.spec.composite_app_version);
             for dig in onboarding
@@ -258,9 +342,12 @@ async fn all_groups(orch: &Orchestrator) -> Result<Vec<DigRef>, Error> {
     Ok(out)
 }
 
-async fn deployments(State(orch): State<Orchestrator>) -> Result<Response, ApiError> {
+async fn deployments(
+    State(orch): State<Orchestrator>,
+    Extension(who): Extension<Principal>,
+) -> Result<Response, ApiError> {
     let mut out = Vec::new();
-    for dig in all_groups(&orch).await? {
+    for dig in all_groups(&orch, &who).await? {
         out.push(summary(&orch, dig).await?);
     }
     out.sort_by(|a, b| {
@@ -294,6 +381,7 @@ struct ClusterPath {
 
 async fn cluster(
     State(orch): State<Orchestrator>,
+    Extension(who): Extension<Principal>,
     Path(path): Path<ClusterPath>,
 ) -> Result<Response, ApiError> {
     let onboarding = orch.onboarding();
@@ -313,8 +401,9 @@ async fn cluster(
         clusters: vec![ClusterRef::new(&path.provider, &path.cluster)],
         ..StatusQuery::default()
     };
+    // Only the projects the caller sees: a cluster admin learns nothing of the others.
     let mut deployments = Vec::new();
-    for dig in all_groups(&orch).await? {
+    for dig in all_groups(&orch, &who).await? {
         let status = orch.status().deployment(&dig, &query).await?.into_full()?;
         if !status.apps.is_empty() {
             deployments.push(status);

@@ -1273,39 +1273,24 @@ fn cluster_objects(fleet: &kubesim::Fleet, name: &str, kind: &str) -> Vec<String
     names
 }
 
-/// Three replicas on one etcd and one MongoDB wire server: an instantiate to 100 kubesim clusters
-/// through replica a, SIGKILL of a mid-way; another replica finishes it with every object once,
-/// the status is the same through b and c, and a terminate through b removes it all. Prints the
-/// takeover time.
-#[test]
-fn three_replicas_finish_the_work_of_a_killed_one() {
-    const CLUSTERS: usize = 100;
-    const TTL_SECONDS: u64 = 2;
-    let Some(shared) = SharedStores::new("three_replicas_finish_the_work_of_a_killed_one") else {
-        return;
-    };
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let fleet = rt
-        .block_on(kubesim::Fleet::start(kubesim::FleetConfig {
-            clusters: CLUSTERS,
-            plain_http: true,
-            ..kubesim::FleetConfig::default()
-        }))
-        .unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let ttl = TTL_SECONDS.to_string();
-    let replicas: Vec<Server> = ["a", "b", "c"]
-        .iter()
-        .map(|id| {
-            let mut flags = shared.flags();
-            flags.extend(["--replica-id", id, "--replica-ttl-seconds", &ttl]);
-            flags.extend(["--rsync-max-backoff-seconds", "1"]);
-            Server::start_with(&work.path().join(id), free_addr(), free_addr(), &flags)
-        })
-        .collect();
-    let (a, b, c) = (replicas[0].addr, replicas[1].addr, replicas[2].addr);
+/// A kubesim fleet of `clusters` on plain HTTP, run by `rt`.
+fn plain_fleet(rt: &tokio::runtime::Runtime, clusters: usize) -> kubesim::Fleet {
+    rt.block_on(kubesim::Fleet::start(kubesim::FleetConfig {
+        clusters,
+        plain_http: true,
+        ..kubesim::FleetConfig::default()
+    }))
+    .unwrap()
+}
 
-    // Onboarding through a: every cluster labelled `edge` and in the admin cloud.
+/// Onboards the project's http-server example through `a` to every cluster of `fleet`: each
+/// labelled `edge` (every second one also `half`) and in the admin cloud `lc`; placed by label
+/// `edge`, approved. Returns the DIG's URL.
+fn onboard_edge_fleet(
+    a: SocketAddr,
+    fleet: &kubesim::Fleet,
+    work: &std::path::Path,
+) -> &'static str {
     let created = |(status, body): (u16, String)| assert!(status == 201, "{status} {body}");
     created(post(
         a,
@@ -1318,7 +1303,7 @@ fn three_replicas_finish_the_work_of_a_killed_one() {
         "/v2/projects/p/logical-clouds",
         r#"{"metadata":{"name":"lc"},"spec":{"level":"0"}}"#,
     ));
-    for name in fleet.cluster_names() {
+    for (i, name) in fleet.cluster_names().into_iter().enumerate() {
         let kubeconfig = fleet.kubeconfig(&name).unwrap();
         created(post_form(
             a,
@@ -1331,6 +1316,13 @@ fn three_replicas_finish_the_work_of_a_killed_one() {
             &format!("/v2/cluster-providers/kp/clusters/{name}/labels"),
             r#"{"clusterLabel":"edge"}"#,
         ));
+        if i % 2 == 1 {
+            created(post(
+                a,
+                &format!("/v2/cluster-providers/kp/clusters/{name}/labels"),
+                r#"{"clusterLabel":"half"}"#,
+            ));
+        }
         created(post(
             a,
             "/v2/projects/p/logical-clouds/lc/cluster-references",
@@ -1349,7 +1341,7 @@ fn three_replicas_finish_the_work_of_a_killed_one() {
     // The project's own example chart and profile, each packed and uploaded with its metadata.
     let own = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
     let upload = |path: &str, metadata: &str, (dir, entry): (&str, &str), file: &str| {
-        let packed = tgz(&own.join(dir), entry, &work.path().join(file));
+        let packed = tgz(&own.join(dir), entry, &work.join(file));
         created(post_form(a, path, metadata, &[("file", file, &packed)]));
     };
     upload(
@@ -1391,6 +1383,36 @@ fn three_replicas_finish_the_work_of_a_killed_one() {
         r#"{"metadata":{"name":"ai"},"spec":{"app":"http-server","intent":{"allOf":[{"clusterProvider":"kp","clusterLabel":"edge"}]}}}"#,
     ));
     assert_eq!(post(a, &format!("{dig}/approve"), "").0, 202);
+    dig
+}
+
+/// Three replicas on one etcd and one MongoDB wire server: an instantiate to 100 kubesim clusters
+/// through replica a, SIGKILL of a mid-way; another replica finishes it with every object once,
+/// the status is the same through b and c, and a terminate through b removes it all. Prints the
+/// takeover time.
+#[test]
+fn three_replicas_finish_the_work_of_a_killed_one() {
+    const CLUSTERS: usize = 100;
+    const TTL_SECONDS: u64 = 2;
+    let Some(shared) = SharedStores::new("three_replicas_finish_the_work_of_a_killed_one") else {
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fleet = plain_fleet(&rt, CLUSTERS);
+    let work = tempfile::tempdir().unwrap();
+    let ttl = TTL_SECONDS.to_string();
+    let replicas: Vec<Server> = ["a", "b", "c"]
+        .iter()
+        .map(|id| {
+            let mut flags = shared.flags();
+            flags.extend(["--replica-id", id, "--replica-ttl-seconds", &ttl]);
+            flags.extend(["--rsync-max-backoff-seconds", "1"]);
+            Server::start_with(&work.path().join(id), free_addr(), free_addr(), &flags)
+        })
+        .collect();
+    let (a, b, c) = (replicas[0].addr, replicas[1].addr, replicas[2].addr);
+
+    let dig = onboard_edge_fleet(a, &fleet, work.path());
 
     // Slow clusters, so that the kill lands in the middle of the instantiate.
     for name in fleet.cluster_names() {
@@ -1469,4 +1491,200 @@ fn three_replicas_finish_the_work_of_a_killed_one() {
     drop(killed);
     let contexts = rt.block_on(async { shared.etcd().await.delete_prefix("/").await.unwrap() });
     assert!(contexts > 0);
+}
+
+/// The clusters the status lists with Applied resources, and how many those are (a terminate
+/// leaves its resources listed as Deleted).
+fn status_clusters(status: &serde_json::Value) -> (std::collections::BTreeSet<String>, usize) {
+    let mut clusters = std::collections::BTreeSet::new();
+    let mut resources = 0;
+    for app in status["apps"].as_array().into_iter().flatten() {
+        for c in app["clusters"].as_array().into_iter().flatten() {
+            let n = c["resources"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|r| r["deployedStatus"] == "Applied")
+                .count();
+            if n > 0 {
+                clusters.insert(c["cluster"].as_str().unwrap_or_default().to_owned());
+                resources += n;
+            }
+        }
+    }
+    (clusters, resources)
+}
+
+/// One step of the crash-safety cycle: the DIG operation, the label to place by first, the
+/// clusters that must hold the app after it, and the states that say it is done.
+type Step<'a> = (
+    &'a str,
+    Option<&'a str>,
+    &'a std::collections::BTreeSet<String>,
+    &'a [&'a str],
+);
+
+/// A small deterministic generator: the run's seed reproduces its kill moments.
+struct Moments(u64);
+
+impl Moments {
+    fn below(&mut self, n: u64) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
+    }
+}
+
+/// Crash safety: the server is killed with SIGKILL at random moments while it instantiates,
+/// updates (to half the clusters and back) and terminates an app on kubesim clusters, and
+/// started again each time on the same data dir. After every step has converged, each cluster
+/// holds each object exactly once where the placement puts it and nothing elsewhere, the status
+/// lists exactly those clusters and objects, and a terminate leaves nothing. `EMCO_CRASH_KILLS`
+/// sets the number of kills (the short default runs in the test command; scripts/crash-safety.sh
+/// runs the long one), `EMCO_CRASH_SEED` replays a run.
+#[test]
+fn sigkill_at_random_moments_loses_nothing() {
+    const CLUSTERS: usize = 12;
+    const KINDS: [&str; 3] = [
+        "api/v1/configmaps",
+        "apis/apps/v1/deployments",
+        "api/v1/services",
+    ];
+    let kills: usize = std::env::var("EMCO_CRASH_KILLS")
+        .ok()
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(6);
+    let seed: u64 = std::env::var("EMCO_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    eprintln!("crash safety: EMCO_CRASH_SEED={seed} EMCO_CRASH_KILLS={kills}");
+    let mut moments = Moments(seed);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fleet = plain_fleet(&rt, CLUSTERS);
+    let work = tempfile::tempdir().unwrap();
+    let (addr, grpc) = (free_addr(), free_addr());
+    let data = work.path().join("data");
+    let flags = ["--rsync-max-backoff-seconds", "1"];
+    let mut server = Server::start_with(&data, addr, grpc, &flags);
+    let dig = onboard_edge_fleet(addr, &fleet, work.path());
+    // Slow clusters, so that kills land in the middle of the work.
+    for name in fleet.cluster_names() {
+        fleet.set_fault(&name, kubesim::Fault::latency(40)).unwrap();
+    }
+    let all: std::collections::BTreeSet<String> = fleet.cluster_names().into_iter().collect();
+    let half: std::collections::BTreeSet<String> = fleet
+        .cluster_names()
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1)
+        .map(|(_, n)| n)
+        .collect();
+    let place = |label: &str| {
+        let (code, body) = request(
+            addr,
+            "PUT",
+            &format!("{dig}/generic-placement-intents/gpi/app-intents/ai"),
+            &format!(
+                r#"{{"metadata":{{"name":"ai"}},"spec":{{"app":"http-server","intent":{{"allOf":[{{"clusterProvider":"kp","clusterLabel":"{label}"}}]}}}}}}"#
+            ),
+        )
+        .unwrap();
+        assert_eq!(code, 200, "{body}");
+    };
+    // Converged: the status says the step is done and lists exactly the objects the clusters
+    // hold, each once, on exactly the clusters placed.
+    let converged = |want: &std::collections::BTreeSet<String>, done: &[&str]| {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            let status = deployed_status(addr, dig);
+            let state = status["deployedStatus"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let (listed, resources) = status_clusters(&status);
+            let on_clusters: Vec<(String, usize)> = fleet
+                .cluster_names()
+                .into_iter()
+                .flat_map(|c| {
+                    KINDS
+                        .iter()
+                        .map(|k| (c.clone(), cluster_objects(&fleet, &c, k).len()))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let exact = on_clusters
+                .iter()
+                .all(|(c, n)| *n == usize::from(want.contains(c)));
+            let settled = done.contains(&state.as_str())
+                && status["deployedCounts"]
+                    .as_object()
+                    .is_none_or(|c| c.keys().all(|k| k == "Applied" || k == "Deleted"));
+            if exact && settled && &listed == want && resources == KINDS.len() * want.len() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "not converged: {state}, listed {listed:?}, want {want:?}, clusters {on_clusters:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let none = std::collections::BTreeSet::new();
+    let (mut killed, mut cycles, mut restart_time) = (0, 0, Duration::ZERO);
+    let started = Instant::now();
+    while killed < kills {
+        let steps: [Step; 4] = [
+            ("instantiate", None, &all, &["Instantiated"]),
+            ("update", Some("half"), &half, &["Instantiated", "Updated"]),
+            ("update", Some("edge"), &all, &["Instantiated", "Updated"]),
+            ("terminate", None, &none, &["Terminated"]),
+        ];
+        for (op, label, want, done) in steps {
+            if let Some(label) = label {
+                place(label);
+            }
+            let (code, body) = post(addr, &format!("{dig}/{op}"), "");
+            assert_eq!(code, 202, "{op}: {body}");
+            for _ in 0..moments.below(3) {
+                std::thread::sleep(Duration::from_millis(moments.below(1500)));
+                server.child.kill().unwrap(); // SIGKILL
+                server.child.wait().unwrap();
+                let at = Instant::now();
+                server = Server::start_with(&data, addr, grpc, &flags);
+                restart_time += at.elapsed();
+                killed += 1;
+            }
+            converged(want, done);
+        }
+        cycles += 1;
+    }
+    let elapsed = started.elapsed();
+    let restart_ms = restart_time.as_millis() / killed.max(1) as u128;
+    eprintln!(
+        "crash safety: {killed} SIGKILLs over {cycles} cycles (instantiate, update to half, \
+         update back, terminate) on {CLUSTERS} clusters in {elapsed:?}; mean restart to \
+         /healthz {restart_ms} ms; every step converged exactly; seed {seed}"
+    );
+    if let Ok(out) = std::env::var("EMCO_CRASH_REPORT") {
+        std::fs::write(
+            out,
+            format!(
+                "kills {killed}\ncycles {cycles}\nclusters {CLUSTERS}\nobjects_per_cluster {}\n\
+                 elapsed_s {:.1}\nmean_restart_ms {restart_ms}\nseed {seed}\n",
+                KINDS.len(),
+                elapsed.as_secs_f64()
+            ),
+        )
+        .unwrap();
+    }
+    assert!(server.terminate().success());
 }

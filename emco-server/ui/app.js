@@ -5,6 +5,7 @@
 
 const view = document.getElementById("view");
 const live = document.getElementById("live");
+const who = document.getElementById("who");
 // Closed when the page changes: the live status streams of the page shown.
 let closers = [];
 
@@ -35,8 +36,58 @@ async function api(method, path, body) {
 
 async function getJson(path) {
   const r = await api("GET", path);
+  if (r.status === 401) throw Object.assign(new Error(r.text.trim()), { unauthenticated: true });
   if (!r.ok) throw new Error(`${path}: ${r.status} ${r.text.trim()}`);
   return r.json;
+}
+
+// A list; EMCO answers an empty one as null.
+async function getList(path) {
+  return (await getJson(path)) || [];
+}
+
+// ---- Session: the server's login keeps the token in an HTTP-only cookie --------------------
+
+// Shows who is logged in (or that the server is open); false when nobody is.
+async function session() {
+  const r = await api("GET", "/ui/api/me");
+  if (r.status === 401) {
+    who.textContent = "";
+    return false;
+  }
+  if (!r.ok || !r.json) return true;
+  if (r.json.open) {
+    who.innerHTML = '<span class="warn" title="The server requires no credentials: anyone may do anything">open server</span>';
+    return true;
+  }
+  who.innerHTML = `<span title="${esc(r.json.roles.join(", "))}">${esc(r.json.subject)}</span> `
+    + '<button type="button" id="logout">Log out</button>';
+  document.getElementById("logout").addEventListener("click", async () => {
+    await api("POST", "/ui/logout");
+    who.textContent = "";
+    login("");
+  });
+  return true;
+}
+
+function login(message) {
+  closers.forEach((close) => close());
+  closers = [];
+  view.innerHTML = '<h1>Log in</h1>'
+    + '<form id="login"><label>Token <input type="password" id="token" autocomplete="current-password" required></label> '
+    + '<button type="submit">Log in</button></form>'
+    + `<p id="login-message" class="message" role="alert">${esc(message)}</p>`;
+  document.getElementById("login").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const r = await api("POST", "/ui/login", { token: document.getElementById("token").value });
+    if (r.ok) {
+      await session();
+      route();
+    } else {
+      document.getElementById("login-message").textContent = r.text.trim() || `refused (${r.status})`;
+    }
+  });
+  document.getElementById("token").focus();
 }
 
 // How a status word looks: a class for the colour and an icon, so it reads without colour too.
@@ -94,16 +145,20 @@ const HEALTH = ["bad", "warn", "ok"];
 const HEALTH_WORD = ["Failing", "In progress", "Healthy"];
 
 async function overview() {
-  const [fleet, deps] = await Promise.all([getJson("/ui/api/fleet?limit=1"), getJson("/ui/api/deployments")]);
+  const [fleetAnswer, deps] = await Promise.all([api("GET", "/ui/api/fleet?limit=1"), getJson("/ui/api/deployments")]);
+  // The fleet is for platform and cluster admins; a project's people see their deployments.
+  const fleet = fleetAnswer.ok ? fleetAnswer.json : null;
   const byHealth = [0, 0, 0];
   deps.forEach((d) => { byHealth[d.health] += 1; });
   let html = "<h1>Overview</h1><div class=\"bar\" aria-label=\"Summary\">";
   html += tile("deployments failing", byHealth[0], byHealth[0] ? "bad" : "idle");
   html += tile("deployments in progress", byHealth[1], byHealth[1] ? "warn" : "idle");
   html += tile("deployments healthy", byHealth[2], "ok");
-  html += tile("clusters unreachable", fleet.unreachable, fleet.unreachable ? "bad" : "idle");
-  html += tile("clusters reachable", fleet.reachable, "ok");
-  html += tile("clusters not contacted yet", fleet.unknown, "idle");
+  if (fleet) {
+    html += tile("clusters unreachable", fleet.unreachable, fleet.unreachable ? "bad" : "idle");
+    html += tile("clusters reachable", fleet.reachable, "ok");
+    html += tile("clusters not contacted yet", fleet.unknown, "idle");
+  }
   html += "</div><h2>Deployment intent groups, the worst first</h2>";
   if (!deps.length) {
     html += '<p class="muted">No deployment intent group yet.</p>';
@@ -203,20 +258,20 @@ async function clusterPage(provider, name) {
 // ---- Projects ------------------------------------------------------------------------------
 
 async function projects() {
-  const list = await getJson("/v2/projects");
+  const list = await getList("/v2/projects");
   let html = "<h1>Projects</h1>";
   if (!list.length) html += '<p class="muted">No project yet.</p>';
   for (const p of list) {
     const name = p.metadata.name;
     const base = `/v2/projects/${seg(name)}`;
-    const [cas, clouds] = await Promise.all([getJson(`${base}/composite-apps`), getJson(`${base}/logical-clouds`)]);
+    const [cas, clouds] = await Promise.all([getList(`${base}/composite-apps`), getList(`${base}/logical-clouds`)]);
     html += `<section data-project="${esc(name)}"><h2>${esc(name)}</h2>`;
     html += "<table><thead><tr><th>Composite app</th><th>Apps</th><th>Deployment intent groups</th></tr></thead><tbody>";
     for (const ca of cas) {
       const caName = ca.metadata.name;
       const version = ca.spec.compositeAppVersion;
       const caBase = `${base}/composite-apps/${seg(caName)}/${seg(version)}`;
-      const [apps, digs] = await Promise.all([getJson(`${caBase}/apps`), getJson(`${caBase}/deployment-intent-groups`)]);
+      const [apps, digs] = await Promise.all([getList(`${caBase}/apps`), getList(`${caBase}/deployment-intent-groups`)]);
       const digLinks = digs.map((g) => digLink({ project: name, compositeApp: caName, compositeAppVersion: version, name: g.metadata.name }));
       html += `<tr><td>${esc(caName)} <span class="muted">${esc(version)}</span></td>`
         + `<td>${apps.map((a) => esc(a.metadata.name)).join(", ") || '<span class="muted">none</span>'}</td>`
@@ -228,7 +283,7 @@ async function projects() {
       for (const lc of clouds) {
         const lcBase = `${base}/logical-clouds/${seg(lc.metadata.name)}`;
         const [refs, status] = await Promise.all([
-          getJson(`${lcBase}/cluster-references`),
+          getList(`${lcBase}/cluster-references`),
           api("GET", `${lcBase}/status?output=summary`),
         ]);
         const actions = status.ok && status.json && status.json.states ? status.json.states.actions || [] : [];
@@ -247,7 +302,7 @@ async function projects() {
 // ---- Controllers ---------------------------------------------------------------------------
 
 async function controllers() {
-  const [ctrls, clm] = await Promise.all([getJson("/v2/controllers"), getJson("/v2/clm-controllers")]);
+  const [ctrls, clm] = await Promise.all([getList("/v2/controllers"), getList("/v2/clm-controllers")]);
   const rows = (list) => list.map((c) => `<tr><td>${esc(c.metadata.name)}</td><td>${esc(c.spec.type)}</td>`
     + `<td>${esc(c.spec.host)}:${esc(c.spec.port)}</td><td>${esc(c.spec.priority)}</td></tr>`).join("");
   const table = (list) => (list.length
@@ -457,9 +512,13 @@ async function route() {
     else if (parts[0] === "dig" && parts.length === 5) await dig(parts[1], parts[2], parts[3], parts[4]);
     else await overview();
   } catch (e) {
+    if (e.unauthenticated) {
+      login("Log in to see this page.");
+      return;
+    }
     view.innerHTML = `<h1>Cannot show this page</h1><p class="message bad" role="alert">${esc(e.message)}</p>`;
   }
 }
 
 window.addEventListener("hashchange", route);
-route();
+session().then((in_) => (in_ ? route() : login("")));

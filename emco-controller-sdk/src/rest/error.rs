@@ -50,15 +50,7 @@ impl ApiError {
     /// The HTTP status of an error kind.
     #[must_use]
     pub fn status_of(kind: ErrorKind) -> StatusCode {
-        match kind {
-            ErrorKind::InvalidArgument => StatusCode::BAD_REQUEST,
-            ErrorKind::NotFound => StatusCode::NOT_FOUND,
-            ErrorKind::AlreadyExists | ErrorKind::Conflict | ErrorKind::FailedPrecondition => {
-                StatusCode::CONFLICT
-            }
-            ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        }
+        StatusCode::from_u16(kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 }
 

@@ -25,6 +25,7 @@ use emco_controller_sdk::rest::{ApiError, FileRoutes, Routes};
 use emco_core::model::ClusterLabel;
 use serde::Deserialize;
 
+use crate::auth::{Access, Scope, Target};
 use crate::{Orchestrator, keys};
 
 /// A handler's answer.
@@ -80,6 +81,76 @@ impl ClusterPath {
     fn cluster_ref(&self) -> emco_core::placement::ClusterRef {
         emco_core::placement::ClusterRef::new(&self.provider, &self.cluster)
     }
+}
+
+/// What a request of `method` on `path` touches, for [`Principal::authorize`](crate::auth::Principal::authorize):
+/// the REST API's URL layout (`/v2/...`, and the dashboard's `/ui/api/...` mirror of it) read
+/// as the scopes of [`crate::auth`]. Reads are GET, HEAD and OPTIONS; a logical cloud's
+/// kubeconfig is a credential and reads as a change. Paths this layout does not name belong to
+/// the platform admin.
+#[must_use]
+pub fn target_of(method: &http::Method, path: &str) -> Target {
+    let read = matches!(
+        *method,
+        http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
+    );
+    let access = if read { Access::Read } else { Access::Write };
+    let path = path.strip_suffix('/').unwrap_or(path);
+    // Decoded as the router decodes path parameters, so the project checked is the one served.
+    let segments: Vec<String> = path.split('/').skip(1).map(percent_decoded).collect();
+    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let scope = match segments.as_slice() {
+        ["healthz" | "readyz"] | ["v2", "openapi.yaml"] => Scope::Public,
+        ["ui"] | ["ui", "app.js" | "app.css" | "login" | "logout"] => Scope::Public,
+        ["metrics"] | ["ui", "api", "deployments" | "me"] => Scope::Shared,
+        ["ui", "api", "fleet"] => Scope::Clusters,
+        ["v2", rest @ ..] | ["ui", "api", rest @ ..] => match rest {
+            ["projects"] => Scope::Shared,
+            [
+                "projects",
+                project,
+                ..,
+                "cluster-references",
+                _,
+                "kubeconfig",
+            ] => {
+                return Target::new(Scope::Project((*project).to_owned()), Access::Write);
+            }
+            ["projects", project, ..] => Scope::Project((*project).to_owned()),
+            ["cluster-providers", ..] => Scope::Clusters,
+            ["controllers" | "clm-controllers" | "dtc-controllers", ..] => Scope::Shared,
+            _ => Scope::Platform,
+        },
+        _ => Scope::Platform,
+    };
+    Target::new(scope, access)
+}
+
+/// `%XX` escapes of a path segment decoded; a malformed escape stays as it is.
+fn percent_decoded(segment: &str) -> String {
+    if !segment.contains('%') {
+        return segment.to_owned();
+    }
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Every route of the orchestrator, clm and dcm (CRUD, label and kv queries, approve).
@@ -271,4 +342,109 @@ fn ca_cert_routes(orch: &Orchestrator) -> Router {
             )
             .serve(o.ca_cert_cluster_groups()),
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use http::Method;
+
+    use super::*;
+
+    #[test]
+    fn urls_read_as_their_scopes() {
+        let project = |p: &str| Scope::Project(p.to_owned());
+        let cases = [
+            (Method::GET, "/healthz", Scope::Public, Access::Read),
+            (Method::GET, "/ui/", Scope::Public, Access::Read),
+            (Method::POST, "/ui/login", Scope::Public, Access::Write),
+            (Method::GET, "/v2/openapi.yaml", Scope::Public, Access::Read),
+            (Method::GET, "/v2/projects", Scope::Shared, Access::Read),
+            (Method::POST, "/v2/projects/", Scope::Shared, Access::Write),
+            (
+                Method::DELETE,
+                "/v2/projects/p1",
+                project("p1"),
+                Access::Write,
+            ),
+            (
+                Method::GET,
+                "/v2/projects/p1/composite-apps/ca/v1/deployment-intent-groups/d/status",
+                project("p1"),
+                Access::Read,
+            ),
+            // The router decodes escapes in names; so does the check.
+            (
+                Method::GET,
+                "/v2/projects/p%31/composite-apps",
+                project("p1"),
+                Access::Read,
+            ),
+            (
+                Method::GET,
+                "/v2/projects/p1/logical-clouds/lc/cluster-references/r/kubeconfig",
+                project("p1"),
+                Access::Write,
+            ),
+            (
+                Method::GET,
+                "/v2/cluster-providers/cp/clusters/c1",
+                Scope::Clusters,
+                Access::Read,
+            ),
+            (
+                Method::POST,
+                "/v2/controllers",
+                Scope::Shared,
+                Access::Write,
+            ),
+            (
+                Method::GET,
+                "/v2/dtc-controllers/nps",
+                Scope::Shared,
+                Access::Read,
+            ),
+            (Method::GET, "/metrics", Scope::Shared, Access::Read),
+            (Method::GET, "/ui/api/fleet", Scope::Clusters, Access::Read),
+            (
+                Method::GET,
+                "/ui/api/deployments",
+                Scope::Shared,
+                Access::Read,
+            ),
+            (Method::GET, "/ui/api/me", Scope::Shared, Access::Read),
+            (
+                Method::GET,
+                "/ui/api/projects/p2/composite-apps/ca/v1/deployment-intent-groups/d/stream",
+                project("p2"),
+                Access::Read,
+            ),
+            (
+                Method::GET,
+                "/ui/api/cluster-providers/cp/clusters/c1",
+                Scope::Clusters,
+                Access::Read,
+            ),
+            (
+                Method::GET,
+                "/v2/something-new",
+                Scope::Platform,
+                Access::Read,
+            ),
+            (Method::GET, "/ui/other", Scope::Platform, Access::Read),
+            (
+                Method::GET,
+                "//v2/projects/p1",
+                Scope::Platform,
+                Access::Read,
+            ),
+        ];
+        for (method, path, scope, access) in cases {
+            assert_eq!(
+                target_of(&method, path),
+                Target::new(scope, access),
+                "{method} {path}"
+            );
+        }
+        assert_eq!(percent_decoded("a%2Fb%zz%4"), "a/b%zz%4");
+    }
 }

@@ -33,6 +33,8 @@ from ._errors import (
     Internal,
     InvalidArgument,
     NotFound,
+    PermissionDenied,
+    Unauthenticated,
     Unavailable,
 )
 from ._objects import (
@@ -99,6 +101,8 @@ __all__ = [
     "ResourceStatus",
     "Status",
     "Target",
+    "PermissionDenied",
+    "Unauthenticated",
     "Unavailable",
     "Watch",
     "__version__",

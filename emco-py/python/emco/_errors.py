@@ -45,6 +45,14 @@ class Internal(EmcoError):
     """The server failed (500)."""
 
 
+class Unauthenticated(EmcoError):
+    """No credentials, or ones the server does not accept (401)."""
+
+
+class PermissionDenied(EmcoError):
+    """The credentials' roles do not allow the request (403)."""
+
+
 _BY_KIND: Dict[str, Type[EmcoError]] = {
     "NotFound": NotFound,
     "AlreadyExists": AlreadyExists,
@@ -53,6 +61,8 @@ _BY_KIND: Dict[str, Type[EmcoError]] = {
     "FailedPrecondition": FailedPrecondition,
     "Unavailable": Unavailable,
     "Internal": Internal,
+    "Unauthenticated": Unauthenticated,
+    "PermissionDenied": PermissionDenied,
 }
 
 
@@ -61,7 +71,11 @@ def error_for(status: int, kind: Optional[str], message: str) -> EmcoError:
     else by the status code (EMCO, which answers 409 for several kinds)."""
     cls = _BY_KIND.get(kind or "")
     if cls is None:
-        if status == 404:
+        if status == 401:
+            cls = Unauthenticated
+        elif status == 403:
+            cls = PermissionDenied
+        elif status == 404:
             cls = NotFound
         elif status == 409:
             cls = AlreadyExists if "exist" in message.lower() else Conflict

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use emco_core::{Error, ErrorKind};
+use emco_core::Error;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -30,15 +30,8 @@ fn respond(code: StatusCode, ct: &'static str, body: String) -> Response<Full<By
 }
 
 fn error(e: &Error) -> Response<Full<Bytes>> {
-    let code = match emco_core::HasKind::kind(e) {
-        ErrorKind::NotFound => StatusCode::NOT_FOUND,
-        ErrorKind::InvalidArgument => StatusCode::BAD_REQUEST,
-        ErrorKind::AlreadyExists | ErrorKind::Conflict | ErrorKind::FailedPrecondition => {
-            StatusCode::CONFLICT
-        }
-        ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-    };
+    let code = StatusCode::from_u16(emco_core::HasKind::kind(e).http_status())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     respond(
         code,
         "application/json",

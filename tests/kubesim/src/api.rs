@@ -22,9 +22,9 @@ use crate::sim;
 use crate::status::ApiError;
 use crate::store::{Event, EventType, Key, Store, type_key};
 use crate::table;
-use crate::tls::CertUser;
 use crate::util::{new_uid, now_rfc3339, parse_query, random_suffix};
 use crate::{controllers, discovery, invalid, protobuf, rbac};
+use emco_core::x509::CertSubject;
 
 #[path = "legacy.rs"]
 mod legacy;
@@ -80,7 +80,7 @@ pub(crate) fn seed(store: &mut Store) {
 /// A parsed request.
 struct Req {
     /// Who the connection's client certificate authenticates, if it presented one.
-    cert_user: Option<CertUser>,
+    cert_user: Option<CertSubject>,
     method: Method,
     headers: HeaderMap,
     query: Vec<(String, String)>,
@@ -168,7 +168,7 @@ impl Req {
 /// any, after the injected latency and errors.
 pub(crate) async fn serve(
     cluster: Arc<Cluster>,
-    cert_user: Option<&CertUser>,
+    cert_user: Option<&CertSubject>,
     req: Request<Incoming>,
 ) -> Response<Body> {
     let fault = cluster.fault_state().fault;
@@ -214,7 +214,7 @@ fn authenticate(cluster: &Cluster, r: &Req) -> Option<(String, Vec<String>)> {
     if let Some(u) = &r.cert_user {
         let mut groups = u.groups.clone();
         groups.push(authenticated);
-        return Some((u.name.clone(), groups));
+        return Some((u.user.clone(), groups));
     }
     let token = r
         .header(header::AUTHORIZATION)

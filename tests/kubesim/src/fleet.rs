@@ -32,8 +32,9 @@ use tokio_util::task::TaskTracker;
 
 use crate::fault::{Fault, FaultState, Unreachable};
 use crate::store::Store;
-use crate::tls::{CertUser, ClusterCa, cert_user};
+use crate::tls::ClusterCa;
 use crate::{api, persist};
+use emco_core::x509::{CertSubject, cert_subject};
 
 /// How a [`Fleet`] is set up.
 #[derive(Debug, Clone)]
@@ -599,7 +600,7 @@ async fn handshake(
     tcp: TcpStream,
 ) -> Option<(
     tokio_rustls::server::TlsStream<TcpStream>,
-    Option<Arc<CertUser>>,
+    Option<Arc<CertSubject>>,
 )> {
     let acceptor = tokio_rustls::TlsAcceptor::from(config);
     match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
@@ -610,7 +611,7 @@ async fn handshake(
                 .1
                 .peer_certificates()
                 .and_then(|certs| certs.first())
-                .and_then(cert_user)
+                .and_then(|c| cert_subject(c))
                 .map(Arc::new);
             Some((tls, user))
         }
@@ -706,7 +707,7 @@ async fn serve_shared(inner: Arc<FleetInner>, tcp: TcpStream, cancel: Cancellati
 async fn serve_shared_io<IO>(
     inner: Arc<FleetInner>,
     io: IO,
-    user: Option<Arc<CertUser>>,
+    user: Option<Arc<CertSubject>>,
     cancel: CancellationToken,
 ) where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -733,7 +734,7 @@ async fn serve_shared_io<IO>(
 /// changes first (black hole).
 async fn route_shared(
     inner: &FleetInner,
-    user: Option<&CertUser>,
+    user: Option<&CertSubject>,
     req: hyper::Request<hyper::body::Incoming>,
 ) -> Result<hyper::Response<api::Body>, Dropped> {
     let path = req.uri().path();
@@ -782,7 +783,7 @@ async fn route_shared(
 }
 
 /// Serves the requests of one connection; `user` is who its client certificate authenticates.
-async fn serve_io<IO>(cluster: Arc<Cluster>, io: IO, user: Option<Arc<CertUser>>)
+async fn serve_io<IO>(cluster: Arc<Cluster>, io: IO, user: Option<Arc<CertSubject>>)
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {

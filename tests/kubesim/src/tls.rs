@@ -105,34 +105,6 @@ fn tls_err(e: impl std::error::Error + Send + Sync + 'static) -> emco_core::Erro
     emco_core::Error::internal("cannot create cluster certificates").with_source(e)
 }
 
-/// Who a verified client certificate authenticates: the subject's CN is the user, its O
-/// entries are the groups.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CertUser {
-    /// The user name.
-    pub(crate) name: String,
-    /// The groups.
-    pub(crate) groups: Vec<String>,
-}
-
-/// The user of a client certificate the TLS layer already verified; `None` when its subject
-/// cannot be read or has no CN (the real server rejects such certificates too).
-pub(crate) fn cert_user(cert: &CertificateDer<'_>) -> Option<CertUser> {
-    let (_, parsed) = x509_parser::parse_x509_certificate(cert).ok()?;
-    let subject = parsed.subject();
-    let name = subject
-        .iter_common_name()
-        .next()
-        .and_then(|cn| cn.as_str().ok())
-        .filter(|cn| !cn.is_empty())?
-        .to_owned();
-    let groups = subject
-        .iter_organization()
-        .filter_map(|o| o.as_str().ok().map(str::to_owned))
-        .collect();
-    Some(CertUser { name, groups })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,12 +142,12 @@ mod tests {
             .distinguished_name
             .push(DnType::OrganizationName, "devs");
         let cert = params.signed_by(&key, &signer.issuer).unwrap();
-        let user = cert_user(cert.der()).unwrap();
-        assert_eq!(user.name, "bob");
+        let user = emco_core::x509::cert_subject(cert.der()).unwrap();
+        assert_eq!(user.user, "bob");
         assert_eq!(user.groups, vec!["devs".to_owned()]);
         let mut anonymous = CertificateParams::new(Vec::<String>::new()).unwrap();
         anonymous.distinguished_name = rcgen::DistinguishedName::new();
         let cert = anonymous.signed_by(&key, &signer.issuer).unwrap();
-        assert_eq!(cert_user(cert.der()), None);
+        assert_eq!(emco_core::x509::cert_subject(cert.der()), None);
     }
 }
