@@ -45,7 +45,19 @@ const REVISION: &str = "revision";
 
 fn db_err(e: impl Into<redb::Error>) -> Error {
     let e: redb::Error = e.into();
-    Error::unavailable(format!("embedded store: {e}")).with_source(e)
+    // A failed write (a full disk, most often) leaves redb refusing everything until the file
+    // is opened again: say what to do, not only what happened.
+    let message = match &e {
+        redb::Error::Io(io) => format!(
+            "embedded store: cannot write its file ({io}); free disk space, then restart the \
+             server"
+        ),
+        redb::Error::PreviousIo => "embedded store: a write to its file failed earlier (a full \
+             disk?); free disk space, then restart the server"
+            .to_owned(),
+        _ => format!("embedded store: {e}"),
+    };
+    Error::unavailable(message).with_source(e)
 }
 
 fn corrupt(what: &str) -> Error {

@@ -534,8 +534,15 @@ fn unauthenticated(e: Error) -> Response {
 /// `emco_orchestrator::rest::target_of` before any handler (or lookup) runs; the principal
 /// goes into the request's extensions for the handlers and into the response's for the audit.
 /// The list of projects is narrowed to the caller's.
+/// What the REST guard checks with.
+#[derive(Debug, Clone)]
+pub(crate) struct Guard {
+    pub(crate) auth: Authenticator,
+    pub(crate) limit: Option<Arc<crate::ratelimit::RateLimit>>,
+}
+
 pub(crate) async fn guard(
-    State(auth): State<Authenticator>,
+    State(Guard { auth, limit }): State<Guard>,
     mut req: Request,
     next: Next,
 ) -> Response {
@@ -543,10 +550,11 @@ pub(crate) async fn guard(
     if target.scope == Scope::Public {
         return next.run(req).await;
     }
-    let client = req
+    let peer = req
         .extensions()
         .get::<axum::extract::ConnectInfo<Peer>>()
-        .and_then(|c| c.0.client.clone());
+        .map(|c| c.0.clone());
+    let client = peer.as_ref().and_then(|p| p.client.clone());
     let principal = match auth
         .authenticate_with(credentials(req.headers()), client.as_deref())
         .await
@@ -555,6 +563,29 @@ pub(crate) async fn guard(
         Err(e) if e.kind() == emco_core::ErrorKind::Unauthenticated => return unauthenticated(e),
         Err(e) => return ApiError::from(e).into_response(),
     };
+    if let Some(limit) = &limit {
+        // Each subject its own rate; on an open server everyone is anonymous: by address.
+        let who = match (&peer, auth.is_open()) {
+            (Some(p), true) => p.addr.ip().to_string(),
+            _ => principal.subject().to_owned(),
+        };
+        if let Err(wait) = limit.take(&who) {
+            let mut resp = ApiError::with_status(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "{who:?} sends more than {} requests a second; retry later",
+                    limit.per_second()
+                ),
+            )
+            .into_response();
+            let secs = wait.as_secs().max(1).to_string();
+            if let Ok(v) = HeaderValue::from_str(&secs) {
+                resp.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            resp.extensions_mut().insert(principal);
+            return resp;
+        }
+    }
     if let Err(e) = principal.authorize(&target) {
         let mut resp = ApiError::from(e).into_response();
         resp.extensions_mut().insert(principal);

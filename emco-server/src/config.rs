@@ -166,6 +166,10 @@ struct Cli {
     /// [default: no client certificates].
     #[arg(long, env = "EMCO_TLS_CLIENT_CA")]
     tls_client_ca: Option<PathBuf>,
+    /// At most this many REST requests a second per caller (token subject; peer address on an
+    /// open server), bursts of twice that; more get 429 with Retry-After [default: no limit].
+    #[arg(long, env = "EMCO_RATE_LIMIT")]
+    rate_limit: Option<u32>,
 }
 
 /// The configuration file: the same keys as the flags, all optional.
@@ -202,6 +206,7 @@ struct FileConfig {
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     tls_client_ca: Option<PathBuf>,
+    rate_limit: Option<u32>,
 }
 
 /// Where the keys that seal stored credentials come from.
@@ -275,6 +280,8 @@ pub struct Config {
     pub auth_config: Option<PathBuf>,
     /// TLS for both listeners; `None`: plain TCP.
     pub tls: Option<crate::tls::TlsFiles>,
+    /// REST requests a second per caller; `None`: no limit.
+    pub rate_limit: Option<u32>,
 }
 
 impl Default for Config {
@@ -308,6 +315,7 @@ impl Default for Config {
             audit_log: None,
             auth_config: None,
             tls: None,
+            rate_limit: None,
         }
     }
 }
@@ -438,6 +446,10 @@ impl Config {
             audit_log,
             auth_config,
             tls,
+            rate_limit: match cli.rate_limit.or(file.rate_limit) {
+                Some(0) => return Err(Error::invalid("--rate-limit must be at least 1")),
+                n => n,
+            },
             replica_id,
             replica_ttl,
             listen: cli.listen.or(file.listen).unwrap_or(d.listen),

@@ -38,6 +38,7 @@ mod auth;
 mod config;
 mod deployer;
 mod metrics;
+pub mod ratelimit;
 pub mod tls;
 mod ui;
 
@@ -557,7 +558,15 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
     let orch_metrics = (orch.rsync().clone(), Arc::clone(orch.controller_registry()));
     let auth = authenticator(config);
     let dashboard = ui::routes(orch.clone(), auth.clone());
-    let guard = axum::middleware::from_fn_with_state(auth, auth::guard);
+    let guard = axum::middleware::from_fn_with_state(
+        auth::Guard {
+            auth,
+            limit: config
+                .rate_limit
+                .map(|n| Arc::new(ratelimit::RateLimit::new(n))),
+        },
+        auth::guard,
+    );
     emco_orchestrator::rest::router(orch)
         .merge(controllers)
         // Inside the layers below, so the dashboard's requests count in the HTTP metrics.

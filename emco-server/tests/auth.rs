@@ -924,3 +924,40 @@ async fn grpc_services_need_a_platform_admins_token() {
         .unwrap();
     assert_eq!(serving.into_inner().status, 1);
 }
+
+#[tokio::test]
+async fn each_caller_has_its_own_request_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        auth_config: Some(auth_file(dir.path(), "")),
+        rate_limit: Some(5),
+        ..Config::default()
+    };
+    let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
+    let app = emco_server::app(orch, &config, Metrics::new());
+    let get = |token: &'static str| {
+        let app = app.clone();
+        async move {
+            let req = Request::get("/v2/controllers")
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .body(Body::empty())
+                .unwrap();
+            app.oneshot(req).await.unwrap()
+        }
+    };
+    // A burst of twice the rate, then 429 with when to come back.
+    for _ in 0..10 {
+        assert_eq!(get(ALICE).await.status(), StatusCode::OK);
+    }
+    let refused = get(ALICE).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.headers()[header::RETRY_AFTER], "1");
+    // Bob is not slowed by Alice; health is never limited.
+    assert_eq!(get(BOB).await.status(), StatusCode::OK);
+    let health = app
+        .clone()
+        .oneshot(Request::get("/healthz").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+}

@@ -42,8 +42,8 @@ impl Server {
             .arg(data_dir)
             .args(extra)
             .env("EMCO_LOG_FORMAT", "json")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(server_log())
+            .stderr(server_log())
             .spawn()
             .unwrap();
         let server = Self { child, addr };
@@ -86,6 +86,19 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Where a server's log goes: appended to `$EMCO_TEST_SERVER_LOG` when set (to read what
+/// the servers of a failed test did), else nowhere.
+fn server_log() -> Stdio {
+    let Some(path) = std::env::var_os("EMCO_TEST_SERVER_LOG") else {
+        return Stdio::null();
+    };
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_or_else(|_| Stdio::null(), Stdio::from)
 }
 
 /// Sends SIGTERM to `child` without waiting.
@@ -1247,6 +1260,15 @@ fn applied(status: &serde_json::Value) -> u64 {
 /// The names of the objects rsync deployed of kind `kind` (`api/v1/services`,
 /// `apis/apps/v1/deployments`) in namespace default of kubesim cluster `name` (plain HTTP).
 fn cluster_objects(fleet: &kubesim::Fleet, name: &str, kind: &str) -> Vec<String> {
+    try_cluster_objects(fleet, name, kind).unwrap()
+}
+
+/// [`cluster_objects`], or the reason the cluster did not answer (a fault it was given).
+fn try_cluster_objects(
+    fleet: &kubesim::Fleet,
+    name: &str,
+    kind: &str,
+) -> Result<Vec<String>, String> {
     let server = fleet.server_url(name).unwrap();
     let addr: SocketAddr = server.trim_start_matches("http://").parse().unwrap();
     let kubeconfig = fleet.kubeconfig(name).unwrap();
@@ -1260,8 +1282,10 @@ fn cluster_objects(fleet: &kubesim::Fleet, name: &str, kind: &str) -> Vec<String
         emco_rsync::connector::DEPLOYMENT_ID_LABEL
     );
     let auth = format!("Authorization: Bearer {token}\r\n");
-    let (code, body) = request_with(addr, "GET", &path, &auth, b"").unwrap();
-    assert_eq!(code, 200, "{path}: {body}");
+    let (code, body) = request_with(addr, "GET", &path, &auth, b"").map_err(|e| e.to_string())?;
+    if code != 200 {
+        return Err(format!("{path}: {code} {body}"));
+    }
     let list: serde_json::Value = serde_json::from_str(&body).unwrap();
     let mut names: Vec<String> = list["items"]
         .as_array()
@@ -1270,7 +1294,7 @@ fn cluster_objects(fleet: &kubesim::Fleet, name: &str, kind: &str) -> Vec<String
         .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
         .collect();
     names.sort();
-    names
+    Ok(names)
 }
 
 /// A kubesim fleet of `clusters` on plain HTTP, run by `rt`.
@@ -1493,6 +1517,94 @@ fn three_replicas_finish_the_work_of_a_killed_one() {
     assert!(contexts > 0);
 }
 
+/// The clusters of `fleet` labelled `edge` (all) and `half` (every second one), as
+/// [`onboard_edge_fleet`] labels them.
+fn edge_and_half(
+    fleet: &kubesim::Fleet,
+) -> (
+    std::collections::BTreeSet<String>,
+    std::collections::BTreeSet<String>,
+) {
+    let names = fleet.cluster_names();
+    let half = names.iter().skip(1).step_by(2).cloned().collect();
+    (names.into_iter().collect(), half)
+}
+
+/// Places the app of [`onboard_edge_fleet`]'s `dig` on the clusters labelled `label`.
+fn place_by_label(addr: SocketAddr, dig: &str, label: &str) {
+    let (code, body) = request(
+        addr,
+        "PUT",
+        &format!("{dig}/generic-placement-intents/gpi/app-intents/ai"),
+        &format!(
+            r#"{{"metadata":{{"name":"ai"}},"spec":{{"app":"http-server","intent":{{"allOf":[{{"clusterProvider":"kp","clusterLabel":"{label}"}}]}}}}}}"#
+        ),
+    )
+    .unwrap();
+    assert_eq!(code, 200, "{body}");
+}
+
+/// Starts `op` (instantiate, update, terminate) on `dig`, placing by `label` first if given.
+fn begin_step(addr: SocketAddr, dig: &str, op: &str, label: Option<&str>) {
+    if let Some(label) = label {
+        place_by_label(addr, dig, label);
+    }
+    let (code, body) = post(addr, &format!("{dig}/{op}"), "");
+    assert_eq!(code, 202, "{op}: {body}");
+}
+
+/// The kinds of the http-server example's objects, as kubesim's paths name them.
+const KINDS: [&str; 3] = [
+    "api/v1/configmaps",
+    "apis/apps/v1/deployments",
+    "api/v1/services",
+];
+
+/// Waits until the status of `dig` says a step is done (one of `done`) and lists exactly the
+/// objects the clusters hold, each once, on exactly the clusters of `want` and none elsewhere.
+fn wait_converged(
+    addr: SocketAddr,
+    dig: &str,
+    fleet: &kubesim::Fleet,
+    want: &std::collections::BTreeSet<String>,
+    done: &[&str],
+) {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let status = deployed_status(addr, dig);
+        let state = status["deployedStatus"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let (listed, resources) = status_clusters(&status);
+        let on_clusters: Vec<(String, usize)> = fleet
+            .cluster_names()
+            .into_iter()
+            .flat_map(|c| {
+                KINDS
+                    .iter()
+                    .map(|k| (c.clone(), cluster_objects(fleet, &c, k).len()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let exact = on_clusters
+            .iter()
+            .all(|(c, n)| *n == usize::from(want.contains(c)));
+        let settled = done.contains(&state.as_str())
+            && status["deployedCounts"]
+                .as_object()
+                .is_none_or(|c| c.keys().all(|k| k == "Applied" || k == "Deleted"));
+        if exact && settled && &listed == want && resources == KINDS.len() * want.len() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not converged: {state}, listed {listed:?}, want {want:?}, clusters {on_clusters:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// The clusters the status lists with Applied resources, and how many those are (a terminate
 /// leaves its resources listed as Deleted).
 fn status_clusters(status: &serde_json::Value) -> (std::collections::BTreeSet<String>, usize) {
@@ -1547,11 +1659,6 @@ impl Moments {
 #[test]
 fn sigkill_at_random_moments_loses_nothing() {
     const CLUSTERS: usize = 12;
-    const KINDS: [&str; 3] = [
-        "api/v1/configmaps",
-        "apis/apps/v1/deployments",
-        "api/v1/services",
-    ];
     let kills: usize = std::env::var("EMCO_CRASH_KILLS")
         .ok()
         .and_then(|k| k.parse().ok())
@@ -1580,64 +1687,7 @@ fn sigkill_at_random_moments_loses_nothing() {
     for name in fleet.cluster_names() {
         fleet.set_fault(&name, kubesim::Fault::latency(40)).unwrap();
     }
-    let all: std::collections::BTreeSet<String> = fleet.cluster_names().into_iter().collect();
-    let half: std::collections::BTreeSet<String> = fleet
-        .cluster_names()
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| i % 2 == 1)
-        .map(|(_, n)| n)
-        .collect();
-    let place = |label: &str| {
-        let (code, body) = request(
-            addr,
-            "PUT",
-            &format!("{dig}/generic-placement-intents/gpi/app-intents/ai"),
-            &format!(
-                r#"{{"metadata":{{"name":"ai"}},"spec":{{"app":"http-server","intent":{{"allOf":[{{"clusterProvider":"kp","clusterLabel":"{label}"}}]}}}}}}"#
-            ),
-        )
-        .unwrap();
-        assert_eq!(code, 200, "{body}");
-    };
-    // Converged: the status says the step is done and lists exactly the objects the clusters
-    // hold, each once, on exactly the clusters placed.
-    let converged = |want: &std::collections::BTreeSet<String>, done: &[&str]| {
-        let deadline = Instant::now() + Duration::from_secs(180);
-        loop {
-            let status = deployed_status(addr, dig);
-            let state = status["deployedStatus"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            let (listed, resources) = status_clusters(&status);
-            let on_clusters: Vec<(String, usize)> = fleet
-                .cluster_names()
-                .into_iter()
-                .flat_map(|c| {
-                    KINDS
-                        .iter()
-                        .map(|k| (c.clone(), cluster_objects(&fleet, &c, k).len()))
-                        .collect::<Vec<_>>()
-                })
-                .collect();
-            let exact = on_clusters
-                .iter()
-                .all(|(c, n)| *n == usize::from(want.contains(c)));
-            let settled = done.contains(&state.as_str())
-                && status["deployedCounts"]
-                    .as_object()
-                    .is_none_or(|c| c.keys().all(|k| k == "Applied" || k == "Deleted"));
-            if exact && settled && &listed == want && resources == KINDS.len() * want.len() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "not converged: {state}, listed {listed:?}, want {want:?}, clusters {on_clusters:?}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
+    let (all, half) = edge_and_half(&fleet);
     let none = std::collections::BTreeSet::new();
     let (mut killed, mut cycles, mut restart_time) = (0, 0, Duration::ZERO);
     let started = Instant::now();
@@ -1649,11 +1699,7 @@ fn sigkill_at_random_moments_loses_nothing() {
             ("terminate", None, &none, &["Terminated"]),
         ];
         for (op, label, want, done) in steps {
-            if let Some(label) = label {
-                place(label);
-            }
-            let (code, body) = post(addr, &format!("{dig}/{op}"), "");
-            assert_eq!(code, 202, "{op}: {body}");
+            begin_step(addr, dig, op, label);
             for _ in 0..moments.below(3) {
                 std::thread::sleep(Duration::from_millis(moments.below(1500)));
                 server.child.kill().unwrap(); // SIGKILL
@@ -1663,7 +1709,7 @@ fn sigkill_at_random_moments_loses_nothing() {
                 restart_time += at.elapsed();
                 killed += 1;
             }
-            converged(want, done);
+            wait_converged(addr, dig, &fleet, want, done);
         }
         cycles += 1;
     }
@@ -1686,5 +1732,406 @@ fn sigkill_at_random_moments_loses_nothing() {
         )
         .unwrap();
     }
+    assert!(server.terminate().success());
+}
+
+/// The resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Faulty clusters: a third of some clusters' requests failing, some clusters flapping, some
+/// black-holed. An instantiate completes where the clusters answer at all, keeps retrying the
+/// black holes without piling anything up (the server's memory stays flat), a stop ends the
+/// retries, and once the clusters heal a terminate leaves nothing and a new instantiate converges
+/// with every object once.
+#[test]
+fn deployments_converge_once_faulty_clusters_heal() {
+    const CLUSTERS: usize = 12;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fleet = plain_fleet(&rt, CLUSTERS);
+    let work = tempfile::tempdir().unwrap();
+    let (addr, grpc) = (free_addr(), free_addr());
+    let flags = ["--rsync-max-backoff-seconds", "1"];
+    let server = Server::start_with(&work.path().join("data"), addr, grpc, &flags);
+    let dig = onboard_edge_fleet(addr, &fleet, work.path());
+    let names = fleet.cluster_names();
+    let kind_of = |i: usize| i % 4;
+    for (i, name) in names.iter().enumerate() {
+        let fault = match kind_of(i) {
+            0 => kubesim::Fault::errors(0.3, 503),
+            1 => kubesim::Fault::flapping(Duration::from_millis(700)),
+            2 => kubesim::Fault::black_hole(),
+            _ => kubesim::Fault::none(),
+        };
+        fleet.set_fault(name, fault).unwrap();
+    }
+    assert_eq!(post(addr, &format!("{dig}/instantiate"), "").0, 202);
+    // Everything on the clusters that answer at least sometimes.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let answering: Vec<&String> = names
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| kind_of(*i) != 2)
+        .map(|(_, n)| n)
+        .collect();
+    // Read through the same faults: a failed read is a read to do again.
+    while !answering.iter().all(|c| {
+        KINDS
+            .iter()
+            .all(|k| try_cluster_objects(&fleet, c, k).is_ok_and(|n| n.len() == 1))
+    }) {
+        assert!(
+            Instant::now() < deadline,
+            "the answering clusters did not get the app"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Retrying the black holes: memory stays flat.
+    let pid = server.child.id();
+    let first = rss_kib(pid);
+    let mut peak = first;
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_secs(1));
+        peak = peak.max(rss_kib(pid));
+    }
+    eprintln!(
+        "faulty clusters: server RSS {first} KiB when the answering clusters were done, peak \
+         {peak} KiB over the next 10 s of retries to {} black-holed clusters",
+        CLUSTERS / 4
+    );
+    assert!(
+        peak < first + 64 * 1024,
+        "memory grew while retrying: {first} -> {peak} KiB"
+    );
+    assert_ne!(deployed_status(addr, dig)["deployedStatus"], "Instantiated");
+
+    // Stop ends the retries: the context fails instead of waiting for the black holes.
+    assert_eq!(post(addr, &format!("{dig}/stop"), "").0, 202);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while deployed_status(addr, dig)["deployedStatus"] != "InstantiateFailed" {
+        assert!(
+            Instant::now() < deadline,
+            "stop did not end the instantiate"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // Healed: terminate leaves nothing, a new instantiate converges everywhere.
+    for name in &names {
+        fleet.set_fault(name, kubesim::Fault::none()).unwrap();
+    }
+    let all: std::collections::BTreeSet<String> = names.iter().cloned().collect();
+    let none = std::collections::BTreeSet::new();
+    for (op, want, done) in [
+        ("terminate", &none, "Terminated"),
+        ("instantiate", &all, "Instantiated"),
+        ("terminate", &none, "Terminated"),
+    ] {
+        let (code, body) = post(addr, &format!("{dig}/{op}"), "");
+        assert_eq!(code, 202, "{op}: {body}");
+        wait_converged(addr, dig, &fleet, want, &[done]);
+    }
+    assert!(server.terminate().success());
+}
+
+/// An etcd of the test's own (Debian's `etcd`), which the test kills and starts again on the
+/// same ports and data.
+struct OwnEtcd {
+    child: Child,
+    dir: std::path::PathBuf,
+    client: SocketAddr,
+    peer: SocketAddr,
+}
+
+impl OwnEtcd {
+    /// `None` (the test skips) outside CI when `etcd` is not installed.
+    fn start(dir: &std::path::Path, test: &str) -> Option<Self> {
+        if Command::new("etcd").arg("--version").output().is_err() {
+            assert!(std::env::var("CI").is_err(), "etcd must be installed in CI");
+            eprintln!("SKIPPED {test}: no etcd binary");
+            return None;
+        }
+        let mut etcd = Self {
+            child: Command::new("true").spawn().unwrap(),
+            dir: dir.to_owned(),
+            client: free_addr(),
+            peer: free_addr(),
+        };
+        etcd.restart();
+        Some(etcd)
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.client)
+    }
+
+    /// Starts it (again) and waits until it takes connections.
+    fn restart(&mut self) {
+        let _ = self.child.wait();
+        let (client, peer) = (
+            format!("http://{}", self.client),
+            format!("http://{}", self.peer),
+        );
+        self.child = Command::new("etcd")
+            .args(["--name", "emco-test", "--data-dir"])
+            .arg(self.dir.join("data"))
+            .args([
+                "--listen-client-urls",
+                &client,
+                "--advertise-client-urls",
+                &client,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
+            .args(["--initial-cluster", &format!("emco-test={peer}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(self.client).is_err() {
+            assert!(Instant::now() < deadline, "etcd did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn kill(&mut self) {
+        self.child.kill().unwrap(); // SIGKILL
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for OwnEtcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Store faults: the AppContext store's etcd killed in the middle of an instantiate, an update
+/// and a terminate, and started again a few seconds later. Meanwhile the server answers status
+/// queries with 503 (never 500) and stays up; once etcd is back every step converges exactly.
+#[test]
+fn an_etcd_restart_mid_operation_loses_nothing() {
+    const CLUSTERS: usize = 8;
+    let work = tempfile::tempdir().unwrap();
+    let Some(mut etcd) = OwnEtcd::start(
+        &work.path().join("etcd"),
+        "an_etcd_restart_mid_operation_loses_nothing",
+    ) else {
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fleet = plain_fleet(&rt, CLUSTERS);
+    let (addr, grpc) = (free_addr(), free_addr());
+    let url = etcd.url();
+    let flags = [
+        "--context-backend",
+        "etcd",
+        "--etcd-endpoints",
+        &url,
+        "--rsync-max-backoff-seconds",
+        "1",
+    ];
+    let mut server = Server::start_with(&work.path().join("data"), addr, grpc, &flags);
+    let dig = onboard_edge_fleet(addr, &fleet, work.path());
+    for name in fleet.cluster_names() {
+        fleet.set_fault(&name, kubesim::Fault::latency(60)).unwrap();
+    }
+    let (all, half) = edge_and_half(&fleet);
+    let none = std::collections::BTreeSet::new();
+    let steps: [Step; 3] = [
+        ("instantiate", None, &all, &["Instantiated"]),
+        ("update", Some("half"), &half, &["Instantiated", "Updated"]),
+        ("terminate", None, &none, &["Terminated"]),
+    ];
+    for (op, label, want, done) in steps {
+        begin_step(addr, dig, op, label);
+        std::thread::sleep(Duration::from_millis(300));
+        etcd.kill();
+        // While etcd is away: 503 with a message, the process up.
+        let (code, body) = request(addr, "GET", &format!("{dig}/status"), "").unwrap();
+        assert_eq!(code, 503, "{op} without etcd: {body}");
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(
+            server.child.try_wait().unwrap().is_none(),
+            "the server exited"
+        );
+        etcd.restart();
+        wait_converged(addr, dig, &fleet, want, done);
+    }
+    assert!(server.child.try_wait().unwrap().is_none());
+    server.signal_term();
+    assert!(server.wait_exit().success());
+}
+
+/// The body of a GET of `path` as a file (`Accept: application/octet-stream`); panics unless
+/// 200.
+fn download(addr: SocketAddr, path: &str) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/octet-stream\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&out[..split]).into_owned();
+    assert!(head.starts_with("HTTP/1.1 200"), "{path}: {head}");
+    let mut body = &out[split + 4..];
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return body.to_vec();
+    }
+    // Chunked: hex size, CRLF, data, CRLF; a zero size ends it.
+    let mut whole = Vec::new();
+    loop {
+        let line_end = body.windows(2).position(|w| w == b"\r\n").unwrap();
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&body[..line_end]).unwrap(), 16).unwrap();
+        if size == 0 {
+            return whole;
+        }
+        let start = line_end + 2;
+        whole.extend_from_slice(&body[start..start + size]);
+        body = &body[start + size + 2..];
+    }
+}
+
+/// A chart archive `name` with an incompressible file of `size` bytes beside its Chart.yaml.
+fn bulky_chart(name: &str, size: usize, moments: &mut Moments) -> Vec<u8> {
+    let mut archive = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    let chart = format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n");
+    let filler: Vec<u8> = (0..size).map(|_| moments.below(256) as u8).collect();
+    for (path, data) in [
+        (format!("{name}/Chart.yaml"), chart.as_bytes()),
+        (format!("{name}/files/filler.bin"), filler.as_slice()),
+    ] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        archive.append_data(&mut header, path, data).unwrap();
+    }
+    archive.into_inner().unwrap().finish().unwrap()
+}
+
+/// Store faults: the embedded store's disk fills up (the server runs under a file size limit).
+/// Writes are refused with 503 and a message naming the store, never a 500 or a crash; after a
+/// restart with room again every acknowledged object is there, intact, and writes work.
+#[test]
+fn a_full_disk_refuses_writes_and_loses_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let addr = free_addr();
+    let grpc = free_addr();
+    // A first start makes the store; its size plus a little is the room the second start gets.
+    let server = Server::start_with(&data, addr, grpc, &[]);
+    let created = |(status, body): (u16, String)| assert!(status == 201, "{status} {body}");
+    created(post(addr, "/v2/projects", r#"{"metadata":{"name":"p"}}"#));
+    created(post(
+        addr,
+        "/v2/projects/p/composite-apps",
+        r#"{"metadata":{"name":"ca"},"spec":{"compositeAppVersion":"v1"}}"#,
+    ));
+    assert!(server.terminate().success());
+    let size = std::fs::metadata(data.join("emco.redb")).unwrap().len();
+    let blocks = (size + 2 * 1024 * 1024) / 512;
+    // Writes past the limit fail with EFBIG (SIGXFSZ ignored, as a full disk fails them).
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f {blocks}; exec \"$0\" \"$@\""
+        ))
+        .arg(env!("CARGO_BIN_EXE_emco-server"))
+        .args([
+            "--listen",
+            &addr.to_string(),
+            "--grpc-listen",
+            &grpc.to_string(),
+        ])
+        .arg("--data-dir")
+        .arg(&data)
+        .stdout(server_log())
+        .stderr(server_log())
+        .spawn()
+        .unwrap();
+    let mut server = Server { child, addr };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while request(addr, "GET", "/healthz", "").is_err() {
+        assert!(Instant::now() < deadline, "emco-server did not come up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut moments = Moments(7);
+    let (mut stored, mut refused) = (Vec::new(), None);
+    for i in 0..200 {
+        let name = format!("app{i}");
+        let chart = bulky_chart(&name, 64 * 1024, &mut moments);
+        let (status, body) = post_form(
+            addr,
+            "/v2/projects/p/composite-apps/ca/v1/apps",
+            &format!(r#"{{"metadata":{{"name":"{name}"}}}}"#),
+            &[("file", "chart.tgz", &chart)],
+        );
+        match status {
+            201 => stored.push((name, chart)),
+            503 => {
+                refused = Some(body);
+                break;
+            }
+            _ => panic!("{name}: {status} {body}"),
+        }
+    }
+    let refused = refused.expect("the store never filled up");
+    assert!(
+        refused.contains("embedded store") && refused.contains("free disk space"),
+        "{refused}"
+    );
+    assert!(!stored.is_empty(), "nothing fit before the disk was full");
+    // Reads still work, and later writes are refused the same way.
+    let (status, _) = request(addr, "GET", "/v2/projects/p", "").unwrap();
+    assert!(status == 200 || status == 503, "{status}");
+    let (status, body) = post(addr, "/v2/projects", r#"{"metadata":{"name":"q"}}"#);
+    assert!(status == 201 || status == 503, "{status} {body}");
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the server exited"
+    );
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+
+    // Room again: every acknowledged app is there, byte for byte, and writes work.
+    let server = Server::start_with(&data, addr, grpc, &[]);
+    for (name, chart) in &stored {
+        let path = format!("/v2/projects/p/composite-apps/ca/v1/apps/{name}");
+        assert_eq!(&download(addr, &path), chart, "{name}");
+    }
+    created(post(
+        addr,
+        "/v2/projects",
+        r#"{"metadata":{"name":"after"}}"#,
+    ));
+    eprintln!(
+        "full disk: {} apps of 64 KiB stored before the store refused a write with 503 ({}); all \
+         intact after the restart",
+        stored.len(),
+        refused.trim()
+    );
     assert!(server.terminate().success());
 }

@@ -7,13 +7,17 @@
 //! |---|---|---|
 //! | Instantiate | Created, Instantiating, Instantiated, InstantiateFailed, Terminated, TerminateFailed | Instantiating -> Instantiated (InstantiateFailed) |
 //! | Terminate | Instantiat\*, PreTerminate, Terminat\*, Updat\* | PreTerminate (from a running Instantiating/Updating) or Terminating -> Terminated (TerminateFailed) |
-//! | Update (new context) | Created, Updated | Updating -> Updated (UpdateFailed) |
-//! | UpdateDelete (old context) | Instantiated; Updated | Instantiating -> Instantiated (InstantiateFailed); Updating -> Updated (UpdateFailed) |
+//! | Update (new context) | Created, Updating, Updated | Updating -> Updated (UpdateFailed) |
+//! | UpdateDelete (old context) | Instantiated, Instantiating; Updated, Updating | Instantiating -> Instantiated (InstantiateFailed); Updating -> Updated (UpdateFailed) |
 //! | Read | any | unchanged |
 //!
 //! Differences, and why: the seed also lets Instantiate start from Update* statuses; EMCO.md does
 //! not, so neither do we. UpdateDelete from Updated is our addition: after a second update the old
-//! context is itself an updated one, and its leftovers must still be deleted.
+//! context is itself an updated one, and its leftovers must still be deleted. An event found in
+//! its own running status (Instantiate in Instantiating, Update in Updating, UpdateDelete in the
+//! running status of its old context's family) is one a crashed process left running: the
+//! queue runs events one after the other, so nothing else leaves a context there, and the next
+//! start resumes it.
 
 use std::fmt;
 
@@ -225,9 +229,9 @@ pub fn rsync_transition(current: AppContextStatus, event: RsyncEvent) -> Result<
             }
             Some(t)
         }
-        (RsyncEvent::Update, S::Created | S::Updated) => Some(update),
-        (RsyncEvent::UpdateDelete, S::Instantiated) => Some(instantiate),
-        (RsyncEvent::UpdateDelete, S::Updated) => Some(update),
+        (RsyncEvent::Update, S::Created | S::Updating | S::Updated) => Some(update),
+        (RsyncEvent::UpdateDelete, S::Instantiated | S::Instantiating) => Some(instantiate),
+        (RsyncEvent::UpdateDelete, S::Updated | S::Updating) => Some(update),
         (RsyncEvent::Read, _) => Some(EventStatuses::new(current, current, current)),
         _ => None,
     };
@@ -417,6 +421,20 @@ mod tests {
             S::Instantiated
         );
         assert!(rsync_transition(S::Terminated, RsyncEvent::UpdateDelete).is_err());
+        // What a killed process left running is resumed in the same statuses.
+        for (event, running) in [
+            (RsyncEvent::Instantiate, S::Instantiating),
+            (RsyncEvent::Update, S::Updating),
+            (RsyncEvent::UpdateDelete, S::Instantiating),
+            (RsyncEvent::UpdateDelete, S::Updating),
+        ] {
+            let statuses = rsync_transition(running, event).unwrap();
+            assert_eq!(
+                (statuses.entry, statuses.running),
+                (running, running),
+                "{event}"
+            );
+        }
         let e = rsync_transition(S::Created, RsyncEvent::Terminate).unwrap_err();
         assert!(e.message().contains("Terminate") && e.message().contains("Created"));
         assert_eq!(S::Updating.stopped(), Some(S::UpdateFailed));

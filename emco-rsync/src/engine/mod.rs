@@ -852,7 +852,10 @@ impl Rsync {
                 if matches!(element.event, RsyncEvent::Instantiate | RsyncEvent::Update) {
                     ctx.mark(Registry::Deployed).await?;
                 }
-                ctx.set_event_status(index, queue).await?;
+                // Queued before the update is marked done: a crash in between runs the update
+                // again at the next start (it applies nothing new) and queues this again (a
+                // second UpdateDelete deletes nothing), where the other order would lose it
+                // and leave the replaced context's objects on clusters no longer placed.
                 if element.event == RsyncEvent::Update
                     && queue == QueueStatus::Done
                     && let Some(old) = other
@@ -860,7 +863,7 @@ impl Rsync {
                     self.enqueue(old.id(), RsyncEvent::UpdateDelete, Some(ctx.id()))
                         .await?;
                 }
-                Ok(())
+                ctx.set_event_status(index, queue).await
             }
         }
     }
