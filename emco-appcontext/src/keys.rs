@@ -71,6 +71,9 @@ pub const CLM_CONTROLLER: &str = "clmController";
 pub const CLUSTER_PROVIDER: &str = "clusterProvider";
 /// Child type of clusters.
 pub const CLUSTER: &str = "cluster";
+/// The kind of a cluster provider's cluster sync objects (GitOps repositories and their
+/// credentials, as kv-pairs).
+pub const CLUSTER_SYNC_OBJECT: &str = "clusterSyncObject";
 /// Child type of cluster labels.
 pub const CLUSTER_LABEL: &str = "clusterLabel";
 /// Child type of kv-pairs (of clusters and of logical clouds).

@@ -16,6 +16,10 @@
 //!   [`SealedStore::reseal`], move every secret over.
 //! - A blob sealed with a key the keyring lacks is refused with the key's id, never answered as
 //!   garbage.
+//! - GitOps credentials live in documents, not blobs: the kv-pairs of a cluster sync object that
+//!   hold a token, password or secret (and a URL with user info) are sealed one by one, each
+//!   value replaced by [`FIELD_PREFIX`] and its sealed form in base64, and opened as they are
+//!   read ([`is_secret_field`]).
 
 use std::fmt;
 use std::path::Path;
@@ -53,6 +57,47 @@ pub fn is_secret(key: &ResourceKey, name: &str) -> bool {
         Some(keys::CA_CERT_ENROLLMENT) => name.starts_with(keys::CA_KEYS_BLOB_PREFIX),
         _ => false,
     }
+}
+
+/// What a sealed kv-pair value starts with; base64 of a sealed blob follows.
+pub const FIELD_PREFIX: &str = "emco-sealed-v1:";
+
+/// Whether kv-pair `name` with `value` of a cluster sync object holds credentials: a token,
+/// password or secret by its name, or a URL with user info (`https://user:token@host/...`).
+#[must_use]
+pub fn is_secret_field(name: &str, value: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["token", "password", "secret"]
+        .iter()
+        .any(|w| name.contains(w))
+        || (name == "url" && value.contains('@'))
+}
+
+/// `value` (a cluster sync object) with its secret kv-pairs masked, for answers that list
+/// objects.
+pub fn mask_secret_fields(value: &mut Value) {
+    let masked = kv_strings(value, |name, s| {
+        if is_secret_field(name, s) {
+            "********".clone_into(s);
+        }
+        Ok(())
+    });
+    debug_assert!(masked.is_ok(), "masking cannot fail");
+}
+
+/// Calls `f` with the name and string value of every kv-pair of `value`'s `spec.kv`.
+fn kv_strings(value: &mut Value, mut f: impl FnMut(&str, &mut String) -> Result<()>) -> Result<()> {
+    let Some(kv) = value.pointer_mut("/spec/kv").and_then(Value::as_array_mut) else {
+        return Ok(());
+    };
+    for entry in kv.iter_mut().filter_map(Value::as_object_mut) {
+        for (name, v) in entry.iter_mut() {
+            if let Value::String(s) = v {
+                f(name, s)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether `data` is a sealed blob.
@@ -276,7 +321,7 @@ impl SealedStore {
             }
             places.extend(self.ca_key_places(&project).await?);
         }
-        let mut resealed = 0;
+        let mut resealed = self.reseal_fields().await?;
         for (key, name) in places {
             match self.read_secret(&key, &name).await {
                 Ok((_, _, true)) => resealed += 1,
@@ -324,6 +369,105 @@ impl SealedStore {
             }
         }
         Ok(out)
+    }
+
+    /// `value` of `key` with its secret kv-pairs sealed (a cluster sync object's; other
+    /// documents pass through).
+    fn seal_fields<'v>(
+        &self,
+        key: &ResourceKey,
+        value: &'v Value,
+    ) -> Result<std::borrow::Cow<'v, Value>> {
+        let Some(keyring) = &self.keyring else {
+            return Ok(std::borrow::Cow::Borrowed(value));
+        };
+        if key.kind() != Some(keys::CLUSTER_SYNC_OBJECT) {
+            return Ok(std::borrow::Cow::Borrowed(value));
+        }
+        let mut sealed = value.clone();
+        kv_strings(&mut sealed, |name, s| {
+            if is_secret_field(name, s) {
+                let data = keyring.seal(&Self::place(key, &format!("kv:{name}"))?, s.as_bytes())?;
+                *s = format!(
+                    "{FIELD_PREFIX}{}",
+                    base64::engine::general_purpose::STANDARD.encode(data)
+                );
+            }
+            Ok(())
+        })?;
+        Ok(std::borrow::Cow::Owned(sealed))
+    }
+
+    /// `value` of `key` with its sealed kv-pairs opened.
+    ///
+    /// # Errors
+    /// `FailedPrecondition` for a value sealed with a key the keyring lacks (or with no
+    /// keyring), or damaged.
+    fn open_fields(&self, key: &ResourceKey, mut value: Value) -> Result<Value> {
+        if key.kind() != Some(keys::CLUSTER_SYNC_OBJECT) {
+            return Ok(value);
+        }
+        kv_strings(&mut value, |name, s| {
+            let Some(b64) = s.strip_prefix(FIELD_PREFIX) else {
+                return Ok(());
+            };
+            let data = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map_err(|_| Error::failed_precondition("a sealed secret is damaged"))?;
+            let Some(keyring) = &self.keyring else {
+                return Err(Error::failed_precondition(format!(
+                    "a secret is sealed with key {:?}, and no secrets keys are configured",
+                    sealed_with(&data).unwrap_or_default()
+                )));
+            };
+            let opened = keyring.open(&Self::place(key, &format!("kv:{name}"))?, data)?;
+            *s = String::from_utf8(opened.plain)
+                .map_err(|_| Error::failed_precondition("a sealed secret is damaged"))?;
+            Ok(())
+        })?;
+        Ok(value)
+    }
+
+    /// Every cluster sync object written again, so its secret kv-pairs are sealed with the
+    /// current key; how many were.
+    async fn reseal_fields(&self) -> Result<usize> {
+        let mut n = 0;
+        let root = ResourceKey::root();
+        for (provider, _) in self.inner.list(&root, keys::CLUSTER_PROVIDER, &[]).await? {
+            for (key, raw) in self
+                .inner
+                .list(&provider, keys::CLUSTER_SYNC_OBJECT, &[])
+                .await?
+            {
+                let mut stale = false;
+                let mut probe = raw.clone();
+                kv_strings(&mut probe, |name, s| {
+                    stale |= match s.strip_prefix(FIELD_PREFIX) {
+                        None => is_secret_field(name, s),
+                        Some(b64) => base64::engine::general_purpose::STANDARD
+                            .decode(b64)
+                            .ok()
+                            .and_then(|d| sealed_with(&d))
+                            .is_some_and(|id| {
+                                self.keyring.as_ref().is_some_and(|k| id != k.current())
+                            }),
+                    };
+                    Ok(())
+                })?;
+                if stale {
+                    let plain = self.open_fields(&key, raw)?;
+                    self.inner
+                        .put(
+                            &key,
+                            self.seal_fields(&key, &plain)?.as_ref(),
+                            PutMode::Update,
+                        )
+                        .await?;
+                    n += 1;
+                }
+            }
+        }
+        Ok(n)
     }
 
     /// The place of blob `name` of `key`, the associated data of its seal.
@@ -391,11 +535,16 @@ async fn collect(mut stream: BlobStream) -> Result<Vec<u8>> {
 #[async_trait]
 impl ResourceStore for SealedStore {
     async fn put(&self, key: &ResourceKey, value: &Value, mode: PutMode) -> Result<()> {
-        self.inner.put(key, value, mode).await
+        self.inner
+            .put(key, self.seal_fields(key, value)?.as_ref(), mode)
+            .await
     }
 
     async fn get(&self, key: &ResourceKey) -> Result<Option<Value>> {
-        self.inner.get(key).await
+        match self.inner.get(key).await? {
+            Some(v) => self.open_fields(key, v).map(Some),
+            None => Ok(None),
+        }
     }
 
     async fn list(
@@ -404,7 +553,15 @@ impl ResourceStore for SealedStore {
         child_type: &str,
         filters: &[Filter],
     ) -> Result<Vec<(ResourceKey, Value)>> {
-        self.inner.list(parent, child_type, filters).await
+        self.inner
+            .list(parent, child_type, filters)
+            .await?
+            .into_iter()
+            .map(|(k, v)| {
+                let v = self.open_fields(&k, v)?;
+                Ok((k, v))
+            })
+            .collect()
     }
 
     async fn list_with_children(
@@ -413,9 +570,21 @@ impl ResourceStore for SealedStore {
         child_type: &str,
         grandchild_type: &str,
     ) -> Result<Vec<Family>> {
+        let open = |(k, v): (ResourceKey, Value)| -> Result<(ResourceKey, Value)> {
+            let v = self.open_fields(&k, v)?;
+            Ok((k, v))
+        };
         self.inner
             .list_with_children(parent, child_type, grandchild_type)
-            .await
+            .await?
+            .into_iter()
+            .map(|(child, grandchildren)| {
+                Ok((
+                    open(child)?,
+                    grandchildren.into_iter().map(open).collect::<Result<_>>()?,
+                ))
+            })
+            .collect()
     }
 
     async fn delete(&self, key: &ResourceKey) -> Result<()> {
@@ -646,6 +815,65 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::FailedPrecondition);
         assert!(e.to_string().contains("\"k1\""), "{e}");
         assert_eq!(clear.reseal().await.unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn gitops_tokens_in_cluster_sync_objects_are_sealed_field_by_field() {
+        let backend = store().await;
+        let sealed = SealedStore::new(Arc::clone(&backend), Some(keyring(&[("k1", 1)])));
+        let key = keys::cluster_provider("p").child(keys::CLUSTER_SYNC_OBJECT, "gitrepo");
+        let doc = json!({"metadata": {"name": "gitrepo"}, "spec": {"kv": [
+            {"gitType": "github"}, {"userName": "octo"}, {"gitToken": "ghp_s3cr3t"},
+            {"repoName": "fleet"}, {"branch": "main"},
+            {"url": "https://octo:ghp_s3cr3t@example.com/fleet.git"}]}});
+        sealed.create(&key, &doc).await.unwrap();
+        // Sealed in the backend: the token nowhere, the rest as written.
+        let raw = backend.get(&key).await.unwrap().unwrap();
+        assert!(!raw.to_string().contains("s3cr3t"), "{raw}");
+        assert_eq!(raw["spec"]["kv"][1]["userName"], "octo");
+        let token = raw["spec"]["kv"][2]["gitToken"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(token.starts_with(FIELD_PREFIX), "{token}");
+        // Read back whole, one by one and in lists.
+        assert_eq!(sealed.get(&key).await.unwrap().unwrap(), doc);
+        let listed = sealed
+            .list(&keys::cluster_provider("p"), keys::CLUSTER_SYNC_OBJECT, &[])
+            .await
+            .unwrap();
+        assert_eq!(listed[0].1, doc);
+        // Bound to its place: the sealed token under another name does not open.
+        let mut moved = raw.clone();
+        moved["spec"]["kv"][3] = json!({"password": token});
+        backend.put(&key, &moved, PutMode::Update).await.unwrap();
+        let e = sealed.get(&key).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::FailedPrecondition, "{e}");
+        backend.put(&key, &raw, PutMode::Update).await.unwrap();
+        // Without keys: refused by key id; other documents unaffected.
+        let clear = SealedStore::new(Arc::clone(&backend), None);
+        let e = clear.get(&key).await.unwrap_err();
+        assert!(e.to_string().contains("\"k1\""), "{e}");
+        assert!(
+            clear
+                .get(&keys::cluster("p", "c1"))
+                .await
+                .unwrap()
+                .is_some()
+        );
+        // Rotation: a new key in front seals the fields again at reseal.
+        let rotated =
+            SealedStore::new(Arc::clone(&backend), Some(keyring(&[("k2", 2), ("k1", 1)])));
+        assert!(rotated.reseal().await.unwrap() >= 1);
+        let after = backend.get(&key).await.unwrap().unwrap();
+        let b64 = after["spec"]["kv"][2]["gitToken"].as_str().unwrap();
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(b64.strip_prefix(FIELD_PREFIX).unwrap())
+            .unwrap();
+        assert_eq!(sealed_with(&data).as_deref(), Some("k2"));
+        let only_new = SealedStore::new(Arc::clone(&backend), Some(keyring(&[("k2", 2)])));
+        assert_eq!(only_new.get(&key).await.unwrap().unwrap(), doc);
+        assert_eq!(rotated.reseal().await.unwrap(), 0);
     }
 
     #[test]

@@ -330,7 +330,7 @@ pub struct StoreClusterResolver {
 
 /// The kind of the cluster sync objects of a cluster provider
 /// (`/cluster-providers/{clusterProvider}/cluster-sync-objects/{name}`, kv-pairs).
-pub const CLUSTER_SYNC_OBJECT: &str = "clusterSyncObject";
+pub use emco_appcontext::keys::CLUSTER_SYNC_OBJECT;
 
 impl StoreClusterResolver {
     /// A resolver reading `store`, caching connectors in `pool`.

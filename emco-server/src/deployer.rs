@@ -50,12 +50,18 @@ impl Deployer for RemoteRsync {
                 )),
                 _ => e,
             })?;
-        let url = format!("http://{}:{}", rsync.spec.host, rsync.spec.port);
+        // TLS when the environment names the server's CA (EMCO_CA_CERT) or a client certificate.
+        let tls = emco_controller_sdk::remote::ClientTls::from_env()?;
+        let scheme = if tls.ca_pem.is_some() || tls.identity.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let url = format!("{scheme}://{}:{}", rsync.spec.host, rsync.spec.port);
         let unavailable = |e: &dyn std::fmt::Display| {
             Error::unavailable(format!("rsync at {url} cannot take context {id}: {e}"))
         };
-        let channel = tonic::transport::Endpoint::from_shared(url.clone())
-            .map_err(|e| Error::invalid(format!("rsync's address {url} is no URL: {e}")))?
+        let channel = emco_controller_sdk::remote::endpoint(&url, &tls)?
             .connect_timeout(RSYNC_TIMEOUT)
             .timeout(RSYNC_TIMEOUT)
             .connect()

@@ -1783,6 +1783,43 @@ async fn clm_table(rec: &Recorder) {
             "putClusterSyncObjectsHandler: 201",
         ),
         row(
+            "POST",
+            format!("{cp}/edge/cluster-sync-objects"),
+            Some(json!({"metadata": {"name": "git"}, "spec": {"kv": [
+                {"gitType": "github"}, {"userName": "u"}, {"gitToken": "ghp_x"}]}})),
+            201,
+            Any,
+            "createClusterSyncObjectsHandler",
+        ),
+        row(
+            "GET",
+            format!("{cp}/edge/cluster-sync-objects"),
+            None,
+            200,
+            Json(json!([
+                {"metadata": meta("git"), "spec": {"kv": [
+                    {"gitType": "github"}, {"userName": "u"}, {"gitToken": "********"}]}},
+                {"metadata": meta("s1"), "spec": {"kv": [{"gitRepo": "s"}]}}])),
+            "differs: EMCO lists the token; ours masks credentials in lists (#20)",
+        ),
+        row(
+            "GET",
+            format!("{cp}/edge/cluster-sync-objects/git"),
+            None,
+            200,
+            Json(json!({"metadata": meta("git"), "spec": {"kv": [
+                {"gitType": "github"}, {"userName": "u"}, {"gitToken": "ghp_x"}]}})),
+            "getClusterSyncObjectsHandler: one object whole",
+        ),
+        row(
+            "DELETE",
+            format!("{cp}/edge/cluster-sync-objects/git"),
+            None,
+            204,
+            Empty,
+            "deleteClusterSyncObjectsHandler",
+        ),
+        row(
             "DELETE",
             format!("{cp}/edge/cluster-sync-objects/nope"),
             None,

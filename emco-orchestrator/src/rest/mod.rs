@@ -275,6 +275,7 @@ pub fn router(orch: Orchestrator) -> Router {
                 "/v2/cluster-providers/{clusterProvider}/cluster-sync-objects",
                 crate::CLUSTER_SYNC_OBJECT,
             )
+            .list_view(objects::sync_objects_masked)
             .serve(orch.onboarding().cluster_sync_objects()),
         )
         .merge(

@@ -86,6 +86,16 @@ pub(super) fn app_intent_for_app(
     }
 }
 
+/// `GET .../cluster-sync-objects`: the objects with their credentials (tokens, passwords,
+/// URLs with user info) masked; a GET of one object answers them whole, as EMCO does.
+pub(super) fn sync_objects_masked(items: &[KvPair]) -> serde_json::Value {
+    let mut list = serde_json::to_value(items).unwrap_or_else(|_| serde_json::json!([]));
+    for item in list.as_array_mut().into_iter().flatten() {
+        emco_appcontext::sealed::mask_secret_fields(item);
+    }
+    list
+}
+
 /// `GET .../kv-pairs/{kvPair}?key=K`: `{"value": V}`.
 fn kv_value(kv: &KvPair, key: &str) -> Option<serde_json::Value> {
     serde_json::to_value(kv.value_of(key)?).ok()
