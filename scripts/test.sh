@@ -4,7 +4,7 @@
 # Installs what is missing (Debian's etcd and protoc, a Python venv with the nx-27017 MongoDB
 # wire-protocol server, maturin, pytest and mypy), starts etcd and nx-27017 on free loopback ports with
 # temporary data dirs, exports their addresses to the tests, runs fmt, clippy and every test
-# (Rust, then the Python package emco-py), and stops what it started, also when a step fails.
+# (Rust, then the Python package emco-py, then a short fuzz run), and stops what it started, also when a step fails.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -63,4 +63,8 @@ if [ -x target/debug/kubesim ] && [ -x target/debug/emco-server ]; then
   export EMCO_BIN_DIR="$ROOT/target/debug"
 fi
 step "emco-py: pytest" "$VENV/bin/pytest" -q emco-py/tests
+# A short coverage-guided run of every fuzz target (unoptimized build: a third of the build time),
+# from the repository's seeds on a clean clone; the long runs are scripts/fuzz.sh's.
+step "fuzz (short run)" env EMCO_FUZZ_SECONDS="${EMCO_FUZZ_SECONDS:-20}" EMCO_FUZZ_PROFILE=dev \
+  EMCO_FUZZ_REPORT="$ROOT/target/fuzz-short.txt" bash scripts/fuzz.sh
 log "all checks passed"

@@ -545,8 +545,20 @@ pub fn authenticator(config: &Config) -> Authenticator {
 
 /// The whole HTTP application: REST v2 with the built-in controllers' intent routes,
 /// `/healthz`, `/readyz`, `/metrics`, `/v2/openapi.yaml` and the dashboard `/ui/`, with
-/// `config.max_body` as the limit of JSON bodies (uploads have their own limit).
+/// `config.max_body` as the limit of JSON bodies (uploads have their own limit); callers are
+/// authenticated as `config` says.
 pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
+    app_with(orch, config, metrics, authenticator(config))
+}
+
+/// [`app`] with the authenticator given, so a server shares one (its key cache and token
+/// table) between REST and gRPC.
+pub fn app_with(
+    orch: Orchestrator,
+    config: &Config,
+    metrics: Metrics,
+    auth: Authenticator,
+) -> Router {
     let probe = Router::new()
         .route("/readyz", get(readyz))
         .with_state(Probe(Arc::clone(orch.store()), Arc::clone(orch.contexts())));
@@ -556,7 +568,6 @@ pub fn app(orch: Orchestrator, config: &Config, metrics: Metrics) -> Router {
     let controllers = controller_routes(orch.store(), config.max_upload)
         .layer(DefaultBodyLimit::max(upload_limit));
     let orch_metrics = (orch.rsync().clone(), Arc::clone(orch.controller_registry()));
-    let auth = authenticator(config);
     let dashboard = ui::routes(orch.clone(), auth.clone());
     let guard = axum::middleware::from_fn_with_state(
         auth::Guard {
@@ -661,8 +672,8 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send) ->
     let engine = cancel.child_token();
     orch.start(engine.clone()).await?;
 
-    let app = app(orch.clone(), &config, Metrics::new());
     let auth = authenticator(&config);
+    let app = app_with(orch.clone(), &config, Metrics::new(), auth.clone());
     if auth.is_open() {
         tracing::warn!(
             "NO AUTHENTICATION: anyone who reaches the REST and gRPC ports may do anything, \

@@ -22,6 +22,8 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
+mod common;
+
 const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: c1\n  cluster: {server: 'https://127.0.0.1:1'}\n\
      users:\n- name: u\n  user: {token: cluster-secret}\ncontexts:\n- name: c1\n  context: {cluster: c1, user: u}\n\
      current-context: c1\n";
@@ -85,30 +87,7 @@ impl Server {
         path: &str,
         body: Option<Value>,
     ) -> (StatusCode, http::HeaderMap, String) {
-        let mut req = Request::builder().method(method).uri(path);
-        if let Some(t) = token {
-            req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
-        }
-        let body = match body {
-            Some(v) => {
-                req = req.header(header::CONTENT_TYPE, "application/json");
-                Body::from(v.to_string())
-            }
-            None => Body::empty(),
-        };
-        let resp = self
-            .app
-            .clone()
-            .oneshot(req.body(body).unwrap())
-            .await
-            .unwrap();
-        let (parts, body) = resp.into_parts();
-        let bytes = body.collect().await.unwrap().to_bytes();
-        (
-            parts.status,
-            parts.headers,
-            String::from_utf8_lossy(&bytes).into_owned(),
-        )
+        common::call(&self.app, token, method, path, body).await
     }
 
     async fn status(

@@ -17,6 +17,8 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
+mod common;
+
 const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: c1\n  cluster: {server: 'https://127.0.0.1:1'}\n\
      users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: c1\n  context: {cluster: c1, user: u}\n\
      current-context: c1\n";
@@ -34,23 +36,8 @@ impl Ui {
     }
 
     async fn send(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, String) {
-        let mut req = Request::builder().method(method).uri(path);
-        let body = match body {
-            Some(v) => {
-                req = req.header(header::CONTENT_TYPE, "application/json");
-                Body::from(v.to_string())
-            }
-            None => Body::empty(),
-        };
-        let resp = self
-            .app
-            .clone()
-            .oneshot(req.body(body).unwrap())
-            .await
-            .unwrap();
-        let status = resp.status();
-        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-        (status, String::from_utf8_lossy(&bytes).into_owned())
+        let (status, _, body) = common::call(&self.app, None, method, path, body).await;
+        (status, body)
     }
 
     async fn json(&self, path: &str) -> Value {
