@@ -420,18 +420,16 @@ impl ResourceStore for RedbResourceStore {
     }
 
     async fn get(&self, key: &ResourceKey) -> Result<Option<Value>> {
+        // Inline, as the AppContext store's point reads: cheaper than the blocking pool.
         let enc = key.encode()?;
-        self.blocking(move |db| {
-            let tx = db.begin_read().map_err(db_err)?;
-            let table = tx.open_table(RES).map_err(db_err)?;
-            match table.get(enc.as_str()).map_err(db_err)? {
-                Some(g) => serde_json::from_slice(g.value())
-                    .map(Some)
-                    .map_err(|e| corrupt("document").with_source(e)),
-                None => Ok(None),
-            }
-        })
-        .await
+        let tx = self.db.begin_read().map_err(db_err)?;
+        let table = tx.open_table(RES).map_err(db_err)?;
+        match table.get(enc.as_str()).map_err(db_err)? {
+            Some(g) => serde_json::from_slice(g.value())
+                .map(Some)
+                .map_err(|e| corrupt("document").with_source(e)),
+            None => Ok(None),
+        }
     }
 
     async fn list(

@@ -326,6 +326,14 @@ pub trait AppContextStore: Debug + Send + Sync + 'static {
     /// Whether the store answers.
     async fn health(&self) -> Result<()>;
 
+    /// Whether a change is in this store's watch streams by the time the transaction that made
+    /// it returns (the in-process stores), so that draining a watch without waiting catches up
+    /// with every change committed before. False (the default) when events arrive later, as
+    /// from etcd.
+    fn watches_are_immediate(&self) -> bool {
+        false
+    }
+
     /// Writes `value` under `key`; returns the new revision.
     async fn put(&self, key: &str, value: Bytes) -> Result<u64> {
         Ok(self.txn(Txn::new().op(Op::put(key, value))).await?.revision)

@@ -25,12 +25,14 @@
 //!
 //! A group never instantiated answers with its lifecycle record and nothing else, as EMCO.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use emco_appcontext::context::{ContextKey, ResourceStatusRecord};
 use emco_appcontext::keys::Keyed;
-use emco_appcontext::{AppContext, AppContextStore};
+use emco_appcontext::kv::{EventKind, WatchStream};
+use emco_appcontext::{AppContext, AppContextStore, ListOptions};
 use emco_core::lifecycle::{RsyncStatus, StateInfo};
 use emco_core::model::status::{
     AppStatus, AppsList, ClusterEntry, ClusterStatus, ClustersByApp, ClustersOfApp, DigStatus, Gvk,
@@ -39,6 +41,7 @@ use emco_core::model::status::{
 };
 use emco_core::{ContextId, DigRef, Error, Result};
 use emco_rsync::connector::Resource;
+use futures::{FutureExt as _, StreamExt as _};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -81,6 +84,8 @@ pub(crate) fn context_of(state: &StateInfo, instance: Option<&str>) -> Result<Op
 #[derive(Debug, Default)]
 struct ResourceSnap {
     yaml: Option<String>,
+    /// The manifest's `apiVersion` when its line is plain ([`top_level_api_version`]).
+    api_version: Option<String>,
     status: Option<String>,
     warnings: Vec<String>,
     /// Why it failed or retries: rsync's `Reason` and `Message`.
@@ -157,6 +162,16 @@ impl Snapshot {
     /// # Errors
     /// NotFound when the context does not exist; the store's errors.
     pub(crate) async fn read(store: &Arc<dyn AppContextStore>, id: u64) -> Result<Self> {
+        Self::read_keeping(store, id, true).await
+    }
+
+    /// [`Snapshot::read`]; without `manifests` only each manifest's `apiVersion` is kept (when
+    /// its line is plain), which is all an answer without detail needs.
+    async fn read_keeping(
+        store: &Arc<dyn AppContextStore>,
+        id: u64,
+        manifests: bool,
+    ) -> Result<Self> {
         let root = AppContext::prefix(id);
         let kvs = store.list_all(&root, false).await?;
         if !kvs.iter().any(|kv| kv.key == root) {
@@ -164,77 +179,85 @@ impl Snapshot {
         }
         let mut snap = Self::default();
         for kv in &kvs {
-            let Some(key) = ContextKey::parse(&root, &kv.key) else {
-                continue;
-            };
-            let raw = kv.value.as_ref();
-            let text = || serde_json::from_slice::<String>(raw).ok();
-            match key {
-                ContextKey::Status => {
-                    snap.status = serde_json::from_slice::<StatusDoc>(raw)
-                        .ok()
-                        .map(|d| d.status);
-                }
-                ContextKey::AppOrder => {
-                    #[derive(Deserialize)]
-                    struct Order {
-                        apporder: Vec<String>,
-                    }
-                    if let Some(o) = instruction::<Order>(raw) {
-                        snap.app_order = o.apporder;
-                    }
-                }
-                ContextKey::App(app) => {
-                    snap.apps.entry(app.to_owned()).or_default();
-                }
-                ContextKey::ReadyStatus(a, c) => {
-                    cluster_of(&mut snap.apps, a, c).readystatus = text()
-                }
-                ContextKey::ClusterStatus(a, c) => {
-                    cluster_of(&mut snap.apps, a, c).collected = serde_json::from_slice(raw).ok();
-                }
-                ContextKey::ResourceOrder(a, c) => {
-                    #[derive(Deserialize)]
-                    struct Order {
-                        resorder: Vec<String>,
-                    }
-                    if let Some(o) = instruction::<Order>(raw) {
-                        cluster_of(&mut snap.apps, a, c).order = o.resorder;
-                    }
-                }
-                ContextKey::HookGroups(a, c) => {
-                    #[derive(Deserialize)]
-                    struct Hooks {
-                        resdependency: BTreeMap<String, Vec<String>>,
-                    }
-                    if let Some(h) = instruction::<Hooks>(raw) {
-                        cluster_of(&mut snap.apps, a, c).delete_hooks =
-                            delete_only_hooks(&h.resdependency);
-                    }
-                }
-                ContextKey::Resource(a, c, name) => {
-                    cluster_of(&mut snap.apps, a, c)
-                        .resources
-                        .entry(name.to_owned())
-                        .or_default()
-                        .yaml = text();
-                }
-                ContextKey::ResourceStatus(a, c, name) => {
-                    let resource = cluster_of(&mut snap.apps, a, c)
-                        .resources
-                        .entry(name.to_owned())
-                        .or_default();
-                    if let Ok(doc) = serde_json::from_slice::<ResourceStatusRecord<String>>(raw) {
-                        resource.status = Some(doc.status);
-                        resource.warnings = doc.warnings;
-                        resource.why = doc.reason.zip(doc.message);
-                        resource.retry = doc.attempts.zip(doc.next_retry);
-                    }
-                }
-                ContextKey::Root | ContextKey::Other => {}
-            }
+            snap.apply(&root, &kv.key, kv.value.as_ref(), manifests);
         }
         Ok(snap)
+    }
+
+    /// Takes in the value `raw` of `key` of the context under `root`.
+    fn apply(&mut self, root: &str, key: &str, raw: &[u8], manifests: bool) {
+        let Some(key) = ContextKey::parse(root, key) else {
+            return;
+        };
+        let text = || serde_json::from_slice::<String>(raw).ok();
+        match key {
+            ContextKey::Status => {
+                self.status = serde_json::from_slice::<StatusDoc>(raw)
+                    .ok()
+                    .map(|d| d.status);
+            }
+            ContextKey::AppOrder => {
+                #[derive(Deserialize)]
+                struct Order {
+                    apporder: Vec<String>,
+                }
+                if let Some(o) = instruction::<Order>(raw) {
+                    self.app_order = o.apporder;
+                }
+            }
+            ContextKey::App(app) => {
+                self.apps.entry(app.to_owned()).or_default();
+            }
+            ContextKey::ReadyStatus(a, c) => cluster_of(&mut self.apps, a, c).readystatus = text(),
+            ContextKey::ClusterStatus(a, c) => {
+                cluster_of(&mut self.apps, a, c).collected = serde_json::from_slice(raw).ok();
+            }
+            ContextKey::ResourceOrder(a, c) => {
+                #[derive(Deserialize)]
+                struct Order {
+                    resorder: Vec<String>,
+                }
+                if let Some(o) = instruction::<Order>(raw) {
+                    cluster_of(&mut self.apps, a, c).order = o.resorder;
+                }
+            }
+            ContextKey::HookGroups(a, c) => {
+                #[derive(Deserialize)]
+                struct Hooks {
+                    resdependency: BTreeMap<String, Vec<String>>,
+                }
+                if let Some(h) = instruction::<Hooks>(raw) {
+                    cluster_of(&mut self.apps, a, c).delete_hooks =
+                        delete_only_hooks(&h.resdependency);
+                }
+            }
+            ContextKey::Resource(a, c, name) => {
+                let resource = cluster_of(&mut self.apps, a, c)
+                    .resources
+                    .entry(name.to_owned())
+                    .or_default();
+                let yaml = text();
+                resource.api_version = yaml
+                    .as_deref()
+                    .and_then(top_level_api_version)
+                    .map(str::to_owned);
+                // Kept when asked for, or when its apiVersion needs the YAML parser.
+                resource.yaml = yaml.filter(|_| manifests || resource.api_version.is_none());
+            }
+            ContextKey::ResourceStatus(a, c, name) => {
+                let resource = cluster_of(&mut self.apps, a, c)
+                    .resources
+                    .entry(name.to_owned())
+                    .or_default();
+                if let Ok(doc) = serde_json::from_slice::<ResourceStatusRecord<String>>(raw) {
+                    resource.status = Some(doc.status);
+                    resource.warnings = doc.warnings;
+                    resource.why = doc.reason.zip(doc.message);
+                    resource.retry = doc.attempts.zip(doc.next_retry);
+                }
+            }
+            ContextKey::Root | ContextKey::Other => {}
+        }
     }
 
     /// Whether the context has the app `app`.
@@ -297,9 +320,10 @@ impl Snapshot {
                 names.retain(|n| {
                     removing || !c.delete_hooks.contains(*n) || c.order.iter().any(|o| o == n)
                 });
+                let detail = query.output == StatusOutput::Detail;
                 let resources: Vec<ResourceView> = names
                     .into_iter()
-                    .map(|n| ResourceView::new(n, &c.resources[n], c.collected.as_ref()))
+                    .map(|n| ResourceView::new(n, &c.resources[n], c.collected.as_ref(), detail))
                     .filter(|r| query.matches_resource(&r.name))
                     .collect();
                 clusters.push(ClusterView {
@@ -349,13 +373,24 @@ pub(crate) struct ResourceView {
 }
 
 impl ResourceView {
-    fn new(key: &str, snap: &ResourceSnap, collected: Option<&Value>) -> Self {
-        let parsed = snap
-            .yaml
+    /// The view of resource `key` (`name+Kind`); its manifest and observed entry are kept only
+    /// for a `detail` answer. Without one the manifest is not parsed: its `apiVersion` line is
+    /// enough, and parsing every manifest of a large context cost most of a status answer.
+    fn new(key: &str, snap: &ResourceSnap, collected: Option<&Value>, detail: bool) -> Self {
+        let (key_name, key_kind) = key.split_once('+').unwrap_or((key, ""));
+        let api_version = snap
+            .api_version
             .as_deref()
-            .and_then(|y| Resource::from_yaml(y).ok());
-        let (name, gvk) = match &parsed {
-            Some(r) => (
+            .or_else(|| snap.yaml.as_deref().and_then(top_level_api_version));
+        let parsed = match api_version {
+            Some(_) if !detail && !key_kind.is_empty() => None,
+            _ => snap
+                .yaml
+                .as_deref()
+                .and_then(|y| Resource::from_yaml(y).ok()),
+        };
+        let (name, gvk) = match (&parsed, api_version) {
+            (Some(r), _) => (
                 r.id().name.clone(),
                 Gvk {
                     group: r.id().group().to_owned(),
@@ -363,14 +398,22 @@ impl ResourceView {
                     kind: r.id().kind.clone(),
                 },
             ),
-            // The key still names the object: `name+Kind`.
-            None => {
-                let (name, kind) = key.split_once('+').unwrap_or((key, ""));
+            (None, Some(api_version)) => {
+                let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
                 let gvk = Gvk {
-                    kind: kind.to_owned(),
+                    group: group.to_owned(),
+                    version: version.to_owned(),
+                    kind: key_kind.to_owned(),
+                };
+                (key_name.to_owned(), gvk)
+            }
+            // The key still names the object.
+            (None, None) => {
+                let gvk = Gvk {
+                    kind: key_kind.to_owned(),
                     ..Gvk::default()
                 };
-                (name.to_owned(), gvk)
+                (key_name.to_owned(), gvk)
             }
         };
         let deployed = snap
@@ -379,10 +422,9 @@ impl ResourceView {
             .unwrap_or_else(|| RsyncStatus::Pending.to_string());
         let observed = collected
             .and_then(|c| c.get("resources"))
-            .and_then(|r| r.get(key))
-            .cloned();
+            .and_then(|r| r.get(key));
         let flag = |o: &Value, f: &str| o.get(f).and_then(Value::as_bool) == Some(true);
-        let ready = match &observed {
+        let ready = match observed {
             // Whatever was seen before, a deleted object is gone.
             _ if deployed == RsyncStatus::Deleted.to_string() => NOT_PRESENT,
             Some(o) if flag(o, "present") && flag(o, "ready") => READY,
@@ -395,11 +437,189 @@ impl ResourceView {
             manifest: parsed.map(|r| r.manifest().clone()),
             deployed,
             ready,
-            observed,
+            observed: observed.filter(|_| detail).cloned(),
             warnings: snap.warnings.clone(),
             why: snap.why.clone(),
             retry: snap.retry.clone(),
         }
+    }
+}
+
+/// The `apiVersion` of a manifest from its top-level line (`apiVersion: apps/v1` at the start
+/// of a line), when that line is plain: no quotes other than a pair around the value, no
+/// comment, no flow syntax. None sends the caller to a full parse.
+fn top_level_api_version(yaml: &str) -> Option<&str> {
+    let value = yaml
+        .lines()
+        .find_map(|l| l.strip_prefix("apiVersion:"))?
+        .trim();
+    let value = value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(value);
+    let plain = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '/'));
+    plain.then_some(value)
+}
+
+/// How many contexts [`Followed`] keeps current at most, and for how long one nobody asks
+/// about.
+const FOLLOWED: usize = 16;
+const FOLLOWED_IDLE: Duration = Duration::from_secs(300);
+
+/// The snapshots (without manifests) of the contexts asked about lately, each kept current by
+/// draining a watch of the context's keys at every question: an answer costs the changes since
+/// the last one instead of a read of the whole context (a second and more at 100,000
+/// resources, most of it while rsync deploys). Only on stores whose watches hold a change once
+/// its transaction returned ([`AppContextStore::watches_are_immediate`]); elsewhere, and for
+/// answers with manifests, the context is read whole.
+#[derive(Clone, Default)]
+pub(crate) struct Followed(Arc<std::sync::Mutex<HashMap<u64, (Instant, FollowSlot)>>>);
+
+type FollowSlot = Arc<tokio::sync::Mutex<Option<Follow>>>;
+
+impl std::fmt::Debug for Followed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map_or(0, |m| m.len());
+        f.debug_struct("Followed").field("contexts", &n).finish()
+    }
+}
+
+/// One followed context.
+struct Follow {
+    snap: Snapshot,
+    watch: WatchStream,
+}
+
+impl Follow {
+    /// Takes in the changes the watch holds, up to the first at or after revision `upto` (the
+    /// store's when the question came: a context changing all the time would otherwise keep it
+    /// taking in); false when the snapshot cannot follow: a key was deleted, or the watch
+    /// failed (it fell behind the store's history).
+    fn catch_up(&mut self, root: &str, upto: u64) -> bool {
+        loop {
+            match self.watch.next().now_or_never() {
+                None => return true,
+                Some(Some(Ok(e))) if e.kind == EventKind::Put => {
+                    self.snap.apply(root, &e.key, &e.value, false);
+                    if e.mod_revision >= upto {
+                        return true;
+                    }
+                }
+                Some(_) => return false,
+            }
+        }
+    }
+}
+
+/// The store's current revision, from the page of a one-key listing under `root`.
+async fn revision_now(store: &Arc<dyn AppContextStore>, root: &str) -> Result<u64> {
+    let options = ListOptions {
+        limit: Some(1),
+        keys_only: true,
+        start_after: None,
+    };
+    Ok(store.list(root, options).await?.revision)
+}
+
+impl Followed {
+    /// The slot of context `id`, made on first use; drops the slots idle too long and, past
+    /// [`FOLLOWED`], the least recently used.
+    fn slot(&self, id: u64) -> FollowSlot {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        map.retain(|_, (used, _)| now.duration_since(*used) < FOLLOWED_IDLE);
+        if !map.contains_key(&id)
+            && map.len() >= FOLLOWED
+            && let Some(oldest) = map
+                .iter()
+                .min_by_key(|(_, (used, _))| *used)
+                .map(|(k, _)| *k)
+        {
+            map.remove(&oldest);
+        }
+        let entry = map
+            .entry(id)
+            .or_insert_with(|| (now, FollowSlot::default()));
+        entry.0 = now;
+        Arc::clone(&entry.1)
+    }
+
+    fn forget(&self, id: u64) {
+        if let Ok(mut map) = self.0.lock() {
+            map.remove(&id);
+        }
+    }
+
+    /// `answer` of the current snapshot (without manifests) of context `id`.
+    ///
+    /// # Errors
+    /// As [`Snapshot::read`].
+    async fn with<T>(
+        &self,
+        store: &Arc<dyn AppContextStore>,
+        id: u64,
+        answer: impl FnOnce(&Snapshot) -> T,
+    ) -> Result<T> {
+        let root = AppContext::prefix(id);
+        let slot = self.slot(id);
+        let mut followed = slot.lock().await;
+        // The answer includes every change up to the store's revision now.
+        let revision = revision_now(store, &root).await?;
+        let kept = followed
+            .take()
+            .and_then(|mut f| f.catch_up(&root, revision).then_some(f));
+        if kept.is_none() {
+            tracing::debug!(context = id, "status snapshot read whole");
+        }
+        let current = match kept {
+            Some(f) => f,
+            None => {
+                // The watch first, from that revision: every change after it is in the watch,
+                // whether the read below saw it or not; taking it in again in order ends at the
+                // same state.
+                let watch = store.watch(&root, revision).await;
+                let snap = match Snapshot::read_keeping(store, id, false).await {
+                    Ok(snap) => snap,
+                    Err(e) => {
+                        drop(followed);
+                        self.forget(id);
+                        return Err(e);
+                    }
+                };
+                let mut fresh = match watch {
+                    Ok(watch) => Follow { snap, watch },
+                    // History gone already: answer from the read alone.
+                    Err(e) => {
+                        tracing::debug!(context = id, error = %e, "status read whole, not followed");
+                        return Ok(answer(&snap));
+                    }
+                };
+                // Up to the revision after the read, so that no change the read saw is undone
+                // by an older one taken in again.
+                if !fresh.catch_up(&root, revision_now(store, &root).await?) {
+                    tracing::debug!(
+                        context = id,
+                        "status read whole; changing too fast to follow"
+                    );
+                    // Deleted, or changing faster than the watch's history reaches back: answer
+                    // from the read, follow nothing.
+                    let out = answer(&fresh.snap);
+                    drop(followed);
+                    self.forget(id);
+                    return Ok(out);
+                }
+                fresh
+            }
+        };
+        let out = answer(&current.snap);
+        *followed = Some(current);
+        Ok(out)
     }
 }
 
@@ -414,6 +634,7 @@ pub struct Status {
     pub(crate) deployments: Deployments,
     pub(crate) clouds: LogicalClouds,
     pub(crate) networks: ClusterNetworks,
+    followed: Followed,
 }
 
 impl Status {
@@ -428,6 +649,7 @@ impl Status {
             deployments,
             clouds,
             networks,
+            followed: Followed::default(),
         }
     }
 
@@ -453,37 +675,42 @@ impl Status {
             version,
             dig: name,
         } = dig.clone();
-        let snapshot = match context_of(&state, query.instance.as_deref())? {
-            Some(id) => Some(Snapshot::read(self.core.contexts(), id).await?),
-            None => None,
-        };
-        // Only the full status refuses an app filter naming no app of the deployment; the list
-        // queries drop it (src/orchestrator/pkg/status/status_helper.go).
-        if let Some(snap) = &snapshot
-            && query.mode == StatusMode::Full
-        {
-            for app in &query.apps {
-                if !snap.has_app(app) {
-                    return Err(Error::invalid(format!(
-                        "Filter app {app} not in list of apps for composite app {composite_app}"
-                    )));
-                }
-            }
-        }
-        let views = snapshot
-            .as_ref()
-            .map(|s| s.views(query))
-            .unwrap_or_default();
         let full = DigStatus {
             project,
-            composite_app,
+            composite_app: composite_app.clone(),
             composite_app_version: version,
             composite_profile: group.spec.composite_profile,
             name,
             states: state,
             ..DigStatus::default()
         };
-        Ok(respond(query, full, snapshot.as_ref(), views))
+        let context = context_of(&full.states, query.instance.as_deref())?;
+        let answer = |snapshot: Option<&Snapshot>| {
+            // Only the full status refuses an app filter naming no app of the deployment; the
+            // list queries drop it (src/orchestrator/pkg/status/status_helper.go).
+            if let Some(snap) = snapshot
+                && query.mode == StatusMode::Full
+                && let Some(app) = query.apps.iter().find(|a| !snap.has_app(a))
+            {
+                return Err(Error::invalid(format!(
+                    "Filter app {app} not in list of apps for composite app {composite_app}"
+                )));
+            }
+            let views = snapshot.map(|s| s.views(query)).unwrap_or_default();
+            Ok(respond(query, full, snapshot, views))
+        };
+        let contexts = self.core.contexts();
+        match context {
+            Some(id)
+                if query.output != StatusOutput::Detail && contexts.watches_are_immediate() =>
+            {
+                self.followed
+                    .with(contexts, id, |s| answer(Some(s)))
+                    .await?
+            }
+            Some(id) => answer(Some(&Snapshot::read(contexts, id).await?)),
+            None => answer(None),
+        }
     }
 }
 
@@ -666,6 +893,8 @@ fn full_status(out: &mut DigStatus, views: Vec<AppView>, query: &StatusQuery) {
 mod tests {
     use emco_core::lifecycle::{DigState, StateAction};
 
+    use serde_json::json;
+
     use super::*;
 
     fn state(instances: &[&str]) -> StateInfo {
@@ -744,13 +973,14 @@ mod tests {
     fn resource_view_from_manifest_and_observation() {
         let snap = ResourceSnap {
             yaml: Some("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n".into()),
+            api_version: None,
             status: Some("Applied".into()),
             warnings: vec![".spec.replicas: field not declared in schema; dropped".into()],
             why: None,
             retry: None,
         };
         let collected = serde_json::json!({"resources": {"web+Deployment": {"present": true, "ready": false, "reason": "0/1"}}});
-        let v = ResourceView::new("web+Deployment", &snap, Some(&collected));
+        let v = ResourceView::new("web+Deployment", &snap, Some(&collected), false);
         assert_eq!(
             (
                 v.name.as_str(),
@@ -763,17 +993,144 @@ mod tests {
         assert_eq!(v.warnings.len(), 1);
         let gone = ResourceSnap {
             yaml: None,
+            api_version: None,
             status: Some("Deleted".into()),
             warnings: Vec::new(),
             why: None,
             retry: None,
         };
-        let v = ResourceView::new("web+Deployment", &gone, Some(&collected));
+        let v = ResourceView::new("web+Deployment", &gone, Some(&collected), false);
         assert_eq!(
             (v.name.as_str(), v.gvk.kind.as_str(), v.ready),
             ("web", "Deployment", NOT_PRESENT)
         );
-        let v = ResourceView::new("x+ConfigMap", &ResourceSnap::default(), None);
+        let v = ResourceView::new("x+ConfigMap", &ResourceSnap::default(), None, false);
         assert_eq!((v.deployed.as_str(), v.ready), ("Pending", NOT_PRESENT));
+        // With detail the manifest is parsed and kept; without, its apiVersion line is read.
+        let v = ResourceView::new("web+Deployment", &snap, Some(&collected), true);
+        assert!(v.manifest.is_some() && v.observed.is_some());
+        assert_eq!(
+            (v.gvk.group.as_str(), v.gvk.version.as_str()),
+            ("apps", "v1")
+        );
+        let v = ResourceView::new("web+Deployment", &snap, Some(&collected), false);
+        assert!(v.manifest.is_none() && v.observed.is_none());
+    }
+
+    /// The answers from a followed snapshot are those of a fresh read, through changes of
+    /// statuses, the context's state and new resources; a deleted context is NotFound.
+    #[tokio::test]
+    async fn a_followed_snapshot_answers_as_a_fresh_read() {
+        use emco_appcontext::InMemoryAppContextStore;
+        let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
+        assert!(store.watches_are_immediate());
+        let root = AppContext::prefix(7);
+        let put = |key: String, value: Value| {
+            let store = Arc::clone(&store);
+            async move {
+                store
+                    .put(&key, serde_json::to_vec(&value).unwrap().into())
+                    .await
+                    .unwrap();
+            }
+        };
+        let resource = |app: &str, cluster: &str, name: &str| {
+            format!("{root}app/{app}/cluster/{cluster}/resource/{name}/")
+        };
+        put(root.clone(), json!("")).await;
+        put(format!("{root}status/"), json!({"Status": "Instantiating"})).await;
+        for app in ["a", "b"] {
+            put(format!("{root}app/{app}/"), json!("")).await;
+            for c in ["p+c1", "p+c2"] {
+                let yaml = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n";
+                put(resource(app, c, "web+Deployment"), json!(yaml)).await;
+            }
+        }
+        let followed = Followed::default();
+        let summary = StatusQuery {
+            output: StatusOutput::Summary,
+            ..StatusQuery::default()
+        };
+        let all = StatusQuery::default();
+        let answer = |snap: &Snapshot, query: &StatusQuery| {
+            let mut out = DigStatus::default();
+            full_status(&mut out, snap.views(query), query);
+            out.deployed_status = snap.status().to_owned();
+            serde_json::to_value(&out).unwrap()
+        };
+        let check = |followed: Followed| {
+            let store = Arc::clone(&store);
+            let (summary, all) = (summary.clone(), all.clone());
+            async move {
+                for query in [&summary, &all] {
+                    let got = followed
+                        .with(&store, 7, |s| answer(s, query))
+                        .await
+                        .unwrap();
+                    let read = Snapshot::read(&store, 7).await.unwrap();
+                    assert_eq!(got, answer(&read, query));
+                }
+            }
+        };
+        check(followed.clone()).await;
+        // Statuses arrive, the state changes, a cluster's observations and a resource come.
+        for (i, c) in ["p+c1", "p+c2"].into_iter().enumerate() {
+            let status = if i == 0 { "Applied" } else { "Failed" };
+            put(
+                format!("{}status/", resource("a", c, "web+Deployment")),
+                json!({"Status": status}),
+            )
+            .await;
+            check(followed.clone()).await;
+        }
+        put(
+            format!("{root}app/a/cluster/p+c1/status/"),
+            json!({"resources": {"web+Deployment": {"present": true, "ready": true}}}),
+        )
+        .await;
+        put(format!("{root}status/"), json!({"Status": "Instantiated"})).await;
+        put(
+            resource("b", "p+c1", "cfg+ConfigMap"),
+            json!("apiVersion: v1\nkind: ConfigMap\n"),
+        )
+        .await;
+        check(followed.clone()).await;
+        let ready = followed
+            .with(&store, 7, |s| {
+                answer(
+                    s,
+                    &StatusQuery {
+                        status: StatusType::Ready,
+                        ..summary.clone()
+                    },
+                )
+            })
+            .await
+            .unwrap();
+        assert_eq!(ready["readyCounts"]["Ready"], 1, "{ready}");
+        // Deleted: NotFound, and nothing is kept of it.
+        store.delete_prefix(&root).await.unwrap();
+        let err = followed.with(&store, 7, |_| ()).await.unwrap_err();
+        assert_eq!(err.kind(), emco_core::ErrorKind::NotFound);
+        assert_eq!(followed.0.lock().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn api_version_from_the_top_level_line() {
+        let of = top_level_api_version;
+        assert_eq!(
+            of("apiVersion: apps/v1\nkind: Deployment\n"),
+            Some("apps/v1")
+        );
+        assert_eq!(of("kind: ConfigMap\napiVersion: \"v1\"\n"), Some("v1"));
+        assert_eq!(
+            of("apiVersion: example.com/v1alpha1\n"),
+            Some("example.com/v1alpha1")
+        );
+        // Anything but a plain value is left to the YAML parser.
+        assert_eq!(of("apiVersion: v1 # core\n"), None);
+        assert_eq!(of("apiVersion: &a v1\n"), None);
+        assert_eq!(of("{\"apiVersion\": \"v1\"}"), None);
+        assert_eq!(of("metadata:\n  apiVersion: v1\n"), None);
     }
 }

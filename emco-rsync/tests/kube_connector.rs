@@ -375,6 +375,8 @@ async fn clusters_on_one_shared_port_are_separate_and_fail_alone() {
     let c1 = connector(&pool, &fleet, "c1").await;
     let c2 = connector(&pool, &fleet, "c2").await;
     let c3 = connector(&pool, &fleet, "c3").await;
+    // One CA for the fleet: the three clusters' requests share one pool of connections.
+    assert_eq!(pool.shared_transports(), 1);
     let scope = Scope::new("7", "web");
     let batch = Batch::new(scope.clone())
         .with_resource(res(CONFIG))

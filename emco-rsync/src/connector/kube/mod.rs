@@ -146,6 +146,16 @@ impl KubeConnector {
     /// [`ErrorKind::InvalidArgument`] if the kubeconfig cannot be parsed or names no usable
     /// context, cluster or credentials.
     pub async fn from_kubeconfig(cluster: impl Into<String>, kubeconfig: &str) -> Result<Self> {
+        Self::from_kubeconfig_in(cluster, kubeconfig, None).await
+    }
+
+    /// [`KubeConnector::from_kubeconfig`] whose connections come from `transports` when the
+    /// kubeconfig lets them be shared.
+    async fn from_kubeconfig_in(
+        cluster: impl Into<String>,
+        kubeconfig: &str,
+        transports: Option<&Transports>,
+    ) -> Result<Self> {
         let cluster = cluster.into();
         let invalid = |e: &dyn std::fmt::Display| {
             Error::invalid(format!("kubeconfig of cluster {cluster}: {e}")).with_field("kubeconfig")
@@ -157,7 +167,11 @@ impl KubeConnector {
         // The engine owns the retry policy (per cluster, with backoff, cancellable); a retry layer
         // inside the client would only hide an overloaded cluster and delay the status change.
         config.default_retry = false;
-        let client = Client::try_from(config).map_err(|e| invalid(&e).with_source(e))?;
+        let client = match transports {
+            Some(t) => t.client(config),
+            None => Client::try_from(config),
+        }
+        .map_err(|e| invalid(&e).with_source(e))?;
         Ok(Self::from_client(cluster, client))
     }
 
@@ -485,12 +499,121 @@ pub(crate) fn map_error(err: ::kube::Error, what: &str) -> Error {
     Error::new(kind, format!("{what}: {err}")).with_source(err)
 }
 
+/// How long an idle pooled connection to a cluster stays open.
+const IDLE_CONNECTION: Duration = Duration::from_secs(20);
+
+/// One pooled HTTP client: its connections serve every cluster with the same TLS settings.
+type Transport = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    ::kube::client::Body,
+>;
+
+/// What makes connections interchangeable between clusters: the same trusted CA, server name
+/// and connect timeout, and no client certificate (bearer tokens go per request).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct TransportKey {
+    root_cert: Option<Vec<Vec<u8>>>,
+    accept_invalid_certs: bool,
+    tls_server_name: Option<String>,
+    connect_timeout: Option<Duration>,
+}
+
+impl TransportKey {
+    /// The key of `config`'s connections; None when they are its own: a client certificate
+    /// (static or from a plugin), a proxy, or a CA file reread on rotation.
+    fn of(config: &Config) -> Option<Self> {
+        let auth = &config.auth_info;
+        let own = config.proxy_url.is_some()
+            || config.root_cert_file.is_some()
+            || auth.exec.is_some()
+            || auth.auth_provider.is_some()
+            || auth.client_certificate.is_some()
+            || auth.client_certificate_data.is_some()
+            || auth.client_key.is_some()
+            || auth.client_key_data.is_some();
+        (!own).then(|| Self {
+            root_cert: config.root_cert.clone(),
+            accept_invalid_certs: config.accept_invalid_certs,
+            tls_server_name: config.tls_server_name.clone(),
+            connect_timeout: config.connect_timeout,
+        })
+    }
+}
+
+/// The pooled clients clusters share. With one CA for many clusters (a fleet behind one
+/// proxy or gateway, kubesim's shared port) the fleet's requests reuse a bounded set of
+/// connections instead of a pool per cluster; idle connections close after
+/// [`IDLE_CONNECTION`] either way, so clusters done deploying give their descriptors back.
+#[derive(Default)]
+struct Transports(Mutex<HashMap<TransportKey, Transport>>);
+
+impl std::fmt::Debug for Transports {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map_or(0, |m| m.len());
+        f.debug_struct("Transports").field("shared", &n).finish()
+    }
+}
+
+impl Transports {
+    /// A client for `config`: kube's layers (base URL, credentials, headers) over a shared
+    /// transport when the key allows, else over one of its own; kube's own client when a proxy
+    /// is configured.
+    fn client(&self, config: Config) -> std::result::Result<Client, ::kube::Error> {
+        use ::kube::client::ConfigExt as _;
+        if config.proxy_url.is_some() {
+            return Client::try_from(config);
+        }
+        let transport = match TransportKey::of(&config) {
+            Some(key) => {
+                let mut map = self
+                    .0
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                match map.get(&key) {
+                    Some(t) => t.clone(),
+                    None => {
+                        let t = transport(&config)?;
+                        map.insert(key, t.clone());
+                        t
+                    }
+                }
+            }
+            None => transport(&config)?,
+        };
+        let service = tower::ServiceBuilder::new()
+            .layer(config.base_uri_layer())
+            .option_layer(config.auth_layer()?)
+            .layer(config.extra_headers_layer()?)
+            .map_err(tower::BoxError::from)
+            .service(transport);
+        Ok(Client::new(service, config.default_namespace))
+    }
+}
+
+/// A pooled HTTPS (or plain HTTP) client with `config`'s TLS settings.
+fn transport(config: &Config) -> std::result::Result<Transport, ::kube::Error> {
+    use ::kube::client::ConfigExt as _;
+    let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(config.connect_timeout);
+    let https = config.rustls_https_connector_with_connector(http)?;
+    Ok(
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .pool_idle_timeout(IDLE_CONNECTION)
+            .pool_timer(hyper_util::rt::TokioTimer::new())
+            .build(https),
+    )
+}
+
 /// One [`KubeConnector`] per cluster, shared by all the contexts deploying to it, so each cluster
-/// has one client, one connection pool and one discovery cache.
+/// has one client and one discovery cache; clusters with the same TLS settings share pooled
+/// connections.
 #[derive(Debug)]
 pub struct KubePool {
     /// Cluster -> (kubeconfig it was built from, connector).
     connectors: Mutex<HashMap<String, (String, Arc<KubeConnector>)>>,
+    transports: Transports,
     request_timeout: Duration,
 }
 
@@ -498,6 +621,7 @@ impl Default for KubePool {
     fn default() -> Self {
         Self {
             connectors: Mutex::default(),
+            transports: Transports::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
@@ -529,7 +653,7 @@ impl KubePool {
             return Ok(found);
         }
         let built = Arc::new(
-            KubeConnector::from_kubeconfig(cluster, kubeconfig)
+            KubeConnector::from_kubeconfig_in(cluster, kubeconfig, Some(&self.transports))
                 .await?
                 .with_request_timeout(self.request_timeout),
         );
@@ -565,6 +689,13 @@ impl KubePool {
     #[must_use]
     pub fn len(&self) -> usize {
         self.connectors.lock().map_or(0, |m| m.len())
+    }
+
+    /// How many connection pools the clusters share (one per distinct CA and server name
+    /// among the clusters without client certificates).
+    #[must_use]
+    pub fn shared_transports(&self) -> usize {
+        self.transports.0.lock().map_or(0, |m| m.len())
     }
 
     /// Whether no cluster has a connector.
@@ -877,5 +1008,30 @@ contexts:
         assert!(pool.remove("p+c1"));
         assert!(!pool.remove("p+c1"));
         assert_eq!(pool.len(), 1);
+        // The same CA and no client certificate: one pool of connections for all of them.
+        assert_eq!(pool.shared_transports(), 1);
+    }
+
+    #[tokio::test]
+    async fn clusters_with_client_certificates_keep_their_own_connections() {
+        async fn config(kubeconfig: &str) -> Config {
+            Config::from_custom_kubeconfig(
+                Kubeconfig::from_yaml(kubeconfig).unwrap(),
+                &KubeConfigOptions::default(),
+            )
+            .await
+            .unwrap()
+        }
+        let token = config(KUBECONFIG).await;
+        assert!(TransportKey::of(&token).is_some());
+        // Another server with the same TLS settings: the same pool (hyper keys it by host).
+        let elsewhere = config(&KUBECONFIG.replace("127.0.0.1:1", "127.0.0.2:6443")).await;
+        assert_eq!(TransportKey::of(&token), TransportKey::of(&elsewhere));
+        let mut cert = token.clone();
+        cert.auth_info.client_certificate_data = Some("Y2VydA==".into());
+        assert!(TransportKey::of(&cert).is_none());
+        let mut proxied = token;
+        proxied.proxy_url = Some("http://proxy:3128".parse().unwrap());
+        assert!(TransportKey::of(&proxied).is_none());
     }
 }

@@ -1,0 +1,858 @@
+//! The fleet benchmark as production runs it: emco-server (release build, embedded store) and
+//! kubesim (TLS, every cluster on one shared port) as separate processes, driven over REST as a
+//! user drives it. Registers N clusters (kubeconfig, label, logical-cloud reference), onboards a
+//! composite app of A generated charts of K objects each (the first a Deployment, the others
+//! ConfigMaps), instantiates it to every cluster and follows it to Applied and Ready, times the
+//! status summary, restarts the server (SIGKILL) with the fleet deployed, updates every object
+//! (a new profile value) and terminates. Before the server starts, a plain client loop applies
+//! the same number of objects of the same kinds to the same kubesim (server-side apply, one
+//! kube client per cluster, as many clusters at once as rsync's concurrency): rsync's
+//! throughput is reported against it. RSS and open descriptors of both processes are sampled
+//! throughout.
+//!
+//! ```text
+//! cargo build --release -p emco-server -p kubesim
+//! EMCO_FLEET_CLUSTERS=1000 EMCO_FLEET_APPS=10 EMCO_FLEET_OBJECTS=10 cargo bench -p emco-e2e --bench fleet
+//! ```
+//!
+//! `scripts/bench-fleet.sh` does both. Environment: `EMCO_FLEET_CLUSTERS` (1000),
+//! `EMCO_FLEET_APPS` (10), `EMCO_FLEET_OBJECTS` per app (10), `EMCO_FLEET_READY_DELAY_MS`
+//! (kubesim's, 500), `EMCO_FLEET_BIN_DIR` (the binaries; `target/release`),
+//! `EMCO_FLEET_SERVER_WRAPPER` (a command to run the server under: `heaptrack`). The table is printed
+//! and written to `bench-results/fleet-<clusters>x<objects per cluster>.txt`.
+
+#![allow(clippy::unwrap_used)] // A bench that cannot set up has nothing to report.
+#![allow(clippy::cast_precision_loss)] // Counts and durations as f64 for rates.
+
+use std::fmt::Write as _;
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::StreamExt as _;
+use http_body_util::{BodyExt as _, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+
+/// rsync's default global concurrency: the raw loop keeps as many clusters busy.
+const RAW_CONCURRENCY: usize = 256;
+/// Concurrent REST calls while registering clusters (keep-alive connections).
+const REST_CONCURRENCY: usize = 16;
+const DEADLINE: Duration = Duration::from_secs(1800);
+const DIG: &str = "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig";
+
+struct Params {
+    clusters: usize,
+    apps: usize,
+    objects: usize,
+    ready_delay_ms: u64,
+    bin_dir: PathBuf,
+    wrapper: Option<String>,
+}
+
+impl Params {
+    fn from_env() -> Self {
+        let num = |name: &str, default: usize| {
+            std::env::var(name)
+                .ok()
+                .map_or(default, |v| v.parse().unwrap())
+        };
+        Self {
+            clusters: num("EMCO_FLEET_CLUSTERS", 1000),
+            apps: num("EMCO_FLEET_APPS", 10),
+            objects: num("EMCO_FLEET_OBJECTS", 10).max(1),
+            ready_delay_ms: num("EMCO_FLEET_READY_DELAY_MS", 500) as u64,
+            bin_dir: std::env::var_os("EMCO_FLEET_BIN_DIR").map_or_else(
+                || emco_e2e::workspace().join("target/release"),
+                PathBuf::from,
+            ),
+            wrapper: std::env::var("EMCO_FLEET_SERVER_WRAPPER").ok(),
+        }
+    }
+
+    fn total(&self) -> usize {
+        self.clusters * self.apps * self.objects
+    }
+
+    fn app(i: usize) -> String {
+        format!("app{:02}", i + 1)
+    }
+}
+
+/// A child process killed when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        drop(self.0.kill());
+        drop(self.0.wait());
+    }
+}
+
+/// `(VmRSS, VmHWM)` of `pid` in KiB.
+fn memory(pid: u32) -> (u64, u64) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn descriptors(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64)
+}
+
+/// Peak RSS and descriptors of a process, sampled every 250 ms while the sampler runs.
+#[derive(Default)]
+struct Peaks {
+    pid: AtomicU64,
+    rss_kib: AtomicU64,
+    fds: AtomicU64,
+}
+
+impl Peaks {
+    fn sample(&self) {
+        let pid = self.pid.load(Ordering::Relaxed) as u32;
+        if pid == 0 {
+            return;
+        }
+        self.rss_kib.fetch_max(memory(pid).0, Ordering::Relaxed);
+        self.fds.fetch_max(descriptors(pid), Ordering::Relaxed);
+    }
+
+    fn take(&self) -> (f64, u64) {
+        (
+            self.rss_kib.swap(0, Ordering::Relaxed) as f64 / 1024.0,
+            self.fds.swap(0, Ordering::Relaxed),
+        )
+    }
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// The REST API of the server at `base` over pooled keep-alive connections.
+#[derive(Clone)]
+struct Rest {
+    client: Client<HttpConnector, Full<Bytes>>,
+    base: String,
+}
+
+impl Rest {
+    async fn call(&self, method: &str, path: &str, body: Option<(&str, Vec<u8>)>) -> (u16, String) {
+        let mut req = hyper::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base));
+        let body = match body {
+            Some((content_type, bytes)) => {
+                req = req.header("content-type", content_type);
+                Full::new(Bytes::from(bytes))
+            }
+            None => Full::new(Bytes::new()),
+        };
+        let resp = self.client.request(req.body(body).unwrap()).await.unwrap();
+        let status = resp.status().as_u16();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// A call whose answer must have status `want`.
+    async fn expect(&self, want: u16, method: &str, path: &str, body: Option<(&str, Vec<u8>)>) {
+        let (status, text) = self.call(method, path, body).await;
+        assert_eq!(status, want, "{method} {path}: {text}");
+    }
+
+    async fn create(&self, path: &str, body: &Value) {
+        let json = ("application/json", body.to_string().into_bytes());
+        self.expect(201, "POST", path, Some(json)).await;
+    }
+
+    /// A multipart upload of `metadata` and one file, as emcoctl sends it.
+    async fn upload(&self, method: &str, want: u16, path: &str, metadata: &Value, file: &[u8]) {
+        let mut form = Vec::new();
+        form.extend_from_slice(
+            format!(
+                "--b\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{metadata}\r\n\
+                 --b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f.tgz\"\r\n\
+                 Content-Type: application/octet-stream\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        form.extend_from_slice(file);
+        form.extend_from_slice(b"\r\n--b--\r\n");
+        let body = Some(("multipart/form-data; boundary=b", form));
+        self.expect(want, method, path, body).await;
+    }
+
+    async fn status(&self, query: &str) -> (Value, Duration) {
+        let t = Instant::now();
+        let (code, text) = self
+            .call("GET", &format!("{DIG}/status?{query}"), None)
+            .await;
+        let took = t.elapsed();
+        assert_eq!(code, 200, "status: {text}");
+        (serde_json::from_str(&text).unwrap(), took)
+    }
+
+    /// Polls the status summary until `done`; the summaries' latencies go to `latencies`.
+    async fn until(
+        &self,
+        query: &str,
+        latencies: &mut Vec<Duration>,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let (status, took) = self.status(query).await;
+            latencies.push(took);
+            if done(&status) {
+                return status;
+            }
+            let state = status["deployedStatus"].as_str().unwrap_or_default();
+            assert!(!state.ends_with("Failed"), "{status}");
+            assert!(Instant::now() < deadline, "not done: {status}");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+}
+
+fn count(status: &Value, counts: &str, state: &str) -> usize {
+    status[counts][state].as_u64().unwrap_or(0) as usize
+}
+
+/// Chart `name` with `objects` objects: a Deployment, then ConfigMaps; every object carries
+/// the value `value` of the values (the update changes it through the profile).
+fn chart(dir: &Path, name: &str, objects: usize) -> Vec<u8> {
+    let root = dir.join(name);
+    std::fs::create_dir_all(root.join("templates")).unwrap();
+    std::fs::write(
+        root.join("Chart.yaml"),
+        format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+    )
+    .unwrap();
+    std::fs::write(root.join("values.yaml"), "value: v1\n").unwrap();
+    let mut docs = String::from(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Chart.Name }}-0\n\
+         spec:\n  replicas: 1\n  selector:\n    matchLabels: {app: {{ .Chart.Name }}}\n\
+         \x20 template:\n    metadata:\n      labels: {app: {{ .Chart.Name }}}\n\
+         \x20     annotations: {value: {{ .Values.value | quote }}}\n    spec:\n\
+         \x20     containers:\n      - name: c\n        image: busybox\n",
+    );
+    for k in 1..objects {
+        write!(
+            docs,
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{{{ .Chart.Name }}}}-{k}\n\
+             data:\n  value: {{{{ .Values.value | quote }}}}\n"
+        )
+        .unwrap();
+    }
+    std::fs::write(root.join("templates/objects.yaml"), docs).unwrap();
+    emco_helm::archive::pack_dir(&root, name).unwrap()
+}
+
+/// A profile whose override sets `value`.
+fn profile(dir: &Path, value: &str) -> Vec<u8> {
+    let root = dir.join(format!("profile-{value}"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("manifest.yaml"),
+        "---\nversion: v1\ntype:\n  values: \"override_values.yaml\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("override_values.yaml"),
+        format!("value: {value}\n"),
+    )
+    .unwrap();
+    emco_helm::archive::pack_dir(&root, ".").unwrap()
+}
+
+/// The objects the raw loop applies to one cluster: as the charts render them.
+fn raw_objects(p: &Params) -> Vec<(bool, String, Value)> {
+    let mut out = Vec::new();
+    for a in 0..p.apps {
+        let app = format!("raw-{}", Params::app(a));
+        out.push((
+            true,
+            format!("{app}-0"),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": format!("{app}-0")},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": app}},
+                    "template": {"metadata": {"labels": {"app": app}, "annotations": {"value": "v1"}},
+                        "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}),
+        ));
+        for k in 1..p.objects {
+            let name = format!("{app}-{k}");
+            out.push((
+                false,
+                name.clone(),
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+                    "data": {"value": "v1"}}),
+            ));
+        }
+    }
+    out
+}
+
+async fn kube_client(kubeconfigs: &Path, cluster: usize) -> kube::Client {
+    let text = std::fs::read_to_string(kubeconfigs.join(format!("c{cluster}.kubeconfig"))).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(&text).unwrap(),
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+/// The plain client loop: every cluster's objects applied with its own client, as many
+/// clusters at once as rsync's default concurrency; the elapsed time.
+async fn raw_loop(p: &Params, kubeconfigs: &Path) -> Duration {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let objects = Arc::new(raw_objects(p));
+    let start = Instant::now();
+    futures::stream::iter(1..=p.clusters)
+        .for_each_concurrent(RAW_CONCURRENCY, |c| {
+            let objects = Arc::clone(&objects);
+            async move {
+                let client = kube_client(kubeconfigs, c).await;
+                let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+                let configmaps: Api<ConfigMap> = Api::namespaced(client, "default");
+                let params = PatchParams::apply("raw-loop").force();
+                for (deployment, name, body) in objects.iter() {
+                    if *deployment {
+                        deployments
+                            .patch(name, &params, &Patch::Apply(body))
+                            .await
+                            .unwrap();
+                    } else {
+                        configmaps
+                            .patch(name, &params, &Patch::Apply(body))
+                            .await
+                            .unwrap();
+                    }
+                }
+            }
+        })
+        .await;
+    start.elapsed()
+}
+
+fn spawn_kubesim(p: &Params, kubeconfigs: &Path) -> Proc {
+    let mut child = Command::new(p.bin_dir.join("kubesim"))
+        .args(["serve", "--shared-port", "--clusters"])
+        .arg(p.clusters.to_string())
+        .arg("--ready-delay-ms")
+        .arg(p.ready_delay_ms.to_string())
+        .arg("--kubeconfig-dir")
+        .arg(kubeconfigs)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("kubesim ready"), "kubesim: {line:?}");
+    Proc(child)
+}
+
+fn spawn_server(p: &Params, data: &Path, listen: &str, grpc: &str) -> Proc {
+    let server = p.bin_dir.join("emco-server");
+    // A profiler in front of the server (`heaptrack`): EMCO_FLEET_SERVER_WRAPPER.
+    let mut cmd = match &p.wrapper {
+        Some(w) => {
+            let mut c = Command::new(w);
+            c.arg(server);
+            c
+        }
+        None => Command::new(server),
+    };
+    let child = cmd
+        .args(["--listen", listen, "--grpc-listen", grpc, "--data-dir"])
+        .arg(data)
+        .env(
+            "EMCO_LOG",
+            std::env::var("EMCO_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    Proc(child)
+}
+
+/// Waits until `/readyz` answers 200; the time it took.
+async fn ready(rest: &Rest) -> Duration {
+    let start = Instant::now();
+    loop {
+        let req = hyper::Request::get(format!("{}/readyz", rest.base))
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        if let Ok(resp) = rest.client.request(req).await
+            && resp.status() == 200
+        {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "server not ready"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+struct Table(String);
+
+impl Table {
+    fn row(&mut self, what: &str, value: impl std::fmt::Display) {
+        writeln!(self.0, "| {what} | {value} |").unwrap();
+        eprintln!("{what}: {value}");
+    }
+}
+
+#[allow(clippy::too_many_lines)] // One run, step by step, reads best in one place.
+async fn bench(p: &Params) -> String {
+    let work = tempfile::tempdir().unwrap();
+    let kubeconfigs = work.path().join("kubeconfigs");
+    std::fs::create_dir_all(&kubeconfigs).unwrap();
+    let total = p.total();
+    let mut t = Table(String::new());
+    writeln!(
+        t.0,
+        "# Fleet: {} clusters x {} objects ({} apps x {}; {total} objects), separate processes\n\n\
+         emco-server (release, embedded store, defaults: rsync concurrency 256, 4 per cluster, \
+         readiness from watches) and kubesim (release, TLS, one shared port, ready delay {} ms) \
+         as separate processes with this driver on the same 2-core machine; all calls over REST. \
+         Command: `EMCO_FLEET_CLUSTERS={} EMCO_FLEET_APPS={} EMCO_FLEET_OBJECTS={} bash scripts/bench-fleet.sh`.\n\n\
+         | measure | value |\n|---|---|",
+        p.clusters,
+        p.apps * p.objects,
+        p.apps,
+        p.objects,
+        p.ready_delay_ms,
+        p.clusters,
+        p.apps,
+        p.objects,
+    )
+    .unwrap();
+
+    let kubesim = spawn_kubesim(p, &kubeconfigs);
+    let server_peaks = Arc::new(Peaks::default());
+    let kubesim_peaks = Arc::new(Peaks::default());
+    kubesim_peaks
+        .pid
+        .store(u64::from(kubesim.0.id()), Ordering::Relaxed);
+    let sampling = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let (s, k, on) = (
+            Arc::clone(&server_peaks),
+            Arc::clone(&kubesim_peaks),
+            Arc::clone(&sampling),
+        );
+        tokio::spawn(async move {
+            while on.load(Ordering::Relaxed) {
+                s.sample();
+                k.sample();
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        })
+    };
+
+    // The raw loop first, on its own objects, so rsync's run finds the clusters as users do.
+    let raw = raw_loop(p, &kubeconfigs).await;
+    let raw_rate = total as f64 / raw.as_secs_f64();
+    t.row(
+        "raw SSA client loop (same objects, same kubesim)",
+        format!("{:.2} s, {raw_rate:.0} objects/s", raw.as_secs_f64()),
+    );
+    let (k_rss, _) = kubesim_peaks.take();
+    t.row(
+        "kubesim peak RSS during the raw loop",
+        format!("{k_rss:.0} MiB"),
+    );
+
+    let data = work.path().join("data");
+    let (listen, grpc) = (
+        format!("127.0.0.1:{}", free_port()),
+        format!("127.0.0.1:{}", free_port()),
+    );
+    let started = Instant::now();
+    let mut server = spawn_server(p, &data, &listen, &grpc);
+    server_peaks
+        .pid
+        .store(u64::from(server.0.id()), Ordering::Relaxed);
+    let connector = {
+        let mut c = HttpConnector::new();
+        c.set_nodelay(true);
+        c
+    };
+    let rest = Rest {
+        client: Client::builder(TokioExecutor::new()).build(connector),
+        base: format!("http://{listen}"),
+    };
+    ready(&rest).await;
+    t.row(
+        "server start to ready",
+        format!("{:.2} s", started.elapsed().as_secs_f64()),
+    );
+
+    // Registration: provider, project, admin cloud; each cluster with its kubeconfig, a
+    // label and a reference in the cloud.
+    let start = Instant::now();
+    rest.create(
+        "/v2/cluster-providers",
+        &json!({"metadata": {"name": "kp"}}),
+    )
+    .await;
+    rest.create("/v2/projects", &json!({"metadata": {"name": "p"}}))
+        .await;
+    rest.create(
+        "/v2/projects/p/logical-clouds",
+        &json!({"metadata": {"name": "lc"}, "spec": {"level": "0"}}),
+    )
+    .await;
+    futures::stream::iter(1..=p.clusters)
+        .for_each_concurrent(REST_CONCURRENCY, |c| {
+            let (rest, dir) = (rest.clone(), kubeconfigs.clone());
+            async move {
+                let name = format!("c{c}");
+                let kubeconfig = std::fs::read(dir.join(format!("{name}.kubeconfig"))).unwrap();
+                rest.upload(
+                    "POST",
+                    201,
+                    "/v2/cluster-providers/kp/clusters",
+                    &json!({"metadata": {"name": name}}),
+                    &kubeconfig,
+                )
+                .await;
+                rest.create(
+                    &format!("/v2/cluster-providers/kp/clusters/{name}/labels"),
+                    &json!({"clusterLabel": "edge"}),
+                )
+                .await;
+                rest.create(
+                    "/v2/projects/p/logical-clouds/lc/cluster-references",
+                    &json!({"metadata": {"name": name},
+                        "spec": {"clusterProvider": "kp", "cluster": name}}),
+                )
+                .await;
+            }
+        })
+        .await;
+    let registration = start.elapsed();
+    t.row(
+        "registration (kubeconfig, label, cloud reference per cluster; 16 concurrent calls)",
+        format!(
+            "{:.2} s, {:.0} clusters/s",
+            registration.as_secs_f64(),
+            p.clusters as f64 / registration.as_secs_f64()
+        ),
+    );
+
+    // Onboarding: the admin cloud, the composite app, its charts and profiles, the intents.
+    let start = Instant::now();
+    rest.expect(
+        202,
+        "POST",
+        "/v2/projects/p/logical-clouds/lc/instantiate",
+        None,
+    )
+    .await;
+    let ca = "/v2/projects/p/composite-apps/ca/v1";
+    rest.create(
+        "/v2/projects/p/composite-apps",
+        &json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}}),
+    )
+    .await;
+    rest.create(
+        &format!("{ca}/composite-profiles"),
+        &json!({"metadata": {"name": "cp"}}),
+    )
+    .await;
+    rest.create(
+        &format!("{ca}/deployment-intent-groups"),
+        &json!({"metadata": {"name": "dig"},
+            "spec": {"compositeProfile": "cp", "version": "r1", "logicalCloud": "lc"}}),
+    )
+    .await;
+    rest.create(
+        &format!("{DIG}/intents"),
+        &json!({"metadata": {"name": "i"}, "spec": {"intent": {"genericPlacementIntent": "gpi"}}}),
+    )
+    .await;
+    rest.create(
+        &format!("{DIG}/generic-placement-intents"),
+        &json!({"metadata": {"name": "gpi"}, "spec": {"logicalCloud": "lc"}}),
+    )
+    .await;
+    let charts = work.path().join("charts");
+    let v1 = profile(work.path(), "v1");
+    for a in 0..p.apps {
+        let app = Params::app(a);
+        let packed = chart(&charts, &app, p.objects);
+        rest.upload(
+            "POST",
+            201,
+            &format!("{ca}/apps"),
+            &json!({"metadata": {"name": app}}),
+            &packed,
+        )
+        .await;
+        rest.upload(
+            "POST",
+            201,
+            &format!("{ca}/composite-profiles/cp/profiles"),
+            &json!({"metadata": {"name": format!("pr-{app}")}, "spec": {"app": app}}),
+            &v1,
+        )
+        .await;
+        rest.create(
+            &format!("{DIG}/generic-placement-intents/gpi/app-intents"),
+            &json!({"metadata": {"name": format!("ai-{app}")}, "spec": {"app": app,
+                "intent": {"allOf": [{"clusterProvider": "kp", "clusterLabel": "edge"}]}}}),
+        )
+        .await;
+    }
+    rest.expect(202, "POST", &format!("{DIG}/approve"), None)
+        .await;
+    t.row(
+        "onboarding (cloud, composite app, charts, profiles, intents, approve)",
+        format!("{:.2} s", start.elapsed().as_secs_f64()),
+    );
+
+    // Instantiate, followed to every object Applied, then Ready.
+    let mut latencies = Vec::new();
+    let deployed = "status=deployed&output=summary";
+    let readiness = "status=ready&output=summary";
+    let start = Instant::now();
+    rest.expect(202, "POST", &format!("{DIG}/instantiate"), None)
+        .await;
+    let answered = start.elapsed();
+    rest.until(deployed, &mut latencies, |s| {
+        s["deployedStatus"] == "Instantiated" && count(s, "deployedCounts", "Applied") == total
+    })
+    .await;
+    let applied = start.elapsed();
+    rest.until(readiness, &mut latencies, |s| {
+        count(s, "readyCounts", "Ready") == total
+    })
+    .await;
+    let ready_in = start.elapsed();
+    let (s_rss, s_fds) = server_peaks.take();
+    let (k_rss, k_fds) = kubesim_peaks.take();
+    let rate = total as f64 / applied.as_secs_f64();
+    t.row(
+        "instantiate answered",
+        format!("{:.2} s", answered.as_secs_f64()),
+    );
+    t.row(
+        "instantiate to all Applied (Instantiated)",
+        format!("{:.2} s, {rate:.0} objects/s", applied.as_secs_f64()),
+    );
+    t.row(
+        "instantiate to all Ready",
+        format!("{:.2} s", ready_in.as_secs_f64()),
+    );
+    t.row(
+        "rsync apply throughput / raw client loop",
+        format!("{:.2}", rate / raw_rate),
+    );
+    t.row(
+        "server peak RSS, peak descriptors (registration to Ready)",
+        format!("{s_rss:.0} MiB, {s_fds}"),
+    );
+    t.row(
+        "kubesim peak RSS, peak descriptors (registration to Ready)",
+        format!("{k_rss:.0} MiB, {k_fds}"),
+    );
+    let mut polled = latencies.clone();
+    t.row(
+        "status summary while deploying (median, max)",
+        format!(
+            "{:.1} ms, {:.1} ms",
+            median(&mut polled).as_secs_f64() * 1e3,
+            polled.last().copied().unwrap_or_default().as_secs_f64() * 1e3
+        ),
+    );
+    let mut settled = Vec::new();
+    for _ in 0..10 {
+        settled.push(rest.status(readiness).await.1);
+    }
+    let mut deployed_q = Vec::new();
+    for _ in 0..10 {
+        deployed_q.push(rest.status(deployed).await.1);
+    }
+    t.row(
+        "status summary once Ready, ready / deployed (median of 10)",
+        format!(
+            "{:.1} ms / {:.1} ms",
+            median(&mut settled).as_secs_f64() * 1e3,
+            median(&mut deployed_q).as_secs_f64() * 1e3
+        ),
+    );
+
+    let (_, hwm) = memory(server.0.id());
+    t.row(
+        "server VmHWM, start to Ready",
+        format!("{:.0} MiB", mib(hwm)),
+    );
+
+    // A crash with the fleet deployed: the time until the server answers again.
+    drop(server.0.kill());
+    drop(server.0.wait());
+    let restarted = Instant::now();
+    server = spawn_server(p, &data, &listen, &grpc);
+    server_peaks
+        .pid
+        .store(u64::from(server.0.id()), Ordering::Relaxed);
+    let up = ready(&rest).await;
+    let (s, _) = rest.status(deployed).await;
+    assert_eq!(count(&s, "deployedCounts", "Applied"), total, "{s}");
+    t.row(
+        "restart after SIGKILL, fleet deployed: ready / first status answer",
+        format!(
+            "{:.2} s / {:.2} s",
+            up.as_secs_f64(),
+            restarted.elapsed().as_secs_f64()
+        ),
+    );
+
+    // Update: a new profile value for every app changes every object.
+    let v2 = profile(work.path(), "v2");
+    let start = Instant::now();
+    for a in 0..p.apps {
+        let app = Params::app(a);
+        rest.upload(
+            "PUT",
+            201,
+            &format!("{ca}/composite-profiles/cp/profiles/pr-{app}"),
+            &json!({"metadata": {"name": format!("pr-{app}")}, "spec": {"app": app}}),
+            &v2,
+        )
+        .await;
+    }
+    rest.expect(202, "POST", &format!("{DIG}/update"), None)
+        .await;
+    rest.until(deployed, &mut latencies, |s| {
+        matches!(
+            s["deployedStatus"].as_str(),
+            Some("Instantiated" | "Updated")
+        ) && count(s, "deployedCounts", "Applied") == total
+    })
+    .await;
+    let updated = start.elapsed();
+    let sample = kube_client(&kubeconfigs, p.clusters).await;
+    let cm: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(sample, "default");
+    let d = cm
+        .get(&format!("{}-0", Params::app(p.apps - 1)))
+        .await
+        .unwrap();
+    let d = serde_json::to_value(d).unwrap();
+    let value = &d["spec"]["template"]["metadata"]["annotations"]["value"];
+    assert_eq!(value, "v2", "the update reached the last cluster");
+    t.row(
+        "update (every object changed) to all Applied",
+        format!(
+            "{:.2} s, {:.0} objects/s",
+            updated.as_secs_f64(),
+            total as f64 / updated.as_secs_f64()
+        ),
+    );
+
+    // Terminate, followed to Terminated.
+    let start = Instant::now();
+    rest.expect(202, "POST", &format!("{DIG}/terminate"), None)
+        .await;
+    rest.until(deployed, &mut latencies, |s| {
+        s["deployedStatus"] == "Terminated"
+    })
+    .await;
+    let terminated = start.elapsed();
+    let sample = kube_client(&kubeconfigs, p.clusters).await;
+    let left: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(sample, "default");
+    let names: Vec<String> = left
+        .list(&kube::api::ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|d| d.metadata.name)
+        .filter(|n| !n.starts_with("raw-"))
+        .collect();
+    assert!(names.is_empty(), "left on the last cluster: {names:?}");
+    t.row(
+        "terminate to Terminated",
+        format!("{:.2} s", terminated.as_secs_f64()),
+    );
+    let (s_rss, s_fds) = server_peaks.take();
+    t.row(
+        "server peak RSS, peak descriptors (restart to Terminated)",
+        format!("{s_rss:.0} MiB, {s_fds}"),
+    );
+    let (_, hwm) = memory(server.0.id());
+    t.row(
+        "server VmHWM of the restarted process",
+        format!("{:.0} MiB", mib(hwm)),
+    );
+    let (_, hwm) = memory(kubesim.0.id());
+    t.row("kubesim VmHWM (whole run)", format!("{:.0} MiB", mib(hwm)));
+    sampling.store(false, Ordering::Relaxed);
+    sampler.await.unwrap();
+    drop(server);
+    drop(kubesim);
+    t.0
+}
+
+fn main() {
+    let p = Params::from_env();
+    for bin in ["kubesim", "emco-server"] {
+        assert!(
+            p.bin_dir.join(bin).exists(),
+            "{} missing: cargo build --release -p emco-server -p kubesim",
+            p.bin_dir.join(bin).display()
+        );
+    }
+    let (_, (soft, _)) = emco_core::os::raise_open_files_limit();
+    eprintln!("open files limit: {soft:?}");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let report = runtime.block_on(bench(&p));
+    print!("{report}");
+    let out = emco_e2e::workspace().join("bench-results");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(
+        out.join(format!("fleet-{}x{}.txt", p.clusters, p.apps * p.objects)),
+        report,
+    )
+    .unwrap();
+}
