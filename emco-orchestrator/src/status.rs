@@ -515,7 +515,7 @@ impl Follow {
 }
 
 /// The store's current revision, from the page of a one-key listing under `root`.
-async fn revision_now(store: &Arc<dyn AppContextStore>, root: &str) -> Result<u64> {
+pub(crate) async fn revision_now(store: &Arc<dyn AppContextStore>, root: &str) -> Result<u64> {
     let options = ListOptions {
         limit: Some(1),
         keys_only: true,

@@ -12,8 +12,8 @@
 
 use std::time::Duration;
 
+use emco_appcontext::AppContext;
 use emco_appcontext::kv::WatchStream;
-use emco_appcontext::{AppContext, ListOptions};
 use emco_core::lifecycle::StateInfo;
 use emco_core::model::status::{DigStatus, StatusMode, StatusQuery};
 use emco_core::{DigRef, LogicalCloudRef, Result};
@@ -213,17 +213,8 @@ impl Source {
     async fn open(&self, id: u64) -> Result<WatchStream> {
         let root = AppContext::prefix(id);
         let store = self.status.core.contexts();
-        let page = store
-            .list(
-                &root,
-                ListOptions {
-                    limit: Some(1),
-                    keys_only: true,
-                    ..ListOptions::default()
-                },
-            )
-            .await?;
-        store.watch(&root, page.revision).await
+        let revision = crate::status::revision_now(store, &root).await?;
+        store.watch(&root, revision).await
     }
 
     /// The target's full status, as the REST status query answers it.
