@@ -68,6 +68,73 @@ async fn redb_keeps_data_and_revisions_across_reopen() {
     assert!(s.watch("/", rev).await.is_ok());
 }
 
+/// Writes of concurrent callers share commits (one fsync for a group): each still gets its
+/// own answer (one create of a name wins, the others AlreadyExists; a write refused in a group
+/// takes nothing from the others), and every acknowledged write is there after a reopen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writes_commit_together_and_answer_alone() {
+    use emco_appcontext::{PutMode, ResourceKey, ResourceStore};
+    use emco_core::ErrorKind;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    let project = |n: usize| ResourceKey::root().child("project", format!("p{n}"));
+    {
+        let db = RedbBuilder::new().with_path(&path).build().unwrap();
+        let store = db.resource_store();
+        let writes = (0..400).map(|i| {
+            let store = std::sync::Arc::clone(&store);
+            // Two callers create each of 200 names; a third of the names also get an update
+            // of a project that does not exist.
+            async move {
+                let key = project(i % 200);
+                let created = store
+                    .put(&key, &serde_json::json!({"by": i}), PutMode::Create)
+                    .await;
+                let missing = store
+                    .put(&project(1000 + i), &serde_json::json!({}), PutMode::Update)
+                    .await;
+                (
+                    i % 200,
+                    created.map_err(|e| e.kind()),
+                    missing.map_err(|e| e.kind()),
+                )
+            }
+        });
+        let answers = futures::future::join_all(writes.map(tokio::spawn)).await;
+        let mut wins = vec![0; 200];
+        for a in answers {
+            let (name, created, missing) = a.unwrap();
+            match created {
+                Ok(()) => wins[name] += 1,
+                Err(kind) => assert_eq!(kind, ErrorKind::AlreadyExists),
+            }
+            assert_eq!(missing, Err(ErrorKind::NotFound));
+        }
+        assert!(
+            wins.iter().all(|&w| w == 1),
+            "one create of each name wins: {wins:?}"
+        );
+        for i in 0..200 {
+            store.delete(&project(i)).await.unwrap();
+            store
+                .put(
+                    &project(i),
+                    &serde_json::json!({"again": i}),
+                    PutMode::Create,
+                )
+                .await
+                .unwrap();
+        }
+    }
+    let db = RedbBuilder::new().with_path(&path).build().unwrap();
+    let store = db.resource_store();
+    for i in 0..200 {
+        let doc = store.get(&project(i)).await.unwrap();
+        assert_eq!(doc, Some(serde_json::json!({"again": i})));
+    }
+    assert_eq!(store.get(&project(1000)).await.unwrap(), None);
+}
+
 const CHILD_ENV: &str = "EMCO_CRASH_WRITER_DB";
 
 /// Not a test on its own: the child process of `sigkill_loses_no_acknowledged_write`. It writes

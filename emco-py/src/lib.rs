@@ -185,16 +185,30 @@ impl Transport {
 
     /// An orchestrator in this process, its stores in `data_dir` (kept across restarts) or in
     /// memory (`None`), with the built-in controllers and `controllers`, Python action or
-    /// placement controllers as `(name, object)`; resumes what an earlier process left running in
-    /// `data_dir`.
+    /// placement controllers as `(name, object)` registered with `priority`; resumes what an
+    /// earlier process left running in `data_dir`. Its calls are a platform admin's, or those
+    /// of `principal` (subject, role names) under the server's rules.
     #[staticmethod]
-    #[pyo3(signature = (data_dir=None, controllers=Vec::new()))]
+    #[pyo3(signature = (data_dir=None, controllers=Vec::new(), priority=1, principal=None))]
     fn embedded(
         py: Python<'_>,
         data_dir: Option<PathBuf>,
         controllers: Vec<(String, Py<PyAny>)>,
+        priority: u32,
+        principal: Option<(String, Vec<String>)>,
     ) -> PyResult<Self> {
-        use emco_server::{Backend, Config, ContextBackend};
+        use emco_server::{Authenticator, Backend, Config, ContextBackend, Principal, Role};
+        let auth = match principal {
+            None => Authenticator::open(),
+            Some((subject, roles)) => {
+                let roles = roles
+                    .iter()
+                    .map(|r| r.parse::<Role>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(value_error)?;
+                Authenticator::acting_as(Principal::new(subject, roles))
+            }
+        };
         // A placement controller filters clusters; any other is an action controller.
         let controllers: Vec<(String, Py<PyAny>, bool)> = controllers
             .into_iter()
@@ -203,6 +217,18 @@ impl Transport {
                 Ok((name, object, placement))
             })
             .collect::<PyResult<_>>()?;
+        // Registered like any controller, so deployment intent groups can name them; the
+        // address is never dialled: the orchestrator calls them in this process.
+        let registrations: Vec<serde_json::Value> = controllers
+            .iter()
+            .map(|(name, _, placement)| {
+                let kind = if *placement { "placement" } else { "action" };
+                serde_json::json!({
+                    "metadata": {"name": name},
+                    "spec": {"host": "localhost", "port": 9, "type": kind, "priority": priority},
+                })
+            })
+            .collect();
         let config = match data_dir {
             Some(dir) => Config {
                 data_dir: dir,
@@ -237,7 +263,33 @@ impl Transport {
                 emco_server::orchestrator_with(&config, stores, more).map_err(runtime_error)?;
             let cancel = CancellationToken::new();
             orch.start(cancel.clone()).await.map_err(runtime_error)?;
-            let app = emco_server::app(orch, &config, emco_server::Metrics::new());
+            // The process registers its own controllers, whoever it then acts for.
+            let admin = emco_server::app_with(
+                orch.clone(),
+                &config,
+                emco_server::Metrics::new(),
+                Authenticator::open(),
+            );
+            let admin = Client::local(local_server(admin));
+            for body in registrations {
+                let r = admin
+                    .send(
+                        Method::POST,
+                        "/v2/controllers",
+                        Body::Json(body.to_string().into_bytes()),
+                    )
+                    .await
+                    .map_err(transport_error)?;
+                // 409: registered by an earlier process over the same data directory.
+                if !(200..300).contains(&r.status) && r.status != 409 {
+                    return Err(PyRuntimeError::new_err(format!(
+                        "cannot register the Python controller {body}: {} {}",
+                        r.status,
+                        String::from_utf8_lossy(&r.body)
+                    )));
+                }
+            }
+            let app = emco_server::app_with(orch, &config, emco_server::Metrics::new(), auth);
             Ok(Self {
                 client: RwLock::new(Some(Client::local(local_server(app)))),
                 engine: Some(Engine {

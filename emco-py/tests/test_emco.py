@@ -176,6 +176,37 @@ def test_an_embedded_orchestrator_keeps_its_objects_in_its_data_dir(tmp_path: Pa
         assert again.get_project("kept").name == "kept"
 
 
+def test_an_embedded_orchestrator_obeys_the_rules_for_its_principal(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with emco.Orchestrator.embedded(data) as admin:
+        admin.create_project("p1")
+        admin.create_project("p2")
+    alice = emco.Principal("alice", ["project-owner:p1"])
+    with emco.Orchestrator.embedded(data, principal=alice) as orch:
+        assert [p.name for p in orch.list_projects()] == ["p1"]
+        orch.create_composite_app("p1", "ca", "v1")
+        with pytest.raises(emco.PermissionDenied) as other:
+            orch.create_composite_app("p2", "ca", "v1")
+        assert other.value.status == 403 and other.value.kind == "PermissionDenied"
+        assert "alice" in str(other.value)
+        with pytest.raises(emco.PermissionDenied):
+            orch.get_project("p-that-does-not-exist")
+        with pytest.raises(emco.PermissionDenied):
+            orch.create_project("p3")
+        with pytest.raises(emco.PermissionDenied):
+            orch.create_cluster_provider("kubesim")
+    viewer = emco.Principal("bob", ["project-viewer:p1"])
+    with emco.Orchestrator.embedded(data, principal=viewer) as orch:
+        assert orch.get_project("p1").name == "p1"
+        with pytest.raises(emco.PermissionDenied):
+            orch.create_composite_app("p1", "other", "v1")
+    with pytest.raises(ValueError, match="unknown role"):
+        emco.Orchestrator.in_memory(principal=emco.Principal("eve", ["root"]))
+    # Its own Python controllers are registered whoever it acts for.
+    with emco.Orchestrator.in_memory({"labeller": Labeller()}, principal=alice) as orch:
+        assert [c.name for c in orch.list_controllers()] == ["labeller"]
+
+
 class Labeller:
     """Labels every Deployment with its intent's name and adds a ConfigMap to each app."""
 

@@ -26,8 +26,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::Json;
 use axum::extract::{Request, State};
@@ -161,32 +161,99 @@ impl Inner {
     }
 }
 
+/// How callers are known.
+#[derive(Debug, Clone)]
+enum Mode {
+    /// Every caller is this principal, credentials or not: the open mode (the anonymous
+    /// platform admin), or an embedder acting for a principal it names.
+    As(Principal),
+    /// By the credentials the configuration accepts.
+    Verified(Arc<Loaded>),
+}
+
+/// A configuration and, when it came from files, what to read again when they change.
+#[derive(Debug)]
+struct Loaded {
+    /// The auth file.
+    path: Option<PathBuf>,
+    /// The configuration in use and the modification times of the files it was read from
+    /// (the auth file, a key set file).
+    current: RwLock<(Arc<Inner>, Vec<Option<SystemTime>>)>,
+}
+
+impl Loaded {
+    fn new(path: Option<PathBuf>, inner: Inner) -> Self {
+        let stamps = path.as_deref().map_or_else(Vec::new, |p| stamps(p, &inner));
+        Self {
+            path,
+            current: RwLock::new((Arc::new(inner), stamps)),
+        }
+    }
+
+    fn inner(&self) -> Arc<Inner> {
+        Arc::clone(
+            &self
+                .current
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .0,
+        )
+    }
+}
+
+/// The modification times of auth file `path` and of the key set file `inner` reads.
+fn stamps(path: &Path, inner: &Inner) -> Vec<Option<SystemTime>> {
+    let keys = inner.oidc.as_ref().and_then(|o| match &o.source {
+        KeySource::File(f) => Some(f.as_path()),
+        _ => None,
+    });
+    std::iter::once(path)
+        .chain(keys)
+        .map(crate::tls::modified)
+        .collect()
+}
+
 /// Who a caller is. Cheap to clone.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Authenticator {
-    /// `None`: the open mode.
-    inner: Option<Arc<Inner>>,
+    mode: Mode,
+}
+
+impl Default for Authenticator {
+    fn default() -> Self {
+        Self::open()
+    }
 }
 
 impl Authenticator {
     /// Every caller an anonymous platform admin.
     #[must_use]
     pub fn open() -> Self {
-        Self::default()
+        Self::acting_as(Principal::open())
+    }
+
+    /// Every caller is `principal`, whatever credentials it sends: for a program that embeds
+    /// the router in its own process and calls it for one user (the embedded Python
+    /// orchestrator), so the same rules apply there as on a server.
+    #[must_use]
+    pub fn acting_as(principal: Principal) -> Self {
+        Self {
+            mode: Mode::As(principal),
+        }
     }
 
     /// Nobody in: what a server whose auth file is gone runs with rather than open.
     #[must_use]
     pub fn closed() -> Self {
         Self {
-            inner: Some(Arc::default()),
+            mode: Mode::Verified(Arc::new(Loaded::new(None, Inner::default()))),
         }
     }
 
-    /// Whether no credentials are configured.
+    /// Whether no credentials are configured and every caller may do anything.
     #[must_use]
     pub fn is_open(&self) -> bool {
-        self.inner.is_none()
+        matches!(&self.mode, Mode::As(p) if *p == Principal::open())
     }
 
     /// The authentication `path` configures (see the module's documentation). A key set file is
@@ -196,15 +263,46 @@ impl Authenticator {
     /// InvalidArgument when the file cannot be read, is not valid, names an unknown role, or
     /// configures no way in.
     pub fn from_file(path: &Path) -> Result<Self, Error> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::invalid(format!("cannot read the auth config {}", path.display())).with_source(e)
-        })?;
-        Self::parse(&text).map_err(|e| {
-            Error::invalid(format!(
-                "the auth config {} is not valid: {e}",
-                path.display()
-            ))
+        let inner = read_auth_file(path)?;
+        Ok(Self {
+            mode: Mode::Verified(Arc::new(Loaded::new(Some(path.to_owned()), inner))),
         })
+    }
+
+    /// Reads the auth file again when it or the key set file it names changed since it was
+    /// read: a file that is not valid (half written, a typo) is refused and the configuration
+    /// in use kept until the files change again. A new configuration fetches URL keys again.
+    /// Nothing for an authenticator not from a file.
+    ///
+    /// # Errors
+    /// As [`Authenticator::from_file`], for a changed file not taken.
+    pub fn reload(&self) -> Result<bool, Error> {
+        let Mode::Verified(loaded) = &self.mode else {
+            return Ok(false);
+        };
+        let Some(path) = &loaded.path else {
+            return Ok(false);
+        };
+        let mut current = loaded
+            .current
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = stamps(path, &current.0);
+        if current.1 == now {
+            return Ok(false);
+        }
+        match read_auth_file(path) {
+            Ok(inner) => {
+                let now = stamps(path, &inner);
+                *current = (Arc::new(inner), now);
+                Ok(true)
+            }
+            Err(e) => {
+                // Said once per change of the files, not at every check.
+                current.1 = now;
+                Err(e)
+            }
+        }
     }
 
     /// [`Authenticator::from_file`] of the file's text.
@@ -212,81 +310,103 @@ impl Authenticator {
     /// # Errors
     /// As [`Authenticator::from_file`].
     pub fn parse(text: &str) -> Result<Self, Error> {
-        let file: AuthFile =
-            emco_go::yaml::from_str(text).map_err(|e| Error::invalid(e.to_string()))?;
-        if file.tokens.is_empty() && file.oidc.is_none() {
-            return Err(Error::invalid("it has neither tokens nor oidc"));
-        }
-        let mut inner = Inner::default();
-        for (i, t) in file.tokens.iter().enumerate() {
-            if t.token.len() < 16 {
-                return Err(Error::invalid(format!(
-                    "tokens[{i}] ({}) is shorter than 16 characters",
-                    t.subject
-                )));
-            }
-            let roles = roles_of(&t.roles, &format!("tokens[{i}].roles"))?;
-            if inner
-                .tokens
-                .insert(digest(&t.token), Principal::new(&t.subject, roles))
-                .is_some()
-            {
-                return Err(Error::invalid(format!("tokens[{i}] repeats a token")));
-            }
-        }
-        for (i, b) in file.bindings.iter().enumerate() {
-            let roles = roles_of(&b.roles, &format!("bindings[{i}].roles"))?;
-            let to = match (&b.subject, &b.group) {
-                (Some(s), None) => inner.by_subject.entry(s.clone()),
-                (None, Some(g)) => inner.by_group.entry(g.clone()),
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "bindings[{i}] must name one subject or one group"
-                    )));
-                }
-            };
-            to.or_default().extend(roles);
-        }
-        if let Some(o) = file.oidc {
-            let source = match (o.jwks_file, o.jwks_url) {
-                (Some(_), Some(_)) => {
-                    return Err(Error::invalid("oidc has both jwksFile and jwksUrl"));
-                }
-                (Some(f), None) => KeySource::File(f),
-                (None, Some(u)) => KeySource::Url(u),
-                (None, None) => KeySource::Discovery(format!(
-                    "{}/.well-known/openid-configuration",
-                    o.issuer.trim_end_matches('/')
-                )),
-            };
-            let oidc = Oidc {
-                issuer: o.issuer,
-                audience: o.audience,
-                roles_claim: o.roles_claim.unwrap_or_else(|| "roles".to_owned()),
-                groups_claim: o.groups_claim.unwrap_or_else(|| "groups".to_owned()),
-                subject_claim: o.subject_claim.unwrap_or_else(|| "sub".to_owned()),
-                source,
-                cache: tokio::sync::Mutex::default(),
-            };
-            if let KeySource::File(path) = &oidc.source {
-                let keys = read_key_file(path)?;
-                *oidc
-                    .cache
-                    .try_lock()
-                    .map_err(|_| Error::internal("unshared lock"))? = KeyCache {
-                    keys: Some(Arc::new(keys)),
-                    fetched: Some(Instant::now()),
-                };
-            }
-            inner.oidc = Some(oidc);
-        }
+        let inner = parse_auth_file(text)?;
         Ok(Self {
-            inner: Some(Arc::new(inner)),
+            mode: Mode::Verified(Arc::new(Loaded::new(None, inner))),
         })
     }
+}
 
-    /// The principal `token` proves; in the open mode the anonymous platform admin whatever
-    /// the token.
+/// The configuration of the auth file at `path`.
+fn read_auth_file(path: &Path) -> Result<Inner, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::invalid(format!("cannot read the auth config {}", path.display())).with_source(e)
+    })?;
+    parse_auth_file(&text).map_err(|e| {
+        Error::invalid(format!(
+            "the auth config {} is not valid: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// The configuration of an auth file's text (a key set file it names is read now).
+fn parse_auth_file(text: &str) -> Result<Inner, Error> {
+    let file: AuthFile =
+        emco_go::yaml::from_str(text).map_err(|e| Error::invalid(e.to_string()))?;
+    if file.tokens.is_empty() && file.oidc.is_none() {
+        return Err(Error::invalid("it has neither tokens nor oidc"));
+    }
+    let mut inner = Inner::default();
+    for (i, t) in file.tokens.iter().enumerate() {
+        if t.token.len() < 16 {
+            return Err(Error::invalid(format!(
+                "tokens[{i}] ({}) is shorter than 16 characters",
+                t.subject
+            )));
+        }
+        let roles = roles_of(&t.roles, &format!("tokens[{i}].roles"))?;
+        if inner
+            .tokens
+            .insert(digest(&t.token), Principal::new(&t.subject, roles))
+            .is_some()
+        {
+            return Err(Error::invalid(format!("tokens[{i}] repeats a token")));
+        }
+    }
+    for (i, b) in file.bindings.iter().enumerate() {
+        let roles = roles_of(&b.roles, &format!("bindings[{i}].roles"))?;
+        let to = match (&b.subject, &b.group) {
+            (Some(s), None) => inner.by_subject.entry(s.clone()),
+            (None, Some(g)) => inner.by_group.entry(g.clone()),
+            _ => {
+                return Err(Error::invalid(format!(
+                    "bindings[{i}] must name one subject or one group"
+                )));
+            }
+        };
+        to.or_default().extend(roles);
+    }
+    if let Some(o) = file.oidc {
+        let source = match (o.jwks_file, o.jwks_url) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid("oidc has both jwksFile and jwksUrl"));
+            }
+            (Some(f), None) => KeySource::File(f),
+            (None, Some(u)) => KeySource::Url(u),
+            (None, None) => KeySource::Discovery(format!(
+                "{}/.well-known/openid-configuration",
+                o.issuer.trim_end_matches('/')
+            )),
+        };
+        let oidc = Oidc {
+            issuer: o.issuer,
+            audience: o.audience,
+            roles_claim: o.roles_claim.unwrap_or_else(|| "roles".to_owned()),
+            groups_claim: o.groups_claim.unwrap_or_else(|| "groups".to_owned()),
+            subject_claim: o.subject_claim.unwrap_or_else(|| "sub".to_owned()),
+            source,
+            cache: tokio::sync::Mutex::default(),
+        };
+        if let KeySource::File(path) = &oidc.source {
+            let keys = read_key_file(path)?;
+            *oidc
+                .cache
+                .try_lock()
+                .map_err(|_| Error::internal("unshared lock"))? = KeyCache {
+                keys: Some(Arc::new(keys)),
+                fetched: Some(Instant::now()),
+            };
+        }
+        inner.oidc = Some(oidc);
+    }
+    Ok(inner)
+}
+
+impl Authenticator {
+    /// The principal `token` proves; in the open mode the anonymous platform admin, and for an
+    /// authenticator [acting as](Authenticator::acting_as) someone that principal, whatever the
+    /// token.
     ///
     /// # Errors
     /// Unauthenticated when there is no token or it proves nobody (unknown, expired, for
@@ -307,8 +427,9 @@ impl Authenticator {
         token: Option<&str>,
         client: Option<&CertSubject>,
     ) -> Result<Principal, Error> {
-        let Some(inner) = &self.inner else {
-            return Ok(Principal::open());
+        let inner = match &self.mode {
+            Mode::As(p) => return Ok(p.clone()),
+            Mode::Verified(loaded) => loaded.inner(),
         };
         let Some(token) = token.filter(|t| !t.is_empty()) else {
             if let Some(cert) = client {
@@ -324,7 +445,7 @@ impl Authenticator {
         }
         match &inner.oidc {
             // Three dot-separated parts: a JWT; anything else is a static token not known.
-            Some(oidc) if token.split('.').count() == 3 => oidc.principal(inner, token).await,
+            Some(oidc) if token.split('.').count() == 3 => oidc.principal(&inner, token).await,
             _ => Err(Error::unauthenticated("the token is not valid")),
         }
     }

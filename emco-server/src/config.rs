@@ -170,6 +170,9 @@ struct Cli {
     /// open server), bursts of twice that; more get 429 with Retry-After [default: no limit].
     #[arg(long, env = "EMCO_RATE_LIMIT")]
     rate_limit: Option<u32>,
+    /// The embedded store's page cache and write buffer, MiB [default: 128].
+    #[arg(long, env = "EMCO_STORE_CACHE_MIB")]
+    store_cache_mib: Option<usize>,
 }
 
 /// The configuration file: the same keys as the flags, all optional.
@@ -207,6 +210,7 @@ struct FileConfig {
     tls_key: Option<PathBuf>,
     tls_client_ca: Option<PathBuf>,
     rate_limit: Option<u32>,
+    store_cache_mib: Option<usize>,
 }
 
 /// Where the keys that seal stored credentials come from.
@@ -282,6 +286,8 @@ pub struct Config {
     pub tls: Option<crate::tls::TlsFiles>,
     /// REST requests a second per caller; `None`: no limit.
     pub rate_limit: Option<u32>,
+    /// The embedded store's cache, bytes.
+    pub store_cache: usize,
 }
 
 impl Default for Config {
@@ -316,6 +322,7 @@ impl Default for Config {
             auth_config: None,
             tls: None,
             rate_limit: None,
+            store_cache: emco_appcontext::embedded::DEFAULT_CACHE_SIZE,
         }
     }
 }
@@ -452,6 +459,11 @@ impl Config {
             },
             replica_id,
             replica_ttl,
+            store_cache: match cli.store_cache_mib.or(file.store_cache_mib) {
+                Some(0) => return Err(Error::invalid("--store-cache-mib must be at least 1")),
+                Some(mib) => mib.saturating_mul(1024 * 1024),
+                None => d.store_cache,
+            },
             listen: cli.listen.or(file.listen).unwrap_or(d.listen),
             grpc_listen: cli
                 .grpc_listen

@@ -207,6 +207,7 @@ fn open_redb(config: &Config) -> Result<emco_appcontext::embedded::Redb, Error> 
     })?;
     emco_appcontext::embedded::RedbBuilder::new()
         .with_path(config.data_dir.join("emco.redb"))
+        .with_cache_size(config.store_cache)
         .build()
 }
 
@@ -673,6 +674,12 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send) ->
     orch.start(engine.clone()).await?;
 
     let auth = authenticator(&config);
+    let reloading = auth.clone();
+    tls::recheck_every(&cancel, move || match reloading.reload() {
+        Ok(true) => tracing::info!("the auth config was read again"),
+        Ok(false) => {}
+        Err(e) => tracing::warn!(error = %e, "keeping the auth config in use"),
+    });
     let app = app_with(orch.clone(), &config, Metrics::new(), auth.clone());
     if auth.is_open() {
         tracing::warn!(

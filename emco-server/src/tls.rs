@@ -76,7 +76,7 @@ fn load_key(
     Ok(Arc::new(certified))
 }
 
-fn modified(path: &Path) -> Option<SystemTime> {
+pub(crate) fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
@@ -134,17 +134,23 @@ pub fn acceptor(
     cancel: &CancellationToken,
 ) -> Result<tokio_rustls::TlsAcceptor, Error> {
     let (config, reloading) = server_config(files, alpn)?;
+    recheck_every(cancel, move || reloading.check());
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Runs `check` every [`RELOAD_EVERY`] until `cancel`: how the files a server was started
+/// with (its certificate, its auth config) are read again without a restart.
+pub(crate) fn recheck_every(cancel: &CancellationToken, check: impl Fn() + Send + 'static) {
     let cancel = cancel.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(RELOAD_EVERY);
         loop {
             tokio::select! {
                 () = cancel.cancelled() => return,
-                _ = tick.tick() => reloading.check(),
+                _ = tick.tick() => check(),
             }
         }
     });
-    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
 }
 
 fn server_config(

@@ -594,6 +594,126 @@ async fn without_an_auth_file_the_server_is_open() {
     );
 }
 
+/// Writes `text` to `path` with a modification time `secs` seconds ahead, so a rewrite within
+/// the file system's timestamp granularity is still seen as a change.
+fn rewrite(path: &Path, text: &str, secs: u64) {
+    std::fs::write(path, text).unwrap();
+    let ahead = SystemTime::now() + std::time::Duration::from_secs(secs);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(ahead)
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_changed_auth_file_is_taken_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = auth_file(dir.path(), "");
+    let auth = Authenticator::from_file(&path).unwrap();
+    assert_eq!(principal(&auth, ALICE).await.unwrap().0, "alice");
+    assert!(!auth.reload().unwrap(), "nothing changed");
+    // Alice's token revoked, a new one for dave.
+    let dave = "dave-token-0123456789";
+    rewrite(
+        &path,
+        &format!("tokens:\n  - {{token: {dave}, subject: dave, roles: [project-viewer:p1]}}\n"),
+        10,
+    );
+    assert!(auth.reload().unwrap());
+    let e = principal(&auth, ALICE).await.unwrap_err();
+    assert_eq!(e.kind(), emco_core::ErrorKind::Unauthenticated);
+    assert_eq!(
+        principal(&auth, dave).await.unwrap(),
+        ("dave".to_owned(), vec!["project-viewer:p1".to_owned()])
+    );
+    // A half-written file is refused once and the configuration in use kept.
+    rewrite(&path, "tokens:\n  - {token: ", 20);
+    let e = auth.reload().unwrap_err();
+    assert!(e.to_string().contains("is not valid"), "{e}");
+    assert!(!auth.reload().unwrap(), "said once per change");
+    assert_eq!(principal(&auth, dave).await.unwrap().0, "dave");
+
+    // A key set file is read again when it changes (an issuer's rotated keys).
+    let keys = dir.path().join("jwks.json");
+    std::fs::write(&keys, r#"{"keys": []}"#).unwrap();
+    rewrite(
+        &path,
+        &format!(
+            "oidc: {{issuer: {ISSUER}, audience: emco, jwksFile: {}}}\n",
+            keys.display()
+        ),
+        30,
+    );
+    assert!(auth.reload().unwrap());
+    let token = jwt(
+        Algorithm::RS256,
+        Some("rsa-1"),
+        &claims("erin", &json!({"roles": ["cluster-admin"]})),
+    );
+    let e = principal(&auth, &token).await.unwrap_err();
+    assert!(e.to_string().contains("no signing key"), "{e}");
+    rewrite(
+        &keys,
+        &std::fs::read_to_string(data("jwks.json")).unwrap(),
+        40,
+    );
+    assert!(auth.reload().unwrap());
+    assert_eq!(
+        principal(&auth, &token).await.unwrap(),
+        ("erin".to_owned(), vec!["cluster-admin".to_owned()])
+    );
+}
+
+#[tokio::test]
+async fn an_embedder_acting_for_a_principal_gets_that_principals_rights() {
+    let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
+    let admin = emco_server::app(orch.clone(), &Config::default(), Metrics::new());
+    for p in ["p1", "p2"] {
+        let body = json!({"metadata": {"name": p}});
+        let (status, _, text) =
+            common::call(&admin, None, "POST", "/v2/projects", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{text}");
+    }
+    let alice =
+        emco_server::Principal::new("alice", [emco_server::Role::ProjectOwner("p1".to_owned())]);
+    let auth = Authenticator::acting_as(alice);
+    assert!(!auth.is_open());
+    let app = emco_server::app_with(orch, &Config::default(), Metrics::new(), auth);
+    let new_ca = json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}});
+    // No token needed, and any token is ignored: the embedder said who calls.
+    for token in [None, Some(ADMIN)] {
+        let (status, _, body) = common::call(&app, token, "GET", "/v2/projects", None).await;
+        assert_eq!(
+            (status, names(&body)),
+            (StatusCode::OK, vec!["p1".to_owned()])
+        );
+        let (status, _, body) = common::call(
+            &app,
+            token,
+            "POST",
+            "/v2/projects/p2/composite-apps",
+            Some(new_ca.clone()),
+        )
+        .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+        assert!(
+            body.contains("\"alice\" may not change project \"p2\""),
+            "{body}"
+        );
+    }
+    let (status, _, body) = common::call(
+        &app,
+        None,
+        "POST",
+        "/v2/projects/p1/composite-apps",
+        Some(new_ca),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
 #[test]
 fn a_bad_auth_file_refuses_the_start() {
     let dir = tempfile::tempdir().unwrap();

@@ -23,7 +23,7 @@ from ._api import (
     Watch,
     serve_controller,
 )
-from ._base import DigRef, LogicalCloudRef, Target
+from ._base import DigRef, LogicalCloudRef, Principal, Target
 from ._emco import Context, __version__
 from ._errors import (
     AlreadyExists,
@@ -96,6 +96,7 @@ __all__ = [
     "NotFound",
     "Orchestrator",
     "PlacementController",
+    "Principal",
     "Project",
     "Resource",
     "ResourceStatus",

@@ -25,6 +25,7 @@ from ._base import (
     Json,
     LogicalCloudRef,
     PathLike,
+    Principal,
     Target,
     as_file,
     as_tgz,
@@ -33,7 +34,7 @@ from ._base import (
     q,
 )
 from ._emco import Context, ControllerServer as _NativeServer, Transport
-from ._errors import AlreadyExists, EmcoError, error_for
+from ._errors import EmcoError, error_for
 from ._intents import IntentsApi
 from ._objects import (
     App,
@@ -561,38 +562,31 @@ class Client(_Api):
 class Orchestrator(_Api):
     """The orchestrator, rsync and the built-in controllers in this process, no server:
     `Orchestrator.in_memory()` or `Orchestrator.embedded(data_dir)`. Use it as a context
-    manager, or call `close()`, to stop its engine."""
+    manager, or call `close()`, to stop its engine.
 
-    def __init__(self, transport: Transport,
-                 controllers: Optional[Mapping[str, Controller]] = None,
-                 priority: int = 1) -> None:
+    It acts as the platform admin, or as `principal` when one is given: then every call obeys
+    the rules a server applies to that caller (PermissionDenied without the role)."""
+
+    def __init__(self, transport: Transport) -> None:
         super().__init__(transport)
-        # Registered like any controller, so deployment intent groups can name them; the
-        # address is never dialled: the orchestrator calls them in this process.
-        for name, controller in (controllers or {}).items():
-            kind = "placement" if hasattr(controller, "filter_clusters") else "action"
-            try:
-                self.register_controller(name, "localhost", 9, kind, priority)
-            except AlreadyExists:
-                pass
 
     @classmethod
     def in_memory(cls, controllers: Optional[Mapping[str, Controller]] = None,
-                  priority: int = 1) -> "Orchestrator":
+                  priority: int = 1,
+                  principal: Optional[Principal] = None) -> "Orchestrator":
         """Stores in memory: everything is gone when the process ends. `controllers` are
         Python action controllers (with `update`) or placement controllers (with
-        `filter_clusters`) by name, called in this process."""
-        found = dict(controllers or {})
-        return cls(Transport.embedded(None, list(found.items())), found, priority)
+        `filter_clusters`) by name, called in this process and registered with `priority`."""
+        return cls(_embedded(None, controllers, priority, principal))
 
     @classmethod
     def embedded(cls, data_dir: PathLike,
                  controllers: Optional[Mapping[str, Controller]] = None,
-                 priority: int = 1) -> "Orchestrator":
+                 priority: int = 1,
+                 principal: Optional[Principal] = None) -> "Orchestrator":
         """Stores in one file under `data_dir`; deployments in progress resume at the next
         start over the same directory."""
-        found = dict(controllers or {})
-        return cls(Transport.embedded(str(data_dir), list(found.items())), found, priority)
+        return cls(_embedded(str(data_dir), controllers, priority, principal))
 
     def __enter__(self) -> "Orchestrator":
         return self
@@ -603,6 +597,12 @@ class Orchestrator(_Api):
     def close(self) -> None:
         """Stops the engine (what it was doing resumes at the next start over the same data)."""
         self._t.close()
+
+
+def _embedded(data_dir: Optional[str], controllers: Optional[Mapping[str, Controller]],
+              priority: int, principal: Optional[Principal]) -> Transport:
+    who = None if principal is None else (principal.subject, list(principal.roles))
+    return Transport.embedded(data_dir, list((controllers or {}).items()), priority, who)
 
 
 class ControllerServer:

@@ -46,6 +46,16 @@ class LogicalCloudRef:
 Target = Union[DigRef, LogicalCloudRef]
 
 
+@dataclass(frozen=True)
+class Principal:
+    """Who an embedded orchestrator acts for: a subject and its roles, written as in the
+    server's auth config (`platform-admin`, `cluster-admin`, `project-owner:NAME`,
+    `project-viewer:NAME`). Its calls obey the same rules as that caller's on a server."""
+
+    subject: str
+    roles: Sequence[str] = ()
+
+
 def q(segment: str) -> str:
     return quote(segment, safe="")
 

@@ -19,6 +19,8 @@ class Transport:
     def embedded(
         data_dir: Optional[Union[str, PathLike[str]]] = None,
         controllers: Sequence[Tuple[str, Any]] = (),
+        priority: int = 1,
+        principal: Optional[Tuple[str, Sequence[str]]] = None,
     ) -> "Transport": ...
     @property
     def is_embedded(self) -> bool: ...

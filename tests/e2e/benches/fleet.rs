@@ -18,7 +18,8 @@
 //! `scripts/bench-fleet.sh` does both. Environment: `EMCO_FLEET_CLUSTERS` (1000),
 //! `EMCO_FLEET_APPS` (10), `EMCO_FLEET_OBJECTS` per app (10), `EMCO_FLEET_READY_DELAY_MS`
 //! (kubesim's, 500), `EMCO_FLEET_BIN_DIR` (the binaries; `target/release`),
-//! `EMCO_FLEET_SERVER_WRAPPER` (a command to run the server under: `heaptrack`). The table is printed
+//! `EMCO_FLEET_SERVER_WRAPPER` and `EMCO_FLEET_KUBESIM_WRAPPER` (a command to run the process
+//! under: `heaptrack`; such a run ends at Ready with SIGTERM, its table beside the benchmark's). The table is printed
 //! and written to `bench-results/fleet-<clusters>x<objects per cluster>.txt`.
 
 #![allow(clippy::unwrap_used)] // A bench that cannot set up has nothing to report.
@@ -55,6 +56,8 @@ struct Params {
     ready_delay_ms: u64,
     bin_dir: PathBuf,
     wrapper: Option<String>,
+    /// The same for kubesim: EMCO_FLEET_KUBESIM_WRAPPER.
+    kubesim_wrapper: Option<String>,
 }
 
 impl Params {
@@ -74,6 +77,7 @@ impl Params {
                 PathBuf::from,
             ),
             wrapper: std::env::var("EMCO_FLEET_SERVER_WRAPPER").ok(),
+            kubesim_wrapper: std::env::var("EMCO_FLEET_KUBESIM_WRAPPER").ok(),
         }
     }
 
@@ -106,6 +110,58 @@ fn memory(pid: u32) -> (u64, u64) {
             .unwrap_or(0)
     };
     (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// A process's own pid: the child itself, or under a wrapper (heaptrack's script) its
+/// descendant named `name`, once the wrapper started it.
+fn own_pid(wrapper: Option<&String>, child: &Child, name: &str) -> u32 {
+    if wrapper.is_none() {
+        return child.id();
+    }
+    let parent_of = |pid: &str| -> Option<(String, u32)> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // "pid (comm) state ppid ...": comm may hold spaces, so split at the last ')'.
+        let (head, tail) = stat.rsplit_once(')')?;
+        let comm = head.split_once('(')?.1.to_owned();
+        let ppid = tail.split_whitespace().nth(1)?.parse().ok()?;
+        Some((comm, ppid))
+    };
+    for _ in 0..600 {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let pid = entry.file_name().to_string_lossy().into_owned();
+            if let Some((comm, ppid)) = parent_of(&pid)
+                && comm == name
+                && ppid == child.id()
+            {
+                return pid.parse().unwrap();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("no {name} under the wrapper {wrapper:?}");
+}
+
+/// `program`, or `wrapper program` when a profiler is to run it.
+fn wrapped(wrapper: Option<&String>, program: &Path) -> Command {
+    match wrapper {
+        Some(w) => {
+            let mut c = Command::new(w);
+            c.arg(program);
+            c
+        }
+        None => Command::new(program),
+    }
+}
+
+/// Ends a process normally (SIGTERM), so a profiler in front of it writes its data, and waits
+/// for its wrapper.
+fn stop(pid: u32, proc: &mut Proc) {
+    let sent = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    drop(proc.0.wait());
 }
 
 fn descriptors(pid: u32) -> u64 {
@@ -351,7 +407,7 @@ async fn raw_loop(p: &Params, kubeconfigs: &Path) -> Duration {
 }
 
 fn spawn_kubesim(p: &Params, kubeconfigs: &Path) -> Proc {
-    let mut child = Command::new(p.bin_dir.join("kubesim"))
+    let mut child = wrapped(p.kubesim_wrapper.as_ref(), &p.bin_dir.join("kubesim"))
         .args(["serve", "--shared-port", "--clusters"])
         .arg(p.clusters.to_string())
         .arg("--ready-delay-ms")
@@ -362,26 +418,20 @@ fn spawn_kubesim(p: &Params, kubeconfigs: &Path) -> Proc {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("kubesim ready"), "kubesim: {line:?}");
+    // A wrapper may print lines of its own first.
+    while !line.starts_with("kubesim ready") {
+        line.clear();
+        let n = out.read_line(&mut line).unwrap();
+        assert!(n > 0, "kubesim ended before it was ready");
+    }
     Proc(child)
 }
 
 fn spawn_server(p: &Params, data: &Path, listen: &str, grpc: &str) -> Proc {
-    let server = p.bin_dir.join("emco-server");
     // A profiler in front of the server (`heaptrack`): EMCO_FLEET_SERVER_WRAPPER.
-    let mut cmd = match &p.wrapper {
-        Some(w) => {
-            let mut c = Command::new(w);
-            c.arg(server);
-            c
-        }
-        None => Command::new(server),
-    };
-    let child = cmd
+    let child = wrapped(p.wrapper.as_ref(), &p.bin_dir.join("emco-server"))
         .args(["--listen", listen, "--grpc-listen", grpc, "--data-dir"])
         .arg(data)
         .env(
@@ -463,12 +513,13 @@ async fn bench(p: &Params) -> String {
     )
     .unwrap();
 
-    let kubesim = spawn_kubesim(p, &kubeconfigs);
+    let mut kubesim = spawn_kubesim(p, &kubeconfigs);
+    let kubesim_pid = own_pid(p.kubesim_wrapper.as_ref(), &kubesim.0, "kubesim");
     let server_peaks = Arc::new(Peaks::default());
     let kubesim_peaks = Arc::new(Peaks::default());
     kubesim_peaks
         .pid
-        .store(u64::from(kubesim.0.id()), Ordering::Relaxed);
+        .store(u64::from(kubesim_pid), Ordering::Relaxed);
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = {
         let (s, k, on) = (
@@ -505,9 +556,8 @@ async fn bench(p: &Params) -> String {
     );
     let started = Instant::now();
     let mut server = spawn_server(p, &data, &listen, &grpc);
-    server_peaks
-        .pid
-        .store(u64::from(server.0.id()), Ordering::Relaxed);
+    let pid = own_pid(p.wrapper.as_ref(), &server.0, "emco-server");
+    server_peaks.pid.store(u64::from(pid), Ordering::Relaxed);
     let connector = {
         let mut c = HttpConnector::new();
         c.set_nodelay(true);
@@ -718,11 +768,26 @@ async fn bench(p: &Params) -> String {
         ),
     );
 
-    let (_, hwm) = memory(server.0.id());
+    let (_, hwm) = memory(pid);
     t.row(
         "server VmHWM, start to Ready",
         format!("{:.0} MiB", mib(hwm)),
     );
+    if p.wrapper.is_some() || p.kubesim_wrapper.is_some() {
+        // A profiler writes its data when its process ends normally; no restart after it.
+        stop(pid, &mut server);
+        stop(kubesim_pid, &mut kubesim);
+        t.row(
+            "profile",
+            format!(
+                "server under {:?}, kubesim under {:?}: ended at Ready with SIGTERM",
+                p.wrapper, p.kubesim_wrapper
+            ),
+        );
+        sampling.store(false, Ordering::Relaxed);
+        sampler.await.unwrap();
+        return t.0;
+    }
 
     // A crash with the fleet deployed: the time until the server answers again.
     drop(server.0.kill());
@@ -821,7 +886,7 @@ async fn bench(p: &Params) -> String {
         "server VmHWM of the restarted process",
         format!("{:.0} MiB", mib(hwm)),
     );
-    let (_, hwm) = memory(kubesim.0.id());
+    let (_, hwm) = memory(kubesim_pid);
     t.row("kubesim VmHWM (whole run)", format!("{:.0} MiB", mib(hwm)));
     sampling.store(false, Ordering::Relaxed);
     sampler.await.unwrap();
@@ -850,8 +915,23 @@ fn main() {
     print!("{report}");
     let out = emco_e2e::workspace().join("bench-results");
     std::fs::create_dir_all(&out).unwrap();
+    // A profiled run's figures are not the benchmark's: they go beside them.
+    let profiled = p
+        .wrapper
+        .as_ref()
+        .or(p.kubesim_wrapper.as_ref())
+        .map_or_else(String::new, |w| {
+            let tool = Path::new(w)
+                .file_name()
+                .map_or_else(|| w.clone(), |n| n.to_string_lossy().into_owned());
+            format!("-{tool}")
+        });
     std::fs::write(
-        out.join(format!("fleet-{}x{}.txt", p.clusters, p.apps * p.objects)),
+        out.join(format!(
+            "fleet-{}x{}{profiled}.txt",
+            p.clusters,
+            p.apps * p.objects
+        )),
         report,
     )
     .unwrap();

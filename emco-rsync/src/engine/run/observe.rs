@@ -101,7 +101,9 @@ pub(super) struct Eyes<'a> {
     run: &'a Run,
     conn: &'a Arc<dyn Connector>,
     scope: Scope,
-    rs: Vec<(String, Resource)>,
+    /// Each resource by its EMCO name: only its identity (a follower may live as long as the
+    /// deployment: its manifest is not kept).
+    rs: Vec<(String, ResourceId)>,
     watch: Option<WatchEyes>,
     /// The last entries, kept while the cluster cannot be asked.
     last: Map<String, Value>,
@@ -126,7 +128,7 @@ impl<'a> Eyes<'a> {
         run: &'a Run,
         conn: &'a Arc<dyn Connector>,
         scope: Scope,
-        rs: Vec<(String, Resource)>,
+        rs: Vec<(String, ResourceId)>,
     ) -> Self {
         let watch = conn.readiness_source().map(|watcher| WatchEyes {
             // Subscribed before the first look, so no change falls between the two.
@@ -164,13 +166,9 @@ impl<'a> Eyes<'a> {
             Some(w) => {
                 let mut entries = Map::new();
                 let mut seen = ClusterReadiness::Available;
-                for (i, (name, r)) in self.rs.iter().enumerate() {
+                for (i, (name, id)) in self.rs.iter().enumerate() {
                     if w.keyed[i].is_none() && w.refused[i].is_none() {
-                        match w
-                            .watcher
-                            .watch_in(self.scope.namespace_for(r.id()), r.id())
-                            .await
-                        {
+                        match w.watcher.watch_in(self.scope.namespace_for(id), id).await {
                             Ok(k) => {
                                 w.ids.insert(k.clone());
                                 w.keyed[i] = Some(k);
@@ -200,7 +198,7 @@ impl<'a> Eyes<'a> {
                 (entries, seen)
             }
             None => {
-                let ids: Vec<ResourceId> = self.rs.iter().map(|(_, r)| r.id().clone()).collect();
+                let ids: Vec<ResourceId> = self.rs.iter().map(|(_, id)| id.clone()).collect();
                 let got = {
                     let _permits = self.run.permits(self.conn.cluster()).await;
                     self.conn.observe(&self.scope, &ids).await
@@ -296,9 +294,9 @@ impl Run {
         resources: &[Resource],
         token: &CancellationToken,
     ) -> Waited {
-        let rs: Vec<(String, Resource)> = resources
+        let rs = resources
             .iter()
-            .map(|r| (r.id().emco_name(), r.clone()))
+            .map(|r| (r.id().emco_name(), r.id().clone()))
             .collect();
         let timeout = self.inner.hook_timeout;
         let deadline = tokio::time::Instant::now() + timeout;
@@ -355,7 +353,7 @@ impl Run {
         conn: Arc<dyn Connector>,
         app: &str,
         cluster: &str,
-        rs: Vec<(String, Resource)>,
+        rs: Vec<(String, ResourceId)>,
     ) {
         let run = self.clone();
         let (app, cluster) = (app.to_owned(), cluster.to_owned());
@@ -379,7 +377,7 @@ impl Run {
         conn: &Arc<dyn Connector>,
         app: &str,
         cluster: &str,
-        rs: Vec<(String, Resource)>,
+        rs: Vec<(String, ResourceId)>,
         token: &CancellationToken,
     ) {
         let ctx_id = self.ctx.id();
@@ -451,7 +449,7 @@ impl Run {
                 None => self.load(app, cluster, n).await?,
             };
             if let Some(r) = r {
-                all.push((n.clone(), r));
+                all.push((n.clone(), r.id().clone()));
             }
         }
         self.watch_readiness(conn, app, cluster, all);
