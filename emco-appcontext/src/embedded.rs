@@ -9,8 +9,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Every AppContext transaction and every resource write is one redb write transaction committed
-//! with immediate durability (fsync) before it is acknowledged. Blobs are written in 1 MiB chunks,
+//! Every AppContext transaction and every resource write is committed with immediate durability
+//! (fsync) before it is acknowledged; concurrent ones share a redb write transaction and its
+//! fsync (a group commit), each AppContext transaction still at its own revision. Blobs are written in 1 MiB chunks,
 //! each in its own non-durable transaction, and published by a final durable transaction that
 //! points the blob at the new chunks; chunks left by a crash mid-upload are removed on open.
 
@@ -26,8 +27,8 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinitio
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::kv::{KeyValue, ListOptions, ListPage, Txn, WatchEvent};
-use crate::local::{self, Engine, KvView, LocalStore, Revs};
+use crate::kv::{KeyValue, ListOptions, ListPage, Txn, TxnResult};
+use crate::local::{self, Applied, Engine, KvView, LocalStore, Revs, SharedLog};
 use crate::resource::{
     BLOB_CHUNK, BlobStream, BlobVersion, Chunked, Expect, Family, FamilyScan, Filter, PutMode,
     ResourceKey, ResourceStore, Scanned, check_put, matches_all, write_chunks,
@@ -161,6 +162,7 @@ impl RedbBuilder {
         let db = Arc::new(db);
         let engine = KvEngine {
             db: Arc::clone(&db),
+            commits: GroupCommit::start(&db, "emco-redb-contexts")?,
         };
         let capacity = self.log_capacity.unwrap_or(local::DEFAULT_LOG_CAPACITY);
         Ok(Redb {
@@ -169,7 +171,7 @@ impl RedbBuilder {
                 engine, revision, capacity,
             ))),
             resources: Arc::new(RedbResourceStore {
-                commits: GroupCommit::start(&db)?,
+                commits: GroupCommit::start(&db, "emco-redb-resources")?,
                 db,
             }),
         })
@@ -210,6 +212,20 @@ impl Redb {
 
 struct KvEngine {
     db: Arc<Database>,
+    commits: GroupCommit<Published>,
+}
+
+/// A transaction in a committed group, whose events go to its store's change log.
+struct Published {
+    log: SharedLog,
+    applied: Applied,
+}
+
+impl AfterCommit for Published {
+    type Answer = TxnResult;
+    fn after_commit(self) -> TxnResult {
+        self.applied.publish(&self.log)
+    }
 }
 
 impl fmt::Debug for KvEngine {
@@ -296,9 +312,8 @@ impl KvView for TableView<'_> {
     }
 }
 
+#[async_trait]
 impl Engine for KvEngine {
-    const BLOCKING: bool = true;
-
     fn revision(&self) -> Result<u64> {
         let tx = self.db.begin_read().map_err(db_err)?;
         let meta = tx.open_table(META).map_err(db_err)?;
@@ -341,24 +356,28 @@ impl Engine for KvEngine {
         local::page(iter, options, revision)
     }
 
-    fn apply(&self, txn: &Txn, next: u64) -> Result<(bool, u64, Vec<WatchEvent>)> {
-        let mut tx = self.db.begin_write().map_err(db_err)?;
-        tx.set_durability(Durability::Immediate)
-            .map_err(|e| db_err(redb::Error::from(e)))?;
-        let out = {
-            let mut view = TableView(tx.open_table(KV).map_err(db_err)?);
-            local::evaluate(&mut view, txn, next)?
-        };
-        if out.2.is_empty() {
-            // Nothing changed: dropping the transaction aborts it.
-            return Ok(out);
-        }
-        tx.open_table(META)
-            .map_err(db_err)?
-            .insert(REVISION, next)
-            .map_err(db_err)?;
-        tx.commit().map_err(db_err)?;
-        Ok(out)
+    async fn commit(&self, txn: Txn, log: &SharedLog) -> Result<TxnResult> {
+        let log = Arc::clone(log);
+        // The group's writes run in order in one transaction, so each takes the revision the
+        // one before it left; the writer thread publishes them in that order after the commit.
+        self.commits
+            .write(move |tx| {
+                let mut meta = tx.open_table(META).map_err(db_err)?;
+                let current = meta
+                    .get(REVISION)
+                    .map_err(db_err)?
+                    .map(|g| g.value())
+                    .unwrap_or(0);
+                let applied = {
+                    let mut view = TableView(tx.open_table(KV).map_err(db_err)?);
+                    Applied::at(current + 1, local::evaluate(&mut view, &txn, current + 1)?)
+                };
+                if applied.revision != current {
+                    meta.insert(REVISION, applied.revision).map_err(db_err)?;
+                }
+                Ok(Ok(Published { log, applied }))
+            })
+            .await
     }
 }
 
@@ -371,14 +390,29 @@ crate::local::delegate_app_context_store!(RedbAppContextStore);
 /// The embedded resource store.
 pub struct RedbResourceStore {
     db: Arc<Database>,
-    commits: GroupCommit,
+    commits: GroupCommit<()>,
+}
+
+/// What a write of a group commit does once its group is on disk, in commit order, before its
+/// caller is answered; its answer.
+trait AfterCommit: Send + 'static {
+    type Answer: Send + 'static;
+    fn after_commit(self) -> Self::Answer;
+}
+
+impl AfterCommit for () {
+    type Answer = ();
+    fn after_commit(self) {}
 }
 
 /// One write of a group commit, run in the group's transaction. The outer error is the store's
-/// (the whole group fails); the inner one the write's own refusal (a precondition), given only
-/// before it changed anything.
-type WriteJob = Box<dyn FnOnce(&redb::WriteTransaction) -> Result<Result<()>> + Send>;
-type Queued = (WriteJob, oneshot::Sender<Result<()>>);
+/// (the whole group fails and nothing of it is kept); the inner one the write's own refusal (a
+/// precondition), given only before it changed anything.
+type WriteJob<T> = Box<dyn FnOnce(&redb::WriteTransaction) -> Result<Result<T>> + Send>;
+type Queued<T> = (
+    WriteJob<T>,
+    oneshot::Sender<Result<<T as AfterCommit>::Answer>>,
+);
 
 /// The most writes one commit takes.
 const GROUP_MAX: usize = 512;
@@ -387,17 +421,17 @@ const GROUP_MAX: usize = 512;
 /// previous commit ran into one durable transaction, so callers share one fsync instead of
 /// paying one each. Each caller is answered after the commit that holds its write: an
 /// acknowledged write is on disk; a failed commit fails every write of its group.
-struct GroupCommit {
-    queue: std::sync::mpsc::Sender<Queued>,
+struct GroupCommit<T: AfterCommit> {
+    queue: std::sync::mpsc::Sender<Queued<T>>,
 }
 
-impl GroupCommit {
-    fn start(db: &Arc<Database>) -> Result<Self> {
-        let (queue, jobs) = std::sync::mpsc::channel::<Queued>();
+impl<T: AfterCommit> GroupCommit<T> {
+    fn start(db: &Arc<Database>, name: &str) -> Result<Self> {
+        let (queue, jobs) = std::sync::mpsc::channel::<Queued<T>>();
         // Weak: the database (and its file lock) goes when the stores go, not with this thread.
         let db = Arc::downgrade(db);
         std::thread::Builder::new()
-            .name("emco-redb-commit".to_owned())
+            .name(name.to_owned())
             .spawn(move || {
                 while let Ok(first) = jobs.recv() {
                     let mut group = vec![first];
@@ -407,7 +441,7 @@ impl GroupCommit {
                             Err(_) => break,
                         }
                     }
-                    let (writes, replies): (Vec<WriteJob>, Vec<_>) = group.into_iter().unzip();
+                    let (writes, replies): (Vec<WriteJob<T>>, Vec<_>) = group.into_iter().unzip();
                     let outcome = match db.upgrade() {
                         Some(db) => commit_group(&db, writes),
                         None => Err(Error::unavailable("embedded store: closed")),
@@ -415,7 +449,7 @@ impl GroupCommit {
                     match outcome {
                         Ok(answers) => {
                             for (reply, answer) in replies.into_iter().zip(answers) {
-                                drop(reply.send(answer));
+                                drop(reply.send(answer.map(AfterCommit::after_commit)));
                             }
                         }
                         Err(e) => {
@@ -435,8 +469,8 @@ impl GroupCommit {
     /// Runs `write` in the next group and waits for its commit.
     async fn write(
         &self,
-        write: impl FnOnce(&redb::WriteTransaction) -> Result<Result<()>> + Send + 'static,
-    ) -> Result<()> {
+        write: impl FnOnce(&redb::WriteTransaction) -> Result<Result<T>> + Send + 'static,
+    ) -> Result<T::Answer> {
         let (reply, answer) = oneshot::channel();
         self.queue
             .send((Box::new(write), reply))
@@ -449,7 +483,7 @@ impl GroupCommit {
 
 /// Runs `writes` in one durable transaction, in order (each sees the ones before it), and
 /// commits; their own answers.
-fn commit_group(db: &Database, writes: Vec<WriteJob>) -> Result<Vec<Result<()>>> {
+fn commit_group<T: AfterCommit>(db: &Database, writes: Vec<WriteJob<T>>) -> Result<Vec<Result<T>>> {
     let tx = durable_write(db)?;
     let answers = writes
         .into_iter()

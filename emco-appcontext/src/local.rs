@@ -98,17 +98,72 @@ pub(crate) fn evaluate(
 }
 
 /// An in-process storage engine under [`LocalStore`].
+#[async_trait]
 pub(crate) trait Engine: Debug + Send + Sync + 'static {
-    /// Whether calls block on I/O and must run on the blocking thread pool.
-    const BLOCKING: bool;
     /// The current revision.
     fn revision(&self) -> Result<u64>;
     /// One key.
     fn get(&self, key: &str) -> Result<Option<KeyValue>>;
     /// One page of keys under `prefix`, read at one consistent revision.
     fn list(&self, prefix: &str, options: &ListOptions) -> Result<ListPage>;
-    /// Applies `txn` atomically at revision `next` (durably, for a persistent engine).
-    fn apply(&self, txn: &Txn, next: u64) -> Result<(bool, u64, Vec<WatchEvent>)>;
+    /// Applies `txn` atomically (durably, for a persistent engine) at the next revision and
+    /// records its events in `log` before it returns, in revision order across commits.
+    async fn commit(&self, txn: Txn, log: &SharedLog) -> Result<TxnResult>;
+}
+
+/// What applying a transaction gave, before its events are published.
+#[derive(Debug)]
+pub(crate) struct Applied {
+    pub succeeded: bool,
+    pub deleted: u64,
+    /// The store's revision after it: the next one when it changed anything.
+    pub revision: u64,
+    pub events: Vec<WatchEvent>,
+}
+
+impl Applied {
+    /// `evaluate`'s outcome at `next`, the store having been at `next - 1`.
+    pub(crate) fn at(
+        next: u64,
+        (succeeded, deleted, events): (bool, u64, Vec<WatchEvent>),
+    ) -> Self {
+        let revision = if events.is_empty() { next - 1 } else { next };
+        Self {
+            succeeded,
+            deleted,
+            revision,
+            events,
+        }
+    }
+
+    /// Records the events in `log` and answers the transaction. Callers publish in the order
+    /// they committed.
+    pub(crate) fn publish(self, log: &Mutex<ChangeLog>) -> TxnResult {
+        lock(log).record(self.revision, self.events);
+        TxnResult {
+            succeeded: self.succeeded,
+            revision: self.revision,
+            deleted: self.deleted,
+        }
+    }
+}
+
+/// Runs `apply` at the revision after the log's and records its events, all under the log's lock:
+/// the lock orders commits and their publication, so a watch that registers between two commits
+/// sees each exactly once. For engines whose commits are quick.
+pub(crate) fn commit_in_order(
+    log: &Mutex<ChangeLog>,
+    apply: impl FnOnce(u64) -> Result<(bool, u64, Vec<WatchEvent>)>,
+) -> Result<TxnResult> {
+    let mut log = lock(log);
+    let next = log.revision + 1;
+    let applied = Applied::at(next, apply(next)?);
+    log.record(applied.revision, applied.events);
+    Ok(TxnResult {
+        succeeded: applied.succeeded,
+        revision: applied.revision,
+        deleted: applied.deleted,
+    })
 }
 
 /// How many change events the log keeps for watches that start in the past.
@@ -116,7 +171,7 @@ pub(crate) const DEFAULT_LOG_CAPACITY: usize = 100_000;
 
 /// The bounded log of recent changes plus the channel that feeds live watches.
 #[derive(Debug)]
-struct ChangeLog {
+pub(crate) struct ChangeLog {
     /// Watches may start after any revision `>= floor`.
     floor: u64,
     revision: u64,
@@ -168,11 +223,14 @@ impl ChangeLog {
     }
 }
 
+/// The change log a store's commits publish to.
+pub(crate) type SharedLog = Arc<Mutex<ChangeLog>>;
+
 /// An AppContext store over an in-process [`Engine`], with watches served from a change log.
 #[derive(Debug)]
 pub(crate) struct LocalStore<E: Engine> {
-    engine: Arc<E>,
-    log: Arc<Mutex<ChangeLog>>,
+    engine: E,
+    log: SharedLog,
 }
 
 fn lock(log: &Mutex<ChangeLog>) -> MutexGuard<'_, ChangeLog> {
@@ -194,28 +252,13 @@ impl<E: Engine> LocalStore<E> {
             live,
         };
         Self {
-            engine: Arc::new(engine),
+            engine,
             log: Arc::new(Mutex::new(log)),
         }
     }
 
     pub(crate) fn engine(&self) -> &E {
         &self.engine
-    }
-
-    async fn run<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&E, &Mutex<ChangeLog>) -> Result<T> + Send + 'static,
-    ) -> Result<T> {
-        if E::BLOCKING {
-            let engine = Arc::clone(&self.engine);
-            let log = Arc::clone(&self.log);
-            tokio::task::spawn_blocking(move || f(&engine, &log))
-                .await
-                .map_err(|e| Error::internal("store task failed").with_source(e))?
-        } else {
-            f(&self.engine, &self.log)
-        }
     }
 }
 
@@ -237,25 +280,7 @@ impl<E: Engine> AppContextStore for LocalStore<E> {
 
     async fn txn(&self, txn: Txn) -> Result<TxnResult> {
         txn.validate()?;
-        self.run(move |e, log| {
-            // The log lock orders commits and their publication, so a watch that registers
-            // between two commits sees each exactly once.
-            let mut log = lock(log);
-            let next = log.revision + 1;
-            let (succeeded, deleted, events) = e.apply(&txn, next)?;
-            let revision = if events.is_empty() {
-                log.revision
-            } else {
-                next
-            };
-            log.record(revision, events);
-            Ok(TxnResult {
-                succeeded,
-                revision,
-                deleted,
-            })
-        })
-        .await
+        self.engine.commit(txn, &self.log).await
     }
 
     async fn watch(&self, prefix: &str, after_revision: u64) -> Result<WatchStream> {
@@ -275,7 +300,7 @@ impl<E: Engine> AppContextStore for LocalStore<E> {
     }
 
     async fn health(&self) -> Result<()> {
-        self.run(|e, _| e.revision().map(drop)).await
+        self.engine.revision().map(drop)
     }
 
     fn watches_are_immediate(&self) -> bool {

@@ -11,8 +11,8 @@ use emco_core::{Error, Result};
 use futures::StreamExt;
 use serde_json::Value;
 
-use crate::kv::{KeyValue, ListOptions, ListPage, Txn, WatchEvent};
-use crate::local::{self, Engine, KvView, LocalStore, Revs};
+use crate::kv::{KeyValue, ListOptions, ListPage, Txn, TxnResult};
+use crate::local::{self, Engine, KvView, LocalStore, Revs, SharedLog};
 use crate::resource::{
     BlobStream, BlobVersion, Expect, Family, FamilyScan, Filter, PutMode, ResourceKey,
     ResourceStore, Scanned, check_put, matches_all,
@@ -72,9 +72,8 @@ fn to_kv(key: &str, revs: &Revs, value: &Bytes) -> KeyValue {
     }
 }
 
+#[async_trait]
 impl Engine for MemEngine {
-    const BLOCKING: bool = false;
-
     fn revision(&self) -> Result<u64> {
         Ok(guard(&self.0).revision)
     }
@@ -93,14 +92,16 @@ impl Engine for MemEngine {
         local::page(iter, options, state.revision)
     }
 
-    fn apply(&self, txn: &Txn, next: u64) -> Result<(bool, u64, Vec<WatchEvent>)> {
-        let mut state = guard(&self.0);
-        // Map operations cannot fail, so evaluation never stops half-way.
-        let out = local::evaluate(&mut *state, txn, next)?;
-        if !out.2.is_empty() {
-            state.revision = next;
-        }
-        Ok(out)
+    async fn commit(&self, txn: Txn, log: &SharedLog) -> Result<TxnResult> {
+        local::commit_in_order(log, |next| {
+            let mut state = guard(&self.0);
+            // Map operations cannot fail, so evaluation never stops half-way.
+            let out = local::evaluate(&mut *state, &txn, next)?;
+            if !out.2.is_empty() {
+                state.revision = next;
+            }
+            Ok(out)
+        })
     }
 }
 

@@ -135,6 +135,87 @@ async fn concurrent_writes_commit_together_and_answer_alone() {
     assert_eq!(store.get(&project(1000)).await.unwrap(), None);
 }
 
+/// AppContext transactions of concurrent callers share commits too, yet each is its own
+/// revision: compare-and-swap increments of one counter all land (a compare sees the writes
+/// committed before it in its group), every answered revision is distinct, a watch sees each
+/// change once in revision order at the revision its writer was given, and all of it is there
+/// after a reopen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_transactions_commit_together_each_at_its_own_revision() {
+    use emco_appcontext::Compare;
+    use emco_appcontext::kv::EventKind;
+    use futures::StreamExt;
+    const CALLERS: usize = 64;
+    const ROUNDS: usize = 5;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    let start = {
+        let db = RedbBuilder::new().with_path(&path).build().unwrap();
+        let store = db.app_context_store();
+        let start = store
+            .put("/counter", Bytes::from_static(b"0"))
+            .await
+            .unwrap();
+        let mut watch = store.watch("/", start).await.unwrap();
+        let callers = (0..CALLERS).map(|c| {
+            let store = std::sync::Arc::clone(&store);
+            tokio::spawn(async move {
+                let mut revisions = Vec::new();
+                for round in 0..ROUNDS {
+                    // A write of its own key, then an increment retried until its compare holds.
+                    let own = Txn::new().op(Op::put(format!("/own/{c}/{round}"), "x"));
+                    revisions.push(store.txn(own).await.unwrap().revision);
+                    loop {
+                        let kv = store.get("/counter").await.unwrap().unwrap();
+                        let n: u64 = std::str::from_utf8(&kv.value).unwrap().parse().unwrap();
+                        let inc = Txn::new()
+                            .when(Compare::mod_revision("/counter", kv.mod_revision))
+                            .op(Op::put("/counter", (n + 1).to_string()));
+                        let done = store.txn(inc).await.unwrap();
+                        if done.succeeded {
+                            revisions.push(done.revision);
+                            break;
+                        }
+                    }
+                }
+                revisions
+            })
+        });
+        let mut answered: Vec<u64> = futures::future::join_all(callers)
+            .await
+            .into_iter()
+            .flat_map(Result::unwrap)
+            .collect();
+        answered.sort_unstable();
+        let total = CALLERS * ROUNDS * 2;
+        assert_eq!(answered.len(), total);
+        assert!(
+            answered.windows(2).all(|w| w[0] < w[1]),
+            "every answered revision is distinct"
+        );
+        assert_eq!(
+            answered,
+            (start + 1..=start + total as u64).collect::<Vec<_>>()
+        );
+        let mut seen = Vec::new();
+        while seen.len() < total {
+            let e = watch.next().await.unwrap().unwrap();
+            assert_eq!(e.kind, EventKind::Put);
+            seen.push(e.mod_revision);
+        }
+        assert_eq!(seen, answered, "the watch sees each change once, in order");
+        let counter = store.get("/counter").await.unwrap().unwrap();
+        assert_eq!(counter.value, (CALLERS * ROUNDS).to_string().as_bytes());
+        start
+    };
+    let db = RedbBuilder::new().with_path(&path).build().unwrap();
+    let store = db.app_context_store();
+    let counter = store.get("/counter").await.unwrap().unwrap();
+    assert_eq!(counter.value, (CALLERS * ROUNDS).to_string().as_bytes());
+    let next = store.put("/after", Bytes::from_static(b"1")).await.unwrap();
+    assert_eq!(next, start + (CALLERS * ROUNDS * 2) as u64 + 1);
+}
+
 const CHILD_ENV: &str = "EMCO_CRASH_WRITER_DB";
 
 /// Not a test on its own: the child process of `sigkill_loses_no_acknowledged_write`. It writes

@@ -26,7 +26,7 @@
 //! A group never instantiated answers with its lifecycle record and nothing else, as EMCO.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use emco_appcontext::context::{ContextKey, ResourceStatusRecord};
@@ -103,6 +103,17 @@ struct ClusterSnap {
     /// Hooks that run only when the app is deleted (`pre-delete`, `post-delete`).
     delete_hooks: BTreeSet<String>,
     resources: BTreeMap<String, ResourceSnap>,
+    /// Its counts, while the app is not being removed and while it is; reset at every change.
+    counts: [OnceLock<ClusterCounts>; 2],
+}
+
+/// What the resources of one cluster of an app count.
+#[derive(Debug, Default)]
+struct ClusterCounts {
+    /// Per rsync status.
+    deployed: Vec<(String, i64)>,
+    /// Ready, NotReady, NotPresent.
+    ready: [i64; 3],
 }
 
 /// What a status query needs of one AppContext, read in one prefix listing.
@@ -150,10 +161,13 @@ fn cluster_of<'s>(
     app: &str,
     cluster: &str,
 ) -> &'s mut ClusterSnap {
-    apps.entry(app.to_owned())
+    let c = apps
+        .entry(app.to_owned())
         .or_default()
         .entry(cluster.to_owned())
-        .or_default()
+        .or_default();
+    c.counts = Default::default();
+    c
 }
 
 impl Snapshot {
@@ -272,73 +286,226 @@ impl Snapshot {
 
     /// The apps in app order, then the others by name.
     fn ordered_apps(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = self
-            .app_order
-            .iter()
-            .map(String::as_str)
-            .filter(|a| self.apps.contains_key(*a))
-            .collect();
-        for a in self.apps.keys() {
-            if !out.contains(&a.as_str()) {
-                out.push(a);
-            }
-        }
-        out
+        in_order(&self.app_order, &self.apps)
+    }
+
+    /// Whether the context is removing its apps: delete hooks exist on the clusters only then;
+    /// before that they would count as never deployed and never ready.
+    fn removing(&self) -> bool {
+        matches!(
+            self.status(),
+            "PreTerminate" | "Terminating" | "Terminated" | "TerminateFailed"
+        )
+    }
+
+    /// The clusters of `app` that the filters of `query` keep: `(provider, cluster, snap)`.
+    fn clusters<'s>(
+        &'s self,
+        app: &str,
+        query: &'s StatusQuery,
+    ) -> impl Iterator<Item = (&'s str, &'s str, &'s ClusterSnap)> + 's {
+        self.apps
+            .get(app)
+            .into_iter()
+            .flatten()
+            .map(|(id, c)| {
+                let (provider, cluster) = id.split_once('+').unwrap_or(("", id));
+                (provider, cluster, c)
+            })
+            .filter(|(provider, cluster, _)| query.matches_cluster(provider, cluster))
     }
 
     /// Every resource of every app and cluster that the filters of `query` keep, in app order
     /// and resource order.
     pub(crate) fn views(&self, query: &StatusQuery) -> Vec<AppView> {
+        let detail = query.output == StatusOutput::Detail;
         let mut apps = Vec::new();
         for app in self.ordered_apps() {
             if !query.matches_app(app) {
                 continue;
             }
-            let mut clusters = Vec::new();
-            for (id, c) in &self.apps[app] {
-                let (provider, cluster) = id.split_once('+').unwrap_or(("", id));
-                if !query.matches_cluster(provider, cluster) {
-                    continue;
-                }
-                let mut names: Vec<&str> = c
-                    .order
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|n| c.resources.contains_key(*n))
-                    .collect();
-                for n in c.resources.keys() {
-                    if !names.contains(&n.as_str()) {
-                        names.push(n);
-                    }
-                }
-                // Delete hooks exist on the cluster only while the app is being removed; before
-                // that they would count as never deployed and never ready.
-                let removing = matches!(
-                    self.status(),
-                    "PreTerminate" | "Terminating" | "Terminated" | "TerminateFailed"
-                );
-                names.retain(|n| {
-                    removing || !c.delete_hooks.contains(*n) || c.order.iter().any(|o| o == n)
-                });
-                let detail = query.output == StatusOutput::Detail;
-                let resources: Vec<ResourceView> = names
-                    .into_iter()
-                    .map(|n| ResourceView::new(n, &c.resources[n], c.collected.as_ref(), detail))
-                    .filter(|r| query.matches_resource(&r.name))
-                    .collect();
-                clusters.push(ClusterView {
+            let clusters = self
+                .clusters(app, query)
+                .map(|(provider, cluster, c)| ClusterView {
                     provider: provider.to_owned(),
                     cluster: cluster.to_owned(),
                     connectivity: c.readystatus.clone().unwrap_or_else(|| "Unknown".into()),
-                    resources,
-                });
-            }
+                    resources: c
+                        .names(self.removing())
+                        .into_iter()
+                        .map(|n| {
+                            ResourceView::new(n, &c.resources[n], c.collected.as_ref(), detail)
+                        })
+                        .filter(|r| query.matches_resource(&r.name))
+                        .collect(),
+                })
+                .collect();
             apps.push(AppView {
                 name: app.to_owned(),
                 clusters,
             });
         }
         apps
+    }
+
+    /// Counts the resources that the app and cluster filters of `query` keep into `out`, from
+    /// the counts of each cluster ([`ClusterSnap::counts`]).
+    fn tally(&self, query: &StatusQuery, out: &mut DigStatus) {
+        let removing = self.removing();
+        let mut tally = Tally::default();
+        for app in self.apps.keys().filter(|a| query.matches_app(a)) {
+            for (_, _, c) in self.clusters(app, query) {
+                let counts = c.counts(removing);
+                match query.status {
+                    StatusType::Deployed => {
+                        for (deployed, n) in &counts.deployed {
+                            tally.add_n(out, query.status, deployed, *n);
+                        }
+                    }
+                    StatusType::Ready => {
+                        for (ready, n) in [READY, NOT_READY, NOT_PRESENT]
+                            .into_iter()
+                            .zip(counts.ready)
+                        {
+                            if n > 0 {
+                                tally.add_n(out, query.status, ready, n);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        tally.finish(out, query.status);
+    }
+}
+
+/// Whether an answer is made of counts alone: a full summary not filtered by resource (whose
+/// filter needs each resource's name from its manifest). Such an answer needs no views.
+pub(crate) fn counts_only(query: &StatusQuery) -> bool {
+    query.mode == StatusMode::Full
+        && query.output == StatusOutput::Summary
+        && query.resources.is_empty()
+}
+
+/// The keys of `map`: those `order` names first, in its order, then the others by name.
+fn in_order<'m, V>(order: &'m [String], map: &'m BTreeMap<String, V>) -> Vec<&'m str> {
+    let mut out: Vec<&str> = order
+        .iter()
+        .map(String::as_str)
+        .filter(|k| map.contains_key(*k))
+        .collect();
+    for k in map.keys() {
+        if !out.contains(&k.as_str()) {
+            out.push(k);
+        }
+    }
+    out
+}
+
+impl ClusterSnap {
+    /// Its resources in resource order (then the others by name), without the delete hooks
+    /// unless the app is being `removing`.
+    fn names(&self, removing: bool) -> Vec<&str> {
+        let mut names = in_order(&self.order, &self.resources);
+        names.retain(|n| {
+            removing || !self.delete_hooks.contains(*n) || self.order.iter().any(|o| o == n)
+        });
+        names
+    }
+
+    /// What its resources count, kept until it changes: a summary of a context of 100,000
+    /// resources then adds up the counts of its clusters instead of looking at every resource.
+    fn counts(&self, removing: bool) -> &ClusterCounts {
+        self.counts[usize::from(removing)].get_or_init(|| {
+            let observed = self.collected.as_ref().and_then(|c| c.get("resources"));
+            let mut counts = ClusterCounts::default();
+            for n in self.names(removing) {
+                let deployed = self.resources[n].deployed();
+                match counts.deployed.iter_mut().find(|(k, _)| k == deployed) {
+                    Some((_, count)) => *count += 1,
+                    None => counts.deployed.push((deployed.to_owned(), 1)),
+                }
+                let slot = match readiness(deployed, observed.and_then(|o| o.get(n))) {
+                    READY => 0,
+                    NOT_READY => 1,
+                    _ => 2,
+                };
+                counts.ready[slot] += 1;
+            }
+            counts
+        })
+    }
+}
+
+impl ResourceSnap {
+    /// rsync's status of the resource (`Pending` until rsync writes one, as EMCO).
+    fn deployed(&self) -> &str {
+        self.status
+            .as_deref()
+            .unwrap_or(const { RsyncStatus::Pending.as_str() })
+    }
+}
+
+/// The ready status of a resource whose rsync status is `deployed` and whose entry in its
+/// cluster's collected status is `observed`.
+fn readiness(deployed: &str, observed: Option<&Value>) -> &'static str {
+    let flag = |o: &Value, f: &str| o.get(f).and_then(Value::as_bool) == Some(true);
+    match observed {
+        // Whatever was seen before, a deleted object is gone.
+        _ if deployed == RsyncStatus::Deleted.as_str() => NOT_PRESENT,
+        Some(o) if flag(o, "present") && flag(o, "ready") => READY,
+        Some(o) if flag(o, "present") => NOT_READY,
+        _ => NOT_PRESENT,
+    }
+}
+
+/// The counts of an answer, taken in resource by resource or cluster by cluster.
+#[derive(Default)]
+struct Tally {
+    total: i64,
+    ready: i64,
+}
+
+impl Tally {
+    /// One resource whose rsync status is `deployed` and ready status `ready`.
+    fn add(&mut self, out: &mut DigStatus, status: StatusType, deployed: &str, ready: &str) {
+        let key = match status {
+            StatusType::Deployed => deployed,
+            StatusType::Ready => ready,
+        };
+        self.add_n(out, status, key, 1);
+    }
+
+    /// `n` resources whose status of the kind `status` asks is `key`.
+    fn add_n(&mut self, out: &mut DigStatus, status: StatusType, key: &str, n: i64) {
+        self.total += n;
+        let counts = match status {
+            StatusType::Deployed => &mut out.deployed_counts,
+            StatusType::Ready => {
+                if key == READY {
+                    self.ready += n;
+                }
+                &mut out.ready_counts
+            }
+        };
+        match counts.get_mut(key) {
+            Some(count) => *count += n,
+            None => {
+                counts.insert(key.to_owned(), n);
+            }
+        }
+    }
+
+    /// Sets the answer's `readyStatus` for a ready query with resources.
+    fn finish(self, out: &mut DigStatus, status: StatusType) {
+        if status == StatusType::Ready && self.total > 0 {
+            out.ready_status = if self.ready == self.total {
+                READY
+            } else {
+                NOT_READY
+            }
+            .to_owned();
+        }
     }
 }
 
@@ -416,26 +583,15 @@ impl ResourceView {
                 (key_name.to_owned(), gvk)
             }
         };
-        let deployed = snap
-            .status
-            .clone()
-            .unwrap_or_else(|| RsyncStatus::Pending.to_string());
         let observed = collected
             .and_then(|c| c.get("resources"))
             .and_then(|r| r.get(key));
-        let flag = |o: &Value, f: &str| o.get(f).and_then(Value::as_bool) == Some(true);
-        let ready = match observed {
-            // Whatever was seen before, a deleted object is gone.
-            _ if deployed == RsyncStatus::Deleted.to_string() => NOT_PRESENT,
-            Some(o) if flag(o, "present") && flag(o, "ready") => READY,
-            Some(o) if flag(o, "present") => NOT_READY,
-            _ => NOT_PRESENT,
-        };
+        let ready = readiness(snap.deployed(), observed);
         Self {
             name,
             gvk,
             manifest: parsed.map(|r| r.manifest().clone()),
-            deployed,
+            deployed: snap.deployed().to_owned(),
             ready,
             observed: observed.filter(|_| detail).cloned(),
             warnings: snap.warnings.clone(),
@@ -696,7 +852,8 @@ impl Status {
                     "Filter app {app} not in list of apps for composite app {composite_app}"
                 )));
             }
-            let views = snapshot.map(|s| s.views(query)).unwrap_or_default();
+            let views =
+                (!counts_only(query)).then(|| snapshot.map(|s| s.views(query)).unwrap_or_default());
             Ok(respond(query, full, snapshot, views))
         };
         let contexts = self.core.contexts();
@@ -715,13 +872,14 @@ impl Status {
 }
 
 /// The answer `query.mode` asks for, from the views of a context (`snapshot` is `None` before
-/// any instantiate): the list modes take the name of `full`; the full answer is `full` (its
-/// names and lifecycle record) with the context's status, the counts and the resources.
+/// any instantiate; `views` is `None` for an answer of counts alone, [`counts_only`]): the list
+/// modes take the name of `full`; the full answer is `full` (its names and lifecycle record)
+/// with the context's status, the counts and the resources.
 pub(crate) fn respond(
     query: &StatusQuery,
     full: DigStatus,
     snapshot: Option<&Snapshot>,
-    views: Vec<AppView>,
+    views: Option<Vec<AppView>>,
 ) -> StatusResponse {
     let name = full.name.clone();
     match query.mode {
@@ -734,6 +892,7 @@ pub(crate) fn respond(
         StatusMode::Clusters => StatusResponse::Clusters(ClustersByApp {
             name,
             clusters_by_app: views
+                .unwrap_or_default()
                 .into_iter()
                 .map(|a| ClustersOfApp {
                     app: a.name,
@@ -751,6 +910,7 @@ pub(crate) fn respond(
         StatusMode::Resources => StatusResponse::Resources(ResourcesByApp {
             name,
             resources_by_app: views
+                .unwrap_or_default()
                 .into_iter()
                 .flat_map(|a| {
                     let app = a.name;
@@ -801,20 +961,24 @@ pub(crate) async fn record_answer(
         states,
         ..DigStatus::default()
     };
-    Ok(full_answer(query, full, snapshot.as_ref(), views))
+    Ok(full_answer(query, full, snapshot.as_ref(), Some(views)))
 }
 
 /// The full answer: `full` (names and lifecycle record) with the context's status, the counts
-/// and, unless the query asks for a summary, the resources; in the legacy shape if asked.
+/// and, unless the query asks for a summary, the resources; in the legacy shape if asked. The
+/// counts come from `views`, or straight from the snapshot without them ([`counts_only`]).
 pub(crate) fn full_answer(
     query: &StatusQuery,
     mut full: DigStatus,
     snapshot: Option<&Snapshot>,
-    views: Vec<AppView>,
+    views: Option<Vec<AppView>>,
 ) -> DigStatus {
     if let Some(snap) = snapshot {
         full.deployed_status = snap.status().to_owned();
-        full_status(&mut full, views, query);
+        match views {
+            Some(views) => full_status(&mut full, views, query),
+            None => snap.tally(query, &mut full),
+        }
     }
     match query.legacy {
         Some(legacy) => full.into_legacy(legacy),
@@ -824,14 +988,13 @@ pub(crate) fn full_answer(
 
 /// Fills the counts and, unless the query asks for a summary, the apps of `out`.
 fn full_status(out: &mut DigStatus, views: Vec<AppView>, query: &StatusQuery) {
-    let mut total = 0;
-    let mut ready = 0;
+    let mut tally = Tally::default();
     for app in views {
         let mut clusters = Vec::new();
         for c in app.clusters {
             let mut resources = Vec::new();
             for r in c.resources {
-                total += 1;
+                tally.add(out, query.status, &r.deployed, r.ready);
                 let (reason, message) = r.why.unzip();
                 let (attempts, next_retry) = r.retry.unzip();
                 let mut status = ResourceStatus {
@@ -848,15 +1011,12 @@ fn full_status(out: &mut DigStatus, views: Vec<AppView>, query: &StatusQuery) {
                 };
                 match query.status {
                     StatusType::Deployed => {
-                        *out.deployed_counts.entry(r.deployed.clone()).or_default() += 1;
                         status.deployed_status = r.deployed;
                         if query.output == StatusOutput::Detail {
                             status.detail = r.manifest;
                         }
                     }
                     StatusType::Ready => {
-                        *out.ready_counts.entry(r.ready.to_owned()).or_default() += 1;
-                        ready += usize::from(r.ready == READY);
                         status.ready_status = r.ready.to_owned();
                         if query.output == StatusOutput::Detail {
                             status.detail = r.observed;
@@ -884,14 +1044,13 @@ fn full_status(out: &mut DigStatus, views: Vec<AppView>, query: &StatusQuery) {
             });
         }
     }
-    if query.status == StatusType::Ready && total > 0 {
-        out.ready_status = if ready == total { READY } else { NOT_READY }.to_owned();
-    }
+    tally.finish(out, query.status);
 }
 
 #[cfg(test)]
 mod tests {
     use emco_core::lifecycle::{DigState, StateAction};
+    use emco_core::placement::ClusterRef;
 
     use serde_json::json;
 
@@ -1017,6 +1176,102 @@ mod tests {
         assert!(v.manifest.is_none() && v.observed.is_none());
     }
 
+    /// A summary counted straight from the snapshot equals the counts of the full answer, for
+    /// every status, filter and state (hooks, deleted, never written, observed or not).
+    #[test]
+    fn a_summary_counts_as_the_full_answer() {
+        let statuses = [
+            None,
+            Some("Applied"),
+            Some("Retrying"),
+            Some("Deleted"),
+            Some("Failed"),
+        ];
+        let observed = [
+            json!({"present": true, "ready": true}),
+            json!({"present": true, "ready": false}),
+            json!({"present": false}),
+        ];
+        let mut snap = Snapshot::default();
+        for (a, app) in ["a", "b", "c"].into_iter().enumerate() {
+            for c in 0..4 {
+                let mut cluster = ClusterSnap {
+                    order: vec!["r0+Deployment".into(), "r1+Service".into()],
+                    delete_hooks: BTreeSet::from(["hook+Job".to_owned()]),
+                    ..ClusterSnap::default()
+                };
+                let mut seen = serde_json::Map::new();
+                for r in 0..5 {
+                    let name = if r == 4 {
+                        "hook+Job".to_owned()
+                    } else {
+                        format!("r{r}+Deployment")
+                    };
+                    let n = a * 20 + c * 5 + r;
+                    if n % 4 != 0 {
+                        seen.insert(name.clone(), observed[n % 3].clone());
+                    }
+                    let resource = ResourceSnap {
+                        status: statuses[n % 5].map(str::to_owned),
+                        ..ResourceSnap::default()
+                    };
+                    cluster.resources.insert(name, resource);
+                }
+                cluster.collected = Some(json!({ "resources": seen }));
+                snap.apps
+                    .entry(app.to_owned())
+                    .or_default()
+                    .insert(format!("p+c{c}"), cluster);
+            }
+        }
+        let counts = |out: &DigStatus| {
+            (
+                out.deployed_counts.clone(),
+                out.ready_counts.clone(),
+                out.ready_status.clone(),
+            )
+        };
+        for state in ["Instantiated", "Terminating"] {
+            snap.status = Some(state.to_owned());
+            for status in [StatusType::Deployed, StatusType::Ready] {
+                for (apps, clusters) in [
+                    (vec![], vec![]),
+                    (vec!["b".to_owned()], vec![]),
+                    (vec![], vec![ClusterRef::new("p", "c2")]),
+                    (
+                        vec!["a".to_owned(), "c".to_owned()],
+                        vec![ClusterRef::new("p", "c1")],
+                    ),
+                ] {
+                    let query = StatusQuery {
+                        status,
+                        output: StatusOutput::Summary,
+                        apps,
+                        clusters,
+                        ..StatusQuery::default()
+                    };
+                    assert!(counts_only(&query));
+                    let mut viewed = DigStatus::default();
+                    full_status(&mut viewed, snap.views(&query), &query);
+                    let mut tallied = DigStatus::default();
+                    snap.tally(&query, &mut tallied);
+                    assert_eq!(counts(&tallied), counts(&viewed), "{state} {query:?}");
+                    assert!(tallied.apps.is_empty());
+                }
+            }
+        }
+        // Every kind of answer was counted at least once.
+        let query = StatusQuery {
+            status: StatusType::Ready,
+            output: StatusOutput::Summary,
+            ..StatusQuery::default()
+        };
+        let mut out = DigStatus::default();
+        snap.tally(&query, &mut out);
+        assert_eq!(out.ready_counts.len(), 3, "{:?}", out.ready_counts);
+        assert_eq!(out.ready_status, NOT_READY);
+    }
+
     /// The answers from a followed snapshot are those of a fresh read, through changes of
     /// statuses, the context's state and new resources; a deleted context is NotFound.
     #[tokio::test]
@@ -1052,17 +1307,24 @@ mod tests {
             ..StatusQuery::default()
         };
         let all = StatusQuery::default();
+        // A summary from the counts kept per cluster, the rest from the views.
         let answer = |snap: &Snapshot, query: &StatusQuery| {
-            let mut out = DigStatus::default();
-            full_status(&mut out, snap.views(query), query);
-            out.deployed_status = snap.status().to_owned();
+            let views = (!counts_only(query)).then(|| snap.views(query));
+            let out = full_answer(query, DigStatus::default(), Some(snap), views);
             serde_json::to_value(&out).unwrap()
         };
         let check = |followed: Followed| {
             let store = Arc::clone(&store);
             let (summary, all) = (summary.clone(), all.clone());
+            let other = StatusQuery {
+                status: match summary.status {
+                    StatusType::Ready => StatusType::Deployed,
+                    StatusType::Deployed => StatusType::Ready,
+                },
+                ..summary.clone()
+            };
             async move {
-                for query in [&summary, &all] {
+                for query in [&summary, &other, &all] {
                     let got = followed
                         .with(&store, 7, |s| answer(s, query))
                         .await

@@ -264,29 +264,30 @@ impl Transport {
             let cancel = CancellationToken::new();
             orch.start(cancel.clone()).await.map_err(runtime_error)?;
             // The process registers its own controllers, whoever it then acts for.
-            let admin = emco_server::app_with(
-                orch.clone(),
-                &config,
-                emco_server::Metrics::new(),
-                Authenticator::open(),
-            );
-            let admin = Client::local(local_server(admin));
-            for body in registrations {
-                let r = admin
-                    .send(
-                        Method::POST,
-                        "/v2/controllers",
-                        Body::Json(body.to_string().into_bytes()),
-                    )
-                    .await
-                    .map_err(transport_error)?;
-                // 409: registered by an earlier process over the same data directory.
-                if !(200..300).contains(&r.status) && r.status != 409 {
-                    return Err(PyRuntimeError::new_err(format!(
-                        "cannot register the Python controller {body}: {} {}",
-                        r.status,
-                        String::from_utf8_lossy(&r.body)
-                    )));
+            if !registrations.is_empty() {
+                let admin = Client::local(local_server(emco_server::app_with(
+                    orch.clone(),
+                    &config,
+                    emco_server::Metrics::new(),
+                    Authenticator::open(),
+                )));
+                for body in registrations {
+                    let r = admin
+                        .send(
+                            Method::POST,
+                            "/v2/controllers",
+                            Body::Json(body.to_string().into_bytes()),
+                        )
+                        .await
+                        .map_err(transport_error)?;
+                    // 409: registered by an earlier process over the same data directory.
+                    if !(200..300).contains(&r.status) && r.status != 409 {
+                        return Err(PyRuntimeError::new_err(format!(
+                            "cannot register the Python controller {body}: {} {}",
+                            r.status,
+                            String::from_utf8_lossy(&r.body)
+                        )));
+                    }
                 }
             }
             let app = emco_server::app_with(orch, &config, emco_server::Metrics::new(), auth);

@@ -293,8 +293,12 @@ impl Authenticator {
         }
         match read_auth_file(path) {
             Ok(inner) => {
-                let now = stamps(path, &inner);
-                *current = (Arc::new(inner), now);
+                // Stamps taken before the read: a file that changed while it was read differs
+                // from them at the next check and is read again. Only a new key set file's is
+                // taken now, and read again once more for it.
+                let after = stamps(path, &inner);
+                let kept = if after == now { after } else { Vec::new() };
+                *current = (Arc::new(inner), kept);
                 Ok(true)
             }
             Err(e) => {

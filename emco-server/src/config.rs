@@ -584,6 +584,24 @@ mod tests {
         std::fs::write(&file, "nonsense: 1\n").unwrap();
         assert!(Config::from_args(["emco-server", "--config", file.to_str().unwrap()]).is_err());
         assert!(Config::from_args(["emco-server", "--listen", "nope"]).is_err());
+        // The store's cache: MiB from a flag or the file, never none at all.
+        assert_eq!(
+            Config::from_args(["emco-server"])
+                .unwrap()
+                .unwrap()
+                .store_cache,
+            emco_appcontext::embedded::DEFAULT_CACHE_SIZE
+        );
+        let c = Config::from_args(["emco-server", "--store-cache-mib", "512"]);
+        assert_eq!(c.unwrap().unwrap().store_cache, 512 * 1024 * 1024);
+        let e = Config::from_args(["emco-server", "--store-cache-mib", "0"]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("--store-cache-mib must be at least 1"),
+            "{e}"
+        );
+        std::fs::write(&file, "store_cache_mib: 0\n").unwrap();
+        assert!(Config::from_args(["emco-server", "--config", file.to_str().unwrap()]).is_err());
         let e = Config::from_args(["emco-server", "--helm-version", "2.17"]).unwrap_err();
         assert!(e.to_string().contains("expected 3.x.y or 4.x.y"), "{e}");
         assert!(

@@ -47,6 +47,8 @@ async fn shutdown_signal() {
 }
 
 fn main() -> ExitCode {
+    // First, before any thread or allocation of note: it may start the program again.
+    let arenas = emco_core::os::reexec_with_few_malloc_arenas();
     let config = match Config::from_args(std::env::args_os()) {
         Ok(Some(c)) => c,
         Ok(None) => return ExitCode::SUCCESS,
@@ -56,6 +58,9 @@ fn main() -> ExitCode {
         }
     };
     init_logs(config.log_format);
+    if let Some(e) = arenas {
+        tracing::warn!(error = %e, "cannot start again with fewer allocator arenas; going on with the default");
+    }
     // Each cluster holds descriptors (connections, watches): use all the system allows.
     let ((soft, hard), (now, _)) = emco_core::os::raise_open_files_limit();
     let text = emco_core::os::limit_text;

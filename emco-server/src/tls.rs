@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, SystemTime};
 
 use emco_core::Error;
@@ -90,18 +90,18 @@ struct Reloading {
 
 impl Reloading {
     /// Reads the files again when either changed; a pair that does not load (half written,
-    /// mismatched) is logged and the served certificate kept.
+    /// mismatched) is logged once per change of the files and the served certificate kept.
     fn check(&self) {
+        // Taken before the read: a file that changes while it is read is read again next time.
         let stamps = (modified(&self.files.cert), modified(&self.files.key));
-        let unchanged = self.current.read().is_ok_and(|c| (c.1, c.2) == stamps);
-        if unchanged {
+        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        if (current.1, current.2) == stamps {
             return;
         }
+        (current.1, current.2) = stamps;
         match load_key(&self.files, &self.provider) {
             Ok(key) => {
-                if let Ok(mut c) = self.current.write() {
-                    *c = (key, stamps.0, stamps.1);
-                }
+                current.0 = key;
                 tracing::info!(cert = %self.files.cert.display(), "serving the TLS certificate read again");
             }
             Err(e) => tracing::warn!(error = %e, "keeping the TLS certificate served"),
@@ -111,7 +111,8 @@ impl Reloading {
 
 impl ResolvesServerCert for Reloading {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        self.current.read().ok().map(|c| Arc::clone(&c.0))
+        let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
+        Some(Arc::clone(&current.0))
     }
 }
 

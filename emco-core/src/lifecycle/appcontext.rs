@@ -269,9 +269,23 @@ impl RsyncStatus {
     ];
 }
 
+impl RsyncStatus {
+    /// The name EMCO stores and answers.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "Pending",
+            Self::Applied => "Applied",
+            Self::Failed => "Failed",
+            Self::Retrying => "Retrying",
+            Self::Deleted => "Deleted",
+        }
+    }
+}
+
 impl fmt::Display for RsyncStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
+        f.write_str(self.as_str())
     }
 }
 

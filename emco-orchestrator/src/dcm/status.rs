@@ -83,7 +83,7 @@ impl crate::Status {
             }
         }
         full.states = states;
-        Ok(respond(query, full, snapshot.as_ref(), views))
+        Ok(respond(query, full, snapshot.as_ref(), Some(views)))
     }
 }
 

@@ -90,11 +90,19 @@ impl Params {
     }
 }
 
-/// A child process killed when dropped.
-struct Proc(Child);
+/// A child process killed when dropped, with the profiled process under it when a wrapper runs
+/// one (killed first: the wrapper's end would not end it, on a panic as on success).
+struct Proc(Child, Option<u32>);
 
 impl Drop for Proc {
     fn drop(&mut self) {
+        if let Some(pid) = self.1.take() {
+            drop(
+                Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status(),
+            );
+        }
         drop(self.0.kill());
         drop(self.0.wait());
     }
@@ -161,6 +169,7 @@ fn stop(pid: u32, proc: &mut Proc) {
         .status()
         .unwrap();
     assert!(sent.success());
+    proc.1 = None;
     drop(proc.0.wait());
 }
 
@@ -426,12 +435,13 @@ fn spawn_kubesim(p: &Params, kubeconfigs: &Path) -> Proc {
         let n = out.read_line(&mut line).unwrap();
         assert!(n > 0, "kubesim ended before it was ready");
     }
-    Proc(child)
+    Proc(child, None)
 }
 
 fn spawn_server(p: &Params, data: &Path, listen: &str, grpc: &str) -> Proc {
     // A profiler in front of the server (`heaptrack`): EMCO_FLEET_SERVER_WRAPPER.
-    let child = wrapped(p.wrapper.as_ref(), &p.bin_dir.join("emco-server"))
+    let mut command = wrapped(p.wrapper.as_ref(), &p.bin_dir.join("emco-server"));
+    command
         .args(["--listen", listen, "--grpc-listen", grpc, "--data-dir"])
         .arg(data)
         .env(
@@ -439,10 +449,16 @@ fn spawn_server(p: &Params, data: &Path, listen: &str, grpc: &str) -> Proc {
             std::env::var("EMCO_LOG").unwrap_or_else(|_| "warn".into()),
         )
         .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    Proc(child)
+        .stderr(Stdio::inherit());
+    if p.wrapper.is_some() {
+        // What the server would start itself again with, set beforehand: a profiler follows
+        // the process it started, not an exec of it.
+        command.env(
+            emco_core::os::MALLOC_ARENA_MAX,
+            emco_core::os::SERVER_MALLOC_ARENAS,
+        );
+    }
+    Proc(command.spawn().unwrap(), None)
 }
 
 /// Waits until `/readyz` answers 200; the time it took.
@@ -515,6 +531,7 @@ async fn bench(p: &Params) -> String {
 
     let mut kubesim = spawn_kubesim(p, &kubeconfigs);
     let kubesim_pid = own_pid(p.kubesim_wrapper.as_ref(), &kubesim.0, "kubesim");
+    kubesim.1 = p.kubesim_wrapper.as_ref().map(|_| kubesim_pid);
     let server_peaks = Arc::new(Peaks::default());
     let kubesim_peaks = Arc::new(Peaks::default());
     kubesim_peaks
@@ -557,6 +574,7 @@ async fn bench(p: &Params) -> String {
     let started = Instant::now();
     let mut server = spawn_server(p, &data, &listen, &grpc);
     let pid = own_pid(p.wrapper.as_ref(), &server.0, "emco-server");
+    server.1 = p.wrapper.as_ref().map(|_| pid);
     server_peaks.pid.store(u64::from(pid), Ordering::Relaxed);
     let connector = {
         let mut c = HttpConnector::new();
