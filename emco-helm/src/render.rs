@@ -235,24 +235,32 @@ impl Rendered {
     /// `NotFound` when a `--show-only` path matches no manifest (Helm's
     /// `could not find template`).
     pub fn to_helm_output(&self, opts: &RenderOptions) -> Result<String, Error> {
-        let mut body = String::new();
+        // Written in place: the output of a large chart is megabytes.
+        let document = |out: &mut String, source: &str, content: &str| {
+            for part in ["---\n# Source: ", source, "\n", content, "\n"] {
+                out.push_str(part);
+            }
+        };
+        let mut out = String::new();
         if opts.include_crds {
             for crd in &self.crds {
-                body.push_str(&format!("---\n# Source: {}\n{}\n", crd.source, crd.content));
+                document(&mut out, &crd.source, &crd.content);
             }
         }
         for m in &self.manifests {
-            body.push_str(&format!("---\n# Source: {}\n{}\n", m.source, m.content));
+            document(&mut out, &m.source, &m.content);
         }
-        let mut out = format!("{}\n", body.trim());
+        // As `strings.TrimSpace` of the CRDs and manifests, then a newline.
+        let end = out.trim_end().len();
+        out.truncate(end);
+        let start = out.len() - out.trim_start().len();
+        out.drain(..start);
+        out.push('\n');
         for h in &self.hooks {
             if opts.skip_tests && h.is_test() {
                 continue;
             }
-            out.push_str(&format!(
-                "---\n# Source: {}\n{}\n",
-                h.manifest.source, h.manifest.content
-            ));
+            document(&mut out, &h.manifest.source, &h.manifest.content);
         }
         if opts.show_only.is_empty() {
             return Ok(out);
@@ -889,7 +897,7 @@ fn sort_manifests(
             continue;
         }
         for doc in helm.split_manifests(content) {
-            let head = simple_head(path, &doc)?;
+            let head = cached_head(path, &doc)?;
             let manifest = Manifest {
                 source: path.clone(),
                 kind: head.kind,
@@ -947,7 +955,57 @@ fn sort_manifests(
     Ok((manifests, hooks))
 }
 
+/// The heads of documents seen before, by path and content: a chart rendered again with the
+/// same values (another instantiate, an update of another app) yields the same documents, and
+/// parsing each whole (Helm's check that it is YAML) was half of a cached render. Bounded by
+/// the bytes of the documents it keeps; emptied when full.
+static HEADS: LazyLock<Mutex<HeadCache>> = LazyLock::new(|| Mutex::new(HeadCache::default()));
+const HEADS_BYTES: usize = 32 << 20;
+
+#[derive(Default)]
+struct HeadCache {
+    bytes: usize,
+    by_hash: HashMap<u64, Vec<(String, String, SimpleHead)>>,
+}
+
+/// [`simple_head`] of `doc`, from [`HEADS`] when it was read before.
+fn cached_head(path: &str, doc: &str) -> Result<SimpleHead, Error> {
+    use std::hash::{Hash, Hasher};
+    let hash = {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        path.hash(&mut h);
+        doc.hash(&mut h);
+        h.finish()
+    };
+    let lock = || {
+        HEADS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    let seen = lock().by_hash.get(&hash).and_then(|docs| {
+        docs.iter()
+            .find(|(p, d, _)| p == path && d == doc)
+            .map(|(_, _, head)| head.clone())
+    });
+    if let Some(head) = seen {
+        return Ok(head);
+    }
+    let head = simple_head(path, doc)?;
+    let mut cache = lock();
+    if cache.bytes + doc.len() > HEADS_BYTES {
+        *cache = HeadCache::default();
+    }
+    cache.bytes += path.len() + doc.len();
+    cache
+        .by_hash
+        .entry(hash)
+        .or_default()
+        .push((path.to_owned(), doc.to_owned(), head.clone()));
+    Ok(head)
+}
+
 /// The fields of a document Helm reads to sort it (`releaseutil.SimpleHead`).
+#[derive(Clone)]
 struct SimpleHead {
     kind: String,
     name: String,

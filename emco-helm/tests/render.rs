@@ -472,3 +472,43 @@ fn renders_packaged_charts() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("name: packaged\n"));
 }
+
+/// Renders again give the same sorted manifests and hooks (their heads come from what the first
+/// render parsed), and a document that is not YAML is refused at every render, under its own
+/// file's name, even when the same text was a valid part of another file.
+#[test]
+fn repeated_renders_sort_alike_and_refuse_alike() {
+    let docs = "apiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n---\n\
+                apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ns\n---\n\
+                apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: job\n  annotations:\n    \
+                helm.sh/hook: pre-install\n    helm.sh/hook-weight: \"2\"\n";
+    let ok = chart(&[("Chart.yaml", CHART_YAML), ("templates/all.yaml", docs)]);
+    let opts = RenderOptions::default();
+    let first = render(&ok, &opts).unwrap();
+    let kinds = |r: &emco_helm::Rendered| -> Vec<String> {
+        r.manifests
+            .iter()
+            .map(|m| format!("{}/{}", m.kind, m.name))
+            .collect()
+    };
+    assert_eq!(kinds(&first), ["Namespace/ns", "Service/svc"]);
+    for _ in 0..3 {
+        let again = render(&ok, &opts).unwrap();
+        assert_eq!(kinds(&again), kinds(&first));
+        assert_eq!(again.hooks.len(), 1);
+        assert_eq!(again.hooks[0].weight, 2);
+        assert_eq!(
+            again.to_helm_output(&opts).unwrap(),
+            first.to_helm_output(&opts).unwrap()
+        );
+    }
+    let broken = "apiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n---\nkind: [\n";
+    for name in ["templates/a.yaml", "templates/b.yaml", "templates/a.yaml"] {
+        let bad = chart(&[("Chart.yaml", CHART_YAML), (name, broken)]);
+        let err = error(&bad, &opts);
+        assert!(
+            err.starts_with(&format!("YAML parse error on app/{name}")),
+            "{err}"
+        );
+    }
+}

@@ -102,7 +102,9 @@ struct ClusterSnap {
     order: Vec<String>,
     /// Hooks that run only when the app is deleted (`pre-delete`, `post-delete`).
     delete_hooks: BTreeSet<String>,
-    resources: BTreeMap<String, ResourceSnap>,
+    /// Boxed: a map's node keeps room for eleven values, and a cluster of an app usually has
+    /// one or two resources (2 KiB per cluster unboxed, 200 MiB at 10,000 clusters x 10 apps).
+    resources: BTreeMap<String, Box<ResourceSnap>>,
     /// Its counts, while the app is not being removed and while it is; reset at every change.
     counts: [OnceLock<ClusterCounts>; 2],
 }
@@ -1103,7 +1105,7 @@ mod tests {
             ])),
             resources: ["web+Deployment", "both+Job", "cleanup+Job", "after+Job"]
                 .into_iter()
-                .map(|n| (n.to_owned(), ResourceSnap::default()))
+                .map(|n| (n.to_owned(), Box::default()))
                 .collect(),
             ..ClusterSnap::default()
         };
@@ -1215,7 +1217,7 @@ mod tests {
                         status: statuses[n % 5].map(str::to_owned),
                         ..ResourceSnap::default()
                     };
-                    cluster.resources.insert(name, resource);
+                    cluster.resources.insert(name, Box::new(resource));
                 }
                 cluster.collected = Some(json!({ "resources": seen }));
                 snap.apps

@@ -279,6 +279,41 @@ async fn a_cluster_that_is_down_is_retried_without_blocking_the_others() {
     );
 }
 
+/// Workers start a few at a time (two per permit of the global limit) and give their start
+/// slot back when they back off: more unreachable clusters than slots never hold back the
+/// reachable ones (src/engine/run/mod.rs `spawn_worker`).
+#[tokio::test]
+async fn more_clusters_down_than_start_slots_do_not_hold_back_the_others() {
+    let env = Env::start(6).await;
+    let store = memory();
+    let cs = clusters(6);
+    let ctx = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    for down in ["c1", "c2", "c3", "c4"] {
+        env.fleet.set_fault(down, Fault::down()).unwrap();
+    }
+    // One permit: two start slots, four clusters down before the two that answer.
+    let rsync = env.builder(store).concurrency(1, 1).build().unwrap();
+    rsync.instantiate(ctx.id()).await.unwrap();
+    until("the two reachable clusters applied", || async {
+        all_statuses(&ctx, "web", &cs[4..], RsyncStatus::Applied).await
+    })
+    .await;
+    for down in &cs[..4] {
+        assert!(
+            resource_statuses(&ctx, "web", down)
+                .await
+                .iter()
+                .all(|s| *s == Some(RsyncStatus::Retrying))
+        );
+    }
+    for down in ["c1", "c2", "c3", "c4"] {
+        env.fleet.set_fault(down, Fault::none()).unwrap();
+    }
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+    assert!(all_statuses(&ctx, "web", &cs, RsyncStatus::Applied).await);
+}
+
 #[tokio::test]
 async fn retries_run_out_when_a_maximum_is_set() {
     let env = Env::start(1).await;

@@ -255,6 +255,8 @@ struct Inner {
     store: Arc<dyn AppContextStore>,
     resolver: Arc<dyn ClusterResolver>,
     global: Arc<Semaphore>,
+    /// The permits of `global`.
+    global_limit: usize,
     per_cluster: usize,
     cluster_limits: Mutex<HashMap<String, Arc<Semaphore>>>,
     backoff: Backoff,
@@ -360,11 +362,13 @@ impl RsyncBuilder {
             Error::invalid("rsync needs a cluster resolver").with_field("connectors")
         })?;
         let (ready_tx, _) = broadcast::channel(4096);
+        let global_limit = self.global.unwrap_or(256);
         Ok(Rsync {
             inner: Arc::new(Inner {
                 store,
                 resolver,
-                global: Arc::new(Semaphore::new(self.global.unwrap_or(256))),
+                global: Arc::new(Semaphore::new(global_limit)),
+                global_limit,
                 per_cluster: self.per_cluster.unwrap_or(4),
                 cluster_limits: Mutex::new(HashMap::new()),
                 backoff: self.backoff,

@@ -153,14 +153,13 @@ impl Run {
             }
         }
         let mut set = JoinSet::new();
+        let slots = self.start_slots();
         for c in &clusters {
             let run = self.clone();
             let (app, c, old) = (app.to_owned(), c.clone(), old.clone());
             let span = tracing::info_span!("cluster", cluster = %c);
-            set.spawn(
-                async move { run.deploy_cluster(&app, &c, old.as_ref(), resume).await }
-                    .instrument(span),
-            );
+            let work = async move { run.deploy_cluster(&app, &c, old.as_ref(), resume).await };
+            Self::spawn_worker(&mut set, &slots, work.instrument(span)).await;
         }
         let mut failed = false;
         while let Some(r) = set.join_next().await {

@@ -5,7 +5,9 @@ mod deploy;
 mod observe;
 mod plan;
 mod remove;
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -14,11 +16,26 @@ use emco_appcontext::context::CompositeAppMeta;
 use emco_core::lifecycle::{ClusterReadiness, RsyncEvent, RsyncStatus};
 use emco_core::{ErrorKind, Result};
 use serde_json::{Map, Value};
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
 
 use crate::connector::{Batch, Connector, Propagation, Resource, Scope, Warnings};
 use crate::engine::status::ContextStatusExt;
 use crate::engine::{Abort, Inner, OpCtl};
+
+tokio::task_local! {
+    /// The start slot of the cluster worker this task runs ([`Run::spawn_worker`]).
+    static START_SLOT: RefCell<Option<OwnedSemaphorePermit>>;
+}
+
+/// Start slots of an app's cluster workers per permit of the global limit.
+const STARTS_PER_PERMIT: usize = 2;
+
+/// Gives the start slot of the cluster worker running in this task back: it is about to wait
+/// (a backoff, hooks); nothing outside a worker or the second time.
+fn give_back_start_slot() {
+    drop(START_SLOT.try_with(|slot| slot.borrow_mut().take()));
+}
 
 /// Apply or delete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,10 +68,6 @@ struct Phase {
     failed: bool,
     /// The operation was cut short; these resources were not finished.
     aborted: Option<Vec<String>>,
-}
-
-fn unfinished(rest: &[(String, Resource)]) -> Vec<String> {
-    rest.iter().map(|(n, _)| n.clone()).collect()
 }
 
 /// One operation on one context, shared by its workers.
@@ -138,9 +151,30 @@ impl Run {
         Some((global, local))
     }
 
+    /// The start slots of one app's cluster workers: how many may have started and not yet
+    /// ended or paused.
+    fn start_slots(&self) -> Arc<Semaphore> {
+        Arc::new(Semaphore::new(self.inner.global_limit * STARTS_PER_PERMIT))
+    }
+
+    /// Spawns the cluster worker `work` into `set` once one of `slots` is free; the worker gives
+    /// its slot back when it ends or first pauses (a retry's backoff, a wait for hooks), so
+    /// unreachable clusters never hold back the others. Starting every worker of a large fleet
+    /// at once cost a few KiB per (app, cluster) of workers that only waited for a permit
+    /// (231 MiB at 10,000 clusters x 10 apps).
+    async fn spawn_worker<T: Send + 'static>(
+        set: &mut JoinSet<T>,
+        slots: &Arc<Semaphore>,
+        work: impl Future<Output = T> + Send + 'static,
+    ) {
+        let slot = Arc::clone(slots).acquire_owned().await.ok();
+        set.spawn(START_SLOT.scope(RefCell::new(slot), work));
+    }
+
     /// Sleeps, or returns false when the operation is cut short (also by a stop flag written by
-    /// another process, checked after each sleep).
+    /// another process, checked after each sleep). A cluster worker gives its start slot back.
     async fn pause(&self, d: Duration) -> bool {
+        give_back_start_slot();
         tokio::select! {
             () = tokio::time::sleep(d) => {}
             () = self.op.token.cancelled() => return false,
@@ -211,6 +245,10 @@ impl Run {
     }
 
     /// Applies or deletes `names` in order, retrying while the cluster is unreachable.
+    ///
+    /// The manifests are read and parsed once the worker first has its permits: at 10,000
+    /// clusters nearly every worker waits for one, and each holding its parsed resources (and a
+    /// batch copy of them) while it waited was most of the server's memory.
     async fn sync(
         &self,
         conn: &Arc<dyn Connector>,
@@ -220,57 +258,57 @@ impl Run {
         action: Action,
     ) -> Result<Phase> {
         let mut out = Phase::default();
-        let mut rest: Vec<(String, Resource)> = Vec::new();
-        for n in names {
-            match self.load(app, cluster, n).await? {
-                Some(r) => rest.push((n.clone(), r)),
-                None => {
-                    let kind = n.rsplit_once('+').map_or("", |(_, kind)| kind);
-                    self.inner
-                        .metrics
-                        .failures
-                        .inc(&[cluster, kind, "InvalidManifest"]);
-                    self.fail(
-                        app,
-                        cluster,
-                        n,
-                        "InvalidManifest",
-                        "its YAML is missing or invalid",
-                    )
-                    .await?;
-                    out.failed = true;
-                }
-            }
+        if names.is_empty() {
+            return Ok(out);
         }
-        let scope = self.scope(app);
         let (ok, ok_status) = match action {
             Action::Apply => ("applied", RsyncStatus::Applied),
             Action::Delete => ("deleted", RsyncStatus::Deleted),
         };
+        // The names of the resources of `batch` not done yet, in the same order.
+        let mut rest: Vec<String> = names.to_vec();
+        let mut batch: Option<Batch> = None;
         let mut attempt = 0;
         let mut retrying = false;
-        while !rest.is_empty() {
-            let batch = Batch {
-                scope: scope.clone(),
-                resources: rest.iter().map(|(_, r)| r.clone()).collect(),
+        loop {
+            let permits = tokio::select! {
+                p = self.permits(cluster) => p,
+                () = self.op.token.cancelled() => {
+                    out.aborted = Some(rest);
+                    return Ok(out);
+                }
             };
+            let batch = match &mut batch {
+                Some(b) => b,
+                None => {
+                    let (valid, resources) = self.load_all(app, cluster, names, &mut out).await?;
+                    rest = valid;
+                    batch.insert(Batch {
+                        scope: self.scope(app),
+                        resources,
+                    })
+                }
+            };
+            if rest.is_empty() {
+                break;
+            }
             let started = std::time::Instant::now();
             let result = tokio::select! {
                 r = async {
-                    let _permits = self.permits(cluster).await;
                     match action {
-                        Action::Apply => conn.apply(&batch).await,
+                        Action::Apply => conn.apply(batch).await,
                         Action::Delete => conn
-                            .delete(&batch, Propagation::Background)
+                            .delete(batch, Propagation::Background)
                             .await
                             .map(|()| Warnings::new()),
                     }
                 } => r,
                 () = self.op.token.cancelled() => {
-                    out.aborted = Some(unfinished(&rest));
+                    out.aborted = Some(rest);
                     return Ok(out);
                 }
             };
+            drop(permits);
             let metrics = &self.inner.metrics;
             metrics
                 .batch_seconds
@@ -279,12 +317,13 @@ impl Run {
                 Ok(warnings) => (rest.len(), None, warnings),
                 Err(e) => (e.done.min(rest.len()), Some(e.error), Warnings::new()),
             };
-            let finished: Vec<(String, Resource)> = rest.drain(..done).collect();
+            let finished: Vec<Resource> = batch.resources.drain(..done).collect();
+            let finished_names: Vec<String> = rest.drain(..done).collect();
             let counter = match action {
                 Action::Apply => &metrics.applied,
                 Action::Delete => &metrics.deleted,
             };
-            for (_, r) in &finished {
+            for r in &finished {
                 counter.inc(&[cluster, &r.id().kind]);
             }
             let reached = err
@@ -294,11 +333,10 @@ impl Run {
                 .reachable
                 .set(&[cluster], if reached { 1.0 } else { 0.0 });
             if !finished.is_empty() {
-                let names: Vec<String> = finished.iter().map(|(n, _)| n.clone()).collect();
                 self.ctx
-                    .set_resource_statuses(app, cluster, &names, ok_status)
+                    .set_resource_statuses(app, cluster, &finished_names, ok_status)
                     .await?;
-                for (i, name) in names.iter().enumerate() {
+                for (i, name) in finished_names.iter().enumerate() {
                     let texts: Vec<String> = warnings
                         .iter()
                         .filter(|(at, _)| *at == i)
@@ -311,7 +349,7 @@ impl Run {
                             .await?;
                     }
                 }
-                out.done.extend(finished.into_iter().map(|(_, r)| r));
+                out.done.extend(finished);
             }
             match err {
                 None => {
@@ -333,8 +371,7 @@ impl Run {
                             .await?;
                     }
                     if !self.inner.backoff.allows(attempt) {
-                        let names: Vec<String> = unfinished(&rest);
-                        for (_, r) in &rest {
+                        for r in &batch.resources {
                             metrics
                                 .failures
                                 .inc(&[cluster, &r.id().kind, "Unreachable"]);
@@ -343,7 +380,7 @@ impl Run {
                             .set_resource_failures(
                                 app,
                                 cluster,
-                                &names,
+                                &rest,
                                 RsyncStatus::Failed,
                                 "Unreachable",
                                 &format!("gave up after {attempt} attempts: {e}"),
@@ -358,19 +395,20 @@ impl Run {
                         .set_resource_retrying(
                             app,
                             cluster,
-                            &unfinished(&rest),
+                            &rest,
                             ("Unreachable", &e.to_string()),
                             attempt,
                             &emco_core::time::rfc3339(SystemTime::now() + delay),
                         )
                         .await?;
                     if !self.pause(delay).await {
-                        out.aborted = Some(unfinished(&rest));
+                        out.aborted = Some(rest);
                         return Ok(out);
                     }
                 }
                 Some(e) => {
-                    let (name, r) = rest.remove(0);
+                    let name = rest.remove(0);
+                    let r = batch.resources.remove(0);
                     metrics
                         .failures
                         .inc(&[cluster, &r.id().kind, e.kind().as_str()]);
@@ -383,6 +421,44 @@ impl Run {
             }
         }
         Ok(out)
+    }
+
+    /// The parsed resources of `names` that have a valid manifest, with their names; the others
+    /// are marked failed (and `out` failed).
+    async fn load_all(
+        &self,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+        out: &mut Phase,
+    ) -> Result<(Vec<String>, Vec<Resource>)> {
+        let mut valid = Vec::with_capacity(names.len());
+        let mut resources = Vec::with_capacity(names.len());
+        for n in names {
+            match self.load(app, cluster, n).await? {
+                Some(r) => {
+                    valid.push(n.clone());
+                    resources.push(r);
+                }
+                None => {
+                    let kind = n.rsplit_once('+').map_or("", |(_, kind)| kind);
+                    self.inner
+                        .metrics
+                        .failures
+                        .inc(&[cluster, kind, "InvalidManifest"]);
+                    self.fail(
+                        app,
+                        cluster,
+                        n,
+                        "InvalidManifest",
+                        "its YAML is missing or invalid",
+                    )
+                    .await?;
+                    out.failed = true;
+                }
+            }
+        }
+        Ok((valid, resources))
     }
 
     /// Marks one resource failed, saying why.

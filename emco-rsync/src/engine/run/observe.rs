@@ -294,6 +294,7 @@ impl Run {
         resources: &[Resource],
         token: &CancellationToken,
     ) -> Waited {
+        super::give_back_start_slot();
         let rs = resources
             .iter()
             .map(|r| (r.id().emco_name(), r.id().clone()))

@@ -97,13 +97,13 @@ impl Run {
 
     pub(super) async fn remove_app(&self, app: &str, keep: Option<&AppContext>) -> Result<bool> {
         let mut set = JoinSet::new();
+        let slots = self.start_slots();
         for c in self.ctx.clusters(app).await? {
             let run = self.clone();
             let (app, keep) = (app.to_owned(), keep.cloned());
             let span = tracing::info_span!("cluster", cluster = %c);
-            set.spawn(
-                async move { run.remove_cluster(&app, &c, keep.as_ref()).await }.instrument(span),
-            );
+            let work = async move { run.remove_cluster(&app, &c, keep.as_ref()).await };
+            Self::spawn_worker(&mut set, &slots, work.instrument(span)).await;
         }
         let mut failed = false;
         while let Some(r) = set.join_next().await {
