@@ -11,9 +11,10 @@
 //!
 //! Every AppContext transaction and every resource write is committed with immediate durability
 //! (fsync) before it is acknowledged; concurrent ones share a redb write transaction and its
-//! fsync (a group commit), each AppContext transaction still at its own revision. Blobs are written in 1 MiB chunks,
-//! each in its own non-durable transaction, and published by a final durable transaction that
-//! points the blob at the new chunks; chunks left by a crash mid-upload are removed on open.
+//! fsync (a group commit), each AppContext transaction still at its own revision. Blobs are
+//! written in 1 MiB chunks, each in its own non-durable transaction, and published by a final
+//! durable transaction that points the blob at the new chunks; chunks left by a crash
+//! mid-upload are removed on open.
 
 use std::fmt;
 use std::ops::Bound;
@@ -44,6 +45,15 @@ const BLOB_CHUNKS: TableDefinition<(&str, &str, u64, u32), &[u8]> =
     TableDefinition::new("blob_chunks");
 
 const REVISION: &str = "revision";
+
+/// The store's revision as `meta` (the META table, read or written) holds it.
+fn stored_revision(meta: &impl ReadableTable<&'static str, u64>) -> Result<u64> {
+    Ok(meta
+        .get(REVISION)
+        .map_err(db_err)?
+        .map(|g| g.value())
+        .unwrap_or(0))
+}
 
 fn db_err(e: impl Into<redb::Error>) -> Error {
     let e: redb::Error = e.into();
@@ -152,11 +162,7 @@ impl RedbBuilder {
                     .remove((key.as_str(), name.as_str(), *upload, *n))
                     .map_err(db_err)?;
             }
-            let revs = tx.open_table(META).map_err(db_err)?;
-            revs.get(REVISION)
-                .map_err(db_err)?
-                .map(|g| g.value())
-                .unwrap_or(0)
+            stored_revision(&tx.open_table(META).map_err(db_err)?)?
         };
         tx.commit().map_err(db_err)?;
         let db = Arc::new(db);
@@ -316,12 +322,7 @@ impl KvView for TableView<'_> {
 impl Engine for KvEngine {
     fn revision(&self) -> Result<u64> {
         let tx = self.db.begin_read().map_err(db_err)?;
-        let meta = tx.open_table(META).map_err(db_err)?;
-        Ok(meta
-            .get(REVISION)
-            .map_err(db_err)?
-            .map(|g| g.value())
-            .unwrap_or(0))
+        stored_revision(&tx.open_table(META).map_err(db_err)?)
     }
 
     fn get(&self, key: &str) -> Result<Option<KeyValue>> {
@@ -335,13 +336,7 @@ impl Engine for KvEngine {
 
     fn list(&self, prefix: &str, options: &ListOptions) -> Result<ListPage> {
         let tx = self.db.begin_read().map_err(db_err)?;
-        let revision = tx
-            .open_table(META)
-            .map_err(db_err)?
-            .get(REVISION)
-            .map_err(db_err)?
-            .map(|g| g.value())
-            .unwrap_or(0);
+        let revision = stored_revision(&tx.open_table(META).map_err(db_err)?)?;
         let table = tx.open_table(KV).map_err(db_err)?;
         let rows = table
             .range::<&str>(from(local::list_start(prefix, options)))
@@ -363,11 +358,7 @@ impl Engine for KvEngine {
         self.commits
             .write(move |tx| {
                 let mut meta = tx.open_table(META).map_err(db_err)?;
-                let current = meta
-                    .get(REVISION)
-                    .map_err(db_err)?
-                    .map(|g| g.value())
-                    .unwrap_or(0);
+                let current = stored_revision(&meta)?;
                 let applied = {
                     let mut view = TableView(tx.open_table(KV).map_err(db_err)?);
                     Applied::at(current + 1, local::evaluate(&mut view, &txn, current + 1)?)

@@ -139,7 +139,11 @@ impl Applied {
     /// Records the events in `log` and answers the transaction. Callers publish in the order
     /// they committed.
     pub(crate) fn publish(self, log: &Mutex<ChangeLog>) -> TxnResult {
-        lock(log).record(self.revision, self.events);
+        self.record_in(&mut lock(log))
+    }
+
+    fn record_in(self, log: &mut ChangeLog) -> TxnResult {
+        log.record(self.revision, self.events);
         TxnResult {
             succeeded: self.succeeded,
             revision: self.revision,
@@ -157,13 +161,7 @@ pub(crate) fn commit_in_order(
 ) -> Result<TxnResult> {
     let mut log = lock(log);
     let next = log.revision + 1;
-    let applied = Applied::at(next, apply(next)?);
-    log.record(applied.revision, applied.events);
-    Ok(TxnResult {
-        succeeded: applied.succeeded,
-        revision: applied.revision,
-        deleted: applied.deleted,
-    })
+    Ok(Applied::at(next, apply(next)?).record_in(&mut log))
 }
 
 /// How many change events the log keeps for watches that start in the past.

@@ -991,11 +991,12 @@ fn cached_head(path: &str, doc: &str) -> Result<SimpleHead, Error> {
         return Ok(head);
     }
     let head = simple_head(path, doc)?;
+    let size = path.len() + doc.len();
     let mut cache = lock();
-    if cache.bytes + doc.len() > HEADS_BYTES {
+    if cache.bytes + size > HEADS_BYTES {
         *cache = HeadCache::default();
     }
-    cache.bytes += path.len() + doc.len();
+    cache.bytes += size;
     cache
         .by_hash
         .entry(hash)

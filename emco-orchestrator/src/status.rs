@@ -55,6 +55,9 @@ pub const NOT_READY: &str = "NotReady";
 /// The ready status of a resource that is not on its cluster (not seen yet, or deleted).
 pub const NOT_PRESENT: &str = "NotPresent";
 
+/// Every ready status [`readiness`] gives.
+const READINESS: [&str; 3] = [READY, NOT_READY, NOT_PRESENT];
+
 /// The context a query reports on: `instance` when given (it must belong to the group's
 /// history), else the latest context of the lifecycle record; `None` before any instantiate.
 pub(crate) fn context_of(state: &StateInfo, instance: Option<&str>) -> Result<Option<u64>> {
@@ -114,7 +117,7 @@ struct ClusterSnap {
 struct ClusterCounts {
     /// Per rsync status.
     deployed: Vec<(String, i64)>,
-    /// Ready, NotReady, NotPresent.
+    /// Per ready status, in [`READINESS`] order.
     ready: [i64; 3],
 }
 
@@ -321,6 +324,7 @@ impl Snapshot {
     /// and resource order.
     pub(crate) fn views(&self, query: &StatusQuery) -> Vec<AppView> {
         let detail = query.output == StatusOutput::Detail;
+        let removing = self.removing();
         let mut apps = Vec::new();
         for app in self.ordered_apps() {
             if !query.matches_app(app) {
@@ -333,7 +337,7 @@ impl Snapshot {
                     cluster: cluster.to_owned(),
                     connectivity: c.readystatus.clone().unwrap_or_else(|| "Unknown".into()),
                     resources: c
-                        .names(self.removing())
+                        .names(removing)
                         .into_iter()
                         .map(|n| {
                             ResourceView::new(n, &c.resources[n], c.collected.as_ref(), detail)
@@ -365,10 +369,7 @@ impl Snapshot {
                         }
                     }
                     StatusType::Ready => {
-                        for (ready, n) in [READY, NOT_READY, NOT_PRESENT]
-                            .into_iter()
-                            .zip(counts.ready)
-                        {
+                        for (ready, n) in READINESS.into_iter().zip(counts.ready) {
                             if n > 0 {
                                 tally.add_n(out, query.status, ready, n);
                             }
@@ -427,12 +428,10 @@ impl ClusterSnap {
                     Some((_, count)) => *count += 1,
                     None => counts.deployed.push((deployed.to_owned(), 1)),
                 }
-                let slot = match readiness(deployed, observed.and_then(|o| o.get(n))) {
-                    READY => 0,
-                    NOT_READY => 1,
-                    _ => 2,
-                };
-                counts.ready[slot] += 1;
+                let ready = readiness(deployed, observed.and_then(|o| o.get(n)));
+                if let Some(slot) = READINESS.iter().position(|r| *r == ready) {
+                    counts.ready[slot] += 1;
+                }
             }
             counts
         })

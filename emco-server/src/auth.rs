@@ -283,15 +283,25 @@ impl Authenticator {
         let Some(path) = &loaded.path else {
             return Ok(false);
         };
+        let now = {
+            // A read lock for the check: every request takes one.
+            let current = loaded
+                .current
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            let now = stamps(path, &current.0);
+            if current.1 == now {
+                return Ok(false);
+            }
+            now
+        };
+        // Read without the lock (checks at once would read and store the same files).
+        let read = read_auth_file(path);
         let mut current = loaded
             .current
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        let now = stamps(path, &current.0);
-        if current.1 == now {
-            return Ok(false);
-        }
-        match read_auth_file(path) {
+        match read {
             Ok(inner) => {
                 // Stamps taken before the read: a file that changed while it was read differs
                 // from them at the next check and is read again. Only a new key set file's is

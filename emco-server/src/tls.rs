@@ -94,12 +94,18 @@ impl Reloading {
     fn check(&self) {
         // Taken before the read: a file that changes while it is read is read again next time.
         let stamps = (modified(&self.files.cert), modified(&self.files.key));
-        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
-        if (current.1, current.2) == stamps {
+        let unchanged = {
+            let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
+            (current.1, current.2) == stamps
+        };
+        if unchanged {
             return;
         }
+        // Read without the lock, which every handshake takes.
+        let loaded = load_key(&self.files, &self.provider);
+        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
         (current.1, current.2) = stamps;
-        match load_key(&self.files, &self.provider) {
+        match loaded {
             Ok(key) => {
                 current.0 = key;
                 tracing::info!(cert = %self.files.cert.display(), "serving the TLS certificate read again");
