@@ -411,6 +411,10 @@ impl AppContext {
         self.key(&format!("app/{app}/cluster/{cluster}/{rest}"))
     }
 
+    fn ready_status_key(&self, app: &str, cluster: &str) -> String {
+        self.cluster_key(app, cluster, "readystatus/")
+    }
+
     /// A writer that batches many keys into few transactions.
     #[must_use]
     pub fn writer(&self) -> ContextWriter {
@@ -650,15 +654,27 @@ impl AppContext {
         cluster: &str,
         s: ClusterReadiness,
     ) -> Result<()> {
-        self.put_json(&self.cluster_key(app, cluster, "readystatus/"), &s)
+        self.put_json(&self.ready_status_key(app, cluster), &s)
             .await
+    }
+
+    /// The write [`Self::set_cluster_ready_status`] makes, as an operation for a transaction
+    /// that records more.
+    ///
+    /// # Errors
+    /// None in practice: the value always encodes.
+    pub fn cluster_ready_status_op(
+        &self,
+        app: &str,
+        cluster: &str,
+        s: ClusterReadiness,
+    ) -> Result<Op> {
+        Ok(Op::put(self.ready_status_key(app, cluster), json(&s)?))
     }
 
     /// Whether rsync can reach a cluster (`Unknown` when never set).
     pub async fn cluster_ready_status(&self, app: &str, cluster: &str) -> Result<ClusterReadiness> {
-        let s = self
-            .get_json(&self.cluster_key(app, cluster, "readystatus/"))
-            .await?;
+        let s = self.get_json(&self.ready_status_key(app, cluster)).await?;
         Ok(s.unwrap_or(ClusterReadiness::Unknown))
     }
 

@@ -1026,6 +1026,109 @@ async fn a_hundred_clusters_in_one_context() {
     assert!(all_statuses(&ctx, "app", &cs, RsyncStatus::Deleted).await);
 }
 
+/// A resolver that counts the resolutions it answers.
+#[derive(Debug)]
+struct Counting {
+    inner: Arc<emco_rsync::engine::MapResolver>,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl emco_rsync::engine::ClusterResolver for Counting {
+    async fn connector(
+        &self,
+        cluster: &str,
+    ) -> emco_core::Result<Arc<dyn emco_rsync::connector::Connector>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.inner.connector(cluster).await
+    }
+}
+
+/// The apps of one operation resolve each cluster once; the resource statuses of a worker's
+/// batch and the cluster's readiness are written in one transaction (Pending with Unknown before
+/// the apply, Applied with Available after it).
+#[tokio::test]
+async fn a_worker_resolves_its_cluster_once_per_operation_and_records_together() {
+    use futures::StreamExt as _;
+    let env = Env::start(2).await;
+    let store = memory();
+    let cs = clusters(2);
+    let apps: Vec<AppSpec> = ["a", "b", "c"]
+        .iter()
+        .map(|a| {
+            let cm = config_map(&format!("cm-{a}"), "v");
+            AppSpec::new(a, &cs, &[(&format!("cm-{a}+ConfigMap"), &cm)])
+        })
+        .collect();
+    let ctx = context(Arc::clone(&store), &apps).await;
+    let mut events = store.watch(ctx.root_key(), 0).await.unwrap();
+    let counting = Arc::new(Counting {
+        inner: Arc::clone(&env.resolver),
+        calls: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let rsync = env
+        .builder(Arc::clone(&store))
+        .connectors(counting.clone())
+        .build()
+        .unwrap();
+    rsync.instantiate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+    assert_eq!(
+        counting.calls.load(Ordering::SeqCst),
+        2,
+        "one resolution per cluster"
+    );
+
+    // Every (app, cluster): its Pending status at the revision of its readiness Unknown, its
+    // Applied status at the revision of its readiness Available.
+    let mut at: std::collections::HashMap<(String, String), u64> = Default::default();
+    let want = 3 * 2 * 4;
+    while at.len() < want {
+        let e = tokio::time::timeout(Duration::from_secs(5), events.next())
+            .await
+            .expect("the writes of the deploy")
+            .unwrap()
+            .unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&e.value).unwrap_or_default();
+        let rest = e.key.strip_prefix(ctx.root_key()).unwrap_or_default();
+        let Some((path, what)) = rest
+            .strip_suffix("/readystatus/")
+            .map(|p| (p, value.as_str().unwrap_or_default().to_owned()))
+            .or_else(|| {
+                let (path, _) = rest.split_once("/resource/")?;
+                rest.ends_with("/status/").then(|| {
+                    (
+                        path,
+                        value["Status"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+            })
+        else {
+            continue;
+        };
+        at.entry((path.to_owned(), what)).or_insert(e.mod_revision);
+    }
+    for app in ["a", "b", "c"] {
+        for c in &cs {
+            let path = format!("app/{app}/cluster/{c}");
+            let rev = |what: &str| at.get(&(path.clone(), what.to_owned())).copied();
+            assert!(rev("Pending").is_some(), "{path}: {at:?}");
+            assert_eq!(rev("Pending"), rev("Unknown"), "{path}");
+            assert_eq!(rev("Applied"), rev("Available"), "{path}");
+        }
+    }
+
+    rsync.terminate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Terminated);
+    assert_eq!(
+        counting.calls.load(Ordering::SeqCst),
+        4,
+        "a new operation resolves again"
+    );
+}
+
 /// The collected status (`status/`) of `app` on `cluster`, `Null` before the first write.
 async fn collected(ctx: &AppContext, app: &str, cluster: &str) -> serde_json::Value {
     ctx.cluster_status(app, cluster)

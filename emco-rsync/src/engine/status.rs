@@ -6,9 +6,10 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use emco_appcontext::context::{ContextKey, MAX_TXN_OPS, ResourceStatusRecord};
 use emco_appcontext::{AppContext, Op, Txn};
-use emco_core::lifecycle::RsyncStatus;
+use emco_core::lifecycle::{ClusterReadiness, RsyncStatus};
 use emco_core::{Error, Result};
 
 /// Extends [`AppContext`] with the batched writes the engine needs.
@@ -27,6 +28,23 @@ pub trait ContextStatusExt {
         cluster: &str,
         names: &[String],
         status: RsyncStatus,
+    ) -> Result<()>;
+
+    /// Sets the status of the resources `names` of `app` on `cluster` as
+    /// [`set_resource_statuses`](Self::set_resource_statuses) does and, in the same transaction,
+    /// the cluster's readiness when `readiness` is given (one commit instead of two for the
+    /// worker that records both).
+    ///
+    /// # Errors
+    ///
+    /// The store's errors.
+    async fn set_statuses_and_readiness(
+        &self,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+        status: RsyncStatus,
+        readiness: Option<ClusterReadiness>,
     ) -> Result<()>;
 
     /// Sets the status of the resources `names` of `app` on `cluster` with why (`reason`, a
@@ -98,12 +116,28 @@ impl ContextStatusExt for AppContext {
         names: &[String],
         status: RsyncStatus,
     ) -> Result<()> {
+        self.set_statuses_and_readiness(app, cluster, names, status, None)
+            .await
+    }
+
+    async fn set_statuses_and_readiness(
+        &self,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+        status: RsyncStatus,
+        readiness: Option<ClusterReadiness>,
+    ) -> Result<()> {
+        let first = readiness
+            .map(|r| self.cluster_ready_status_op(app, cluster, r))
+            .transpose()?;
         put_statuses(
             self,
             app,
             cluster,
             names,
             &ResourceStatusRecord::new(status),
+            first,
         )
         .await
     }
@@ -118,7 +152,7 @@ impl ContextStatusExt for AppContext {
         message: &str,
     ) -> Result<()> {
         let record = ResourceStatusRecord::new(status).because(reason, message);
-        put_statuses(self, app, cluster, names, &record).await
+        put_statuses(self, app, cluster, names, &record, None).await
     }
 
     async fn set_resource_retrying(
@@ -135,7 +169,7 @@ impl ContextStatusExt for AppContext {
             next_retry: Some(next_retry.to_owned()),
             ..ResourceStatusRecord::new(RsyncStatus::Retrying).because(reason, message)
         };
-        put_statuses(self, app, cluster, names, &record).await
+        put_statuses(self, app, cluster, names, &record, None).await
     }
 
     async fn set_resource_warnings(
@@ -187,20 +221,28 @@ fn status_key(ctx: &AppContext, app: &str, cluster: &str, name: &str) -> String 
     )
 }
 
-/// Writes `value` as the status of every resource of `names`, in transactions of at most
-/// [`MAX_TXN_OPS`] writes.
+/// Writes `record` as the status of every resource of `names`, after `first` when given, in
+/// transactions of at most [`MAX_TXN_OPS`] writes.
 async fn put_statuses(
     ctx: &AppContext,
     app: &str,
     cluster: &str,
     names: &[String],
     record: &ResourceStatusRecord,
+    first: Option<Op>,
 ) -> Result<()> {
-    let value = encode(record)?;
-    for chunk in names.chunks(MAX_TXN_OPS) {
-        let txn = chunk.iter().fold(Txn::new(), |txn, name| {
-            txn.op(Op::put(status_key(ctx, app, cluster, name), value.clone()))
-        });
+    let value = Bytes::from(encode(record)?);
+    let puts = names
+        .iter()
+        .map(|name| Op::put(status_key(ctx, app, cluster, name), value.clone()));
+    let mut txn = Txn::new();
+    for op in first.into_iter().chain(puts) {
+        if txn.ops.len() == MAX_TXN_OPS {
+            ctx.store().txn(std::mem::take(&mut txn)).await?;
+        }
+        txn = txn.op(op);
+    }
+    if !txn.ops.is_empty() {
         ctx.store().txn(txn).await?;
     }
     Ok(())

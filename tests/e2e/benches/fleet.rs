@@ -21,6 +21,11 @@
 //! `EMCO_FLEET_SERVER_WRAPPER` and `EMCO_FLEET_KUBESIM_WRAPPER` (a command to run the process
 //! under: `heaptrack`; such a run ends at Ready with SIGTERM, its table beside the benchmark's). The table is printed
 //! and written to `bench-results/fleet-<clusters>x<objects per cluster>.txt`.
+//!
+//! With `EMCO_FLEET_CONTEXTS=N` it runs the many-contexts scenario instead (`contexts`): N
+//! deployment intent groups of one object each, the server killed and started again with all
+//! of them deployed, then with `EMCO_FLEET_ACTIVE` (1000) more of them still deploying; written
+//! to `bench-results/fleet-contexts-<N>x<active>.txt`.
 
 #![allow(clippy::unwrap_used)] // A bench that cannot set up has nothing to report.
 #![allow(clippy::cast_precision_loss)] // Counts and durations as f64 for rates.
@@ -47,6 +52,8 @@ const RAW_CONCURRENCY: usize = 256;
 /// Concurrent REST calls while registering clusters (keep-alive connections).
 const REST_CONCURRENCY: usize = 16;
 const DEADLINE: Duration = Duration::from_secs(1800);
+/// The composite app of both runs, and the fleet run's deployment intent group.
+const CA: &str = "/v2/projects/p/composite-apps/ca/v1";
 const DIG: &str = "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig";
 
 struct Params {
@@ -58,6 +65,12 @@ struct Params {
     wrapper: Option<String>,
     /// The same for kubesim: EMCO_FLEET_KUBESIM_WRAPPER.
     kubesim_wrapper: Option<String>,
+    /// EMCO_FLEET_CONTEXTS: when set, the many-contexts run (`contexts`) with this many
+    /// deployment intent groups instead of the fleet run.
+    contexts: usize,
+    /// EMCO_FLEET_ACTIVE (1000): of the many-contexts run, the groups still deploying when the
+    /// server is killed.
+    active: usize,
 }
 
 impl Params {
@@ -78,6 +91,8 @@ impl Params {
             ),
             wrapper: std::env::var("EMCO_FLEET_SERVER_WRAPPER").ok(),
             kubesim_wrapper: std::env::var("EMCO_FLEET_KUBESIM_WRAPPER").ok(),
+            contexts: num("EMCO_FLEET_CONTEXTS", 0),
+            active: num("EMCO_FLEET_ACTIVE", 1000),
         }
     }
 
@@ -173,6 +188,49 @@ fn stop(pid: u32, proc: &mut Proc) {
     drop(proc.0.wait());
 }
 
+/// CPU seconds (user and system) `pid` has used so far.
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After "pid (comm)": field 3 is the state, utime and stime are fields 14 and 15, in ticks.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, tail)| tail.split_whitespace().collect());
+    let ticks = |i: usize| {
+        fields
+            .get(i - 3)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(14) + ticks(15)) as f64 / CLOCK_TICKS
+}
+
+/// The kernel's `USER_HZ` on Linux.
+const CLOCK_TICKS: f64 = 100.0;
+
+/// CPU seconds of two processes over a span of the run.
+struct Cpu {
+    pids: (u32, u32),
+    start: (f64, f64),
+}
+
+impl Cpu {
+    fn start(server: u32, kubesim: u32) -> Self {
+        Self {
+            pids: (server, kubesim),
+            start: (cpu_secs(server), cpu_secs(kubesim)),
+        }
+    }
+
+    /// "server / kubesim" CPU seconds since the start.
+    fn spent(&self) -> String {
+        format!(
+            "{:.1} / {:.1}",
+            cpu_secs(self.pids.0) - self.start.0,
+            cpu_secs(self.pids.1) - self.start.1
+        )
+    }
+}
+
 fn descriptors(pid: u32) -> u64 {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64)
 }
@@ -215,6 +273,15 @@ struct Rest {
 }
 
 impl Rest {
+    fn to(listen: &str) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        Self {
+            client: Client::builder(TokioExecutor::new()).build(connector),
+            base: format!("http://{listen}"),
+        }
+    }
+
     async fn call(&self, method: &str, path: &str, body: Option<(&str, Vec<u8>)>) -> (u16, String) {
         let mut req = hyper::Request::builder()
             .method(method)
@@ -261,9 +328,14 @@ impl Rest {
     }
 
     async fn status(&self, query: &str) -> (Value, Duration) {
+        self.status_of(DIG, query).await
+    }
+
+    /// The status of the deployment intent group at `dig`, and how long it took.
+    async fn status_of(&self, dig: &str, query: &str) -> (Value, Duration) {
         let t = Instant::now();
         let (code, text) = self
-            .call("GET", &format!("{DIG}/status?{query}"), None)
+            .call("GET", &format!("{dig}/status?{query}"), None)
             .await;
         let took = t.elapsed();
         assert_eq!(code, 200, "status: {text}");
@@ -503,6 +575,53 @@ impl Table {
     }
 }
 
+/// Registration: provider, project, admin cloud; each cluster with its kubeconfig, a label and a
+/// reference in the cloud. The time it took.
+async fn register(rest: &Rest, p: &Params, kubeconfigs: &Path) -> Duration {
+    let start = Instant::now();
+    rest.create(
+        "/v2/cluster-providers",
+        &json!({"metadata": {"name": "kp"}}),
+    )
+    .await;
+    rest.create("/v2/projects", &json!({"metadata": {"name": "p"}}))
+        .await;
+    rest.create(
+        "/v2/projects/p/logical-clouds",
+        &json!({"metadata": {"name": "lc"}, "spec": {"level": "0"}}),
+    )
+    .await;
+    futures::stream::iter(1..=p.clusters)
+        .for_each_concurrent(REST_CONCURRENCY, |c| {
+            let (rest, dir) = (rest.clone(), kubeconfigs.to_path_buf());
+            async move {
+                let name = format!("c{c}");
+                let kubeconfig = std::fs::read(dir.join(format!("{name}.kubeconfig"))).unwrap();
+                rest.upload(
+                    "POST",
+                    201,
+                    "/v2/cluster-providers/kp/clusters",
+                    &json!({"metadata": {"name": name}}),
+                    &kubeconfig,
+                )
+                .await;
+                rest.create(
+                    &format!("/v2/cluster-providers/kp/clusters/{name}/labels"),
+                    &json!({"clusterLabel": "edge"}),
+                )
+                .await;
+                rest.create(
+                    "/v2/projects/p/logical-clouds/lc/cluster-references",
+                    &json!({"metadata": {"name": name},
+                        "spec": {"clusterProvider": "kp", "cluster": name}}),
+                )
+                .await;
+            }
+        })
+        .await;
+    start.elapsed()
+}
+
 #[allow(clippy::too_many_lines)] // One run, step by step, reads best in one place.
 async fn bench(p: &Params) -> String {
     let work = tempfile::tempdir().unwrap();
@@ -554,11 +673,16 @@ async fn bench(p: &Params) -> String {
     };
 
     // The raw loop first, on its own objects, so rsync's run finds the clusters as users do.
+    let kubesim_cpu = cpu_secs(kubesim_pid);
     let raw = raw_loop(p, &kubeconfigs).await;
     let raw_rate = total as f64 / raw.as_secs_f64();
     t.row(
         "raw SSA client loop (same objects, same kubesim)",
         format!("{:.2} s, {raw_rate:.0} objects/s", raw.as_secs_f64()),
+    );
+    t.row(
+        "kubesim CPU seconds during the raw loop",
+        format!("{:.1}", cpu_secs(kubesim_pid) - kubesim_cpu),
     );
     let (k_rss, _) = kubesim_peaks.take();
     t.row(
@@ -576,65 +700,14 @@ async fn bench(p: &Params) -> String {
     let pid = own_pid(p.wrapper.as_ref(), &server.0, "emco-server");
     server.1 = p.wrapper.as_ref().map(|_| pid);
     server_peaks.pid.store(u64::from(pid), Ordering::Relaxed);
-    let connector = {
-        let mut c = HttpConnector::new();
-        c.set_nodelay(true);
-        c
-    };
-    let rest = Rest {
-        client: Client::builder(TokioExecutor::new()).build(connector),
-        base: format!("http://{listen}"),
-    };
+    let rest = Rest::to(&listen);
     ready(&rest).await;
     t.row(
         "server start to ready",
         format!("{:.2} s", started.elapsed().as_secs_f64()),
     );
 
-    // Registration: provider, project, admin cloud; each cluster with its kubeconfig, a
-    // label and a reference in the cloud.
-    let start = Instant::now();
-    rest.create(
-        "/v2/cluster-providers",
-        &json!({"metadata": {"name": "kp"}}),
-    )
-    .await;
-    rest.create("/v2/projects", &json!({"metadata": {"name": "p"}}))
-        .await;
-    rest.create(
-        "/v2/projects/p/logical-clouds",
-        &json!({"metadata": {"name": "lc"}, "spec": {"level": "0"}}),
-    )
-    .await;
-    futures::stream::iter(1..=p.clusters)
-        .for_each_concurrent(REST_CONCURRENCY, |c| {
-            let (rest, dir) = (rest.clone(), kubeconfigs.clone());
-            async move {
-                let name = format!("c{c}");
-                let kubeconfig = std::fs::read(dir.join(format!("{name}.kubeconfig"))).unwrap();
-                rest.upload(
-                    "POST",
-                    201,
-                    "/v2/cluster-providers/kp/clusters",
-                    &json!({"metadata": {"name": name}}),
-                    &kubeconfig,
-                )
-                .await;
-                rest.create(
-                    &format!("/v2/cluster-providers/kp/clusters/{name}/labels"),
-                    &json!({"clusterLabel": "edge"}),
-                )
-                .await;
-                rest.create(
-                    "/v2/projects/p/logical-clouds/lc/cluster-references",
-                    &json!({"metadata": {"name": name},
-                        "spec": {"clusterProvider": "kp", "cluster": name}}),
-                )
-                .await;
-            }
-        })
-        .await;
-    let registration = start.elapsed();
+    let registration = register(&rest, p, &kubeconfigs).await;
     t.row(
         "registration (kubeconfig, label, cloud reference per cluster; 16 concurrent calls)",
         format!(
@@ -646,40 +719,9 @@ async fn bench(p: &Params) -> String {
 
     // Onboarding: the admin cloud, the composite app, its charts and profiles, the intents.
     let start = Instant::now();
-    rest.expect(
-        202,
-        "POST",
-        "/v2/projects/p/logical-clouds/lc/instantiate",
-        None,
-    )
-    .await;
-    let ca = "/v2/projects/p/composite-apps/ca/v1";
-    rest.create(
-        "/v2/projects/p/composite-apps",
-        &json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}}),
-    )
-    .await;
-    rest.create(
-        &format!("{ca}/composite-profiles"),
-        &json!({"metadata": {"name": "cp"}}),
-    )
-    .await;
-    rest.create(
-        &format!("{ca}/deployment-intent-groups"),
-        &json!({"metadata": {"name": "dig"},
-            "spec": {"compositeProfile": "cp", "version": "r1", "logicalCloud": "lc"}}),
-    )
-    .await;
-    rest.create(
-        &format!("{DIG}/intents"),
-        &json!({"metadata": {"name": "i"}, "spec": {"intent": {"genericPlacementIntent": "gpi"}}}),
-    )
-    .await;
-    rest.create(
-        &format!("{DIG}/generic-placement-intents"),
-        &json!({"metadata": {"name": "gpi"}, "spec": {"logicalCloud": "lc"}}),
-    )
-    .await;
+    create_app(&rest).await;
+    let ca = CA;
+    create_group(&rest, "dig").await;
     let charts = work.path().join("charts");
     let v1 = profile(work.path(), "v1");
     for a in 0..p.apps {
@@ -719,6 +761,7 @@ async fn bench(p: &Params) -> String {
     let mut latencies = Vec::new();
     let deployed = "status=deployed&output=summary";
     let readiness = "status=ready&output=summary";
+    let cpu = Cpu::start(pid, kubesim_pid);
     let start = Instant::now();
     rest.expect(202, "POST", &format!("{DIG}/instantiate"), None)
         .await;
@@ -728,6 +771,7 @@ async fn bench(p: &Params) -> String {
     })
     .await;
     let applied = start.elapsed();
+    let applied_cpu = cpu.spent();
     rest.until(readiness, &mut latencies, |s| {
         count(s, "readyCounts", "Ready") == total
     })
@@ -752,6 +796,7 @@ async fn bench(p: &Params) -> String {
         "rsync apply throughput / raw client loop",
         format!("{:.2}", rate / raw_rate),
     );
+    t.row("CPU seconds to all Applied, server / kubesim", applied_cpu);
     t.row(
         "server peak RSS, peak descriptors (registration to Ready)",
         format!("{s_rss:.0} MiB, {s_fds}"),
@@ -829,6 +874,7 @@ async fn bench(p: &Params) -> String {
 
     // Update: a new profile value for every app changes every object.
     let v2 = profile(work.path(), "v2");
+    let cpu = Cpu::start(server.0.id(), kubesim_pid);
     let start = Instant::now();
     for a in 0..p.apps {
         let app = Params::app(a);
@@ -851,6 +897,7 @@ async fn bench(p: &Params) -> String {
     })
     .await;
     let updated = start.elapsed();
+    let updated_cpu = cpu.spent();
     let sample = kube_client(&kubeconfigs, p.clusters).await;
     let cm: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(sample, "default");
     let d = cm
@@ -868,8 +915,10 @@ async fn bench(p: &Params) -> String {
             total as f64 / updated.as_secs_f64()
         ),
     );
+    t.row("CPU seconds of the update, server / kubesim", updated_cpu);
 
     // Terminate, followed to Terminated.
+    let cpu = Cpu::start(server.0.id(), kubesim_pid);
     let start = Instant::now();
     rest.expect(202, "POST", &format!("{DIG}/terminate"), None)
         .await;
@@ -878,6 +927,7 @@ async fn bench(p: &Params) -> String {
     })
     .await;
     let terminated = start.elapsed();
+    let terminated_cpu = cpu.spent();
     let sample = kube_client(&kubeconfigs, p.clusters).await;
     let left: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(sample, "default");
     let names: Vec<String> = left
@@ -894,6 +944,10 @@ async fn bench(p: &Params) -> String {
         "terminate to Terminated",
         format!("{:.2} s", terminated.as_secs_f64()),
     );
+    t.row(
+        "CPU seconds of the terminate, server / kubesim",
+        terminated_cpu,
+    );
     let (s_rss, s_fds) = server_peaks.take();
     t.row(
         "server peak RSS, peak descriptors (restart to Terminated)",
@@ -908,6 +962,267 @@ async fn bench(p: &Params) -> String {
     t.row("kubesim VmHWM (whole run)", format!("{:.0} MiB", mib(hwm)));
     sampling.store(false, Ordering::Relaxed);
     sampler.await.unwrap();
+    drop(server);
+    drop(kubesim);
+    t.0
+}
+
+/// Instantiates the admin cloud `lc` and creates the composite app `ca` with its composite
+/// profile `cp`.
+async fn create_app(rest: &Rest) {
+    rest.expect(
+        202,
+        "POST",
+        "/v2/projects/p/logical-clouds/lc/instantiate",
+        None,
+    )
+    .await;
+    rest.create(
+        "/v2/projects/p/composite-apps",
+        &json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}}),
+    )
+    .await;
+    rest.create(
+        &format!("{CA}/composite-profiles"),
+        &json!({"metadata": {"name": "cp"}}),
+    )
+    .await;
+}
+
+/// Creates deployment intent group `name` of the composite app `ca` (profile `cp`, cloud
+/// `lc`) with its intents and its generic placement intent `gpi`; the group's path.
+async fn create_group(rest: &Rest, name: &str) -> String {
+    let dig = format!("{CA}/deployment-intent-groups/{name}");
+    rest.create(
+        &format!("{CA}/deployment-intent-groups"),
+        &json!({"metadata": {"name": name},
+            "spec": {"compositeProfile": "cp", "version": "r1", "logicalCloud": "lc"}}),
+    )
+    .await;
+    rest.create(
+        &format!("{dig}/intents"),
+        &json!({"metadata": {"name": "i"}, "spec": {"intent": {"genericPlacementIntent": "gpi"}}}),
+    )
+    .await;
+    rest.create(
+        &format!("{dig}/generic-placement-intents"),
+        &json!({"metadata": {"name": "gpi"}, "spec": {"logicalCloud": "lc"}}),
+    )
+    .await;
+    dig
+}
+
+/// Onboards deployment intent group `name` of the composite app `ca` (one app, `app01`) placed
+/// on cluster `cluster` alone, and approves it.
+async fn onboard_group(rest: &Rest, name: &str, cluster: usize) {
+    let dig = create_group(rest, name).await;
+    rest.create(
+        &format!("{dig}/generic-placement-intents/gpi/app-intents"),
+        &json!({"metadata": {"name": "ai"}, "spec": {"app": "app01",
+            "intent": {"allOf": [{"clusterProvider": "kp", "cluster": format!("c{cluster}")}]}}}),
+    )
+    .await;
+    rest.expect(202, "POST", &format!("{dig}/approve"), None)
+        .await;
+}
+
+/// Asks every group of `names` for its status until each is Instantiated with its object
+/// Applied, 16 at a time; the groups asked on the first sweep that had not got there.
+async fn until_all_applied(rest: &Rest, names: &[String]) -> usize {
+    let mut pending: Vec<String> = names.to_vec();
+    let mut first = None;
+    let deadline = Instant::now() + DEADLINE;
+    while !pending.is_empty() {
+        let done: Vec<bool> = futures::stream::iter(&pending)
+            .map(|name| async move {
+                let dig = format!("{CA}/deployment-intent-groups/{name}");
+                let (s, _) = rest.status_of(&dig, "status=deployed&output=summary").await;
+                s["deployedStatus"] == "Instantiated" && count(&s, "deployedCounts", "Applied") == 1
+            })
+            .buffered(REST_CONCURRENCY)
+            .collect()
+            .await;
+        let mut done = done.into_iter();
+        pending.retain(|_| !done.next().unwrap_or(false));
+        first.get_or_insert(pending.len());
+        assert!(Instant::now() < deadline, "not applied: {pending:?}");
+        if !pending.is_empty() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    first.unwrap_or(0)
+}
+
+/// Sends `signal` (STOP, CONT) to `pid`.
+fn signal(pid: u32, signal: &str) {
+    let sent = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
+/// The many-contexts run: `p.contexts` deployment intent groups, each one single-object app on
+/// one of `p.clusters` clusters, instantiated and followed to Applied; the server killed
+/// (SIGKILL) and started again with all of them deployed (the time to ready, to the first
+/// status answer, to an answer from every group); then `p.active` more instantiated while
+/// kubesim is stopped (SIGSTOP: every apply waits), the server killed with all of them active,
+/// kubesim continued and the server started again: the time until every one of them is Applied.
+#[allow(clippy::too_many_lines)] // One run, step by step, reads best in one place.
+async fn contexts(p: &Params) -> String {
+    let work = tempfile::tempdir().unwrap();
+    let kubeconfigs = work.path().join("kubeconfigs");
+    std::fs::create_dir_all(&kubeconfigs).unwrap();
+    let (n, m) = (p.contexts, p.active);
+    let mut t = Table(String::new());
+    writeln!(
+        t.0,
+        "# Many contexts: {n} deployed, {m} active, over {} clusters\n\n\
+         emco-server (release, embedded store, defaults) and kubesim (release, TLS, one shared \
+         port) as separate processes with this driver on the same 2-core machine; all calls over \
+         REST, 16 at a time. Each deployment intent group places one app of one Deployment on one \
+         cluster, so each has its own AppContext. Command: `EMCO_FLEET_CONTEXTS={n} \
+         EMCO_FLEET_ACTIVE={m} EMCO_FLEET_CLUSTERS={} bash scripts/bench-fleet.sh`.\n\n\
+         | measure | value |\n|---|---|",
+        p.clusters, p.clusters,
+    )
+    .unwrap();
+    let kubesim = spawn_kubesim(p, &kubeconfigs);
+    let kubesim_pid = kubesim.0.id();
+    let data = work.path().join("data");
+    let (listen, grpc) = (
+        format!("127.0.0.1:{}", free_port()),
+        format!("127.0.0.1:{}", free_port()),
+    );
+    let mut server = spawn_server(p, &data, &listen, &grpc);
+    let rest = Rest::to(&listen);
+    ready(&rest).await;
+    register(&rest, p, &kubeconfigs).await;
+    create_app(&rest).await;
+    let packed = chart(&work.path().join("charts"), "app01", 1);
+    rest.upload(
+        "POST",
+        201,
+        &format!("{CA}/apps"),
+        &json!({"metadata": {"name": "app01"}}),
+        &packed,
+    )
+    .await;
+    rest.upload(
+        "POST",
+        201,
+        &format!("{CA}/composite-profiles/cp/profiles"),
+        &json!({"metadata": {"name": "pr"}, "spec": {"app": "app01"}}),
+        &profile(work.path(), "v1"),
+    )
+    .await;
+
+    // The deployed ones: onboarded and instantiated, then followed to Applied.
+    let names: Vec<String> = (1..=n).map(|i| format!("d{i}")).collect();
+    let start = Instant::now();
+    futures::stream::iter(names.iter().enumerate())
+        .for_each_concurrent(REST_CONCURRENCY, |(i, name)| {
+            let rest = &rest;
+            async move {
+                onboard_group(rest, name, i % p.clusters + 1).await;
+                let dig = format!("{CA}/deployment-intent-groups/{name}");
+                rest.expect(202, "POST", &format!("{dig}/instantiate"), None)
+                    .await;
+            }
+        })
+        .await;
+    let onboarded = start.elapsed();
+    until_all_applied(&rest, &names).await;
+    let applied = start.elapsed();
+    t.row(
+        &format!("{n} groups onboarded and instantiated (6 calls each)"),
+        format!(
+            "{:.1} s, {:.0} groups/s",
+            onboarded.as_secs_f64(),
+            n as f64 / onboarded.as_secs_f64()
+        ),
+    );
+    t.row(
+        &format!("all {n} Applied, from the first call"),
+        format!("{:.1} s", applied.as_secs_f64()),
+    );
+    let (rss, hwm) = memory(server.0.id());
+    t.row(
+        "server RSS / VmHWM with all deployed",
+        format!("{:.0} MiB / {:.0} MiB", mib(rss), mib(hwm)),
+    );
+
+    // Killed with every context deployed: how soon the server answers again.
+    drop(server.0.kill());
+    drop(server.0.wait());
+    let restarted = Instant::now();
+    server = spawn_server(p, &data, &listen, &grpc);
+    let up = ready(&rest).await;
+    let last = format!("{CA}/deployment-intent-groups/{}", names[n - 1]);
+    rest.status_of(&last, "status=deployed&output=summary")
+        .await;
+    let first = restarted.elapsed();
+    let behind = until_all_applied(&rest, &names).await;
+    assert_eq!(behind, 0, "deployed groups lost their state");
+    t.row(
+        &format!(
+            "restart after SIGKILL with {n} deployed: ready / first status / every group answered"
+        ),
+        format!(
+            "{:.2} s / {:.2} s / {:.2} s",
+            up.as_secs_f64(),
+            first.as_secs_f64(),
+            restarted.elapsed().as_secs_f64()
+        ),
+    );
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (rss, _) = memory(server.0.id());
+    t.row(
+        "server RSS 5 s after every group answered (readiness followed again)",
+        format!("{:.0} MiB", mib(rss)),
+    );
+
+    // Active ones: instantiated while no cluster answers, the server killed meanwhile.
+    let active: Vec<String> = (1..=m).map(|i| format!("a{i}")).collect();
+    futures::stream::iter(active.iter().enumerate())
+        .for_each_concurrent(REST_CONCURRENCY, |(i, name)| {
+            let rest = &rest;
+            async move { onboard_group(rest, name, i % p.clusters + 1).await }
+        })
+        .await;
+    signal(kubesim_pid, "STOP");
+    futures::stream::iter(&active)
+        .for_each_concurrent(REST_CONCURRENCY, |name| {
+            let rest = &rest;
+            async move {
+                let dig = format!("{CA}/deployment-intent-groups/{name}");
+                rest.expect(202, "POST", &format!("{dig}/instantiate"), None)
+                    .await;
+            }
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    drop(server.0.kill());
+    drop(server.0.wait());
+    signal(kubesim_pid, "CONT");
+    let restarted = Instant::now();
+    server = spawn_server(p, &data, &listen, &grpc);
+    let up = ready(&rest).await;
+    let behind = until_all_applied(&rest, &active).await;
+    let resumed = restarted.elapsed();
+    t.row(
+        &format!("restart after SIGKILL with {m} active (none applied): ready / all {m} Applied"),
+        format!("{:.2} s / {:.2} s", up.as_secs_f64(), resumed.as_secs_f64()),
+    );
+    t.row(
+        "of them not yet Applied at the first sweep after the restart",
+        behind,
+    );
+    let (_, hwm) = memory(server.0.id());
+    t.row(
+        "server VmHWM of the last process",
+        format!("{:.0} MiB", mib(hwm)),
+    );
     drop(server);
     drop(kubesim);
     t.0
@@ -929,7 +1244,13 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let report = runtime.block_on(bench(&p));
+    let (report, name) = if p.contexts > 0 {
+        let name = format!("fleet-contexts-{}x{}", p.contexts, p.active);
+        (runtime.block_on(contexts(&p)), name)
+    } else {
+        let name = format!("fleet-{}x{}", p.clusters, p.apps * p.objects);
+        (runtime.block_on(bench(&p)), name)
+    };
     print!("{report}");
     let out = emco_e2e::workspace().join("bench-results");
     std::fs::create_dir_all(&out).unwrap();
@@ -944,13 +1265,5 @@ fn main() {
                 .map_or_else(|| w.clone(), |n| n.to_string_lossy().into_owned());
             format!("-{tool}")
         });
-    std::fs::write(
-        out.join(format!(
-            "fleet-{}x{}{profiled}.txt",
-            p.clusters,
-            p.apps * p.objects
-        )),
-        report,
-    )
-    .unwrap();
+    std::fs::write(out.join(format!("{name}{profiled}.txt")), report).unwrap();
 }

@@ -152,22 +152,13 @@ impl Run {
                 return Ok(true);
             }
         }
-        let mut set = JoinSet::new();
-        let slots = self.start_slots();
-        for c in &clusters {
-            let run = self.clone();
-            let (app, c, old) = (app.to_owned(), c.clone(), old.clone());
-            let span = tracing::info_span!("cluster", cluster = %c);
-            let work = async move { run.deploy_cluster(&app, &c, old.as_ref(), resume).await };
-            Self::spawn_worker(&mut set, &slots, work.instrument(span)).await;
-        }
-        let mut failed = false;
-        while let Some(r) = set.join_next().await {
-            failed |= !matches!(r, Ok(Ok(false)));
-            if let Ok(Err(e)) = r {
-                tracing::warn!(app, error = %e, "cluster worker failed");
-            }
-        }
+        let work = |run: Self, c: String| {
+            let (app, old) = (app.to_owned(), old.clone());
+            async move { run.deploy_cluster(&app, &c, old.as_ref(), resume).await }
+        };
+        let failed = self
+            .on_every_cluster(app, clusters.clone(), "cluster worker failed", work)
+            .await;
         if failed || !then_ready {
             return Ok(failed);
         }
@@ -195,13 +186,10 @@ impl Run {
         let plan = self.plan(app, cluster).await?;
         let every = plan.installed();
         // Until this worker reaches the cluster, its state is not known: never reached yet, or
-        // last seen before a restart.
-        if resume || self.ctx.cluster_ready_status(app, cluster).await? == ClusterReadiness::Unknown
-        {
-            self.ctx
-                .set_cluster_ready_status(app, cluster, ClusterReadiness::Unknown)
-                .await?;
-        }
+        // last seen before a restart. Recorded with the pending statuses, in one transaction.
+        let unknown = (resume
+            || self.ctx.cluster_ready_status(app, cluster).await? == ClusterReadiness::Unknown)
+            .then_some(ClusterReadiness::Unknown);
         let mut skip: HashSet<String> = HashSet::new();
         for n in &every {
             let applied = |s: Option<RsyncStatus>| s == Some(RsyncStatus::Applied);
@@ -227,7 +215,7 @@ impl Run {
             .cloned()
             .collect();
         self.ctx
-            .set_resource_statuses(app, cluster, &todo, RsyncStatus::Pending)
+            .set_statuses_and_readiness(app, cluster, &todo, RsyncStatus::Pending, unknown)
             .await?;
         self.ctx
             .set_resource_statuses(app, cluster, &skipped, RsyncStatus::Applied)

@@ -96,23 +96,14 @@ impl Run {
     }
 
     pub(super) async fn remove_app(&self, app: &str, keep: Option<&AppContext>) -> Result<bool> {
-        let mut set = JoinSet::new();
-        let slots = self.start_slots();
-        for c in self.ctx.clusters(app).await? {
-            let run = self.clone();
+        let clusters = self.ctx.clusters(app).await?;
+        let work = |run: Self, c: String| {
             let (app, keep) = (app.to_owned(), keep.cloned());
-            let span = tracing::info_span!("cluster", cluster = %c);
-            let work = async move { run.remove_cluster(&app, &c, keep.as_ref()).await };
-            Self::spawn_worker(&mut set, &slots, work.instrument(span)).await;
-        }
-        let mut failed = false;
-        while let Some(r) = set.join_next().await {
-            failed |= !matches!(r, Ok(Ok(false)));
-            if let Ok(Err(e)) = r {
-                tracing::warn!(app, error = %e, "cluster removal failed");
-            }
-        }
-        Ok(failed)
+            async move { run.remove_cluster(&app, &c, keep.as_ref()).await }
+        };
+        Ok(self
+            .on_every_cluster(app, clusters, "cluster removal failed", work)
+            .await)
     }
 
     pub(super) async fn remove_cluster(
