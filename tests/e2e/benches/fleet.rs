@@ -176,14 +176,19 @@ fn wrapped(wrapper: Option<&String>, program: &Path) -> Command {
     }
 }
 
-/// Ends a process normally (SIGTERM), so a profiler in front of it writes its data, and waits
-/// for its wrapper.
-fn stop(pid: u32, proc: &mut Proc) {
+/// Sends `signal` (TERM, STOP, CONT) to `pid`.
+fn signal(pid: u32, signal: &str) {
     let sent = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
+        .args([&format!("-{signal}"), &pid.to_string()])
         .status()
         .unwrap();
     assert!(sent.success());
+}
+
+/// Ends a process normally (SIGTERM), so a profiler in front of it writes its data, and waits
+/// for its wrapper.
+fn stop(pid: u32, proc: &mut Proc) {
+    signal(pid, "TERM");
     proc.1 = None;
     drop(proc.0.wait());
 }
@@ -1051,15 +1056,6 @@ async fn until_all_applied(rest: &Rest, names: &[String]) -> usize {
         }
     }
     first.unwrap_or(0)
-}
-
-/// Sends `signal` (STOP, CONT) to `pid`.
-fn signal(pid: u32, signal: &str) {
-    let sent = Command::new("kill")
-        .args([&format!("-{signal}"), &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
 }
 
 /// The many-contexts run: `p.contexts` deployment intent groups, each one single-object app on
