@@ -126,7 +126,9 @@ Try next:
   $CTL status -f examples/emcoctl/instantiate.yaml $VALUES
   curl -s '$DIG/status?status=ready'
   kubectl --kubeconfig $RUN_DIR/kubeconfigs/c1.kubeconfig get deployments,pods,services -A
-  $BIN/kubesim fault c2 --down --kubeconfig-dir $RUN_DIR/kubeconfigs   # c2 stops answering (without --down: back)
+  $BIN/kubesim fault c2 --down --kubeconfig-dir $RUN_DIR/kubeconfigs    # c2 stops answering: its
+      # resources turn Unknown in status after the grace period (--cluster-grace-seconds, 40 s)
+  $BIN/kubesim fault c2 --clear --kubeconfig-dir $RUN_DIR/kubeconfigs   # c2 answers again
 
 Remove it again (and deploy it again with 'apply'):
 

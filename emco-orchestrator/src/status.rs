@@ -11,9 +11,11 @@
 //! - `status=deployed`: each resource's rsync status (`Pending` when rsync has not written one,
 //!   as EMCO), counted in `deployedCounts`;
 //! - `status=ready`: each resource's readiness from the cluster's collected status
-//!   that rsync records as it observes the objects (`Ready`, `NotReady`, or `NotPresent` when
-//!   never seen or deleted), counted in `readyCounts`, and `readyStatus` `Ready` when every
-//!   counted resource is ready;
+//!   that rsync records as it observes the objects (`Ready`, `NotReady`, `NotPresent` when
+//!   never seen or deleted, or `Unknown` when its cluster has not answered for the grace period,
+//!   with `lastReadyStatus` and `lastSeen`), counted in `readyCounts`, and `readyStatus` `Ready`
+//!   when every counted resource is ready, `Unknown` when the others are unknown, else
+//!   `NotReady`;
 //! - `output=summary` leaves out `apps`; `output=detail` adds each resource's manifest
 //!   (deployed) or its observed entry `{present, ready, reason}` (ready);
 //! - filters `app=`, `cluster=`, `resource=` (the object's name) narrow the apps and the counts;
@@ -54,9 +56,11 @@ pub const READY: &str = "Ready";
 pub const NOT_READY: &str = "NotReady";
 /// The ready status of a resource that is not on its cluster (not seen yet, or deleted).
 pub const NOT_PRESENT: &str = "NotPresent";
+/// The ready status of a resource whose cluster has not answered for the grace period.
+pub const UNKNOWN: &str = "Unknown";
 
 /// Every ready status [`readiness`] gives.
-const READINESS: [&str; 3] = [READY, NOT_READY, NOT_PRESENT];
+const READINESS: [&str; 4] = [READY, NOT_READY, NOT_PRESENT, UNKNOWN];
 
 /// The context a query reports on: `instance` when given (it must belong to the group's
 /// history), else the latest context of the lifecycle record; `None` before any instantiate.
@@ -118,7 +122,7 @@ struct ClusterCounts {
     /// Per rsync status.
     deployed: Vec<(String, i64)>,
     /// Per ready status, in [`READINESS`] order.
-    ready: [i64; 3],
+    ready: [i64; 4],
 }
 
 /// What a status query needs of one AppContext, read in one prefix listing.
@@ -454,6 +458,7 @@ fn readiness(deployed: &str, observed: Option<&Value>) -> &'static str {
     match observed {
         // Whatever was seen before, a deleted object is gone.
         _ if deployed == RsyncStatus::Deleted.as_str() => NOT_PRESENT,
+        Some(o) if flag(o, "unknown") => UNKNOWN,
         Some(o) if flag(o, "present") && flag(o, "ready") => READY,
         Some(o) if flag(o, "present") => NOT_READY,
         _ => NOT_PRESENT,
@@ -465,6 +470,7 @@ fn readiness(deployed: &str, observed: Option<&Value>) -> &'static str {
 struct Tally {
     total: i64,
     ready: i64,
+    unknown: i64,
 }
 
 impl Tally {
@@ -483,8 +489,10 @@ impl Tally {
         let counts = match status {
             StatusType::Deployed => &mut out.deployed_counts,
             StatusType::Ready => {
-                if key == READY {
-                    self.ready += n;
+                match key {
+                    READY => self.ready += n,
+                    UNKNOWN => self.unknown += n,
+                    _ => {}
                 }
                 &mut out.ready_counts
             }
@@ -497,11 +505,14 @@ impl Tally {
         }
     }
 
-    /// Sets the answer's `readyStatus` for a ready query with resources.
+    /// Sets the answer's `readyStatus` for a ready query with resources: `Unknown` when what
+    /// is not ready is on clusters that do not answer.
     fn finish(self, out: &mut DigStatus, status: StatusType) {
         if status == StatusType::Ready && self.total > 0 {
             out.ready_status = if self.ready == self.total {
                 READY
+            } else if self.ready + self.unknown == self.total {
+                UNKNOWN
             } else {
                 NOT_READY
             }
@@ -538,6 +549,20 @@ pub(crate) struct ResourceView {
     warnings: Vec<String>,
     why: Option<(String, String)>,
     retry: Option<(u32, String)>,
+    /// While its readiness is unknown: the state seen last, since when, and why.
+    unknown: Option<Unknown>,
+}
+
+/// What the entry of a resource whose cluster is silent says: `lastState`, `since`, `reason`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Unknown {
+    #[serde(default)]
+    last_state: String,
+    #[serde(default)]
+    since: String,
+    #[serde(default)]
+    reason: String,
 }
 
 impl ResourceView {
@@ -588,6 +613,9 @@ impl ResourceView {
             .and_then(|c| c.get("resources"))
             .and_then(|r| r.get(key));
         let ready = readiness(snap.deployed(), observed);
+        let unknown = observed
+            .filter(|_| ready == UNKNOWN)
+            .and_then(|o| Unknown::deserialize(o).ok());
         Self {
             name,
             gvk,
@@ -598,6 +626,7 @@ impl ResourceView {
             warnings: snap.warnings.clone(),
             why: snap.why.clone(),
             retry: snap.retry.clone(),
+            unknown,
         }
     }
 }
@@ -1019,6 +1048,14 @@ fn full_status(out: &mut DigStatus, views: Vec<AppView>, query: &StatusQuery) {
                     }
                     StatusType::Ready => {
                         status.ready_status = r.ready.to_owned();
+                        if let Some(u) = r.unknown {
+                            status.last_ready_status = u.last_state;
+                            status.last_seen = u.since;
+                            if status.why.reason.is_none() {
+                                status.why.reason = Some("Unreachable".to_owned());
+                                status.why.message = Some(u.reason);
+                            }
+                        }
                         if query.output == StatusOutput::Detail {
                             status.detail = r.observed;
                         }
@@ -1192,6 +1229,8 @@ mod tests {
             json!({"present": true, "ready": true}),
             json!({"present": true, "ready": false}),
             json!({"present": false}),
+            json!({"present": true, "ready": false, "unknown": true, "lastState": "Ready",
+                "since": "2026-12-05T10:00:00Z", "reason": "cluster has not answered"}),
         ];
         let mut snap = Snapshot::default();
         for (a, app) in ["a", "b", "c"].into_iter().enumerate() {
@@ -1210,7 +1249,7 @@ mod tests {
                     };
                     let n = a * 20 + c * 5 + r;
                     if n % 4 != 0 {
-                        seen.insert(name.clone(), observed[n % 3].clone());
+                        seen.insert(name.clone(), observed[(n / 2) % 4].clone());
                     }
                     let resource = ResourceSnap {
                         status: statuses[n % 5].map(str::to_owned),
@@ -1269,8 +1308,81 @@ mod tests {
         };
         let mut out = DigStatus::default();
         snap.tally(&query, &mut out);
-        assert_eq!(out.ready_counts.len(), 3, "{:?}", out.ready_counts);
+        assert_eq!(out.ready_counts.len(), 4, "{:?}", out.ready_counts);
         assert_eq!(out.ready_status, NOT_READY);
+    }
+
+    /// A resource whose cluster is silent counts as `Unknown`, says what it was and since when,
+    /// and keeps the group from Ready: `Unknown` when the rest is ready, `NotReady` otherwise.
+    #[test]
+    fn unknown_readiness_keeps_a_group_from_ready() {
+        let applied = ResourceSnap {
+            status: Some("Applied".into()),
+            ..ResourceSnap::default()
+        };
+        let silent = json!({"resources": {"web+Deployment": {"present": true, "ready": false,
+            "unknown": true, "lastState": "Ready", "since": "2026-12-05T10:00:00Z",
+            "reason": "cluster has not answered since 2026-12-05T10:00:00Z: refused"}}});
+        let v = ResourceView::new("web+Deployment", &applied, Some(&silent), false);
+        assert_eq!(v.ready, UNKNOWN);
+        let u = v.unknown.as_ref().unwrap();
+        assert_eq!(
+            (u.last_state.as_str(), u.since.as_str()),
+            ("Ready", "2026-12-05T10:00:00Z")
+        );
+        let query = StatusQuery {
+            status: StatusType::Ready,
+            ..StatusQuery::default()
+        };
+        let answer = |collected: [&Value; 2]| {
+            let mut snap = Snapshot {
+                status: Some("Instantiated".into()),
+                ..Snapshot::default()
+            };
+            for (c, collected) in collected.into_iter().enumerate() {
+                let mut cluster = ClusterSnap {
+                    collected: Some(collected.clone()),
+                    ..ClusterSnap::default()
+                };
+                cluster.resources.insert(
+                    "web+Deployment".into(),
+                    Box::new(ResourceSnap {
+                        status: Some("Applied".into()),
+                        ..ResourceSnap::default()
+                    }),
+                );
+                snap.apps
+                    .entry("web".into())
+                    .or_default()
+                    .insert(format!("p+c{c}"), cluster);
+            }
+            let mut out = DigStatus::default();
+            full_status(&mut out, snap.views(&query), &query);
+            out
+        };
+        let ready = json!({"resources": {"web+Deployment": {"present": true, "ready": true}}});
+        let not_ready = json!({"resources": {"web+Deployment": {"present": true, "ready": false}}});
+        assert_eq!(answer([&ready, &ready]).ready_status, READY);
+        let out = answer([&ready, &silent]);
+        assert_eq!(out.ready_status, UNKNOWN);
+        assert_eq!(out.ready_counts.get(UNKNOWN), Some(&1));
+        let r = &out.apps[0].clusters[1].resources[0];
+        assert_eq!(
+            (
+                r.ready_status.as_str(),
+                r.last_ready_status.as_str(),
+                r.last_seen.as_str()
+            ),
+            (UNKNOWN, "Ready", "2026-12-05T10:00:00Z")
+        );
+        assert_eq!(r.why.reason.as_deref(), Some("Unreachable"));
+        assert!(
+            r.why
+                .message
+                .as_deref()
+                .is_some_and(|m| m.contains("refused"))
+        );
+        assert_eq!(answer([&not_ready, &silent]).ready_status, NOT_READY);
     }
 
     /// The answers from a followed snapshot are those of a fresh read, through changes of

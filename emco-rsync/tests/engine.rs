@@ -1426,3 +1426,93 @@ async fn gitops_readiness_comes_from_the_status_written_back() {
     rsync.wait_idle(ctx.id()).await;
     assert_eq!(status(&ctx).await, AppContextStatus::Terminated);
 }
+
+/// Whether every entry of the collected status of `app` on `cluster` satisfies `pick`.
+async fn every_entry(
+    ctx: &AppContext,
+    app: &str,
+    cluster: &str,
+    pick: impl Fn(&serde_json::Value) -> bool,
+) -> bool {
+    let Some(doc) = ctx.cluster_status(app, cluster).await.unwrap() else {
+        return false;
+    };
+    let entries = doc["resources"].as_object().cloned().unwrap_or_default();
+    !entries.is_empty() && entries.values().all(pick)
+}
+
+/// A cluster that stops answering, whether it refuses connections (its watches fail) or
+/// accepts them and never answers (its watches stay open and say nothing), has its resources'
+/// readiness turned unknown once the grace has passed since its last answer, with the state
+/// seen last and since when; the cluster that still answers keeps its own; and once the silent
+/// ones answer again their resources are ready again. (Kubernetes' node lifecycle controller
+/// does the same with a node whose lease is not renewed within `node-monitor-grace-period`.)
+#[tokio::test]
+async fn a_silent_cluster_turns_unknown_after_the_grace_and_back_once_it_answers() {
+    let env = Env::start(3).await;
+    let store = memory();
+    let cs = clusters(3);
+    let ctx = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    let grace = Duration::from_secs(3);
+    let rsync = env
+        .builder(Arc::clone(&store))
+        .liveness(emco_rsync::engine::Liveness {
+            interval: Duration::from_millis(200),
+            grace,
+        })
+        .build()
+        .unwrap();
+    rsync.start(CancellationToken::new()).await.unwrap();
+    rsync.instantiate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+    let ready = |e: &serde_json::Value| e["ready"] == true && e.get("unknown").is_none();
+    for c in &cs {
+        until("every cluster ready", || every_entry(&ctx, "web", c, ready)).await;
+    }
+
+    env.fleet.set_fault("c2", Fault::down()).unwrap();
+    env.fleet.set_fault("c3", Fault::black_hole()).unwrap();
+    let silent_at = std::time::SystemTime::now();
+    // Within the grace what was seen last still stands.
+    assert!(every_entry(&ctx, "web", &cs[1], ready).await);
+    assert!(every_entry(&ctx, "web", &cs[2], ready).await);
+    for c in &cs[1..] {
+        until("the silent cluster's resources unknown", || {
+            every_entry(&ctx, "web", c, |e| e["unknown"] == true)
+        })
+        .await;
+        let doc = ctx.cluster_status("web", c).await.unwrap().unwrap();
+        for entry in doc["resources"].as_object().unwrap().values() {
+            assert_eq!(entry["ready"], false, "{doc}");
+            assert_eq!(entry["present"], true, "{doc}");
+            assert_eq!(entry["lastState"], "Ready", "{doc}");
+            let since = entry["since"].as_str().unwrap();
+            let since = emco_core::time::parse_rfc3339(since).unwrap();
+            // The last answer came before the cluster went silent (whole seconds).
+            assert!(since <= emco_core::time::unix_seconds(silent_at), "{doc}");
+            assert!(
+                entry["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("has not answered since"),
+                "{doc}"
+            );
+        }
+        assert_eq!(doc["readyStatus"], "Retrying", "{doc}");
+    }
+    assert!(every_entry(&ctx, "web", &cs[0], ready).await);
+    assert_eq!(rsync.metrics().reachable.get(&[&cs[1]]), Some(0.0));
+    assert_eq!(rsync.metrics().reachable.get(&[&cs[2]]), Some(0.0));
+
+    env.fleet.set_fault("c2", Fault::none()).unwrap();
+    env.fleet.set_fault("c3", Fault::none()).unwrap();
+    for c in &cs[1..] {
+        until("the cluster ready again", || {
+            every_entry(&ctx, "web", c, ready)
+        })
+        .await;
+        assert_eq!(rsync.metrics().reachable.get(&[c]), Some(1.0));
+    }
+    rsync.terminate(ctx.id()).await.unwrap();
+    rsync.wait_idle(ctx.id()).await;
+}

@@ -116,6 +116,13 @@ struct Cli {
     /// as `helm --timeout` [default: 300].
     #[arg(long, env = "EMCO_RSYNC_HOOK_TIMEOUT_SECONDS")]
     rsync_hook_timeout_seconds: Option<u64>,
+    /// How often each cluster with deployed resources is probed, seconds [default: 10].
+    #[arg(long, env = "EMCO_CLUSTER_PROBE_SECONDS")]
+    cluster_probe_seconds: Option<u64>,
+    /// How long after its last answer a cluster's resources are reported with readiness
+    /// `Unknown`, seconds [default: 40].
+    #[arg(long, env = "EMCO_CLUSTER_GRACE_SECONDS")]
+    cluster_grace_seconds: Option<u64>,
     /// Render apps as this Helm release does (`3.14.0` as EMCO's Go services, `4.2.3`); the
     /// lines differ in blank lines and in nulls of chart values [default: the current 4.2.4
     /// line].
@@ -199,6 +206,8 @@ struct FileConfig {
     rsync_max_retries: Option<u32>,
     rsync_max_backoff_seconds: Option<u64>,
     rsync_hook_timeout_seconds: Option<u64>,
+    cluster_probe_seconds: Option<u64>,
+    cluster_grace_seconds: Option<u64>,
     helm_version: Option<String>,
     replica_id: Option<String>,
     replica_ttl_seconds: Option<u64>,
@@ -268,6 +277,8 @@ pub struct Config {
     pub rsync_max_backoff: Duration,
     /// How long a Helm hook may run before it fails.
     pub rsync_hook_timeout: Duration,
+    /// How clusters are probed and when a silent one's readiness turns unknown.
+    pub cluster_liveness: emco_rsync::engine::Liveness,
     /// Which Helm release's rendering the apps get.
     pub helm: HelmCompat,
     /// This server's name among several replicas; `None` for the only server.
@@ -313,6 +324,7 @@ impl Default for Config {
             rsync_max_retries: None,
             rsync_max_backoff: Duration::from_secs(30),
             rsync_hook_timeout: emco_rsync::engine::DEFAULT_HOOK_TIMEOUT,
+            cluster_liveness: emco_rsync::engine::Liveness::default(),
             helm: HelmCompat::default(),
             replica_id: None,
             serve_controller: None,
@@ -514,6 +526,19 @@ impl Config {
                 .rsync_hook_timeout_seconds
                 .or(file.rsync_hook_timeout_seconds)
                 .map_or(d.rsync_hook_timeout, Duration::from_secs),
+            // Zero would probe without pause and report every cluster unknown at once.
+            cluster_liveness: emco_rsync::engine::Liveness {
+                interval: cli
+                    .cluster_probe_seconds
+                    .or(file.cluster_probe_seconds)
+                    .map_or(d.cluster_liveness.interval, |s| {
+                        Duration::from_secs(s.max(1))
+                    }),
+                grace: cli
+                    .cluster_grace_seconds
+                    .or(file.cluster_grace_seconds)
+                    .map_or(d.cluster_liveness.grace, |s| Duration::from_secs(s.max(1))),
+            },
         }))
     }
 }
@@ -553,7 +578,7 @@ mod tests {
         assert_eq!(c.helm, HelmCompat::V4_2_4);
         std::fs::write(
             &file,
-            "context_backend: etcd\netcd_endpoints: [http://a:2379]\netcd_prefix: /emco-a\nrsync_max_retries: 3\nrsync_hook_timeout_seconds: 20\nhelm_version: 3.14.0\n",
+            "context_backend: etcd\netcd_endpoints: [http://a:2379]\netcd_prefix: /emco-a\nrsync_max_retries: 3\nrsync_hook_timeout_seconds: 20\ncluster_probe_seconds: 2\ncluster_grace_seconds: 5\nhelm_version: 3.14.0\n",
         )
         .unwrap();
         let c = Config::from_args([
@@ -574,6 +599,8 @@ mod tests {
         assert_eq!(c.etcd_prefix, "/emco-a");
         assert_eq!(c.rsync_max_retries, Some(3));
         assert_eq!(c.rsync_hook_timeout, Duration::from_secs(20));
+        assert_eq!(c.cluster_liveness.interval, Duration::from_secs(2));
+        assert_eq!(c.cluster_liveness.grace, Duration::from_secs(5));
         assert_eq!(c.helm, HelmCompat::V3);
         assert!(!c.builtin_controllers);
         assert_eq!(c.backend, Backend::Embedded);

@@ -354,6 +354,7 @@ pub fn orchestrator_with(
     };
     let (global, per_cluster) = (config.rsync_concurrency, config.rsync_cluster_concurrency);
     let hook_timeout = config.rsync_hook_timeout;
+    let liveness = config.cluster_liveness;
     let replica = config
         .replica_id
         .as_ref()
@@ -383,7 +384,8 @@ pub fn orchestrator_with(
             let b = b
                 .concurrency(global, per_cluster)
                 .backoff(backoff)
-                .hook_timeout(hook_timeout);
+                .hook_timeout(hook_timeout)
+                .liveness(liveness);
             match replica {
                 Some(replica) => b.replica(replica),
                 None => b,

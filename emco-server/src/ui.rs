@@ -459,7 +459,7 @@ fn health(deployed: &DigStatus, ready: &DigStatus) -> u8 {
     if any(&deployed.deployed_counts, &["Failed"]) || deployed.deployed_status.ends_with("Failed") {
         0
     } else if any(&deployed.deployed_counts, &["Retrying", "Pending"])
-        || any(&ready.ready_counts, &["NotReady"])
+        || any(&ready.ready_counts, &["NotReady", "Unknown"])
     {
         1
     } else {

@@ -106,7 +106,7 @@ function classOf(word) {
     case "Failed": case "InstantiateFailed": case "TerminateFailed": case "UpdateFailed":
     case "unreachable":
       return "bad";
-    case "Retrying": case "Pending": case "NotReady": case "Instantiating": case "Terminating":
+    case "Retrying": case "Pending": case "NotReady": case "Unknown": case "Instantiating": case "Terminating":
     case "Updating": case "Applying": case "Stopping":
       return "warn";
     default:
@@ -319,6 +319,8 @@ function cellState(deployed, ready) {
   const r = ready ? ready.resources.map((x) => x.readyStatus) : [];
   if (!d.length && !r.length) return { cls: "idle", word: "—" };
   if (d.includes("Failed")) return { cls: "bad", word: "Failed" };
+  // A silent cluster: what it ran last is no longer known.
+  if (r.includes("Unknown")) return { cls: "warn", word: "Unknown" };
   if (d.includes("Retrying") || (deployed && deployed.connectivity === "Retrying")) return { cls: "warn", word: "Retrying" };
   if (d.includes("Pending")) return { cls: "warn", word: "Pending" };
   if (d.length && d.every((s) => s === "Deleted")) return { cls: "idle", word: "Deleted" };
@@ -428,7 +430,8 @@ async function dig(project, ca, version, name) {
     html += "<table id=\"resources\"><thead><tr><th>Kind</th><th>Name</th><th>Deployed</th><th>Ready</th><th>Why</th></tr></thead><tbody>";
     for (const r of resources) {
       const rr = readyOf.get(`${r.GVK.Kind}/${r.name}`);
-      const why = r.reason ? `${r.reason}: ${r.message || ""}${r.attempts ? ` (attempt ${r.attempts}${r.nextRetry ? `, next retry ${r.nextRetry}` : ""})` : ""}` : "";
+      const silent = rr && rr.readyStatus === "Unknown" ? `${rr.message || "cluster silent"} (last ${rr.lastReadyStatus || "unknown"})` : "";
+      const why = silent || (r.reason ? `${r.reason}: ${r.message || ""}${r.attempts ? ` (attempt ${r.attempts}${r.nextRetry ? `, next retry ${r.nextRetry}` : ""})` : ""}` : "");
       html += `<tr><td>${esc(r.GVK.Kind)}</td><td>${esc(r.name)}</td><td>${badge(r.deployedStatus)}</td>`
         + `<td>${badge(rr ? rr.readyStatus : "")}</td><td class="why">${esc(why)}${(r.warnings || []).map((w) => `<br>⚠ ${esc(w)}`).join("")}</td></tr>`;
     }

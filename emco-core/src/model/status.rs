@@ -306,7 +306,7 @@ pub struct DigStatus {
     /// Resources per deployed status (`Applied`, `Failed`, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub deployed_counts: BTreeMap<String, i64>,
-    /// Resources per ready status (`Ready`, `NotReady`, `NotPresent`).
+    /// Resources per ready status (`Ready`, `NotReady`, `NotPresent`, `Unknown`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ready_counts: BTreeMap<String, i64>,
     /// Per app, cluster and resource; absent with `output=summary`.
@@ -546,9 +546,16 @@ pub struct ResourceStatus {
     /// Deployed status (`Pending`, `Applied`, `Failed`, `Retrying`, `Deleted`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub deployed_status: String,
-    /// Ready status (`Ready`, `NotReady`, `NotPresent`).
+    /// Ready status (`Ready`, `NotReady`, `NotPresent`, or `Unknown` while its cluster does not
+    /// answer).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub ready_status: String,
+    /// While the ready status is `Unknown`: the one seen last.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub last_ready_status: String,
+    /// While the ready status is `Unknown`: when the cluster answered last (RFC 3339).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub last_seen: String,
     /// What the cluster warned about when it was applied (a field its schema lacks, dropped as
     /// `kubectl apply` drops it); absent when there was nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

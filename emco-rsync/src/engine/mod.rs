@@ -21,6 +21,7 @@
 //! reaches it (first contact, or first contact after a resume), then `Available` or `Retrying`.
 
 pub mod deployer;
+mod liveness;
 mod owner;
 mod replica;
 mod run;
@@ -43,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 use crate::connector::Connector;
 use crate::metrics::RsyncMetrics;
 
+pub use liveness::Liveness;
 pub use owner::ReplicaConfig;
 pub use status::ContextStatusExt;
 
@@ -274,6 +276,8 @@ struct Inner {
     observers: Mutex<HashMap<(u64, String, String), CancellationToken>>,
     /// With other replicas on the store: which contexts this one runs (see [`owner`]).
     owners: Option<owner::Owners>,
+    /// The lease of each cluster followed: whether it still answers.
+    leases: liveness::Leases,
     metrics: Arc<RsyncMetrics>,
 }
 
@@ -287,6 +291,7 @@ pub struct RsyncBuilder {
     backoff: Backoff,
     poll: Option<Duration>,
     hook_timeout: Option<Duration>,
+    liveness: Liveness,
     replica: Option<ReplicaConfig>,
 }
 
@@ -339,6 +344,14 @@ impl RsyncBuilder {
         self
     }
 
+    /// How often each cluster with followed resources is probed, and how long after its last
+    /// answer its resources' readiness turns unknown (see [`Liveness`]).
+    #[must_use]
+    pub const fn liveness(mut self, liveness: Liveness) -> Self {
+        self.liveness = liveness;
+        self
+    }
+
     /// Shares the store with other engines (replicas): each context with queued work is run by
     /// one of them, and the contexts of a replica that stops renewing its heartbeat are taken
     /// over by the others (see [`ReplicaConfig`]). Without it the engine runs every context it
@@ -363,6 +376,7 @@ impl RsyncBuilder {
         })?;
         let (ready_tx, _) = broadcast::channel(4096);
         let global_limit = self.global.unwrap_or(256);
+        let metrics = Arc::new(RsyncMetrics::default());
         Ok(Rsync {
             inner: Arc::new(Inner {
                 store,
@@ -381,7 +395,8 @@ impl RsyncBuilder {
                 readiness_tokens: Mutex::new(HashMap::new()),
                 observers: Mutex::new(HashMap::new()),
                 owners: self.replica.map(owner::Owners::new),
-                metrics: Arc::new(RsyncMetrics::default()),
+                leases: liveness::Leases::new(self.liveness, Arc::clone(&metrics)),
+                metrics,
             }),
         })
     }

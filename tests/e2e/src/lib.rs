@@ -267,6 +267,11 @@ fn server_config(stores: Backends, dir: &Path) -> Option<emco_server::Config> {
         // Hooks complete at once on kubesim; on real clusters without nodes a hook Job never
         // does, and Helm's five minutes would only slow the scenarios down.
         rsync_hook_timeout: Duration::from_secs(15),
+        // A cluster a scenario silences turns unknown soon.
+        cluster_liveness: emco_rsync::engine::Liveness {
+            interval: Duration::from_millis(500),
+            grace: Duration::from_secs(2),
+        },
         ..emco_server::Config::default()
     };
     if stores == Backends::EtcdMongo {

@@ -1045,7 +1045,65 @@ async fn own_example(env: &Env) -> Result<()> {
     let all: &[&str] = &["c1", "c2", "c3"];
     env.wait_placement(&[("http-server", all), ("http-client", all)], DEADLINE)
         .await?;
+    if let Some(fleet) = env.clusters.fleet() {
+        silent_cluster(env, fleet, &phases.dig_paths()[0]).await?;
+    }
     env.remove(&phases).await
+}
+
+/// The main job's "a cluster fault" step as its user meets it: c2 stops answering; once the
+/// grace (2 s in these environments) has passed, the status API reports c2's resources with
+/// readiness `Unknown` (the state seen last, since when, why) and the group `Unknown`, not
+/// Ready, and `emcoctl status` lists them; once c2 answers again the group is Ready again.
+async fn silent_cluster(env: &Env, fleet: &kubesim::Fleet, dig: &str) -> Result<()> {
+    env.wait_ready(dig, DEADLINE).await?;
+    fleet.set_fault("c2", kubesim::Fault::down())?;
+    let seen = env
+        .wait_status(dig, "status=ready", DEADLINE, |s| {
+            s["readyStatus"] == "Unknown"
+        })
+        .await?;
+    let (mut unknown, mut ready) = (0, 0);
+    for app in seen["apps"].as_array().unwrap() {
+        for c in app["clusters"].as_array().unwrap() {
+            for r in c["resources"].as_array().unwrap() {
+                if c["cluster"] == "c2" {
+                    unknown += 1;
+                    assert_eq!(r["readyStatus"], "Unknown", "{seen}");
+                    assert_eq!(r["lastReadyStatus"], "Ready", "{seen}");
+                    assert_eq!(r["reason"], "Unreachable", "{seen}");
+                    assert!(
+                        emco_core::time::parse_rfc3339(r["lastSeen"].as_str().unwrap()).is_some(),
+                        "{seen}"
+                    );
+                } else {
+                    ready += 1;
+                    assert_eq!(r["readyStatus"], "Ready", "{seen}");
+                }
+            }
+        }
+    }
+    assert!(unknown > 0, "{seen}");
+    assert_eq!(seen["readyCounts"]["Unknown"], unknown, "{seen}");
+    assert_eq!(seen["readyCounts"]["Ready"], ready, "{seen}");
+    let target = emcoctl::status::Target {
+        position: dig.to_owned(),
+        object: dig.trim_start_matches("/v2/").to_owned(),
+    };
+    let query = emco_core::model::status::StatusQuery {
+        status: emco_core::model::status::StatusType::Ready,
+        ..Default::default()
+    };
+    let answer = emcoctl::status::query(&env.client, &target, &query).await;
+    let mut printed = Vec::new();
+    emcoctl::status::print(&[answer], emcoctl::ops::Output::Table, &mut printed)
+        .map_err(|e| Error::internal(e.to_string()))?;
+    let printed = String::from_utf8_lossy(&printed);
+    assert!(printed.contains("ready Unknown"), "{printed}");
+    assert!(printed.contains("Unknown="), "{printed}");
+    assert!(printed.contains("has not answered since"), "{printed}");
+    fleet.set_fault("c2", kubesim::Fault::none())?;
+    env.wait_ready(dig, DEADLINE).await.map(drop)
 }
 
 /// One composite app, 100 DIGs of it (release names `r0` .. `r99`) instantiated concurrently

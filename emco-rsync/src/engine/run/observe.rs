@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tracing::Instrument;
 
 use emco_appcontext::context::Registry;
@@ -18,6 +18,7 @@ use crate::connector::{
     WatchHealth, Watched,
 };
 use crate::engine::Abort;
+use crate::engine::liveness::{Contact, Lease};
 use crate::engine::status::ContextStatusExt;
 use crate::readiness::{Readiness, readiness};
 
@@ -75,6 +76,26 @@ pub(super) fn entry_is_ready(entry: &Value) -> bool {
     entry.get("ready").and_then(Value::as_bool) == Some(true)
 }
 
+/// The entry of a resource whose cluster has not answered since `since`: not ready, `unknown`,
+/// with the state `last` (its entry then) as `lastState` and since when.
+fn unknown_entry(last: &Value, since: SystemTime, why: &str) -> Value {
+    let present = last.get("present").and_then(Value::as_bool) == Some(true);
+    let state = match (present, entry_is_ready(last)) {
+        (true, true) => "Ready",
+        (true, false) => "NotReady",
+        (false, _) => "NotPresent",
+    };
+    let since = emco_core::time::rfc3339(since);
+    json!({
+        "present": present,
+        "ready": false,
+        "unknown": true,
+        "lastState": state,
+        "since": since,
+        "reason": format!("cluster has not answered since {since}: {why}"),
+    })
+}
+
 /// The collected status of a cluster (`status/`):
 /// `{"readyStatus": "Available"|"Retrying"|"Unknown", "resources": {"<name+Kind>": entry}}`.
 pub(super) fn collected_status(
@@ -126,6 +147,8 @@ pub(super) struct Eyes<'a> {
     watch: Option<WatchEyes>,
     /// The last entries, kept while the cluster cannot be asked.
     last: Map<String, Value>,
+    /// A follower's lease of the cluster, and its contact as last seen.
+    lease: Option<(Arc<Lease>, watch::Receiver<Contact>)>,
 }
 
 pub(super) struct WatchEyes {
@@ -165,7 +188,22 @@ impl<'a> Eyes<'a> {
             rs,
             watch,
             last: Map::new(),
+            lease: None,
         }
+    }
+
+    /// Eyes that hold `lease` and see its contact.
+    fn with_lease(mut self, lease: Arc<Lease>) -> Self {
+        let contact = lease.subscribe();
+        self.lease = Some((lease, contact));
+        self
+    }
+
+    /// The contact of the cluster's lease (answering without one).
+    fn contact(&self) -> Contact {
+        self.lease
+            .as_ref()
+            .map_or(Contact::Answering, |(_, c)| c.borrow().clone())
     }
 
     /// Whether the watches cover every resource (or refused its type), so that only their
@@ -255,9 +293,21 @@ impl<'a> Eyes<'a> {
     /// Waits for something that may change what [`Eyes::look`] sees: a readiness change of this
     /// app or a watch's health change (watches), else `tick`; false when `token` is cancelled.
     async fn wait_change(&mut self, token: &CancellationToken, tick: Duration) -> bool {
+        let contact = async {
+            let ended = match &mut self.lease {
+                Some((_, c)) => c.changed().await.is_err(),
+                None => true,
+            };
+            // A probe that ended leaves nothing to wait for.
+            if ended {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::pin!(contact);
         let Some(w) = &mut self.watch else {
             return tokio::select! {
                 () = tokio::time::sleep(tick) => true,
+                () = &mut contact => true,
                 () = token.cancelled() => false,
             };
         };
@@ -296,6 +346,7 @@ impl<'a> Eyes<'a> {
                     }
                     return !token.is_cancelled();
                 }
+                () = &mut contact => return true,
                 () = &mut sleep => return true,
                 () = token.cancelled() => return false,
             }
@@ -401,7 +452,9 @@ impl Run {
         token: &CancellationToken,
     ) {
         let ctx_id = self.ctx.id();
-        let mut eyes = Eyes::new(self, conn, self.scope(app), rs);
+        let grace = self.inner.leases.config().grace;
+        let mut eyes =
+            Eyes::new(self, conn, self.scope(app), rs).with_lease(self.inner.leases.lease(conn));
         // What was recorded last, as a digest: a follower lives as long as its deployment, and
         // the document itself, per (app, cluster), held ~1 KiB each (110 MiB at 10,000 x 10).
         let mut recorded: Option<u64> = None;
@@ -413,9 +466,20 @@ impl Run {
             .unwrap_or(ClusterReadiness::Unknown);
         let mut was_ready = false;
         loop {
-            let (entries, seen) = eyes.look().await;
+            let (mut entries, mut seen) = eyes.look().await;
             if token.is_cancelled() {
                 return;
+            }
+            // A silent cluster's watches still hold what they saw last: past the grace that is
+            // no longer known.
+            let unknown_from = eyes.contact().unknown_from(grace);
+            if let Contact::Silent { last, why } = eyes.contact() {
+                seen = worse(seen, ClusterReadiness::Retrying);
+                if unknown_from.is_some_and(|t| SystemTime::now() >= t) {
+                    for entry in entries.values_mut() {
+                        *entry = unknown_entry(entry, last, &why);
+                    }
+                }
             }
             let ready = entries.values().all(entry_is_ready);
             let doc = collected_status(seen, entries);
@@ -444,11 +508,16 @@ impl Run {
                     self.inner.mark_not_ready(ctx_id, app, cluster);
                 }
             }
-            let tick = if eyes.settled() {
+            let mut tick = if eyes.settled() {
                 RESYNC
             } else {
                 self.inner.poll
             };
+            // Wakes when the grace ends, to turn the entries unknown.
+            if let Some(left) = unknown_from.and_then(|t| t.duration_since(SystemTime::now()).ok())
+            {
+                tick = tick.min(left);
+            }
             if !eyes.wait_change(token, tick).await {
                 return;
             }
