@@ -185,6 +185,10 @@ pub struct QueueElement {
     /// The other context of an update event.
     #[serde(rename = "uCID", default, skip_serializing_if = "Option::is_none")]
     pub ucid: Option<String>,
+    /// The clusters (`provider+cluster`) the event is limited to (a wave of a rollout); absent
+    /// for all of the context's clusters, as EMCO's events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<Vec<String>>,
     /// Pending, Done, Error or Skip.
     pub status: QueueStatus,
 }

@@ -100,6 +100,7 @@ async fn exact_layout(store: Arc<dyn AppContextStore>) {
         .unwrap();
     ctx.set_stop_flag(false).await.unwrap();
     ctx.enqueue_event(QueueElement {
+        clusters: None,
         event: RsyncEvent::Instantiate,
         ucid: None,
         status: QueueStatus::Pending,
@@ -288,6 +289,7 @@ async fn exact_layout(store: Arc<dyn AppContextStore>) {
     assert!(ctx.pending_terminate().await.unwrap());
     let i = ctx
         .enqueue_event(QueueElement {
+            clusters: None,
             event: RsyncEvent::Update,
             ucid: Some("42".into()),
             status: QueueStatus::Pending,

@@ -10,6 +10,8 @@
 //!   function, and the final choice per anyOf group after placement controllers filtered.
 //! - [`lifecycle`]: the deployment intent group and AppContext/rsync state machines as pure
 //!   transition functions.
+//! - [`rollout`]: rollout policies, the waves they make of the placed clusters and the verdict
+//!   of a wave's gate.
 //! - [`error`]: the [`ErrorKind`]s every library error of the workspace maps onto.
 //!
 //! ```
@@ -34,6 +36,7 @@ pub mod metrics;
 pub mod model;
 pub mod os;
 pub mod placement;
+pub mod rollout;
 pub mod schemas;
 pub mod time;
 pub mod validate;

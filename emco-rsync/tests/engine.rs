@@ -1516,3 +1516,102 @@ async fn a_silent_cluster_turns_unknown_after_the_grace_and_back_once_it_answers
     rsync.terminate(ctx.id()).await.unwrap();
     rsync.wait_idle(ctx.id()).await;
 }
+
+/// Operations limited to some clusters, the waves of a rollout, touch those clusters only: a
+/// first instantiate cluster by cluster, an update of one cluster (the others keep the old
+/// revision, the delete half included), that cluster rolled back, and the terminate of one
+/// cluster; each context's status moves as for the whole context.
+#[tokio::test]
+async fn operations_limited_to_clusters_touch_only_those() {
+    let env = Env::start(3).await;
+    let store = memory();
+    let cs = clusters(3);
+    let (a1, b) = (config_map("a", "1"), config_map("b", "1"));
+    let (a2, c) = (config_map("a", "2"), config_map("c", "1"));
+    let v1 = AppSpec::new("app", &cs, &[("a+ConfigMap", &a1), ("b+ConfigMap", &b)]);
+    let v2 = AppSpec::new("app", &cs, &[("a+ConfigMap", &a2), ("c+ConfigMap", &c)]);
+    let old = context(Arc::clone(&store), &[v1]).await;
+    let new = context(Arc::clone(&store), &[v2]).await;
+    let rsync = env.engine(Arc::clone(&store));
+    rsync.start(CancellationToken::new()).await.unwrap();
+    // What cluster `i` runs: the value of `a`, and whether `b` and `c` are there.
+    let id = old.id();
+    let on = |i: usize| {
+        let (env, a1, b, c) = (&env, a1.clone(), b.clone(), c.clone());
+        async move {
+            let a = env.get(i, id, "app", &a1).await;
+            (
+                a.map(|a| a["data"]["value"].as_str().unwrap().to_owned()),
+                env.get(i, id, "app", &b).await.is_some(),
+                env.get(i, id, "app", &c).await.is_some(),
+            )
+        }
+    };
+    let v1_on = (Some("1".to_owned()), true, false);
+    let v2_on = (Some("2".to_owned()), false, true);
+    let nothing = (None, false, false);
+
+    rsync
+        .instantiate_on(old.id(), Some(vec![cs[0].clone()]))
+        .await
+        .unwrap();
+    rsync.wait_idle(old.id()).await;
+    assert_eq!(status(&old).await, AppContextStatus::Instantiated);
+    assert_eq!(on(0).await, v1_on);
+    assert_eq!(
+        (on(1).await, on(2).await),
+        (nothing.clone(), nothing.clone())
+    );
+    assert_eq!(resource_statuses(&old, "app", &cs[1]).await, [None, None]);
+    rsync
+        .instantiate_on(old.id(), Some(cs[1..].to_vec()))
+        .await
+        .unwrap();
+    rsync.wait_idle(old.id()).await;
+    assert!(all_statuses(&old, "app", &cs, RsyncStatus::Applied).await);
+    for i in 0..3 {
+        assert_eq!(on(i).await, v1_on);
+    }
+
+    rsync
+        .update_on(old.id(), new.id(), Some(vec![cs[0].clone()]))
+        .await
+        .unwrap();
+    rsync.wait_idle(new.id()).await;
+    rsync.wait_idle(old.id()).await;
+    assert_eq!(status(&new).await, AppContextStatus::Updated);
+    assert_eq!(status(&old).await, AppContextStatus::Instantiated);
+    assert_eq!(on(0).await, v2_on);
+    assert_eq!((on(1).await, on(2).await), (v1_on.clone(), v1_on.clone()));
+    assert_eq!(
+        resource_statuses(&new, "app", &cs[0]).await,
+        [Some(RsyncStatus::Applied); 2]
+    );
+    assert_eq!(resource_statuses(&new, "app", &cs[1]).await, [None, None]);
+    let b_on = |i: usize| old.resource_status("app", &cs[i], "b+ConfigMap");
+    assert_eq!(b_on(0).await.unwrap(), Some(RsyncStatus::Deleted));
+    assert_eq!(b_on(1).await.unwrap(), Some(RsyncStatus::Applied));
+
+    rsync
+        .rollback_on(new.id(), old.id(), Some(vec![cs[0].clone()]))
+        .await
+        .unwrap();
+    rsync.wait_idle(old.id()).await;
+    rsync.wait_idle(new.id()).await;
+    for i in 0..3 {
+        assert_eq!(on(i).await, v1_on);
+    }
+    assert!(all_statuses(&old, "app", &cs, RsyncStatus::Applied).await);
+
+    rsync
+        .terminate_on(old.id(), vec![cs[2].clone()])
+        .await
+        .unwrap();
+    rsync.wait_idle(old.id()).await;
+    assert_eq!((on(0).await, on(1).await), (v1_on.clone(), v1_on));
+    assert_eq!(on(2).await, nothing);
+    assert_eq!(
+        resource_statuses(&old, "app", &cs[2]).await,
+        [Some(RsyncStatus::Deleted); 2]
+    );
+}

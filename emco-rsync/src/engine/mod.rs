@@ -504,7 +504,19 @@ impl Rsync {
     ///
     /// `NotFound` for an unknown context; the store's errors.
     pub async fn instantiate(&self, ctx_id: u64) -> Result<()> {
-        self.enqueue(ctx_id, RsyncEvent::Instantiate, None).await
+        self.instantiate_on(ctx_id, None).await
+    }
+
+    /// Queues an instantiate of context `ctx_id` limited to `clusters` (`provider+cluster`; all
+    /// of the context's with `None`): a wave of a rollout. Instantiating it again on other
+    /// clusters later deploys there; what was deployed stays.
+    ///
+    /// # Errors
+    ///
+    /// As [`Rsync::instantiate`].
+    pub async fn instantiate_on(&self, ctx_id: u64, clusters: Option<Vec<String>>) -> Result<()> {
+        self.enqueue(ctx_id, RsyncEvent::Instantiate, None, clusters)
+            .await
     }
 
     /// Queues a terminate of context `ctx_id`; a running instantiate or update is cancelled and
@@ -514,7 +526,8 @@ impl Rsync {
     ///
     /// `NotFound` for an unknown context; the store's errors.
     pub async fn terminate(&self, ctx_id: u64) -> Result<()> {
-        self.enqueue(ctx_id, RsyncEvent::Terminate, None).await?;
+        self.enqueue(ctx_id, RsyncEvent::Terminate, None, None)
+            .await?;
         let tasks = self.inner.tasks.lock().await;
         if let Some(op) = tasks.get(&ctx_id).and_then(|t| t.op())
             && matches!(op.event, RsyncEvent::Instantiate | RsyncEvent::Update)
@@ -529,6 +542,18 @@ impl Rsync {
         Ok(())
     }
 
+    /// Queues a terminate of context `ctx_id` on `clusters` only: its resources are removed
+    /// from them (a rollout that takes a first instantiate back). Unlike [`Rsync::terminate`] it
+    /// waits for a running operation instead of cancelling it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Rsync::terminate`].
+    pub async fn terminate_on(&self, ctx_id: u64, clusters: Vec<String>) -> Result<()> {
+        self.enqueue(ctx_id, RsyncEvent::Terminate, None, Some(clusters))
+            .await
+    }
+
     /// Queues an update from context `from` to context `to`: `to` applies what is new or changed,
     /// then `from` deletes what `to` no longer has.
     ///
@@ -536,8 +561,19 @@ impl Rsync {
     ///
     /// `NotFound` for an unknown context; the store's errors.
     pub async fn update(&self, from: u64, to: u64) -> Result<()> {
+        self.update_on(from, to, None).await
+    }
+
+    /// [`Rsync::update`] limited to `clusters` (all with `None`), the delete half included: the
+    /// other clusters keep `from`'s resources (a wave of a rollout).
+    ///
+    /// # Errors
+    ///
+    /// As [`Rsync::update`].
+    pub async fn update_on(&self, from: u64, to: u64, clusters: Option<Vec<String>>) -> Result<()> {
         AppContext::load(Arc::clone(&self.inner.store), from).await?;
-        self.enqueue(to, RsyncEvent::Update, Some(from)).await
+        self.enqueue(to, RsyncEvent::Update, Some(from), clusters)
+            .await
     }
 
     /// Rolls back from context `from` to an earlier context `to`: an update to `to`. An earlier
@@ -549,6 +585,21 @@ impl Rsync {
     /// `NotFound` for an unknown context; `FailedPrecondition` when `to` is in a status no update
     /// can start from; the store's errors.
     pub async fn rollback(&self, from: u64, to: u64) -> Result<()> {
+        self.rollback_on(from, to, None).await
+    }
+
+    /// [`Rsync::rollback`] limited to `clusters` (all with `None`): the clusters a rollout had
+    /// changed go back.
+    ///
+    /// # Errors
+    ///
+    /// As [`Rsync::rollback`].
+    pub async fn rollback_on(
+        &self,
+        from: u64,
+        to: u64,
+        clusters: Option<Vec<String>>,
+    ) -> Result<()> {
         let target = AppContext::load(Arc::clone(&self.inner.store), to).await?;
         AppContext::load(Arc::clone(&self.inner.store), from).await?;
         let status = target.status().await?.unwrap_or(AppContextStatus::Created);
@@ -565,7 +616,8 @@ impl Rsync {
                 )));
             }
         }
-        self.enqueue(to, RsyncEvent::Update, Some(from)).await
+        self.enqueue(to, RsyncEvent::Update, Some(from), clusters)
+            .await
     }
 
     /// Queues a read of context `ctx_id`: every resource is read back and the collected status
@@ -575,7 +627,7 @@ impl Rsync {
     ///
     /// `NotFound` for an unknown context; the store's errors.
     pub async fn read(&self, ctx_id: u64) -> Result<()> {
-        self.enqueue(ctx_id, RsyncEvent::Read, None).await
+        self.enqueue(ctx_id, RsyncEvent::Read, None, None).await
     }
 
     /// Sets the stop flag of `ctx_id`: the running operation ends its waiting and retrying and
@@ -616,7 +668,13 @@ impl Rsync {
         }
     }
 
-    async fn enqueue(&self, ctx_id: u64, event: RsyncEvent, ucid: Option<u64>) -> Result<()> {
+    async fn enqueue(
+        &self,
+        ctx_id: u64,
+        event: RsyncEvent,
+        ucid: Option<u64>,
+        clusters: Option<Vec<String>>,
+    ) -> Result<()> {
         let ctx = AppContext::load(Arc::clone(&self.inner.store), ctx_id).await?;
         let mut tasks = self.inner.tasks.lock().await;
         // Claimed before the event is visible, so that no other replica takes a context that
@@ -632,6 +690,7 @@ impl Rsync {
         ctx.enqueue_event(QueueElement {
             event,
             ucid: ucid.map(|u| u.to_string()),
+            clusters,
             status: QueueStatus::Pending,
         })
         .await?;
@@ -827,7 +886,9 @@ impl Rsync {
         if ctx.stop_flag().await? {
             op.abort(Abort::Stop);
         }
-        let run = run::Run::new(Arc::clone(&self.inner), ctx.clone(), op.clone()).await;
+        let run = run::Run::new(Arc::clone(&self.inner), ctx.clone(), op.clone())
+            .await
+            .limited_to(element.clusters.as_deref());
         let outcome = run.execute(element.event, other.as_ref(), resume).await;
         task.set_op(None);
         let failed = match outcome {
@@ -879,8 +940,13 @@ impl Rsync {
                     && queue == QueueStatus::Done
                     && let Some(old) = other
                 {
-                    self.enqueue(old.id(), RsyncEvent::UpdateDelete, Some(ctx.id()))
-                        .await?;
+                    self.enqueue(
+                        old.id(),
+                        RsyncEvent::UpdateDelete,
+                        Some(ctx.id()),
+                        element.clusters.clone(),
+                    )
+                    .await?;
                 }
                 ctx.set_event_status(index, queue).await
             }
@@ -970,6 +1036,24 @@ impl Inner {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&key);
         token
+    }
+
+    /// Stops the readiness observers of a context on `clusters` and forgets what they saw.
+    fn forget_readiness_on(&self, ctx_id: u64, clusters: &HashSet<String>) {
+        let on = |c: &u64, cluster: &String| *c == ctx_id && clusters.contains(cluster);
+        self.observers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(c, _, cluster), token| {
+                if on(c, cluster) {
+                    token.cancel();
+                }
+                !on(c, cluster)
+            });
+        self.ready
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(c, _, cluster)| !on(c, cluster));
     }
 
     /// Stops the readiness observers of a context and forgets what they saw.

@@ -102,7 +102,7 @@ impl Run {
         resume: bool,
         then_ready: bool,
     ) -> Result<bool> {
-        let clusters = self.ctx.clusters(app).await?;
+        let clusters = self.clusters_of(app).await?;
         for (dep, mut rx) in deps {
             let want_ready = dep.op_status.eq_ignore_ascii_case("ready");
             let reached = loop {

@@ -6,7 +6,7 @@ mod observe;
 mod plan;
 mod remove;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
@@ -85,6 +85,8 @@ pub(super) struct Run {
     /// The connectors resolved so far, by cluster: the apps of a context on one cluster share
     /// the first one's (resolving reads and unseals the cluster's credentials from the store).
     connectors: Arc<Mutex<HashMap<String, Arc<dyn Connector>>>>,
+    /// The clusters the operation is limited to (a wave of a rollout); `None` for all.
+    only: Option<Arc<HashSet<String>>>,
 }
 
 impl Run {
@@ -99,7 +101,23 @@ impl Run {
             meta,
             recorded: Arc::default(),
             connectors: Arc::default(),
+            only: None,
         }
+    }
+
+    /// The same operation limited to `clusters` (all when `None`).
+    pub(super) fn limited_to(mut self, clusters: Option<&[String]>) -> Self {
+        self.only = clusters.map(|c| Arc::new(c.iter().cloned().collect()));
+        self
+    }
+
+    /// The clusters of `app` this operation acts on.
+    async fn clusters_of(&self, app: &str) -> Result<Vec<String>> {
+        let mut clusters = self.ctx.clusters(app).await?;
+        if let Some(only) = &self.only {
+            clusters.retain(|c| only.contains(c));
+        }
+        Ok(clusters)
     }
 
     /// Runs `event`; `Ok(true)` when some resource failed.

@@ -579,10 +579,19 @@ impl Run {
         Ok(())
     }
 
-    /// Stops following the readiness of this context: it is being removed or replaced.
+    /// Stops following the readiness of this context (on the clusters the operation is limited
+    /// to): it is being removed or replaced there.
     pub(super) async fn forget_readiness(&self) -> Result<()> {
-        self.inner.forget_readiness(self.ctx.id());
-        self.ctx.unmark(Registry::Deployed).await.map(drop)
+        match &self.only {
+            Some(only) => {
+                self.inner.forget_readiness_on(self.ctx.id(), only);
+                Ok(())
+            }
+            None => {
+                self.inner.forget_readiness(self.ctx.id());
+                self.ctx.unmark(Registry::Deployed).await.map(drop)
+            }
+        }
     }
 
     /// Reads every resource back and stores each cluster's collected status:
@@ -590,7 +599,7 @@ impl Run {
     pub(super) async fn read_all(&self) -> Result<()> {
         for app in self.ordered_apps().await? {
             let scope = self.scope(&app);
-            for cluster in self.ctx.clusters(&app).await? {
+            for cluster in self.clusters_of(&app).await? {
                 let names = self.plan(&app, &cluster).await?.installed();
                 let conn = self
                     .inner

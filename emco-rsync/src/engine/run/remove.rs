@@ -96,7 +96,7 @@ impl Run {
     }
 
     pub(super) async fn remove_app(&self, app: &str, keep: Option<&AppContext>) -> Result<bool> {
-        let clusters = self.ctx.clusters(app).await?;
+        let clusters = self.clusters_of(app).await?;
         let work = |run: Self, c: String| {
             let (app, keep) = (app.to_owned(), keep.cloned());
             async move { run.remove_cluster(&app, &c, keep.as_ref()).await }
