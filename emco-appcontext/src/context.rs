@@ -59,6 +59,8 @@ pub enum Registry {
     Active,
     /// Contexts whose resources are deployed, whose readiness rsync follows.
     Deployed,
+    /// Contexts being rolled out in waves: their rollout is resumed after a restart.
+    Rollout,
 }
 
 impl Registry {
@@ -66,6 +68,7 @@ impl Registry {
         match self {
             Self::Active => "/activecontext/",
             Self::Deployed => "/deployedcontext/",
+            Self::Rollout => "/rolloutcontext/",
         }
     }
 }
@@ -767,6 +770,27 @@ impl AppContext {
             .get_json(&self.key("stopflag/"))
             .await?
             .unwrap_or(false))
+    }
+
+    /// The record of the rollout that deploys this context in waves (`rollout/`), with its
+    /// revision for [`AppContext::put_rollout`]; `None` when it is deployed at once.
+    pub async fn rollout<T: DeserializeOwned>(&self) -> Result<Option<(T, u64)>> {
+        let key = self.key("rollout/");
+        match self.store.get(&key).await? {
+            Some(kv) => Ok(Some((parse(&key, &kv.value)?, kv.mod_revision))),
+            None => Ok(None),
+        }
+    }
+
+    /// Writes the rollout record if it is still at `revision` (0: there is none yet); returns
+    /// the new revision.
+    ///
+    /// # Errors
+    /// `Conflict` when another writer changed it since; the store's errors.
+    pub async fn put_rollout<T: Serialize>(&self, record: &T, revision: u64) -> Result<u64> {
+        self.store
+            .compare_and_set(&self.key("rollout/"), json(record)?, revision)
+            .await
     }
 
     /// The event queue, oldest first.

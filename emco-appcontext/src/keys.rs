@@ -63,6 +63,8 @@ pub const GROUP_INTENT: &str = "groupIntent";
 pub const GENERIC_PLACEMENT_INTENT: &str = "genericPlacementIntent";
 /// Child type of app placement intents.
 pub const APP_INTENT: &str = "appIntent";
+/// Child type of rollout policies (under a deployment intent group).
+pub const ROLLOUT_POLICY: &str = "rolloutPolicy";
 /// Child type of registered controllers.
 pub const CONTROLLER: &str = "controller";
 /// Child type of registered clm controllers.

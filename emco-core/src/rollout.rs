@@ -652,6 +652,151 @@ pub fn judge(
     }
 }
 
+/// Where a rollout, or one of its waves, is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RolloutState {
+    /// Not started.
+    #[default]
+    Pending,
+    /// Its clusters are being changed, and their resources waited for.
+    Progressing,
+    /// Its resources are ready and must stay so for the bake time.
+    Baking,
+    /// Waiting for a person to approve the next wave.
+    WaitingForApproval,
+    /// Stopped by a person, or by a failed wave under `onFailure: pause`: waits for resume or
+    /// abort.
+    Paused,
+    /// Done: every wave passed.
+    Succeeded,
+    /// A wave failed and nothing was rolled back (the group was terminated, or rolled back by
+    /// hand).
+    Failed,
+    /// A wave failed and every changed cluster went back.
+    RolledBack,
+}
+
+impl RolloutState {
+    /// Whether nothing more happens in this state.
+    #[must_use]
+    pub const fn is_final(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed | Self::RolledBack)
+    }
+}
+
+impl std::fmt::Display for RolloutState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self, f)
+    }
+}
+
+/// A cluster that failed a wave's gate, and why.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaveFailure {
+    /// `provider+cluster`.
+    pub cluster: String,
+    /// Why: the resources that failed and their reasons.
+    pub reason: String,
+}
+
+/// One wave of a running or finished rollout.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaveRun {
+    /// Its name.
+    pub name: String,
+    /// Its clusters (`provider+cluster`).
+    pub clusters: Vec<String>,
+    /// Where it is.
+    pub state: RolloutState,
+    /// When its clusters were first changed (RFC 3339).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub started: String,
+    /// When its gate passed, or it failed (RFC 3339).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub finished: String,
+    /// When its bake time ends (RFC 3339), while baking.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub bake_until: String,
+    /// Whether a person approved it (when the gates ask for approval).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approved: bool,
+    /// Its clusters left out because they did not answer (`unreachable: skip`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
+    /// The clusters that failed its gate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<WaveFailure>,
+}
+
+/// A rollout of one revision of a deployment intent group, as recorded beside the AppContext it
+/// deploys: enough to resume it after a restart, in another replica as well.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutRun {
+    /// The group.
+    pub dig: crate::DigRef,
+    /// The context it replaces (an update), or none (a first instantiate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<u64>,
+    /// The context it deploys.
+    pub to: u64,
+    /// The policy as it was when the rollout began.
+    pub policy: RolloutSpec,
+    /// Where it is.
+    pub state: RolloutState,
+    /// The waves.
+    pub waves: Vec<WaveRun>,
+    /// The wave at hand (the number of waves once all passed).
+    pub current: usize,
+    /// Clusters of the replaced context that no wave has (they leave the placement): their
+    /// objects go with the last wave.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leaving: Vec<String>,
+    /// Clusters left out of their wave because they did not answer (`unreachable: skip`),
+    /// changed once they answer again, after the rollout succeeded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub catch_up: Vec<String>,
+    /// Why it failed, paused or was rolled back.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// When it began (RFC 3339).
+    pub started: String,
+    /// When it ended (RFC 3339).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub finished: String,
+}
+
+impl RolloutRun {
+    /// The clusters its waves have changed so far: those of every wave up to the current one
+    /// (its clusters may be part-changed), less those left out.
+    #[must_use]
+    pub fn changed(&self) -> Vec<String> {
+        let upto = self.current.min(self.waves.len().saturating_sub(1));
+        let mut out = Vec::new();
+        for w in self.waves.iter().take(upto + 1) {
+            if w.state == RolloutState::Pending {
+                continue;
+            }
+            out.extend(
+                w.clusters
+                    .iter()
+                    .filter(|c| !w.skipped.contains(c))
+                    .cloned(),
+            );
+        }
+        if self.current + 1 >= self.waves.len()
+            && self
+                .waves
+                .last()
+                .is_some_and(|w| w.state != RolloutState::Pending)
+        {
+            out.extend(self.leaving.iter().cloned());
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

@@ -200,9 +200,18 @@ fn rsync_table() {
     // Update in Updating and UpdateDelete in its running statuses: resuming what a killed
     // process left running (ours; EMCO has no resume).
     assert_eq!(allowed(E::Update), [S::Created, S::Updating, S::Updated]);
+    // UpdateDelete also in the failed statuses: a rollout's rollback replaces a failed
+    // context, whose leftovers must go (ours).
     assert_eq!(
         allowed(E::UpdateDelete),
-        [S::Instantiating, S::Instantiated, S::Updating, S::Updated]
+        [
+            S::Instantiating,
+            S::Instantiated,
+            S::InstantiateFailed,
+            S::Updating,
+            S::Updated,
+            S::UpdateFailed
+        ]
     );
     assert_eq!(allowed(E::Read), S::ALL.to_vec());
     // A finished operation's statuses accept the follow-ups EMCO runs.

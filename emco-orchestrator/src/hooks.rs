@@ -8,6 +8,7 @@ use emco_appcontext::collection::Hook;
 use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_core::lifecycle::{AppContextStatus, DigOperation, StateInfo, check_delete, transition};
 use emco_core::model::{AppDependency, ClusterQuota, DeploymentIntentGroup, LogicalCloud};
+use emco_core::rollout::RolloutPolicy;
 use emco_core::{ContextId, Error, ErrorKind, Result};
 
 use crate::keys;
@@ -54,6 +55,7 @@ stateless_hooks!(
     emco_appcontext::collection::NoHook,
     DependencyHook,
     QuotaHook,
+    RolloutPolicyHook,
     crate::ncm::NetworkHook,
     crate::ncm::ProviderNetworkHook
 );
@@ -228,6 +230,45 @@ impl Hook<AppDependency> for DependencyHook {
         }
         let ca = composite_app_of(key)?;
         must_exist(store, &ca.child(keys::APP, dep.spec.app.as_str()), "app").await
+    }
+}
+
+/// Rollout policies: one per deployment intent group, and the clusters a wave names
+/// (`provider+cluster`) must be registered; whether they are placed is known at instantiate and
+/// update, which refuse a wave that matches no placed cluster.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RolloutPolicyHook;
+
+#[async_trait]
+impl Hook<RolloutPolicy> for RolloutPolicyHook {
+    async fn before_write(
+        &self,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        policy: &RolloutPolicy,
+    ) -> Result<()> {
+        let dig = key.parent().unwrap_or_default();
+        let others = store.list(&dig, keys::ROLLOUT_POLICY, &[]).await?;
+        if let Some((other, _)) = others.iter().find(|(k, _)| k != key) {
+            return Err(Error::conflict(format!(
+                "the deployment intent group has rollout policy {:?} already: one each",
+                other.name().unwrap_or_default()
+            )));
+        }
+        for (i, wave) in policy.spec.waves.iter().enumerate() {
+            for c in &wave.clusters {
+                if let Some((provider, cluster)) = c.split_once('+')
+                    && store
+                        .get(&keys::cluster(provider, cluster))
+                        .await?
+                        .is_none()
+                {
+                    return Err(Error::invalid(format!("cluster {c} is not registered"))
+                        .with_field(format!("spec.waves[{i}].clusters")));
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -19,6 +19,7 @@ use emco_core::model::{
     Project, ProviderNetwork, UserPermission,
 };
 use emco_core::placement::AppPlacementIntent;
+use emco_core::rollout::RolloutPolicy;
 use emco_core::{Error, ErrorKind, Result, Validate};
 use serde::Serialize;
 
@@ -95,6 +96,8 @@ impl Onboarding {
         generic_placement_intents: GenericPlacementIntent = keys::GENERIC_PLACEMENT_INTENT, NoHook, wording::generic_placement_intent;
         /// App placement intents (parent: a generic placement intent).
         app_placement_intents: AppPlacementIntent = keys::APP_INTENT, NoHook, wording::app_intent;
+        /// Rollout policies (parent: a deployment intent group; at most one each).
+        rollout_policies: RolloutPolicy = keys::ROLLOUT_POLICY, hooks::RolloutPolicyHook, wording::rollout_policy;
         /// Registered controllers (parent: the root).
         controllers: Controller = keys::CONTROLLER, NoHook, wording::controller;
         /// Registered clm controllers (parent: the root).

@@ -13,6 +13,7 @@
 //! (the target of a rollback) and a terminate or stop cut short are not replayed: their work
 //! cannot be told apart from a migrate's without reading every context.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use emco_appcontext::ResourceKey;
@@ -72,6 +73,18 @@ impl Orchestrator {
         }
         match seen.repair {
             Repair::Queue { context, event } => {
+                let ctx =
+                    emco_appcontext::AppContext::load(Arc::clone(self.core.contexts()), context)
+                        .await?;
+                if ctx
+                    .rollout::<emco_core::rollout::RolloutRun>()
+                    .await?
+                    .is_some()
+                {
+                    tracing::warn!(key = %seen.key, ctx = context, "resuming a rollout a crash left unstarted");
+                    self.deployments().start_rollout(&ctx).await?;
+                    return Ok(true);
+                }
                 tracing::warn!(key = %seen.key, ctx = context, ?event,
                     "queuing the rsync work a crash left unqueued");
                 match (event, previous_context(&seen.info, context)) {

@@ -295,6 +295,11 @@ impl Orchestrator {
         if resumed > 0 {
             tracing::info!(resumed, "resumed issuing logical cloud credentials");
         }
+        // Rollouts an earlier process (or a replica that died) left running, and those started
+        // elsewhere from now on.
+        let deployments = self.deployments().clone();
+        let supervised = cancel.clone();
+        tokio::spawn(async move { deployments.supervise_rollouts(supervised).await });
         let orch = self.clone();
         tokio::spawn(async move {
             tokio::select! {

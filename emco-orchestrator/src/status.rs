@@ -27,7 +27,7 @@
 //!
 //! A group never instantiated answers with its lifecycle record and nothing else, as EMCO.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -386,6 +386,68 @@ impl Snapshot {
     }
 }
 
+/// One resource of a context on a cluster, as a rollout's gate reads it.
+#[derive(Debug, Clone)]
+pub(crate) struct ResourceState {
+    pub(crate) app: String,
+    /// The context's key of it, `name+Kind`.
+    pub(crate) key: String,
+    pub(crate) name: String,
+    pub(crate) kind: String,
+    pub(crate) api_version: String,
+    /// Its rsync status.
+    pub(crate) deployed: String,
+    /// Its ready status.
+    pub(crate) ready: &'static str,
+    /// Why it failed, retries, is not ready or is not known.
+    pub(crate) why: Option<String>,
+}
+
+impl Snapshot {
+    /// The resources of every app on each of `clusters` (`provider+cluster`), by cluster.
+    fn resources_on(&self, clusters: &HashSet<&str>) -> HashMap<String, Vec<ResourceState>> {
+        let removing = self.removing();
+        let mut out: HashMap<String, Vec<ResourceState>> = HashMap::new();
+        for (app, by_cluster) in &self.apps {
+            for (id, c) in by_cluster {
+                if !clusters.contains(id.as_str()) {
+                    continue;
+                }
+                let list = out.entry(id.clone()).or_default();
+                let observed = c.collected.as_ref().and_then(|o| o.get("resources"));
+                for n in c.names(removing) {
+                    let v = ResourceView::new(n, &c.resources[n], c.collected.as_ref(), false);
+                    let said = observed
+                        .and_then(|o| o.get(n))
+                        .and_then(|e| e.get("reason"))
+                        .and_then(Value::as_str);
+                    let why = match (&v.why, said) {
+                        (Some((reason, message)), _) => Some(format!("{reason}: {message}")),
+                        (None, Some(said)) => Some(said.to_owned()),
+                        (None, None) => None,
+                    };
+                    let api_version = if v.gvk.group.is_empty() {
+                        v.gvk.version.clone()
+                    } else {
+                        format!("{}/{}", v.gvk.group, v.gvk.version)
+                    };
+                    list.push(ResourceState {
+                        app: app.clone(),
+                        key: n.to_owned(),
+                        name: v.name,
+                        kind: v.gvk.kind,
+                        api_version,
+                        deployed: v.deployed,
+                        ready: v.ready,
+                        why,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
 /// Whether an answer is made of counts alone: a full summary not filtered by resource (whose
 /// filter needs each resource's name from its manifest). Such an answer needs no views.
 pub(crate) fn counts_only(query: &StatusQuery) -> bool {
@@ -711,6 +773,26 @@ pub(crate) async fn revision_now(store: &Arc<dyn AppContextStore>, root: &str) -
 }
 
 impl Followed {
+    /// The resources of context `id` on each of `clusters` (`provider+cluster`), by cluster,
+    /// from the followed snapshot where the store's watches allow it.
+    ///
+    /// # Errors
+    /// As [`Snapshot::read`].
+    pub(crate) async fn resources_on(
+        &self,
+        store: &Arc<dyn AppContextStore>,
+        id: u64,
+        clusters: &HashSet<&str>,
+    ) -> Result<HashMap<String, Vec<ResourceState>>> {
+        if store.watches_are_immediate() {
+            self.with(store, id, |s| s.resources_on(clusters)).await
+        } else {
+            Ok(Snapshot::read_keeping(store, id, false)
+                .await?
+                .resources_on(clusters))
+        }
+    }
+
     /// The slot of context `id`, made on first use; drops the slots idle too long and, past
     /// [`FOLLOWED`], the least recently used.
     fn slot(&self, id: u64) -> FollowSlot {
@@ -887,7 +969,7 @@ impl Status {
             Ok(respond(query, full, snapshot, views))
         };
         let contexts = self.core.contexts();
-        match context {
+        let mut out = match context {
             Some(id)
                 if query.output != StatusOutput::Detail && contexts.watches_are_immediate() =>
             {
@@ -897,7 +979,15 @@ impl Status {
             }
             Some(id) => answer(Some(&Snapshot::read(contexts, id).await?)),
             None => answer(None),
+        }?;
+        if let StatusResponse::Full(full) = &mut out {
+            full.rollout = self
+                .deployments
+                .latest_rollout_of(&full.states)
+                .await?
+                .map(|(_, run, _)| Box::new(run));
         }
+        Ok(out)
     }
 }
 

@@ -69,6 +69,13 @@ pub(crate) fn generic_placement_intent() -> Wording {
         .with_list_checks(&[(2, "Project not found"), (1, "App not found")])
 }
 
+/// Rollout policies: ours (EMCO has none); worded as its intents are.
+pub(crate) fn rollout_policy() -> Wording {
+    Wording::new("Rollout policy not found", "Rollout policy already exists")
+        .with_put(PutStatus::Created)
+        .with_list_checks(&[])
+}
+
 /// `app_intent_handler.go`.
 pub(crate) fn app_intent() -> Wording {
     Wording::new("Intent not found", "Intent already exists").with_list_checks(&[])

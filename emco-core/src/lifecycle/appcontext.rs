@@ -8,12 +8,14 @@
 //! | Instantiate | Created, Instantiating, Instantiated, InstantiateFailed, Terminated, TerminateFailed | Instantiating -> Instantiated (InstantiateFailed) |
 //! | Terminate | Instantiat\*, PreTerminate, Terminat\*, Updat\* | PreTerminate (from a running Instantiating/Updating) or Terminating -> Terminated (TerminateFailed) |
 //! | Update (new context) | Created, Updating, Updated | Updating -> Updated (UpdateFailed) |
-//! | UpdateDelete (old context) | Instantiated, Instantiating; Updated, Updating | Instantiating -> Instantiated (InstantiateFailed); Updating -> Updated (UpdateFailed) |
+//! | UpdateDelete (old context) | Instantiat\*; Updat\* | Instantiating -> Instantiated (InstantiateFailed); Updating -> Updated (UpdateFailed) |
 //! | Read | any | unchanged |
 //!
 //! Differences, and why: the seed also lets Instantiate start from Update* statuses; EMCO.md does
 //! not, so neither do we. UpdateDelete from Updated is our addition: after a second update the old
-//! context is itself an updated one, and its leftovers must still be deleted. An event found in
+//! context is itself an updated one, and its leftovers must still be deleted; from the failed
+//! statuses too: a rollout that takes back a failed wave replaces the failed context with the
+//! one before it, and what only the failed one applied must go. An event found in
 //! its own running status (Instantiate in Instantiating, Update in Updating, UpdateDelete in the
 //! running status of its old context's family) is one a crashed process left running: the
 //! queue runs events one after the other, so nothing else leaves a context there, and the next
@@ -230,8 +232,10 @@ pub fn rsync_transition(current: AppContextStatus, event: RsyncEvent) -> Result<
             Some(t)
         }
         (RsyncEvent::Update, S::Created | S::Updating | S::Updated) => Some(update),
-        (RsyncEvent::UpdateDelete, S::Instantiated | S::Instantiating) => Some(instantiate),
-        (RsyncEvent::UpdateDelete, S::Updated | S::Updating) => Some(update),
+        (RsyncEvent::UpdateDelete, S::Instantiated | S::Instantiating | S::InstantiateFailed) => {
+            Some(instantiate)
+        }
+        (RsyncEvent::UpdateDelete, S::Updated | S::Updating | S::UpdateFailed) => Some(update),
         (RsyncEvent::Read, _) => Some(EventStatuses::new(current, current, current)),
         _ => None,
     };
@@ -435,6 +439,14 @@ mod tests {
             S::Instantiated
         );
         assert!(rsync_transition(S::Terminated, RsyncEvent::UpdateDelete).is_err());
+        // A failed context's leftovers can be deleted when it is replaced.
+        assert_eq!(
+            rsync_transition(S::UpdateFailed, RsyncEvent::UpdateDelete)
+                .unwrap()
+                .running,
+            S::Updating
+        );
+        assert!(rsync_transition(S::InstantiateFailed, RsyncEvent::UpdateDelete).is_ok());
         // What a killed process left running is resumed in the same statuses.
         for (event, running) in [
             (RsyncEvent::Instantiate, S::Instantiating),

@@ -309,6 +309,9 @@ pub struct DigStatus {
     /// Resources per ready status (`Ready`, `NotReady`, `NotPresent`, `Unknown`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ready_counts: BTreeMap<String, i64>,
+    /// The rollout of the context reported on, when it is rolled out in waves (ours).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<Box<crate::rollout::RolloutRun>>,
     /// Per app, cluster and resource; absent with `output=summary`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub apps: Vec<AppStatus>,

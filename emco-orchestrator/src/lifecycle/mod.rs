@@ -29,6 +29,9 @@
 
 mod build;
 mod render;
+mod rollout;
+
+pub use rollout::RolloutControl;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -150,11 +153,20 @@ pub struct Deployments {
     core: Core,
     /// Which Helm release's rendering the apps get.
     helm: emco_helm::HelmCompat,
+    /// The rollouts driven in this process.
+    drivers: rollout::Drivers,
+    /// The snapshots of the contexts being rolled out, followed for their gates.
+    followed: crate::status::Followed,
 }
 
 impl Deployments {
     pub(crate) fn new(core: Core, helm: emco_helm::HelmCompat) -> Self {
-        Self { core, helm }
+        Self {
+            core,
+            helm,
+            drivers: rollout::Drivers::default(),
+            followed: crate::status::Followed::default(),
+        }
     }
 
     /// Which Helm release's rendering the apps get.
@@ -250,6 +262,7 @@ impl Deployments {
     /// runs; InvalidArgument for a bad chart, profile or placement; a controller's failure,
     /// naming it (the group's state is then unchanged).
     pub async fn instantiate(&self, dig: &DigRef) -> Result<()> {
+        let named = dig;
         let dig = &dig.key();
         let group = self.load_dig(dig).await?;
         let record = Record::load(self.core.store().as_ref(), dig).await?;
@@ -260,13 +273,20 @@ impl Deployments {
         )?;
         self.check_terminated(dig, &record.info).await?;
         let ctx = build::build_context(self, dig, &group, None).await?;
+        let waves = self.plan_if_rolled_out(named, None, &ctx).await?;
         let _held = self.core.handover.lock(dig).await;
         // Again, now that no other operation of this process can queue work meanwhile.
         if let Err(e) = self.check_terminated(dig, &record.info).await {
             crate::dcm::discard(&ctx).await;
             return Err(e);
         }
-        let queued = self.core.rsync().instantiate(ctx.id());
+        let queued = async {
+            if waves {
+                self.start_rollout(&ctx).await
+            } else {
+                self.core.rsync().instantiate(ctx.id()).await
+            }
+        };
         self.deploy(dig, &record, DigOperation::Instantiate, &ctx, queued)
             .await
             .map(drop)
@@ -365,6 +385,10 @@ impl Deployments {
         let ctx = self
             .record_on_current(dig, DigOperation::Terminate, OnCurrent::Terminate)
             .await?;
+        // Clusters a rollout has not changed yet still run the context it replaces.
+        if let Some(replaced) = self.replaced_by_rollout(ctx).await? {
+            self.core.rsync().terminate(replaced).await?;
+        }
         self.terminate_children(dig).await;
         // Controllers are told after the fact: the deployment is going whatever they answer,
         // and a controller that is down must not keep it on the clusters.
@@ -470,12 +494,21 @@ impl Deployments {
     /// # Errors
     /// As [`Self::instantiate`]; FailedPrecondition unless it is Instantiated or Updated.
     pub async fn update(&self, dig: &DigRef) -> Result<i64> {
+        let named = dig;
         let dig = &dig.key();
         let group = self.load_dig(dig).await?;
         let (record, old) = self.checked(dig, DigOperation::Update).await?;
+        self.refuse_during_rollout(old, "update").await?;
         let ctx = build::build_context(self, dig, &group, Some(old)).await?;
+        let waves = self.plan_if_rolled_out(named, Some(old), &ctx).await?;
         let _held = self.core.handover.lock(dig).await;
-        let queued = self.core.rsync().update(old, ctx.id());
+        let queued = async {
+            if waves {
+                self.start_rollout(&ctx).await
+            } else {
+                self.core.rsync().update(old, ctx.id()).await
+            }
+        };
         let written = self
             .deploy(dig, &record, DigOperation::Update, &ctx, queued)
             .await?;
@@ -492,6 +525,7 @@ impl Deployments {
     pub async fn rollback(&self, dig: &DigRef, revision: i64) -> Result<i64> {
         let dig = &dig.key();
         let (record, current) = self.checked(dig, DigOperation::Rollback).await?;
+        self.refuse_during_rollout(current, "roll back").await?;
         let state = &record.info;
         // The revision deployed now: the last action's (revisions before a re-instantiate
         // can be higher, but they are not part of this deployment).
@@ -553,6 +587,7 @@ impl Deployments {
             ));
         }
         let (source_record, old) = self.checked(dig, DigOperation::Migrate).await?;
+        self.refuse_during_rollout(old, "migrate").await?;
         let target_group = self.load_dig(&target).await?;
         let target_record = Record::load(self.core.store().as_ref(), &target).await?;
         transition_named(

@@ -1,6 +1,7 @@
 //! The lifecycle routes of deployment intent groups under `DIG`: `POST approve | instantiate |
 //! terminate | stop | update | rollback | migrate` (202; `update` answers the new revision) and
-//! `GET status` (src/orchestrator/api/instantiation_handler.go).
+//! `GET status` (src/orchestrator/api/instantiation_handler.go); ours: `GET rollout` and
+//! `POST rollout/approve | pause | resume | abort` (202) for a group rolled out in waves.
 
 use axum::Router;
 use axum::extract::{Path, Query, State};
@@ -12,7 +13,7 @@ use emco_core::model::status::StatusQuery;
 use http::StatusCode;
 
 use super::{Answer, DIG};
-use crate::{MigrateIntent, Orchestrator, RollbackIntent};
+use crate::{MigrateIntent, Orchestrator, RollbackIntent, RolloutControl};
 
 pub(super) fn routes() -> Router<Orchestrator> {
     Router::new()
@@ -24,6 +25,37 @@ pub(super) fn routes() -> Router<Orchestrator> {
         .route(&format!("{DIG}/rollback"), post(rollback))
         .route(&format!("{DIG}/migrate"), post(migrate))
         .route(&format!("{DIG}/status"), get(status))
+        .route(&format!("{DIG}/rollout"), get(rollout))
+        .route(
+            &format!("{DIG}/rollout/approve"),
+            post(|s, p| control(s, p, RolloutControl::Approve)),
+        )
+        .route(
+            &format!("{DIG}/rollout/pause"),
+            post(|s, p| control(s, p, RolloutControl::Pause)),
+        )
+        .route(
+            &format!("{DIG}/rollout/resume"),
+            post(|s, p| control(s, p, RolloutControl::Resume)),
+        )
+        .route(
+            &format!("{DIG}/rollout/abort"),
+            post(|s, p| control(s, p, RolloutControl::Abort)),
+        )
+}
+
+async fn rollout(State(orch): State<Orchestrator>, Path(dig): Path<DigRef>) -> Answer {
+    let run = orch.deployments().rollout(&dig).await?;
+    Ok(json_response(StatusCode::OK, &run))
+}
+
+async fn control(
+    State(orch): State<Orchestrator>,
+    Path(dig): Path<DigRef>,
+    control: RolloutControl,
+) -> Answer {
+    orch.deployments().control_rollout(&dig, control).await?;
+    Ok(StatusCode::ACCEPTED.into_response())
 }
 
 async fn approve(State(orch): State<Orchestrator>, Path(dig): Path<DigRef>) -> Answer {

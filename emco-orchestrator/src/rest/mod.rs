@@ -241,6 +241,10 @@ pub fn router(orch: Orchestrator) -> Router {
             .serve(orch.onboarding().generic_placement_intents()),
         )
         .merge(
+            Routes::new(format!("{DIG}/rollout-policies"), keys::ROLLOUT_POLICY)
+                .serve(orch.onboarding().rollout_policies()),
+        )
+        .merge(
             Routes::new(
                 format!("{DIG}/generic-placement-intents/{{genericPlacementIntent}}/app-intents"),
                 keys::APP_INTENT,

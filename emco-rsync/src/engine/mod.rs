@@ -655,6 +655,40 @@ impl Rsync {
         }
     }
 
+    /// A run of context `ctx_id` that only reads.
+    async fn reader(&self, ctx_id: u64) -> Result<run::Run> {
+        let ctx = AppContext::load(Arc::clone(&self.inner.store), ctx_id).await?;
+        let op = OpCtl::new(RsyncEvent::Read, &self.inner.root());
+        Ok(run::Run::new(Arc::clone(&self.inner), ctx, op).await)
+    }
+
+    /// What `cluster` reports now of the resources `names` (`name+Kind`) of `app` in context
+    /// `ctx_id`, read with the credentials the context reaches it with; `None` for one that is
+    /// absent.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for an unknown context; `Unavailable` when the cluster does not answer; the
+    /// cluster's other refusals.
+    pub async fn live_objects(
+        &self,
+        ctx_id: u64,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+    ) -> Result<Vec<Option<serde_json::Value>>> {
+        self.reader(ctx_id).await?.live(app, cluster, names).await
+    }
+
+    /// Whether `cluster` answers now, reached as context `ctx_id` reaches it, within `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// `Unavailable` when it does not answer in time; as [`Rsync::live_objects`].
+    pub async fn probe(&self, ctx_id: u64, cluster: &str, timeout: Duration) -> Result<()> {
+        self.reader(ctx_id).await?.probe(cluster, timeout).await
+    }
+
     /// Waits until context `ctx_id` has no task (its queue is processed), or the engine shuts
     /// down.
     pub async fn wait_idle(&self, ctx_id: u64) {

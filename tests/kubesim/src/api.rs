@@ -1083,6 +1083,58 @@ fn status_set_on_create(rt: &ResourceType) -> bool {
 /// The field manager of the simulated controllers.
 const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 
+/// The shortest and longest wait between two simulated restarts of a crashing container (the
+/// shortest keeps a zero ready delay from spinning; the longest is the kubelet's).
+const MIN_BACK_OFF: Duration = Duration::from_millis(100);
+/// See [`MIN_BACK_OFF`].
+const MAX_BACK_OFF: Duration = Duration::from_secs(300);
+
+/// The simulated rollout of one spec of one object, run by a task after the write.
+struct Rollout<'a> {
+    cluster: &'a Arc<Cluster>,
+    rt: &'a ResourceType,
+    key: &'a Key,
+    uid: &'a str,
+    generation: Option<&'a Value>,
+    delay: Duration,
+}
+
+impl Rollout<'_> {
+    /// Waits `d`; false when the fleet shuts down first.
+    async fn sleep(&self, d: Duration) -> bool {
+        tokio::select! {
+            () = tokio::time::sleep(d) => true,
+            () = self.cluster.shutdown.cancelled() => false,
+        }
+    }
+
+    /// Writes the status of `stage`. False, writing nothing, when the object is gone or a newer
+    /// spec restarted the rollout (its own task finishes it), and for a crash when the object
+    /// is being deleted (a terminating Pod is not restarted).
+    fn advance(&self, stage: sim::Stage) -> bool {
+        let mut store = self.cluster.store();
+        let Some(cur) = store.get(self.key) else {
+            return false;
+        };
+        if meta_str(&cur, "uid") != Some(self.uid)
+            || cur.pointer("/metadata/generation") != self.generation
+        {
+            return false;
+        }
+        if matches!(stage, sim::Stage::Crashed(_))
+            && cur.pointer("/metadata/deletionTimestamp").is_some()
+        {
+            return false;
+        }
+        if let Some(st) = sim::status_at(self.rt, &cur, stage, self.delay) {
+            let mut obj = (*cur).clone();
+            obj["status"] = st;
+            store.put(self.key.clone(), obj);
+        }
+        true
+    }
+}
+
 /// Stores an object whose spec changed (or that is new) and starts its simulated rollout.
 fn store_with_sim(
     cluster: &Arc<Cluster>,
@@ -1103,28 +1155,48 @@ fn store_with_sim(
     if spec_changed {
         controllers::reconcile(cluster, store, rt, &stored);
     }
-    if spec_changed && sim::simulated(rt) && !delay.is_zero() {
+    // A crash-after-ready app also crashes when the ready delay is zero (at once, after being
+    // ready on the write).
+    let crashes = spec_changed
+        && sim::simulated(rt)
+        && sim::health(rt, &stored) == sim::Health::CrashAfterReady;
+    // Only a Pod's containers restart (and not under `restartPolicy: Never`).
+    let restarts = crashes
+        && rt.group.is_empty()
+        && rt.plural == "pods"
+        && stored
+            .pointer("/spec/restartPolicy")
+            .and_then(Value::as_str)
+            != Some("Never");
+    if spec_changed && sim::simulated(rt) && (!delay.is_zero() || crashes) {
         let uid = meta_str(&stored, "uid").unwrap_or_default().to_owned();
         let generation = stored.pointer("/metadata/generation").cloned();
         let c = cluster.clone();
         let rt = rt.clone();
         tokio::spawn(async move {
-            tokio::select! {
-                () = tokio::time::sleep(delay) => {}
-                () = c.shutdown.cancelled() => return,
-            }
-            let mut store = c.store();
-            let Some(cur) = store.get(&k) else { return };
-            // A newer spec restarted the rollout; its own timer finishes it.
-            if meta_str(&cur, "uid") != Some(uid.as_str())
-                || cur.pointer("/metadata/generation").cloned() != generation
-            {
+            let rollout = Rollout {
+                cluster: &c,
+                rt: &rt,
+                key: &k,
+                uid: &uid,
+                generation: generation.as_ref(),
+                delay,
+            };
+            // With no delay the write itself made it ready.
+            let up =
+                delay.is_zero() || (rollout.sleep(delay).await && rollout.advance(sim::Stage::Up));
+            if !up || !crashes {
                 return;
             }
-            if let Some(st) = sim::status(&rt, &cur, true, delay) {
-                let mut obj = (*cur).clone();
-                obj["status"] = st;
-                store.put(k, obj);
+            // It crashes a ready delay after it got ready; a Pod's containers are then
+            // restarted after a doubling back-off, as the kubelet does, and crash again.
+            let (mut wait, mut count) = (delay, 1u32);
+            while rollout.sleep(wait).await
+                && rollout.advance(sim::Stage::Crashed(count))
+                && restarts
+            {
+                wait = wait.saturating_mul(2).clamp(MIN_BACK_OFF, MAX_BACK_OFF);
+                count = count.saturating_add(1);
             }
         });
     }

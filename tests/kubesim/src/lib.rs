@@ -53,3 +53,4 @@ mod util;
 pub use admin::{AdminClient, serve_admin};
 pub use fault::{Fault, Unreachable};
 pub use fleet::{Fleet, FleetConfig};
+pub use sim::{CRASH_AFTER_READY, NEVER_READY};

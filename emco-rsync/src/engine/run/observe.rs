@@ -594,6 +594,46 @@ impl Run {
         }
     }
 
+    /// What `cluster` reports now of the resources `names` of `app` (`None`: absent), read
+    /// with the credentials this context reaches it with.
+    pub(in crate::engine) async fn live(
+        &self,
+        app: &str,
+        cluster: &str,
+        names: &[String],
+    ) -> Result<Vec<Option<Value>>> {
+        let conn = self
+            .inner
+            .resolver
+            .connector_for(cluster, &self.meta)
+            .await?;
+        let scope = self.scope(app);
+        let mut out = Vec::with_capacity(names.len());
+        for n in names {
+            out.push(match self.load(app, cluster, n).await? {
+                Some(r) => conn.get(&scope, r.id()).await?,
+                None => None,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Whether `cluster` answers now with the credentials of this context, within `timeout`.
+    pub(in crate::engine) async fn probe(&self, cluster: &str, timeout: Duration) -> Result<()> {
+        let conn = self
+            .inner
+            .resolver
+            .connector_for(cluster, &self.meta)
+            .await?;
+        tokio::time::timeout(timeout, conn.health())
+            .await
+            .map_err(|_| {
+                emco_core::Error::unavailable(format!(
+                    "cluster {cluster} did not answer within {timeout:?}"
+                ))
+            })?
+    }
+
     /// Reads every resource back and stores each cluster's collected status:
     /// `{"readyStatus": "Available"|"Retrying"|"Unknown", "resources": {"<name+Kind>": {"present", "ready", "reason"?}}}`.
     pub(super) async fn read_all(&self) -> Result<()> {

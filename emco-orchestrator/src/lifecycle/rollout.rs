@@ -1,0 +1,924 @@
+//! Progressive delivery: a deployment intent group with a rollout policy
+//! ([`emco_core::rollout`]) is instantiated or updated wave by wave.
+//!
+//! The operation builds its context as usual; before the group's record names it, the rollout's
+//! plan (its waves over the placed clusters) is recorded beside the context
+//! ([`AppContext::put_rollout`]); once the record names it, the context is registered
+//! ([`Registry::Rollout`]) and driven. A driver looks every [`TICK`]: it changes the next wave's
+//! clusters through rsync (an instantiate or update limited to them), judges the wave's gate
+//! from the context's statuses (and, for kinds given custom health, the live objects), bakes,
+//! waits for approval, and on a failed wave pauses or rolls every changed cluster back (to the
+//! revision it had; for a first instantiate, the app is removed from them) and records that in
+//! the group's lifecycle record.
+//!
+//! Every step is recorded (compare-and-set on the rollout record) before it acts, and what it
+//! asks of rsync is harmless when asked twice, so a process killed at any point resumes where
+//! it was: every process drives the registered rollouts it finds (at start and every
+//! [`SUPERVISE`]), a rollout whose driver died is taken over, and of two drivers of one
+//! rollout only the one whose record write wins acts. A person approves, pauses, resumes or
+//! aborts through the same record. While a rollout runs, update, rollback and migrate of the
+//! group are refused with a 409 saying so; terminate is not (the rollout ends as Failed, and
+//! the replaced context is terminated too: clusters not yet changed still run it).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use emco_appcontext::context::Registry;
+use emco_appcontext::keys::Keyed;
+use emco_appcontext::{AppContext, ResourceKey};
+use emco_core::lifecycle::{DigOperation, DigState};
+use emco_core::rollout::{
+    ClusterHealth, CustomHealth, OnFailure, PlacedCluster, RolloutPolicy, RolloutRun, RolloutState,
+    UnreachablePolicy, Verdict, WaveFailure, WaveRun, judge, plan_waves,
+};
+use emco_core::time::{parse_rfc3339, rfc3339, unix_seconds};
+use emco_core::{DigRef, Error, ErrorKind, Result};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::Deployments;
+use crate::keys;
+use crate::state::{Record, load_state, now_rfc3339};
+use crate::status::{READY, ResourceState, UNKNOWN};
+
+/// How often a driver looks at its rollout.
+pub(crate) const TICK: Duration = Duration::from_millis(500);
+/// How often a process looks for registered rollouts nobody drives here.
+pub(crate) const SUPERVISE: Duration = Duration::from_secs(2);
+/// How long a wave start waits for a cluster's answer before leaving it out
+/// (`unreachable: skip`).
+const PROBE: Duration = Duration::from_secs(5);
+
+/// The rollouts this process drives, by context.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Drivers(Arc<Mutex<HashSet<u64>>>);
+
+impl Drivers {
+    fn claim(&self, id: u64) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id)
+    }
+
+    fn release(&self, id: u64) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+    }
+}
+
+/// What a driver does after a step.
+enum Step {
+    /// Look again at once: the step changed something.
+    Again,
+    /// Look again after a tick.
+    Wait,
+    /// The rollout is over.
+    Done,
+}
+
+/// A control a person applies to a rollout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RolloutControl {
+    /// Let the wave that waits for approval go.
+    Approve,
+    /// Hold the rollout where it is.
+    Pause,
+    /// Go on from a pause (a failed wave is tried again).
+    Resume,
+    /// Roll every changed cluster back and end the rollout.
+    Abort,
+}
+
+fn seconds_since(rfc: &str) -> Option<i64> {
+    parse_rfc3339(rfc).map(|t| unix_seconds(SystemTime::now()) - t)
+}
+
+/// The time `d` from now, rounded up to the whole second RFC 3339 keeps: a bake never ends
+/// early.
+fn in_seconds(d: Duration) -> String {
+    rfc3339(SystemTime::now() + d + Duration::from_millis(999))
+}
+
+impl Deployments {
+    /// The rollout policy of the group at `dig`, if it has one.
+    pub(super) async fn rollout_policy(&self, dig: &ResourceKey) -> Result<Option<RolloutPolicy>> {
+        Ok(self
+            .core
+            .objects
+            .rollout_policies()
+            .list(dig, &[])
+            .await?
+            .pop())
+    }
+
+    /// Records the plan of rolling `to` out in waves beside it (replacing `from`, for an
+    /// update), before the group's record names it: a crash after that record finds the plan.
+    ///
+    /// # Errors
+    /// InvalidArgument when a wave matches no placed cluster; the stores' errors.
+    pub(super) async fn plan_rollout(
+        &self,
+        dig: &DigRef,
+        policy: &RolloutPolicy,
+        from: Option<u64>,
+        to: &AppContext,
+    ) -> Result<()> {
+        let placed = placed_clusters(to).await?;
+        let with_labels = policy.spec.waves.iter().any(|w| !w.labels.is_empty());
+        let mut clusters = Vec::with_capacity(placed.len());
+        for id in &placed {
+            let labels = match id.split_once('+') {
+                Some((provider, name)) if with_labels => self
+                    .core
+                    .objects
+                    .cluster_labels()
+                    .list(&keys::cluster(provider, name), &[])
+                    .await?
+                    .into_iter()
+                    .map(|l| l.cluster_label)
+                    .collect(),
+                _ => Vec::new(),
+            };
+            clusters.push(PlacedCluster::new(id.clone(), labels));
+        }
+        let waves = plan_waves(&policy.spec, &clusters)?;
+        let leaving = match from {
+            Some(old) => {
+                let old = AppContext::load(Arc::clone(self.core.contexts()), old).await?;
+                placed_clusters(&old)
+                    .await?
+                    .into_iter()
+                    .filter(|c| !placed.contains(c))
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        let run = RolloutRun {
+            dig: dig.clone(),
+            from,
+            to: to.id(),
+            policy: policy.spec.clone(),
+            state: RolloutState::Progressing,
+            waves: waves
+                .into_iter()
+                .map(|w| WaveRun {
+                    name: w.name,
+                    clusters: w.clusters,
+                    ..WaveRun::default()
+                })
+                .collect(),
+            current: 0,
+            leaving,
+            catch_up: Vec::new(),
+            reason: String::new(),
+            started: now_rfc3339(),
+            finished: String::new(),
+        };
+        to.put_rollout(&run, 0).await.map(drop)
+    }
+
+    /// Records the plan of rolling `ctx` out when the group has a rollout policy; whether it
+    /// has one. `ctx` is discarded when the plan is refused.
+    ///
+    /// # Errors
+    /// As [`Self::plan_rollout`].
+    pub(super) async fn plan_if_rolled_out(
+        &self,
+        dig: &DigRef,
+        from: Option<u64>,
+        ctx: &AppContext,
+    ) -> Result<bool> {
+        let planned = async {
+            let Some(policy) = self.rollout_policy(&dig.key()).await? else {
+                return Ok(false);
+            };
+            self.plan_rollout(dig, &policy, from, ctx)
+                .await
+                .map(|()| true)
+        };
+        match planned.await {
+            Ok(planned) => Ok(planned),
+            Err(e) => {
+                crate::dcm::discard(ctx).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Registers the rollout of `to` and drives it here: the hand-over of an operation that
+    /// rolls out.
+    ///
+    /// # Errors
+    /// The store's errors.
+    pub(crate) async fn start_rollout(&self, to: &AppContext) -> Result<()> {
+        to.mark(Registry::Rollout).await?;
+        self.drive_rollout(to.id());
+        Ok(())
+    }
+
+    /// Refuses `what` while the rollout of context `id` runs.
+    ///
+    /// # Errors
+    /// Conflict naming the rollout's wave and state.
+    pub(super) async fn refuse_during_rollout(&self, id: u64, what: &str) -> Result<()> {
+        let ctx = match AppContext::load(Arc::clone(self.core.contexts()), id).await {
+            Ok(ctx) => ctx,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        match ctx.rollout::<RolloutRun>().await? {
+            Some((run, _)) if !run.state.is_final() => {
+                let wave = run.waves.get(run.current).map_or_else(String::new, |w| {
+                    format!(
+                        ", wave {} of {} ({}) {}",
+                        run.current + 1,
+                        run.waves.len(),
+                        w.name,
+                        w.state
+                    )
+                });
+                Err(Error::conflict(format!(
+                    "cannot {what} while the rollout of this deployment intent group runs \
+                     ({}{wave}); wait for it, or abort it",
+                    run.state
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The latest rollout of the group at `dig` (also one that was rolled back, whose context
+    /// the group no longer runs).
+    ///
+    /// # Errors
+    /// NotFound when the group has none (never rolled out in waves since its instantiate).
+    pub async fn rollout(&self, dig: &DigRef) -> Result<RolloutRun> {
+        self.latest_rollout(dig).await.map(|(_, run, _)| run)
+    }
+
+    /// The context of the latest rollout of the group at `dig`, the rollout and its revision:
+    /// of the contexts its record names since the last instantiate, the one whose rollout
+    /// began last.
+    async fn latest_rollout(&self, dig: &DigRef) -> Result<(AppContext, RolloutRun, u64)> {
+        let key = dig.key();
+        self.load_dig(&key).await?;
+        let state = load_state(self.core.store().as_ref(), &key).await?;
+        self.latest_rollout_of(&state).await?.ok_or_else(|| {
+            Error::not_found(format!(
+                "deployment intent group {:?} has no rollout",
+                dig.dig
+            ))
+        })
+    }
+
+    /// [`Self::latest_rollout`] of the group whose lifecycle record is `state`.
+    pub(crate) async fn latest_rollout_of(
+        &self,
+        state: &emco_core::lifecycle::StateInfo,
+    ) -> Result<Option<(AppContext, RolloutRun, u64)>> {
+        let mut latest: Option<(AppContext, RolloutRun, u64)> = None;
+        let ids: BTreeSet<&str> = state.contexts_by_revision().into_values().collect();
+        for id in ids {
+            let Ok(id) = id.parse::<u64>() else { continue };
+            let ctx = match AppContext::load(Arc::clone(self.core.contexts()), id).await {
+                Ok(ctx) => ctx,
+                Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            if let Some((run, revision)) = ctx.rollout::<RolloutRun>().await?
+                && latest
+                    .as_ref()
+                    .is_none_or(|(_, l, _)| run.started >= l.started)
+            {
+                latest = Some((ctx, run, revision));
+            }
+        }
+        Ok(latest)
+    }
+
+    /// Applies a person's `control` to the rollout of the group at `dig`.
+    ///
+    /// # Errors
+    /// NotFound when it has no rollout; Conflict when the rollout is not in a state the
+    /// control applies to (approve: waiting for approval; resume: paused; pause and abort: not
+    /// over).
+    pub async fn control_rollout(&self, dig: &DigRef, control: RolloutControl) -> Result<()> {
+        let (ctx, mut run, mut revision) = self.latest_rollout(dig).await?;
+        let key = dig.key();
+        loop {
+            let bake = run.policy.gates.bake_time()?;
+            apply_control(&mut run, control, bake)?;
+            match ctx.put_rollout(&run, revision).await {
+                Ok(_) => {
+                    tracing::info!(dig = %key, ?control, state = %run.state, "rollout control");
+                    self.drive_rollout(ctx.id());
+                    return Ok(());
+                }
+                // The driver moved it meanwhile: decide again on what it wrote.
+                Err(e) if e.kind() == ErrorKind::Conflict => {
+                    (run, revision) = ctx.rollout::<RolloutRun>().await?.ok_or_else(|| {
+                        Error::not_found(format!(
+                            "deployment intent group {:?} has no rollout",
+                            dig.dig
+                        ))
+                    })?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Drives the rollout of context `id` in a task of its own, unless one runs here.
+    pub(crate) fn drive_rollout(&self, id: u64) {
+        if !self.drivers.claim(id) {
+            return;
+        }
+        let me = self.clone();
+        let token = self.core.shutdown_token();
+        let span = tracing::info_span!(parent: None, "rollout", ctx = id);
+        tokio::spawn(
+            async move {
+                me.drive(id, &token).await;
+                me.drivers.release(id);
+            }
+            .instrument(span),
+        );
+    }
+
+    /// Drives the registered rollouts nobody drives here, now and every [`SUPERVISE`] until
+    /// `token` is cancelled: rollouts an earlier process left, or a dead replica's.
+    pub(crate) async fn supervise_rollouts(&self, token: CancellationToken) {
+        loop {
+            match AppContext::registered(self.core.contexts().as_ref(), Registry::Rollout).await {
+                Ok(ids) => {
+                    for id in ids {
+                        self.drive_rollout(id);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot list the rollouts"),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(SUPERVISE) => {}
+                () = token.cancelled() => return,
+            }
+        }
+    }
+
+    async fn drive(&self, id: u64, token: &CancellationToken) {
+        loop {
+            if token.is_cancelled() {
+                return;
+            }
+            let wait = match self.step_rollout(id).await {
+                Ok(Step::Again) => continue,
+                Ok(Step::Wait) => TICK,
+                Ok(Step::Done) => {
+                    if let Err(e) =
+                        AppContext::unregister(self.core.contexts().as_ref(), Registry::Rollout, id)
+                            .await
+                    {
+                        tracing::warn!(error = %e, "cannot unregister a finished rollout");
+                    }
+                    return;
+                }
+                Err(e) if e.kind() == ErrorKind::NotFound => {
+                    // The context or the group is gone: so is the rollout.
+                    drop(
+                        AppContext::unregister(
+                            self.core.contexts().as_ref(),
+                            Registry::Rollout,
+                            id,
+                        )
+                        .await,
+                    );
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "rollout step failed; trying again");
+                    TICK * 4
+                }
+            };
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = token.cancelled() => return,
+            }
+        }
+    }
+
+    /// One look at the rollout of context `id`, and what it leads to.
+    async fn step_rollout(&self, id: u64) -> Result<Step> {
+        let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
+        let Some((mut run, revision)) = ctx.rollout::<RolloutRun>().await? else {
+            return Ok(Step::Done);
+        };
+        if run.state.is_final() && (run.state != RolloutState::Succeeded || run.catch_up.is_empty())
+        {
+            return Ok(Step::Done);
+        }
+        let dig = run.dig.key();
+        if run.reason.starts_with("rolling back") {
+            return self.roll_back(&ctx, run, revision, &dig).await;
+        }
+        let record = Record::load(self.core.store().as_ref(), &dig).await?;
+        if !names_live(&record, id)? {
+            run.state = RolloutState::Failed;
+            run.reason = format!(
+                "the deployment intent group went on without it ({})",
+                record.info.current_state()
+            );
+            run.finished = now_rfc3339();
+            ctx.put_rollout(&run, revision).await?;
+            return Ok(Step::Done);
+        }
+        match run.state {
+            RolloutState::Paused | RolloutState::WaitingForApproval => Ok(Step::Wait),
+            RolloutState::Succeeded => self.catch_up(&ctx, run, revision, &dig).await,
+            _ => self.step_wave(&ctx, run, revision, &dig).await,
+        }
+    }
+
+    /// Changes the clusters a succeeded rollout left out once they answer.
+    async fn catch_up(
+        &self,
+        ctx: &AppContext,
+        mut run: RolloutRun,
+        revision: u64,
+        dig: &ResourceKey,
+    ) -> Result<Step> {
+        let mut back = Vec::new();
+        for c in &run.catch_up {
+            if self.core.rsync().probe(ctx.id(), c, PROBE).await.is_ok() {
+                back.push(c.clone());
+            }
+        }
+        if back.is_empty() {
+            return Ok(Step::Wait);
+        }
+        run.catch_up.retain(|c| !back.contains(c));
+        ctx.put_rollout(&run, revision).await?;
+        tracing::info!(%dig, clusters = ?back, "clusters left out answer again: changed now");
+        self.change(ctx.id(), run.from, back).await?;
+        Ok(Step::Again)
+    }
+
+    /// Asks rsync to change `clusters` to context `to` (from `from`, for an update).
+    async fn change(&self, to: u64, from: Option<u64>, clusters: Vec<String>) -> Result<()> {
+        match from {
+            Some(from) => self.core.rsync().update_on(from, to, Some(clusters)).await,
+            None => self.core.rsync().instantiate_on(to, Some(clusters)).await,
+        }
+    }
+
+    /// The context a rollout of context `id` replaces while some clusters still run it (the
+    /// rollout has not finished, or clusters it left out wait to be changed).
+    pub(super) async fn replaced_by_rollout(&self, id: u64) -> Result<Option<u64>> {
+        let ctx = match AppContext::load(Arc::clone(self.core.contexts()), id).await {
+            Ok(ctx) => ctx,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        Ok(ctx.rollout::<RolloutRun>().await?.and_then(|(run, _)| {
+            let running = !run.state.is_final()
+                || (run.state == RolloutState::Succeeded && !run.catch_up.is_empty());
+            run.from.filter(|_| running)
+        }))
+    }
+
+    /// The step of the current wave of a progressing rollout.
+    async fn step_wave(
+        &self,
+        ctx: &AppContext,
+        mut run: RolloutRun,
+        revision: u64,
+        dig: &ResourceKey,
+    ) -> Result<Step> {
+        let Some(wave) = run.waves.get(run.current).cloned() else {
+            run.state = RolloutState::Succeeded;
+            run.finished = now_rfc3339();
+            ctx.put_rollout(&run, revision).await?;
+            tracing::info!(%dig, "rollout succeeded");
+            return Ok(Step::Done);
+        };
+        let gates = run.policy.gates.clone();
+        let last = run.current + 1 == run.waves.len();
+        match wave.state {
+            RolloutState::Pending if run.current > 0 && gates.approval && !wave.approved => {
+                let w = &mut run.waves[run.current];
+                w.state = RolloutState::WaitingForApproval;
+                run.state = RolloutState::WaitingForApproval;
+                ctx.put_rollout(&run, revision).await?;
+                tracing::info!(%dig, wave = %wave.name, "rollout waits for approval");
+                Ok(Step::Wait)
+            }
+            RolloutState::Pending | RolloutState::WaitingForApproval => {
+                let mut skipped = Vec::new();
+                if run.policy.unreachable == UnreachablePolicy::Skip {
+                    for c in &wave.clusters {
+                        if let Err(e) = self.core.rsync().probe(ctx.id(), c, PROBE).await {
+                            tracing::warn!(%dig, cluster = %c, error = %e, "left out of its wave: it does not answer");
+                            skipped.push(c.clone());
+                        }
+                    }
+                }
+                let w = &mut run.waves[run.current];
+                w.state = RolloutState::Progressing;
+                w.started = now_rfc3339();
+                w.failures.clear();
+                w.skipped = skipped;
+                let mut clusters: Vec<String> = w
+                    .clusters
+                    .iter()
+                    .filter(|c| !w.skipped.contains(c))
+                    .cloned()
+                    .collect();
+                if last {
+                    clusters.extend(run.leaving.iter().cloned());
+                }
+                // Recorded first: a driver that dies here changes the clusters again after
+                // the restart, which applies nothing new.
+                ctx.put_rollout(&run, revision).await?;
+                tracing::info!(%dig, wave = %wave.name, clusters = clusters.len(), "wave starts");
+                if !clusters.is_empty() {
+                    self.change(ctx.id(), run.from, clusters).await?;
+                }
+                Ok(Step::Again)
+            }
+            RolloutState::Progressing => {
+                let health = self.wave_health(ctx, &wave, &gates.custom_health).await?;
+                let deadline = gates.progress_deadline()?;
+                let late = seconds_since(&wave.started)
+                    .is_some_and(|s| s >= i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX));
+                match judge(&health, gates.max_failures, run.policy.unreachable, late) {
+                    Verdict::Wait => Ok(Step::Wait),
+                    Verdict::Fail(failures) => {
+                        self.fail_wave(ctx, run, revision, dig, failures).await
+                    }
+                    Verdict::Pass => {
+                        let bake = gates.bake_time()?;
+                        let w = &mut run.waves[run.current];
+                        if bake.is_zero() {
+                            pass_wave(&mut run);
+                        } else {
+                            w.state = RolloutState::Baking;
+                            w.bake_until = in_seconds(bake);
+                        }
+                        ctx.put_rollout(&run, revision).await?;
+                        tracing::info!(%dig, wave = %wave.name, "wave ready");
+                        Ok(Step::Again)
+                    }
+                }
+            }
+            RolloutState::Baking => {
+                // Whatever was ready must stay so: one that turns not ready has failed.
+                let health: Vec<(String, ClusterHealth)> = self
+                    .wave_health(ctx, &wave, &gates.custom_health)
+                    .await?
+                    .into_iter()
+                    .map(|(c, h)| match h {
+                        ClusterHealth::Progressing(why) => (
+                            c,
+                            ClusterHealth::Failed(format!(
+                                "not ready any more while baking: {why}"
+                            )),
+                        ),
+                        h => (c, h),
+                    })
+                    .collect();
+                match judge(&health, gates.max_failures, run.policy.unreachable, false) {
+                    Verdict::Fail(failures) => {
+                        self.fail_wave(ctx, run, revision, dig, failures).await
+                    }
+                    Verdict::Wait => Ok(Step::Wait),
+                    Verdict::Pass if seconds_since(&wave.bake_until).is_some_and(|s| s >= 0) => {
+                        pass_wave(&mut run);
+                        ctx.put_rollout(&run, revision).await?;
+                        tracing::info!(%dig, wave = %wave.name, "wave baked");
+                        Ok(Step::Again)
+                    }
+                    Verdict::Pass => Ok(Step::Wait),
+                }
+            }
+            // A failed wave of a rollout that was resumed: tried again.
+            RolloutState::Failed => {
+                run.waves[run.current].state = RolloutState::Pending;
+                ctx.put_rollout(&run, revision).await?;
+                Ok(Step::Again)
+            }
+            RolloutState::Succeeded => {
+                run.current += 1;
+                ctx.put_rollout(&run, revision).await?;
+                Ok(Step::Again)
+            }
+            RolloutState::Paused | RolloutState::RolledBack => Ok(Step::Wait),
+        }
+    }
+
+    /// Records that the current wave failed with `failures`, then pauses or rolls back as the
+    /// policy says.
+    async fn fail_wave(
+        &self,
+        ctx: &AppContext,
+        mut run: RolloutRun,
+        revision: u64,
+        dig: &ResourceKey,
+        failures: Vec<(String, String)>,
+    ) -> Result<Step> {
+        let w = &mut run.waves[run.current];
+        w.state = RolloutState::Failed;
+        w.finished = now_rfc3339();
+        w.failures = failures
+            .into_iter()
+            .map(|(cluster, reason)| WaveFailure { cluster, reason })
+            .collect();
+        let why = format!(
+            "wave {} failed: {}",
+            w.name,
+            w.failures
+                .iter()
+                .map(|f| format!("{}: {}", f.cluster, f.reason))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        tracing::warn!(%dig, reason = %why, "rollout wave failed");
+        if run.policy.on_failure == OnFailure::Rollback {
+            run.reason = format!("rolling back: {why}");
+        } else {
+            run.state = RolloutState::Paused;
+            run.reason = why;
+        }
+        ctx.put_rollout(&run, revision).await?;
+        Ok(Step::Again)
+    }
+
+    /// Takes every changed cluster back (the rollout's reason says `rolling back`): rsync
+    /// stops what it still does for `to`, the changed clusters get the replaced context again
+    /// (or, for a first instantiate, lose the app), the group's record says so, and the
+    /// rollout ends RolledBack. Each part is harmless when done again after a crash.
+    async fn roll_back(
+        &self,
+        ctx: &AppContext,
+        mut run: RolloutRun,
+        revision: u64,
+        dig: &ResourceKey,
+    ) -> Result<Step> {
+        let changed = run.changed();
+        let rsync = self.core.rsync();
+        if ctx.is_busy().await? {
+            rsync.stop(ctx.id()).await?;
+        }
+        let record = Record::load(self.core.store().as_ref(), dig).await?;
+        // Unless a crash came after this was done, or the group was terminated meanwhile.
+        if names_live(&record, ctx.id())? {
+            match run.from {
+                Some(from) => {
+                    if !changed.is_empty() {
+                        rsync.rollback_on(ctx.id(), from, Some(changed)).await?;
+                    }
+                    self.record(dig, &record, DigOperation::Rollback, from)
+                        .await?;
+                }
+                None => {
+                    if !changed.is_empty() {
+                        rsync.terminate_on(ctx.id(), changed).await?;
+                    }
+                    self.record(dig, &record, DigOperation::Terminate, ctx.id())
+                        .await?;
+                }
+            }
+        }
+        for w in &mut run.waves {
+            if matches!(
+                w.state,
+                RolloutState::Progressing
+                    | RolloutState::Baking
+                    | RolloutState::Succeeded
+                    | RolloutState::Failed
+            ) {
+                w.state = RolloutState::RolledBack;
+            }
+        }
+        run.state = RolloutState::RolledBack;
+        run.reason = run
+            .reason
+            .strip_prefix("rolling back: ")
+            .unwrap_or(&run.reason)
+            .to_owned();
+        run.finished = now_rfc3339();
+        ctx.put_rollout(&run, revision).await?;
+        tracing::warn!(%dig, reason = %run.reason, "rollout rolled back");
+        Ok(Step::Done)
+    }
+
+    /// How each cluster of `wave` stands, from the context's statuses (and custom health).
+    async fn wave_health(
+        &self,
+        ctx: &AppContext,
+        wave: &WaveRun,
+        custom: &[CustomHealth],
+    ) -> Result<Vec<(String, ClusterHealth)>> {
+        let wanted: HashSet<&str> = wave
+            .clusters
+            .iter()
+            .filter(|c| !wave.skipped.contains(c))
+            .map(String::as_str)
+            .collect();
+        let mut states = self
+            .followed
+            .resources_on(self.core.contexts(), ctx.id(), &wanted)
+            .await?;
+        let mut out = Vec::with_capacity(wanted.len());
+        for c in wave.clusters.iter().filter(|c| wanted.contains(c.as_str())) {
+            let resources = states.remove(c.as_str()).unwrap_or_default();
+            let mut health = cluster_health(&resources);
+            if health == ClusterHealth::Healthy && !custom.is_empty() {
+                health = self.custom_health(ctx, c, &resources, custom).await;
+            }
+            out.push((c.clone(), health));
+        }
+        Ok(out)
+    }
+
+    /// The custom health of a cluster whose resources are all ready: each resource of a kind
+    /// the policy checks, read live.
+    async fn custom_health(
+        &self,
+        ctx: &AppContext,
+        cluster: &str,
+        resources: &[ResourceState],
+        custom: &[CustomHealth],
+    ) -> ClusterHealth {
+        let mut by_app: HashMap<&str, Vec<(&ResourceState, &CustomHealth)>> = HashMap::new();
+        for r in resources {
+            if let Some(check) = custom
+                .iter()
+                .find(|h| h.applies_to(&r.api_version, &r.kind))
+            {
+                by_app.entry(r.app.as_str()).or_default().push((r, check));
+            }
+        }
+        for (app, checks) in by_app {
+            let names: Vec<String> = checks.iter().map(|(r, _)| r.key.clone()).collect();
+            let live = match self
+                .core
+                .rsync()
+                .live_objects(ctx.id(), app, cluster, &names)
+                .await
+            {
+                Ok(live) => live,
+                Err(e) if e.kind() == ErrorKind::Unavailable => {
+                    return ClusterHealth::Unreachable(e.to_string());
+                }
+                Err(e) => return ClusterHealth::Progressing(e.to_string()),
+            };
+            for ((r, check), obj) in checks.iter().zip(live) {
+                let verdict = match obj {
+                    Some(obj) => check.judge(&obj),
+                    None => Err("absent".to_owned()),
+                };
+                if let Err(why) = verdict {
+                    return ClusterHealth::Progressing(format!(
+                        "{app} {}/{}: {why}",
+                        r.kind, r.name
+                    ));
+                }
+            }
+        }
+        ClusterHealth::Healthy
+    }
+}
+
+/// Whether the lifecycle record names context `id` as its deployment, Instantiated or Updated.
+fn names_live(record: &Record, id: u64) -> Result<bool> {
+    Ok(record
+        .info
+        .current_context_id()?
+        .map(emco_core::ContextId::get)
+        == Some(id)
+        && matches!(
+            record.info.current_state(),
+            DigState::Instantiated | DigState::Updated
+        ))
+}
+
+/// Marks the current wave of `run` passed and moves on.
+fn pass_wave(run: &mut RolloutRun) {
+    let w = &mut run.waves[run.current];
+    w.state = RolloutState::Succeeded;
+    w.finished = now_rfc3339();
+    w.bake_until.clear();
+    run.catch_up.extend(w.skipped.iter().cloned());
+    run.current += 1;
+}
+
+/// Changes `run` as `control` asks.
+fn apply_control(run: &mut RolloutRun, control: RolloutControl, bake: Duration) -> Result<()> {
+    let refuse = |what: &str| {
+        Err(Error::conflict(format!(
+            "cannot {what} a rollout that is {}",
+            if run.reason.starts_with("rolling back") {
+                "rolling back".to_owned()
+            } else {
+                run.state.to_string()
+            }
+        )))
+    };
+    if run.state.is_final() || run.reason.starts_with("rolling back") {
+        return refuse(match control {
+            RolloutControl::Approve => "approve",
+            RolloutControl::Pause => "pause",
+            RolloutControl::Resume => "resume",
+            RolloutControl::Abort => "abort",
+        });
+    }
+    match control {
+        RolloutControl::Approve => {
+            if run.state != RolloutState::WaitingForApproval {
+                return refuse("approve the next wave of");
+            }
+            if let Some(w) = run.waves.get_mut(run.current) {
+                w.approved = true;
+                w.state = RolloutState::Pending;
+            }
+            run.state = RolloutState::Progressing;
+        }
+        RolloutControl::Pause => {
+            if run.state == RolloutState::Paused {
+                return refuse("pause");
+            }
+            run.state = RolloutState::Paused;
+            run.reason = "paused by a person".to_owned();
+        }
+        RolloutControl::Resume => {
+            if run.state != RolloutState::Paused {
+                return refuse("resume");
+            }
+            if let Some(w) = run.waves.get_mut(run.current) {
+                match w.state {
+                    // The deadline and the bake time count from the resume.
+                    RolloutState::Progressing => w.started = now_rfc3339(),
+                    RolloutState::Baking => w.bake_until = in_seconds(bake),
+                    _ => {}
+                }
+                run.state = if w.state == RolloutState::WaitingForApproval {
+                    RolloutState::WaitingForApproval
+                } else {
+                    RolloutState::Progressing
+                };
+            } else {
+                run.state = RolloutState::Progressing;
+            }
+            run.reason.clear();
+        }
+        RolloutControl::Abort => {
+            run.reason = "rolling back: aborted by a person".to_owned();
+            run.state = RolloutState::Progressing;
+        }
+    }
+    Ok(())
+}
+
+/// Every cluster of every app of `ctx`.
+async fn placed_clusters(ctx: &AppContext) -> Result<BTreeSet<String>> {
+    let mut placed = BTreeSet::new();
+    for app in ctx.apps().await? {
+        placed.extend(ctx.clusters(&app).await?);
+    }
+    Ok(placed)
+}
+
+/// How a cluster stands from its resources' statuses: failed when one failed, unreachable when
+/// rsync retries or its readiness is unknown, healthy when every one is applied and ready.
+fn cluster_health(resources: &[ResourceState]) -> ClusterHealth {
+    let name = |r: &ResourceState| format!("{} {}/{}", r.app, r.kind, r.name);
+    let why_of = |r: &ResourceState| r.why.clone().unwrap_or_default();
+    if let Some(r) = resources.iter().find(|r| r.deployed == "Failed") {
+        return ClusterHealth::Failed(format!("{} failed: {}", name(r), why_of(r)));
+    }
+    if let Some(r) = resources
+        .iter()
+        .find(|r| r.deployed == "Retrying" || r.ready == UNKNOWN)
+    {
+        return ClusterHealth::Unreachable(format!("{}: {}", name(r), why_of(r)));
+    }
+    let counted: Vec<&ResourceState> = resources
+        .iter()
+        .filter(|r| r.deployed != "Deleted")
+        .collect();
+    let ready = counted
+        .iter()
+        .filter(|r| r.deployed == "Applied" && r.ready == READY)
+        .count();
+    if ready == counted.len() {
+        return ClusterHealth::Healthy;
+    }
+    let first = counted
+        .iter()
+        .find(|r| !(r.deployed == "Applied" && r.ready == READY))
+        .map(|r| format!("; {} is {} and {}", name(r), r.deployed, r.ready))
+        .unwrap_or_default();
+    ClusterHealth::Progressing(format!("{ready}/{} ready{first}", counted.len()))
+}

@@ -1,0 +1,399 @@
+//! Progressive delivery end to end on 20 kubesim clusters: the main job's composite app
+//! (examples/) with a rollout policy of 4 waves (1 canary cluster, 20 %, 30 %, the rest),
+//! onboarded with emcoctl files and driven over REST. A first instantiate passes every wave; a
+//! good update passes them with the bake time and a person's approvals respected; a bad one
+//! (kubesim never makes its image ready) stops in the first wave and rolls back by itself, and
+//! every cluster ends on the old revision exactly. Policies that cannot work are refused with a
+//! 400 naming the field, and an update during a rollout with a 409.
+
+#![allow(clippy::unwrap_used)] // Tests fail on bad fixtures.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use emco_core::{Error, Result};
+use emco_e2e::{Backends, DEADLINE, Env, EnvConfig, Phases, load, tgz};
+use emcoctl::client::Body;
+use http::Method;
+use serde_json::{Value, json};
+
+const CLUSTERS: usize = 20;
+const DIG: &str = "/v2/projects/demo/composite-apps/http/v1/deployment-intent-groups/http-dig";
+const GOOD: &str = "nginx:1.27-alpine";
+const BETTER: &str = "nginx:1.28-alpine";
+const BAD: &str = "nginx:1.28-never-ready";
+
+fn names() -> Vec<String> {
+    (1..=CLUSTERS).map(|i| format!("c{i}")).collect()
+}
+
+/// Copies the example chart `app` into `dir` with its image set to `image`.
+fn chart_with_image(app: &str, image: &str, dir: &Path) -> Result<PathBuf> {
+    let from = emco_e2e::workspace().join("examples/charts").join(app);
+    let to = dir.join(format!("{app}-{}", image.replace([':', '.'], "-")));
+    copy_dir(&from, &to)?;
+    let values = to.join("values.yaml");
+    let text = std::fs::read_to_string(&values).map_err(|e| Error::internal(e.to_string()))?;
+    let text: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("image:") {
+                format!("image: {image}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    std::fs::write(&values, text).map_err(|e| Error::internal(e.to_string()))?;
+    Ok(to)
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).map_err(|e| Error::internal(e.to_string()))?;
+    for entry in std::fs::read_dir(from).map_err(|e| Error::internal(e.to_string()))? {
+        let entry = entry.map_err(|e| Error::internal(e.to_string()))?;
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target).map_err(|e| Error::internal(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// `method path` with a JSON body; the status and the body.
+async fn send(env: &Env, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    let body = body.map_or(Body::Empty, |b| Body::Json(serde_json::to_vec(&b).unwrap()));
+    let r = env.client.send(method, path, body).await.unwrap();
+    let value = serde_json::from_slice(&r.body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&r.body).into_owned()));
+    (r.status, value)
+}
+
+/// Replaces the chart of `http-server` with one whose image is `image`.
+async fn put_server_chart(env: &Env, image: &str) {
+    let dir = chart_with_image("http-server", image, env.dir()).unwrap();
+    let out = env
+        .dir()
+        .join(format!("server-{}.tgz", image.replace([':', '.'], "-")));
+    tgz(&dir, "http-server", &out).unwrap();
+    let ca = emco_orchestrator::keys::composite_app("demo", "http", "v1");
+    let app = emco_core::model::App {
+        metadata: emco_core::Metadata::named("http-server"),
+    };
+    env.orch
+        .onboarding()
+        .put_app(&ca, "http-server", &app, &out)
+        .await
+        .unwrap();
+}
+
+/// The image of the http-server Deployment on each cluster (`None` where it is absent).
+async fn images(env: &Env) -> Vec<Option<String>> {
+    let mut out = Vec::new();
+    for c in names() {
+        let client = env.kube(&c).await.unwrap();
+        let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+            kube::Api::default_namespaced(client);
+        let image = api.get_opt("http-server").await.unwrap().and_then(|d| {
+            let d = serde_json::to_value(d).ok()?;
+            let image = d.pointer("/spec/template/spec/containers/0/image")?;
+            image.as_str().map(str::to_owned)
+        });
+        out.push(image);
+    }
+    out
+}
+
+/// Polls the group's rollout until `done` holds.
+async fn wait_rollout(env: &Env, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let (code, run) = send(env, Method::GET, &format!("{DIG}/rollout"), None).await;
+        if code == 200 && done(&run) {
+            return run;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for the rollout to be {what}: {code} {run}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn wave_states(run: &Value) -> Vec<String> {
+    run["waves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["state"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn seconds(t: &Value) -> i64 {
+    emco_core::time::parse_rfc3339(t.as_str().unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waves_with_gates_and_an_automatic_rollback() {
+    let mut config = EnvConfig::new(Backends::Embedded, CLUSTERS);
+    config.plain_http = true;
+    let env = Env::start(config).await.unwrap().unwrap();
+    let o = &env.orch;
+    o.onboarding()
+        .cluster_providers()
+        .create(
+            &emco_appcontext::ResourceKey::root(),
+            &emco_core::model::ClusterProvider {
+                metadata: emco_core::Metadata::named("kubesim"),
+            },
+        )
+        .await
+        .unwrap();
+    for c in names() {
+        let cluster = emco_core::model::Cluster {
+            metadata: emco_core::Metadata::named(&c),
+            ..Default::default()
+        };
+        o.onboarding()
+            .create_cluster("kubesim", &cluster, Some(&env.kubeconfig_path(&c)))
+            .await
+            .unwrap();
+        o.onboarding()
+            .cluster_labels()
+            .create(
+                &emco_orchestrator::keys::cluster("kubesim", &c),
+                &emco_core::model::ClusterLabel::new("edge"),
+            )
+            .await
+            .unwrap();
+    }
+    let packages = env.dir().join("packages");
+    std::fs::create_dir_all(&packages).unwrap();
+    let server = chart_with_image("http-server", GOOD, env.dir()).unwrap();
+    tgz(&server, "http-server", &packages.join("http-server.tgz")).unwrap();
+    let root = emco_e2e::workspace().join("examples");
+    tgz(
+        &root.join("charts/http-client"),
+        "http-client",
+        &packages.join("http-client.tgz"),
+    )
+    .unwrap();
+    tgz(
+        &root.join("profiles/default"),
+        ".",
+        &packages.join("profile.tgz"),
+    )
+    .unwrap();
+    let values = env
+        .write_values(
+            "values.yaml",
+            &json!({"PackagesPath": packages, "ClusterProvider": "kubesim",
+                "ClusterLabel": "edge", "Clusters": names()}),
+        )
+        .unwrap();
+    let docs = load(
+        &[
+            root.join("emcoctl/project.yaml"),
+            root.join("emcoctl/instantiate.yaml"),
+        ],
+        &values,
+    )
+    .unwrap();
+    let phases = Phases::split(docs);
+
+    // Policies that cannot work are refused with the field and why.
+    let policies = format!("{DIG}/rollout-policies");
+    env.apply(&phases.onboard).await.unwrap();
+    for (bad, field) in [
+        (json!({"waves": []}), "spec.waves"),
+        (
+            json!({"waves": [{"percent": 120}]}),
+            "spec.waves[0].percent",
+        ),
+        (
+            json!({"waves": [{"count": 1}], "gates": {"progressDeadline": "-1m"}}),
+            "spec.gates.progressDeadline",
+        ),
+        (
+            json!({"waves": [{"clusters": ["kubesim+nowhere"]}]}),
+            "spec.waves[0].clusters",
+        ),
+    ] {
+        let (code, body) = send(
+            &env,
+            Method::POST,
+            &policies,
+            Some(json!({"metadata": {"name": "bad"}, "spec": bad})),
+        )
+        .await;
+        assert_eq!(code, 400, "{body}");
+        assert!(body.to_string().contains(field), "{field}: {body}");
+    }
+    // The example policy file applies as it is (and goes again: the test's own follows).
+    let example = load(&[root.join("emcoctl/rollout-policy.yaml")], &values).unwrap();
+    env.apply(&example).await.unwrap();
+    let (code, body) = send(&env, Method::GET, &format!("{policies}/waves"), None).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        body["spec"]["waves"][0]["clusters"],
+        json!(["c1"]),
+        "{body}"
+    );
+    assert_eq!(body["spec"]["onFailure"], "rollback", "{body}");
+    env.delete(&example).await.unwrap();
+    let policy = json!({"metadata": {"name": "waves"}, "spec": {
+        "waves": [{"name": "canary", "clusters": ["c1"]}, {"percent": 20}, {"percent": 30}, {}],
+        "gates": {"progressDeadline": "8s", "bakeTime": "1s"},
+        "onFailure": "rollback"
+    }});
+    let (code, body) = send(&env, Method::POST, &policies, Some(policy.clone())).await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = send(
+        &env,
+        Method::POST,
+        &policies,
+        Some(json!({"metadata": {"name": "second"}, "spec": {"waves": [{}]}})),
+    )
+    .await;
+    assert_eq!(code, 409, "one policy per group: {body}");
+
+    // A first instantiate, wave by wave.
+    let lifecycle = Phases {
+        onboard: Vec::new(),
+        clouds: phases.clouds.clone(),
+        digs: phases.digs.clone(),
+    };
+    env.begin(&lifecycle).await.unwrap();
+    let run = wait_rollout(&env, "Succeeded", |r| r["state"] == "Succeeded").await;
+    let sizes: Vec<usize> = run["waves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["clusters"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(sizes, [1, 4, 6, 9], "{run}");
+    assert_eq!(run["waves"][0]["clusters"], json!(["kubesim+c1"]));
+    assert_eq!(wave_states(&run), ["Succeeded"; 4]);
+    for pair in run["waves"].as_array().unwrap().windows(2) {
+        // Each wave starts once the one before has baked.
+        assert!(
+            seconds(&pair[1]["started"]) >= seconds(&pair[0]["finished"]),
+            "{run}"
+        );
+        assert!(
+            seconds(&pair[0]["finished"]) - seconds(&pair[0]["started"]) >= 1,
+            "{run}"
+        );
+    }
+    let seen = images(&env).await;
+    assert!(seen.iter().all(|i| i.as_deref() == Some(GOOD)), "{seen:?}");
+    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
+        .await
+        .unwrap();
+
+    // A bad update stops in the canary wave and rolls back by itself.
+    put_server_chart(&env, BAD).await;
+    let (code, body) = send(&env, Method::POST, &format!("{DIG}/update"), None).await;
+    assert_eq!(code, 202, "{body}");
+    let (code, body) = send(&env, Method::POST, &format!("{DIG}/update"), None).await;
+    assert_eq!(code, 409, "an update during a rollout: {body}");
+    assert!(body.to_string().contains("rollout"), "{body}");
+    let run = wait_rollout(&env, "RolledBack", |r| r["state"] == "RolledBack").await;
+    assert_eq!(
+        wave_states(&run),
+        ["RolledBack", "Pending", "Pending", "Pending"],
+        "{run}"
+    );
+    let failures = &run["waves"][0]["failures"];
+    assert_eq!(failures[0]["cluster"], "kubesim+c1", "{run}");
+    assert!(run["reason"].as_str().unwrap().contains("canary"), "{run}");
+    let (_, status) = send(&env, Method::GET, &format!("{DIG}/status"), None).await;
+    let last = status["states"]["actions"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (last["state"].as_str(), last["revision"].as_i64()),
+        (Some("Updated"), Some(3)),
+        "{status}"
+    );
+    // Every cluster back on the old revision, ready.
+    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
+        .await
+        .unwrap();
+    assert!(
+        images(&env)
+            .await
+            .iter()
+            .all(|i| i.as_deref() == Some(GOOD)),
+        "{:?}",
+        images(&env).await
+    );
+
+    // A good update with approvals: each wave after the first waits for a person.
+    let approving = json!({"metadata": {"name": "waves"}, "spec": {
+        "waves": [{"name": "canary", "clusters": ["c1"]}, {"percent": 20}, {"percent": 30}, {}],
+        "gates": {"progressDeadline": "30s", "bakeTime": "1s", "approval": true},
+        "onFailure": "rollback"
+    }});
+    let (code, body) = send(
+        &env,
+        Method::PUT,
+        &format!("{policies}/waves"),
+        Some(approving),
+    )
+    .await;
+    assert!(code == 200 || code == 201, "{code} {body}");
+    put_server_chart(&env, BETTER).await;
+    let (code, body) = send(&env, Method::POST, &format!("{DIG}/update"), None).await;
+    assert_eq!(code, 202, "{body}");
+    for wave in 1..4 {
+        let run = wait_rollout(&env, "WaitingForApproval", |r| {
+            r["state"] == "WaitingForApproval" && r["current"] == wave
+        })
+        .await;
+        // Nothing of the waiting wave changed yet.
+        let changed = images(&env)
+            .await
+            .iter()
+            .filter(|i| i.as_deref() == Some(BETTER))
+            .count();
+        let before: usize = run["waves"].as_array().unwrap()[..wave]
+            .iter()
+            .map(|w| w["clusters"].as_array().unwrap().len())
+            .sum();
+        assert_eq!(changed, before, "{run}");
+        let (code, body) = send(&env, Method::POST, &format!("{DIG}/rollout/approve"), None).await;
+        assert_eq!(code, 202, "{body}");
+    }
+    let run = wait_rollout(&env, "Succeeded", |r| r["state"] == "Succeeded").await;
+    assert_eq!(wave_states(&run), ["Succeeded"; 4]);
+    let (code, body) = send(&env, Method::POST, &format!("{DIG}/rollout/approve"), None).await;
+    assert_eq!(code, 409, "nothing to approve: {body}");
+    assert!(
+        images(&env)
+            .await
+            .iter()
+            .all(|i| i.as_deref() == Some(BETTER))
+    );
+    let (_, status) = send(
+        &env,
+        Method::GET,
+        &format!("{DIG}/status?status=ready"),
+        None,
+    )
+    .await;
+    assert_eq!(status["rollout"]["state"], "Succeeded", "{status}");
+    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
+        .await
+        .unwrap();
+    // The policy is a child of the group: it goes before the group does.
+    let (code, body) = send(&env, Method::DELETE, &format!("{policies}/waves"), None).await;
+    assert_eq!(code, 204, "{body}");
+    env.remove(&phases).await.unwrap();
+    env.expect_no_leftovers(&[]).await.unwrap();
+}
