@@ -175,6 +175,17 @@ fn post_form(
     metadata: &str,
     files: &[(&str, &str, &[u8])],
 ) -> (u16, String) {
+    send_form(addr, "POST", path, metadata, files)
+}
+
+/// [`post_form`] with `method`.
+fn send_form(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    metadata: &str,
+    files: &[(&str, &str, &[u8])],
+) -> (u16, String) {
     let boundary = "emco-server-test-boundary";
     let mut body = format!(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"metadata\"\r\nContent-Type: application/json\r\n\r\n{metadata}\r\n"
@@ -193,7 +204,7 @@ fn post_form(
     body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
     request_bytes(
         addr,
-        "POST",
+        method,
         path,
         &format!("multipart/form-data; boundary={boundary}"),
         &body,
@@ -2178,4 +2189,205 @@ fn a_full_disk_refuses_writes_and_loses_nothing() {
         refused.trim()
     );
     assert!(server.terminate().success());
+}
+
+/// The rollout of `dig` as `GET {dig}/rollout` answers it once `pred` holds (a server being
+/// restarted is waited for).
+fn wait_rollout(
+    addr: SocketAddr,
+    dig: &str,
+    what: &str,
+    pred: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Ok((200, body)) = request(addr, "GET", &format!("{dig}/rollout"), "") {
+            let run: serde_json::Value = serde_json::from_str(&body).unwrap();
+            if pred(&run) {
+                return run;
+            }
+            assert!(Instant::now() < deadline, "rollout never {what}: {run}");
+        }
+        assert!(Instant::now() < deadline, "rollout never {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The state of the rollout's wave `i`.
+fn wave_state(run: &serde_json::Value, i: usize) -> &str {
+    run["waves"][i]["state"].as_str().unwrap_or_default()
+}
+
+/// The http-server chart of the examples with its image set to `image`, packed.
+fn server_chart(work: &std::path::Path, image: &str) -> Vec<u8> {
+    let own = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/charts");
+    let dir = work.join(format!("chart-{}", image.replace([':', '.'], "-")));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copied = Command::new("cp")
+        .arg("-r")
+        .arg(own.join("http-server"))
+        .arg(dir.join("http-server"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let values = dir.join("http-server/values.yaml");
+    let text = std::fs::read_to_string(&values).unwrap();
+    let text: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("image:") {
+                format!("image: {image}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    std::fs::write(&values, text).unwrap();
+    tgz(
+        &dir,
+        "http-server",
+        &work.join(format!("{}.tgz", image.replace([':', '.'], "-"))),
+    )
+}
+
+/// A rollout in waves survives SIGKILL of the server in each of its states: while a wave is
+/// progressing, while it bakes (the bake still takes its whole time), while a wave waits for
+/// approval (it still waits), while paused, and right after an abort started the rollback. No
+/// wave is started twice (its start time is kept), every cluster ends as the rollout decided:
+/// on the new image after a good rollout, on the old one after the abort.
+#[test]
+fn a_rollout_resumes_after_sigkill_in_every_state() {
+    const CLUSTERS: usize = 6;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fleet = plain_fleet(&rt, CLUSTERS);
+    let work = tempfile::tempdir().unwrap();
+    let (addr, grpc) = (free_addr(), free_addr());
+    let data = work.path().join("data");
+    let flags = ["--rsync-max-backoff-seconds", "1"];
+    let mut server = Server::start_with(&data, addr, grpc, &flags);
+    let dig = onboard_edge_fleet(addr, &fleet, work.path());
+    let kill_and_restart = |server: &mut Server| {
+        server.child.kill().unwrap(); // SIGKILL
+        server.child.wait().unwrap();
+        *server = Server::start_with(&data, addr, grpc, &flags);
+    };
+    // Waves: the first cluster, the `half` ones left, the rest.
+    let policy = r#"{"metadata":{"name":"w"},"spec":{"waves":[{"count":1},{"labels":["half"]},{}],
+        "gates":{"progressDeadline":"60s","bakeTime":"3s","approval":true},"onFailure":"pause"}}"#;
+    assert_eq!(
+        post(addr, &format!("{dig}/rollout-policies"), policy).0,
+        201
+    );
+    assert_eq!(post(addr, &format!("{dig}/instantiate"), "").0, 202);
+    // Killed while the first wave progresses (or has just started).
+    kill_and_restart(&mut server);
+    let run = wait_rollout(addr, dig, "baking", |r| wave_state(r, 0) == "Baking");
+    let first_start = run["waves"][0]["started"].clone();
+    kill_and_restart(&mut server);
+    let run = wait_rollout(addr, dig, "waiting for approval", |r| {
+        r["state"] == "WaitingForApproval"
+    });
+    assert_eq!(
+        run["waves"][0]["started"], first_start,
+        "the wave started again: {run}"
+    );
+    let (started, finished) = (
+        emco_core::time::parse_rfc3339(run["waves"][0]["started"].as_str().unwrap()).unwrap(),
+        emco_core::time::parse_rfc3339(run["waves"][0]["finished"].as_str().unwrap()).unwrap(),
+    );
+    assert!(finished - started >= 3, "the bake was cut short: {run}");
+    // Killed while it waits for approval: it still waits.
+    kill_and_restart(&mut server);
+    std::thread::sleep(Duration::from_secs(2));
+    let run = wait_rollout(addr, dig, "waiting", |_| true);
+    assert_eq!(run["state"], "WaitingForApproval", "{run}");
+    assert_eq!(run["current"], 1, "{run}");
+    assert_eq!(post(addr, &format!("{dig}/rollout/approve"), "").0, 202);
+    // Killed right after the approval.
+    kill_and_restart(&mut server);
+    let run = wait_rollout(addr, dig, "at the last approval", |r| {
+        r["state"] == "WaitingForApproval" && r["current"] == 2
+    });
+    assert_eq!(wave_state(&run, 1), "Succeeded", "{run}");
+    // Paused, killed, resumed.
+    assert_eq!(post(addr, &format!("{dig}/rollout/pause"), "").0, 202);
+    kill_and_restart(&mut server);
+    let run = wait_rollout(addr, dig, "paused", |_| true);
+    assert_eq!(run["state"], "Paused", "{run}");
+    assert_eq!(post(addr, &format!("{dig}/rollout/resume"), "").0, 202);
+    assert_eq!(post(addr, &format!("{dig}/rollout/approve"), "").0, 202);
+    let run = wait_rollout(addr, dig, "succeeded", |r| r["state"] == "Succeeded");
+    let states: Vec<&str> = (0..3).map(|i| wave_state(&run, i)).collect();
+    assert_eq!(states, ["Succeeded"; 3], "{run}");
+    let all: Vec<String> = fleet.cluster_names();
+    let images = || -> Vec<String> { all.iter().map(|c| deployment_image(&fleet, c)).collect() };
+    assert_eq!(images(), vec!["nginx:1.27-alpine"; CLUSTERS]);
+
+    // An update to a version that never gets ready: the canary wave fails and pauses; the
+    // server killed while paused; an abort rolls back, and the server killed right after it.
+    let ca = "/v2/projects/p/composite-apps/ca/v1/apps/http-server";
+    let bad = server_chart(work.path(), "nginx:1.28-never-ready");
+    let (code, body) = send_form(
+        addr,
+        "PUT",
+        ca,
+        r#"{"metadata":{"name":"http-server"}}"#,
+        &[("file", "http-server.tgz", &bad)],
+    );
+    assert!(code == 200 || code == 201, "{code} {body}");
+    let policy = r#"{"metadata":{"name":"w"},"spec":{"waves":[{"count":1},{"labels":["half"]},{}],
+        "gates":{"progressDeadline":"4s"},"onFailure":"pause"}}"#;
+    let (code, body) = request(addr, "PUT", &format!("{dig}/rollout-policies/w"), policy).unwrap();
+    assert!(code == 200 || code == 201, "{code} {body}");
+    let (code, body) = post(addr, &format!("{dig}/update"), "");
+    assert_eq!(code, 202, "{body}");
+    let run = wait_rollout(addr, dig, "paused by the failed wave", |r| {
+        r["state"] == "Paused" && wave_state(r, 0) == "Failed"
+    });
+    let canary = run["waves"][0]["clusters"][0].as_str().unwrap().to_owned();
+    assert_eq!(
+        run["waves"][0]["failures"][0]["cluster"],
+        canary.as_str(),
+        "{run}"
+    );
+    kill_and_restart(&mut server);
+    let run = wait_rollout(addr, dig, "still paused", |_| true);
+    assert_eq!(run["state"], "Paused", "{run}");
+    assert_eq!(post(addr, &format!("{dig}/rollout/abort"), "").0, 202);
+    kill_and_restart(&mut server);
+    let run = wait_rollout(addr, dig, "rolled back", |r| r["state"] == "RolledBack");
+    assert!(run["reason"].as_str().unwrap().contains("aborted"), "{run}");
+    // Every cluster runs the old image again.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while images() != vec!["nginx:1.27-alpine"; CLUSTERS] {
+        assert!(
+            Instant::now() < deadline,
+            "not all back on the old image: {:?}",
+            images()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(server.terminate().success());
+}
+
+/// The image of the http-server Deployment on cluster `name` (empty when it is absent).
+fn deployment_image(fleet: &kubesim::Fleet, name: &str) -> String {
+    let server = fleet.server_url(name).unwrap();
+    let addr: SocketAddr = server.trim_start_matches("http://").parse().unwrap();
+    let kubeconfig = fleet.kubeconfig(name).unwrap();
+    let token = kubeconfig
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("token: "))
+        .unwrap();
+    let path = "/apis/apps/v1/namespaces/default/deployments/http-server";
+    let auth = format!("Authorization: Bearer {token}\r\n");
+    let (code, body) = request_with(addr, "GET", path, &auth, b"").unwrap();
+    if code != 200 {
+        return String::new();
+    }
+    let d: serde_json::Value = serde_json::from_str(&body).unwrap();
+    d.pointer("/spec/template/spec/containers/0/image")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
