@@ -684,9 +684,26 @@ impl RolloutState {
     }
 }
 
+impl RolloutState {
+    /// Its name, as serialized.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "Pending",
+            Self::Progressing => "Progressing",
+            Self::Baking => "Baking",
+            Self::WaitingForApproval => "WaitingForApproval",
+            Self::Paused => "Paused",
+            Self::Succeeded => "Succeeded",
+            Self::Failed => "Failed",
+            Self::RolledBack => "RolledBack",
+        }
+    }
+}
+
 impl std::fmt::Display for RolloutState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self, f)
+        f.write_str(self.as_str())
     }
 }
 

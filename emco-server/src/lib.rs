@@ -570,7 +570,7 @@ pub fn app_with(
         .saturating_add(2 * 1024 * 1024);
     let controllers = controller_routes(orch.store(), config.max_upload)
         .layer(DefaultBodyLimit::max(upload_limit));
-    let orch_metrics = (orch.rsync().clone(), Arc::clone(orch.controller_registry()));
+    let orch_metrics = orch.clone();
     let dashboard = ui::routes(orch.clone(), auth.clone());
     let guard = axum::middleware::from_fn_with_state(
         auth::Guard {
@@ -618,22 +618,21 @@ pub fn app_with(
         .merge(metrics_route(metrics, orch_metrics).layer(guard))
 }
 
-/// `/metrics`: the HTTP metrics with rsync's and the controllers'.
-fn metrics_route(
-    metrics: Metrics,
-    orch_metrics: (emco_rsync::engine::Rsync, Arc<ControllerRegistry>),
-) -> Router {
+/// `/metrics`: the HTTP metrics with rsync's, the controllers' and the rollouts'.
+fn metrics_route(metrics: Metrics, orch: Orchestrator) -> Router {
     Router::new().route(
         "/metrics",
         get(move || {
-            let (m, rsync, controllers) = (
+            let (m, rsync, controllers, rollouts) = (
                 metrics.clone(),
-                Arc::clone(orch_metrics.0.metrics()),
-                Arc::clone(orch_metrics.1.metrics()),
+                Arc::clone(orch.rsync().metrics()),
+                Arc::clone(orch.controller_registry().metrics()),
+                Arc::clone(orch.deployments().rollout_metrics()),
             );
             async move {
                 let mut families = rsync.families();
                 families.extend(controllers.families());
+                families.extend(rollouts.families());
                 (
                     StatusCode::OK,
                     [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

@@ -91,6 +91,10 @@ pub enum Sub {
     /// Follow the operations of the files' lifecycle documents until each settles:
     /// instantiated (or updated) and ready, terminated, or failed.
     Watch(WatchArgs),
+    /// The rollouts in waves of the deployment intent groups the files' lifecycle documents
+    /// name: status (the waves), watch (a line per change until it ends), approve, pause,
+    /// resume, abort.
+    Rollout(RolloutArgs),
     /// Render a Helm chart like `helm template`.
     Template(TemplateArgs),
     /// Print a shell completion script.
@@ -223,6 +227,26 @@ pub struct WatchArgs {
     pub output: OutputArg,
 }
 
+/// The options of `rollout`.
+#[derive(clap::Args, Debug)]
+pub struct RolloutArgs {
+    /// What to do.
+    #[arg(value_enum)]
+    pub action: crate::rollout::Action,
+    /// The input files.
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// watch: give up (exit 1) after this many seconds.
+    #[arg(long, default_value_t = 3600.0)]
+    pub timeout: f64,
+    /// watch: seconds between two polls.
+    #[arg(long, default_value_t = 2.0)]
+    pub interval: f64,
+    /// A table (status), progress lines (watch), or JSON / YAML.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputArg::Table)]
+    pub output: OutputArg,
+}
+
 /// The options of `template`.
 #[derive(clap::Args, Debug)]
 pub struct TemplateArgs {
@@ -344,6 +368,7 @@ async fn execute(
         Sub::Update(a) => (Command::Update, a),
         Sub::Status(a) => return status_command(&cli, a, stdin, out).await,
         Sub::Watch(a) => return watch_command(&cli, a, stdin, out).await,
+        Sub::Rollout(a) => return rollout_command(&cli, a, stdin, out).await,
         Sub::Template(a) => {
             let text = template(a)?;
             out.write_all(text.as_bytes())
@@ -487,14 +512,6 @@ async fn watch_command(
     stdin: &mut dyn Read,
     out: &mut dyn Write,
 ) -> Result<i32> {
-    let seconds = |name: &str, v: f64| {
-        Duration::try_from_secs_f64(v)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                CtlError::Usage(format!("--{name}: {v} is not a positive number of seconds"))
-            })
-    };
     let opts = WatchOptions {
         timeout: seconds("timeout", args.timeout)?,
         interval: seconds("interval", args.interval)?,
@@ -508,6 +525,85 @@ async fn watch_command(
     } else {
         EXIT_REQUEST_FAILED
     })
+}
+
+/// A positive number of seconds, for option `--name`.
+fn seconds(name: &str, v: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(v)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            CtlError::Usage(format!("--{name}: {v} is not a positive number of seconds"))
+        })
+}
+
+async fn rollout_command(
+    cli: &Cli,
+    args: &RolloutArgs,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+) -> Result<i32> {
+    use crate::rollout::{self, Action};
+    let (timeout, interval) = (
+        seconds("timeout", args.timeout)?,
+        seconds("interval", args.interval)?,
+    );
+    let (client, docs) = connect(cli, &args.input, stdin)?;
+    let targets = targets_of(&docs)?;
+    let groups = rollout::groups(&targets);
+    if groups.is_empty() {
+        return Err(CtlError::Usage(
+            "no deployment intent group among the files' lifecycle documents".to_owned(),
+        ));
+    }
+    let output = output_of(args.output);
+    let write = |out: &mut dyn Write, text: &str| {
+        out.write_all(text.as_bytes())
+            .map_err(|e| CtlError::Request(format!("cannot write the output: {e}")))
+    };
+    let mut ok = true;
+    match args.action {
+        Action::Watch => {
+            ok = rollout::watch(&client, &groups, interval, timeout, output, out).await?;
+        }
+        Action::Status => {
+            let mut runs = Vec::new();
+            for t in &groups {
+                match rollout::get(&client, t).await {
+                    Ok(run) => runs.push((*t, run)),
+                    Err(e) => {
+                        ok = false;
+                        write(out, &format!("{e}\n"))?;
+                    }
+                }
+            }
+            match output {
+                Output::Table => {
+                    for (t, run) in &runs {
+                        write(out, &rollout::table(t, run))?;
+                    }
+                }
+                Output::Json | Output::Yaml => {
+                    let all = serde_json::to_value(runs.iter().map(|(_, r)| r).collect::<Vec<_>>())
+                        .map_err(|e| CtlError::Request(e.to_string()))?;
+                    write(out, &ops::render(&all, output)?)?;
+                }
+            }
+        }
+        action => {
+            let name = action.control().unwrap_or_default();
+            for t in &groups {
+                match rollout::control(&client, t, name).await {
+                    Ok(line) => write(out, &format!("{line}\n"))?,
+                    Err(e) => {
+                        ok = false;
+                        write(out, &format!("{e}\n"))?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(if ok { EXIT_OK } else { EXIT_REQUEST_FAILED })
 }
 
 fn output_of(o: OutputArg) -> Output {

@@ -38,6 +38,7 @@ pub mod config;
 pub mod document;
 pub mod error;
 pub mod ops;
+pub mod rollout;
 pub mod status;
 
 pub use error::{CtlError, Result};

@@ -31,7 +31,7 @@ mod build;
 mod render;
 mod rollout;
 
-pub use rollout::RolloutControl;
+pub use rollout::{RolloutControl, RolloutMetrics};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -157,6 +157,7 @@ pub struct Deployments {
     drivers: rollout::Drivers,
     /// The snapshots of the contexts being rolled out, followed for their gates.
     followed: crate::status::Followed,
+    rollout_metrics: Arc<rollout::RolloutMetrics>,
 }
 
 impl Deployments {
@@ -166,7 +167,14 @@ impl Deployments {
             helm,
             drivers: rollout::Drivers::default(),
             followed: crate::status::Followed::default(),
+            rollout_metrics: Arc::default(),
         }
+    }
+
+    /// What the rollouts driven here did, as Prometheus metrics.
+    #[must_use]
+    pub fn rollout_metrics(&self) -> &Arc<rollout::RolloutMetrics> {
+        &self.rollout_metrics
     }
 
     /// Which Helm release's rendering the apps get.

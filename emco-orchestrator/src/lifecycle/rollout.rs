@@ -28,6 +28,7 @@ use emco_appcontext::context::Registry;
 use emco_appcontext::keys::Keyed;
 use emco_appcontext::{AppContext, ResourceKey};
 use emco_core::lifecycle::{DigOperation, DigState};
+use emco_core::metrics::{Counter, Family, Histogram};
 use emco_core::rollout::{
     ClusterHealth, CustomHealth, OnFailure, PlacedCluster, RolloutPolicy, RolloutRun, RolloutState,
     UnreachablePolicy, Verdict, WaveFailure, WaveRun, judge, plan_waves,
@@ -49,6 +50,74 @@ pub(crate) const SUPERVISE: Duration = Duration::from_secs(2);
 /// How long a wave start waits for a cluster's answer before leaving it out
 /// (`unreachable: skip`).
 const PROBE: Duration = Duration::from_secs(5);
+
+/// What the rollouts driven here did, as Prometheus metrics.
+#[derive(Debug)]
+pub struct RolloutMetrics {
+    /// `emco_rollout_waves_started_total`.
+    pub waves_started: Counter,
+    /// `emco_rollout_waves_ended_total{result}`: `succeeded` or `failed`.
+    pub waves_ended: Counter,
+    /// `emco_rollout_duration_seconds{result}`: from its start to its end, by how it ended.
+    pub duration: Histogram,
+    /// `emco_rollout_rollbacks_total`: rollouts that took their changed clusters back.
+    pub rollbacks: Counter,
+}
+
+/// Rollouts last minutes to hours.
+const ROLLOUT_BUCKETS: &[f64] = &[
+    10.0, 30.0, 60.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0,
+];
+
+impl Default for RolloutMetrics {
+    fn default() -> Self {
+        Self {
+            waves_started: Counter::new(
+                "emco_rollout_waves_started_total",
+                "Waves of rollouts started.",
+                &[],
+            ),
+            waves_ended: Counter::new(
+                "emco_rollout_waves_ended_total",
+                "Waves of rollouts ended, by result (succeeded, failed).",
+                &["result"],
+            ),
+            duration: Histogram::new(
+                "emco_rollout_duration_seconds",
+                "Duration of rollouts, by how they ended (Succeeded, RolledBack, Failed).",
+                &["result"],
+                ROLLOUT_BUCKETS,
+            ),
+            rollbacks: Counter::new(
+                "emco_rollout_rollbacks_total",
+                "Rollouts that rolled their changed clusters back.",
+                &[],
+            ),
+        }
+    }
+}
+
+impl RolloutMetrics {
+    /// The families, to render.
+    #[must_use]
+    pub fn families(&self) -> Vec<&dyn Family> {
+        vec![
+            &self.waves_started,
+            &self.waves_ended,
+            &self.duration,
+            &self.rollbacks,
+        ]
+    }
+
+    /// Records that `run` ended (as its state says).
+    fn ended(&self, run: &RolloutRun) {
+        if let Some(s) = seconds_since(&run.started) {
+            #[allow(clippy::cast_precision_loss)] // Seconds of a rollout fit an f64.
+            self.duration
+                .observe(&[run.state.as_str()], s.max(0) as f64);
+        }
+    }
+}
 
 /// The rollouts this process drives, by context.
 #[derive(Debug, Clone, Default)]
@@ -432,6 +501,7 @@ impl Deployments {
             );
             run.finished = now_rfc3339();
             ctx.put_rollout(&run, revision).await?;
+            self.rollout_metrics.ended(&run);
             return Ok(Step::Done);
         }
         match run.state {
@@ -500,6 +570,7 @@ impl Deployments {
             run.state = RolloutState::Succeeded;
             run.finished = now_rfc3339();
             ctx.put_rollout(&run, revision).await?;
+            self.rollout_metrics.ended(&run);
             tracing::info!(%dig, "rollout succeeded");
             return Ok(Step::Done);
         };
@@ -541,6 +612,7 @@ impl Deployments {
                 // Recorded first: a driver that dies here changes the clusters again after
                 // the restart, which applies nothing new.
                 ctx.put_rollout(&run, revision).await?;
+                self.rollout_metrics.waves_started.inc(&[]);
                 tracing::info!(%dig, wave = %wave.name, clusters = clusters.len(), "wave starts");
                 if !clusters.is_empty() {
                     self.change(ctx.id(), run.from, clusters).await?;
@@ -567,6 +639,9 @@ impl Deployments {
                             w.bake_until = in_seconds(bake);
                         }
                         ctx.put_rollout(&run, revision).await?;
+                        if bake.is_zero() {
+                            self.rollout_metrics.waves_ended.inc(&["succeeded"]);
+                        }
                         tracing::info!(%dig, wave = %wave.name, "wave ready");
                         Ok(Step::Again)
                     }
@@ -596,6 +671,7 @@ impl Deployments {
                     Verdict::Pass if seconds_since(&wave.bake_until).is_some_and(|s| s >= 0) => {
                         pass_wave(&mut run);
                         ctx.put_rollout(&run, revision).await?;
+                        self.rollout_metrics.waves_ended.inc(&["succeeded"]);
                         tracing::info!(%dig, wave = %wave.name, "wave baked");
                         Ok(Step::Again)
                     }
@@ -651,6 +727,7 @@ impl Deployments {
             run.reason = why;
         }
         ctx.put_rollout(&run, revision).await?;
+        self.rollout_metrics.waves_ended.inc(&["failed"]);
         Ok(Step::Again)
     }
 
@@ -709,6 +786,8 @@ impl Deployments {
             .to_owned();
         run.finished = now_rfc3339();
         ctx.put_rollout(&run, revision).await?;
+        self.rollout_metrics.rollbacks.inc(&[]);
+        self.rollout_metrics.ended(&run);
         tracing::warn!(%dig, reason = %run.reason, "rollout rolled back");
         Ok(Step::Done)
     }

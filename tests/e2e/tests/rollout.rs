@@ -106,6 +106,26 @@ async fn images(env: &Env) -> Vec<Option<String>> {
     out
 }
 
+/// `emcoctl rollout ACTION` on the example's instantiate file: its exit code and output.
+async fn emcoctl_rollout(env: &Env, values: &Path, action: &str) -> (i32, String) {
+    let file = emco_e2e::workspace().join("examples/emcoctl/instantiate.yaml");
+    let args = [
+        "emcoctl".to_owned(),
+        "--server".to_owned(),
+        env.url.clone(),
+        "rollout".to_owned(),
+        action.to_owned(),
+        "-f".to_owned(),
+        file.display().to_string(),
+        "-v".to_owned(),
+        values.display().to_string(),
+    ];
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = emcoctl::cli::run(args, &mut out, &mut err).await;
+    out.extend(err);
+    (code, String::from_utf8_lossy(&out).into_owned())
+}
+
 /// Polls the group's rollout until `done` holds.
 async fn wait_rollout(env: &Env, what: &str, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = tokio::time::Instant::now() + DEADLINE;
@@ -309,6 +329,15 @@ async fn waves_with_gates_and_an_automatic_rollback() {
     let failures = &run["waves"][0]["failures"];
     assert_eq!(failures[0]["cluster"], "kubesim+c1", "{run}");
     assert!(run["reason"].as_str().unwrap().contains("canary"), "{run}");
+    // As emcoctl shows it.
+    let (code, printed) = emcoctl_rollout(&env, &values, "status").await;
+    assert_eq!(code, 0, "{printed}");
+    assert!(printed.contains("rollout RolledBack"), "{printed}");
+    assert!(printed.contains("canary  RolledBack"), "{printed}");
+    assert!(printed.contains("kubesim+c1: "), "{printed}");
+    let (code, printed) = emcoctl_rollout(&env, &values, "approve").await;
+    assert_eq!(code, 1, "nothing to approve: {printed}");
+    assert!(printed.contains("409"), "{printed}");
     let (_, status) = send(&env, Method::GET, &format!("{DIG}/status"), None).await;
     let last = status["states"]["actions"]
         .as_array()
@@ -367,9 +396,20 @@ async fn waves_with_gates_and_an_automatic_rollback() {
             .map(|w| w["clusters"].as_array().unwrap().len())
             .sum();
         assert_eq!(changed, before, "{run}");
-        let (code, body) = send(&env, Method::POST, &format!("{DIG}/rollout/approve"), None).await;
-        assert_eq!(code, 202, "{body}");
+        if wave < 3 {
+            let (code, body) =
+                send(&env, Method::POST, &format!("{DIG}/rollout/approve"), None).await;
+            assert_eq!(code, 202, "{body}");
+        } else {
+            let (code, printed) = emcoctl_rollout(&env, &values, "approve").await;
+            assert_eq!(code, 0, "{printed}");
+            assert!(printed.contains("approve accepted"), "{printed}");
+        }
     }
+    // emcoctl follows it to its end.
+    let (code, printed) = emcoctl_rollout(&env, &values, "watch").await;
+    assert_eq!(code, 0, "{printed}");
+    assert!(printed.contains("rollout Succeeded"), "{printed}");
     let run = wait_rollout(&env, "Succeeded", |r| r["state"] == "Succeeded").await;
     assert_eq!(wave_states(&run), ["Succeeded"; 4]);
     let (code, body) = send(&env, Method::POST, &format!("{DIG}/rollout/approve"), None).await;
@@ -391,6 +431,19 @@ async fn waves_with_gates_and_an_automatic_rollback() {
     env.wait_ready(&phases.dig_paths()[0], DEADLINE)
         .await
         .unwrap();
+    // What the rollouts did, as metrics: 4 waves twice and the failed canary.
+    let m = env.orch.deployments().rollout_metrics();
+    assert_eq!(m.waves_started.get(&[]), 9);
+    assert_eq!(m.waves_ended.get(&["succeeded"]), 8);
+    assert_eq!(m.waves_ended.get(&["failed"]), 1);
+    assert_eq!(m.rollbacks.get(&[]), 1);
+    assert_eq!(m.duration.count(&["Succeeded"]), 2);
+    assert_eq!(m.duration.count(&["RolledBack"]), 1);
+    let (_, text) = send(&env, Method::GET, "/metrics", None).await;
+    assert!(
+        text.to_string().contains("emco_rollout_rollbacks_total 1"),
+        "{text}"
+    );
     // The policy is a child of the group: it goes before the group does.
     let (code, body) = send(&env, Method::DELETE, &format!("{policies}/waves"), None).await;
     assert_eq!(code, 204, "{body}");
