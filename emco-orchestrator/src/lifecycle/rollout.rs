@@ -572,7 +572,12 @@ impl Deployments {
             ctx.put_rollout(&run, revision).await?;
             self.rollout_metrics.ended(&run);
             tracing::info!(%dig, "rollout succeeded");
-            return Ok(Step::Done);
+            // Clusters left out are still to be changed once they answer.
+            return Ok(if run.catch_up.is_empty() {
+                Step::Done
+            } else {
+                Step::Wait
+            });
         };
         let gates = run.policy.gates.clone();
         let last = run.current + 1 == run.waves.len();

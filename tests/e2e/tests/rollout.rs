@@ -23,8 +23,8 @@ const GOOD: &str = "nginx:1.27-alpine";
 const BETTER: &str = "nginx:1.28-alpine";
 const BAD: &str = "nginx:1.28-never-ready";
 
-fn names() -> Vec<String> {
-    (1..=CLUSTERS).map(|i| format!("c{i}")).collect()
+fn names(clusters: usize) -> Vec<String> {
+    (1..=clusters).map(|i| format!("c{i}")).collect()
 }
 
 /// Copies the example chart `app` into `dir` with its image set to `image`.
@@ -73,27 +73,40 @@ async fn send(env: &Env, method: Method, path: &str, body: Option<Value>) -> (u1
 
 /// Replaces the chart of `http-server` with one whose image is `image`.
 async fn put_server_chart(env: &Env, image: &str) {
-    let dir = chart_with_image("http-server", image, env.dir()).unwrap();
+    put_chart(env, "http-server", image).await;
+}
+
+/// Replaces the chart of `app` with one whose image is `image`.
+async fn put_chart(env: &Env, app: &str, image: &str) {
+    let dir = chart_with_image(app, image, env.dir()).unwrap();
     let out = env
         .dir()
-        .join(format!("server-{}.tgz", image.replace([':', '.'], "-")));
-    tgz(&dir, "http-server", &out).unwrap();
+        .join(format!("{app}-{}.tgz", image.replace([':', '.'], "-")));
+    tgz(&dir, app, &out).unwrap();
     let ca = emco_orchestrator::keys::composite_app("demo", "http", "v1");
-    let app = emco_core::model::App {
-        metadata: emco_core::Metadata::named("http-server"),
+    let named = emco_core::model::App {
+        metadata: emco_core::Metadata::named(app),
     };
     env.orch
         .onboarding()
-        .put_app(&ca, "http-server", &app, &out)
+        .put_app(&ca, app, &named, &out)
         .await
         .unwrap();
 }
 
 /// The image of the http-server Deployment on each cluster (`None` where it is absent).
-async fn images(env: &Env) -> Vec<Option<String>> {
+async fn images(env: &Env, clusters: usize) -> Vec<Option<String>> {
     let mut out = Vec::new();
-    for c in names() {
-        let client = env.kube(&c).await.unwrap();
+    for c in names(clusters) {
+        out.push(image_on(env, &c).await);
+    }
+    out
+}
+
+/// The image of the http-server Deployment on cluster `c`.
+async fn image_on(env: &Env, c: &str) -> Option<String> {
+    {
+        let client = env.kube(c).await.unwrap();
         let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
             kube::Api::default_namespaced(client);
         let image = api.get_opt("http-server").await.unwrap().and_then(|d| {
@@ -101,9 +114,8 @@ async fn images(env: &Env) -> Vec<Option<String>> {
             let image = d.pointer("/spec/template/spec/containers/0/image")?;
             image.as_str().map(str::to_owned)
         });
-        out.push(image);
+        image
     }
-    out
 }
 
 /// `emcoctl rollout ACTION` on the example's instantiate file: its exit code and output.
@@ -155,10 +167,12 @@ fn seconds(t: &Value) -> i64 {
     emco_core::time::parse_rfc3339(t.as_str().unwrap()).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn waves_with_gates_and_an_automatic_rollback() {
-    let mut config = EnvConfig::new(Backends::Embedded, CLUSTERS);
+/// The example onboarded (not instantiated) on `clusters` kubesim clusters `c1..`, each labelled
+/// `edge`, with http-server's image `GOOD`: the environment, the values file, the documents.
+async fn setup(clusters: usize, ready_delay: Duration) -> (Env, PathBuf, Phases) {
+    let mut config = EnvConfig::new(Backends::Embedded, clusters);
     config.plain_http = true;
+    config.ready_delay = ready_delay;
     let env = Env::start(config).await.unwrap().unwrap();
     let o = &env.orch;
     o.onboarding()
@@ -171,7 +185,7 @@ async fn waves_with_gates_and_an_automatic_rollback() {
         )
         .await
         .unwrap();
-    for c in names() {
+    for c in names(clusters) {
         let cluster = emco_core::model::Cluster {
             metadata: emco_core::Metadata::named(&c),
             ..Default::default()
@@ -210,7 +224,7 @@ async fn waves_with_gates_and_an_automatic_rollback() {
         .write_values(
             "values.yaml",
             &json!({"PackagesPath": packages, "ClusterProvider": "kubesim",
-                "ClusterLabel": "edge", "Clusters": names()}),
+                "ClusterLabel": "edge", "Clusters": names(clusters)}),
         )
         .unwrap();
     let docs = load(
@@ -222,10 +236,26 @@ async fn waves_with_gates_and_an_automatic_rollback() {
     )
     .unwrap();
     let phases = Phases::split(docs);
+    env.apply(&phases.onboard).await.unwrap();
+    (env, values, phases)
+}
 
+/// Instantiates the example's logical cloud and group.
+async fn instantiate(env: &Env, phases: &Phases) {
+    let lifecycle = Phases {
+        onboard: Vec::new(),
+        clouds: phases.clouds.clone(),
+        digs: phases.digs.clone(),
+    };
+    env.begin(&lifecycle).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waves_with_gates_and_an_automatic_rollback() {
+    let (env, values, phases) = setup(CLUSTERS, Duration::from_millis(300)).await;
+    let root = emco_e2e::workspace().join("examples");
     // Policies that cannot work are refused with the field and why.
     let policies = format!("{DIG}/rollout-policies");
-    env.apply(&phases.onboard).await.unwrap();
     for (bad, field) in [
         (json!({"waves": []}), "spec.waves"),
         (
@@ -280,12 +310,7 @@ async fn waves_with_gates_and_an_automatic_rollback() {
     assert_eq!(code, 409, "one policy per group: {body}");
 
     // A first instantiate, wave by wave.
-    let lifecycle = Phases {
-        onboard: Vec::new(),
-        clouds: phases.clouds.clone(),
-        digs: phases.digs.clone(),
-    };
-    env.begin(&lifecycle).await.unwrap();
+    instantiate(&env, &phases).await;
     let run = wait_rollout(&env, "Succeeded", |r| r["state"] == "Succeeded").await;
     let sizes: Vec<usize> = run["waves"]
         .as_array()
@@ -307,7 +332,7 @@ async fn waves_with_gates_and_an_automatic_rollback() {
             "{run}"
         );
     }
-    let seen = images(&env).await;
+    let seen = images(&env, CLUSTERS).await;
     assert!(seen.iter().all(|i| i.as_deref() == Some(GOOD)), "{seen:?}");
     env.wait_ready(&phases.dig_paths()[0], DEADLINE)
         .await
@@ -355,12 +380,12 @@ async fn waves_with_gates_and_an_automatic_rollback() {
         .await
         .unwrap();
     assert!(
-        images(&env)
+        images(&env, CLUSTERS)
             .await
             .iter()
             .all(|i| i.as_deref() == Some(GOOD)),
         "{:?}",
-        images(&env).await
+        images(&env, CLUSTERS).await
     );
 
     // A good update with approvals: each wave after the first waits for a person.
@@ -386,7 +411,7 @@ async fn waves_with_gates_and_an_automatic_rollback() {
         })
         .await;
         // Nothing of the waiting wave changed yet.
-        let changed = images(&env)
+        let changed = images(&env, CLUSTERS)
             .await
             .iter()
             .filter(|i| i.as_deref() == Some(BETTER))
@@ -415,7 +440,7 @@ async fn waves_with_gates_and_an_automatic_rollback() {
     let (code, body) = send(&env, Method::POST, &format!("{DIG}/rollout/approve"), None).await;
     assert_eq!(code, 409, "nothing to approve: {body}");
     assert!(
-        images(&env)
+        images(&env, CLUSTERS)
             .await
             .iter()
             .all(|i| i.as_deref() == Some(BETTER))
@@ -449,4 +474,122 @@ async fn waves_with_gates_and_an_automatic_rollback() {
     assert_eq!(code, 204, "{body}");
     env.remove(&phases).await.unwrap();
     env.expect_no_leftovers(&[]).await.unwrap();
+}
+
+/// The other gates on 6 clusters: a cluster that does not answer when its wave starts is left
+/// out (`unreachable: skip`) and changed once it answers again; custom health read from the
+/// live objects (a field of the ConfigMap); a version that gets ready and then crashes fails
+/// the wave while it bakes and is rolled back; custom health that never holds fails the wave at
+/// its deadline and is rolled back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skipped_clusters_custom_health_and_a_crash_while_baking() {
+    const N: usize = 6;
+    // Workloads ready after 1 s: a version that crashes 1 s after it got ready is seen ready
+    // by the gate before it crashes.
+    let (env, _values, phases) = setup(N, Duration::from_secs(1)).await;
+    let fleet = env.clusters.fleet().unwrap();
+    let policies = format!("{DIG}/rollout-policies");
+    let policy = |check: &str, bake: &str| {
+        json!({"metadata": {"name": "w"}, "spec": {
+            "waves": [{"clusters": ["c1"]}, {}],
+            "gates": {"progressDeadline": "15s", "bakeTime": bake, "customHealth": [
+                {"kind": "ConfigMap", "field": {"path": "metadata.labels.app", "value": check}}
+            ]},
+            "onFailure": "rollback", "unreachable": "skip"
+        }})
+    };
+    let (code, body) = send(
+        &env,
+        Method::POST,
+        &policies,
+        Some(policy("http-server", "1s")),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    fleet.set_fault("c4", kubesim::Fault::down()).unwrap();
+    instantiate(&env, &phases).await;
+    let run = wait_rollout(&env, "Succeeded", |r| r["state"] == "Succeeded").await;
+    assert_eq!(run["waves"][1]["skipped"], json!(["kubesim+c4"]), "{run}");
+    assert_eq!(run["catchUp"], json!(["kubesim+c4"]), "{run}");
+    for c in names(N).iter().filter(|c| *c != "c4") {
+        assert_eq!(image_on(&env, c).await.as_deref(), Some(GOOD), "{c}");
+    }
+    // c4 answers again: it gets what the rollout ended on.
+    fleet.set_fault("c4", kubesim::Fault::none()).unwrap();
+    wait_rollout(&env, "caught up", |r| r.get("catchUp").is_none()).await;
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while images(&env, N).await.iter().any(Option::is_none) {
+        assert!(tokio::time::Instant::now() < deadline, "c4 never caught up");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
+        .await
+        .unwrap();
+
+    // Ready, then crashing while it bakes: the canary fails and is rolled back. (The client:
+    // nothing waits for it to stay ready before the gate looks.)
+    let (code, body) = send(
+        &env,
+        Method::PUT,
+        &format!("{policies}/w"),
+        Some(policy("http-server", "5s")),
+    )
+    .await;
+    assert!(code == 200 || code == 201, "{code} {body}");
+    put_chart(&env, "http-client", "busybox:1.37-crash-after-ready").await;
+    let (code, body) = send(&env, Method::POST, &format!("{DIG}/update"), None).await;
+    assert_eq!(code, 202, "{body}");
+    let run = wait_rollout(&env, "rolled back", |r| r["state"] == "RolledBack").await;
+    let why = run["waves"][0]["failures"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(why.contains("while baking"), "{run}");
+    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
+        .await
+        .unwrap();
+    assert!(
+        images(&env, N)
+            .await
+            .iter()
+            .all(|i| i.as_deref() == Some(GOOD))
+    );
+
+    // Custom health that never holds: the canary never passes and is rolled back.
+    let (code, body) = send(
+        &env,
+        Method::PUT,
+        &format!("{policies}/w"),
+        Some(policy("nope", "1s")),
+    )
+    .await;
+    assert!(code == 200 || code == 201, "{code} {body}");
+    put_chart(&env, "http-client", "busybox:1.36").await;
+    put_server_chart(&env, BETTER).await;
+    let (code, body) = send(&env, Method::POST, &format!("{DIG}/update"), None).await;
+    assert_eq!(code, 202, "{body}");
+    let run = wait_rollout(&env, "rolled back", |r| {
+        r["state"] == "RolledBack" && r["waves"][0]["failures"].is_array()
+    })
+    .await;
+    let why = run["waves"][0]["failures"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        why.contains("metadata.labels.app is http-server, not nope"),
+        "{run}"
+    );
+    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
+        .await
+        .unwrap();
+    assert!(
+        images(&env, N)
+            .await
+            .iter()
+            .all(|i| i.as_deref() == Some(GOOD))
+    );
+    let (code, body) = send(&env, Method::DELETE, &format!("{policies}/w"), None).await;
+    assert_eq!(code, 204, "{body}");
+    env.remove(&phases).await.unwrap();
 }
