@@ -105,17 +105,14 @@ async fn images(env: &Env, clusters: usize) -> Vec<Option<String>> {
 
 /// The image of the http-server Deployment on cluster `c`.
 async fn image_on(env: &Env, c: &str) -> Option<String> {
-    {
-        let client = env.kube(c).await.unwrap();
-        let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
-            kube::Api::default_namespaced(client);
-        let image = api.get_opt("http-server").await.unwrap().and_then(|d| {
-            let d = serde_json::to_value(d).ok()?;
-            let image = d.pointer("/spec/template/spec/containers/0/image")?;
-            image.as_str().map(str::to_owned)
-        });
-        image
-    }
+    let client = env.kube(c).await.unwrap();
+    let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::default_namespaced(client);
+    api.get_opt("http-server").await.unwrap().and_then(|d| {
+        let d = serde_json::to_value(d).ok()?;
+        let image = d.pointer("/spec/template/spec/containers/0/image")?;
+        image.as_str().map(str::to_owned)
+    })
 }
 
 /// `emcoctl rollout ACTION` on the example's instantiate file: its exit code and output.
