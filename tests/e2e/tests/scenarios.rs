@@ -56,7 +56,8 @@ on_both_stores!(
     service_discovery_example,
     istio_traffic_example,
     sdewan_example,
-    sfc_example
+    sfc_example,
+    rollout_of_two_waves
 );
 
 /// The real-cluster tier: every scenario against three real Kubernetes control planes
@@ -108,7 +109,8 @@ async fn real_clusters() {
         hpa_vfw_networks,
         istio_traffic_example,
         sdewan_example,
-        sfc_example
+        sfc_example,
+        rollout_of_two_waves
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
@@ -2672,4 +2674,193 @@ async fn sfc_example(env: &Env) -> Result<()> {
     }
     env.remove(&phases).await?;
     wait_gone(&chainings, "sfc-intent", "the NetworkChaining on cluster1").await
+}
+
+/// A chart `name` of a ConfigMap (data `page: <page>`) and a Service: kinds a control plane
+/// without nodes makes ready, packed into `out`.
+fn page_chart(work: &std::path::Path, name: &str, page: &str, out: &std::path::Path) -> Result<()> {
+    let dir = work.join(format!("{name}-{page}"));
+    let templates = dir.join("templates");
+    let io = |e: std::io::Error| Error::internal(e.to_string());
+    std::fs::create_dir_all(&templates).map_err(io)?;
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+    )
+    .map_err(io)?;
+    std::fs::write(dir.join("values.yaml"), format!("page: {page}\n")).map_err(io)?;
+    std::fs::write(
+        templates.join("configmap.yaml"),
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-page\ndata:\n  page: {{{{ .Values.page }}}}\n"
+        ),
+    )
+    .map_err(io)?;
+    std::fs::write(
+        templates.join("service.yaml"),
+        format!(
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\nspec:\n  selector:\n    app: {name}\n  ports:\n  - port: 8080\n"
+        ),
+    )
+    .map_err(io)?;
+    tgz(&dir, name, out)
+}
+
+/// Progressive delivery on real control planes: the example project (its apps made of
+/// ConfigMaps and Services, which a control plane without nodes makes ready) with a rollout
+/// policy of 2 waves (`c1`, then the rest), instantiated and then updated wave by wave; every
+/// cluster ends with the new page.
+async fn rollout_of_two_waves(env: &Env) -> Result<()> {
+    use emco_core::Metadata;
+    use emco_core::model::{Cluster, ClusterLabel, ClusterProvider};
+    let root = emco_e2e::workspace().join("examples");
+    let packages = env.dir().join("rollout-packages");
+    std::fs::create_dir_all(&packages)
+        .map_err(|e| Error::internal("packages dir").with_source(e))?;
+    for app in ["http-server", "http-client"] {
+        page_chart(env.dir(), app, "v1", &packages.join(format!("{app}.tgz")))?;
+    }
+    tgz(
+        &root.join("profiles/default"),
+        ".",
+        &packages.join("profile.tgz"),
+    )?;
+    let o = &env.orch;
+    o.onboarding()
+        .cluster_providers()
+        .create(
+            &emco_appcontext::ResourceKey::root(),
+            &ClusterProvider {
+                metadata: Metadata::named("kubesim"),
+            },
+        )
+        .await?;
+    for c in ["c1", "c2", "c3"] {
+        let cluster = Cluster {
+            metadata: Metadata::named(c),
+            ..Cluster::default()
+        };
+        o.onboarding()
+            .create_cluster("kubesim", &cluster, Some(&env.kubeconfig_path(c)))
+            .await?;
+        o.onboarding()
+            .cluster_labels()
+            .create(
+                &emco_orchestrator::keys::cluster("kubesim", c),
+                &ClusterLabel::new("edge"),
+            )
+            .await?;
+    }
+    let values = env.write_values(
+        "rollout-values.yaml",
+        &json!({"PackagesPath": packages, "ClusterProvider": "kubesim",
+            "ClusterLabel": "edge", "Clusters": ["c1", "c2", "c3"]}),
+    )?;
+    let docs = load(
+        &[
+            root.join("emcoctl/project.yaml"),
+            root.join("emcoctl/instantiate.yaml"),
+        ],
+        &values,
+    )?;
+    let phases = Phases::split(docs);
+    env.apply(&phases.onboard).await?;
+    let dig = phases.dig_paths()[0].clone();
+    let policy = json!({"metadata": {"name": "two"}, "spec": {
+        "waves": [{"clusters": ["c1"]}, {}],
+        "gates": {"progressDeadline": "60s", "bakeTime": "1s"},
+        "onFailure": "rollback"
+    }});
+    let send = |method: http::Method, path: String, body: Option<Value>| async move {
+        let body = body.map_or(emcoctl::client::Body::Empty, |b| {
+            emcoctl::client::Body::Json(b.to_string().into_bytes())
+        });
+        let r = env
+            .client
+            .send(method, &path, body)
+            .await
+            .map_err(|e| Error::unavailable(e.to_string()))?;
+        Ok::<_, Error>((r.status, String::from_utf8_lossy(&r.body).into_owned()))
+    };
+    let (code, body) = send(
+        http::Method::POST,
+        format!("{dig}/rollout-policies"),
+        Some(policy),
+    )
+    .await?;
+    if code != 201 {
+        return Err(Error::internal(format!("policy: {code} {body}")));
+    }
+    let succeeded = async |what: &str| -> Result<Value> {
+        let deadline = std::time::Instant::now() + DEADLINE;
+        loop {
+            let (code, run) = env
+                .request(http::Method::GET, &format!("{dig}/rollout"))
+                .await?;
+            if code == 200 && run["state"] == "Succeeded" {
+                return Ok(run);
+            }
+            if code == 200 && run["state"] == "RolledBack" || std::time::Instant::now() > deadline {
+                return Err(Error::internal(format!("{what}: {code} {run}")));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    };
+    let lifecycle = Phases {
+        onboard: Vec::new(),
+        clouds: phases.clouds.clone(),
+        digs: phases.digs.clone(),
+    };
+    env.begin(&lifecycle).await?;
+    let run = succeeded("instantiate").await?;
+    if run["waves"].as_array().map(Vec::len) != Some(2) {
+        return Err(Error::internal(format!("not 2 waves: {run}")));
+    }
+    // A new page, rolled out wave by wave.
+    let v2 = env.dir().join("http-server-v2.tgz");
+    page_chart(env.dir(), "http-server", "v2", &v2)?;
+    let ca = emco_orchestrator::keys::composite_app("demo", "http", "v1");
+    o.onboarding()
+        .put_app(
+            &ca,
+            "http-server",
+            &emco_core::model::App {
+                metadata: Metadata::named("http-server"),
+            },
+            &v2,
+        )
+        .await?;
+    let (code, body) = send(http::Method::POST, format!("{dig}/update"), None).await?;
+    if code != 202 {
+        return Err(Error::internal(format!("update: {code} {body}")));
+    }
+    let run = succeeded("update").await?;
+    let first_done = run["waves"][0]["finished"].as_str().unwrap_or_default();
+    let second_start = run["waves"][1]["started"].as_str().unwrap_or_default();
+    if second_start < first_done {
+        return Err(Error::internal(format!("the waves overlapped: {run}")));
+    }
+    for c in ["c1", "c2", "c3"] {
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::default_namespaced(env.kube(c).await?);
+        let page = api
+            .get("http-server-page")
+            .await
+            .map_err(|e| Error::internal(e.to_string()))?
+            .data
+            .and_then(|d| d.get("page").cloned());
+        if page.as_deref() != Some("v2") {
+            return Err(Error::internal(format!("{c} has page {page:?}")));
+        }
+    }
+    let (code, body) = send(
+        http::Method::DELETE,
+        format!("{dig}/rollout-policies/two"),
+        None,
+    )
+    .await?;
+    if code != 204 {
+        return Err(Error::internal(format!("policy delete: {code} {body}")));
+    }
+    env.remove(&phases).await
 }
