@@ -8,6 +8,7 @@ import time
 from typing import (
     Any,
     AsyncIterator,
+    Dict,
     Generator,
     Iterator,
     List,
@@ -34,7 +35,7 @@ from ._base import (
     q,
 )
 from ._emco import Context, ControllerServer as _NativeServer, Transport
-from ._errors import EmcoError, error_for
+from ._errors import EmcoError, NotFound, error_for
 from ._intents import IntentsApi
 from ._objects import (
     App,
@@ -266,6 +267,15 @@ class _Api(IntentsApi):
             return App.from_json(self._upload(
                 "POST", path, {"metadata": meta(name, description)}, [("file", file)]))
 
+    def replace_app(self, project: str, composite_app: str, version: str, name: str,
+                    chart: PathLike, description: str = "") -> App:
+        """Replaces app `name`'s Helm chart (a new version of it); an `update` of a group
+        deploys it."""
+        path = f"{ca_path(project, composite_app, version)}/apps/{q(name)}"
+        with as_tgz(chart) as file:
+            return App.from_json(self._upload(
+                "PUT", path, {"metadata": meta(name, description)}, [("file", file)]))
+
     def list_apps(self, project: str, composite_app: str, version: str) -> List[App]:
         path = f"{ca_path(project, composite_app, version)}/apps"
         return App.list_from_json(self._call("GET", path))
@@ -400,6 +410,63 @@ class _Api(IntentsApi):
         self._call("POST", f"{dig.path}/migrate", {"metadata": {}, "spec": {
             "targetCompositeAppVersion": target_version,
             "targetDeploymentIntentGroup": target_group}})
+
+    # ---- rollouts in waves (emco-rs's own) --------------------------------------------------
+
+    def set_rollout_policy(self, dig: DigRef, spec: Mapping[str, Any],
+                           name: str = "rollout") -> None:
+        """Creates or replaces the group's rollout policy: its next instantiate or update
+        reaches the clusters in waves (`{"waves": [{"clusters": [...]} | {"labels": [...]} |
+        {"count": n} | {"percent": p} | {}], "gates": {"progressDeadline", "bakeTime",
+        "maxFailures", "approval", "customHealth"}, "onFailure": "pause" | "rollback",
+        "unreachable": "wait" | "skip" | "fail"}`; examples/emcoctl/rollout-policy.yaml)."""
+        path = f"{dig.path}/rollout-policies"
+        body = {"metadata": meta(name), "spec": dict(spec)}
+        if self._exists(f"{path}/{q(name)}"):
+            self._call("PUT", f"{path}/{q(name)}", body)
+        else:
+            self._call("POST", path, body)
+
+    def delete_rollout_policy(self, dig: DigRef, name: str = "rollout") -> None:
+        """Deletes the group's rollout policy: it deploys to every cluster at once again."""
+        self._call("DELETE", f"{dig.path}/rollout-policies/{q(name)}")
+
+    def rollout(self, dig: DigRef) -> Dict[str, Any]:
+        """The group's latest rollout: `state`, `waves` (each with `name`, `clusters`,
+        `state`, `started`, `finished`, `failures`), `current`, `reason`."""
+        answer: Dict[str, Any] = self._call("GET", f"{dig.path}/rollout")
+        return answer
+
+    def approve_wave(self, dig: DigRef) -> None:
+        """Lets the wave that waits for approval go."""
+        self._call("POST", f"{dig.path}/rollout/approve")
+
+    def pause_rollout(self, dig: DigRef) -> None:
+        self._call("POST", f"{dig.path}/rollout/pause")
+
+    def resume_rollout(self, dig: DigRef) -> None:
+        """Goes on from a pause; a failed wave is tried again."""
+        self._call("POST", f"{dig.path}/rollout/resume")
+
+    def abort_rollout(self, dig: DigRef) -> None:
+        """Rolls every changed cluster back and ends the rollout."""
+        self._call("POST", f"{dig.path}/rollout/abort")
+
+    def wait_rollout(self, dig: DigRef, states: Sequence[str] = ("Succeeded", "RolledBack",
+                                                                  "Failed"),
+                     timeout: float = 120.0, interval: float = 0.5) -> Dict[str, Any]:
+        """Waits until the group's rollout is in one of `states`; it then."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                run = self.rollout(dig)
+                if run["state"] in states:
+                    return run
+            except NotFound:
+                run = {}
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"the rollout is not {'/'.join(states)} after {timeout} s: {run}")
+            time.sleep(interval)
 
     # ---- status ------------------------------------------------------------------------------
 
