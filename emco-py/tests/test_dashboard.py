@@ -228,3 +228,32 @@ def test_a_secured_servers_dashboard_asks_for_a_token_and_shows_the_callers_proj
     expect(page.locator("h1")).to_have_text("Log in")
     page.goto(f"{secured_server.url}/ui/#/fleet")
     expect(page.locator("h1")).to_have_text("Log in")
+
+
+def test_a_rollout_shows_its_waves_and_takes_an_approval_from_the_page(
+    server: Server, fleet: Fleet, browser: Browser
+) -> None:
+    page = browser.page
+    with emco.Client(server.url) as client:
+        dig = web_group(client, fleet)
+        client.set_rollout_policy(dig, {
+            "waves": [{"name": "canary", "clusters": ["c1"]}, {"name": "rest"}],
+            "gates": {"approval": True}})
+        client.approve(dig)
+        client.instantiate(dig)
+        page.goto(f"{server.url}/ui/#/dig/p/web/v1/d1")
+        # The timeline: the canary through, the rest waiting for a person.
+        expect(page.locator("#rollout h2")).to_contain_text("WaitingForApproval", timeout=60_000)
+        expect(page.locator("#waves li[data-wave=canary]")).to_contain_text("Succeeded")
+        expect(page.locator("#waves li[data-wave=rest]")).to_contain_text("WaitingForApproval")
+        expect(page.locator("#waves li[aria-current]")).to_have_attribute("data-wave", "rest")
+        assert fleet.get("c2", DEPLOYMENT) is None
+        page.click("#rollout-actions button[data-control=approve]")
+        expect(page.locator("#message")).to_contain_text("rollout approve: accepted (202)")
+        expect(page.locator("#rollout h2")).to_contain_text("Succeeded", timeout=60_000)
+        expect(page.locator("#rollout h2")).to_contain_text("2/2 clusters through")
+        assert fleet.get("c2", DEPLOYMENT) is not None
+        # Nothing to approve any more: the server's refusal is shown.
+        browser.expected.append("409")
+        page.click("#rollout-actions button[data-control=approve]")
+        expect(page.locator("#message")).to_contain_text("rollout approve refused (409)")

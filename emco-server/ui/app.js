@@ -101,11 +101,13 @@ const LOOK = {
 function classOf(word) {
   switch (word) {
     case "Applied": case "Ready": case "Instantiated": case "Available": case "Reachable":
-    case "reachable": case "Created": case "Approved": case "Updated":
+    case "reachable": case "Created": case "Approved": case "Updated": case "Succeeded":
       return "ok";
     case "Failed": case "InstantiateFailed": case "TerminateFailed": case "UpdateFailed":
-    case "unreachable":
+    case "unreachable": case "RolledBack":
       return "bad";
+    case "Progressing": case "Baking": case "WaitingForApproval": case "Paused":
+      return "warn";
     case "Retrying": case "Pending": case "NotReady": case "Unknown": case "Instantiating": case "Terminating":
     case "Updating": case "Applying": case "Stopping":
       return "warn";
@@ -356,6 +358,7 @@ async function dig(project, ca, version, name) {
     + '<div id="message" class="message" role="status"></div>'
     + '<div class="bar" id="summary" aria-label="Summary"></div>'
     + '<label><input type="checkbox" id="problems"> Only clusters with problems</label>'
+    + '<div id="rollout"></div>'
     + '<div class="matrix" id="matrix"></div><div id="detail"></div>'
     + '<h2>History</h2><div id="history"></div>';
 
@@ -408,12 +411,50 @@ async function dig(project, ca, version, name) {
     if (!apps.length) html = '<p class="muted">Nothing deployed: instantiate to see the apps on their clusters.</p>';
     document.getElementById("matrix").innerHTML = html;
     renderDetail(deployed, ready);
+    renderRollout(st && st.rollout);
     document.getElementById("history").innerHTML = actions.length
       ? "<table id=\"history-table\"><thead><tr><th>Time</th><th>State</th><th>Revision</th><th>Context</th></tr></thead><tbody>"
         + actions.slice().reverse().map((a) => `<tr><td>${esc(a.time)}</td><td>${badge(a.state)}</td><td>${esc(a.revision)}</td><td>${esc(a.instance)}</td></tr>`).join("")
         + "</tbody></table>"
       : '<p class="muted">No history.</p>';
   };
+
+  // The rollout in waves, when the group has one: a timeline of its waves and its controls.
+  const renderRollout = (run) => {
+    const el = document.getElementById("rollout");
+    if (!run) { el.innerHTML = ""; return; }
+    const through = run.waves.filter((w) => w.state === "Succeeded").reduce((n, w) => n + w.clusters.length, 0);
+    const total = run.waves.reduce((n, w) => n + w.clusters.length, 0);
+    let html = `<h2>Rollout ${badge(run.state)} <span class="muted">${through}/${total} clusters through</span></h2>`;
+    if (run.reason) html += `<p class="why">${esc(run.reason)}</p>`;
+    html += '<ol id="waves" class="timeline">';
+    run.waves.forEach((w, i) => {
+      const current = i === run.current && !["Succeeded", "Failed", "RolledBack"].includes(run.state);
+      html += `<li data-wave="${esc(w.name)}"${current ? ' aria-current="step"' : ""}>${badge(w.state)} <b>${esc(w.name)}</b>`
+        + ` <span class="muted">${w.clusters.length} cluster${w.clusters.length === 1 ? "" : "s"}`
+        + `${w.started ? ` · started ${esc(w.started)}` : ""}${w.finished ? ` · ended ${esc(w.finished)}` : ""}</span>`;
+      for (const f of w.failures || []) html += `<br><span class="why bad">✖ ${esc(f.cluster)}: ${esc(f.reason)}</span>`;
+      if ((w.skipped || []).length) html += `<br><span class="why">left out, not answering: ${esc(w.skipped.join(", "))}</span>`;
+      html += "</li>";
+    });
+    html += "</ol>";
+    html += '<div class="controls" id="rollout-actions" role="toolbar" aria-label="Rollout">'
+      + ["approve", "pause", "resume", "abort"].map((c) => `<button type="button" data-control="${c}"${c === "abort" ? ' class="danger"' : ""}>${c[0].toUpperCase()}${c.slice(1)}</button>`).join("")
+      + "</div>";
+    el.innerHTML = html;
+  };
+  document.getElementById("rollout").addEventListener("click", async (e) => {
+    const button = e.target.closest("button[data-control]");
+    if (!button) return;
+    const control = button.dataset.control;
+    const what = control === "abort" ? `abort the rollout of ${name} and roll every changed cluster back` : `${control} the rollout of ${name}`;
+    if (!window.confirm(`Really ${what}?`)) return;
+    button.disabled = true;
+    const r = await api("POST", `${rest}/rollout/${control}`);
+    button.disabled = false;
+    if (r.ok) showMessage(`rollout ${control}: accepted (${r.status})`, "ok");
+    else showMessage(`rollout ${control} refused (${r.status}): ${r.text.trim()}`, "bad");
+  });
 
   const renderDetail = (deployed, ready) => {
     const el = document.getElementById("detail");
