@@ -404,8 +404,15 @@ pub(crate) struct ResourceState {
 }
 
 impl Snapshot {
-    /// The resources of every app on each of `clusters` (`provider+cluster`), by cluster.
-    fn resources_on(&self, clusters: &HashSet<&str>) -> HashMap<String, Vec<ResourceState>> {
+    /// The resources of every app on each of `clusters` (`provider+cluster`), by cluster: with
+    /// `all`, every one; else only those of an app whose resources on the cluster are not all
+    /// applied and ready (from the counts kept per cluster: a gate over 5,000 healthy clusters
+    /// looks at no resource), and every cluster an empty list at least.
+    fn resources_on(
+        &self,
+        clusters: &HashSet<&str>,
+        all: bool,
+    ) -> HashMap<String, Vec<ResourceState>> {
         let removing = self.removing();
         let mut out: HashMap<String, Vec<ResourceState>> = HashMap::new();
         for (app, by_cluster) in &self.apps {
@@ -414,6 +421,9 @@ impl Snapshot {
                     continue;
                 }
                 let list = out.entry(id.clone()).or_default();
+                if !all && c.all_applied_and_ready(removing) {
+                    continue;
+                }
                 let observed = c.collected.as_ref().and_then(|o| o.get("resources"));
                 for n in c.names(removing) {
                     let v = ResourceView::new(n, &c.resources[n], c.collected.as_ref(), false);
@@ -480,6 +490,17 @@ impl ClusterSnap {
             removing || !self.delete_hooks.contains(*n) || self.order.iter().any(|o| o == n)
         });
         names
+    }
+
+    /// Whether every one of its resources is applied and ready.
+    fn all_applied_and_ready(&self, removing: bool) -> bool {
+        let counts = self.counts(removing);
+        let total: i64 = counts.deployed.iter().map(|(_, n)| n).sum();
+        counts
+            .deployed
+            .iter()
+            .all(|(s, _)| s == RsyncStatus::Applied.as_str())
+            && counts.ready[0] == total
     }
 
     /// What its resources count, kept until it changes: a summary of a context of 100,000
@@ -773,8 +794,9 @@ pub(crate) async fn revision_now(store: &Arc<dyn AppContextStore>, root: &str) -
 }
 
 impl Followed {
-    /// The resources of context `id` on each of `clusters` (`provider+cluster`), by cluster,
-    /// from the followed snapshot where the store's watches allow it.
+    /// The resources of context `id` on each of `clusters` (`provider+cluster`), by cluster, as
+    /// [`Snapshot::resources_on`] gives them, from the followed snapshot where the store's
+    /// watches allow it.
     ///
     /// # Errors
     /// As [`Snapshot::read`].
@@ -783,13 +805,15 @@ impl Followed {
         store: &Arc<dyn AppContextStore>,
         id: u64,
         clusters: &HashSet<&str>,
+        all: bool,
     ) -> Result<HashMap<String, Vec<ResourceState>>> {
         if store.watches_are_immediate() {
-            self.with(store, id, |s| s.resources_on(clusters)).await
+            self.with(store, id, |s| s.resources_on(clusters, all))
+                .await
         } else {
             Ok(Snapshot::read_keeping(store, id, false)
                 .await?
-                .resources_on(clusters))
+                .resources_on(clusters, all))
         }
     }
 

@@ -810,9 +810,10 @@ impl Deployments {
             .filter(|c| !wave.skipped.contains(c))
             .map(String::as_str)
             .collect();
+        // Custom health reads the resources of healthy clusters too.
         let mut states = self
             .followed
-            .resources_on(self.core.contexts(), ctx.id(), &wanted)
+            .resources_on(self.core.contexts(), ctx.id(), &wanted, !custom.is_empty())
             .await?;
         let mut out = Vec::with_capacity(wanted.len());
         for c in wave.clusters.iter().filter(|c| wanted.contains(c.as_str())) {
@@ -977,6 +978,7 @@ async fn placed_clusters(ctx: &AppContext) -> Result<BTreeSet<String>> {
 /// How a cluster stands from its resources' statuses: failed when one failed, unreachable when
 /// rsync retries or its readiness is unknown, healthy when every one is applied and ready.
 fn cluster_health(resources: &[ResourceState]) -> ClusterHealth {
+    // No resource listed: all applied and ready (or nothing of the group there).
     let name = |r: &ResourceState| format!("{} {}/{}", r.app, r.kind, r.name);
     let why_of = |r: &ResourceState| r.why.clone().unwrap_or_default();
     if let Some(r) = resources.iter().find(|r| r.deployed == "Failed") {
