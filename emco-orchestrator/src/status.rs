@@ -403,27 +403,54 @@ pub(crate) struct ResourceState {
     pub(crate) why: Option<String>,
 }
 
+/// The resources of a context on one cluster, as a rollout's gate reads them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClusterResources {
+    /// How many resources there are (every app), and how many of them are ready.
+    pub(crate) total: i64,
+    pub(crate) ready: i64,
+    /// Whether every one is applied and ready.
+    pub(crate) all_good: bool,
+    /// The resources listed ([`Snapshot::resources_on`]).
+    pub(crate) listed: Vec<ResourceState>,
+}
+
 impl Snapshot {
-    /// The resources of every app on each of `clusters` (`provider+cluster`), by cluster: with
-    /// `all`, every one; else only those of an app whose resources on the cluster are not all
-    /// applied and ready (from the counts kept per cluster: a gate over 5,000 healthy clusters
-    /// looks at no resource), and every cluster an empty list at least.
+    /// The resources of every app on each of `clusters` (`provider+cluster`), by cluster, from
+    /// the counts kept per cluster: with `all` each resource is listed, else only those of an
+    /// app with a failed or retrying resource or one whose readiness is unknown (a gate over
+    /// 5,000 clusters that deploy and get ready lists none).
     fn resources_on(
         &self,
         clusters: &HashSet<&str>,
         all: bool,
-    ) -> HashMap<String, Vec<ResourceState>> {
+    ) -> HashMap<String, ClusterResources> {
         let removing = self.removing();
-        let mut out: HashMap<String, Vec<ResourceState>> = HashMap::new();
+        let mut out: HashMap<String, ClusterResources> = HashMap::new();
         for (app, by_cluster) in &self.apps {
             for (id, c) in by_cluster {
                 if !clusters.contains(id.as_str()) {
                     continue;
                 }
-                let list = out.entry(id.clone()).or_default();
-                if !all && c.all_applied_and_ready(removing) {
+                let entry = out.entry(id.clone()).or_insert_with(|| ClusterResources {
+                    all_good: true,
+                    ..ClusterResources::default()
+                });
+                let counts = c.counts(removing);
+                let total: i64 = counts.deployed.iter().map(|(_, n)| n).sum();
+                let good = c.all_applied_and_ready(removing);
+                entry.total += total;
+                entry.ready += counts.ready[0];
+                entry.all_good &= good;
+                let troubled = counts.deployed.iter().any(|(s, n)| {
+                    *n > 0
+                        && (s == RsyncStatus::Failed.as_str()
+                            || s == RsyncStatus::Retrying.as_str())
+                }) || counts.ready[3] > 0;
+                if !all && !troubled {
                     continue;
                 }
+                let list = &mut entry.listed;
                 let observed = c.collected.as_ref().and_then(|o| o.get("resources"));
                 for n in c.names(removing) {
                     let v = ResourceView::new(n, &c.resources[n], c.collected.as_ref(), false);
@@ -492,7 +519,8 @@ impl ClusterSnap {
         names
     }
 
-    /// Whether every one of its resources is applied and ready.
+    /// Whether every one of its resources is applied and ready ([`READINESS`] counts `Ready`
+    /// first and `Unknown` last).
     fn all_applied_and_ready(&self, removing: bool) -> bool {
         let counts = self.counts(removing);
         let total: i64 = counts.deployed.iter().map(|(_, n)| n).sum();
@@ -806,7 +834,7 @@ impl Followed {
         id: u64,
         clusters: &HashSet<&str>,
         all: bool,
-    ) -> Result<HashMap<String, Vec<ResourceState>>> {
+    ) -> Result<HashMap<String, ClusterResources>> {
         if store.watches_are_immediate() {
             self.with(store, id, |s| s.resources_on(clusters, all))
                 .await
@@ -815,6 +843,11 @@ impl Followed {
                 .await?
                 .resources_on(clusters, all))
         }
+    }
+
+    /// Stops following context `id` (its watch would keep what it sees until the next question).
+    pub(crate) fn drop_context(&self, id: u64) {
+        self.forget(id);
     }
 
     /// The slot of context `id`, made on first use; drops the slots idle too long and, past

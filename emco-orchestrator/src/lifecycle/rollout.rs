@@ -41,7 +41,7 @@ use tracing::Instrument;
 use super::Deployments;
 use crate::keys;
 use crate::state::{Record, load_state, now_rfc3339};
-use crate::status::{READY, ResourceState, UNKNOWN};
+use crate::status::{ClusterResources, READY, ResourceState, UNKNOWN};
 
 /// How often a driver looks at its rollout.
 pub(crate) const TICK: Duration = Duration::from_millis(500);
@@ -446,6 +446,7 @@ impl Deployments {
                 Ok(Step::Again) => continue,
                 Ok(Step::Wait) => TICK,
                 Ok(Step::Done) => {
+                    self.followed.drop_context(id);
                     if let Err(e) =
                         AppContext::unregister(self.core.contexts().as_ref(), Registry::Rollout, id)
                             .await
@@ -632,6 +633,7 @@ impl Deployments {
                 match judge(&health, gates.max_failures, run.policy.unreachable, late) {
                     Verdict::Wait => Ok(Step::Wait),
                     Verdict::Fail(failures) => {
+                        let failures = self.explain(ctx, failures).await;
                         self.fail_wave(ctx, run, revision, dig, failures).await
                     }
                     Verdict::Pass => {
@@ -670,6 +672,7 @@ impl Deployments {
                     .collect();
                 match judge(&health, gates.max_failures, run.policy.unreachable, false) {
                     Verdict::Fail(failures) => {
+                        let failures = self.explain(ctx, failures).await;
                         self.fail_wave(ctx, run, revision, dig, failures).await
                     }
                     Verdict::Wait => Ok(Step::Wait),
@@ -817,14 +820,50 @@ impl Deployments {
             .await?;
         let mut out = Vec::with_capacity(wanted.len());
         for c in wave.clusters.iter().filter(|c| wanted.contains(c.as_str())) {
-            let resources = states.remove(c.as_str()).unwrap_or_default();
+            let resources = states.remove(c.as_str()).unwrap_or(ClusterResources {
+                all_good: true,
+                ..ClusterResources::default()
+            });
             let mut health = cluster_health(&resources);
             if health == ClusterHealth::Healthy && !custom.is_empty() {
-                health = self.custom_health(ctx, c, &resources, custom).await;
+                health = self.custom_health(ctx, c, &resources.listed, custom).await;
             }
             out.push((c.clone(), health));
         }
         Ok(out)
+    }
+
+    /// `failures` of a wave with each cluster's first resource that is not ready named (the
+    /// gate only counted them; the first [`EXPLAINED`] clusters are read in full).
+    async fn explain(
+        &self,
+        ctx: &AppContext,
+        failures: Vec<(String, String)>,
+    ) -> Vec<(String, String)> {
+        let wanted: HashSet<&str> = failures
+            .iter()
+            .take(EXPLAINED)
+            .map(|(c, _)| c.as_str())
+            .collect();
+        let Ok(states) = self
+            .followed
+            .resources_on(self.core.contexts(), ctx.id(), &wanted, true)
+            .await
+        else {
+            return failures;
+        };
+        failures
+            .iter()
+            .map(|(c, why)| {
+                let detail = states
+                    .get(c.as_str())
+                    .and_then(|r| first_not_ready(&r.listed));
+                match detail {
+                    Some(d) if !why.contains(&d) => (c.clone(), format!("{why}; {d}")),
+                    _ => (c.clone(), why.clone()),
+                }
+            })
+            .collect()
     }
 
     /// The custom health of a cluster whose resources are all ready: each resource of a kind
@@ -975,36 +1014,44 @@ async fn placed_clusters(ctx: &AppContext) -> Result<BTreeSet<String>> {
     Ok(placed)
 }
 
-/// How a cluster stands from its resources' statuses: failed when one failed, unreachable when
-/// rsync retries or its readiness is unknown, healthy when every one is applied and ready.
-fn cluster_health(resources: &[ResourceState]) -> ClusterHealth {
-    // No resource listed: all applied and ready (or nothing of the group there).
-    let name = |r: &ResourceState| format!("{} {}/{}", r.app, r.kind, r.name);
+/// How many failed clusters of a wave [`Deployments::explain`] reads in full.
+const EXPLAINED: usize = 20;
+
+fn resource_name(r: &ResourceState) -> String {
+    format!("{} {}/{}", r.app, r.kind, r.name)
+}
+
+/// The first of `resources` that is not applied and ready, said in a few words.
+fn first_not_ready(resources: &[ResourceState]) -> Option<String> {
+    resources
+        .iter()
+        .filter(|r| r.deployed != "Deleted")
+        .find(|r| !(r.deployed == "Applied" && r.ready == READY))
+        .map(|r| format!("{} is {} and {}", resource_name(r), r.deployed, r.ready))
+}
+
+/// How a cluster stands: failed when a resource failed, unreachable when rsync retries or a
+/// readiness is unknown, healthy when every one is applied and ready, else progressing.
+fn cluster_health(resources: &ClusterResources) -> ClusterHealth {
     let why_of = |r: &ResourceState| r.why.clone().unwrap_or_default();
-    if let Some(r) = resources.iter().find(|r| r.deployed == "Failed") {
-        return ClusterHealth::Failed(format!("{} failed: {}", name(r), why_of(r)));
+    let listed = &resources.listed;
+    if let Some(r) = listed.iter().find(|r| r.deployed == "Failed") {
+        return ClusterHealth::Failed(format!("{} failed: {}", resource_name(r), why_of(r)));
     }
-    if let Some(r) = resources
+    if let Some(r) = listed
         .iter()
         .find(|r| r.deployed == "Retrying" || r.ready == UNKNOWN)
     {
-        return ClusterHealth::Unreachable(format!("{}: {}", name(r), why_of(r)));
+        return ClusterHealth::Unreachable(format!("{}: {}", resource_name(r), why_of(r)));
     }
-    let counted: Vec<&ResourceState> = resources
-        .iter()
-        .filter(|r| r.deployed != "Deleted")
-        .collect();
-    let ready = counted
-        .iter()
-        .filter(|r| r.deployed == "Applied" && r.ready == READY)
-        .count();
-    if ready == counted.len() {
+    if resources.all_good {
         return ClusterHealth::Healthy;
     }
-    let first = counted
-        .iter()
-        .find(|r| !(r.deployed == "Applied" && r.ready == READY))
-        .map(|r| format!("; {} is {} and {}", name(r), r.deployed, r.ready))
+    let first = first_not_ready(listed)
+        .map(|d| format!("; {d}"))
         .unwrap_or_default();
-    ClusterHealth::Progressing(format!("{ready}/{} ready{first}", counted.len()))
+    ClusterHealth::Progressing(format!(
+        "{}/{} ready{first}",
+        resources.ready, resources.total
+    ))
 }

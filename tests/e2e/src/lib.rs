@@ -371,6 +371,45 @@ impl Env {
         }))
     }
 
+    /// Registers cluster provider `provider` and the clusters `names` of this environment under
+    /// it with their kubeconfigs, each labelled `label` (the main job's setup).
+    ///
+    /// # Errors
+    /// The orchestrator's refusals.
+    pub async fn register_clusters(
+        &self,
+        provider: &str,
+        names: &[&str],
+        label: &str,
+    ) -> Result<()> {
+        use emco_core::Metadata;
+        use emco_core::model::{Cluster, ClusterLabel, ClusterProvider};
+        let o = self.orch.onboarding();
+        o.cluster_providers()
+            .create(
+                &emco_appcontext::ResourceKey::root(),
+                &ClusterProvider {
+                    metadata: Metadata::named(provider),
+                },
+            )
+            .await?;
+        for c in names {
+            let cluster = Cluster {
+                metadata: Metadata::named(*c),
+                ..Cluster::default()
+            };
+            o.create_cluster(provider, &cluster, Some(&self.kubeconfig_path(c)))
+                .await?;
+            o.cluster_labels()
+                .create(
+                    &emco_orchestrator::keys::cluster(provider, c),
+                    &ClusterLabel::new(label),
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
     /// The temporary directory (kubeconfigs, values files, packages).
     #[must_use]
     pub fn dir(&self) -> &Path {

@@ -171,35 +171,11 @@ async fn setup(clusters: usize, ready_delay: Duration) -> (Env, PathBuf, Phases)
     config.plain_http = true;
     config.ready_delay = ready_delay;
     let env = Env::start(config).await.unwrap().unwrap();
-    let o = &env.orch;
-    o.onboarding()
-        .cluster_providers()
-        .create(
-            &emco_appcontext::ResourceKey::root(),
-            &emco_core::model::ClusterProvider {
-                metadata: emco_core::Metadata::named("kubesim"),
-            },
-        )
+    let all = names(clusters);
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    env.register_clusters("kubesim", &all, "edge")
         .await
         .unwrap();
-    for c in names(clusters) {
-        let cluster = emco_core::model::Cluster {
-            metadata: emco_core::Metadata::named(&c),
-            ..Default::default()
-        };
-        o.onboarding()
-            .create_cluster("kubesim", &cluster, Some(&env.kubeconfig_path(&c)))
-            .await
-            .unwrap();
-        o.onboarding()
-            .cluster_labels()
-            .create(
-                &emco_orchestrator::keys::cluster("kubesim", &c),
-                &emco_core::model::ClusterLabel::new("edge"),
-            )
-            .await
-            .unwrap();
-    }
     let packages = env.dir().join("packages");
     std::fs::create_dir_all(&packages).unwrap();
     let server = chart_with_image("http-server", GOOD, env.dir()).unwrap();

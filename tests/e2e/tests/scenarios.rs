@@ -986,8 +986,6 @@ async fn hpa_vfw_networks(env: &Env) -> Result<()> {
 /// `examples/profiles`), as `scripts/run.sh` serves it from a plain clone: the clusters
 /// registered with label `edge`, the example onboarded and deployed to all three, then removed.
 async fn own_example(env: &Env) -> Result<()> {
-    use emco_core::Metadata;
-    use emco_core::model::{Cluster, ClusterLabel, ClusterProvider};
     let root = emco_e2e::workspace().join("examples");
     let packages = env.dir().join("own-packages");
     std::fs::create_dir_all(&packages)
@@ -1004,32 +1002,8 @@ async fn own_example(env: &Env) -> Result<()> {
         ".",
         &packages.join("profile.tgz"),
     )?;
-    let o = &env.orch;
-    o.onboarding()
-        .cluster_providers()
-        .create(
-            &emco_appcontext::ResourceKey::root(),
-            &ClusterProvider {
-                metadata: Metadata::named("kubesim"),
-            },
-        )
+    env.register_clusters("kubesim", &["c1", "c2", "c3"], "edge")
         .await?;
-    for c in ["c1", "c2", "c3"] {
-        let cluster = Cluster {
-            metadata: Metadata::named(c),
-            ..Cluster::default()
-        };
-        o.onboarding()
-            .create_cluster("kubesim", &cluster, Some(&env.kubeconfig_path(c)))
-            .await?;
-        o.onboarding()
-            .cluster_labels()
-            .create(
-                &emco_orchestrator::keys::cluster("kubesim", c),
-                &ClusterLabel::new("edge"),
-            )
-            .await?;
-    }
     let values = env.write_values(
         "own-values.yaml",
         &json!({"PackagesPath": packages, "ClusterProvider": "kubesim",
@@ -2712,7 +2686,6 @@ fn page_chart(work: &std::path::Path, name: &str, page: &str, out: &std::path::P
 /// cluster ends with the new page.
 async fn rollout_of_two_waves(env: &Env) -> Result<()> {
     use emco_core::Metadata;
-    use emco_core::model::{Cluster, ClusterLabel, ClusterProvider};
     let root = emco_e2e::workspace().join("examples");
     let packages = env.dir().join("rollout-packages");
     std::fs::create_dir_all(&packages)
@@ -2725,32 +2698,8 @@ async fn rollout_of_two_waves(env: &Env) -> Result<()> {
         ".",
         &packages.join("profile.tgz"),
     )?;
-    let o = &env.orch;
-    o.onboarding()
-        .cluster_providers()
-        .create(
-            &emco_appcontext::ResourceKey::root(),
-            &ClusterProvider {
-                metadata: Metadata::named("kubesim"),
-            },
-        )
+    env.register_clusters("kubesim", &["c1", "c2", "c3"], "edge")
         .await?;
-    for c in ["c1", "c2", "c3"] {
-        let cluster = Cluster {
-            metadata: Metadata::named(c),
-            ..Cluster::default()
-        };
-        o.onboarding()
-            .create_cluster("kubesim", &cluster, Some(&env.kubeconfig_path(c)))
-            .await?;
-        o.onboarding()
-            .cluster_labels()
-            .create(
-                &emco_orchestrator::keys::cluster("kubesim", c),
-                &ClusterLabel::new("edge"),
-            )
-            .await?;
-    }
     let values = env.write_values(
         "rollout-values.yaml",
         &json!({"PackagesPath": packages, "ClusterProvider": "kubesim",
@@ -2820,7 +2769,8 @@ async fn rollout_of_two_waves(env: &Env) -> Result<()> {
     let v2 = env.dir().join("http-server-v2.tgz");
     page_chart(env.dir(), "http-server", "v2", &v2)?;
     let ca = emco_orchestrator::keys::composite_app("demo", "http", "v1");
-    o.onboarding()
+    env.orch
+        .onboarding()
         .put_app(
             &ca,
             "http-server",
