@@ -17,7 +17,7 @@
 //!     "spec": {"waves": [{"count": 1}, {"percent": 25}, {}]}
 //! })).unwrap();
 //! let placed: Vec<PlacedCluster> = (1..=8)
-//!     .map(|i| PlacedCluster::new(format!("p+c{i}"), []))
+//!     .map(|i| PlacedCluster::new(format!("p+c{i}"), Vec::<String>::new()))
 //!     .collect();
 //! let waves = plan_waves(&policy.spec, &placed).unwrap();
 //! let sizes: Vec<usize> = waves.iter().map(|w| w.clusters.len()).collect();

@@ -495,14 +495,21 @@ impl Deployments {
         }
         let record = Record::load(self.core.store().as_ref(), &dig).await?;
         if !names_live(&record, id)? {
-            run.state = RolloutState::Failed;
-            run.reason = format!(
-                "the deployment intent group went on without it ({})",
-                record.info.current_state()
-            );
-            run.finished = now_rfc3339();
+            if run.state == RolloutState::Succeeded {
+                // Clusters left out are the group's next operation's to change now.
+                run.catch_up.clear();
+            } else {
+                run.state = RolloutState::Failed;
+                run.reason = format!(
+                    "the deployment intent group went on without it ({})",
+                    record.info.current_state()
+                );
+                run.finished = now_rfc3339();
+            }
             ctx.put_rollout(&run, revision).await?;
-            self.rollout_metrics.ended(&run);
+            if run.state == RolloutState::Failed {
+                self.rollout_metrics.ended(&run);
+            }
             return Ok(Step::Done);
         }
         match run.state {
