@@ -410,6 +410,37 @@ impl Env {
         Ok(())
     }
 
+    /// The main job's example (`examples/emcoctl` project.yaml and instantiate.yaml) on the
+    /// clusters `names` of this environment, registered under provider `kubesim` with label
+    /// `edge`, its apps' charts already packed in `packages` (`http-server.tgz`,
+    /// `http-client.tgz`) and the example's profile packed beside them: the documents split by
+    /// phase, and the values file they were rendered with.
+    ///
+    /// # Errors
+    /// The orchestrator's refusals; files that cannot be written or read.
+    pub async fn example(&self, packages: &Path, names: &[&str]) -> Result<(Phases, PathBuf)> {
+        let root = workspace().join("examples");
+        tgz(
+            &root.join("profiles/default"),
+            ".",
+            &packages.join("profile.tgz"),
+        )?;
+        self.register_clusters("kubesim", names, "edge").await?;
+        let values = self.write_values(
+            "example-values.yaml",
+            &serde_json::json!({"PackagesPath": packages, "ClusterProvider": "kubesim",
+                "ClusterLabel": "edge", "Clusters": names}),
+        )?;
+        let docs = load(
+            &[
+                root.join("emcoctl/project.yaml"),
+                root.join("emcoctl/instantiate.yaml"),
+            ],
+            &values,
+        )?;
+        Ok((Phases::split(docs), values))
+    }
+
     /// The temporary directory (kubeconfigs, values files, packages).
     #[must_use]
     pub fn dir(&self) -> &Path {

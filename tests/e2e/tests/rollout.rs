@@ -171,11 +171,6 @@ async fn setup(clusters: usize, ready_delay: Duration) -> (Env, PathBuf, Phases)
     config.plain_http = true;
     config.ready_delay = ready_delay;
     let env = Env::start(config).await.unwrap().unwrap();
-    let all = names(clusters);
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    env.register_clusters("kubesim", &all, "edge")
-        .await
-        .unwrap();
     let packages = env.dir().join("packages");
     std::fs::create_dir_all(&packages).unwrap();
     let server = chart_with_image("http-server", GOOD, env.dir()).unwrap();
@@ -187,28 +182,9 @@ async fn setup(clusters: usize, ready_delay: Duration) -> (Env, PathBuf, Phases)
         &packages.join("http-client.tgz"),
     )
     .unwrap();
-    tgz(
-        &root.join("profiles/default"),
-        ".",
-        &packages.join("profile.tgz"),
-    )
-    .unwrap();
-    let values = env
-        .write_values(
-            "values.yaml",
-            &json!({"PackagesPath": packages, "ClusterProvider": "kubesim",
-                "ClusterLabel": "edge", "Clusters": names(clusters)}),
-        )
-        .unwrap();
-    let docs = load(
-        &[
-            root.join("emcoctl/project.yaml"),
-            root.join("emcoctl/instantiate.yaml"),
-        ],
-        &values,
-    )
-    .unwrap();
-    let phases = Phases::split(docs);
+    let all = names(clusters);
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let (phases, values) = env.example(&packages, &all).await.unwrap();
     env.apply(&phases.onboard).await.unwrap();
     (env, values, phases)
 }

@@ -997,26 +997,7 @@ async fn own_example(env: &Env) -> Result<()> {
             &packages.join(format!("{app}.tgz")),
         )?;
     }
-    tgz(
-        &root.join("profiles/default"),
-        ".",
-        &packages.join("profile.tgz"),
-    )?;
-    env.register_clusters("kubesim", &["c1", "c2", "c3"], "edge")
-        .await?;
-    let values = env.write_values(
-        "own-values.yaml",
-        &json!({"PackagesPath": packages, "ClusterProvider": "kubesim",
-            "ClusterLabel": "edge", "Clusters": ["c1", "c2", "c3"]}),
-    )?;
-    let docs = load(
-        &[
-            root.join("emcoctl/project.yaml"),
-            root.join("emcoctl/instantiate.yaml"),
-        ],
-        &values,
-    )?;
-    let phases = Phases::split(docs);
+    let (phases, _) = env.example(&packages, &["c1", "c2", "c3"]).await?;
     env.deploy(&phases).await?;
     let all: &[&str] = &["c1", "c2", "c3"];
     env.wait_placement(&[("http-server", all), ("http-client", all)], DEADLINE)
@@ -2686,33 +2667,13 @@ fn page_chart(work: &std::path::Path, name: &str, page: &str, out: &std::path::P
 /// cluster ends with the new page.
 async fn rollout_of_two_waves(env: &Env) -> Result<()> {
     use emco_core::Metadata;
-    let root = emco_e2e::workspace().join("examples");
     let packages = env.dir().join("rollout-packages");
     std::fs::create_dir_all(&packages)
         .map_err(|e| Error::internal("packages dir").with_source(e))?;
     for app in ["http-server", "http-client"] {
         page_chart(env.dir(), app, "v1", &packages.join(format!("{app}.tgz")))?;
     }
-    tgz(
-        &root.join("profiles/default"),
-        ".",
-        &packages.join("profile.tgz"),
-    )?;
-    env.register_clusters("kubesim", &["c1", "c2", "c3"], "edge")
-        .await?;
-    let values = env.write_values(
-        "rollout-values.yaml",
-        &json!({"PackagesPath": packages, "ClusterProvider": "kubesim",
-            "ClusterLabel": "edge", "Clusters": ["c1", "c2", "c3"]}),
-    )?;
-    let docs = load(
-        &[
-            root.join("emcoctl/project.yaml"),
-            root.join("emcoctl/instantiate.yaml"),
-        ],
-        &values,
-    )?;
-    let phases = Phases::split(docs);
+    let (phases, _) = env.example(&packages, &["c1", "c2", "c3"]).await?;
     env.apply(&phases.onboard).await?;
     let dig = phases.dig_paths()[0].clone();
     let policy = json!({"metadata": {"name": "two"}, "spec": {
