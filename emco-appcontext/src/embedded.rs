@@ -20,6 +20,7 @@ use std::fmt;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -165,7 +166,11 @@ impl RedbBuilder {
             stored_revision(&tx.open_table(META).map_err(db_err)?)?
         };
         tx.commit().map_err(db_err)?;
-        let db = Arc::new(db);
+        let released = Arc::new(AtomicBool::new(false));
+        let db = Arc::new(OpenFile {
+            db,
+            _released: Released(Arc::clone(&released)),
+        });
         let engine = KvEngine {
             db: Arc::clone(&db),
             commits: GroupCommit::start(&db, "emco-redb-contexts")?,
@@ -173,6 +178,7 @@ impl RedbBuilder {
         let capacity = self.log_capacity.unwrap_or(local::DEFAULT_LOG_CAPACITY);
         Ok(Redb {
             path,
+            file: FileHold(released),
             app_contexts: Arc::new(RedbAppContextStore(LocalStore::new(
                 engine, revision, capacity,
             ))),
@@ -188,11 +194,54 @@ impl RedbBuilder {
 #[derive(Debug, Clone)]
 pub struct Redb {
     path: PathBuf,
+    file: FileHold,
     app_contexts: Arc<RedbAppContextStore>,
     resources: Arc<RedbResourceStore>,
 }
 
+/// Whether an open redb file is still held: its stores, and the reads and commits they started
+/// (which may outlive a cancelled caller), keep it and its lock; another open of the file
+/// succeeds once none does.
+#[derive(Debug, Clone)]
+pub struct FileHold(Arc<AtomicBool>);
+
+impl FileHold {
+    /// Whether everything let go of the file, and the database closed it.
+    #[must_use]
+    pub fn is_released(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// The open database. Its last holder closes it, and the file lock goes at the end of that
+/// (fields drop in order: the database, then the flag saying it is closed).
+struct OpenFile {
+    db: Database,
+    _released: Released,
+}
+
+impl std::ops::Deref for OpenFile {
+    type Target = Database;
+    fn deref(&self) -> &Database {
+        &self.db
+    }
+}
+
+struct Released(Arc<AtomicBool>);
+
+impl Drop for Released {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
 impl Redb {
+    /// Tells when the file is let go.
+    #[must_use]
+    pub fn hold(&self) -> FileHold {
+        self.file.clone()
+    }
+
     /// The AppContext store in this file.
     #[must_use]
     pub fn app_context_store(&self) -> Arc<RedbAppContextStore> {
@@ -217,7 +266,7 @@ impl Redb {
 }
 
 struct KvEngine {
-    db: Arc<Database>,
+    db: Arc<OpenFile>,
     commits: GroupCommit<Published>,
 }
 
@@ -380,7 +429,7 @@ crate::local::delegate_app_context_store!(RedbAppContextStore);
 
 /// The embedded resource store.
 pub struct RedbResourceStore {
-    db: Arc<Database>,
+    db: Arc<OpenFile>,
     commits: GroupCommit<()>,
 }
 
@@ -417,7 +466,7 @@ struct GroupCommit<T: AfterCommit> {
 }
 
 impl<T: AfterCommit> GroupCommit<T> {
-    fn start(db: &Arc<Database>, name: &str) -> Result<Self> {
+    fn start(db: &Arc<OpenFile>, name: &str) -> Result<Self> {
         let (queue, jobs) = std::sync::mpsc::channel::<Queued<T>>();
         // Weak: the database (and its file lock) goes when the stores go, not with this thread.
         let db = Arc::downgrade(db);

@@ -68,6 +68,33 @@ async fn redb_keeps_data_and_revisions_across_reopen() {
     assert!(s.watch("/", rev).await.is_ok());
 }
 
+/// The file hold says released only once the file can be opened again: not while a store or
+/// a read it started keeps the database, and at once after the last one let go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_file_hold_tells_when_the_file_can_be_opened_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    let db = RedbBuilder::new().with_path(&path).build().unwrap();
+    let hold = db.hold();
+    let (contexts, resources) = (db.app_context_store(), db.resource_store());
+    drop(db);
+    contexts.put("/a/", Bytes::from_static(b"1")).await.unwrap();
+    drop(contexts);
+    assert!(
+        !hold.is_released(),
+        "the resource store still holds the file"
+    );
+    assert!(RedbBuilder::new().with_path(&path).build().is_err());
+    drop(resources);
+    assert!(hold.is_released());
+    let again = RedbBuilder::new().with_path(&path).build().unwrap();
+    let s = again.app_context_store();
+    assert_eq!(
+        s.get("/a/").await.unwrap().unwrap().value,
+        Bytes::from_static(b"1")
+    );
+}
+
 /// Writes of concurrent callers share commits (one fsync for a group): each still gets its
 /// own answer (one create of a name wins, the others AlreadyExists; a write refused in a group
 /// takes nothing from the others), and every acknowledged write is there after a reopen.

@@ -79,11 +79,19 @@ struct Engine {
     /// goes with them).
     resources: Weak<dyn emco_appcontext::ResourceStore>,
     contexts: Weak<dyn emco_appcontext::AppContextStore>,
+    /// The data directory's file, which reads and commits already started keep open a little
+    /// longer than the stores.
+    file: Option<emco_appcontext::embedded::FileHold>,
 }
 
 impl Engine {
     fn released(&self) -> bool {
-        self.resources.strong_count() == 0 && self.contexts.strong_count() == 0
+        self.resources.strong_count() == 0
+            && self.contexts.strong_count() == 0
+            && self
+                .file
+                .as_ref()
+                .is_none_or(emco_appcontext::embedded::FileHold::is_released)
     }
 }
 
@@ -242,7 +250,7 @@ impl Transport {
         };
         block_on(py, move || async move {
             let runtime_error = |e: emco_core::Error| PyRuntimeError::new_err(e.to_string());
-            let stores = emco_server::open_stores(&config)
+            let (stores, file) = emco_server::open_stores_held(&config)
                 .await
                 .map_err(runtime_error)?;
             let resources = Arc::downgrade(stores.resources().map_err(runtime_error)?);
@@ -297,6 +305,7 @@ impl Transport {
                     cancel,
                     resources,
                     contexts,
+                    file,
                 }),
             })
         })

@@ -300,6 +300,17 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn ResourceStore>, Error
 /// Unavailable or Internal when a backend cannot be opened; InvalidArgument for a backend
 /// missing its address.
 pub async fn open_stores(config: &Config) -> Result<Stores, Error> {
+    Ok(open_stores_held(config).await?.0)
+}
+
+/// [`open_stores`], and for the embedded ones what tells when their file is let go (to open
+/// it again in the same process once the stores' users stopped).
+///
+/// # Errors
+/// As [`open_stores`].
+pub async fn open_stores_held(
+    config: &Config,
+) -> Result<(Stores, Option<emco_appcontext::embedded::FileHold>), Error> {
     let redb = if config.backend == Backend::Embedded
         || config.context_backend == ContextBackend::Embedded
     {
@@ -322,7 +333,8 @@ pub async fn open_stores(config: &Config) -> Result<Stores, Error> {
                 .await?,
         ),
     };
-    Ok(Stores::new(contexts).with_resources(resources))
+    let hold = redb.as_ref().map(emco_appcontext::embedded::Redb::hold);
+    Ok((Stores::new(contexts).with_resources(resources), hold))
 }
 
 /// Builds the orchestrator over `stores` as `config` says: upload limits, rsync tuning, the
