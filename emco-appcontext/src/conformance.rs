@@ -209,6 +209,38 @@ pub async fn app_context_store(store: &dyn AppContextStore, prefix: &str) -> Res
         "delete_prefix leaves other keys"
     );
 
+    // child names: one level below a base, whatever lies below each child or beside it
+    let base = k("c/");
+    let mut keys = vec![
+        "a/".to_owned(),
+        "a-b/".to_owned(),
+        "b".to_owned(),
+        "d/e/".to_owned(),
+        "f/".to_owned(),
+        "g/".to_owned(),
+    ];
+    // Subtrees long enough to be skipped rather than read, with names that sort around them.
+    keys.extend((0..30).map(|i| format!("a/x{i:02}/")));
+    keys.extend((0..12).map(|i| format!("f/{i:02}/deep/")));
+    keys.extend(["a0/".to_owned(), "a/0/".to_owned(), "/x/".to_owned()]);
+    for key in &keys {
+        store
+            .put(&format!("{base}{key}"), Bytes::from_static(b"c"))
+            .await?;
+    }
+    store.put(&k("c"), Bytes::from_static(b"beside")).await?;
+    store.put(&k("c0/"), Bytes::from_static(b"after")).await?;
+    let names = store.child_names(&base).await?;
+    check!(
+        names == ["a-b", "a", "a0", "f", "g"],
+        "child names are the keys one level below, in key order: {names:?}"
+    );
+    check!(
+        store.child_names(&k("none/")).await?.is_empty(),
+        "no child names under an empty base"
+    );
+    store.delete_prefix(&base).await?;
+
     // watch: nothing lost between a listing and a watch from its revision
     let page = store.list(&k("w/"), ListOptions::default()).await?;
     store.put(&k("w/1"), Bytes::from_static(b"1")).await?;

@@ -269,16 +269,6 @@ fn check_name(what: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The names `n` of the keys `<base><n>/` among `keys` (one level below `base`).
-fn children(keys: impl IntoIterator<Item = String>, base: &str) -> Vec<String> {
-    keys.into_iter()
-        .filter_map(|k| {
-            let rest = k.strip_prefix(base)?.strip_suffix('/')?;
-            (!rest.is_empty() && !rest.contains('/')).then(|| rest.to_owned())
-        })
-        .collect()
-}
-
 /// What one key of a context is, from its path below the context's root: lets a reader take a
 /// whole context from one prefix listing without knowing the layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -455,13 +445,7 @@ impl AppContext {
     }
 
     async fn child_names(&self, base: &str) -> Result<Vec<String>> {
-        let keys = self
-            .store
-            .list_all(base, true)
-            .await?
-            .into_iter()
-            .map(|kv| kv.key);
-        Ok(children(keys, base))
+        self.store.child_names(base).await
     }
 
     /// The metadata.
@@ -922,12 +906,9 @@ impl AppContext {
     /// The ids of the contexts in `registry`, read with one keys-only listing.
     pub async fn registered(store: &dyn AppContextStore, registry: Registry) -> Result<Vec<u64>> {
         let prefix = registry.prefix();
-        let keys = store
-            .list_all(prefix, true)
+        store
+            .child_names(prefix)
             .await?
-            .into_iter()
-            .map(|kv| kv.key);
-        children(keys, prefix)
             .into_iter()
             .map(|id| {
                 id.parse().map_err(|e| {
@@ -1223,7 +1204,10 @@ mod tests {
     #[test]
     fn children_picks_one_level() {
         let keys = ["/b/a/", "/b/a/x/", "/b/c/", "/b/", "/b/d/e/"].map(str::to_owned);
-        assert_eq!(children(keys, "/b/"), vec!["a".to_owned(), "c".to_owned()]);
+        assert_eq!(
+            crate::kv::children(keys, "/b/"),
+            vec!["a".to_owned(), "c".to_owned()]
+        );
     }
 
     #[test]

@@ -333,6 +333,21 @@ fn from(start: &str) -> (Bound<&str>, Bound<&str>) {
     (Bound::Included(start), Bound::Unbounded)
 }
 
+/// The key-value table in a read transaction.
+struct ReadView(redb::ReadOnlyTable<&'static str, &'static [u8]>);
+
+impl local::KeysFrom for ReadView {
+    fn keys_from(&self, start: &str, visit: &mut dyn FnMut(&str) -> bool) -> Result<()> {
+        for row in self.0.range::<&str>(from(start)).map_err(db_err)? {
+            let (k, _) = row.map_err(db_err)?;
+            if !visit(k.value()) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
 struct TableView<'t>(redb::Table<'t, &'static str, &'static [u8]>);
 
 impl KvView for TableView<'_> {
@@ -398,6 +413,11 @@ impl Engine for KvEngine {
             })
             .map(|row| row.and_then(|(k, v)| decode_kv(k.value(), v.value(), options.keys_only)));
         local::page(iter, options, revision)
+    }
+
+    fn child_names(&self, base: &str) -> Result<Vec<String>> {
+        let tx = self.db.begin_read().map_err(db_err)?;
+        local::child_names(&ReadView(tx.open_table(KV).map_err(db_err)?), base)
     }
 
     async fn commit(&self, txn: Txn, log: &SharedLog) -> Result<TxnResult> {

@@ -390,6 +390,19 @@ pub trait AppContextStore: Debug + Send + Sync + 'static {
             .deleted)
     }
 
+    /// The names `n` of the keys `<base>n/` one level below `base`, in ascending order of their
+    /// keys. By default from a listing of everything under `base`; the in-process stores skip
+    /// each child's subtree instead (the apps of a context of 10,000 clusters are a few names
+    /// among hundreds of thousands of keys).
+    async fn child_names(&self, base: &str) -> Result<Vec<String>> {
+        let keys = self
+            .list_all(base, true)
+            .await?
+            .into_iter()
+            .map(|kv| kv.key);
+        Ok(children(keys, base))
+    }
+
     /// Every key (and value unless `keys_only`) under `prefix`, fetched page by page.
     async fn list_all(&self, prefix: &str, keys_only: bool) -> Result<Vec<KeyValue>> {
         let mut out = Vec::new();
@@ -408,6 +421,16 @@ pub trait AppContextStore: Debug + Send + Sync + 'static {
             start_after = out.last().map(|kv| kv.key.clone());
         }
     }
+}
+
+/// The names `n` of the keys `<base>n/` among `keys` (one level below `base`).
+pub(crate) fn children(keys: impl IntoIterator<Item = String>, base: &str) -> Vec<String> {
+    keys.into_iter()
+        .filter_map(|k| {
+            let rest = k.strip_prefix(base)?.strip_suffix('/')?;
+            (!rest.is_empty() && !rest.contains('/')).then(|| rest.to_owned())
+        })
+        .collect()
 }
 
 /// The page size [`AppContextStore::list_all`] uses.

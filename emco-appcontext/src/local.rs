@@ -106,6 +106,8 @@ pub(crate) trait Engine: Debug + Send + Sync + 'static {
     fn get(&self, key: &str) -> Result<Option<KeyValue>>;
     /// One page of keys under `prefix`, read at one consistent revision.
     fn list(&self, prefix: &str, options: &ListOptions) -> Result<ListPage>;
+    /// [`AppContextStore::child_names`], at one consistent revision.
+    fn child_names(&self, base: &str) -> Result<Vec<String>>;
     /// Applies `txn` atomically (durably, for a persistent engine) at the next revision and
     /// records its events in `log` before it returns, in revision order across commits.
     async fn commit(&self, txn: Txn, log: &SharedLog) -> Result<TxnResult>;
@@ -276,6 +278,11 @@ impl<E: Engine> AppContextStore for LocalStore<E> {
         self.engine.list(prefix, &options)
     }
 
+    async fn child_names(&self, base: &str) -> Result<Vec<String>> {
+        // Inline: a seek per child, never the keys below them.
+        self.engine.child_names(base)
+    }
+
     async fn txn(&self, txn: Txn) -> Result<TxnResult> {
         txn.validate()?;
         self.engine.commit(txn, &self.log).await
@@ -350,6 +357,58 @@ impl WatchState {
     }
 }
 
+/// Keys in ascending order from a given one on: what [`child_names`] reads of an engine.
+pub(crate) trait KeysFrom {
+    /// Gives `visit` the keys `>= from` in order until it answers false or they end.
+    fn keys_from(&self, from: &str, visit: &mut dyn FnMut(&str) -> bool) -> Result<()>;
+}
+
+/// How many keys of one child's subtree a children listing reads before it seeks past the
+/// rest: a child with a few keys below it is cheaper to read through than to seek past.
+const SCAN_BEFORE_SEEK: usize = 8;
+
+/// The names `n` of the keys `<base>n/` in `keys` ([`AppContextStore::child_names`]): reads
+/// through each child's first keys, then seeks past its subtree.
+pub(crate) fn child_names(keys: &impl KeysFrom, base: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut from = base.to_owned();
+    loop {
+        // The subtree being read (`<base>n/`) and how many of its keys were read.
+        let mut within: Option<(String, usize)> = None;
+        let mut seek = None;
+        keys.keys_from(&from, &mut |k| {
+            let Some(rest) = k.strip_prefix(base) else {
+                return false;
+            };
+            if let Some((subtree, read)) = &mut within
+                && k.starts_with(subtree.as_str())
+            {
+                *read += 1;
+                if *read > SCAN_BEFORE_SEEK {
+                    // Every key below `<base>n/` sorts before `<base>n0` ('0' follows '/').
+                    subtree.pop();
+                    subtree.push('0');
+                    seek = Some(std::mem::take(subtree));
+                    return false;
+                }
+                return true;
+            }
+            within = rest.find('/').map(|end| {
+                let name = &rest[..end];
+                if !name.is_empty() && end + 1 == rest.len() {
+                    out.push(name.to_owned());
+                }
+                (format!("{base}{name}/"), 1)
+            });
+            true
+        })?;
+        match seek {
+            Some(next) => from = next,
+            None => return Ok(out),
+        }
+    }
+}
+
 /// Applies the listing options to an ascending iterator of keys under a prefix.
 pub(crate) fn page<I>(iter: I, options: &ListOptions, revision: u64) -> Result<ListPage>
 where
@@ -408,6 +467,9 @@ macro_rules! delegate_app_context_store {
             }
             async fn txn(&self, txn: $crate::kv::Txn) -> emco_core::Result<$crate::kv::TxnResult> {
                 self.0.txn(txn).await
+            }
+            async fn child_names(&self, base: &str) -> emco_core::Result<Vec<String>> {
+                self.0.child_names(base).await
             }
             async fn watch(
                 &self,

@@ -92,6 +92,10 @@ impl Engine for MemEngine {
         local::page(iter, options, state.revision)
     }
 
+    fn child_names(&self, base: &str) -> Result<Vec<String>> {
+        local::child_names(&*guard(&self.0), base)
+    }
+
     async fn commit(&self, txn: Txn, log: &SharedLog) -> Result<TxnResult> {
         local::commit_in_order(log, |next| {
             let mut state = guard(&self.0);
@@ -102,6 +106,17 @@ impl Engine for MemEngine {
             }
             Ok(out)
         })
+    }
+}
+
+impl local::KeysFrom for MemState {
+    fn keys_from(&self, from: &str, visit: &mut dyn FnMut(&str) -> bool) -> Result<()> {
+        for k in self.keys.range::<str, _>(self::from(from)).map(|(k, _)| k) {
+            if !visit(k) {
+                break;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -298,5 +313,33 @@ impl ResourceStore for InMemoryResourceStore {
 
     async fn health(&self) -> Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Seeking past subtrees finds exactly the children a full listing finds, whatever the
+        /// keys (names sorting just before and after `/` included).
+        #[test]
+        fn child_names_by_seeking_are_those_of_a_full_listing(
+            keys in proptest::collection::btree_set("[ab0/-]{1,6}", 0..80),
+            base in "(/|a/|a-/|b/)",
+        ) {
+            let state = MemState {
+                keys: keys
+                    .iter()
+                    .map(|k| (format!("/{k}"), (Revs { create: 1, modified: 1, version: 1 }, Bytes::new())))
+                    .collect(),
+                ..MemState::default()
+            };
+            let base = format!("/{}", base.trim_start_matches('/'));
+            let listed = crate::kv::children(state.keys.keys().cloned(), &base);
+            prop_assert_eq!(local::child_names(&state, &base).unwrap(), listed);
+        }
     }
 }

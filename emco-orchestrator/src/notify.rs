@@ -35,13 +35,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use emco_controller_sdk::remote::status_of;
 use emco_core::model::status::{DigStatus, StatusMode, StatusOutput, StatusQuery, StatusType};
+use emco_core::rollout::RolloutRun;
 use emco_core::{DigRef, Error, LogicalCloudRef, Result};
 use emco_proto::status_notify_server::{StatusNotify, StatusNotifyServer};
 use emco_proto::status_registration::Key;
 use emco_proto::{
-    AppStatus, ClusterStatus, DigKey, Gvk, LcKey, ResourceStatus, StatusDeregistration,
-    StatusDeregistrationResponse, StatusDetail, StatusNotification, StatusRegistration,
-    StatusValue, status_detail,
+    AppStatus, ClusterStatus, DigKey, Gvk, LcKey, ResourceStatus, RolloutStatus,
+    StatusDeregistration, StatusDeregistrationResponse, StatusDetail, StatusNotification,
+    StatusRegistration, StatusValue, WaveFailure, WaveStatus, status_detail,
 };
 use futures::{Stream, StreamExt as _};
 use tokio_util::sync::CancellationToken;
@@ -193,6 +194,7 @@ fn notification(status: DigStatus, deployed: bool, summary: bool) -> StatusNotif
             };
             if ok { good } else { bad }
         };
+        let rollout = status.rollout.map(|run| rollout_status(&run, summary));
         let mut details = Vec::new();
         let (mut total, mut fine) = (0usize, 0usize);
         for app in status.apps {
@@ -248,7 +250,46 @@ fn notification(status: DigStatus, deployed: bool, summary: bool) -> StatusNotif
         StatusNotification {
             status_value: value(overall),
             details,
+            rollout,
         }
+    }
+}
+
+/// The notification's view of a rollout; wave cluster names only when not a `summary`
+/// (a fleet's waves name thousands).
+fn rollout_status(run: &RolloutRun, summary: bool) -> RolloutStatus {
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    RolloutStatus {
+        state: run.state.as_str().to_owned(),
+        current_wave: count(run.current),
+        waves: run
+            .waves
+            .iter()
+            .map(|w| WaveStatus {
+                name: w.name.clone(),
+                state: w.state.as_str().to_owned(),
+                cluster_count: count(w.clusters.len()),
+                clusters: if summary {
+                    Vec::new()
+                } else {
+                    w.clusters.clone()
+                },
+                started: w.started.clone(),
+                finished: w.finished.clone(),
+                skipped: w.skipped.clone(),
+                failures: w
+                    .failures
+                    .iter()
+                    .map(|f| WaveFailure {
+                        cluster: f.cluster.clone(),
+                        reason: f.reason.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+        reason: run.reason.clone(),
+        started: run.started.clone(),
+        finished: run.finished.clone(),
     }
 }
 
@@ -400,6 +441,63 @@ mod tests {
             ..StatusRegistration::default()
         };
         assert!(query_of(&bad).is_err());
+    }
+
+    /// A change of the rollout alone is a new notification: the stream sends what differs from
+    /// the last one sent.
+    #[test]
+    fn notifications_carry_the_rollout() {
+        use emco_core::rollout::{RolloutState, WaveFailure as Failed, WaveRun};
+        let wave = |name: &str, clusters: &[&str], state| WaveRun {
+            name: name.into(),
+            clusters: clusters.iter().map(|c| (*c).to_owned()).collect(),
+            state,
+            ..WaveRun::default()
+        };
+        let mut run: RolloutRun = serde_json::from_value(serde_json::json!({
+            "dig": {"project": "p", "compositeApp": "ca", "compositeAppVersion": "v1",
+                "deploymentIntentGroup": "dig"},
+            "to": 7, "policy": {"waves": [{"count": 1}, {}]}, "state": "Progressing",
+            "waves": [], "current": 1, "started": "2026-12-05T10:00:00Z"
+        }))
+        .unwrap();
+        run.waves = vec![
+            wave("canary", &["p+c1"], RolloutState::Succeeded),
+            wave("rest", &["p+c2", "p+c3"], RolloutState::Progressing),
+        ];
+        let status = |run: &RolloutRun| DigStatus {
+            rollout: Some(Box::new(run.clone())),
+            ..DigStatus::default()
+        };
+        let full = notification(status(&run), false, false);
+        let r = full.rollout.as_ref().unwrap();
+        assert_eq!((r.state.as_str(), r.current_wave), ("Progressing", 1));
+        assert_eq!(r.waves[1].clusters, ["p+c2", "p+c3"]);
+        assert_eq!(r.waves[1].cluster_count, 2);
+        let summary = notification(status(&run), false, true);
+        let r = summary.rollout.unwrap();
+        assert!(r.waves[1].clusters.is_empty() && r.waves[1].cluster_count == 2);
+
+        run.state = RolloutState::RolledBack;
+        run.reason = "wave rest failed".into();
+        run.waves[1].state = RolloutState::Failed;
+        run.waves[1].failures = vec![Failed {
+            cluster: "p+c3".into(),
+            reason: "web+Deployment: not ready".into(),
+        }];
+        let later = notification(status(&run), false, false);
+        assert_ne!(later, full, "a rollout change alone is a new notification");
+        let r = later.rollout.unwrap();
+        assert_eq!(
+            (r.state.as_str(), r.reason.as_str()),
+            ("RolledBack", "wave rest failed")
+        );
+        assert_eq!(r.waves[1].failures[0].cluster, "p+c3");
+        assert!(
+            notification(DigStatus::default(), false, false)
+                .rollout
+                .is_none()
+        );
     }
 
     #[test]

@@ -145,4 +145,14 @@ fn status_notify_field_numbers() {
         )),
     };
     assert_eq!(fields(&detail), vec![2]);
+    // Ours beside EMCO's: the rollout is field 3, which EMCO's clients skip.
+    let n = pb::StatusNotification {
+        status_value: pb::StatusValue::Ready.into(),
+        details: Vec::new(),
+        rollout: Some(pb::RolloutStatus {
+            state: "Progressing".into(),
+            ..pb::RolloutStatus::default()
+        }),
+    };
+    assert_eq!(fields(&n), vec![1, 3]);
 }

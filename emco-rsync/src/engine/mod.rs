@@ -274,6 +274,10 @@ struct Inner {
     readiness_tokens: Mutex<HashMap<u64, CancellationToken>>,
     /// The readiness observer of each (ctx, app, cluster), so a new deploy replaces the old one.
     observers: Mutex<HashMap<(u64, String, String), CancellationToken>>,
+    /// While the readiness of deployed contexts is followed again after a start: the
+    /// (context, cluster) pairs forgotten since (`None`: all of the context's), which that pass
+    /// must not follow again (an update that replaced them raced with it).
+    forgotten: Mutex<Option<HashSet<(u64, Option<String>)>>>,
     /// With other replicas on the store: which contexts this one runs (see [`owner`]).
     owners: Option<owner::Owners>,
     /// The lease of each cluster followed: whether it still answers.
@@ -394,6 +398,7 @@ impl RsyncBuilder {
                 ready: Mutex::new(HashSet::new()),
                 readiness_tokens: Mutex::new(HashMap::new()),
                 observers: Mutex::new(HashMap::new()),
+                forgotten: Mutex::new(None),
                 owners: self.replica.map(owner::Owners::new),
                 leases: liveness::Leases::new(self.liveness, Arc::clone(&metrics)),
                 metrics,
@@ -457,8 +462,20 @@ impl Rsync {
             .filter(|id| !active.contains(id))
             .collect();
         if !idle.is_empty() {
+            *self
+                .inner
+                .forgotten
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(HashSet::new());
             let engine = self.clone();
-            tokio::spawn(async move { engine.follow_deployed(idle).await });
+            tokio::spawn(async move {
+                engine.follow_deployed(idle).await;
+                *engine
+                    .inner
+                    .forgotten
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = None;
+            });
         }
         Ok(())
     }
@@ -1074,6 +1091,14 @@ impl Inner {
 
     /// Stops the readiness observers of a context on `clusters` and forgets what they saw.
     fn forget_readiness_on(&self, ctx_id: u64, clusters: &HashSet<String>) {
+        if let Some(forgotten) = self
+            .forgotten
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            forgotten.extend(clusters.iter().map(|c| (ctx_id, Some(c.clone()))));
+        }
         let on = |c: &u64, cluster: &String| *c == ctx_id && clusters.contains(cluster);
         self.observers
             .lock()
@@ -1092,6 +1117,14 @@ impl Inner {
 
     /// Stops the readiness observers of a context and forgets what they saw.
     fn forget_readiness(&self, ctx_id: u64) {
+        if let Some(forgotten) = self
+            .forgotten
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            forgotten.insert((ctx_id, None));
+        }
         if let Some(t) = self
             .readiness_tokens
             .lock()
@@ -1108,6 +1141,18 @@ impl Inner {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|(c, _, _), _| *c != ctx_id);
+    }
+
+    /// Whether the readiness of context `ctx_id` on `cluster` was forgotten since the pass that
+    /// follows deployed contexts again started.
+    fn was_forgotten(&self, ctx_id: u64, cluster: &str) -> bool {
+        self.forgotten
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|f| {
+                f.contains(&(ctx_id, None)) || f.contains(&(ctx_id, Some(cluster.to_owned())))
+            })
     }
 
     fn is_ready(&self, ctx_id: u64, app: &str, cluster: &str) -> bool {

@@ -554,6 +554,9 @@ impl Run {
         let recorded = self.ctx.resource_statuses_listed().await?;
         for app in self.ordered_apps().await? {
             for cluster in self.ctx.clusters(&app).await? {
+                if self.inner.was_forgotten(self.ctx.id(), &cluster) {
+                    continue;
+                }
                 let every = self.plan(&app, &cluster).await?.installed();
                 let applied = every.iter().all(|n| {
                     recorded.get(&(app.clone(), cluster.clone(), n.clone()))
@@ -568,6 +571,8 @@ impl Run {
                     .connector_for(&cluster, &self.meta)
                     .await
                 {
+                    // Looked at again: resolving the cluster may have taken a while.
+                    Ok(_) if self.inner.was_forgotten(self.ctx.id(), &cluster) => {}
                     Ok(conn) => {
                         self.follow(conn, &app, &cluster, &every, HashMap::new())
                             .await?;
