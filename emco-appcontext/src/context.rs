@@ -524,6 +524,29 @@ impl AppContext {
             .await
     }
 
+    /// Those of `candidates` that are clusters of `app`, in the order of [`Self::clusters`]:
+    /// a point read each, so a wave of a rollout costs its own size, not the fleet's.
+    pub async fn clusters_among(
+        &self,
+        app: &str,
+        candidates: impl IntoIterator<Item = &str>,
+    ) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for c in candidates {
+            if self
+                .store
+                .get(&self.cluster_key(app, c, ""))
+                .await?
+                .is_some()
+            {
+                out.push(c.to_owned());
+            }
+        }
+        // Key order, as a listing gives them.
+        out.sort_unstable();
+        Ok(out)
+    }
+
     /// The anyOf group of a cluster of `app`, if it has one.
     pub async fn cluster_group(&self, app: &str, cluster: &str) -> Result<Option<String>> {
         self.get_json(&self.cluster_key(app, cluster, &format!("{META_GROUP}/")))

@@ -428,10 +428,11 @@ impl Snapshot {
         let removing = self.removing();
         let mut out: HashMap<String, ClusterResources> = HashMap::new();
         for (app, by_cluster) in &self.apps {
-            for (id, c) in by_cluster {
-                if !clusters.contains(id.as_str()) {
-                    continue;
-                }
+            // Looked up one by one: a rollout's gate asks for a wave of a fleet every tick.
+            let wanted = clusters
+                .iter()
+                .filter_map(|id| by_cluster.get_key_value(*id));
+            for (id, c) in wanted {
                 let entry = out.entry(id.clone()).or_insert_with(|| ClusterResources {
                     all_good: true,
                     ..ClusterResources::default()

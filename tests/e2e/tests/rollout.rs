@@ -542,3 +542,110 @@ async fn skipped_clusters_custom_health_and_a_crash_while_baking() {
     assert_eq!(code, 204, "{body}");
     env.remove(&phases).await.unwrap();
 }
+
+/// Clusters that do not answer during their wave, under `unreachable: fail` (they count as
+/// failures: the rollout rolls back) and `wait` (the wave waits for them, then passes), and a
+/// rollout whose changed clusters answer again once a cluster is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_clusters_fail_a_wave_or_are_waited_for() {
+    const N: usize = 4;
+    let (env, _values, phases) = setup(N, Duration::from_millis(200)).await;
+    let fleet = env.clusters.fleet().unwrap();
+    let policies = format!("{DIG}/rollout-policies");
+    let policy = |unreachable: &str| {
+        json!({"metadata": {"name": "w"}, "spec": {
+            "waves": [{"clusters": ["c1"]}, {}],
+            "gates": {"progressDeadline": "60s"},
+            "onFailure": "rollback", "unreachable": unreachable
+        }})
+    };
+    let (code, body) = send(&env, Method::POST, &policies, Some(policy("fail"))).await;
+    assert_eq!(code, 201, "{body}");
+    instantiate(&env, &phases).await;
+    wait_rollout(&env, "Succeeded", |r| r["state"] == "Succeeded").await;
+    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
+        .await
+        .unwrap();
+
+    // fail: c3 is down when its wave comes; the wave fails on it and everything goes back.
+    fleet.set_fault("c3", kubesim::Fault::down()).unwrap();
+    put_server_chart(&env, BETTER).await;
+    let (code, body) = send(&env, Method::POST, &format!("{DIG}/update"), None).await;
+    assert_eq!(code, 202, "{body}");
+    let run = wait_rollout(&env, "rolled back", |r| r["state"] == "RolledBack").await;
+    let failures = run["waves"][1]["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{run}");
+    assert_eq!(failures[0]["cluster"], "kubesim+c3", "{run}");
+    assert!(
+        failures[0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("unreachable"),
+        "{run}"
+    );
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    for c in ["c1", "c2", "c4"] {
+        while image_on(&env, c).await.as_deref() != Some(GOOD) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{c} not rolled back"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    fleet.set_fault("c3", kubesim::Fault::none()).unwrap();
+    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
+        .await
+        .unwrap();
+    assert!(
+        images(&env, N)
+            .await
+            .iter()
+            .all(|i| i.as_deref() == Some(GOOD))
+    );
+
+    // wait: the wave waits for c3 as long as it is down, and passes once it is back.
+    let (code, body) = send(
+        &env,
+        Method::PUT,
+        &format!("{policies}/w"),
+        Some(policy("wait")),
+    )
+    .await;
+    assert!(code == 200 || code == 201, "{code} {body}");
+    fleet.set_fault("c3", kubesim::Fault::down()).unwrap();
+    let (code, body) = send(&env, Method::POST, &format!("{DIG}/update"), None).await;
+    assert_eq!(code, 202, "{body}");
+    wait_rollout(&env, "in its second wave", |r| {
+        r["current"] == 1 && r["waves"][1]["state"] == "Progressing"
+    })
+    .await;
+    // Longer than the cluster grace (2 s here): unreachable, not failed, still waited for.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (code, run) = send(&env, Method::GET, &format!("{DIG}/rollout"), None).await;
+    assert_eq!(code, 200, "{run}");
+    assert_eq!(run["state"], "Progressing", "{run}");
+    assert!(
+        run["waves"][1]["failures"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "{run}"
+    );
+    for c in ["c1", "c2", "c4"] {
+        assert_eq!(image_on(&env, c).await.as_deref(), Some(BETTER), "{c}");
+    }
+    fleet.set_fault("c3", kubesim::Fault::none()).unwrap();
+    wait_rollout(&env, "Succeeded", |r| r["state"] == "Succeeded").await;
+    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
+        .await
+        .unwrap();
+    assert!(
+        images(&env, N)
+            .await
+            .iter()
+            .all(|i| i.as_deref() == Some(BETTER))
+    );
+    let (code, body) = send(&env, Method::DELETE, &format!("{policies}/w"), None).await;
+    assert_eq!(code, 204, "{body}");
+    env.remove(&phases).await.unwrap();
+}

@@ -113,11 +113,14 @@ impl Run {
 
     /// The clusters of `app` this operation acts on.
     async fn clusters_of(&self, app: &str) -> Result<Vec<String>> {
-        let mut clusters = self.ctx.clusters(app).await?;
-        if let Some(only) = &self.only {
-            clusters.retain(|c| only.contains(c));
+        match &self.only {
+            Some(only) => {
+                self.ctx
+                    .clusters_among(app, only.iter().map(String::as_str))
+                    .await
+            }
+            None => self.ctx.clusters(app).await,
         }
-        Ok(clusters)
     }
 
     /// Runs `event`; `Ok(true)` when some resource failed.
