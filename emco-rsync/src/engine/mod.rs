@@ -277,13 +277,16 @@ struct Inner {
     /// While the readiness of deployed contexts is followed again after a start: the
     /// (context, cluster) pairs forgotten since (`None`: all of the context's), which that pass
     /// must not follow again (an update that replaced them raced with it).
-    forgotten: Mutex<Option<HashSet<(u64, Option<String>)>>>,
+    forgotten: Mutex<Option<HashSet<Forgotten>>>,
     /// With other replicas on the store: which contexts this one runs (see [`owner`]).
     owners: Option<owner::Owners>,
     /// The lease of each cluster followed: whether it still answers.
     leases: liveness::Leases,
     metrics: Arc<RsyncMetrics>,
 }
+
+/// A context whose readiness stopped being followed, on one cluster or (`None`) all of them.
+type Forgotten = (u64, Option<String>);
 
 /// Builds an [`Rsync`].
 #[derive(Debug, Default)]
