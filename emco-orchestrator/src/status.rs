@@ -846,11 +846,6 @@ impl Followed {
         }
     }
 
-    /// Stops following context `id` (its watch would keep what it sees until the next question).
-    pub(crate) fn drop_context(&self, id: u64) {
-        self.forget(id);
-    }
-
     /// The slot of context `id`, made on first use; drops the slots idle too long and, past
     /// [`FOLLOWED`], the least recently used.
     fn slot(&self, id: u64) -> FollowSlot {
@@ -876,7 +871,8 @@ impl Followed {
         Arc::clone(&entry.1)
     }
 
-    fn forget(&self, id: u64) {
+    /// Stops following context `id` (its watch would keep what it sees until the next question).
+    pub(crate) fn forget(&self, id: u64) {
         if let Ok(mut map) = self.0.lock() {
             map.remove(&id);
         }

@@ -446,7 +446,7 @@ impl Deployments {
                 Ok(Step::Again) => continue,
                 Ok(Step::Wait) => TICK,
                 Ok(Step::Done) => {
-                    self.followed.drop_context(id);
+                    self.followed.forget(id);
                     if let Err(e) =
                         AppContext::unregister(self.core.contexts().as_ref(), Registry::Rollout, id)
                             .await

@@ -1094,14 +1094,7 @@ impl Inner {
 
     /// Stops the readiness observers of a context on `clusters` and forgets what they saw.
     fn forget_readiness_on(&self, ctx_id: u64, clusters: &HashSet<String>) {
-        if let Some(forgotten) = self
-            .forgotten
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-        {
-            forgotten.extend(clusters.iter().map(|c| (ctx_id, Some(c.clone()))));
-        }
+        self.record_forgotten(clusters.iter().map(|c| (ctx_id, Some(c.clone()))));
         let on = |c: &u64, cluster: &String| *c == ctx_id && clusters.contains(cluster);
         self.observers
             .lock()
@@ -1120,14 +1113,7 @@ impl Inner {
 
     /// Stops the readiness observers of a context and forgets what they saw.
     fn forget_readiness(&self, ctx_id: u64) {
-        if let Some(forgotten) = self
-            .forgotten
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-        {
-            forgotten.insert((ctx_id, None));
-        }
+        self.record_forgotten([(ctx_id, None)]);
         if let Some(t) = self
             .readiness_tokens
             .lock()
@@ -1144,6 +1130,18 @@ impl Inner {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|(c, _, _), _| *c != ctx_id);
+    }
+
+    /// Records `forgotten` for the pass that follows deployed contexts again, while it runs.
+    fn record_forgotten(&self, forgotten: impl IntoIterator<Item = Forgotten>) {
+        if let Some(during) = self
+            .forgotten
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            during.extend(forgotten);
+        }
     }
 
     /// Whether the readiness of context `ctx_id` on `cluster` was forgotten since the pass that

@@ -189,6 +189,19 @@ async fn setup(clusters: usize, ready_delay: Duration) -> (Env, PathBuf, Phases)
     (env, values, phases)
 }
 
+/// Waits until the group is ready, then checks that each of the first `clusters` clusters runs
+/// `image`.
+async fn ready_on(env: &Env, phases: &Phases, clusters: usize, image: &str) {
+    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
+        .await
+        .unwrap();
+    let seen = images(env, clusters).await;
+    assert!(
+        seen.iter().all(|i| i.as_deref() == Some(image)),
+        "not every cluster runs {image}: {seen:?}"
+    );
+}
+
 /// Instantiates the example's logical cloud and group.
 async fn instantiate(env: &Env, phases: &Phases) {
     let lifecycle = Phases {
@@ -325,17 +338,7 @@ async fn waves_with_gates_and_an_automatic_rollback() {
         "{status}"
     );
     // Every cluster back on the old revision, ready.
-    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
-        .await
-        .unwrap();
-    assert!(
-        images(&env, CLUSTERS)
-            .await
-            .iter()
-            .all(|i| i.as_deref() == Some(GOOD)),
-        "{:?}",
-        images(&env, CLUSTERS).await
-    );
+    ready_on(&env, &phases, CLUSTERS, GOOD).await;
 
     // A good update with approvals: each wave after the first waits for a person.
     let approving = json!({"metadata": {"name": "waves"}, "spec": {
@@ -494,15 +497,7 @@ async fn skipped_clusters_custom_health_and_a_crash_while_baking() {
         .unwrap()
         .to_owned();
     assert!(why.contains("while baking"), "{run}");
-    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
-        .await
-        .unwrap();
-    assert!(
-        images(&env, N)
-            .await
-            .iter()
-            .all(|i| i.as_deref() == Some(GOOD))
-    );
+    ready_on(&env, &phases, N, GOOD).await;
 
     // Custom health that never holds: the canary never passes and is rolled back.
     let (code, body) = send(
@@ -529,15 +524,7 @@ async fn skipped_clusters_custom_health_and_a_crash_while_baking() {
         why.contains("metadata.labels.app is http-server, not nope"),
         "{run}"
     );
-    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
-        .await
-        .unwrap();
-    assert!(
-        images(&env, N)
-            .await
-            .iter()
-            .all(|i| i.as_deref() == Some(GOOD))
-    );
+    ready_on(&env, &phases, N, GOOD).await;
     let (code, body) = send(&env, Method::DELETE, &format!("{policies}/w"), None).await;
     assert_eq!(code, 204, "{body}");
     env.remove(&phases).await.unwrap();
@@ -594,15 +581,7 @@ async fn unreachable_clusters_fail_a_wave_or_are_waited_for() {
         }
     }
     fleet.set_fault("c3", kubesim::Fault::none()).unwrap();
-    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
-        .await
-        .unwrap();
-    assert!(
-        images(&env, N)
-            .await
-            .iter()
-            .all(|i| i.as_deref() == Some(GOOD))
-    );
+    ready_on(&env, &phases, N, GOOD).await;
 
     // wait: the wave waits for c3 as long as it is down, and passes once it is back.
     let (code, body) = send(
@@ -636,15 +615,7 @@ async fn unreachable_clusters_fail_a_wave_or_are_waited_for() {
     }
     fleet.set_fault("c3", kubesim::Fault::none()).unwrap();
     wait_rollout(&env, "Succeeded", |r| r["state"] == "Succeeded").await;
-    env.wait_ready(&phases.dig_paths()[0], DEADLINE)
-        .await
-        .unwrap();
-    assert!(
-        images(&env, N)
-            .await
-            .iter()
-            .all(|i| i.as_deref() == Some(BETTER))
-    );
+    ready_on(&env, &phases, N, BETTER).await;
     let (code, body) = send(&env, Method::DELETE, &format!("{policies}/w"), None).await;
     assert_eq!(code, 204, "{body}");
     env.remove(&phases).await.unwrap();
