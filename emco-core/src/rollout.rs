@@ -741,6 +741,9 @@ pub struct WaveRun {
     /// Its clusters left out because they did not answer (`unreachable: skip`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,
+    /// Its clusters deregistered while the rollout ran: left out for good, nobody's to change.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left: Vec<String>,
     /// The clusters that failed its gate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<WaveFailure>,
@@ -798,7 +801,7 @@ impl RolloutRun {
             out.extend(
                 w.clusters
                     .iter()
-                    .filter(|c| !w.skipped.contains(c))
+                    .filter(|c| !w.skipped.contains(c) && !w.left.contains(c))
                     .cloned(),
             );
         }

@@ -277,6 +277,7 @@ fn rollout_status(run: &RolloutRun, summary: bool) -> RolloutStatus {
                 started: w.started.clone(),
                 finished: w.finished.clone(),
                 skipped: w.skipped.clone(),
+                left: w.left.clone(),
                 failures: w
                     .failures
                     .iter()

@@ -1517,6 +1517,51 @@ async fn a_silent_cluster_turns_unknown_after_the_grace_and_back_once_it_answers
     rsync.wait_idle(ctx.id()).await;
 }
 
+/// The clusters of a wave that do not answer, found by asking them all at once: refused,
+/// stalled and answering clusters mixed, the silent ones named in the order given with why,
+/// within about one timeout however many are stalled (asked one by one, the eight stalled ones
+/// would take eight).
+#[tokio::test]
+async fn unanswering_clusters_are_found_together() {
+    let env = Env::start(12).await;
+    let store = memory();
+    let cs = clusters(12);
+    let ctx = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    let rsync = env.engine(store);
+    let timeout = Duration::from_secs(1);
+    assert!(
+        rsync
+            .unanswering(ctx.id(), &cs, timeout)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    env.fleet.set_fault("c2", Fault::down()).unwrap();
+    for stalled in 5..=12 {
+        env.fleet
+            .set_fault(&format!("c{stalled}"), Fault::black_hole())
+            .unwrap();
+    }
+    let asked = std::time::Instant::now();
+    let silent = rsync.unanswering(ctx.id(), &cs, timeout).await.unwrap();
+    let took = asked.elapsed();
+    let names: Vec<&str> = silent.iter().map(|(c, _)| c.as_str()).collect();
+    let mut want = vec![cs[1].as_str()];
+    want.extend(cs[4..].iter().map(String::as_str));
+    assert_eq!(names, want);
+    for (c, e) in &silent {
+        assert_eq!(e.kind(), emco_core::ErrorKind::Unavailable, "{c}: {e}");
+    }
+    assert!(
+        silent[1].1.to_string().contains("did not answer within"),
+        "{}",
+        silent[1].1
+    );
+    assert!(took < 4 * timeout, "asked one by one: {took:?}");
+    let err = rsync.unanswering(999_999, &cs, timeout).await.unwrap_err();
+    assert_eq!(err.kind(), emco_core::ErrorKind::NotFound, "{err}");
+}
+
 /// Operations limited to some clusters, the waves of a rollout, touch those clusters only: a
 /// first instantiate cluster by cluster, an update of one cluster (the others keep the old
 /// revision, the delete half included), that cluster rolled back, and the terminate of one

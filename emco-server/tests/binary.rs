@@ -2325,22 +2325,9 @@ fn a_rollout_resumes_after_sigkill_in_every_state() {
 
     // An update to a version that never gets ready: the canary wave fails and pauses; the
     // server killed while paused; an abort rolls back, and the server killed right after it.
-    let ca = "/v2/projects/p/composite-apps/ca/v1/apps/http-server";
-    let bad = server_chart(work.path(), "nginx:1.28-never-ready");
-    let (code, body) = send_form(
-        addr,
-        "PUT",
-        ca,
-        r#"{"metadata":{"name":"http-server"}}"#,
-        &[("file", "http-server.tgz", &bad)],
-    );
-    assert!(code == 200 || code == 201, "{code} {body}");
     let policy = r#"{"metadata":{"name":"w"},"spec":{"waves":[{"count":1},{"labels":["half"]},{}],
         "gates":{"progressDeadline":"4s"},"onFailure":"pause"}}"#;
-    let (code, body) = request(addr, "PUT", &format!("{dig}/rollout-policies/w"), policy).unwrap();
-    assert!(code == 200 || code == 201, "{code} {body}");
-    let (code, body) = post(addr, &format!("{dig}/update"), "");
-    assert_eq!(code, 202, "{body}");
+    update_to_a_bad_version(addr, work.path(), dig, policy);
     let run = wait_rollout(addr, dig, "paused by the failed wave", |r| {
         r["state"] == "Paused" && wave_state(r, 0) == "Failed"
     });
@@ -2370,6 +2357,24 @@ fn a_rollout_resumes_after_sigkill_in_every_state() {
     assert!(server.terminate().success());
 }
 
+/// Through `addr`: the http-server app's chart replaced by one whose image never gets ready,
+/// the rollout policy `w` of `dig` set to `policy`, and an update of `dig` asked for.
+fn update_to_a_bad_version(addr: SocketAddr, work: &std::path::Path, dig: &str, policy: &str) {
+    let bad = server_chart(work, "nginx:1.28-never-ready");
+    let (code, body) = send_form(
+        addr,
+        "PUT",
+        "/v2/projects/p/composite-apps/ca/v1/apps/http-server",
+        r#"{"metadata":{"name":"http-server"}}"#,
+        &[("file", "http-server.tgz", &bad)],
+    );
+    assert!(code == 200 || code == 201, "{code} {body}");
+    let (code, body) = request(addr, "PUT", &format!("{dig}/rollout-policies/w"), policy).unwrap();
+    assert!(code == 200 || code == 201, "{code} {body}");
+    let (code, body) = post(addr, &format!("{dig}/update"), "");
+    assert_eq!(code, 202, "{body}");
+}
+
 /// The image of the http-server Deployment on cluster `name` (empty when it is absent).
 fn deployment_image(fleet: &kubesim::Fleet, name: &str) -> String {
     let server = fleet.server_url(name).unwrap();
@@ -2390,4 +2395,157 @@ fn deployment_image(fleet: &kubesim::Fleet, name: &str) -> String {
         .and_then(serde_json::Value::as_str)
         .unwrap_or_default()
         .to_owned()
+}
+
+/// Three replicas on one etcd and one MongoDB wire server drive one group's rollouts. The
+/// instantiate rolls out through replica a, which is killed (SIGKILL) while its second wave
+/// bakes: another replica goes on from there (the wave keeps its start, the bake its whole
+/// time) and the rollout succeeds. A bad update then rolls out through b, killed while its
+/// canary wave waits for readiness that never comes: c fails the wave at the deadline and
+/// rolls every changed cluster back by itself. A StatusNotify client of c sees both rollouts
+/// go by, whichever replica drove them.
+#[test]
+fn replicas_take_a_killed_ones_rollout_over() {
+    const CLUSTERS: usize = 6;
+    const GOOD: &str = "nginx:1.27-alpine";
+    let Some(shared) = SharedStores::new("replicas_take_a_killed_ones_rollout_over") else {
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fleet = plain_fleet(&rt, CLUSTERS);
+    let work = tempfile::tempdir().unwrap();
+    let grpc = [free_addr(), free_addr(), free_addr()];
+    let mut replicas: Vec<Server> = ["a", "b", "c"]
+        .iter()
+        .zip(grpc)
+        .map(|(id, grpc)| {
+            let mut flags = shared.flags();
+            flags.extend(["--replica-id", id, "--replica-ttl-seconds", "2"]);
+            flags.extend(["--rsync-max-backoff-seconds", "1"]);
+            Server::start_with(&work.path().join(id), free_addr(), grpc, &flags)
+        })
+        .collect();
+    let (a, b, c) = (replicas[0].addr, replicas[1].addr, replicas[2].addr);
+    let dig = onboard_edge_fleet(a, &fleet, work.path());
+    let notified = rt.block_on(rollout_notifications(grpc[2]));
+    let kill = |server: &mut Server| {
+        server.child.kill().unwrap(); // SIGKILL
+        server.child.wait().unwrap();
+    };
+
+    let policy = r#"{"metadata":{"name":"w"},"spec":{"waves":[{"count":1},{"labels":["half"]},{}],
+        "gates":{"progressDeadline":"60s","bakeTime":"4s"},"onFailure":"rollback"}}"#;
+    assert_eq!(post(a, &format!("{dig}/rollout-policies"), policy).0, 201);
+    assert_eq!(post(a, &format!("{dig}/instantiate"), "").0, 202);
+    let run = wait_rollout(b, dig, "baking its second wave", |r| {
+        wave_state(r, 1) == "Baking"
+    });
+    let second_start = run["waves"][1]["started"].clone();
+    kill(&mut replicas[0]);
+    let run = wait_rollout(c, dig, "succeeded after the takeover", |r| {
+        r["state"] == "Succeeded"
+    });
+    let states: Vec<&str> = (0..3).map(|i| wave_state(&run, i)).collect();
+    assert_eq!(states, ["Succeeded"; 3], "{run}");
+    assert_eq!(
+        run["waves"][1]["started"], second_start,
+        "the wave started again: {run}"
+    );
+    let wave = &run["waves"][1];
+    let (started, finished) = (
+        emco_core::time::parse_rfc3339(wave["started"].as_str().unwrap()).unwrap(),
+        emco_core::time::parse_rfc3339(wave["finished"].as_str().unwrap()).unwrap(),
+    );
+    assert!(finished - started >= 4, "the bake was cut short: {run}");
+    let all = fleet.cluster_names();
+    let images = || -> Vec<String> { all.iter().map(|n| deployment_image(&fleet, n)).collect() };
+    assert_eq!(images(), vec![GOOD; CLUSTERS]);
+    // Changes are let settle before they are sent: the end comes a moment later.
+    let saw = |state: &str, waves: &[&str]| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let seen = notified.lock().unwrap().clone();
+            if seen.iter().any(|(s, w)| s == state && w == waves) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "never notified {state} {waves:?}: {seen:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    saw("Succeeded", &["Succeeded"; 3]);
+
+    // A version that never gets ready, rolled out through b; b killed in the canary wave.
+    let policy = policy.replace(r#""60s","bakeTime":"4s""#, r#""6s""#);
+    update_to_a_bad_version(b, work.path(), dig, &policy);
+    let run = wait_rollout(b, dig, "progressing in the canary wave", |r| {
+        r["state"] == "Progressing" && wave_state(r, 0) == "Progressing"
+    });
+    let canary = run["waves"][0]["clusters"][0].as_str().unwrap().to_owned();
+    kill(&mut replicas[1]);
+    let run = wait_rollout(c, dig, "rolled back by c", |r| r["state"] == "RolledBack");
+    let states: Vec<&str> = (0..3).map(|i| wave_state(&run, i)).collect();
+    assert_eq!(states, ["RolledBack", "Pending", "Pending"], "{run}");
+    assert_eq!(
+        run["waves"][0]["failures"][0]["cluster"],
+        canary.as_str(),
+        "{run}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while images() != vec![GOOD; CLUSTERS] {
+        assert!(
+            Instant::now() < deadline,
+            "not all back on the old image: {:?}",
+            images()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // What c's StatusNotify client saw: the waves of both rollouts as they went.
+    saw("Progressing", &["Succeeded", "Baking", "Pending"]);
+    saw("Progressing", &["Progressing", "Pending", "Pending"]);
+    saw("RolledBack", &["RolledBack", "Pending", "Pending"]);
+    drop(replicas);
+    let contexts = rt.block_on(async { shared.etcd().await.delete_prefix("/").await.unwrap() });
+    assert!(contexts > 0);
+}
+
+/// The rollout states (the rollout's and its waves') a StatusNotify client of the server at
+/// `grpc` is sent for the group `p/ca/v1/dig`, gathered in the background.
+async fn rollout_notifications(
+    grpc: SocketAddr,
+) -> Arc<std::sync::Mutex<Vec<(String, Vec<String>)>>> {
+    use emco_proto::status_notify_client::StatusNotifyClient;
+    use emco_proto::status_registration::Key;
+    use emco_proto::{DigKey, StatusOutput, StatusRegistration, StatusValue};
+    let mut client = StatusNotifyClient::new(channel(grpc).await);
+    let registration = StatusRegistration {
+        client_id: "rollouts".into(),
+        key: Some(Key::DigKey(DigKey {
+            project: "p".into(),
+            composite_app: "ca".into(),
+            composite_app_version: "v1".into(),
+            deployment_intent_group: "dig".into(),
+        })),
+        status_type: StatusValue::Ready as i32,
+        output: StatusOutput::Summary as i32,
+        ..StatusRegistration::default()
+    };
+    let mut stream = client
+        .status_register(registration)
+        .await
+        .unwrap()
+        .into_inner();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let into = Arc::clone(&seen);
+    tokio::spawn(async move {
+        while let Ok(Some(n)) = stream.message().await {
+            if let Some(r) = n.rollout {
+                let waves = r.waves.into_iter().map(|w| w.state).collect();
+                into.lock().unwrap().push((r.state, waves));
+            }
+        }
+    });
+    seen
 }

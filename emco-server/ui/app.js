@@ -435,6 +435,7 @@ async function dig(project, ca, version, name) {
         + `${w.started ? ` · started ${esc(w.started)}` : ""}${w.finished ? ` · ended ${esc(w.finished)}` : ""}</span>`;
       for (const f of w.failures || []) html += `<br><span class="why bad">✖ ${esc(f.cluster)}: ${esc(f.reason)}</span>`;
       if ((w.skipped || []).length) html += `<br><span class="why">left out, not answering: ${esc(w.skipped.join(", "))}</span>`;
+      if ((w.left || []).length) html += `<br><span class="why">left out, deregistered: ${esc(w.left.join(", "))}</span>`;
       html += "</li>";
     });
     html += "</ol>";

@@ -145,6 +145,13 @@ pub fn table(target: &Target, run: &RolloutRun) -> String {
                 w.skipped.join(", ")
             ));
         }
+        if !w.left.is_empty() {
+            notes.push(format!(
+                "  {} left out (deregistered): {}",
+                w.name,
+                w.left.join(", ")
+            ));
+        }
     }
     for line in format_table(&rows).lines() {
         s.push_str(&format!("  {line}\n"));

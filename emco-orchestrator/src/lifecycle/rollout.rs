@@ -139,6 +139,23 @@ impl Drivers {
     }
 }
 
+/// What a driver remembers between two looks at a progressing wave: the clusters last found
+/// healthy, so that a look asks only about the others (a wave of thousands is mostly healthy long
+/// before it passes, and the look runs every [`TICK`]). A pass or a failure is only ever decided
+/// on a look at every cluster, and one is taken at least every [`FULL_LOOK`], so that one that
+/// turns bad after it was healthy fails the wave as soon as before.
+#[derive(Debug, Default)]
+struct Seen {
+    /// The wave this is about: its index and start.
+    wave: Option<(usize, String)>,
+    healthy: HashSet<String>,
+    /// When every cluster was last looked at.
+    full: Option<tokio::time::Instant>,
+}
+
+/// How long a progressing wave's look may leave out the clusters already seen healthy.
+const FULL_LOOK: Duration = Duration::from_secs(5);
+
 /// What a driver does after a step.
 enum Step {
     /// Look again at once: the step changed something.
@@ -438,11 +455,12 @@ impl Deployments {
     }
 
     async fn drive(&self, id: u64, token: &CancellationToken) {
+        let mut seen = Seen::default();
         loop {
             if token.is_cancelled() {
                 return;
             }
-            let wait = match self.step_rollout(id).await {
+            let wait = match self.step_rollout(id, &mut seen).await {
                 Ok(Step::Again) => continue,
                 Ok(Step::Wait) => TICK,
                 Ok(Step::Done) => {
@@ -480,7 +498,7 @@ impl Deployments {
     }
 
     /// One look at the rollout of context `id`, and what it leads to.
-    async fn step_rollout(&self, id: u64) -> Result<Step> {
+    async fn step_rollout(&self, id: u64, seen: &mut Seen) -> Result<Step> {
         let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
         let Some((mut run, revision)) = ctx.rollout::<RolloutRun>().await? else {
             return Ok(Step::Done);
@@ -515,7 +533,7 @@ impl Deployments {
         match run.state {
             RolloutState::Paused | RolloutState::WaitingForApproval => Ok(Step::Wait),
             RolloutState::Succeeded => self.catch_up(&ctx, run, revision, &dig).await,
-            _ => self.step_wave(&ctx, run, revision, &dig).await,
+            _ => self.step_wave(&ctx, run, revision, &dig, seen).await,
         }
     }
 
@@ -527,12 +545,17 @@ impl Deployments {
         revision: u64,
         dig: &ResourceKey,
     ) -> Result<Step> {
-        let mut back = Vec::new();
-        for c in &run.catch_up {
-            if self.core.rsync().probe(ctx.id(), c, PROBE).await.is_ok() {
-                back.push(c.clone());
-            }
-        }
+        let silent = self
+            .core
+            .rsync()
+            .unanswering(ctx.id(), &run.catch_up, PROBE)
+            .await?;
+        let back: Vec<String> = run
+            .catch_up
+            .iter()
+            .filter(|c| !silent.iter().any(|(s, _)| s == *c))
+            .cloned()
+            .collect();
         if back.is_empty() {
             return Ok(Step::Wait);
         }
@@ -573,6 +596,7 @@ impl Deployments {
         mut run: RolloutRun,
         revision: u64,
         dig: &ResourceKey,
+        seen: &mut Seen,
     ) -> Result<Step> {
         let Some(wave) = run.waves.get(run.current).cloned() else {
             run.state = RolloutState::Succeeded;
@@ -599,13 +623,26 @@ impl Deployments {
                 Ok(Step::Wait)
             }
             RolloutState::Pending | RolloutState::WaitingForApproval => {
+                let left = self.deregistered(&wave.clusters).await?;
+                for c in &left {
+                    tracing::warn!(%dig, cluster = %c, "left out of its wave: it is no longer registered");
+                }
                 let mut skipped = Vec::new();
                 if run.policy.unreachable == UnreachablePolicy::Skip {
-                    for c in &wave.clusters {
-                        if let Err(e) = self.core.rsync().probe(ctx.id(), c, PROBE).await {
-                            tracing::warn!(%dig, cluster = %c, error = %e, "left out of its wave: it does not answer");
-                            skipped.push(c.clone());
-                        }
+                    let asked: Vec<String> = wave
+                        .clusters
+                        .iter()
+                        .filter(|c| !left.contains(c))
+                        .cloned()
+                        .collect();
+                    let silent = self
+                        .core
+                        .rsync()
+                        .unanswering(ctx.id(), &asked, PROBE)
+                        .await?;
+                    for (c, e) in silent {
+                        tracing::warn!(%dig, cluster = %c, error = %e, "left out of its wave: it does not answer");
+                        skipped.push(c);
                     }
                 }
                 let w = &mut run.waves[run.current];
@@ -613,10 +650,11 @@ impl Deployments {
                 w.started = now_rfc3339();
                 w.failures.clear();
                 w.skipped = skipped;
+                w.left = left;
                 let mut clusters: Vec<String> = w
                     .clusters
                     .iter()
-                    .filter(|c| !w.skipped.contains(c))
+                    .filter(|c| !w.skipped.contains(c) && !w.left.contains(c))
                     .cloned()
                     .collect();
                 if last {
@@ -633,13 +671,47 @@ impl Deployments {
                 Ok(Step::Again)
             }
             RolloutState::Progressing => {
-                let health = self.wave_health(ctx, &wave, &gates.custom_health).await?;
                 let deadline = gates.progress_deadline()?;
                 let late = seconds_since(&wave.started)
                     .is_some_and(|s| s >= i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX));
-                match judge(&health, gates.max_failures, run.policy.unreachable, late) {
+                let this = Some((run.current, wave.started.clone()));
+                if seen.wave != this || seen.full.is_none_or(|t| t.elapsed() >= FULL_LOOK) {
+                    *seen = Seen {
+                        wave: this,
+                        healthy: HashSet::new(),
+                        full: Some(tokio::time::Instant::now()),
+                    };
+                }
+                let judged = |health: &[(String, ClusterHealth)]| {
+                    judge(health, gates.max_failures, run.policy.unreachable, late)
+                };
+                let custom = &gates.custom_health;
+                let mut health = self.wave_health(ctx, &wave, custom, &seen.healthy).await?;
+                let mut verdict = judged(&health);
+                if verdict != Verdict::Wait && !seen.healthy.is_empty() {
+                    // Those seen healthy before must still be so: decided on a full look.
+                    health = self
+                        .wave_health(ctx, &wave, custom, &HashSet::new())
+                        .await?;
+                    seen.healthy.clear();
+                    seen.full = Some(tokio::time::Instant::now());
+                    verdict = judged(&health);
+                }
+                seen.healthy.extend(
+                    health
+                        .into_iter()
+                        .filter(|(_, h)| *h == ClusterHealth::Healthy)
+                        .map(|(c, _)| c),
+                );
+                match verdict {
                     Verdict::Wait => Ok(Step::Wait),
                     Verdict::Fail(failures) => {
+                        if self
+                            .leave_deregistered(ctx, &mut run, revision, &failures)
+                            .await?
+                        {
+                            return Ok(Step::Again);
+                        }
                         let failures = self.explain(ctx, failures).await;
                         self.fail_wave(ctx, run, revision, dig, failures).await
                     }
@@ -664,7 +736,7 @@ impl Deployments {
             RolloutState::Baking => {
                 // Whatever was ready must stay so: one that turns not ready has failed.
                 let health: Vec<(String, ClusterHealth)> = self
-                    .wave_health(ctx, &wave, &gates.custom_health)
+                    .wave_health(ctx, &wave, &gates.custom_health, &HashSet::new())
                     .await?
                     .into_iter()
                     .map(|(c, h)| match h {
@@ -679,6 +751,12 @@ impl Deployments {
                     .collect();
                 match judge(&health, gates.max_failures, run.policy.unreachable, false) {
                     Verdict::Fail(failures) => {
+                        if self
+                            .leave_deregistered(ctx, &mut run, revision, &failures)
+                            .await?
+                        {
+                            return Ok(Step::Again);
+                        }
                         let failures = self.explain(ctx, failures).await;
                         self.fail_wave(ctx, run, revision, dig, failures).await
                     }
@@ -807,26 +885,93 @@ impl Deployments {
         Ok(Step::Done)
     }
 
-    /// How each cluster of `wave` stands, from the context's statuses (and custom health).
+    /// Those of `clusters` (`provider+cluster`) that are no longer registered, in their order:
+    /// one listing per provider.
+    async fn deregistered(&self, clusters: &[String]) -> Result<Vec<String>> {
+        let mut registered: HashMap<&str, HashSet<String>> = HashMap::new();
+        let mut out = Vec::new();
+        for id in clusters {
+            let Some((provider, name)) = id.split_once('+') else {
+                continue;
+            };
+            if !registered.contains_key(provider) {
+                let names = match self
+                    .core
+                    .objects
+                    .clusters()
+                    .list(&keys::cluster_provider(provider), &[])
+                    .await
+                {
+                    Ok(list) => list.into_iter().map(|c| c.metadata.name).collect(),
+                    Err(e) if e.kind() == ErrorKind::NotFound => HashSet::new(),
+                    Err(e) => return Err(e),
+                };
+                registered.insert(provider, names);
+            }
+            if !registered[provider].contains(name) {
+                out.push(id.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Records the clusters among `failures` that are no longer registered as having left the
+    /// current wave (their failure is that nobody can reach them any more, not the change);
+    /// whether there were any: the wave is then judged again without them.
+    async fn leave_deregistered(
+        &self,
+        ctx: &AppContext,
+        run: &mut RolloutRun,
+        revision: u64,
+        failures: &[(String, String)],
+    ) -> Result<bool> {
+        let failed: Vec<String> = failures.iter().map(|(c, _)| c.clone()).collect();
+        let gone = self.deregistered(&failed).await?;
+        if gone.is_empty() {
+            return Ok(false);
+        }
+        tracing::warn!(dig = %run.dig.key(), clusters = ?gone, "deregistered clusters leave their wave");
+        run.waves[run.current].left.extend(gone);
+        ctx.put_rollout(run, revision).await?;
+        Ok(true)
+    }
+
+    /// How each cluster of `wave` stands, from the context's statuses (and custom health); those
+    /// in `healthy` are not looked at and count as healthy.
     async fn wave_health(
         &self,
         ctx: &AppContext,
         wave: &WaveRun,
         custom: &[CustomHealth],
+        healthy: &HashSet<String>,
     ) -> Result<Vec<(String, ClusterHealth)>> {
+        let skipped: HashSet<&str> = wave
+            .skipped
+            .iter()
+            .chain(&wave.left)
+            .map(String::as_str)
+            .collect();
         let wanted: HashSet<&str> = wave
             .clusters
             .iter()
-            .filter(|c| !wave.skipped.contains(c))
             .map(String::as_str)
+            .filter(|c| !skipped.contains(c) && !healthy.contains(*c))
             .collect();
         // Custom health reads the resources of healthy clusters too.
         let mut states = self
             .followed
             .resources_on(self.core.contexts(), ctx.id(), &wanted, !custom.is_empty())
             .await?;
-        let mut out = Vec::with_capacity(wanted.len());
-        for c in wave.clusters.iter().filter(|c| wanted.contains(c.as_str())) {
+        let mut out = Vec::with_capacity(wave.clusters.len());
+        for c in wave
+            .clusters
+            .iter()
+            .filter(|c| !skipped.contains(c.as_str()))
+        {
+            if !wanted.contains(c.as_str()) {
+                out.push((c.clone(), ClusterHealth::Healthy));
+                continue;
+            }
             let resources = states.remove(c.as_str()).unwrap_or(ClusterResources {
                 all_good: true,
                 ..ClusterResources::default()

@@ -478,6 +478,14 @@ pub trait Connector: fmt::Debug + Send + Sync + 'static {
     /// credentials.
     async fn health(&self) -> Result<()>;
 
+    /// When the cluster last answered one of this connector's requests successfully, for
+    /// connectors that keep track (the default: `None`). Such an answer is as good as a
+    /// [`Connector::health`] check, so the engine's liveness probes skip a cluster that
+    /// answered within their interval: a fleet being deployed is probed by its own traffic.
+    fn last_answer(&self) -> Option<tokio::time::Instant> {
+        None
+    }
+
     /// The readiness watches of this cluster, when the connector can watch: the engine then
     /// learns readiness from one watch per resource type (and namespace, for credentials limited
     /// to namespaces) instead of reading each object. `None` (the default) makes the engine poll

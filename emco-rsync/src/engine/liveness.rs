@@ -13,9 +13,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, SystemTime};
 
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::PROBES_AT_ONCE;
 use crate::connector::Connector;
 use crate::metrics::RsyncMetrics;
 
@@ -79,6 +80,10 @@ pub(crate) struct Leases {
     config: Liveness,
     held: Mutex<HashMap<String, Weak<Lease>>>,
     metrics: Arc<RsyncMetrics>,
+    /// Probes in flight, at most [`PROBES_AT_ONCE`]: a server short of CPU answers slowly, and
+    /// unbounded probes would then pile up as connections (a fleet's worth) that time out and
+    /// are opened again.
+    in_flight: Arc<Semaphore>,
 }
 
 impl Leases {
@@ -87,6 +92,7 @@ impl Leases {
             config,
             held: Mutex::default(),
             metrics,
+            in_flight: Arc::new(Semaphore::new(PROBES_AT_ONCE)),
         }
     }
 
@@ -108,7 +114,7 @@ impl Leases {
             Arc::clone(conn),
             tx,
             self.config.interval,
-            Arc::clone(&self.metrics),
+            (Arc::clone(&self.in_flight), Arc::clone(&self.metrics)),
             stop.clone(),
         ));
         let lease = Arc::new(Lease {
@@ -133,12 +139,13 @@ fn jittered(interval: Duration) -> Duration {
     interval.mul_f64(0.75 + rand::random::<f64>() / 2.0)
 }
 
-/// Probes `conn`'s cluster every `interval` until `stop`, recording each change of contact.
+/// Probes `conn`'s cluster every `interval` until `stop`, recording each change of contact; a
+/// cluster that answered another request within the interval is not asked again.
 async fn probe(
     conn: Arc<dyn Connector>,
     tx: watch::Sender<Contact>,
     interval: Duration,
-    metrics: Arc<RsyncMetrics>,
+    (in_flight, metrics): (Arc<Semaphore>, Arc<RsyncMetrics>),
     stop: CancellationToken,
 ) {
     let mut last = SystemTime::now();
@@ -147,12 +154,20 @@ async fn probe(
             () = tokio::time::sleep(jittered(interval)) => {}
             () = stop.cancelled() => return,
         }
-        // Connectors bound their requests (30 s by default); a probe needs an answer sooner.
-        let bound = interval.max(PROBE_TIMEOUT);
-        let answered = match tokio::time::timeout(bound, conn.health()).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("no answer within {bound:?}")),
+        let answered = if conn.last_answer().is_some_and(|t| t.elapsed() < interval) {
+            Ok(())
+        } else {
+            // Waiting for a turn is not silence: the bound counts from the request.
+            let Ok(_turn) = in_flight.acquire().await else {
+                return;
+            };
+            // Connectors bound their requests (30 s by default); a probe needs an answer sooner.
+            let bound = interval.max(PROBE_TIMEOUT);
+            match tokio::time::timeout(bound, conn.health()).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err(format!("no answer within {bound:?}")),
+            }
         };
         match answered {
             Ok(()) => {
@@ -198,14 +213,23 @@ mod tests {
     /// A cluster whose probes answer while `up`, counting them.
     #[derive(Debug, Default)]
     struct Probed {
+        /// `p+c1` when empty.
+        name: String,
         up: AtomicBool,
         probes: AtomicUsize,
+        answered: std::sync::Mutex<Option<tokio::time::Instant>>,
+        /// Probes that take 5 s, counted while in flight (now, peak) across clusters.
+        slow: Option<Arc<(AtomicUsize, AtomicUsize)>>,
     }
 
     #[async_trait]
     impl Connector for Probed {
         fn cluster(&self) -> &str {
-            "p+c1"
+            if self.name.is_empty() {
+                "p+c1"
+            } else {
+                &self.name
+            }
         }
         fn observes_live_state(&self) -> bool {
             true
@@ -219,8 +243,17 @@ mod tests {
         async fn get(&self, _: &Scope, _: &ResourceId) -> Result<Option<Value>> {
             Ok(None)
         }
+        fn last_answer(&self) -> Option<tokio::time::Instant> {
+            *self.answered.lock().unwrap()
+        }
         async fn health(&self) -> Result<()> {
             self.probes.fetch_add(1, Ordering::SeqCst);
+            if let Some(flight) = &self.slow {
+                let now = flight.0.fetch_add(1, Ordering::SeqCst) + 1;
+                flight.1.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                flight.0.fetch_sub(1, Ordering::SeqCst);
+            }
             if self.up.load(Ordering::SeqCst) {
                 Ok(())
             } else {
@@ -283,5 +316,61 @@ mod tests {
         let _c = leases.lease(&conn);
         tokio::time::sleep(Duration::from_secs(20)).await;
         assert!(probed.probes.load(Ordering::SeqCst) > stopped);
+    }
+
+    /// A cluster that answered other requests within the interval is not probed; once it
+    /// stops answering them, probes resume.
+    #[tokio::test(start_paused = true)]
+    async fn a_cluster_answering_other_requests_is_not_probed() {
+        let leases = Leases::new(Liveness::default(), Arc::new(RsyncMetrics::default()));
+        let probed = Arc::new(Probed::default());
+        probed.up.store(true, Ordering::SeqCst);
+        let conn: Arc<dyn Connector> = probed.clone();
+        let lease = leases.lease(&conn);
+        for _ in 0..6 {
+            *probed.answered.lock().unwrap() = Some(tokio::time::Instant::now());
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+        assert_eq!(probed.probes.load(Ordering::SeqCst), 0);
+        assert_eq!(*lease.subscribe().borrow(), Contact::Answering);
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(probed.probes.load(Ordering::SeqCst) >= 2);
+    }
+
+    /// However many clusters are followed, at most [`PROBES_AT_ONCE`] probes are in flight,
+    /// and one waiting for its turn does not count as silence.
+    #[tokio::test(start_paused = true)]
+    async fn probes_in_flight_are_bounded() {
+        let leases = Leases::new(Liveness::default(), Arc::new(RsyncMetrics::default()));
+        let flight = Arc::new((AtomicUsize::new(0), AtomicUsize::new(0)));
+        let clusters: Vec<Arc<Probed>> = (0..PROBES_AT_ONCE * 4)
+            .map(|i| {
+                let p = Probed {
+                    name: format!("p+c{i}"),
+                    slow: Some(Arc::clone(&flight)),
+                    ..Probed::default()
+                };
+                p.up.store(true, Ordering::SeqCst);
+                Arc::new(p)
+            })
+            .collect();
+        let held: Vec<Arc<Lease>> = clusters
+            .iter()
+            .map(|p| {
+                let conn: Arc<dyn Connector> = p.clone();
+                leases.lease(&conn)
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        assert_eq!(flight.1.load(Ordering::SeqCst), PROBES_AT_ONCE);
+        assert!(
+            clusters
+                .iter()
+                .all(|p| p.probes.load(Ordering::SeqCst) >= 2)
+        );
+        assert!(
+            held.iter()
+                .all(|l| *l.subscribe().borrow() == Contact::Answering)
+        );
     }
 }

@@ -51,6 +51,10 @@ pub use status::ContextStatusExt;
 /// Helm's default `--timeout`: how long a hook may run.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// How many clusters are probed at a time: by [`Rsync::unanswering`], and by the liveness
+/// probes of the clusters followed ([`Liveness`]).
+pub const PROBES_AT_ONCE: usize = 64;
+
 /// Turns a cluster id (`provider+cluster`) into the connector that reaches it. The orchestrator
 /// implements it by reading the cluster's kubeconfig from its resource store.
 #[async_trait]
@@ -700,13 +704,37 @@ impl Rsync {
         self.reader(ctx_id).await?.live(app, cluster, names).await
     }
 
-    /// Whether `cluster` answers now, reached as context `ctx_id` reaches it, within `timeout`.
+    /// Those of `clusters` that do not answer now, reached as context `ctx_id` reaches them,
+    /// each with why (`Unavailable` when it did not answer within `timeout`), in the order
+    /// given. Up to [`PROBES_AT_ONCE`] are asked at a time, so that a wave of thousands with
+    /// some down takes about one timeout, not one per silent cluster.
     ///
     /// # Errors
     ///
-    /// `Unavailable` when it does not answer in time; as [`Rsync::live_objects`].
-    pub async fn probe(&self, ctx_id: u64, cluster: &str, timeout: Duration) -> Result<()> {
-        self.reader(ctx_id).await?.probe(cluster, timeout).await
+    /// `NotFound` for an unknown context; the store's errors.
+    pub async fn unanswering(
+        &self,
+        ctx_id: u64,
+        clusters: &[String],
+        timeout: Duration,
+    ) -> Result<Vec<(String, emco_core::Error)>> {
+        use futures::StreamExt as _;
+        let reader = self.reader(ctx_id).await?;
+        let reader = &reader;
+        // Made before they are streamed: a closure inside the stream would make the future
+        // not `Send` for every lifetime, as a spawned driver needs.
+        let probes: Vec<_> = clusters
+            .iter()
+            .map(|c| async move { (c, reader.probe(c, timeout).await) })
+            .collect();
+        let answers: Vec<(&String, Result<()>)> = futures::stream::iter(probes)
+            .buffered(PROBES_AT_ONCE)
+            .collect()
+            .await;
+        Ok(answers
+            .into_iter()
+            .filter_map(|(c, answer)| answer.err().map(|e| (c.clone(), e)))
+            .collect())
     }
 
     /// Waits until context `ctx_id` has no task (its queue is processed), or the engine shuts

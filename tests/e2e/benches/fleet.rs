@@ -212,26 +212,68 @@ fn cpu_secs(pid: u32) -> f64 {
 /// The kernel's `USER_HZ` on Linux.
 const CLOCK_TICKS: f64 = 100.0;
 
-/// CPU seconds of two processes over a span of the run.
+/// The machine's count of TCP connections opened so far (`ActiveOpens` of /proc/net/snmp).
+fn tcp_opened() -> u64 {
+    let snmp = std::fs::read_to_string("/proc/net/snmp").unwrap_or_default();
+    let mut rows = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+    let (Some(names), Some(values)) = (rows.next(), rows.next()) else {
+        return 0;
+    };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == "ActiveOpens")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The machine's TCP sockets in TIME_WAIT (/proc/net/sockstat): each holds a local port, and
+/// connecting gets dearer as the ports toward one address fill up.
+fn tcp_time_wait() -> u64 {
+    let stat = std::fs::read_to_string("/proc/net/sockstat").unwrap_or_default();
+    stat.lines()
+        .find_map(|l| l.strip_prefix("TCP:"))
+        .and_then(|l| {
+            let mut words = l.split_whitespace();
+            while let Some(w) = words.next() {
+                if w == "tw" {
+                    return words.next()?.parse().ok();
+                }
+            }
+            None
+        })
+        .unwrap_or(0)
+}
+
+/// The peak of [`tcp_time_wait`] since the last [`Cpu::start`], kept by the sampler.
+static TIME_WAIT_PEAK: AtomicU64 = AtomicU64::new(0);
+
+/// CPU seconds of two processes, and the TCP connections opened, over a span of the run.
 struct Cpu {
     pids: (u32, u32),
     start: (f64, f64),
+    opened: u64,
 }
 
 impl Cpu {
     fn start(server: u32, kubesim: u32) -> Self {
+        TIME_WAIT_PEAK.store(0, Ordering::Relaxed);
         Self {
             pids: (server, kubesim),
             start: (cpu_secs(server), cpu_secs(kubesim)),
+            opened: tcp_opened(),
         }
     }
 
-    /// "server / kubesim" CPU seconds since the start.
+    /// "server / kubesim" CPU seconds since the start, with the connections opened meanwhile
+    /// (machine-wide: nearly all of them are the server's to kubesim) and the TIME_WAIT peak.
     fn spent(&self) -> String {
         format!(
-            "{:.1} / {:.1}",
+            "{:.1} / {:.1} ({} TCP connections opened, TIME_WAIT peak {})",
             cpu_secs(self.pids.0) - self.start.0,
-            cpu_secs(self.pids.1) - self.start.1
+            cpu_secs(self.pids.1) - self.start.1,
+            tcp_opened() - self.opened,
+            TIME_WAIT_PEAK.load(Ordering::Relaxed)
         )
     }
 }
@@ -672,6 +714,7 @@ async fn bench(p: &Params) -> String {
             while on.load(Ordering::Relaxed) {
                 s.sample();
                 k.sample();
+                TIME_WAIT_PEAK.fetch_max(tcp_time_wait(), Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
         })
@@ -989,6 +1032,21 @@ async fn bench(p: &Params) -> String {
         ),
     );
     t.row("CPU seconds of the rollout, server / kubesim", rolled_cpu);
+    // Each wave from its start to its gate passing (whole seconds, as the rollout records
+    // them): beside the wave's size, the fixed cost of a wave.
+    let secs = |w: &Value, at: &str| {
+        w[at]
+            .as_str()
+            .and_then(emco_core::time::parse_rfc3339)
+            .unwrap_or(0)
+    };
+    let spans: Vec<String> = run["waves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| format!("{} s", secs(w, "finished") - secs(w, "started")))
+        .collect();
+    t.row("each wave, started to passed", spans.join(", "));
 
     // Terminate, followed to Terminated.
     let cpu = Cpu::start(server.0.id(), kubesim_pid);

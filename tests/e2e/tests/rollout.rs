@@ -620,3 +620,54 @@ async fn unreachable_clusters_fail_a_wave_or_are_waited_for() {
     assert_eq!(code, 204, "{body}");
     env.remove(&phases).await.unwrap();
 }
+
+/// A cluster deregistered while a rollout runs (its label, then the cluster deleted, as EMCO
+/// lets a user decommission a site while apps run on it) leaves the rollout: its wave goes on
+/// without it and the rollout succeeds, where changing it would fail the wave and roll every
+/// cluster back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_deregistered_mid_rollout_leaves_it() {
+    const N: usize = 4;
+    let (env, _values, phases) = setup(N, Duration::from_millis(200)).await;
+    let policies = format!("{DIG}/rollout-policies");
+    let policy = json!({"metadata": {"name": "w"}, "spec": {
+        "waves": [{"clusters": ["c1"]}, {}],
+        "gates": {"progressDeadline": "30s", "bakeTime": "3s"},
+        "onFailure": "rollback"
+    }});
+    let (code, body) = send(&env, Method::POST, &policies, Some(policy)).await;
+    assert_eq!(code, 201, "{body}");
+    instantiate(&env, &phases).await;
+    wait_rollout(&env, "Succeeded", |r| r["state"] == "Succeeded").await;
+    ready_on(&env, &phases, N, GOOD).await;
+
+    put_server_chart(&env, BETTER).await;
+    let (code, body) = send(&env, Method::POST, &format!("{DIG}/update"), None).await;
+    assert_eq!(code, 202, "{body}");
+    wait_rollout(&env, "baking the canary", |r| {
+        r["waves"][0]["state"] == "Baking"
+    })
+    .await;
+    let c4 = "/v2/cluster-providers/kubesim/clusters/c4";
+    let (code, body) = send(&env, Method::DELETE, &format!("{c4}/labels/edge"), None).await;
+    assert_eq!(code, 204, "{body}");
+    let (code, body) = send(&env, Method::DELETE, c4, None).await;
+    assert_eq!(code, 204, "{body}");
+    let run = wait_rollout(&env, "over", |r| {
+        matches!(
+            r["state"].as_str(),
+            Some("Succeeded" | "RolledBack" | "Failed" | "Paused")
+        )
+    })
+    .await;
+    assert_eq!(run["state"], "Succeeded", "{run}");
+    assert_eq!(run["waves"][1]["left"], json!(["kubesim+c4"]), "{run}");
+    assert!(run["waves"][1].get("failures").is_none(), "{run}");
+    for c in ["c1", "c2", "c3"] {
+        assert_eq!(image_on(&env, c).await.as_deref(), Some(BETTER), "{c}");
+    }
+    // Nobody changes it any more: it runs what it ran when it left.
+    assert_eq!(image_on(&env, "c4").await.as_deref(), Some(GOOD));
+    let (code, body) = send(&env, Method::DELETE, &format!("{policies}/w"), None).await;
+    assert_eq!(code, 204, "{body}");
+}

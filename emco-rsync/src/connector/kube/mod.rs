@@ -127,6 +127,32 @@ pub struct KubeConnector {
     discovery: DiscoveryCache,
     /// The readiness watches, started on first use.
     watcher: OnceLock<Arc<ClusterWatcher>>,
+    /// When a request last succeeded.
+    answered: Answered,
+}
+
+/// An instant kept in an atomic: milliseconds after a process-wide base, 0 for never.
+#[derive(Debug, Default)]
+struct Answered(std::sync::atomic::AtomicU64);
+
+impl Answered {
+    fn base() -> tokio::time::Instant {
+        static BASE: OnceLock<tokio::time::Instant> = OnceLock::new();
+        *BASE.get_or_init(tokio::time::Instant::now)
+    }
+
+    fn mark(&self) {
+        let since = Self::base().elapsed().as_millis();
+        let ms = u64::try_from(since).unwrap_or(u64::MAX).max(1);
+        self.0.store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn get(&self) -> Option<tokio::time::Instant> {
+        match self.0.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => None,
+            ms => Some(Self::base() + Duration::from_millis(ms)),
+        }
+    }
 }
 
 impl std::fmt::Debug for KubeConnector {
@@ -184,6 +210,7 @@ impl KubeConnector {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             discovery: Arc::default(),
             watcher: OnceLock::new(),
+            answered: Answered::default(),
         }
     }
 
@@ -202,14 +229,18 @@ impl KubeConnector {
         what: &str,
         request: impl Future<Output = Result<T, ::kube::Error>>,
     ) -> Result<Result<T, ::kube::Error>> {
-        tokio::time::timeout(self.request_timeout, request)
+        let answer = tokio::time::timeout(self.request_timeout, request)
             .await
             .map_err(|_| {
                 Error::unavailable(format!(
                     "{what}: cluster {} did not answer within {:?}",
                     self.cluster, self.request_timeout
                 ))
-            })
+            })?;
+        if answer.is_ok() {
+            self.answered.mark();
+        }
+        Ok(answer)
     }
 
     /// The client, for callers that need more than the connector offers (watches).
@@ -459,6 +490,10 @@ impl Connector for KubeConnector {
 
     fn readiness_source(&self) -> Option<Arc<dyn ReadinessSource>> {
         Some(self.watcher())
+    }
+
+    fn last_answer(&self) -> Option<tokio::time::Instant> {
+        self.answered.get()
     }
 
     async fn health(&self) -> Result<()> {
