@@ -290,6 +290,8 @@ mod tests {
             WaveRun {
                 name: "rest".into(),
                 clusters: vec!["p+c2".into(), "p+c3".into()],
+                skipped: vec!["p+c2".into()],
+                left: vec!["p+c3".into()],
                 ..WaveRun::default()
             },
         ];
@@ -306,6 +308,14 @@ mod tests {
         assert!(text.contains("rest    Pending     2"), "{text}");
         assert!(
             text.contains("canary p+c1: not ready by the deadline"),
+            "{text}"
+        );
+        assert!(
+            text.contains("rest left out (not answering): p+c2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("rest left out (deregistered): p+c3"),
             "{text}"
         );
         r.state = RolloutState::WaitingForApproval;
