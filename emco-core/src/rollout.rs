@@ -787,6 +787,21 @@ pub struct RolloutRun {
     pub finished: String,
 }
 
+impl WaveRun {
+    /// The clusters it changes: its own less those left out (skipped or left).
+    pub fn changing(&self) -> impl Iterator<Item = &String> {
+        let out: HashSet<&str> = self
+            .skipped
+            .iter()
+            .chain(&self.left)
+            .map(String::as_str)
+            .collect();
+        self.clusters
+            .iter()
+            .filter(move |c| !out.contains(c.as_str()))
+    }
+}
+
 impl RolloutRun {
     /// The clusters its waves have changed so far: those of every wave up to the current one
     /// (its clusters may be part-changed), less those left out.
@@ -798,12 +813,7 @@ impl RolloutRun {
             if w.state == RolloutState::Pending {
                 continue;
             }
-            out.extend(
-                w.clusters
-                    .iter()
-                    .filter(|c| !w.skipped.contains(c) && !w.left.contains(c))
-                    .cloned(),
-            );
+            out.extend(w.changing().cloned());
         }
         if self.current + 1 >= self.waves.len()
             && self

@@ -550,10 +550,11 @@ impl Deployments {
             .rsync()
             .unanswering(ctx.id(), &run.catch_up, PROBE)
             .await?;
+        let silent: HashSet<String> = silent.into_iter().map(|(c, _)| c).collect();
         let back: Vec<String> = run
             .catch_up
             .iter()
-            .filter(|c| !silent.iter().any(|(s, _)| s == *c))
+            .filter(|c| !silent.contains(*c))
             .cloned()
             .collect();
         if back.is_empty() {
@@ -651,12 +652,7 @@ impl Deployments {
                 w.failures.clear();
                 w.skipped = skipped;
                 w.left = left;
-                let mut clusters: Vec<String> = w
-                    .clusters
-                    .iter()
-                    .filter(|c| !w.skipped.contains(c) && !w.left.contains(c))
-                    .cloned()
-                    .collect();
+                let mut clusters: Vec<String> = w.changing().cloned().collect();
                 if last {
                     clusters.extend(run.leaving.iter().cloned());
                 }
@@ -945,17 +941,10 @@ impl Deployments {
         custom: &[CustomHealth],
         healthy: &HashSet<String>,
     ) -> Result<Vec<(String, ClusterHealth)>> {
-        let skipped: HashSet<&str> = wave
-            .skipped
-            .iter()
-            .chain(&wave.left)
-            .map(String::as_str)
-            .collect();
         let wanted: HashSet<&str> = wave
-            .clusters
-            .iter()
+            .changing()
             .map(String::as_str)
-            .filter(|c| !skipped.contains(c) && !healthy.contains(*c))
+            .filter(|c| !healthy.contains(*c))
             .collect();
         // Custom health reads the resources of healthy clusters too.
         let mut states = self
@@ -963,11 +952,7 @@ impl Deployments {
             .resources_on(self.core.contexts(), ctx.id(), &wanted, !custom.is_empty())
             .await?;
         let mut out = Vec::with_capacity(wave.clusters.len());
-        for c in wave
-            .clusters
-            .iter()
-            .filter(|c| !skipped.contains(c.as_str()))
-        {
+        for c in wave.changing() {
             if !wanted.contains(c.as_str()) {
                 out.push((c.clone(), ClusterHealth::Healthy));
                 continue;

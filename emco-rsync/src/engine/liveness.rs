@@ -114,7 +114,8 @@ impl Leases {
             Arc::clone(conn),
             tx,
             self.config.interval,
-            (Arc::clone(&self.in_flight), Arc::clone(&self.metrics)),
+            Arc::clone(&self.in_flight),
+            Arc::clone(&self.metrics),
             stop.clone(),
         ));
         let lease = Arc::new(Lease {
@@ -145,7 +146,8 @@ async fn probe(
     conn: Arc<dyn Connector>,
     tx: watch::Sender<Contact>,
     interval: Duration,
-    (in_flight, metrics): (Arc<Semaphore>, Arc<RsyncMetrics>),
+    in_flight: Arc<Semaphore>,
+    metrics: Arc<RsyncMetrics>,
     stop: CancellationToken,
 ) {
     let mut last = SystemTime::now();
