@@ -11,7 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use emco_core::{Error, ErrorKind, Result};
 use futures::StreamExt;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::kv::{
     AppContextStore, Compare, EventKind, ListOptions, Op, Txn, WatchStream, compacted_revision,
@@ -439,8 +439,8 @@ pub async fn resource_store(store: &dyn ResourceStore, run: &str) -> Result<()> 
         .filter_map(|(k, _)| k.name().map(str::to_owned))
         .collect();
     check!(
-        names == ["c/slash", "ca", "cb"],
-        "list returns direct children of one type: {names:?}"
+        names == ["ca", "cb", "c/slash"],
+        "list returns direct children of one type in creation order: {names:?}"
     );
     check!(
         all.iter().all(|(k, _)| k.parent().as_ref() == Some(&p1)),
@@ -470,6 +470,7 @@ pub async fn resource_store(store: &dyn ResourceStore, run: &str) -> Result<()> 
     check!(both.len() == 1, "filters combine with and: {}", both.len());
     let tops = store.list(&root, "project", &[]).await?;
     check!(tops.len() == 2, "list under a parent: {}", tops.len());
+    creation_order(store, &p1).await?;
 
     // delete integrity
     let r = store.delete(&ca).await;
@@ -617,6 +618,60 @@ pub async fn resource_store(store: &dyn ResourceStore, run: &str) -> Result<()> 
     Ok(())
 }
 
+/// Lists answer in creation order, as EMCO's MongoDB does (EMCO: src/orchestrator/pkg/infra/db/
+/// mongo.go, `Find` reads without a sort, `Insert` updates in place with `$set`): an update
+/// keeps an object's place, one deleted and created again comes last, and filters keep the order.
+async fn creation_order(store: &dyn ResourceStore, parent: &ResourceKey) -> Result<()> {
+    let names = |listed: Vec<(ResourceKey, Value)>| -> Vec<String> {
+        listed
+            .iter()
+            .filter_map(|(k, _)| k.name().map(str::to_owned))
+            .collect()
+    };
+    for name in ["rsync", "gac", "dtc", "a-last"] {
+        store
+            .create(&parent.child("controller", name), &json!({"n": name}))
+            .await?;
+    }
+    let listed = names(store.list(parent, "controller", &[]).await?);
+    check!(
+        listed == ["rsync", "gac", "dtc", "a-last"],
+        "a list in creation order, not name order: {listed:?}"
+    );
+    store
+        .update(
+            &parent.child("controller", "rsync"),
+            &json!({"n": "changed"}),
+        )
+        .await?;
+    store
+        .put(
+            &parent.child("controller", "gac"),
+            &json!({"n": "upserted"}),
+            crate::PutMode::Upsert,
+        )
+        .await?;
+    store.delete(&parent.child("controller", "dtc")).await?;
+    store
+        .create(&parent.child("controller", "dtc"), &json!({"n": "again"}))
+        .await?;
+    let listed = names(store.list(parent, "controller", &[]).await?);
+    check!(
+        listed == ["rsync", "gac", "a-last", "dtc"],
+        "updates keep their place, a re-created object comes last: {listed:?}"
+    );
+    let filtered = names(
+        store
+            .list(parent, "controller", &[Filter::eq("n", "again")])
+            .await?,
+    );
+    check!(filtered == ["dtc"], "a filtered list: {filtered:?}");
+    for (k, _) in store.list(parent, "controller", &[]).await? {
+        store.delete(&k).await?;
+    }
+    Ok(())
+}
+
 /// [`ResourceStore::list_with_children`]: each child of one type with its own children of
 /// another, whatever sorts between them (`ca-x` between `ca` and `ca`'s children, escaped
 /// names), and nothing else below a child.
@@ -628,7 +683,7 @@ pub async fn families(store: &dyn ResourceStore, run: &str) -> Result<()> {
     let p = root.child("provider", "p");
     store.create(&root, &json!({})).await?;
     store.create(&p, &json!({})).await?;
-    for c in ["ca", "ca-x", "c/slash", "cb"] {
+    for c in ["ca", "c/slash", "ca-x", "cb"] {
         store
             .create(&p.child("cluster", c), &json!({"name": c}))
             .await?;
@@ -671,9 +726,10 @@ pub async fn families(store: &dyn ResourceStore, run: &str) -> Result<()> {
             )
         })
         .collect();
+    // Both levels in creation order.
     let want: Vec<(String, Vec<String>)> = [
+        ("ca", vec![r#"l2="l2""#, r#"l1="l1""#]),
         ("c/slash", vec![r#"s="s""#]),
-        ("ca", vec![r#"l1="l1""#, r#"l2="l2""#]),
         ("ca-x", vec![r#"x/1="x/1""#]),
         ("cb", vec![]),
     ]

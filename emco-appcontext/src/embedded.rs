@@ -33,12 +33,15 @@ use crate::kv::{KeyValue, ListOptions, ListPage, Txn, TxnResult};
 use crate::local::{self, Applied, Engine, KvView, LocalStore, Revs, SharedLog};
 use crate::resource::{
     BLOB_CHUNK, BlobStream, BlobVersion, Chunked, Expect, Family, FamilyScan, Filter, PutMode,
-    ResourceKey, ResourceStore, Scanned, check_put, matches_all, write_chunks,
+    ResourceKey, ResourceStore, Scanned, check_put, in_creation_order, matches_all, write_chunks,
 };
 
 const KV: TableDefinition<&str, &[u8]> = TableDefinition::new("appcontext");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const RES: TableDefinition<&str, &[u8]> = TableDefinition::new("resources");
+/// Encoded resource key -> its creation number, which lists are ordered by. Objects stored
+/// before this table existed have none and list first, in key order.
+const RES_CREATED: TableDefinition<&str, u64> = TableDefinition::new("resource_created");
 /// (encoded key, blob name) -> (upload id, size, chunk count)
 const BLOB_META: TableDefinition<(&str, &str), (u64, u64, u32)> = TableDefinition::new("blob_meta");
 /// (encoded key, blob name, upload id, chunk index) -> bytes
@@ -46,6 +49,8 @@ const BLOB_CHUNKS: TableDefinition<(&str, &str, u64, u32), &[u8]> =
     TableDefinition::new("blob_chunks");
 
 const REVISION: &str = "revision";
+/// The META entry holding the last resource creation number given.
+const LAST_CREATED: &str = "resource-created";
 
 /// The store's revision as `meta` (the META table, read or written) holds it.
 fn stored_revision(meta: &impl ReadableTable<&'static str, u64>) -> Result<u64> {
@@ -71,6 +76,12 @@ fn db_err(e: impl Into<redb::Error>) -> Error {
         _ => format!("embedded store: {e}"),
     };
     Error::unavailable(message).with_source(e)
+}
+
+/// The creation number of the resource stored under `key` (0 for one stored before they were
+/// kept).
+fn created(order: &impl ReadableTable<&'static str, u64>, key: &str) -> Result<u64> {
+    Ok(order.get(key).map_err(db_err)?.map_or(0, |g| g.value()))
 }
 
 fn corrupt(what: &str) -> Error {
@@ -147,6 +158,7 @@ impl RedbBuilder {
         let revision = {
             tx.open_table(KV).map_err(db_err)?;
             tx.open_table(RES).map_err(db_err)?;
+            tx.open_table(RES_CREATED).map_err(db_err)?;
             let meta = tx.open_table(BLOB_META).map_err(db_err)?;
             let mut chunks = tx.open_table(BLOB_CHUNKS).map_err(db_err)?;
             let mut orphans = Vec::new();
@@ -615,6 +627,17 @@ impl ResourceStore for RedbResourceStore {
                     return Ok(Err(refused));
                 }
                 table.insert(enc.as_str(), doc.as_slice()).map_err(db_err)?;
+                if !exists {
+                    let mut meta = tx.open_table(META).map_err(db_err)?;
+                    let created = meta
+                        .get(LAST_CREATED)
+                        .map_err(db_err)?
+                        .map_or(0, |g| g.value())
+                        + 1;
+                    meta.insert(LAST_CREATED, created).map_err(db_err)?;
+                    let mut order = tx.open_table(RES_CREATED).map_err(db_err)?;
+                    order.insert(enc.as_str(), created).map_err(db_err)?;
+                }
                 Ok(Ok(()))
             })
             .await
@@ -644,6 +667,7 @@ impl ResourceStore for RedbResourceStore {
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(db_err)?;
             let table = tx.open_table(RES).map_err(db_err)?;
+            let order = tx.open_table(RES_CREATED).map_err(db_err)?;
             let mut out = Vec::new();
             for row in table.range::<&str>(from(&prefix)).map_err(db_err)? {
                 let (k, v) = row.map_err(db_err)?;
@@ -656,10 +680,11 @@ impl ResourceStore for RedbResourceStore {
                 let doc: Value = serde_json::from_slice(v.value())
                     .map_err(|e| corrupt("document").with_source(e))?;
                 if matches_all(&doc, &filters) {
-                    out.push((ResourceKey::decode(k.value())?, doc));
+                    let created = created(&order, k.value())?;
+                    out.push((created, (ResourceKey::decode(k.value())?, doc)));
                 }
             }
-            Ok(out)
+            Ok(in_creation_order(out))
         })
         .await
     }
@@ -674,6 +699,7 @@ impl ResourceStore for RedbResourceStore {
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(db_err)?;
             let table = tx.open_table(RES).map_err(db_err)?;
+            let order = tx.open_table(RES_CREATED).map_err(db_err)?;
             let prefix = scan.prefix().to_owned();
             for row in table.range::<&str>(from(&prefix)).map_err(db_err)? {
                 let (k, v) = row.map_err(db_err)?;
@@ -683,7 +709,7 @@ impl ResourceStore for RedbResourceStore {
                     Scanned::Wanted => {
                         let doc: Value = serde_json::from_slice(v.value())
                             .map_err(|e| corrupt("document").with_source(e))?;
-                        scan.add(k.value(), doc)?;
+                        scan.add(k.value(), created(&order, k.value())?, doc)?;
                     }
                 }
             }
@@ -710,6 +736,8 @@ impl ResourceStore for RedbResourceStore {
                     return Ok(Err(Error::conflict(format!("{key} has children"))));
                 }
                 table.remove(enc.as_str()).map_err(db_err)?;
+                let mut order = tx.open_table(RES_CREATED).map_err(db_err)?;
+                order.remove(enc.as_str()).map_err(db_err)?;
                 let mut meta = tx.open_table(BLOB_META).map_err(db_err)?;
                 let mut chunks = tx.open_table(BLOB_CHUNKS).map_err(db_err)?;
                 let mut blobs = Vec::new();

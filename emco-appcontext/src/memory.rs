@@ -15,7 +15,7 @@ use crate::kv::{KeyValue, ListOptions, ListPage, Txn, TxnResult};
 use crate::local::{self, Engine, KvView, LocalStore, Revs, SharedLog};
 use crate::resource::{
     BlobStream, BlobVersion, Expect, Family, FamilyScan, Filter, PutMode, ResourceKey,
-    ResourceStore, Scanned, check_put, matches_all,
+    ResourceStore, Scanned, check_put, in_creation_order, matches_all,
 };
 
 fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -162,7 +162,10 @@ type StoredBlob = (BlobVersion, std::sync::Arc<Vec<Bytes>>);
 
 #[derive(Debug, Default)]
 struct ResState {
-    docs: BTreeMap<String, Value>,
+    /// Encoded key -> creation number and document.
+    docs: BTreeMap<String, (u64, Value)>,
+    /// The last creation number given.
+    created: u64,
     /// (encoded key, blob name) -> version and chunks.
     blobs: BTreeMap<(String, String), StoredBlob>,
 }
@@ -188,14 +191,19 @@ impl ResourceStore for InMemoryResourceStore {
             Some(p) if !p.is_root() => s.docs.contains_key(&p.encode()?),
             _ => true,
         };
-        check_put(key, mode, parent_exists, s.docs.contains_key(&enc))?;
-        s.docs.insert(enc, value.clone());
+        let kept = s.docs.get(&enc).map(|(created, _)| *created);
+        check_put(key, mode, parent_exists, kept.is_some())?;
+        let created = kept.unwrap_or_else(|| {
+            s.created += 1;
+            s.created
+        });
+        s.docs.insert(enc, (created, value.clone()));
         Ok(())
     }
 
     async fn get(&self, key: &ResourceKey) -> Result<Option<Value>> {
         let enc = key.encode()?;
-        Ok(guard(&self.0).docs.get(&enc).cloned())
+        Ok(guard(&self.0).docs.get(&enc).map(|(_, v)| v.clone()))
     }
 
     async fn list(
@@ -207,16 +215,16 @@ impl ResourceStore for InMemoryResourceStore {
         let prefix = parent.children_prefix(child_type)?;
         let s = guard(&self.0);
         let mut out = Vec::new();
-        for (k, v) in s.docs.range::<str, _>(from(&prefix)) {
+        for (k, (created, v)) in s.docs.range::<str, _>(from(&prefix)) {
             let Some(rest) = k.strip_prefix(&prefix) else {
                 break;
             };
             if rest.contains('/') || !matches_all(v, filters) {
                 continue;
             }
-            out.push((ResourceKey::decode(k)?, v.clone()));
+            out.push((*created, (ResourceKey::decode(k)?, v.clone())));
         }
-        Ok(out)
+        Ok(in_creation_order(out))
     }
 
     async fn list_with_children(
@@ -227,11 +235,11 @@ impl ResourceStore for InMemoryResourceStore {
     ) -> Result<Vec<Family>> {
         let mut scan = FamilyScan::new(parent, child_type, grandchild_type)?;
         let s = guard(&self.0);
-        for (k, v) in s.docs.range::<str, _>(from(scan.prefix())) {
+        for (k, (created, v)) in s.docs.range::<str, _>(from(scan.prefix())) {
             match scan.classify(k) {
                 Scanned::Done => break,
                 Scanned::Skip => {}
-                Scanned::Wanted => scan.add(k, v.clone())?,
+                Scanned::Wanted => scan.add(k, *created, v.clone())?,
             }
         }
         Ok(scan.finish())

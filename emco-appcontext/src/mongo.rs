@@ -11,8 +11,10 @@
 //! ```
 //!
 //! Collections: `resources` holds one document per object, `{_id: <encoded key>, parent:
-//! <encoded parent key>, kind: <type>, json: <the document as JSON text>, doc: <the document as
-//! BSON>}`; the JSON text is authoritative (it round-trips every JSON number exactly), the BSON
+//! <encoded parent key>, kind: <type>, created: <creation number>, json: <the document as JSON
+//! text>, doc: <the document as BSON>}`; `counters` holds the last creation number given (`{_id:
+//! "resources", n}`), which lists are ordered by, as EMCO's MongoDB answers in insertion order.
+//! The JSON text is authoritative (it round-trips every JSON number exactly), the BSON
 //! copy serves list filters as dotted-path queries (`doc.spec.labels: "edge"`). Blobs are
 //! GridFS-like: `blob_chunks` holds 1 MiB chunks `{upload, n, data}` and `blob_meta` points a
 //! `(key, name)` at the upload whose chunks are current.
@@ -28,7 +30,7 @@
 //!
 //! The tests run against `nx-27017`, a MongoDB wire-protocol server, not a real mongod (none
 //! is installable in CI); the queries used are plain equality on `_id` and dotted paths, sort by
-//! `_id`/`n`, and single-document writes, which both answer the same way.
+//! `_id`/`n`, `$set` and `$inc`, and single-document writes, which both answer the same way.
 
 use std::fmt;
 
@@ -43,7 +45,7 @@ use serde_json::Value;
 
 use crate::resource::{
     BLOB_CHUNK, BlobStream, BlobVersion, Chunked, Expect, Family, Filter, PutMode, ResourceKey,
-    ResourceStore, check_put, write_chunks,
+    ResourceStore, check_put, in_creation_order, write_chunks,
 };
 
 fn mongo_err(e: mongodb::error::Error) -> Error {
@@ -60,6 +62,15 @@ fn is_duplicate(e: &mongodb::error::Error) -> bool {
         MongoKind::Write(WriteFailure::WriteError(w)) => w.code == 11000,
         MongoKind::Command(c) => c.code == 11000,
         _ => false,
+    }
+}
+
+/// An integer field, whichever width the server chose to store it in.
+fn integer(b: &Bson) -> Option<i64> {
+    match b {
+        Bson::Int64(n) => Some(*n),
+        Bson::Int32(n) => Some(i64::from(*n)),
+        _ => None,
     }
 }
 
@@ -118,6 +129,7 @@ impl MongoBuilder {
         let store = MongoResourceStore {
             db: db.clone(),
             resources: db.collection("resources"),
+            counters: db.collection("counters"),
             meta: db.collection("blob_meta"),
             chunks: db.collection("blob_chunks"),
         };
@@ -147,6 +159,7 @@ impl MongoBuilder {
 pub struct MongoResourceStore {
     db: mongodb::Database,
     resources: Collection<Document>,
+    counters: Collection<Document>,
     meta: Collection<Document>,
     chunks: Collection<Document>,
 }
@@ -174,7 +187,7 @@ fn check_blob_name(name: &str) -> Result<()> {
 }
 
 impl MongoResourceStore {
-    /// The documents `query` finds, in key order, with their keys.
+    /// The documents `query` finds, in creation order, with their keys.
     async fn find_docs(&self, query: Document) -> Result<Vec<(ResourceKey, Value)>> {
         let mut cursor = self
             .resources
@@ -189,9 +202,32 @@ impl MongoResourceStore {
             let json = d.get_str("json").map_err(|_| corrupt("resource"))?;
             let value: Value =
                 serde_json::from_str(json).map_err(|e| corrupt("resource").with_source(e))?;
-            out.push((ResourceKey::decode(id)?, value));
+            // Sorted here, not by the server: documents stored before creation numbers were
+            // kept have none, and list first in key order.
+            let created = d.get("created").and_then(integer).unwrap_or(0);
+            out.push((
+                u64::try_from(created).unwrap_or(0),
+                (ResourceKey::decode(id)?, value),
+            ));
         }
-        Ok(out)
+        Ok(in_creation_order(out))
+    }
+
+    /// The next creation number: one atomic increment, so replicas sharing the database never
+    /// give one twice.
+    async fn next_created(&self) -> Result<i64> {
+        let counter = self
+            .counters
+            .find_one_and_update(doc! {"_id": "resources"}, doc! {"$inc": {"n": 1_i64}})
+            .upsert(true)
+            .return_document(mongodb::options::ReturnDocument::After)
+            .await
+            .map_err(mongo_err)?
+            .ok_or_else(|| corrupt("creation counter"))?;
+        counter
+            .get("n")
+            .and_then(integer)
+            .ok_or_else(|| corrupt("creation counter"))
     }
 
     async fn exists(&self, enc: &str) -> Result<bool> {
@@ -210,7 +246,8 @@ impl MongoResourceStore {
         }
     }
 
-    fn record(key: &ResourceKey, enc: &str, value: &Value) -> Result<Document> {
+    /// What a write sets: everything but `_id` and `created`.
+    fn record(key: &ResourceKey, value: &Value) -> Result<Document> {
         let json = serde_json::to_string(value)
             .map_err(|e| Error::invalid("the document is not serializable").with_source(e))?;
         let bson_doc = bson::to_bson(value)
@@ -221,7 +258,6 @@ impl MongoResourceStore {
             .transpose()?
             .unwrap_or_default();
         Ok(doc! {
-            "_id": enc,
             "parent": parent,
             "kind": key.kind().unwrap_or_default(),
             "json": json,
@@ -250,11 +286,10 @@ impl MongoResourceStore {
     async fn create(&self, key: &ResourceKey, enc: &str, value: &Value) -> Result<()> {
         let parent_exists = self.parent_exists(key).await?;
         check_put(key, PutMode::Create, parent_exists, false)?;
-        match self
-            .resources
-            .insert_one(Self::record(key, enc, value)?)
-            .await
-        {
+        let mut record = Self::record(key, value)?;
+        record.insert("_id", enc);
+        record.insert("created", self.next_created().await?);
+        match self.resources.insert_one(record).await {
             Ok(_) => {}
             Err(e) if is_duplicate(&e) => {
                 return Err(Error::already_exists(format!("{key} already exists")));
@@ -292,11 +327,12 @@ impl ResourceStore for MongoResourceStore {
         if mode == PutMode::Create {
             return self.create(key, &enc, value).await;
         }
-        let record = Self::record(key, &enc, value)?;
+        // `$set`, not a replace: the object keeps its creation number.
+        let set = doc! {"$set": Self::record(key, value)?};
         for _ in 0..3 {
             let r = self
                 .resources
-                .replace_one(doc! {"_id": &enc}, &record)
+                .update_one(doc! {"_id": &enc}, set.clone())
                 .await
                 .map_err(mongo_err)?;
             if r.matched_count > 0 {

@@ -409,13 +409,25 @@ pub fn check_put(
 /// answers per child.
 pub type Family = ((ResourceKey, Value), Vec<(ResourceKey, Value)>);
 
+/// Sorts `(creation number, item)` pairs into creation order and drops the numbers. Stable, so
+/// objects without a number (stored before numbers were kept: all 0) stay in key order, first.
+pub(crate) fn in_creation_order<T>(mut items: Vec<(u64, T)>) -> Vec<T> {
+    items.sort_by_key(|(created, _)| *created);
+    items.into_iter().map(|(_, item)| item).collect()
+}
+
+/// An object's creation number, key and document.
+type Numbered = (u64, (ResourceKey, Value));
+
 /// [`ResourceStore::list_with_children`] over one scan of the storage keys that start with
-/// the children's prefix, in key order, for the backends that keep encoded keys sorted.
+/// the children's prefix, for the backends that keep encoded keys sorted; answers in creation
+/// order.
 pub(crate) struct FamilyScan {
     prefix: String,
     /// `<grandchild type>/`, escaped: what follows a child's name in a grandchild's key.
     marker: String,
-    families: Vec<Family>,
+    /// Each family with its child's creation number, its grandchildren's beside them.
+    families: Vec<(Numbered, Vec<Numbered>)>,
     /// A child's escaped name -> its index in `families`. A grandchild's key can sort after
     /// another child's (`c1-a` before `c1/label/x`), so it is placed by name.
     index: std::collections::HashMap<String, usize>,
@@ -471,22 +483,22 @@ impl FamilyScan {
         }
     }
 
-    /// Adds the wanted key `key` with its document.
+    /// Adds the wanted key `key` with its document and creation number.
     ///
     /// # Errors
     /// `Internal` for a key that does not decode.
-    pub(crate) fn add(&mut self, key: &str, doc: Value) -> Result<()> {
+    pub(crate) fn add(&mut self, key: &str, created: u64, doc: Value) -> Result<()> {
         let decoded = ResourceKey::decode(key)?;
         let rest = &key[self.prefix.len()..];
         match rest.split_once('/') {
             None => {
                 self.index.insert(rest.to_owned(), self.families.len());
-                self.families.push(((decoded, doc), Vec::new()));
+                self.families.push(((created, (decoded, doc)), Vec::new()));
             }
             Some((child, _)) => {
                 // A grandchild sorts after its parent, so the parent is known by now.
                 if let Some(&i) = self.index.get(child) {
-                    self.families[i].1.push((decoded, doc));
+                    self.families[i].1.push((created, (decoded, doc)));
                 }
             }
         }
@@ -494,7 +506,12 @@ impl FamilyScan {
     }
 
     pub(crate) fn finish(self) -> Vec<Family> {
-        self.families
+        let families = self
+            .families
+            .into_iter()
+            .map(|((created, child), below)| (created, (child, in_creation_order(below))))
+            .collect();
+        in_creation_order(families)
     }
 }
 
@@ -514,7 +531,9 @@ pub trait ResourceStore: Debug + Send + Sync + 'static {
     /// The document of `key`, or `None`.
     async fn get(&self, key: &ResourceKey) -> Result<Option<Value>>;
 
-    /// The children of `parent` of type `child_type` that pass every filter, in key order.
+    /// The children of `parent` of type `child_type` that pass every filter, in the order they
+    /// were created (an update keeps an object's place; deleted and created again, it comes
+    /// last): EMCO's MongoDB answers in insertion order, and its clients see that order.
     async fn list(
         &self,
         parent: &ResourceKey,
@@ -523,7 +542,7 @@ pub trait ResourceStore: Debug + Send + Sync + 'static {
     ) -> Result<Vec<(ResourceKey, Value)>>;
 
     /// The children of `parent` of type `child_type`, each with its own children of type
-    /// `grandchild_type`, in key order: one read where a list per child would take one each
+    /// `grandchild_type`, both in creation order: one read where a list per child would take one each
     /// (clusters with their labels, for every cluster of a provider). The default lists them
     /// one by one; the backends read them in one go.
     async fn list_with_children(

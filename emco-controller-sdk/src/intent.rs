@@ -211,7 +211,7 @@ impl ControllerContext {
     }
 
     /// The intents of type `C` under `parent` (a key returned by [`intent`](Self::intent) or by
-    /// this method's caller), in name order, each with its key.
+    /// this method's caller), in creation order, each with its key.
     ///
     /// # Errors
     /// `NotFound` when `parent` does not exist; `FailedPrecondition` without a resource store.

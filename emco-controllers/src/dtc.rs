@@ -555,7 +555,7 @@ impl ActionController for Dtc {
         let mut subs = Collection::<DtcController>::new(store, DTC_CONTROLLER)
             .list(&ResourceKey::root(), &[])
             .await?;
-        // Stable, so equal priorities keep name order.
+        // Stable, so equal priorities keep the order they were registered in.
         subs.sort_by_key(|c| std::cmp::Reverse(c.spec.priority));
         let mut registry = ControllerRegistry::new(self.stores.clone());
         for (name, sub) in &self.subs {

@@ -14,7 +14,8 @@
 //!   when it has none), then those customizations are applied to it;
 //! - an existing resource (`name+Kind` from `resourceGVK`) is customized on every cluster that
 //!   has it; a resource no cluster has is an error;
-//! - customizations run in name order: the ConfigMap/Secret data keys from files (Secret values
+//! - customizations run in the order they were created (EMCO's gac reads them from its DB in
+//!   insertion order): the ConfigMap/Secret data keys from files (Secret values
 //!   base64; `mergePatch: "true"` merges a JSON/YAML file into the key's current JSON/YAML
 //!   value with RFC 7386), then the patch (`patchType` `json`: RFC 6902 operations; `merge`:
 //!   each element of `patchJson` as an RFC 7386 merge patch).
@@ -437,9 +438,7 @@ pub async fn apply(
                 Error::not_found(format!("app {app} is not in the AppContext")).within(&what),
             );
         }
-        let mut customizations: Vec<&(Customization, Files)> =
-            input.customizations.iter().collect();
-        customizations.sort_by(|a, b| a.0.metadata.name.cmp(&b.0.metadata.name));
+        let customizations: Vec<&(Customization, Files)> = input.customizations.iter().collect();
         let new_object = if r.is_new() {
             let file = input
                 .file

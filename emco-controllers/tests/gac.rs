@@ -105,6 +105,10 @@ async fn fixture() -> (Stores, u64) {
     let scale: Customization = from(json!({"metadata": {"name": "scale"}, "spec": {
         "patchType": "json", "patchJson": [{"op": "replace", "path": "/spec/replicas", "value": 4}]}}));
     cs.create(&wkey, &scale).await.unwrap();
+    // Created after `scale`, so applied after it although its name sorts first.
+    let rescale: Customization = from(json!({"metadata": {"name": "a-rescale"}, "spec": {
+        "patchType": "json", "patchJson": [{"op": "replace", "path": "/spec/replicas", "value": 6}]}}));
+    cs.create(&wkey, &rescale).await.unwrap();
     // The ConfigMap filled from an uploaded file.
     rs.create(&gkey, &res("cfg", "ConfigMap", "cfg", "false"))
         .await
@@ -167,9 +171,12 @@ async fn gac_applies_the_intent_named_in_the_dig() {
             .await
             .is_none()
     );
+    // Customizations run in creation order, the last one's patch winning (EMCO:
+    // src/genericactioncontroller/internal/action/action.go ranges over the customizations as
+    // its DB lists them, in insertion order).
     for c in ["p+edge1", "p+core1"] {
         let d = get(&stores, id, c, "web+Deployment").await.unwrap();
-        assert_eq!(d["spec"]["replicas"], 4);
+        assert_eq!(d["spec"]["replicas"], 6);
         let cm = get(&stores, id, c, "cfg+ConfigMap").await.unwrap();
         assert_eq!(cm["data"], json!({"motd": "hi"}));
     }

@@ -291,6 +291,8 @@ async fn fleet(
         }
         page.providers.push(provider);
     }
+    // A filter's choices read best sorted; the clusters stay in the API's (creation) order.
+    page.providers.sort();
     Ok(json_response(StatusCode::OK, &page))
 }
 

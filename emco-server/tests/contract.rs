@@ -840,6 +840,35 @@ async fn orchestrator_table(rec: &Recorder) {
             "controllerhandler.go putHandler: always 201",
         ),
         row(
+            "POST",
+            "/v2/controllers",
+            Some(
+                json!({"metadata": {"name": "b0"}, "spec": {"host": "h", "port": 9002, "type": "placement"}}),
+            ),
+            201,
+            Any,
+            "controllerhandler.go createHandler",
+        ),
+        row(
+            "GET",
+            "/v2/controllers",
+            None,
+            200,
+            Json(json!([
+                {"metadata": meta("c1"), "spec": {"host": "h", "port": 9001, "type": "action", "priority": 3}},
+                {"metadata": meta("b0"), "spec": {"host": "h", "port": 9002, "type": "placement", "priority": 0}}])),
+            "controllerhandler.go getHandler: in insertion order (infra/db/mongo.go Find has no \
+             sort), an update keeping its place",
+        ),
+        row(
+            "DELETE",
+            "/v2/controllers/b0",
+            None,
+            204,
+            Empty,
+            "controllerhandler.go deleteHandler",
+        ),
+        row(
             "GET",
             "/v2/controllers/x",
             None,
@@ -1796,10 +1825,11 @@ async fn clm_table(rec: &Recorder) {
             format!("{cp}/edge/cluster-sync-objects"),
             None,
             200,
+            // In creation order, as EMCO's MongoDB lists them.
             Json(json!([
+                {"metadata": meta("s1"), "spec": {"kv": [{"gitRepo": "s"}]}},
                 {"metadata": meta("git"), "spec": {"kv": [
-                    {"gitType": "github"}, {"userName": "u"}, {"gitToken": "********"}]}},
-                {"metadata": meta("s1"), "spec": {"kv": [{"gitRepo": "s"}]}}])),
+                    {"gitType": "github"}, {"userName": "u"}, {"gitToken": "********"}]}}])),
             "differs: EMCO lists the token; ours masks credentials in lists (#20)",
         ),
         row(

@@ -188,7 +188,9 @@ async fn the_fleet_is_searched_filtered_and_paged_with_rsyncs_reachability() {
     );
     assert_eq!(all["providers"], json!(["core", "edge-a"]));
     assert_eq!(all["labels"], json!(["edge"]));
-    assert_eq!(all["items"][0]["reach"], "unknown");
+    // The clusters in the order they were registered, as the API lists them.
+    assert_eq!(names(&all)[..2], ["edge-a+a1", "edge-a+a2"]);
+    assert_eq!(all["items"][4]["reach"], "unknown");
 
     let labelled = ui.json("/ui/api/fleet?label=edge").await;
     assert_eq!(names(&labelled), ["edge-a+a1", "edge-a+a2", "edge-a+a3"]);
@@ -204,7 +206,7 @@ async fn the_fleet_is_searched_filtered_and_paged_with_rsyncs_reachability() {
     assert_eq!(names(&by_provider), ["edge-a+a3"]);
     // Pages: the totals stay those of the whole fleet.
     let page = ui.json("/ui/api/fleet?offset=2&limit=2").await;
-    assert_eq!(names(&page), ["edge-a+a1", "edge-a+a2"]);
+    assert_eq!(names(&page), ["edge-a+a3", "core+k1"]);
     assert_eq!(
         (page["matched"].clone(), page["offset"].clone()),
         (json!(5), json!(2))

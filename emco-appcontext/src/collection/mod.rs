@@ -236,7 +236,7 @@ impl<T: Object> Collection<T> {
         }
     }
 
-    /// The objects under `parent` that pass `filters`, in name order.
+    /// The objects under `parent` that pass `filters`, in creation order.
     ///
     /// # Errors
     /// NotFound when `parent` (or an ancestor the wording names) does not exist.

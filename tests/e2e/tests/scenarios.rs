@@ -506,28 +506,28 @@ async fn single_cluster_vfw(env: &Env) -> Result<()> {
         json!({"interface": interface, "name": network, "defaultGateway": "false",
             "ipAddress": ip})
     };
-    // Our intents list by name, EMCO's in insertion order: the same interfaces.
+    // The interfaces in the order the file creates them, as EMCO lists them (insertion order).
     for (name, want) in [
         (
             "r1-packetgen",
             vec![
-                interface("eth2", "emco-private-net", "10.10.20.2"),
                 interface("eth1", "unprotected-private-net", "192.168.10.2"),
+                interface("eth2", "emco-private-net", "10.10.20.2"),
             ],
         ),
         (
             "r1-firewall",
             vec![
                 interface("eth3", "emco-private-net", "10.10.20.3"),
-                interface("eth2", "protected-private-net", "192.168.20.2"),
                 interface("eth1", "unprotected-private-net", "192.168.10.3"),
+                interface("eth2", "protected-private-net", "192.168.20.2"),
             ],
         ),
         (
             "r1-sink",
             vec![
-                interface("eth2", "emco-private-net", "10.10.20.4"),
                 interface("eth1", "protected-private-net", "192.168.20.3"),
+                interface("eth2", "emco-private-net", "10.10.20.4"),
             ],
         ),
     ] {
@@ -2533,12 +2533,12 @@ async fn sfc_example(env: &Env) -> Result<()> {
         json!({"gatewayIp": gateway, "networkName": name, "subnet": subnet,
             "podSelector": selector(v), "namespaceSelector": selector(v)})
     };
-    // One entry per client selector of the end, the provider networks on the first ones; our
-    // intents list by name, EMCO's in insertion order (leftclient2 first there).
+    // One entry per client selector of the end in the order they were created (leftclient2
+    // first, as EMCO lists them), the provider networks on the first ones.
     let want = json!({"chainType": "Routing", "routingSpec": {
         "namespace": "default",
         "networkChain": "net=virtual-net1,app=slb,net=dynamic-net1,app=ngfw,net=dynamic-net2,app=sdewan,net=virtual-net2",
-        "left": [end("head", Some(("left-pnetwork", 1))), end("head2", None)],
+        "left": [end("head2", Some(("left-pnetwork", 1))), end("head", None)],
         "right": [end("tail", Some(("right-pnetwork", 2))), end("tail2", None)]}});
     if chaining.data["spec"] != want {
         return Err(Error::internal(format!(
@@ -2560,9 +2560,7 @@ async fn sfc_example(env: &Env) -> Result<()> {
         ("ngfw", &ngfw[..]),
         ("sdewan", &sdewan[..]),
     ] {
-        // ovnaction lists the interface intents by name: `<app>_<network>_<interface>`.
-        let mut ifs = ifs.to_vec();
-        ifs.sort_unstable();
+        // In the order the file creates the interface intents, as EMCO lists them.
         let want: Vec<Value> = ifs
             .iter()
             .map(|(net, i)| json!({"interface": i, "name": net, "defaultGateway": "false"}))
