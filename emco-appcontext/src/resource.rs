@@ -5,7 +5,7 @@ use std::fmt::{self, Debug};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use emco_core::{Error, Result};
+use emco_core::{Error, Found, Result};
 use futures::stream::BoxStream;
 use serde_json::Value;
 
@@ -277,11 +277,7 @@ pub async fn read_blob_versioned(
     key: &ResourceKey,
     name: &str,
 ) -> Result<Option<(Vec<u8>, BlobVersion)>> {
-    match read_whole_blob(store, key, name).await {
-        Ok(found) => Ok(Some(found)),
-        Err(e) if e.kind() == emco_core::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
+    read_whole_blob(store, key, name).await.found()
 }
 
 /// [`read_blob_versioned`] with a missing blob (or object) as the store's `NotFound`.

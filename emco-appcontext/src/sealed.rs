@@ -29,7 +29,7 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use bytes::Bytes;
 use emco_core::lifecycle::dig::StateInfo;
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{Error, ErrorKind, Found, Result};
 use futures::TryStreamExt as _;
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::rand::{SecureRandom as _, SystemRandom};
@@ -323,11 +323,8 @@ impl SealedStore {
         }
         let mut resealed = self.reseal_fields().await?;
         for (key, name) in places {
-            match self.read_secret(&key, &name).await {
-                Ok((_, _, true)) => resealed += 1,
-                Ok(_) => {}
-                Err(e) if e.kind() == ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
+            if let Some((_, _, true)) = self.read_secret(&key, &name).await.found()? {
+                resealed += 1;
             }
         }
         Ok(resealed)

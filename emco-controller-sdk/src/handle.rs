@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use emco_appcontext::context::{AppDependency, MAX_TXN_OPS};
 use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, Op, Txn};
+use emco_core::ResourceName;
 use emco_core::{Error, Result};
 use serde_json::Value;
 
@@ -33,7 +34,7 @@ pub fn resource_name(object: &Value) -> Result<String> {
             "a Kubernetes object needs a kind and a metadata.name to be put in an AppContext",
         ));
     }
-    Ok(format!("{name}+{kind}"))
+    Ok(ResourceName::new(name, kind).to_string())
 }
 
 /// Parses the YAML text of a resource into a JSON value.

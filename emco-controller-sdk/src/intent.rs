@@ -39,23 +39,25 @@ impl IntentParent for Dig {
     }
 }
 
-/// An intent type of a controller.
+/// An intent type of a controller, declared with `#[derive(Object)]` and `#[intent(...)]`
+/// (emco-core's `Object`; the facade's `emco::Object`).
 ///
 /// ```
 /// use emco_controller_sdk::intent::{Dig, IntentType};
-/// use emco_core::{Metadata, Result, Validate, model::Named};
+/// use emco_core::{Metadata, Object};
 /// use serde::{Deserialize, Serialize};
 ///
-/// #[derive(Serialize, Deserialize)]
+/// #[derive(Serialize, Deserialize, Object)]
+/// #[object(metadata)]
+/// #[intent(parent = Dig, segment = "label-intents", param = "labelIntent")]
 /// struct LabelIntent { metadata: Metadata }
-/// impl Validate for LabelIntent { fn validate(&self) -> Result<()> { Ok(()) } }
-/// impl Named for LabelIntent { fn name(&self) -> &str { &self.metadata.name } }
-/// impl IntentType for LabelIntent {
-///     type Parent = Dig;
-///     const SEGMENT: &'static str = "label-intents";
-///     const PARAM: &'static str = "labelIntent";
-/// }
+///
+/// #[derive(Serialize, Deserialize, Object)]
+/// #[intent(parent = LabelIntent, segment = "labels", param = "label")]
+/// struct Label { metadata: Metadata }
+///
 /// assert!(LabelIntent::collection_path().ends_with("/{deploymentIntentGroup}/label-intents"));
+/// assert!(Label::collection_path().ends_with("/label-intents/{labelIntent}/labels"));
 /// ```
 pub trait IntentType: Object {
     /// The parent: [`Dig`] or another intent type.

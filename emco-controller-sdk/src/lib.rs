@@ -76,3 +76,15 @@ pub use controller::{
 pub use handle::{ContextHandle, resource_name, set_field};
 pub use intent::{Dig, IntentType};
 pub use server::Server;
+
+// `#[derive(Object)]` names this crate `::emco_controller_sdk` everywhere, here too.
+extern crate self as emco_controller_sdk;
+
+/// What `#[derive(Object)]`'s `#[intent(...)]` implements, at one path whatever re-exports
+/// this crate.
+#[doc(hidden)]
+pub mod __derive {
+    pub use crate::intent::IntentType;
+    pub use emco_appcontext::ResourceStore;
+    pub use emco_appcontext::collection::{Collection, Wording};
+}

@@ -10,15 +10,15 @@ use async_trait::async_trait;
 use axum::body::Body;
 use emco_appcontext::{InMemoryResourceStore, ResourceKey, ResourceStore};
 use emco_controller_sdk::rest::{Hook, KeyPattern, Routes};
-use emco_core::model::Named;
-use emco_core::{Error, Metadata, Result, Validate};
+use emco_core::{Error, Metadata, Object, Result};
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[object(metadata, check = ScaleIntent::check)]
 struct ScaleIntent {
     metadata: Metadata,
     #[serde(default)]
@@ -31,19 +31,12 @@ struct ScaleSpec {
     replicas: u32,
 }
 
-impl Validate for ScaleIntent {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
+impl ScaleIntent {
+    fn check(&self) -> Result<()> {
         if self.spec.replicas == 0 {
             return Err(Error::invalid("must be at least 1").with_field("spec.replicas"));
         }
         Ok(())
-    }
-}
-
-impl Named for ScaleIntent {
-    fn name(&self) -> &str {
-        &self.metadata.name
     }
 }
 

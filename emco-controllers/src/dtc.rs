@@ -26,15 +26,18 @@ use emco_controller_sdk::rest::{Collection, PutStatus, Routes, Wording};
 use emco_controller_sdk::{
     ActionController, ControllerContext, ControllerRegistry, Stores, resource_name,
 };
-use emco_core::model::{Controller, Named};
+use emco_core::model::Controller;
 use emco_core::validate::go_name_errors;
-use emco_core::{Error, Metadata, Result, Validate};
-use emco_go::jsonschema::Schema;
+use emco_core::{Error, Metadata, Object, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// `DIG/traffic-group-intents/{trafficGroupIntent}`: `{metadata}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+// dtc's PUT handlers check no schema.
+#[object(check = |i: &Self| check_metadata("traffic group intent", &i.metadata), schema = emco_core::schemas::METADATA, schema_on_put = false)]
+#[intent(parent = Dig, segment = "traffic-group-intents", param = "trafficGroupIntent",
+    wording = intent_wording("Traffic group intent not found", "TrafficGroupIntent already exists", 0))]
 pub struct TrafficGroupIntent {
     /// Name and descriptions.
     #[serde(default)]
@@ -42,7 +45,10 @@ pub struct TrafficGroupIntent {
 }
 
 /// `.../inbound-intents/{inboundServerIntent}`: a server app's service clients may reach.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(check = |i: &Self| check_metadata("inbound server intent", &i.metadata), schema = INBOUND_SERVER, schema_on_put = false)]
+#[intent(parent = TrafficGroupIntent, segment = "inbound-intents", param = "inboundServerIntent",
+    wording = intent_wording("Inbound server intent not found", "ServerInboundIntent already exists", 1))]
 pub struct InboundServerIntent {
     /// Name and descriptions.
     #[serde(default)]
@@ -128,7 +134,10 @@ pub struct ExternalCerts {
 }
 
 /// `.../clients/{inboundClientsIntent}`: an app allowed to reach the server.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(check = |i: &Self| check_metadata("inbound clients intent", &i.metadata), schema = INBOUND_CLIENTS, schema_on_put = false)]
+#[intent(parent = InboundServerIntent, segment = "clients", param = "inboundClientsIntent",
+    wording = intent_wording("Inbound clients intent not found", "InboundClientsIntent already exists", 2))]
 pub struct InboundClientsIntent {
     /// Name and descriptions.
     #[serde(default)]
@@ -161,7 +170,12 @@ pub struct InboundClientsIntentSpec {
 }
 
 /// `.../access-points/{inboundClientsAccessIntent}`: what a client may do on the server.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+// dtc's own texts; EMCO's dtc answers these two with a 500 (its error table lacks them) and
+// refuses every access point (its referential schema lacks the type).
+#[object(check = |i: &Self| check_metadata("inbound clients access intent", &i.metadata), schema = INBOUND_CLIENTS_ACCESS, schema_on_put = false)]
+#[intent(parent = InboundClientsIntent, segment = "access-points", param = "inboundClientsAccessIntent",
+    wording = intent_wording("Inbound clients access intent not found", "InboundClientsAccessIntent already exists", 3))]
 pub struct InboundClientsAccessIntent {
     /// Name and descriptions.
     #[serde(default)]
@@ -186,7 +200,10 @@ pub struct InboundClientsAccessIntentSpec {
 }
 
 /// `/v2/dtc-controllers/{dtcController}`: a sub-controller dtc calls, higher priority first.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+// Only dtc's controller.json checks a sub-controller (type `action`, priority 1 to 100, port
+// 1 to 65535), on POST and PUT.
+#[object(schema = CONTROLLER)]
 pub struct DtcController {
     /// Name and descriptions.
     #[serde(default)]
@@ -252,130 +269,12 @@ fn check_metadata(what: &str, m: &Metadata) -> Result<()> {
     Ok(())
 }
 
-macro_rules! intent {
-    ($ty:ty, $what:literal, $schema:expr) => {
-        impl Named for $ty {
-            fn name(&self) -> &str {
-                &self.metadata.name
-            }
-        }
-
-        impl Validate for $ty {
-            fn validate(&self) -> Result<()> {
-                check_metadata($what, &self.metadata)
-            }
-
-            fn schema() -> Option<&'static Schema> {
-                Some($schema)
-            }
-
-            /// dtc's PUT handlers check no schema.
-            fn schema_on_put() -> bool {
-                false
-            }
-        }
-    };
-}
-intent!(
-    TrafficGroupIntent,
-    "traffic group intent",
-    &emco_core::schemas::METADATA
-);
-intent!(
-    InboundServerIntent,
-    "inbound server intent",
-    &INBOUND_SERVER
-);
-intent!(
-    InboundClientsIntent,
-    "inbound clients intent",
-    &INBOUND_CLIENTS
-);
-intent!(
-    InboundClientsAccessIntent,
-    "inbound clients access intent",
-    &INBOUND_CLIENTS_ACCESS
-);
-
 /// dtc's wording of an intent type `levels` below the DIG (src/dtc/api/apierrors.go).
 fn intent_wording(not_found: &'static str, exists: &'static str, levels: usize) -> Wording {
     Wording::new(not_found, exists)
         .with_put(PutStatus::Created)
         .with_ancestor_first(levels, DIG_MISSING)
         .with_list_checks(&[])
-}
-
-/// dtc's intent levels: the type, its parent, URL segment and parameter, and its texts
-/// (src/dtc/api/apierrors.go) with how many levels below the DIG it sits.
-macro_rules! intent_type {
-    ($ty:ty, $parent:ty, $segment:literal, $param:literal, $missing:literal, $exists:literal,
-     $levels:literal) => {
-        impl IntentType for $ty {
-            type Parent = $parent;
-            const SEGMENT: &'static str = $segment;
-            const PARAM: &'static str = $param;
-
-            fn wording() -> Wording {
-                intent_wording($missing, $exists, $levels)
-            }
-        }
-    };
-}
-intent_type!(
-    TrafficGroupIntent,
-    Dig,
-    "traffic-group-intents",
-    "trafficGroupIntent",
-    "Traffic group intent not found",
-    "TrafficGroupIntent already exists",
-    0
-);
-intent_type!(
-    InboundServerIntent,
-    TrafficGroupIntent,
-    "inbound-intents",
-    "inboundServerIntent",
-    "Inbound server intent not found",
-    "ServerInboundIntent already exists",
-    1
-);
-intent_type!(
-    InboundClientsIntent,
-    InboundServerIntent,
-    "clients",
-    "inboundClientsIntent",
-    "Inbound clients intent not found",
-    "InboundClientsIntent already exists",
-    2
-);
-// dtc's own texts; EMCO's dtc answers these two with a 500 (its error table lacks them) and
-// refuses every access point (its referential schema lacks the type).
-intent_type!(
-    InboundClientsAccessIntent,
-    InboundClientsIntent,
-    "access-points",
-    "inboundClientsAccessIntent",
-    "Inbound clients access intent not found",
-    "InboundClientsAccessIntent already exists",
-    3
-);
-
-impl Named for DtcController {
-    fn name(&self) -> &str {
-        &self.metadata.name
-    }
-}
-
-/// Only dtc's controller.json checks a sub-controller (type `action`, priority 1 to 100, port
-/// 1 to 65535), on POST and PUT.
-impl Validate for DtcController {
-    fn validate(&self) -> Result<()> {
-        Ok(())
-    }
-
-    fn schema() -> Option<&'static Schema> {
-        Some(&CONTROLLER)
-    }
 }
 
 /// The child type of dtc's sub-controller registry.

@@ -32,15 +32,23 @@ use emco_controller_sdk::intent::{Dig, IntentType};
 use emco_controller_sdk::rest::Wording;
 use emco_controller_sdk::rest::file_routes;
 use emco_controller_sdk::{ActionController, ContextHandle, ControllerContext};
-use emco_core::model::Named;
+use emco_core::ResourceName;
 use emco_core::validate::{check_name, check_one_of, check_required};
-use emco_core::{Error, Metadata, Result, Validate};
-use emco_go::jsonschema::Schema;
+use emco_core::{Error, Metadata, Object, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `DIG/generic-k8s-intents/{genericK8sIntent}`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Object)]
+// generick8sintent.go: the name, then json-schemas/genericK8sIntent.json.
+#[object(
+    check = |i: &Self| may_not_be_empty(&[("genericK8sIntent name", &i.metadata.name)]),
+    schema = INTENT_SCHEMA,
+    checks_before_schema
+)]
+#[intent(parent = Dig, segment = "generic-k8s-intents", param = "genericK8sIntent",
+    wording = Wording::named(Self::PARAM)
+        .with_name_mismatch("the intent name is not matching with the name in the request"))]
 pub struct GenericK8sIntent {
     /// Name and descriptions.
     #[serde(default)]
@@ -48,7 +56,12 @@ pub struct GenericK8sIntent {
 }
 
 /// `.../resources/{genericResource}`: `spec{app, newObject, resourceGVK}` plus a file.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Object)]
+// resource.go `validateResourceData`, then json-schemas/resource.json; module.go's
+// `resource not found`.
+#[object(check = Self::check, schema = RESOURCE_SCHEMA, checks_before_schema)]
+#[intent(parent = GenericK8sIntent, segment = "resources", param = "genericResource",
+    wording = Wording::named("resource"))]
 pub struct GacResource {
     /// Name and descriptions.
     #[serde(default)]
@@ -98,7 +111,10 @@ impl GacResource {
 
 /// `.../customizations/{customization}`: `spec{clusterSpecific, clusterInfo, patchType,
 /// patchJson, configMapOptions | secretOptions}` plus files.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Object)]
+#[object(check = Self::check)]
+#[intent(parent = GacResource, segment = "customizations", param = "customization",
+    files = Self::files)]
 pub struct Customization {
     /// Name and descriptions.
     #[serde(default)]
@@ -198,22 +214,6 @@ pub struct DataKeyOption {
     pub merge_patch: String,
 }
 
-impl Named for GenericK8sIntent {
-    fn name(&self) -> &str {
-        &self.metadata.name
-    }
-}
-impl Named for GacResource {
-    fn name(&self) -> &str {
-        &self.metadata.name
-    }
-}
-impl Named for Customization {
-    fn name(&self) -> &str {
-        &self.metadata.name
-    }
-}
-
 emco_go::schemas! {
     INTENT_SCHEMA = "../schemas/gac/generic-k8s-intent.json";
     RESOURCE_SCHEMA = "../schemas/gac/resource.json";
@@ -233,24 +233,9 @@ fn may_not_be_empty(fields: &[(&str, &str)]) -> Result<()> {
     }
 }
 
-/// generick8sintent.go: the name, then json-schemas/genericK8sIntent.json.
-impl Validate for GenericK8sIntent {
-    fn validate(&self) -> Result<()> {
-        may_not_be_empty(&[("genericK8sIntent name", &self.metadata.name)])
-    }
-
-    fn schema() -> Option<&'static Schema> {
-        Some(&INTENT_SCHEMA)
-    }
-
-    fn checks_before_schema() -> bool {
-        true
-    }
-}
-
-/// resource.go `validateResourceData`, then json-schemas/resource.json.
-impl Validate for GacResource {
-    fn validate(&self) -> Result<()> {
+impl GacResource {
+    /// gac's checks of the fields it needs, each missing one a line.
+    fn check(&self) -> Result<()> {
         let gvk = &self.spec.resource_gvk;
         may_not_be_empty(&[
             ("resource name", &self.metadata.name),
@@ -261,18 +246,10 @@ impl Validate for GacResource {
             ("name", &gvk.name),
         ])
     }
-
-    fn schema() -> Option<&'static Schema> {
-        Some(&RESOURCE_SCHEMA)
-    }
-
-    fn checks_before_schema() -> bool {
-        true
-    }
 }
 
-impl Validate for Customization {
-    fn validate(&self) -> Result<()> {
+impl Customization {
+    fn check(&self) -> Result<()> {
         check_name("metadata.name", &self.metadata.name)?;
         let s = &self.spec;
         check_one_of(
@@ -314,38 +291,9 @@ impl Validate for Customization {
         }
         Ok(())
     }
-}
-
-impl IntentType for GenericK8sIntent {
-    type Parent = Dig;
-    const SEGMENT: &'static str = "generic-k8s-intents";
-    const PARAM: &'static str = "genericK8sIntent";
-
-    /// src/genericactioncontroller/api/generick8sintent.go.
-    fn wording() -> Wording {
-        Wording::named(Self::PARAM)
-            .with_name_mismatch("the intent name is not matching with the name in the request")
-    }
-}
-
-impl IntentType for GacResource {
-    type Parent = GenericK8sIntent;
-    const SEGMENT: &'static str = "resources";
-    const PARAM: &'static str = "genericResource";
-
-    /// src/genericactioncontroller/pkg/module/module.go: `resource not found`.
-    fn wording() -> Wording {
-        Wording::named("resource")
-    }
-}
-
-impl IntentType for Customization {
-    type Parent = GacResource;
-    const SEGMENT: &'static str = "customizations";
-    const PARAM: &'static str = "customization";
 
     /// The files its ConfigMap / Secret data come from, in order, each once.
-    fn file_names(&self) -> Vec<String> {
+    fn files(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
         let options = [&self.spec.config_map_options, &self.spec.secret_options];
         for o in options
@@ -453,7 +401,8 @@ pub async fn apply(
         } else {
             None
         };
-        let name = format!("{}+{}", r.spec.resource_gvk.name, r.spec.resource_gvk.kind);
+        let name =
+            ResourceName::new(&r.spec.resource_gvk.name, &r.spec.resource_gvk.kind).to_string();
         let mut found = false;
         for cluster in handle.clusters(app).await? {
             let here: Vec<&(Customization, Files)> = customizations
@@ -690,6 +639,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use emco_core::Validate;
 
     const DEPLOY: &str =
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n";

@@ -18,23 +18,27 @@
 
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use emco_appcontext::{ResourceKey, ResourceStore};
-use emco_controller_sdk::intent::{Dig, IntentType};
-use emco_controller_sdk::rest::{Collection, Hook, PutStatus, Wording};
+use emco_controller_sdk::intent::Dig;
+use emco_controller_sdk::rest::{Hook, PutStatus, Wording};
 use emco_controller_sdk::{
     ActionController, ContextHandle, ControllerContext, PlacementController, set_field,
 };
-use emco_core::model::{Named, kv_value_text};
-use emco_core::{Error, Metadata, Result, Validate};
-use emco_go::jsonschema::Schema;
+use emco_core::ResourceName;
+use emco_core::model::kv_value_text;
+use emco_core::{Error, Metadata, Object, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `DIG/hpa-intents/{hpaIntent}`: `spec{app}` (every field omitempty, as hpa's model.go).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Object)]
+// hpa-intent-handler.go: json-schemas/placement-hpa-intent.json on POST and PUT; PUT answers
+// 200 and a DELETE looks the intent up first (src/hpa-plc/api/apierrors.go).
+#[object(schema = INTENT_SCHEMA)]
+#[intent(parent = Dig, segment = "hpa-intents", param = "hpaIntent",
+    wording = hpa_wording("Intent", "putHpaIntentHandler .. Mismatched name in PUT request"))]
 pub struct HpaIntent {
     /// Name and descriptions.
     #[serde(default)]
@@ -54,7 +58,12 @@ pub struct HpaIntentSpec {
 
 /// `.../hpa-resource-consumers/{hpaResourceConsumer}`: `spec{apiVersion, kind, replicas, name,
 /// container}`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Object)]
+// hpa-consumer-handler.go: json-schemas/placement-hpa-consumer.json on POST and PUT;
+// `putHpaConsumerHandler` (sic, one space).
+#[object(schema = CONSUMER_SCHEMA)]
+#[intent(parent = HpaIntent, segment = "hpa-resource-consumers", param = "hpaResourceConsumer",
+    wording = hpa_wording("Consumer", "putHpaConsumerHandler ..Mismatched name in PUT request"))]
 pub struct HpaConsumer {
     /// Name and descriptions.
     #[serde(default)]
@@ -94,7 +103,13 @@ pub struct HpaConsumerSpec {
 }
 
 /// `.../resource-requirements/{resourceRequirement}`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Object)]
+// hpa-resource-handler.go: json-schemas/placement-hpa-resource.json on POST and PUT; the
+// checks against the consumer are [`RequirementHook`]'s.
+#[object(schema = REQUIREMENT_SCHEMA)]
+#[intent(parent = HpaConsumer, segment = "resource-requirements", param = "resourceRequirement",
+    wording = hpa_wording("Resource", "putHpaResourceHandler .. Mismatched name in PUT request"),
+    hook = RequirementHook)]
 pub struct HpaRequirement {
     /// Name and descriptions.
     #[serde(default)]
@@ -159,55 +174,10 @@ fn is_zero(n: &i64) -> bool {
     *n == 0
 }
 
-macro_rules! named {
-    ($($ty:ty),+) => {$(
-        impl Named for $ty {
-            fn name(&self) -> &str {
-                &self.metadata.name
-            }
-        }
-    )+};
-}
-named!(HpaIntent, HpaConsumer, HpaRequirement);
-
 emco_go::schemas! {
     INTENT_SCHEMA = "../schemas/hpa/intent.json";
     CONSUMER_SCHEMA = "../schemas/hpa/consumer.json";
     REQUIREMENT_SCHEMA = "../schemas/hpa/resource.json";
-}
-
-/// hpa-intent-handler.go: json-schemas/placement-hpa-intent.json on POST and PUT.
-impl Validate for HpaIntent {
-    fn validate(&self) -> Result<()> {
-        Ok(())
-    }
-
-    fn schema() -> Option<&'static Schema> {
-        Some(&INTENT_SCHEMA)
-    }
-}
-
-/// hpa-consumer-handler.go: json-schemas/placement-hpa-consumer.json on POST and PUT.
-impl Validate for HpaConsumer {
-    fn validate(&self) -> Result<()> {
-        Ok(())
-    }
-
-    fn schema() -> Option<&'static Schema> {
-        Some(&CONSUMER_SCHEMA)
-    }
-}
-
-/// hpa-resource-handler.go: json-schemas/placement-hpa-resource.json on POST and PUT; the
-/// checks against the consumer are [`RequirementHook`]'s.
-impl Validate for HpaRequirement {
-    fn validate(&self) -> Result<()> {
-        Ok(())
-    }
-
-    fn schema() -> Option<&'static Schema> {
-        Some(&REQUIREMENT_SCHEMA)
-    }
 }
 
 /// hpa-resource-handler.go `validateDependents`: a requirement must fit its consumer and its
@@ -274,55 +244,6 @@ fn hpa_wording(noun: &str, mismatch: &'static str) -> Wording {
         .with_delete_missing(missing)
         .with_put(PutStatus::Ok)
         .with_name_mismatch(mismatch)
-}
-
-impl IntentType for HpaIntent {
-    type Parent = Dig;
-    const SEGMENT: &'static str = "hpa-intents";
-    const PARAM: &'static str = "hpaIntent";
-
-    /// src/hpa-plc/api/apierrors.go and hpa-intent-handler.go: PUT answers 200; a DELETE looks
-    /// the intent up first.
-    fn wording() -> Wording {
-        hpa_wording(
-            "Intent",
-            "putHpaIntentHandler .. Mismatched name in PUT request",
-        )
-    }
-}
-
-impl IntentType for HpaConsumer {
-    type Parent = HpaIntent;
-    const SEGMENT: &'static str = "hpa-resource-consumers";
-    const PARAM: &'static str = "hpaResourceConsumer";
-
-    /// hpa-consumer-handler.go `putHpaConsumerHandler` (sic, one space).
-    fn wording() -> Wording {
-        hpa_wording(
-            "Consumer",
-            "putHpaConsumerHandler ..Mismatched name in PUT request",
-        )
-    }
-}
-
-impl IntentType for HpaRequirement {
-    type Parent = HpaConsumer;
-    const SEGMENT: &'static str = "resource-requirements";
-    const PARAM: &'static str = "resourceRequirement";
-
-    /// hpa-resource-handler.go `putHpaResourceHandler`.
-    fn wording() -> Wording {
-        hpa_wording(
-            "Resource",
-            "putHpaResourceHandler .. Mismatched name in PUT request",
-        )
-    }
-
-    fn collection(store: Arc<dyn ResourceStore>) -> Collection<Self> {
-        Collection::new(store, Self::PARAM)
-            .with_wording(Self::wording())
-            .with_hook(RequirementHook)
-    }
 }
 
 /// What is known of a cluster's hardware: its labels and kv-pairs.
@@ -448,7 +369,7 @@ pub async fn set_resources(handle: &mut ContextHandle, inputs: &[HpaInput]) -> R
         let app = &input.intent.spec.app;
         for (consumer, reqs) in &input.consumers {
             let c = &consumer.spec;
-            let name = format!("{}+{}", c.name, c.kind);
+            let name = ResourceName::new(&c.name, &c.kind).to_string();
             let mut found = false;
             for cluster in handle.clusters(app).await? {
                 let Some(mut obj) = handle.resource(app, &cluster, &name).await? else {

@@ -26,10 +26,10 @@ use async_trait::async_trait;
 use emco_controller_sdk::intent::{Dig, IntentType};
 use emco_controller_sdk::rest::{PutStatus, Wording};
 use emco_controller_sdk::{ActionController, ControllerContext};
-use emco_core::model::{Named, kv_value_text};
+use emco_core::ResourceName;
+use emco_core::model::kv_value_text;
 use emco_core::validate::{go_list, go_name_errors};
-use emco_core::{Error, Metadata, Result, Validate};
-use emco_go::jsonschema::Schema;
+use emco_core::{Error, Metadata, Object, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -47,7 +47,11 @@ pub const NODUS_ALL_INTERFACES: &str = "CNI-Networking-Nodus-CNI-For-all-interfa
 pub const CNI_WRAPPER: &str = "CNI-Networking-Multi-CNI-Wrapper";
 
 /// `DIG/network-controller-intent/{netControllerIntent}`: `{metadata}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+// netcontrolintenthandler.go: json-schemas/metadata.json on POST and PUT.
+#[object(schema = emco_core::schemas::METADATA)]
+#[intent(parent = Dig, segment = "network-controller-intent", param = "netControllerIntent",
+    wording = wording("Net Control Intent not found", "NetControlIntent already exists"))]
 pub struct NetControlIntent {
     /// Name and descriptions.
     #[serde(default)]
@@ -55,7 +59,11 @@ pub struct NetControlIntent {
 }
 
 /// `.../workload-intents/{workloadIntent}`: the workload of an app whose pods get interfaces.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+// workloadintenthandler.go: json-schemas/network-workload.json on POST and PUT.
+#[object(schema = WORKLOAD_SCHEMA)]
+#[intent(parent = NetControlIntent, segment = "workload-intents", param = "workloadIntent",
+    wording = wording("WorkloadIntent not found", "WorkloadIntent already exists"))]
 pub struct WorkloadIntent {
     /// Name and descriptions.
     #[serde(default)]
@@ -81,7 +89,13 @@ pub struct WorkloadIntentSpec {
 }
 
 /// `.../interfaces/{interfaceIntent}`: one interface of the workload's pods.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+// workloadifintenthandler.go: json-schemas/network-load-interface.json on POST only, then
+// `validateWorkloadIfIntentInputs`; the handlers fill in the default gateway.
+#[object(check = Self::check, schema = INTERFACE_SCHEMA, schema_on_put = false)]
+#[intent(parent = WorkloadIntent, segment = "interfaces", param = "interfaceIntent",
+    wording = wording("WorkloadIfIntent not found", "WorkloadIfIntent already exists"),
+    hook = InterfaceDefaults)]
 pub struct WorkloadIfIntent {
     /// Name and descriptions.
     #[serde(default)]
@@ -113,55 +127,15 @@ pub struct InterfaceSpec {
     pub mac_address: String,
 }
 
-impl Named for NetControlIntent {
-    fn name(&self) -> &str {
-        &self.metadata.name
-    }
-}
-
-impl Named for WorkloadIntent {
-    fn name(&self) -> &str {
-        &self.metadata.name
-    }
-}
-
-impl Named for WorkloadIfIntent {
-    fn name(&self) -> &str {
-        &self.metadata.name
-    }
-}
-
 emco_go::schemas! {
     WORKLOAD_SCHEMA = "../schemas/ovnaction/network-workload.json";
     INTERFACE_SCHEMA = "../schemas/ovnaction/network-load-interface.json";
 }
 
-/// netcontrolintenthandler.go: json-schemas/metadata.json on POST and PUT.
-impl Validate for NetControlIntent {
-    fn validate(&self) -> Result<()> {
-        Ok(())
-    }
-
-    fn schema() -> Option<&'static Schema> {
-        Some(&emco_core::schemas::METADATA)
-    }
-}
-
-/// workloadintenthandler.go: json-schemas/network-workload.json on POST and PUT.
-impl Validate for WorkloadIntent {
-    fn validate(&self) -> Result<()> {
-        Ok(())
-    }
-
-    fn schema() -> Option<&'static Schema> {
-        Some(&WORKLOAD_SCHEMA)
-    }
-}
-
-/// workloadifintenthandler.go: json-schemas/network-load-interface.json on POST only, then
-/// `validateWorkloadIfIntentInputs` (an empty `defaultGateway` counts as its default `"false"`).
-impl Validate for WorkloadIfIntent {
-    fn validate(&self) -> Result<()> {
+impl WorkloadIfIntent {
+    /// `validateWorkloadIfIntentInputs` (an empty `defaultGateway` counts as its default
+    /// `"false"`).
+    fn check(&self) -> Result<()> {
         if self.metadata.name.is_empty() {
             return Err(Error::invalid("Missing name in PUT request"));
         }
@@ -198,14 +172,6 @@ impl Validate for WorkloadIfIntent {
         }
         Ok(())
     }
-
-    fn schema() -> Option<&'static Schema> {
-        Some(&INTERFACE_SCHEMA)
-    }
-
-    fn schema_on_put() -> bool {
-        false
-    }
 }
 
 /// Go's `net.ParseIP`.
@@ -237,29 +203,6 @@ fn wording(not_found: &'static str, exists: &'static str) -> Wording {
         .with_list_checks(&[])
 }
 
-impl IntentType for NetControlIntent {
-    type Parent = Dig;
-    const SEGMENT: &'static str = "network-controller-intent";
-    const PARAM: &'static str = "netControllerIntent";
-
-    fn wording() -> Wording {
-        wording(
-            "Net Control Intent not found",
-            "NetControlIntent already exists",
-        )
-    }
-}
-
-impl IntentType for WorkloadIntent {
-    type Parent = NetControlIntent;
-    const SEGMENT: &'static str = "workload-intents";
-    const PARAM: &'static str = "workloadIntent";
-
-    fn wording() -> Wording {
-        wording("WorkloadIntent not found", "WorkloadIntent already exists")
-    }
-}
-
 /// The default gateway ovnaction's handlers fill in.
 struct InterfaceDefaults;
 
@@ -269,27 +212,6 @@ impl emco_controller_sdk::rest::Hook<WorkloadIfIntent> for InterfaceDefaults {
         if value.spec.default_gateway.is_empty() {
             "false".clone_into(&mut value.spec.default_gateway);
         }
-    }
-}
-
-impl IntentType for WorkloadIfIntent {
-    type Parent = WorkloadIntent;
-    const SEGMENT: &'static str = "interfaces";
-    const PARAM: &'static str = "interfaceIntent";
-
-    fn wording() -> Wording {
-        wording(
-            "WorkloadIfIntent not found",
-            "WorkloadIfIntent already exists",
-        )
-    }
-
-    fn collection(
-        store: std::sync::Arc<dyn emco_appcontext::ResourceStore>,
-    ) -> emco_controller_sdk::rest::Collection<Self> {
-        emco_controller_sdk::rest::Collection::new(store, Self::PARAM)
-            .with_wording(Self::wording())
-            .with_hook(InterfaceDefaults)
     }
 }
 
@@ -536,7 +458,7 @@ impl ActionController for Ovnaction {
                     "Error getting clusters for app: {app}: Cluster list is empty"
                 )));
             }
-            let resource = format!("{}+{}", wi.spec.workload_resource, wi.spec.kind);
+            let resource = ResourceName::new(&wi.spec.workload_resource, &wi.spec.kind).to_string();
             for cluster in clusters {
                 let Some(mut object) = cx.handle().resource(app, &cluster, &resource).await? else {
                     tracing::warn!(%app, %cluster, %resource, "ovnaction: no such resource");

@@ -25,9 +25,9 @@ use emco_appcontext::collection::{Collection, EmptyList, PutStatus, Wording};
 use emco_appcontext::keys;
 use emco_controller_sdk::intent::{Dig, IntentType};
 use emco_controller_sdk::{ActionController, ControllerContext};
-use emco_core::model::{DeploymentIntentGroup, LogicalCloud, Named};
-use emco_core::{Error, Metadata, Result, Validate};
-use emco_go::jsonschema::Schema;
+use emco_core::ResourceName;
+use emco_core::model::{DeploymentIntentGroup, LogicalCloud};
+use emco_core::{Error, Metadata, Object, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -41,7 +41,10 @@ pub const CHAINING_API_VERSION: &str = "k8s.plugin.opnfv.org/v1alpha1";
 pub const CHAINING_KIND: &str = "NetworkChaining";
 
 /// `DIG/network-chains/{sfcIntent}`: one network chain.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(schema = SFC_SCHEMA)]
+#[intent(parent = Dig, segment = "network-chains", param = "sfcIntent",
+    wording = sfc_wording("SFC Intent", DIG_MISSING))]
 pub struct SfcIntent {
     /// Name and descriptions.
     #[serde(default)]
@@ -64,7 +67,10 @@ pub struct SfcIntentSpec {
 }
 
 /// `.../links/{sfcLink}`: one function of the chain, between two networks.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(schema = LINK_SCHEMA)]
+#[intent(parent = SfcIntent, segment = "links", param = "sfcLink",
+    wording = sfc_wording("SFC Link Intent", SFC_MISSING))]
 pub struct SfcLinkIntent {
     /// Name and descriptions.
     #[serde(default)]
@@ -111,7 +117,10 @@ pub struct LabelSelector {
 }
 
 /// `.../client-selectors/{sfcClientSelector}`: the clients admitted at one end of the chain.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(schema = SELECTOR_SCHEMA)]
+#[intent(parent = SfcIntent, segment = "client-selectors", param = "sfcClientSelector",
+    wording = sfc_wording("SFC Client Selector Intent", SFC_MISSING))]
 pub struct SfcClientSelectorIntent {
     /// Name and descriptions.
     #[serde(default)]
@@ -137,7 +146,10 @@ pub struct ClientSelectorSpec {
 }
 
 /// `.../provider-networks/{sfcProviderNetwork}`: the provider network at one end.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(schema = PROVIDER_NETWORK_SCHEMA)]
+#[intent(parent = SfcIntent, segment = "provider-networks", param = "sfcProviderNetwork",
+    wording = sfc_wording("SFC Provider Network Intent", SFC_MISSING))]
 pub struct SfcProviderNetworkIntent {
     /// Name and descriptions.
     #[serde(default)]
@@ -166,7 +178,10 @@ pub struct ProviderNetworkSpec {
 }
 
 /// `DIG/sfc-clients/{sfcClientIntent}`: a workload of this group to attach to a chain end.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(schema = CLIENT_SCHEMA)]
+#[intent(parent = Dig, segment = "sfc-clients", param = "sfcClientIntent",
+    wording = sfc_wording("SFC Client Intent", DIG_MISSING))]
 pub struct SfcClientIntent {
     /// Name and descriptions.
     #[serde(default)]
@@ -219,89 +234,18 @@ const DIG_MISSING: &str = "DeploymentIntentGroup not found";
 /// The chain is missing (the lists under it look it up first).
 const SFC_MISSING: &str = "SFC Intent not found";
 
-macro_rules! sfc_type {
-    ($ty:ty, $schema:expr, $parent:ty, $segment:literal, $param:literal, $what:literal, $list_missing:expr) => {
-        impl Named for $ty {
-            fn name(&self) -> &str {
-                &self.metadata.name
-            }
-        }
-
-        /// Checked by its JSON schema on POST and PUT, as the Go struct writes it back.
-        impl Validate for $ty {
-            fn validate(&self) -> Result<()> {
-                Ok(())
-            }
-
-            fn schema() -> Option<&'static Schema> {
-                Some(&$schema)
-            }
-        }
-
-        impl IntentType for $ty {
-            type Parent = $parent;
-            const SEGMENT: &'static str = $segment;
-            const PARAM: &'static str = $param;
-
-            /// api/apierrors.go: PUT answers 201 and creates; an empty list is `[]`.
-            fn wording() -> Wording {
-                Wording::new(
-                    concat!($what, " not found"),
-                    concat!($what, " already exists"),
-                )
-                .with_put(PutStatus::Created)
-                .with_empty_list(EmptyList::Array)
-                .with_list_checks(&[(0, $list_missing)])
-            }
-        }
-    };
+/// sfc's wording of `what` (api/apierrors.go): PUT answers 201 and creates; an empty list is
+/// `[]`, after looking its parent up (`list_missing` when it is missing). Every sfc type is
+/// checked by its JSON schema only, on POST and PUT, as the Go struct writes it back.
+fn sfc_wording(what: &str, list_missing: &'static str) -> Wording {
+    Wording::new(
+        format!("{what} not found"),
+        format!("{what} already exists"),
+    )
+    .with_put(PutStatus::Created)
+    .with_empty_list(EmptyList::Array)
+    .with_list_checks(&[(0, list_missing)])
 }
-
-sfc_type!(
-    SfcIntent,
-    SFC_SCHEMA,
-    Dig,
-    "network-chains",
-    "sfcIntent",
-    "SFC Intent",
-    DIG_MISSING
-);
-sfc_type!(
-    SfcLinkIntent,
-    LINK_SCHEMA,
-    SfcIntent,
-    "links",
-    "sfcLink",
-    "SFC Link Intent",
-    SFC_MISSING
-);
-sfc_type!(
-    SfcClientSelectorIntent,
-    SELECTOR_SCHEMA,
-    SfcIntent,
-    "client-selectors",
-    "sfcClientSelector",
-    "SFC Client Selector Intent",
-    SFC_MISSING
-);
-sfc_type!(
-    SfcProviderNetworkIntent,
-    PROVIDER_NETWORK_SCHEMA,
-    SfcIntent,
-    "provider-networks",
-    "sfcProviderNetwork",
-    "SFC Provider Network Intent",
-    SFC_MISSING
-);
-sfc_type!(
-    SfcClientIntent,
-    CLIENT_SCHEMA,
-    Dig,
-    "sfc-clients",
-    "sfcClientIntent",
-    "SFC Client Intent",
-    DIG_MISSING
-);
 
 /// sfc's and sfcclient's REST routes over `store`.
 pub fn routes<S: Clone + Send + Sync + 'static>(
@@ -495,7 +439,7 @@ async fn label_workload(
     labels: &BTreeMap<String, String>,
     who: &str,
 ) -> Result<()> {
-    let resource = format!("{workload}+{kind}");
+    let resource = ResourceName::new(workload, kind).to_string();
     let Some(mut object) = cx.handle().resource(app, cluster, &resource).await? else {
         return Err(Error::not_found(format!(
             "Error getting resource handle [{resource}] for SFC client [{who}] from cluster [{cluster}]"

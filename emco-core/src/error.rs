@@ -96,6 +96,26 @@ pub trait HasKind {
 
 type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// Reads a [`ErrorKind::NotFound`] answer as absence:
+/// `let Some(blob) = store.get_blob(key, name).await.found()? else { ... }`.
+pub trait Found<T> {
+    /// `Some` of a value, `None` for a `NotFound` error; any other error as it is.
+    ///
+    /// # Errors
+    /// Every error but `NotFound`.
+    fn found(self) -> Result<Option<T>>;
+}
+
+impl<T> Found<T> for Result<T> {
+    fn found(self) -> Result<Option<T>> {
+        match self {
+            Ok(value) => Ok(Some(value)),
+            Err(e) if e.kind == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// An error with a kind, a message, the path of the offending field (for validation errors), and
 /// the underlying cause, which is kept so that logs can print the whole chain.
 #[derive(Debug, thiserror::Error)]

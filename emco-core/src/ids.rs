@@ -162,6 +162,59 @@ impl LogicalCloudRef {
     }
 }
 
+/// A resource of an AppContext as EMCO names it: `<metadata.name>+<Kind>` (`web+Deployment`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResourceName {
+    name: String,
+    kind: String,
+}
+
+impl ResourceName {
+    /// The resource `name` of `kind`.
+    #[must_use]
+    pub fn new(name: impl Into<String>, kind: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            kind: kind.into(),
+        }
+    }
+
+    /// The object's `metadata.name`.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The object's `kind`.
+    #[must_use]
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+}
+
+impl fmt::Display for ResourceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}+{}", self.name, self.kind)
+    }
+}
+
+impl FromStr for ResourceName {
+    type Err = Error;
+
+    /// Parses `name+Kind` (a Kubernetes name holds no `+`).
+    ///
+    /// # Errors
+    /// InvalidArgument when there is no `+` or either side is empty.
+    fn from_str(s: &str) -> Result<Self> {
+        match s.split_once('+') {
+            Some((name, kind)) if !name.is_empty() && !kind.is_empty() => Ok(Self::new(name, kind)),
+            _ => Err(Error::invalid(format!(
+                "{s:?} is not a resource name: expected <name>+<Kind>"
+            ))),
+        }
+    }
+}
+
 fn non_empty(parts: &[(&str, &String)]) -> Result<()> {
     match parts.iter().find(|(_, value)| value.is_empty()) {
         Some((name, _)) => Err(Error::invalid("must not be empty").with_field(*name)),
@@ -189,6 +242,21 @@ mod tests {
         let stored = ContextId::from_record("x1", "the state of dig d").unwrap_err();
         assert_eq!(stored.kind(), ErrorKind::Internal);
         assert!(stored.message().contains("the state of dig d"), "{stored}");
+    }
+
+    #[test]
+    fn resource_names_round_trip() {
+        let r: ResourceName = "web+Deployment".parse().unwrap();
+        assert_eq!((r.name(), r.kind()), ("web", "Deployment"));
+        assert_eq!(r, ResourceName::new("web", "Deployment"));
+        assert_eq!(r.to_string(), "web+Deployment");
+        for bad in ["web", "+Deployment", "web+", ""] {
+            assert_eq!(
+                bad.parse::<ResourceName>().unwrap_err().kind(),
+                ErrorKind::InvalidArgument,
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

@@ -43,8 +43,52 @@ pub mod validate;
 #[cfg(feature = "x509")]
 pub mod x509;
 
-pub use error::{Error, ErrorKind, HasKind, Result};
-pub use ids::{ContextId, DigRef, LogicalCloudRef};
+/// Declares an object type of the REST API in one attribute: its name (`Named`), its
+/// validation and JSON schema (`Validate`) and, for a controller's intent, its place in the
+/// API (`IntentType` of the controller SDK).
+///
+/// ```
+/// use emco_core::{Metadata, Object, Result, Validate, model::Named};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Object)]
+/// #[object(metadata, check = Quota::check)]
+/// struct Quota { metadata: Metadata, limit: u32 }
+///
+/// impl Quota {
+///     fn check(&self) -> Result<()> {
+///         if self.limit == 0 {
+///             return Err(emco_core::Error::invalid("must be positive").with_field("limit"));
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// let q = Quota { metadata: Metadata::named("q1"), limit: 0 };
+/// assert_eq!(q.name(), "q1");
+/// assert_eq!(q.validate().unwrap_err().to_string(), "limit: must be positive");
+/// let bad = Quota { metadata: Metadata::named("-q"), limit: 1 };
+/// assert_eq!(bad.validate().unwrap_err().field(), Some("metadata.name"));
+/// ```
+///
+/// Intent types add `#[intent(parent = Dig, segment = "label-intents", param = "labelIntent")]`
+/// (see the controller SDK's `intent` module); every option is listed in emco-derive's
+/// documentation.
+pub use emco_derive::Object;
+pub use error::{Error, ErrorKind, Found, HasKind, Result};
+pub use ids::{ContextId, DigRef, LogicalCloudRef, ResourceName};
 pub use metadata::Metadata;
 pub use placement::ClusterRef;
 pub use validate::Validate;
+
+// The derive names this crate `::emco_core` everywhere, here too.
+extern crate self as emco_core;
+
+/// What `#[derive(Object)]` implements, at one path whatever re-exports this crate.
+#[doc(hidden)]
+pub mod __derive {
+    pub use crate::error::Result;
+    pub use crate::model::Named;
+    pub use crate::validate::Validate;
+    pub use emco_go::jsonschema::Schema;
+}

@@ -29,12 +29,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::named_by_metadata;
+use crate::Object;
 use crate::validate::check_name;
 use crate::{Error, Metadata, Result, Validate};
 
 /// A rollout policy: `{metadata, spec}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, check = |p: &Self| p.spec.validate())]
 pub struct RolloutPolicy {
     /// Its name and descriptions.
     #[serde(default)]
@@ -43,8 +44,6 @@ pub struct RolloutPolicy {
     #[serde(default)]
     pub spec: RolloutSpec,
 }
-
-named_by_metadata!(RolloutPolicy);
 
 /// The `spec` of a [`RolloutPolicy`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -356,13 +355,6 @@ pub enum UnreachablePolicy {
     Skip,
     /// They count as failed clusters of the wave.
     Fail,
-}
-
-impl Validate for RolloutPolicy {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
-        self.spec.validate()
-    }
 }
 
 impl Validate for RolloutSpec {

@@ -2,142 +2,162 @@
 //! [`format_duration`] writes what `Duration.String` does (`8760h` reads as 8760 hours and is
 //! written back `8760h0m0s`), in nanoseconds as Go keeps them.
 
-/// Nanoseconds per unit, Go's unit names.
-const UNITS: [(&str, u128); 8] = [
-    ("ns", 1),
-    ("us", 1_000),
-    ("µs", 1_000),
-    ("μs", 1_000),
-    ("ms", 1_000_000),
-    ("s", 1_000_000_000),
-    ("m", 60_000_000_000),
-    ("h", 3_600_000_000_000),
-];
+use crate::strconv::quote;
 
 /// A duration Go's `time.ParseDuration` refused, worded as Go words it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct DurationError(String);
 
-fn invalid(text: &str) -> DurationError {
-    DurationError(format!("time: invalid duration {text:?}"))
+/// Nanoseconds per second.
+pub const SECOND: u64 = 1_000_000_000;
+
+/// The digits of `v % 10^prec` with trailing zeros dropped, after a point; empty when zero.
+fn frac(v: u64, prec: u32) -> String {
+    let digits = format!("{:0width$}", v % 10u64.pow(prec), width = prec as usize);
+    let digits = digits.trim_end_matches('0');
+    if digits.is_empty() {
+        String::new()
+    } else {
+        format!(".{digits}")
+    }
 }
 
-/// Parses `text` as Go's `time.ParseDuration`: an optional sign, then one or more decimal
-/// numbers (with an optional fraction) each followed by a unit (`ns`, `us`/`µs`, `ms`, `s`,
-/// `m`, `h`); a bare `0` is zero. Returns nanoseconds.
+/// Writes `ns` as Go's `Duration.String`: `72h3m0.5s`, `1m30s`, `1.5ms`, `0s`.
+#[must_use]
+pub fn format_duration(ns: i64) -> String {
+    let sign = if ns < 0 { "-" } else { "" };
+    let u = ns.unsigned_abs();
+    let body = if u == 0 {
+        "0s".to_owned()
+    } else if u < 1_000 {
+        format!("{u}ns")
+    } else if u < 1_000_000 {
+        format!("{}{}µs", u / 1_000, frac(u, 3))
+    } else if u < SECOND {
+        format!("{}{}ms", u / 1_000_000, frac(u, 6))
+    } else {
+        let secs = u / SECOND;
+        let s = format!("{}{}s", secs % 60, frac(u, 9));
+        if secs < 60 {
+            s
+        } else if secs < 3600 {
+            format!("{}m{s}", secs / 60)
+        } else {
+            format!("{}h{}m{s}", secs / 3600, secs / 60 % 60)
+        }
+    };
+    format!("{sign}{body}")
+}
+
+/// Nanoseconds per unit, as `time.ParseDuration` spells the units.
+fn unit(u: &str) -> Option<u64> {
+    Some(match u {
+        "ns" => 1,
+        "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
+        "ms" => 1_000_000,
+        "s" => SECOND,
+        "m" => 60 * SECOND,
+        "h" => 3600 * SECOND,
+        _ => return None,
+    })
+}
+
+/// Parses `orig` as Go's `time.ParseDuration`: an optional sign, then one or more decimal
+/// numbers (with an optional fraction, whose digits beyond what fits are dropped as Go's
+/// `leadingFraction` does) each followed by a unit (`ns`, `us`/`µs`, `ms`, `s`, `m`, `h`); a
+/// bare `0` is zero. Returns nanoseconds.
 ///
 /// # Errors
 /// Go's texts: `time: invalid duration "..."`, `time: missing unit in duration "..."`,
 /// `time: unknown unit "..." in duration "..."`.
-pub fn parse_duration(text: &str) -> Result<i64, DurationError> {
-    let (negative, mut rest) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
+pub fn parse_duration(orig: &str) -> Result<i64, DurationError> {
+    let invalid = || DurationError(format!("time: invalid duration {}", quote(orig)));
+    let (neg, mut s) = match orig.as_bytes().first() {
+        Some(b'-') => (true, &orig[1..]),
+        Some(b'+') => (false, &orig[1..]),
+        _ => (false, orig),
     };
-    if rest == "0" {
+    if s == "0" {
         return Ok(0);
     }
-    if rest.is_empty() {
-        return Err(invalid(text));
+    if s.is_empty() {
+        return Err(invalid());
     }
-    let mut total: u128 = 0;
-    while !rest.is_empty() {
-        let whole_end = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let whole = &rest[..whole_end];
-        rest = &rest[whole_end..];
-        let mut fraction = "";
-        if let Some(after) = rest.strip_prefix('.') {
-            let end = after
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(after.len());
-            fraction = &after[..end];
-            rest = &after[end..];
+    let mut total: u64 = 0;
+    while !s.is_empty() {
+        let int_len = s.bytes().take_while(u8::is_ascii_digit).count();
+        let mut whole: u64 = 0;
+        for b in s[..int_len].bytes() {
+            whole = whole
+                .checked_mul(10)
+                .and_then(|w| w.checked_add(u64::from(b - b'0')))
+                .ok_or_else(invalid)?;
         }
-        if whole.is_empty() && fraction.is_empty() {
-            return Err(invalid(text));
-        }
-        let unit_end = rest
-            .find(|c: char| c == '.' || c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let unit = &rest[..unit_end];
-        rest = &rest[unit_end..];
-        if unit.is_empty() {
-            return Err(DurationError(format!(
-                "time: missing unit in duration {text:?}"
-            )));
-        }
-        let Some(&(_, scale)) = UNITS.iter().find(|(u, _)| *u == unit) else {
-            return Err(DurationError(format!(
-                "time: unknown unit {unit:?} in duration {text:?}"
-            )));
-        };
-        let whole: u128 = if whole.is_empty() {
-            0
-        } else {
-            whole.parse().map_err(|_| invalid(text))?
-        };
-        let mut part = whole.checked_mul(scale).ok_or_else(|| invalid(text))?;
-        // The fraction, to the nanosecond (Go drops what is finer).
-        let mut place = scale;
-        for digit in fraction.bytes() {
-            place /= 10;
-            if place == 0 {
-                break;
+        s = &s[int_len..];
+        // The fraction keeps the digits that still fit, like Go's leadingFraction.
+        let (mut fnum, mut fscale, mut post) = (0u64, 1f64, false);
+        if let Some(rest) = s.strip_prefix('.') {
+            let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+            post = n > 0;
+            let mut overflow = false;
+            for b in rest[..n].bytes() {
+                if overflow {
+                    continue;
+                }
+                match fnum
+                    .checked_mul(10)
+                    .and_then(|f| f.checked_add(u64::from(b - b'0')))
+                {
+                    Some(f) if f <= i64::MAX as u64 => {
+                        fnum = f;
+                        fscale *= 10.0;
+                    }
+                    _ => overflow = true,
+                }
             }
-            part += u128::from(digit - b'0') * place;
+            s = &rest[n..];
         }
-        total = total.checked_add(part).ok_or_else(|| invalid(text))?;
-        if total > i64::MAX as u128 + u128::from(negative) {
-            return Err(invalid(text));
+        if int_len == 0 && !post {
+            return Err(invalid());
         }
+        let ulen = s
+            .find(|c: char| c == '.' || c.is_ascii_digit())
+            .unwrap_or(s.len());
+        let u = &s[..ulen];
+        if u.is_empty() {
+            return Err(DurationError(format!(
+                "time: missing unit in duration {}",
+                quote(orig)
+            )));
+        }
+        let per = unit(u).ok_or_else(|| {
+            DurationError(format!(
+                "time: unknown unit {} in duration {}",
+                quote(u),
+                quote(orig)
+            ))
+        })?;
+        s = &s[ulen..];
+        let mut v = whole.checked_mul(per).ok_or_else(invalid)?;
+        if fnum > 0 {
+            v = v
+                .checked_add((fnum as f64 * (per as f64 / fscale)) as u64)
+                .ok_or_else(invalid)?;
+        }
+        total = total.checked_add(v).ok_or_else(invalid)?;
     }
-    let total = i128::try_from(total).map_err(|_| invalid(text))?;
-    let signed = if negative { -total } else { total };
-    i64::try_from(signed).map_err(|_| invalid(text))
-}
-
-/// Writes `nanos` as Go's `Duration.String`: `72h3m0.5s`, `1m30s`, `1.5ms`, `0s`.
-#[must_use]
-pub fn format_duration(nanos: i64) -> String {
-    let sign = if nanos < 0 { "-" } else { "" };
-    let n = u128::from(nanos.unsigned_abs());
-    if n == 0 {
-        return "0s".to_owned();
-    }
-    if n < 1_000_000_000 {
-        let (scale, unit) = match n {
-            0..1_000 => (1, "ns"),
-            1_000..1_000_000 => (1_000, "µs"),
-            _ => (1_000_000, "ms"),
-        };
-        return format!("{sign}{}{unit}", decimal(n, scale));
-    }
-    let hours = n / 3_600_000_000_000;
-    let minutes = n / 60_000_000_000 % 60;
-    let seconds = decimal(n % 60_000_000_000, 1_000_000_000);
-    if hours > 0 {
-        format!("{sign}{hours}h{minutes}m{seconds}s")
-    } else if minutes > 0 {
-        format!("{sign}{minutes}m{seconds}s")
+    let limit = i64::MAX as u64;
+    if neg {
+        if total > limit + 1 {
+            return Err(invalid());
+        }
+        Ok(0i64.wrapping_sub_unsigned(total))
+    } else if total > limit {
+        Err(invalid())
     } else {
-        format!("{sign}{seconds}s")
+        Ok(total as i64)
     }
-}
-
-/// `n / scale` with the fraction's trailing zeros dropped.
-fn decimal(n: u128, scale: u128) -> String {
-    let whole = n / scale;
-    let rest = n % scale;
-    if rest == 0 {
-        return whole.to_string();
-    }
-    let width = scale.ilog10() as usize;
-    let fraction = format!("{rest:0width$}");
-    format!("{whole}.{}", fraction.trim_end_matches('0'))
 }
 
 #[cfg(test)]
@@ -191,6 +211,57 @@ mod tests {
                 error,
                 "{text}"
             );
+        }
+    }
+
+    #[test]
+    fn formats_like_go() {
+        for (ns, want) in [
+            (0, "0s"),
+            (999, "999ns"),
+            (1_500, "1.5µs"),
+            (1_500_000, "1.5ms"),
+            (-1_000_000, "-1ms"),
+            (SECOND as i64, "1s"),
+            (90_500_000_000, "1m30.5s"),
+            (3_600 * SECOND as i64, "1h0m0s"),
+            (3_661 * SECOND as i64 + 1, "1h1m1.000000001s"),
+            (i64::MIN, "-2562047h47m16.854775808s"),
+            (i64::MAX, "2562047h47m16.854775807s"),
+        ] {
+            assert_eq!(format_duration(ns), want, "{ns}");
+        }
+    }
+
+    #[test]
+    fn parses_like_go() {
+        for (text, want) in [
+            ("0", 0),
+            ("-0", 0),
+            ("1.5h", 5_400 * SECOND as i64),
+            ("1h30m", 5_400 * SECOND as i64),
+            ("-1.5us", -1_500),
+            ("1µs2μs3us", 6_000),
+            (".5s", 500_000_000),
+            ("5.s", 5 * SECOND as i64),
+            ("+2ms", 2_000_000),
+            ("9223372036854775807ns", i64::MAX),
+            ("-9223372036854775808ns", i64::MIN),
+            ("1.0000000000000000000001s", SECOND as i64),
+        ] {
+            assert_eq!(parse_duration(text), Ok(want), "{text}");
+        }
+        for (text, want) in [
+            ("", "time: invalid duration \"\""),
+            ("x", "time: invalid duration \"x\""),
+            (".s", "time: invalid duration \".s\""),
+            ("1", "time: missing unit in duration \"1\""),
+            ("1x", "time: unknown unit \"x\" in duration \"1x\""),
+            ("9223372036854775808ns", "time: invalid duration"),
+            ("3000000h", "time: invalid duration"),
+        ] {
+            let got = parse_duration(text).unwrap_err().to_string();
+            assert!(got.starts_with(want), "{text}: {got}");
         }
     }
 }

@@ -1,40 +1,9 @@
 //! Go's `fmt` formatting: `%v` printing of values, `Sprintf` verbs and Go's float formats.
 
 use crate::value::Value;
-pub use emco_go::strconv::{format_float_e, format_float_f, format_float_g, format_float_json};
-
-/// Go's `strconv.Quote`.
-#[must_use]
-pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() || c == '\u{feff}' => {
-                if (c as u32) <= 0xffff {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use emco_go::strconv::{
+    format_float_e, format_float_f, format_float_g, format_float_json, quote,
+};
 
 #[derive(Default, Clone, Copy)]
 struct Spec {

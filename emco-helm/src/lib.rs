@@ -34,6 +34,8 @@
 //! ```
 
 pub mod archive;
+#[cfg(test)]
+mod cases;
 pub mod chart;
 pub mod error;
 pub mod files;

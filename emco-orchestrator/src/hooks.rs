@@ -9,7 +9,7 @@ use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_core::lifecycle::{AppContextStatus, DigOperation, StateInfo, check_delete, transition};
 use emco_core::model::{AppDependency, ClusterQuota, DeploymentIntentGroup, LogicalCloud};
 use emco_core::rollout::RolloutPolicy;
-use emco_core::{ContextId, Error, ErrorKind, Result};
+use emco_core::{ContextId, Error, Found, Result};
 
 use crate::keys;
 use crate::state::{load_state, now_rfc3339, save_state};
@@ -142,13 +142,10 @@ impl OwnedContexts {
             .remove(key)
             .unwrap_or_default();
         for id in ids {
-            match AppContext::load(Arc::clone(&self.contexts), id.get()).await {
-                Ok(ctx) => {
-                    ctx.unmark_active().await?;
-                    ctx.delete().await?;
-                }
-                Err(e) if e.kind() == ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
+            let ctx = AppContext::load(Arc::clone(&self.contexts), id.get()).await;
+            if let Some(ctx) = ctx.found()? {
+                ctx.unmark_active().await?;
+                ctx.delete().await?;
             }
         }
         Ok(())
@@ -318,11 +315,7 @@ impl Hook<LogicalCloud> for LogicalCloudHook {
 
     /// A deployed cloud must be terminated first (as in EMCO's dcm); its contexts go with it.
     async fn before_delete(&self, store: &dyn ResourceStore, key: &ResourceKey) -> Result<()> {
-        let state = match load_state(store, key).await {
-            Ok(s) => s,
-            Err(e) if e.kind() == ErrorKind::NotFound => StateInfo::default(),
-            Err(e) => return Err(e),
-        };
+        let state = load_state(store, key).await.found()?.unwrap_or_default();
         let what = format!("logical cloud {:?}", key.name().unwrap_or_default());
         let now = state.current_state();
         if now.is_deployed() {
@@ -352,9 +345,11 @@ pub(crate) async fn current_status(
     let Some(id) = state.current_context_id()? else {
         return Ok(None);
     };
-    match AppContext::load(Arc::clone(contexts), id.get()).await {
-        Ok(ctx) => ctx.status().await,
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+    match AppContext::load(Arc::clone(contexts), id.get())
+        .await
+        .found()?
+    {
+        Some(ctx) => ctx.status().await,
+        None => Ok(None),
     }
 }

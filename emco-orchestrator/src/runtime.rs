@@ -22,7 +22,7 @@ use emco_controller_sdk::controller::Stores;
 use emco_core::lifecycle::StateInfo;
 use emco_core::model::{Cluster, ClusterReference, GitOpsSpec, KvPair};
 use emco_core::placement::{AnyOfStrategy, FirstLexicographic};
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{Error, Found, Result};
 use emco_helm::HelmCompat;
 use emco_rsync::connector::Connector;
 use emco_rsync::connector::gitops::{GitOpsConfig, GitOpsConnector};
@@ -259,11 +259,9 @@ impl Core {
         let Some(id) = state.current_context_id()? else {
             return Ok(None);
         };
-        match AppContext::load(Arc::clone(self.contexts()), id.get()).await {
-            Ok(ctx) => Ok(Some(ctx)),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+        AppContext::load(Arc::clone(self.contexts()), id.get())
+            .await
+            .found()
     }
 
     /// The shutdown signal given to [`Orchestrator::start`] (never cancelled before it).

@@ -1301,7 +1301,7 @@ mod tests {
             snap.views(&StatusQuery::default())[0].clusters[0]
                 .resources
                 .iter()
-                .map(|r| format!("{}+{}", r.name, r.gvk.kind))
+                .map(|r| emco_core::ResourceName::new(&r.name, &r.gvk.kind).to_string())
                 .collect()
         };
         snap.status = Some("Instantiated".into());

@@ -206,7 +206,7 @@ fn reach_of(orch: &Orchestrator, provider: &str, cluster: &str) -> Reach {
         .rsync()
         .metrics()
         .reachable
-        .get(&[&format!("{provider}+{cluster}")])
+        .get(&[ClusterRef::new(provider, cluster).as_str()])
     {
         Some(v) if v > 0.0 => Reach::Reachable,
         Some(_) => Reach::Unreachable,

@@ -6,11 +6,13 @@ use std::sync::Arc;
 use emco::controller::{ActionController, ControllerContext, Dig, IntentType, Server, set_field};
 use emco::store::etcd::EtcdBuilder;
 use emco::store::mongo::MongoBuilder;
-use emco::{Error, Metadata, Result, Validate, async_trait, model::Named};
+use emco::{Error, Metadata, Object, Result, async_trait};
 use serde::{Deserialize, Serialize};
 
 /// `DIG/label-intents/{labelIntent}`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[object(metadata, check = LabelIntent::check)]
+#[intent(parent = Dig, segment = "label-intents", param = "labelIntent")]
 pub struct LabelIntent {
     metadata: Metadata,
     spec: LabelSpec,
@@ -25,9 +27,8 @@ struct LabelSpec {
     annotations: BTreeMap<String, String>,
 }
 
-impl Validate for LabelIntent {
-    fn validate(&self) -> Result<()> {
-        emco::validate::check_name("metadata.name", &self.metadata.name)?;
+impl LabelIntent {
+    fn check(&self) -> Result<()> {
         if self.spec.apps.is_empty() || self.spec.labels.len() + self.spec.annotations.len() == 0 {
             return Err(Error::invalid(
                 "name apps and at least one label or annotation",
@@ -35,18 +36,6 @@ impl Validate for LabelIntent {
         }
         Ok(())
     }
-}
-
-impl Named for LabelIntent {
-    fn name(&self) -> &str {
-        &self.metadata.name
-    }
-}
-
-impl IntentType for LabelIntent {
-    type Parent = Dig;
-    const SEGMENT: &'static str = "label-intents";
-    const PARAM: &'static str = "labelIntent";
 }
 
 /// The controller: reads the intent the DIG names and patches the Deployments.

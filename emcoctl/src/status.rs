@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Duration;
 
+use emco_core::ClusterRef;
 use emco_core::lifecycle::DigState;
 use emco_core::model::status::{
     AppsList, ClustersByApp, DigStatus, ResourcesByApp, StatusMode, StatusOutput, StatusQuery,
@@ -101,7 +102,7 @@ pub fn query_string(q: &StatusQuery) -> String {
         add("app", a);
     }
     for c in &q.clusters {
-        add("cluster", &format!("{}+{}", c.provider(), c.cluster()));
+        add("cluster", c.as_str());
     }
     for r in &q.resources {
         add("resource", r);
@@ -277,7 +278,7 @@ fn table(answer: &Answer) -> String {
                     }
                     rows.push(vec![
                         app.name.clone(),
-                        format!("{}+{}", c.cluster_provider, c.cluster),
+                        ClusterRef::new(&c.cluster_provider, &c.cluster).to_string(),
                         c.connectivity.clone(),
                         c.resources.len().to_string(),
                         counts_text(&counts),
@@ -295,7 +296,7 @@ fn table(answer: &Answer) -> String {
                 for cl in &app.clusters {
                     rows.push(vec![
                         app.app.clone(),
-                        format!("{}+{}", cl.cluster_provider, cl.cluster),
+                        ClusterRef::new(&cl.cluster_provider, &cl.cluster).to_string(),
                     ]);
                 }
             }
@@ -312,7 +313,7 @@ fn table(answer: &Answer) -> String {
                 for res in &a.resources {
                     rows.push(vec![
                         a.app.clone(),
-                        format!("{}+{}", a.cluster_provider, a.cluster),
+                        ClusterRef::new(&a.cluster_provider, &a.cluster).to_string(),
                         res.name.clone(),
                         format!("{}.{}", res.gvk.kind, res.gvk.version),
                     ]);
@@ -428,7 +429,10 @@ impl Snapshot {
 
     fn cell(&mut self, app: &str, provider: &str, cluster: &str) -> &mut Cell {
         self.cells
-            .entry((app.to_owned(), format!("{provider}+{cluster}")))
+            .entry((
+                app.to_owned(),
+                ClusterRef::new(provider, cluster).to_string(),
+            ))
             .or_default()
     }
 

@@ -15,7 +15,7 @@ use axum::routing::get;
 use emco_appcontext::collection::{Collection, Object};
 use emco_appcontext::keys::FILE_BLOB;
 use emco_appcontext::{BlobStream, ResourceKey, ResourceStore};
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{Error, Found, Result};
 use http::{HeaderMap, StatusCode};
 
 use super::accept::{FilePart, multipart_response};
@@ -51,11 +51,7 @@ async fn blob_if_any(
     key: &ResourceKey,
     name: &str,
 ) -> Result<Option<BlobStream>> {
-    match store.get_blob(key, name).await {
-        Ok(data) => Ok(Some(data)),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
+    store.get_blob(key, name).await.found()
 }
 
 /// How a multipart create or PUT of one object type is written.

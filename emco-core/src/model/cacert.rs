@@ -7,51 +7,32 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Named;
+use crate::Object;
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::validate::Validate;
+use crate::placement::ClusterRef;
 
 /// The only issuer group ca-certs supports.
 pub const CERT_MANAGER_GROUP: &str = "cert-manager.io";
 
-/// A ca-certs body: Named by its metadata, checked by `check` (the handler's own checks, all
-/// reported at once) before its JSON schema, with ca-certs' answers to an empty or undecodable
-/// body (api/helper.go `validateRequestBody`).
-macro_rules! ca_certs_body {
-    ($ty:ty, $schema:ident, $check:ident) => {
-        impl Validate for $ty {
-            fn validate(&self) -> Result<()> {
-                $check(self)
-            }
+// Every ca-certs body is checked by the handler's own checks (all reported at once) before its
+// JSON schema, with ca-certs' answers to an empty or undecodable body (api/helper.go
+// `validateRequestBody`).
 
-            fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-                Some(&crate::schemas::$schema)
-            }
-
-            fn checks_before_schema() -> bool {
-                true
-            }
-
-            fn empty_body_message() -> &'static str {
-                "empty request body"
-            }
-
-            fn undecodable_message(_: &str) -> String {
-                "error decoding the request body".to_owned()
-            }
-        }
-
-        impl Named for $ty {
-            fn name(&self) -> &str {
-                &self.metadata.name
-            }
-        }
-    };
+/// ca-certs' answer to a body that does not decode (api/helper.go `validateRequestBody`).
+fn undecodable(_: &str) -> String {
+    "error decoding the request body".to_owned()
 }
 
 /// `ca-certs/{caCert}`: an intermediate CA to issue for clusters and distribute to them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(
+    check = check_ca_cert,
+    schema = crate::schemas::CA_CERT,
+    checks_before_schema,
+    empty_body = "empty request body",
+    undecodable = undecodable
+)]
 pub struct CaCert {
     /// Name and descriptions.
     #[serde(default)]
@@ -217,7 +198,7 @@ impl IssuingCluster {
     /// `provider+cluster`, the cluster's name in AppContexts.
     #[must_use]
     pub fn name(&self) -> String {
-        format!("{}+{}", self.cluster_provider, self.cluster)
+        ClusterRef::new(&self.cluster_provider, &self.cluster).to_string()
     }
 }
 
@@ -234,8 +215,6 @@ fn failures(checks: &[(bool, &str)]) -> Result<()> {
         Err(Error::invalid(failed.join("\n")))
     }
 }
-
-ca_certs_body!(CaCert, CA_CERT, check_ca_cert);
 
 /// The handler's checks of a [`CaCert`] body.
 fn check_ca_cert(this: &CaCert) -> Result<()> {
@@ -263,7 +242,14 @@ fn check_ca_cert(this: &CaCert) -> Result<()> {
 }
 
 /// `clusters/{cluster}` of a [`CaCert`]: clusters the CA is issued for, by name or by label.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(
+    check = check_ca_cert_cluster_group,
+    schema = crate::schemas::CA_CERT_CLUSTER_GROUP,
+    checks_before_schema,
+    empty_body = "empty request body",
+    undecodable = undecodable
+)]
 pub struct CaCertClusterGroup {
     /// Name and descriptions.
     #[serde(default)]
@@ -291,12 +277,6 @@ pub struct ClusterGroupSpec {
     pub scope: String,
 }
 
-ca_certs_body!(
-    CaCertClusterGroup,
-    CA_CERT_CLUSTER_GROUP,
-    check_ca_cert_cluster_group
-);
-
 /// The handler's checks of a [`CaCertClusterGroup`] body.
 fn check_ca_cert_cluster_group(this: &CaCertClusterGroup) -> Result<()> {
     let s = &this.spec;
@@ -323,7 +303,14 @@ fn check_ca_cert_cluster_group(this: &CaCertClusterGroup) -> Result<()> {
 
 /// `logical-clouds/{logicalCloud}` of a project's [`CaCert`]: a logical cloud the CA is
 /// distributed in.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(
+    check = check_ca_cert_logical_cloud,
+    schema = crate::schemas::CA_CERT_LOGICAL_CLOUD,
+    checks_before_schema,
+    empty_body = "empty request body",
+    undecodable = undecodable
+)]
 pub struct CaCertLogicalCloud {
     /// Name and descriptions.
     #[serde(default)]
@@ -341,12 +328,6 @@ pub struct CaCertLogicalCloudSpec {
     #[serde(default)]
     pub logical_cloud: String,
 }
-
-ca_certs_body!(
-    CaCertLogicalCloud,
-    CA_CERT_LOGICAL_CLOUD,
-    check_ca_cert_logical_cloud
-);
 
 /// The handler's checks of a [`CaCertLogicalCloud`] body.
 fn check_ca_cert_logical_cloud(this: &CaCertLogicalCloud) -> Result<()> {
@@ -367,6 +348,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::validate::Validate;
 
     /// The body of ca-certs' API tests (api/test/helper_test.go): `commonName` read into the
     /// untagged `CommonName`, written back under Go's field name; empty lists and a false

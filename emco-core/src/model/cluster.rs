@@ -4,13 +4,15 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Object;
 use crate::error::Result;
 use crate::metadata::Metadata;
-use crate::model::{Named, check_reference, named_by_metadata};
+use crate::model::check_reference;
 use crate::validate::{NAME_MAX, Validate, check_max_len, check_required};
 
 /// `/cluster-providers/{clusterProvider}`: `{metadata}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, schema = crate::schemas::METADATA)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterProvider {
     /// Name and descriptions.
@@ -18,19 +20,13 @@ pub struct ClusterProvider {
     pub metadata: Metadata,
 }
 
-impl Validate for ClusterProvider {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))
-    }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::METADATA)
-    }
-}
-
 /// `.../clusters/{cluster}`: `{metadata, spec:{gitOps?}}`. The kubeconfig is a separate multipart
 /// `file`, required unless the cluster is reached through GitOps.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(
+    metadata,
+    check = |c: &Self| c.spec.git_ops.validate().map_err(|e| e.within("spec.gitOps"))
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Cluster {
     /// Name and descriptions.
@@ -104,19 +100,14 @@ impl Validate for GitOpsSpec {
     }
 }
 
-impl Validate for Cluster {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
-        self.spec
-            .git_ops
-            .validate()
-            .map_err(|e| e.within("spec.gitOps"))
-    }
-}
-
 /// `.../clusters/{cluster}/labels/{clusterLabel}`: `{"clusterLabel": "..."}` (older clients:
 /// `label-name`). The label is its own name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(
+    name = cluster_label,
+    check = |l: &Self| check_reference("clusterLabel", &l.cluster_label),
+    schema = crate::schemas::CLUSTER_LABEL
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterLabel {
     /// The label.
@@ -133,28 +124,8 @@ impl ClusterLabel {
     }
 }
 
-impl Named for ClusterLabel {
-    fn name(&self) -> &str {
-        &self.cluster_label
-    }
-
-    fn name_field(&self) -> &'static str {
-        "clusterLabel"
-    }
-}
-
-impl Validate for ClusterLabel {
-    fn validate(&self) -> Result<()> {
-        check_reference("clusterLabel", &self.cluster_label)
-    }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::CLUSTER_LABEL)
-    }
-}
-
 /// An item of `GET .../clusters?withLabels=true`: `{metadata, labels:[{clusterLabel}]}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterWithLabels {
     /// The cluster's metadata.
@@ -165,13 +136,12 @@ pub struct ClusterWithLabels {
     pub labels: Vec<ClusterLabel>,
 }
 
-named_by_metadata!(ClusterProvider, Cluster, ClusterWithLabels);
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::model::Named;
     use crate::model::test_util::assert_invalid;
 
     #[test]

@@ -3,12 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Object;
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::model::{int_or_string, named_by_metadata};
-use crate::validate::{
-    NAME_MAX, Validate, check_max_len, check_one_of, check_range, check_required,
-};
+use crate::model::int_or_string;
+use crate::validate::{NAME_MAX, check_max_len, check_one_of, check_range, check_required};
 
 /// Lowest priority a controller may have; controllers are called in ascending priority.
 pub const PRIORITY_MIN: i64 = 1;
@@ -43,7 +42,8 @@ impl ControllerKind {
 }
 
 /// `/controllers/{controller}`: `{metadata, spec:{host, port, type, priority}}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, check = Self::check)]
 #[serde(rename_all = "camelCase")]
 pub struct Controller {
     /// Name and descriptions; the name is how DIG intents refer to the controller.
@@ -107,9 +107,8 @@ fn check_endpoint(host: &str, port: i64, priority: i64) -> Result<()> {
     Ok(())
 }
 
-impl Validate for Controller {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
+impl Controller {
+    fn check(&self) -> Result<()> {
         check_endpoint(&self.spec.host, self.spec.port, self.spec.priority)?;
         if self.spec.kind.is_empty() {
             return Ok(());
@@ -119,7 +118,8 @@ impl Validate for Controller {
 }
 
 /// `/clm-controllers/{controller}`: `{metadata, spec:{host, port, priority}}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, check = Self::check)]
 #[serde(rename_all = "camelCase")]
 pub struct ClmController {
     /// Name and descriptions.
@@ -159,14 +159,11 @@ fn is_zero(n: &i64) -> bool {
     *n == 0
 }
 
-impl Validate for ClmController {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
+impl ClmController {
+    fn check(&self) -> Result<()> {
         check_endpoint(&self.spec.host, self.spec.port, self.spec.priority)
     }
 }
-
-named_by_metadata!(Controller, ClmController);
 
 #[cfg(test)]
 mod tests {
@@ -175,6 +172,7 @@ mod tests {
     use super::*;
     use crate::model::Named;
     use crate::model::test_util::assert_invalid;
+    use crate::validate::Validate;
 
     fn gac() -> Controller {
         serde_json::from_value(json!({

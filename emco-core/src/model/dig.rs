@@ -7,14 +7,16 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Object;
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::model::{check_reference, named_by_metadata};
+use crate::model::check_reference;
 use crate::validate::{NAME_MAX, Validate, check_max_len, check_required};
 
 /// `CA/deployment-intent-groups/{dig}`:
 /// `{metadata, spec:{compositeProfile, version, logicalCloud, overrideValues}}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, check = Self::check, schema = crate::schemas::DEPLOYMENT_INTENT_GROUP)]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentIntentGroup {
     /// Name and descriptions.
@@ -86,9 +88,8 @@ impl Validate for OverrideValues {
     }
 }
 
-impl Validate for DeploymentIntentGroup {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
+impl DeploymentIntentGroup {
+    fn check(&self) -> Result<()> {
         check_reference("spec.compositeProfile", &self.spec.composite_profile)?;
         check_required("spec.version", &self.spec.version)?;
         check_max_len("spec.version", &self.spec.version, NAME_MAX)?;
@@ -97,10 +98,6 @@ impl Validate for DeploymentIntentGroup {
             .override_values
             .validate()
             .map_err(|e| e.within("spec.overrideValues"))
-    }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::DEPLOYMENT_INTENT_GROUP)
     }
 }
 
@@ -111,7 +108,8 @@ pub const GENERIC_PLACEMENT_INTENT_KEY_OLD: &str = "generic-placement-intent";
 
 /// `DIG/intents/{groupIntent}`: `{metadata, spec:{intent:{controllerName: intentName}}}`, which
 /// intents of which controllers apply to the DIG.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, check = Self::check, schema = crate::schemas::DEPLOYMENT_INTENT)]
 #[serde(rename_all = "camelCase")]
 pub struct DigIntent {
     /// Name and descriptions.
@@ -160,9 +158,8 @@ impl DigIntent {
     }
 }
 
-impl Validate for DigIntent {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
+impl DigIntent {
+    fn check(&self) -> Result<()> {
         if self.spec.intent.is_empty() {
             return Err(Error::invalid("is required").with_field("spec.intent"));
         }
@@ -188,33 +185,18 @@ impl Validate for DigIntent {
         }
         Ok(())
     }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::DEPLOYMENT_INTENT)
-    }
 }
 
 /// `DIG/generic-placement-intents/{gpi}`: `{metadata}`. The `spec.logicalCloud` that old
 /// clients send is accepted and ignored: the DIG names the logical cloud.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, schema = crate::schemas::GENERIC_PLACEMENT_INTENT)]
 #[serde(rename_all = "camelCase")]
 pub struct GenericPlacementIntent {
     /// Name and descriptions.
     #[serde(default)]
     pub metadata: Metadata,
 }
-
-impl Validate for GenericPlacementIntent {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))
-    }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::GENERIC_PLACEMENT_INTENT)
-    }
-}
-
-named_by_metadata!(DeploymentIntentGroup, DigIntent, GenericPlacementIntent);
 
 #[cfg(test)]
 mod tests {

@@ -6,10 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Object;
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::model::named_by_metadata;
-use crate::validate::Validate;
 
 /// A kv-pair value as EMCO's controllers read it (Go's `%v`): a string as it is, anything
 /// else as its JSON text (`4`, `true`).
@@ -25,7 +24,8 @@ pub fn kv_value_text(value: &serde_json::Value) -> String {
 ///
 /// Each list entry is a map, usually of one key; values are kept as JSON because EMCO stores
 /// whatever the client sent (strings in practice).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, check = Self::check)]
 #[serde(rename_all = "camelCase")]
 pub struct KvPair {
     /// Name and descriptions.
@@ -88,9 +88,8 @@ impl KvPair {
     }
 }
 
-impl Validate for KvPair {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
+impl KvPair {
+    fn check(&self) -> Result<()> {
         if self.spec.kv.is_empty() {
             return Err(Error::invalid("is required").with_field("spec.kv"));
         }
@@ -104,8 +103,6 @@ impl Validate for KvPair {
     }
 }
 
-named_by_metadata!(KvPair);
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -113,6 +110,7 @@ mod tests {
     use super::*;
     use crate::model::Named;
     use crate::model::test_util::assert_invalid;
+    use crate::validate::Validate;
 
     #[test]
     fn lookup_round_trip() {

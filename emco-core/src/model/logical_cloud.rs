@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Object;
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::model::{check_reference, named_by_metadata, string_or_int};
-use crate::validate::{NAME_MAX, Validate, check_max_len, check_one_of, check_required};
+use crate::model::{check_reference, string_or_int};
+use crate::validate::{NAME_MAX, check_max_len, check_one_of, check_required};
 
 /// `spec.level` of an admin logical cloud.
 pub const LEVEL_ADMIN: &str = "0";
@@ -40,7 +41,8 @@ pub enum LogicalCloudKind {
 }
 
 /// `/projects/{project}/logical-clouds/{lc}`: `{metadata, spec:{namespace, level, labels, user}}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, check = Self::check, schema = crate::schemas::LOGICAL_CLOUD)]
 #[serde(rename_all = "camelCase")]
 pub struct LogicalCloud {
     /// Name and descriptions.
@@ -164,9 +166,8 @@ fn check_namespace(field: &str, ns: &str) -> Result<()> {
     .with_field(field))
 }
 
-impl Validate for LogicalCloud {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
+impl LogicalCloud {
+    fn check(&self) -> Result<()> {
         let level = self.level().ok_or_else(|| {
             Error::invalid(format!(
                 "{:?} is not one of \"0\" (admin), \"1\"",
@@ -197,15 +198,12 @@ impl Validate for LogicalCloud {
         }
         Ok(())
     }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::LOGICAL_CLOUD)
-    }
 }
 
 /// `.../logical-clouds/{lc}/cluster-references/{ref}`:
 /// `{metadata, spec:{clusterProvider, cluster, loadBalancerIP, certificate}}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, check = Self::check, schema = crate::schemas::CLUSTER_REFERENCE)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterReference {
     /// Name and descriptions.
@@ -241,9 +239,8 @@ pub struct ClusterReferenceSpec {
     pub certificate: String,
 }
 
-impl Validate for ClusterReference {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
+impl ClusterReference {
+    fn check(&self) -> Result<()> {
         check_reference("spec.clusterProvider", &self.spec.cluster_provider)?;
         check_reference("spec.cluster", &self.spec.cluster)?;
         let ip = &self.spec.load_balancer_ip;
@@ -253,15 +250,12 @@ impl Validate for ClusterReference {
         }
         Ok(())
     }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::CLUSTER_REFERENCE)
-    }
 }
 
 /// `.../logical-clouds/{lc}/user-permissions/{perm}`:
 /// `{metadata, spec:{namespace, apiGroups, resources, verbs}}`: one RBAC rule for the user.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, check = Self::check, schema = crate::schemas::USER_PERMISSION)]
 #[serde(rename_all = "camelCase")]
 pub struct UserPermission {
     /// Name and descriptions.
@@ -306,18 +300,13 @@ fn check_items(field: &str, items: &[String]) -> Result<()> {
     }
 }
 
-impl Validate for UserPermission {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
+impl UserPermission {
+    fn check(&self) -> Result<()> {
         if !self.spec.namespace.is_empty() {
             check_namespace("spec.namespace", &self.spec.namespace)?;
         }
         check_items("spec.resources", &self.spec.resources)?;
         check_items("spec.verbs", &self.spec.verbs)
-    }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::USER_PERMISSION)
     }
 }
 
@@ -351,7 +340,8 @@ pub const DOCUMENTED_QUOTA_KEYS: [&str; 23] = [
 
 /// `.../logical-clouds/{lc}/cluster-quotas/{quota}`: `{metadata, spec:{"limits.cpu": "400", ...}}`,
 /// the ResourceQuota of the logical cloud's namespace.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, check = Self::check, schema = crate::schemas::CLUSTER_QUOTA)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterQuota {
     /// Name and descriptions.
@@ -362,9 +352,8 @@ pub struct ClusterQuota {
     pub spec: BTreeMap<String, String>,
 }
 
-impl Validate for ClusterQuota {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
+impl ClusterQuota {
+    fn check(&self) -> Result<()> {
         for (key, value) in &self.spec {
             if key.trim().is_empty() {
                 return Err(Error::invalid("quota keys must not be empty").with_field("spec"));
@@ -374,13 +363,7 @@ impl Validate for ClusterQuota {
         }
         Ok(())
     }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::CLUSTER_QUOTA)
-    }
 }
-
-named_by_metadata!(LogicalCloud, ClusterReference, UserPermission, ClusterQuota);
 
 #[cfg(test)]
 mod tests {
@@ -389,6 +372,7 @@ mod tests {
     use super::*;
     use crate::model::Named;
     use crate::model::test_util::assert_invalid;
+    use crate::validate::Validate;
 
     fn standard() -> LogicalCloud {
         serde_json::from_value(json!({

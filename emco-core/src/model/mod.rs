@@ -76,18 +76,6 @@ pub trait Named {
     }
 }
 
-/// Implements [`Named`] for types whose name is `self.metadata.name`.
-macro_rules! named_by_metadata {
-    ($($ty:ty),+ $(,)?) => {
-        $(impl $crate::model::Named for $ty {
-            fn name(&self) -> &str {
-                &self.metadata.name
-            }
-        })+
-    };
-}
-pub(crate) use named_by_metadata;
-
 /// Checks a field that names another object (`spec.app`, `spec.logicalCloud`, ...): it is
 /// required and must be a valid EMCO name.
 pub(crate) fn check_reference(field: &str, value: &str) -> Result<()> {

@@ -8,10 +8,10 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use super::Named;
+use crate::Object;
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::validate::{Validate, go_label_errors, go_list, go_name_errors};
+use crate::validate::{go_label_errors, go_list, go_name_errors};
 
 /// The only CNI ncm knows (`CNI_TYPES`).
 pub const CNI_OVN4NFV: &str = "ovn4nfv";
@@ -43,7 +43,8 @@ pub struct Subnet {
 }
 
 /// `networks/{network}`: a virtual network on the cluster.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(check = Self::check, schema = crate::schemas::NETWORK, schema_on_put = false)]
 pub struct Network {
     /// Name and descriptions.
     #[serde(default)]
@@ -69,7 +70,8 @@ pub struct NetworkSpec {
 }
 
 /// `provider-networks/{providerNetwork}`: a network bound to a host interface (VLAN or direct).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(check = Self::check, schema = crate::schemas::PROVIDER_NETWORK, schema_on_put = false)]
 pub struct ProviderNetwork {
     /// Name and descriptions.
     #[serde(default)]
@@ -122,37 +124,17 @@ pub struct Vlan {
     pub node_label_list: Option<Vec<String>>,
 }
 
-impl Named for Network {
-    fn name(&self) -> &str {
-        &self.metadata.name
-    }
-}
-
-impl Named for ProviderNetwork {
-    fn name(&self) -> &str {
-        &self.metadata.name
-    }
-}
-
-/// ncm's handlers: the schema on POST only, then these checks on POST and PUT.
-impl Validate for Network {
-    fn validate(&self) -> Result<()> {
+impl Network {
+    /// ncm's handlers: the schema on POST only, then these checks on POST and PUT.
+    fn check(&self) -> Result<()> {
         check_object_name(&self.metadata.name, "Invalid network name - name")?;
         check_cni(&self.spec.cni_type)?;
         check_subnets(&self.spec.ipv4_subnets)
     }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::NETWORK)
-    }
-
-    fn schema_on_put() -> bool {
-        false
-    }
 }
 
-impl Validate for ProviderNetwork {
-    fn validate(&self) -> Result<()> {
+impl ProviderNetwork {
+    fn check(&self) -> Result<()> {
         check_object_name(&self.metadata.name, "Invalid provider network name")?;
         let spec = &self.spec;
         check_cni(&spec.cni_type)?;
@@ -193,14 +175,6 @@ impl Validate for ProviderNetwork {
             ));
         }
         Ok(())
-    }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::PROVIDER_NETWORK)
-    }
-
-    fn schema_on_put() -> bool {
-        false
     }
 }
 
@@ -312,6 +286,7 @@ fn number_str_error(s: &str, min: i64, max: i64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::validate::Validate;
 
     fn subnet(cidr: &str, gateway: &str, exclude: &str) -> Subnet {
         Subnet {

@@ -3,13 +3,15 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Object;
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::model::{check_reference, named_by_metadata};
+use crate::model::check_reference;
 use crate::validate::{Validate, check_one_of, check_range, check_required};
 
 /// `/projects/{project}`: `{metadata}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, schema = crate::schemas::METADATA)]
 #[serde(rename_all = "camelCase")]
 pub struct Project {
     /// Name and descriptions.
@@ -17,18 +19,13 @@ pub struct Project {
     pub metadata: Metadata,
 }
 
-impl Validate for Project {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))
-    }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::METADATA)
-    }
-}
-
 /// `.../composite-apps/{compositeApp}/{version}`: `{metadata, spec:{compositeAppVersion}}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(
+    metadata,
+    check = |c: &Self| check_reference("spec.compositeAppVersion", &c.spec.composite_app_version),
+    schema = crate::schemas::COMPOSITE_APP
+)]
 #[serde(rename_all = "camelCase")]
 pub struct CompositeApp {
     /// Name and descriptions.
@@ -49,34 +46,14 @@ pub struct CompositeAppSpec {
     pub composite_app_version: String,
 }
 
-impl Validate for CompositeApp {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
-        check_reference("spec.compositeAppVersion", &self.spec.composite_app_version)
-    }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::COMPOSITE_APP)
-    }
-}
-
 /// `CA/apps/{app}`: `{metadata}`; the Helm chart travels beside it as the multipart `file`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, schema = crate::schemas::METADATA)]
 #[serde(rename_all = "camelCase")]
 pub struct App {
     /// Name and descriptions; the name is the chart's directory name.
     #[serde(default)]
     pub metadata: Metadata,
-}
-
-impl Validate for App {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))
-    }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::METADATA)
-    }
 }
 
 /// What an app waits for in the app it depends on.
@@ -116,7 +93,8 @@ impl OpStatus {
 pub const DEPENDENCY_WAIT_MAX: i64 = 4096;
 
 /// `CA/apps/{app}/dependency/{dependency}`: `{metadata, spec:{app, opStatus, wait}}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, check = Self::check, schema = crate::schemas::APP_DEPENDENCY)]
 #[serde(rename_all = "camelCase")]
 pub struct AppDependency {
     /// Name and descriptions.
@@ -152,22 +130,18 @@ impl AppDependency {
     }
 }
 
-impl Validate for AppDependency {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
+impl AppDependency {
+    fn check(&self) -> Result<()> {
         check_reference("spec.app", &self.spec.app)?;
         check_required("spec.opStatus", &self.spec.op_status)?;
         check_one_of("spec.opStatus", &self.spec.op_status, &OpStatus::ALLOWED)?;
         check_range("spec.wait", self.spec.wait, 0, DEPENDENCY_WAIT_MAX)
     }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::APP_DEPENDENCY)
-    }
 }
 
 /// `CA/composite-profiles/{compositeProfile}`: `{metadata}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(metadata, schema = crate::schemas::METADATA)]
 #[serde(rename_all = "camelCase")]
 pub struct CompositeProfile {
     /// Name and descriptions.
@@ -175,19 +149,14 @@ pub struct CompositeProfile {
     pub metadata: Metadata,
 }
 
-impl Validate for CompositeProfile {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))
-    }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::METADATA)
-    }
-}
-
 /// `.../composite-profiles/{cp}/profiles/{appProfile}`: `{metadata, spec:{app}}`; the profile
 /// archive travels beside it as the multipart `file`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(
+    metadata,
+    check = |p: &Self| check_reference("spec.app", &p.spec.app),
+    schema = crate::schemas::METADATA
+)]
 #[serde(rename_all = "camelCase")]
 pub struct AppProfile {
     /// Name and descriptions.
@@ -205,17 +174,6 @@ pub struct AppProfileSpec {
     /// The app's name.
     #[serde(default)]
     pub app: String,
-}
-
-impl Validate for AppProfile {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
-        check_reference("spec.app", &self.spec.app)
-    }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::METADATA)
-    }
 }
 
 /// `manifest.yaml` of an app profile archive:
@@ -284,15 +242,6 @@ impl Validate for ProfileManifest {
         Ok(())
     }
 }
-
-named_by_metadata!(
-    Project,
-    CompositeApp,
-    App,
-    AppDependency,
-    CompositeProfile,
-    AppProfile
-);
 
 #[cfg(test)]
 mod tests {

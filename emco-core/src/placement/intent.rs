@@ -16,13 +16,20 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Object;
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
 use crate::model::check_reference;
 use crate::validate::{Validate, check_name};
 
 /// An app placement intent: where one app of a composite app goes.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
+#[object(
+    metadata,
+    check = |i: &Self| i.spec.validate().map_err(|e| e.within("spec")),
+    schema = crate::schemas::APP_INTENT,
+    schema_message = schema_message
+)]
 pub struct AppPlacementIntent {
     /// Name and descriptions of the intent (empty ones left out when written, as EMCO does).
     #[serde(default, serialize_with = "crate::metadata::serialize_omitempty")]
@@ -250,40 +257,27 @@ impl Validate for AppPlacementSpec {
     }
 }
 
-impl Validate for AppPlacementIntent {
-    fn validate(&self) -> Result<()> {
-        self.metadata.validate().map_err(|e| e.within("metadata"))?;
-        self.spec.validate().map_err(|e| e.within("spec"))
-    }
-
-    fn schema() -> Option<&'static emco_go::jsonschema::Schema> {
-        Some(&crate::schemas::APP_INTENT)
-    }
-
-    /// app_intent_handler.go `handleJsonSchemaValidationError`: the first of these errors in
-    /// the handler's words, else the schema's text.
-    fn schema_message(text: String) -> String {
-        const WORDS: [(&str, &str); 5] = [
-            (
-                "clusterProvider is required",
-                "Missing clusterProvider in an intent",
-            ),
-            ("cluster is required", "Missing cluster or clusterLabel"),
-            (
-                "Must not validate the schema (not)",
-                "Only one of cluster name or cluster label allowed",
-            ),
-            ("app is required", "Missing app for the intent"),
-            ("name is required", "Missing name for the intent"),
-        ];
-        WORDS
-            .iter()
-            .find(|(found, _)| text.contains(found))
-            .map_or(text, |(_, said)| (*said).to_owned())
-    }
+/// app_intent_handler.go `handleJsonSchemaValidationError`: the first of these errors in the
+/// handler's words, else the schema's text.
+fn schema_message(text: String) -> String {
+    const WORDS: [(&str, &str); 5] = [
+        (
+            "clusterProvider is required",
+            "Missing clusterProvider in an intent",
+        ),
+        ("cluster is required", "Missing cluster or clusterLabel"),
+        (
+            "Must not validate the schema (not)",
+            "Only one of cluster name or cluster label allowed",
+        ),
+        ("app is required", "Missing app for the intent"),
+        ("name is required", "Missing name for the intent"),
+    ];
+    WORDS
+        .iter()
+        .find(|(found, _)| text.contains(found))
+        .map_or(text, |(_, said)| (*said).to_owned())
 }
-
-crate::model::named_by_metadata!(AppPlacementIntent);
 
 #[cfg(test)]
 mod tests {

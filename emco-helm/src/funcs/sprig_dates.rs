@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use emco_go::time::{format_duration, parse_duration};
+
 use super::gotime::{self, Time};
 use super::{FResult, Param, Registry, func, godur, s};
 use crate::value::{Object, Value};
@@ -158,7 +160,7 @@ pub(super) fn register(m: &mut Registry) {
         func(&[Param::Str, Param::Any], None, |_, a| {
             let t = want_time(&a[1])?;
             // Sprig returns the date unchanged when the modification does not parse.
-            time_value(match godur::parse(s(&a[0])) {
+            time_value(match parse_duration(s(&a[0])) {
                 Ok(d) => t.add(d),
                 Err(_) => t,
             })
@@ -168,7 +170,7 @@ pub(super) fn register(m: &mut Registry) {
         "mustDateModify",
         func(&[Param::Str, Param::Any], None, |_, a| {
             let t = want_time(&a[1])?;
-            time_value(t.add(godur::parse(s(&a[0]))?))
+            time_value(t.add(parse_duration(s(&a[0])).map_err(|e| e.to_string())?))
         }),
     );
     m.insert(
@@ -179,7 +181,7 @@ pub(super) fn register(m: &mut Registry) {
                 Value::Int(i) | Value::Int64(i) => Time::utc(*i, 0),
                 v => time_arg(v).unwrap_or_else(Time::now),
             };
-            text(godur::format(round_to_second(t.since())))
+            text(format_duration(round_to_second(t.since())))
         }),
     );
     m.insert(
@@ -191,7 +193,7 @@ pub(super) fn register(m: &mut Registry) {
                 Value::Int64(i) => *i,
                 _ => 0,
             };
-            text(godur::format(secs.wrapping_mul(1_000_000_000)))
+            text(format_duration(secs.wrapping_mul(1_000_000_000)))
         }),
     );
     m.insert(
@@ -199,7 +201,7 @@ pub(super) fn register(m: &mut Registry) {
         func(&[Param::Any], None, |_, a| {
             // A duration string, int64 nanoseconds, or the time elapsed since a time.
             let ns = match &a[0] {
-                Value::String(s) => godur::parse(s).unwrap_or(0),
+                Value::String(s) => parse_duration(s).unwrap_or(0),
                 Value::Int64(i) => *i,
                 v => time_arg(v).map_or(0, |t| t.since()),
             };

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use std::sync::Arc;
 
+use crate::cases::{Case, check_on};
 use crate::template::{TemplateLimits, Templates};
 use crate::value::{Bytes, Value};
 
@@ -25,34 +26,8 @@ fn data() -> Value {
     Value::map(m)
 }
 
-fn check(cases: &[(&str, Result<&str, &str>)]) {
+fn check(cases: &[Case<'_>]) {
     check_on(data, cases);
-}
-
-/// Runs each case on fresh data from `data` (cases may change maps with `set`/`unset`).
-fn check_on(data: fn() -> Value, cases: &[(&str, Result<&str, &str>)]) {
-    let mut failures = Vec::new();
-    for (src, want) in cases {
-        let mut set = Templates::new();
-        let got = set
-            .add("t", src)
-            .and_then(|()| set.execute("t", &data(), &TemplateLimits::default()))
-            .map_err(|e| e.to_string());
-        let ok = match (want, &got) {
-            (Ok(w), Ok(g)) => w == g,
-            (Err(w), Err(g)) => g.contains(w),
-            _ => false,
-        };
-        if !ok {
-            failures.push(format!("{src:?}: want {want:?}, got {got:?}"));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
 }
 
 #[test]

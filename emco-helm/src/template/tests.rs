@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::{TemplateLimits, Templates};
+use crate::cases::{Case, check_on};
 use crate::value::Value;
 
 fn data() -> Value {
@@ -38,35 +39,8 @@ fn data() -> Value {
     Value::map(m)
 }
 
-fn run(src: &str) -> Result<String, String> {
-    let mut set = Templates::new();
-    set.add("t", src).map_err(|e| e.to_string())?;
-    set.execute("t", &data(), &TemplateLimits::default())
-        .map_err(|e| e.to_string())
-}
-
-/// (template, expected output, or `Err(substring)` of the expected error)
-type Case = (&'static str, Result<&'static str, &'static str>);
-
-fn check(cases: &[Case]) {
-    let mut failures = Vec::new();
-    for (src, want) in cases {
-        let got = run(src);
-        let ok = match (want, &got) {
-            (Ok(w), Ok(g)) => w == g,
-            (Err(w), Err(g)) => g.contains(w),
-            _ => false,
-        };
-        if !ok {
-            failures.push(format!("{src:?}: want {want:?}, got {got:?}"));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+fn check(cases: &[Case<'_>]) {
+    check_on(data, cases);
 }
 
 #[test]

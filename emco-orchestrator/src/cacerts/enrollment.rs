@@ -16,6 +16,7 @@ use std::sync::Arc;
 use base64::Engine;
 use emco_appcontext::context::CompositeAppMeta;
 use emco_appcontext::{AppContext, ResourceKey};
+use emco_core::ResourceName;
 use emco_core::lifecycle::{AppContextStatus, DigState, StateInfo};
 use emco_core::model::cacert::{CERT_MANAGER_GROUP, CaCert, CaCertClusterGroup};
 use emco_core::model::kv_value_text;
@@ -53,7 +54,7 @@ pub fn request_name(ctx: u64, cert: &str, target: &Target) -> String {
 /// The resource name ca-certs gives an object in its contexts: `<name>+<Kind>` in lower case.
 #[must_use]
 pub fn resource_name(name: &str, kind: &str) -> String {
-    format!("{name}+{kind}").to_lowercase()
+    ResourceName::new(name, kind).to_string().to_lowercase()
 }
 
 /// The blob holding the keys of enrollment context `ctx`: `{"<provider>+<cluster>": {"Name":

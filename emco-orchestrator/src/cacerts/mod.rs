@@ -24,6 +24,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use emco_appcontext::collection::{Hook, Wording};
 use emco_appcontext::{AppContextStore, PutMode, ResourceKey, ResourceStore};
+use emco_core::ClusterRef;
 use emco_core::lifecycle::{AppContextStatus, DigState, StateInfo};
 use emco_core::model::cacert::CaCert;
 use emco_core::{Error, ErrorKind, Result};
@@ -100,7 +101,7 @@ impl Target {
     /// `provider+cluster`.
     #[must_use]
     pub fn name(&self) -> String {
-        format!("{}+{}", self.provider, self.cluster)
+        ClusterRef::new(&self.provider, &self.cluster).to_string()
     }
 }
 

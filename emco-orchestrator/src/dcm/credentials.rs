@@ -20,6 +20,7 @@ use std::time::Duration;
 use base64::Engine;
 use bytes::Bytes;
 use emco_appcontext::{AppContext, ResourceKey, ResourceStore};
+use emco_core::ClusterRef;
 use emco_core::lifecycle::DigState;
 use emco_core::model::{ClusterReference, LogicalCloud};
 use emco_core::{ContextId, Error, ErrorKind, Result};
@@ -177,7 +178,7 @@ pub(crate) async fn references_by_cluster(
     let mut out = HashMap::new();
     for (key, value) in store.list(lc, keys::CLUSTER_REFERENCE, &[]).await? {
         let r: ClusterReference = from_value(&key, value)?;
-        let id = format!("{}+{}", r.spec.cluster_provider, r.spec.cluster);
+        let id = ClusterRef::new(&r.spec.cluster_provider, &r.spec.cluster).to_string();
         out.insert(id, (key, r));
     }
     Ok(out)

@@ -12,6 +12,7 @@
 //! not share (and then delete each other's) objects. Every name is made a valid Kubernetes name.
 
 use base64::Engine;
+use emco_core::ResourceName;
 use emco_core::model::{ClusterQuota, LogicalCloud, UserPermission};
 use emco_core::{Error, Result};
 use serde_json::{Value, json};
@@ -38,7 +39,7 @@ impl Manifest {
         let yaml = emco_go::yaml::to_string(object)
             .map_err(|e| Error::internal("cannot write a manifest as YAML").with_source(e))?;
         Ok(Self {
-            key: format!("{name}+{kind}"),
+            key: ResourceName::new(name, kind).to_string(),
             yaml,
         })
     }

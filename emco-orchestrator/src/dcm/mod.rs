@@ -33,9 +33,10 @@ use std::sync::Arc;
 
 use emco_appcontext::context::{AppContextStatus, CompositeAppMeta, ContextWriter};
 use emco_appcontext::{AppContext, Filter, ResourceKey};
+use emco_core::ClusterRef;
 use emco_core::lifecycle::{DigState, StateInfo};
 use emco_core::model::{ClusterReference, LogicalCloud};
-use emco_core::{Error, ErrorKind, LogicalCloudRef, Result};
+use emco_core::{Error, Found, LogicalCloudRef, Result};
 
 pub use status::{LogicalCloudStatus, LogicalCloudStatusQuery};
 
@@ -81,11 +82,10 @@ pub async fn cloud_for_deployment(
             )));
         }
     };
-    let state = match crate::state::load_state(orch.store().as_ref(), &key).await {
-        Ok(s) => s.current_state(),
-        Err(e) if e.kind() == ErrorKind::NotFound => DigState::Created,
-        Err(e) => return Err(e),
-    };
+    let state = crate::state::load_state(orch.store().as_ref(), &key)
+        .await
+        .found()?
+        .map_or(DigState::Created, |s| s.current_state());
     // An updated cloud is as instantiated as before, with its latest permissions and quotas.
     if !matches!(state, DigState::Instantiated | DigState::Updated) {
         return Err(Error::failed_precondition(format!(
@@ -395,7 +395,8 @@ impl LogicalClouds {
             let mut w = ctx.writer();
             add_only_app(&mut w, LC_APP)?;
             for (ref_key, r) in references {
-                let cluster = format!("{}+{}", r.spec.cluster_provider, r.spec.cluster);
+                let cluster =
+                    ClusterRef::new(&r.spec.cluster_provider, &r.spec.cluster).to_string();
                 w.add_cluster(LC_APP, &cluster, None)?;
                 let mut order = Vec::with_capacity(objects.len() + 1);
                 for m in &objects {

@@ -8,6 +8,7 @@
 //! has no AppContext here, answers with the deployed (and ready) status its lifecycle implies,
 //! as EMCO's empty-shell context does.
 
+use emco_core::ClusterRef;
 use emco_core::lifecycle::DigState;
 use emco_core::model::status::{DigStatus, StatusResponse, StatusType};
 use emco_core::{Error, LogicalCloudRef, Result};
@@ -54,7 +55,7 @@ impl crate::Status {
         let references =
             credentials::references_by_cluster(self.core.store().as_ref(), &lc_key).await?;
         for cluster in views.iter_mut().flat_map(|a| a.clusters.iter_mut()) {
-            let id = format!("{}+{}", cluster.provider, cluster.cluster);
+            let id = ClusterRef::new(&cluster.provider, &cluster.cluster).to_string();
             let has = match references.get(&id) {
                 Some((key, _)) => {
                     credentials::has_kubeconfig(self.core.store().as_ref(), key).await?

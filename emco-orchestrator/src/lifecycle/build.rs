@@ -13,7 +13,7 @@ use emco_core::model::DeploymentIntentGroup;
 use emco_core::placement::{
     AppPlacementIntent, ClusterRef, Inventory, Placement, finalize, resolve,
 };
-use emco_core::{DigRef, Error, ErrorKind, Result};
+use emco_core::{DigRef, Error, ErrorKind, Found, Result};
 
 use super::Deployments;
 use super::render::{RenderInput, RenderedApp, render_app};
@@ -238,11 +238,15 @@ async fn inventory(
     }
     let mut builder = Inventory::builder();
     for provider in providers {
-        let clusters = match orch.core.objects.clusters_with_labels(provider).await {
-            Ok(c) => c,
-            // Placement reports the missing provider with the entry that names it.
-            Err(e) if e.kind() == ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
+        // Placement reports a missing provider with the entry that names it.
+        let Some(clusters) = orch
+            .core
+            .objects
+            .clusters_with_labels(provider)
+            .await
+            .found()?
+        else {
+            continue;
         };
         for c in clusters {
             builder.add_cluster(

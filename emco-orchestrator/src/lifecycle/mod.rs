@@ -40,7 +40,7 @@ use emco_appcontext::keys::Keyed;
 use emco_appcontext::{AppContext, ResourceKey};
 use emco_core::lifecycle::{DigOperation, StateInfo, transition_named};
 use emco_core::model::DeploymentIntentGroup;
-use emco_core::{ContextId, DigRef, Error, ErrorKind, Metadata, Result, Validate};
+use emco_core::{ContextId, DigRef, Error, ErrorKind, Found, Metadata, Result, Validate};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::keys;
@@ -332,10 +332,10 @@ impl Deployments {
         let Some(id) = state.current_context_id()? else {
             return Ok(());
         };
-        let busy = match AppContext::load(Arc::clone(self.core.contexts()), id.get()).await {
-            Ok(ctx) => ctx.is_busy().await?,
-            Err(e) if e.kind() == ErrorKind::NotFound => false,
-            Err(e) => return Err(e),
+        let ctx = AppContext::load(Arc::clone(self.core.contexts()), id.get()).await;
+        let busy = match ctx.found()? {
+            Some(ctx) => ctx.is_busy().await?,
+            None => false,
         };
         if busy {
             return Err(Error::conflict(format!(

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use emco_appcontext::context::HookGroups;
+use emco_core::ResourceName;
 use emco_core::model::ProfileManifest;
 use emco_core::{Error, Result};
 use emco_helm::archive::ArchiveLimits;
@@ -114,7 +115,7 @@ pub(crate) fn render_app(input: &RenderInput<'_>, set: Vec<String>) -> Result<Re
     for (event, group) in groups {
         for hook in rendered.hooks_for(event) {
             let m = &hook.manifest;
-            let key = format!("{}+{}", m.name, m.kind);
+            let key = ResourceName::new(&m.name, &m.kind).to_string();
             // A hook of several events is one resource listed in each of its groups.
             let seen = hook_keys.contains(&key) && sources.get(&key) == Some(&m.source);
             if !seen {
@@ -151,7 +152,7 @@ fn add(
             "app {app:?}: {source} renders a document without kind or metadata.name"
         )));
     }
-    let key = format!("{name}+{kind}");
+    let key = ResourceName::new(name, kind).to_string();
     if let Some(first) = sources.insert(key.clone(), source.to_owned()) {
         return Err(Error::invalid(format!(
             "app {app:?}: {first} and {source} both render {kind} {name:?}; resources are \

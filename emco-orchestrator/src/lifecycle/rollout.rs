@@ -34,7 +34,7 @@ use emco_core::rollout::{
     UnreachablePolicy, Verdict, WaveFailure, WaveRun, judge, plan_waves,
 };
 use emco_core::time::{parse_rfc3339, rfc3339, unix_seconds};
-use emco_core::{DigRef, Error, ErrorKind, Result};
+use emco_core::{DigRef, Error, ErrorKind, Found, Result};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -311,10 +311,11 @@ impl Deployments {
     /// # Errors
     /// Conflict naming the rollout's wave and state.
     pub(super) async fn refuse_during_rollout(&self, id: u64, what: &str) -> Result<()> {
-        let ctx = match AppContext::load(Arc::clone(self.core.contexts()), id).await {
-            Ok(ctx) => ctx,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
+        let Some(ctx) = AppContext::load(Arc::clone(self.core.contexts()), id)
+            .await
+            .found()?
+        else {
+            return Ok(());
         };
         match ctx.rollout::<RolloutRun>().await? {
             Some((run, _)) if !run.state.is_final() => {
@@ -370,10 +371,11 @@ impl Deployments {
         let ids: BTreeSet<&str> = state.contexts_by_revision().into_values().collect();
         for id in ids {
             let Ok(id) = id.parse::<u64>() else { continue };
-            let ctx = match AppContext::load(Arc::clone(self.core.contexts()), id).await {
-                Ok(ctx) => ctx,
-                Err(e) if e.kind() == ErrorKind::NotFound => continue,
-                Err(e) => return Err(e),
+            let Some(ctx) = AppContext::load(Arc::clone(self.core.contexts()), id)
+                .await
+                .found()?
+            else {
+                continue;
             };
             if let Some((run, revision)) = ctx.rollout::<RolloutRun>().await?
                 && latest
@@ -578,10 +580,11 @@ impl Deployments {
     /// The context a rollout of context `id` replaces while some clusters still run it (the
     /// rollout has not finished, or clusters it left out wait to be changed).
     pub(super) async fn replaced_by_rollout(&self, id: u64) -> Result<Option<u64>> {
-        let ctx = match AppContext::load(Arc::clone(self.core.contexts()), id).await {
-            Ok(ctx) => ctx,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
+        let Some(ctx) = AppContext::load(Arc::clone(self.core.contexts()), id)
+            .await
+            .found()?
+        else {
+            return Ok(None);
         };
         Ok(ctx.rollout::<RolloutRun>().await?.and_then(|(run, _)| {
             let running = !run.state.is_final()
@@ -897,10 +900,10 @@ impl Deployments {
                     .clusters()
                     .list(&keys::cluster_provider(provider), &[])
                     .await
+                    .found()?
                 {
-                    Ok(list) => list.into_iter().map(|c| c.metadata.name).collect(),
-                    Err(e) if e.kind() == ErrorKind::NotFound => HashSet::new(),
-                    Err(e) => return Err(e),
+                    Some(list) => list.into_iter().map(|c| c.metadata.name).collect(),
+                    None => HashSet::new(),
                 };
                 registered.insert(provider, names);
             }

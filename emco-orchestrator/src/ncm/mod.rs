@@ -306,7 +306,7 @@ impl ClusterNetworks {
         write_only_app(
             &ctx,
             NETWORK_APP,
-            &[(format!("{provider}+{cluster}"), resources)],
+            &[(ClusterRef::new(provider, cluster).to_string(), resources)],
         )
         .await?;
         let store = self.core.store().as_ref();
@@ -417,7 +417,7 @@ impl crate::Status {
         // ncm has only the full status, whatever list mode the query names.
         let full = record_answer(
             self.core.contexts(),
-            format!("{provider}+{cluster}"),
+            ClusterRef::new(provider, cluster).to_string(),
             states,
             query,
         )

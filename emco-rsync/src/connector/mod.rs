@@ -18,6 +18,7 @@ pub use source::{ReadinessChange, ReadinessSource, WatchHealth, Watched};
 use std::fmt;
 
 use async_trait::async_trait;
+use emco_core::ResourceName;
 use emco_core::{Error, ErrorKind, HasKind, Result};
 use serde_json::{Map, Value};
 
@@ -87,7 +88,7 @@ impl ResourceId {
     /// The key EMCO uses for a resource in the AppContext: `<name>+<Kind>`.
     #[must_use]
     pub fn emco_name(&self) -> String {
-        format!("{}+{}", self.name, self.kind)
+        ResourceName::new(&self.name, &self.kind).to_string()
     }
 }
 

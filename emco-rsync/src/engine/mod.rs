@@ -37,7 +37,7 @@ use async_trait::async_trait;
 use emco_appcontext::context::{CompositeAppMeta, QueueElement, QueueStatus, Registry};
 use emco_appcontext::{AppContext, AppContextStore};
 use emco_core::lifecycle::{AppContextStatus, RsyncEvent, rsync_transition};
-use emco_core::{Error, Result};
+use emco_core::{Error, Found, Result};
 use tokio::sync::{Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
 
@@ -1038,10 +1038,8 @@ impl Rsync {
     /// Terminates the context `old` that an update of `ctx` was to replace: the terminate of
     /// `ctx` came before that update finished, so `old`'s resources are still deployed.
     async fn terminate_replaced(&self, ctx: &AppContext, old: &str) -> Result<()> {
-        let old = match self.other_context(old).await {
-            Ok(o) => o,
-            Err(e) if e.kind() == emco_core::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
+        let Some(old) = self.other_context(old).await.found()? else {
+            return Ok(());
         };
         tracing::info!(
             ctx = ctx.id(),

@@ -16,7 +16,7 @@ use std::sync::{Arc, PoisonError};
 use emco_appcontext::AppContext;
 use emco_appcontext::context::{QueueStatus, Registry};
 use emco_core::lifecycle::RsyncEvent;
-use emco_core::{ErrorKind, Result};
+use emco_core::{Found, Result};
 
 use super::{Abort, OpCtl, Rsync};
 
@@ -131,10 +131,9 @@ impl Rsync {
             if active.contains(&id) || deployed.contains(&id) || running.contains_key(&id) {
                 continue;
             }
-            match AppContext::load(Arc::clone(&self.inner.store), id).await {
-                Err(e) if e.kind() == ErrorKind::NotFound => owners.forget(store, id).await?,
-                Err(e) => return Err(e),
-                Ok(_) => {}
+            let ctx = AppContext::load(Arc::clone(&self.inner.store), id).await;
+            if ctx.found()?.is_none() {
+                owners.forget(store, id).await?;
             }
         }
 
