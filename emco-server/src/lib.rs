@@ -38,6 +38,7 @@ mod auth;
 mod config;
 mod deployer;
 mod metrics;
+pub mod presence;
 pub mod ratelimit;
 pub mod tls;
 mod ui;
@@ -679,10 +680,23 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send) ->
         return serve_controller(&config, name, shutdown).await;
     }
     let stores = open_stores(&config).await?;
+    let cancel = CancellationToken::new();
+    // Only a shared AppContext store can have another server on it; an embedded file is held.
+    let beating = if config.context_backend == ContextBackend::Etcd {
+        let period = config.replica_ttl / 3;
+        presence::claim(
+            Arc::clone(&stores.appcontext),
+            config.replica_id.as_deref(),
+            period,
+            cancel.child_token(),
+        )
+        .await?
+    } else {
+        None
+    };
     let orch = orchestrator(&config, stores)?;
     let rest_listener = bind(config.listen, "REST").await?;
     let grpc_listener = bind(config.grpc_listen, "gRPC").await?;
-    let cancel = CancellationToken::new();
     let engine = cancel.child_token();
     orch.start(engine.clone()).await?;
 
@@ -764,6 +778,14 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send) ->
     match tokio::time::timeout(config.drain, drain).await {
         Ok(result) => result?,
         Err(_) => tracing::warn!("requests still running after the drain timeout; exiting"),
+    }
+    // Its heartbeat removed, a server started next need not wait to see this one is gone.
+    if let Some(beating) = beating
+        && tokio::time::timeout(std::time::Duration::from_secs(5), beating)
+            .await
+            .is_err()
+    {
+        tracing::warn!("the server's heartbeat was not removed in time");
     }
     tracing::info!("stopped");
     Ok(())

@@ -2549,3 +2549,90 @@ async fn rollout_notifications(
     });
     seen
 }
+
+/// Starts an emco-server expected to refuse to start; answers its exit status and what it
+/// logged.
+fn refused_start(work: &std::path::Path, flags: &[&str]) -> (std::process::ExitStatus, String) {
+    std::fs::create_dir_all(work).unwrap();
+    let log = work.join("refused.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_emco-server"))
+        .arg("--listen")
+        .arg(free_addr().to_string())
+        .arg("--grpc-listen")
+        .arg(free_addr().to_string())
+        .arg("--data-dir")
+        .arg(work)
+        .args(flags)
+        .env("EMCO_LOG_FORMAT", "text")
+        .stdout(Stdio::from(file.try_clone().unwrap()))
+        .stderr(Stdio::from(file))
+        .spawn()
+        .unwrap();
+    // A server that starts instead runs until killed: that is the failure.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the server started: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (status, std::fs::read_to_string(&log).unwrap_or_default())
+}
+
+/// Two servers without `--replica-id` on one etcd would both run every deployment, as would
+/// one without it beside replicas: a second is refused at start, naming the live one; one
+/// stopped cleanly or killed does not hold the next start (#44).
+#[test]
+fn a_second_server_on_shared_stores_needs_a_replica_id() {
+    let Some(shared) = SharedStores::new("a_second_server_on_shared_stores_needs_a_replica_id")
+    else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let mut flags = shared.flags();
+    // Heartbeats every second.
+    flags.extend(["--replica-ttl-seconds", "3"]);
+    let first = Server::start_with(&work.path().join("a"), free_addr(), free_addr(), &flags);
+
+    let (status, logged) = refused_start(&work.path().join("b"), &flags);
+    assert!(!status.success(), "{logged}");
+    assert!(
+        logged.contains("an emco-server without --replica-id (pid ")
+            && logged.contains(
+                "a server without --replica-id beside it would run the same deployments twice"
+            ),
+        "{logged}"
+    );
+    let mut replica = flags.clone();
+    replica.extend(["--replica-id", "r1"]);
+    let (status, logged) = refused_start(&work.path().join("r1"), &replica);
+    assert!(!status.success(), "{logged}");
+    assert!(logged.contains("as replica"), "{logged}");
+
+    // Stopped cleanly, it leaves no heartbeat: the next one starts at once.
+    assert!(first.terminate().success());
+    let second = Server::start_with(&work.path().join("b"), free_addr(), free_addr(), &flags);
+    // Killed, it leaves one that no longer changes: the next one starts after a look.
+    drop(second);
+    let third = Server::start_with(&work.path().join("c"), free_addr(), free_addr(), &flags);
+    assert!(third.terminate().success());
+
+    // Replicas run side by side, and a server without a replica id is refused beside them.
+    let r1 = Server::start_with(&work.path().join("r1"), free_addr(), free_addr(), &replica);
+    let mut other = flags.clone();
+    other.extend(["--replica-id", "r2"]);
+    let r2 = Server::start_with(&work.path().join("r2"), free_addr(), free_addr(), &other);
+    let (status, logged) = refused_start(&work.path().join("d"), &flags);
+    assert!(!status.success(), "{logged}");
+    assert!(logged.contains("replica"), "{logged}");
+    drop((r1, r2));
+}

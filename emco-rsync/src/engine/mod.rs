@@ -45,7 +45,7 @@ use crate::connector::Connector;
 use crate::metrics::RsyncMetrics;
 
 pub use liveness::Liveness;
-pub use owner::ReplicaConfig;
+pub use owner::{HEARTBEATS as REPLICA_HEARTBEATS, ReplicaConfig};
 pub use status::ContextStatusExt;
 
 /// Helm's default `--timeout`: how long a hook may run.

@@ -21,7 +21,8 @@ use emco_appcontext::{AppContextStore, Compare, ListOptions, Op, Txn};
 use emco_core::{ErrorKind, Result};
 use tokio::time::Instant;
 
-const HEARTBEATS: &str = "/rsyncreplica/";
+/// Where replicas keep their heartbeats, one key per replica id under it.
+pub const HEARTBEATS: &str = "/rsyncreplica/";
 const OWNERS: &str = "/rsyncowner/";
 
 /// How an engine shares its store with other replicas.

@@ -622,9 +622,10 @@ async fn unreachable_clusters_fail_a_wave_or_are_waited_for() {
 }
 
 /// A cluster deregistered while a rollout runs (its label, then the cluster deleted, as EMCO
-/// lets a user decommission a site while apps run on it) leaves the rollout: its wave goes on
-/// without it and the rollout succeeds, where changing it would fail the wave and roll every
-/// cluster back.
+/// lets a user decommission a site while apps run on it: src/clm/pkg/cluster/cluster.go
+/// `DeleteCluster` refuses only while the cluster's network intents are applied, never for the
+/// apps deployed there) leaves the rollout: its wave goes on without it and the rollout
+/// succeeds, where changing it would fail the wave and roll every cluster back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_deregistered_mid_rollout_leaves_it() {
     const N: usize = 4;
