@@ -946,6 +946,14 @@ impl AppContext {
     pub async fn delete(&self) -> Result<()> {
         self.store.delete_prefix(&self.root).await.map(drop)
     }
+
+    /// Deletes a context that was never handed to rsync (its operation failed before): a
+    /// failure only leaves unused keys behind, so it is logged, not answered.
+    pub async fn discard(&self) {
+        if let Err(e) = self.delete().await {
+            tracing::warn!(ctx = self.id(), error = %e, "cannot delete an unused AppContext");
+        }
+    }
 }
 
 /// Collects the keys of a context and writes them in transactions of at most [`MAX_TXN_OPS`]

@@ -37,6 +37,7 @@ pub mod archive;
 #[cfg(test)]
 mod cases;
 pub mod chart;
+mod compat;
 pub mod error;
 pub mod files;
 mod funcs;

@@ -7,8 +7,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::gofmt;
-
 /// Deepest nesting of lists and maps that printing, copying and comparing follow; only a map
 /// that contains itself (`set $d "self" $d`) nests deeper.
 pub const MAX_NESTING: usize = 100;
@@ -408,7 +406,7 @@ impl Value {
             Self::Nil => out.push_str("<nil>"),
             Self::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             Self::Int(i) | Self::Int64(i) => out.push_str(&i.to_string()),
-            Self::Float(f) => out.push_str(&gofmt::format_float_g(*f, None)),
+            Self::Float(f) => out.push_str(&emco_go::strconv::format_float_g(*f, None)),
             Self::String(s) => out.push_str(s),
             Self::List(l) => {
                 out.push('[');

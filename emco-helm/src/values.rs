@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use emco_core::Error;
 
 use crate::chart::Chart;
-use crate::render::HelmCompat;
+use crate::compat::HelmCompat;
 use crate::value::{Map, Value};
 
 /// Deep-merges `src` into `dst` like Helm's `mergeMaps` for values files: maps merge

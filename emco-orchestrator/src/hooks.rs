@@ -41,23 +41,23 @@ pub(crate) trait NewHook {
     fn new_hook(contexts: &Arc<dyn AppContextStore>) -> Self;
 }
 
+/// [`NewHook`] for hooks that hold nothing.
 macro_rules! stateless_hooks {
     ($($hook:ty),+) => {
-        $(impl NewHook for $hook {
-            fn new_hook(_: &Arc<dyn AppContextStore>) -> Self {
+        $(impl $crate::hooks::NewHook for $hook {
+            fn new_hook(_: &std::sync::Arc<dyn emco_appcontext::AppContextStore>) -> Self {
                 Self
             }
         })+
     };
 }
+pub(crate) use stateless_hooks;
 
 stateless_hooks!(
     emco_appcontext::collection::NoHook,
     DependencyHook,
     QuotaHook,
-    RolloutPolicyHook,
-    crate::ncm::NetworkHook,
-    crate::ncm::ProviderNetworkHook
+    RolloutPolicyHook
 );
 
 impl NewHook for DigHook {

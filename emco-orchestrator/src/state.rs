@@ -226,7 +226,7 @@ pub(crate) async fn hand_over(
     }
     // A record that could not be put back may name the context: it must stay.
     if let Some(ctx) = fresh.filter(|_| reverted) {
-        crate::dcm::discard(ctx).await;
+        ctx.discard().await;
     }
     Err(e)
 }
@@ -253,7 +253,7 @@ pub(crate) async fn deploy_fresh(
             Ok(written)
         }
         Err(e) => {
-            crate::dcm::discard(fresh).await;
+            fresh.discard().await;
             Err(e)
         }
     }

@@ -11,7 +11,7 @@ from typing import Iterator, List
 import pytest
 
 import emco
-from conftest import ADMIN_TOKEN, ALICE_TOKEN, ROOT, Fleet, Server, on, web_group
+from conftest import ADMIN_TOKEN, ALICE_TOKEN, PROVIDER, ROOT, Fleet, Server, on, web_group
 
 try:
     from playwright.sync_api import Locator, Page, expect, sync_playwright
@@ -230,20 +230,26 @@ def test_a_secured_servers_dashboard_asks_for_a_token_and_shows_the_callers_proj
     expect(page.locator("h1")).to_have_text("Log in")
 
 
+def canary_then_approval(client: emco.Client, fleet: Fleet, page: Page, url: str) -> None:
+    """Group d1 over the fleet rolled out in two waves, c1 then the rest after an approval,
+    instantiated and open on `page` until the rest waits for the approval."""
+    dig = web_group(client, fleet)
+    client.set_rollout_policy(dig, {
+        "waves": [{"name": "canary", "clusters": ["c1"]}, {"name": "rest"}],
+        "gates": {"approval": True}})
+    client.approve(dig)
+    client.instantiate(dig)
+    page.goto(f"{url}/ui/#/dig/p/web/v1/d1")
+    expect(page.locator("#rollout h2")).to_contain_text("WaitingForApproval", timeout=60_000)
+
+
 def test_a_rollout_shows_its_waves_and_takes_an_approval_from_the_page(
     server: Server, fleet: Fleet, browser: Browser
 ) -> None:
     page = browser.page
     with emco.Client(server.url) as client:
-        dig = web_group(client, fleet)
-        client.set_rollout_policy(dig, {
-            "waves": [{"name": "canary", "clusters": ["c1"]}, {"name": "rest"}],
-            "gates": {"approval": True}})
-        client.approve(dig)
-        client.instantiate(dig)
-        page.goto(f"{server.url}/ui/#/dig/p/web/v1/d1")
+        canary_then_approval(client, fleet, page, server.url)
         # The timeline: the canary through, the rest waiting for a person.
-        expect(page.locator("#rollout h2")).to_contain_text("WaitingForApproval", timeout=60_000)
         expect(page.locator("#waves li[data-wave=canary]")).to_contain_text("Succeeded")
         expect(page.locator("#waves li[data-wave=rest]")).to_contain_text("WaitingForApproval")
         expect(page.locator("#waves li[aria-current]")).to_have_attribute("data-wave", "rest")
@@ -257,3 +263,26 @@ def test_a_rollout_shows_its_waves_and_takes_an_approval_from_the_page(
         browser.expected.append("409")
         page.click("#rollout-actions button[data-control=approve]")
         expect(page.locator("#message")).to_contain_text("rollout approve refused (409)")
+
+
+def test_the_rollout_timeline_names_a_cluster_that_left(
+    server: Server, tmp_path: Path, browser: Browser
+) -> None:
+    """A cluster deregistered while its wave waits for approval leaves the rollout instead of
+    failing it, and the wave on the page says so."""
+    (tmp_path / "three").mkdir()
+    fleet = Fleet(tmp_path / "three", 3)
+    try:
+        page = browser.page
+        with emco.Client(server.url) as client:
+            canary_then_approval(client, fleet, page, server.url)
+            client.delete_cluster_label(PROVIDER, "c3", "edge")
+            client.delete_cluster(PROVIDER, "c3")
+            page.click("#rollout-actions button[data-control=approve]")
+            expect(page.locator("#rollout h2")).to_contain_text("Succeeded", timeout=60_000)
+            expect(page.locator("#waves li[data-wave=rest]")).to_contain_text(
+                f"left out, deregistered: {PROVIDER}+c3")
+            assert fleet.get("c2", DEPLOYMENT) is not None
+            assert fleet.get("c3", DEPLOYMENT) is None
+    finally:
+        fleet.stop()

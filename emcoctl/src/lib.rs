@@ -38,6 +38,7 @@ pub mod config;
 pub mod document;
 pub mod error;
 pub mod ops;
+pub mod output;
 pub mod rollout;
 pub mod status;
 

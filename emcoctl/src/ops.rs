@@ -9,6 +9,7 @@ use serde_json::Value as Json;
 use crate::client::{Body, Client, FilePart, Response, file_name};
 use crate::document::Document;
 use crate::error::{CtlError, Result};
+pub use crate::output::{Output, format_table, render};
 use crate::status::{Target, Waited, wait_operation};
 
 /// How long `delete` waits for a terminate to finish when `-w` is not given: EMCO refuses to
@@ -26,18 +27,6 @@ pub enum Command {
     Get,
     /// PUT every document's object.
     Update,
-}
-
-/// How results are printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Output {
-    /// One line per document (apply, delete, update) or a table (get).
-    #[default]
-    Table,
-    /// A JSON array of `{url, status, body}`.
-    Json,
-    /// The same array as YAML.
-    Yaml,
 }
 
 /// The options of a run.
@@ -365,24 +354,6 @@ pub fn print(
     out.write_all(text.as_bytes()).map_err(write_error)
 }
 
-/// `value` as pretty JSON or as YAML, ending in a newline.
-///
-/// # Errors
-/// When the value cannot be written (it always can: it came from JSON).
-pub fn render(value: &Json, output: Output) -> Result<String> {
-    match output {
-        Output::Yaml => {
-            emco_helm::yaml::to_yaml(&emco_helm::Value::from_json(value)).map_err(CtlError::Request)
-        }
-        Output::Json | Output::Table => {
-            let mut s = serde_json::to_string_pretty(value)
-                .map_err(|e| CtlError::Request(e.to_string()))?;
-            s.push('\n');
-            Ok(s)
-        }
-    }
-}
-
 /// The `get` table: name, status and description of each object.
 fn table(outcomes: &[Outcome]) -> String {
     let mut rows = vec![[
@@ -415,29 +386,4 @@ fn table(outcomes: &[Outcome]) -> String {
     }
     let rows: Vec<Vec<String>> = rows.into_iter().map(Vec::from).collect();
     format_table(&rows)
-}
-
-/// Rows of cells as aligned columns, two spaces apart, without trailing spaces.
-#[must_use]
-pub fn format_table(rows: &[Vec<String>]) -> String {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..columns)
-        .map(|c| {
-            rows.iter()
-                .map(|r| r.get(c).map_or(0, |cell| cell.chars().count()))
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut s = String::new();
-    for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
-        s.push_str(cells.join("  ").trim_end());
-        s.push('\n');
-    }
-    s
 }

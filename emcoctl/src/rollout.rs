@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use crate::client::{Body, Client};
 use crate::error::{CtlError, Result};
-use crate::ops::{Output, format_table, render};
+use crate::output::{Output, format_table, render};
 use crate::status::Target;
 
 /// What `rollout` does.

@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use crate::client::{Body, Client, Response};
 use crate::document::Document;
 use crate::error::{CtlError, Result};
-use crate::ops::{Output, format_table};
+use crate::output::{Output, format_table};
 
 /// What a status query reports on: the object a lifecycle document operates on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,7 +210,7 @@ pub fn print(answers: &[Answer], output: Output, out: &mut dyn Write) -> Result<
                     })
                     .collect(),
             );
-            crate::ops::render(&all, output)?
+            crate::output::render(&all, output)?
         }
     };
     out.write_all(text.as_bytes())
@@ -746,7 +746,7 @@ fn event(output: Output, out: &mut dyn Write, line: &str, doc: Json) -> Result<(
     let text = match output {
         Output::Table => format!("{line}\n"),
         Output::Json => format!("{doc}\n"),
-        Output::Yaml => format!("---\n{}", crate::ops::render(&doc, Output::Yaml)?),
+        Output::Yaml => format!("---\n{}", crate::output::render(&doc, Output::Yaml)?),
     };
     out.write_all(text.as_bytes()).map_err(write_error)?;
     out.flush().map_err(write_error)

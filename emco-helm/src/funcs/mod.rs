@@ -22,78 +22,16 @@ mod sprig_strings;
 mod sprig_text;
 mod totoml;
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use crate::template::Exec;
+use crate::template::Templates;
 use crate::value::Value;
 
 pub(crate) use conv::{strval, to_float64, to_int64};
 
-/// The Go type of a parameter, for argument conversion and checking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Param {
-    /// `interface{}` or `reflect.Value`: anything.
-    Any,
-    /// `string`.
-    Str,
-    /// `int`.
-    Int,
-    /// `float64`.
-    Float,
-    /// `bool`.
-    Bool,
-    /// `map[string]interface{}`.
-    Map,
-    /// `[]interface{}`.
-    List,
-    /// Sprig's `certificate` struct.
-    Cert,
-}
+pub(crate) use crate::template::{FResult, Func, FuncMap, Param, func};
 
-impl Param {
-    /// The Go spelling of the type, as error messages print it.
-    pub(crate) fn go_type(self) -> &'static str {
-        match self {
-            Param::Any => "interface {}",
-            Param::Str => "string",
-            Param::Int => "int",
-            Param::Float => "float64",
-            Param::Bool => "bool",
-            Param::Map => "map[string]interface {}",
-            Param::List => "[]interface {}",
-            Param::Cert => sprig_crypto::CERT_TYPE,
-        }
-    }
-}
-
-/// The result of a function: a value, or the error message Go would wrap as `error calling NAME`.
-pub(crate) type FResult = Result<Value, String>;
-
-/// A function implementation.
-pub(crate) type Imp = fn(&mut Exec<'_>, Vec<Value>) -> FResult;
-
-/// A registered function.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Func {
-    pub params: &'static [Param],
-    pub variadic: Option<Param>,
-    pub imp: Imp,
-    /// `and`/`or`: arguments are evaluated lazily.
-    pub short_circuit: bool,
-}
-
-/// Shorthand for the registration tables.
-pub(crate) const fn func(params: &'static [Param], variadic: Option<Param>, imp: Imp) -> Func {
-    Func {
-        params,
-        variadic,
-        imp,
-        short_circuit: false,
-    }
-}
-
-type Registry = HashMap<&'static str, Func>;
+type Registry = FuncMap;
 
 static FUNCS: LazyLock<Registry> = LazyLock::new(|| {
     let mut m = Registry::new();
@@ -147,14 +85,19 @@ const MUST_ALIASES: &[(&str, &str)] = &[
     ("mustRegexSplit", "regexSplit"),
 ];
 
-/// The function called `name`.
-pub(crate) fn lookup(name: &str) -> Option<&'static Func> {
-    FUNCS.get(name)
+impl Templates {
+    /// An empty set whose templates call Go's builtins and Sprig's and Helm's functions, as
+    /// Helm's engine does.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::with_funcs(&FUNCS)
+    }
 }
 
-/// Whether a function called `name` exists (the parser rejects unknown names like Go's).
-pub(crate) fn exists(name: &str) -> bool {
-    FUNCS.contains_key(name)
+impl Default for Templates {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// The names of all functions, sorted.

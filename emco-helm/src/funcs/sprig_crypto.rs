@@ -24,10 +24,8 @@ use rsa::pkcs8::{DecodePrivateKey as _, EncodePrivateKey as _};
 use yasna::Tag;
 
 use super::{FResult, Param, Registry, func, i, s};
+use crate::template::CERT_TYPE;
 use crate::value::{Object, Value};
-
-/// The Go type of Sprig's certificate struct, as `typeOf` and argument errors print it.
-pub(crate) const CERT_TYPE: &str = "sprig.certificate";
 
 const OID_RSA: &[u64] = &[1, 2, 840, 113_549, 1, 1, 1];
 const OID_EC: &[u64] = &[1, 2, 840, 10_045, 2, 1];

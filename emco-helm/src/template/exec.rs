@@ -6,9 +6,8 @@ use std::sync::Arc;
 
 use super::ast::{Arg, Command, Control, Node, Number, Pipe};
 use super::parse::line_col;
-use super::{TemplateLimits, Templates, Tree, parse_trees};
+use super::{Param, TemplateLimits, Templates, Tree, parse_trees};
 use crate::error::TemplateError;
-use crate::funcs::{self, Param};
 use crate::value::Value;
 
 type EResult<T> = Result<T, TemplateError>;
@@ -132,7 +131,7 @@ impl<'a> Exec<'a> {
     /// Parses `text` as a template named `name` whose definitions are visible only while it runs
     /// (Helm's `tpl`), and runs it with `data`.
     pub(crate) fn execute_text(&mut self, name: &str, text: &str, data: Value) -> EResult<String> {
-        let trees = parse_trees(name, text)?;
+        let trees = parse_trees(name, text, self.set.funcs)?;
         let mut overlay = HashMap::new();
         let mut main = None;
         for (i, t) in trees.into_iter().enumerate() {
@@ -854,7 +853,7 @@ impl<'a> Exec<'a> {
         args: &[Arg],
         final_: Option<Value>,
     ) -> EResult<Value> {
-        let Some(func) = funcs::lookup(name) else {
+        let Some(func) = self.set.funcs.get(name) else {
             let at = Arg::Ident {
                 pos,
                 name: name.to_owned(),

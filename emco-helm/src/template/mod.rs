@@ -6,6 +6,7 @@
 
 mod ast;
 mod exec;
+mod funcmap;
 mod lex;
 mod parse;
 
@@ -13,9 +14,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::TemplateError;
-use crate::funcs;
 use crate::value::Value;
 pub(crate) use exec::Exec;
+pub(crate) use funcmap::{CERT_TYPE, FResult, Func, FuncMap, Param, func};
 
 /// One parsed template: a file's body or a `define`d template.
 #[derive(Debug)]
@@ -51,16 +52,29 @@ impl Default for TemplateLimits {
 }
 
 /// A set of named templates, like a Go `*template.Template` and its associated templates.
-#[derive(Debug, Default, Clone)]
+#[derive(Clone)]
 pub struct Templates {
     trees: HashMap<String, Arc<Tree>>,
+    /// What its templates can call.
+    funcs: &'static FuncMap,
+}
+
+impl std::fmt::Debug for Templates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Templates")
+            .field("trees", &self.trees.keys().collect::<Vec<_>>())
+            .field("funcs", &self.funcs.len())
+            .finish()
+    }
 }
 
 impl Templates {
-    /// An empty set.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
+    /// An empty set whose templates can call `funcs` (`Templates::new` gives Helm's).
+    pub(crate) fn with_funcs(funcs: &'static FuncMap) -> Self {
+        Self {
+            trees: HashMap::new(),
+            funcs,
+        }
     }
 
     /// Parses `src` as template `name` and adds it and every template it defines.
@@ -70,7 +84,7 @@ impl Templates {
     /// # Errors
     /// A parse error naming `name` and the line.
     pub fn add(&mut self, name: &str, src: &str) -> Result<(), TemplateError> {
-        let trees = parse_trees(name, src)?;
+        let trees = parse_trees(name, src, self.funcs)?;
         for tree in trees {
             self.insert(tree);
         }
@@ -158,8 +172,12 @@ pub(crate) fn with_exec_stack<T: Send>(
 }
 
 /// Parses `src` into its main tree (named `name`) and the trees it defines.
-pub(crate) fn parse_trees(name: &str, src: &str) -> Result<Vec<Tree>, TemplateError> {
-    let parsed = parse::parse(name, src, &funcs::exists)?;
+pub(crate) fn parse_trees(
+    name: &str,
+    src: &str,
+    funcs: &FuncMap,
+) -> Result<Vec<Tree>, TemplateError> {
+    let parsed = parse::parse(name, src, &|f| funcs.contains_key(f))?;
     let src: Arc<str> = Arc::from(src);
     let mut trees = Vec::with_capacity(parsed.defines.len() + 1);
     trees.push(Tree {

@@ -26,7 +26,7 @@ use rsa::pkcs8::EncodePrivateKey;
 use serde_json::{Value, json};
 
 use super::{CaCerts, CertOwner, Target};
-use crate::dcm::{discard, write_only_app};
+use crate::dcm::write_only_app;
 use crate::hooks::current_status;
 use crate::keys;
 use crate::state::{OnCurrent, Record};
@@ -425,7 +425,7 @@ impl CaCerts {
         let requests = match written.await {
             Ok(r) => r,
             Err(e) => {
-                discard(&ctx).await;
+                ctx.discard().await;
                 return Err(e);
             }
         };

@@ -206,17 +206,10 @@ pub(crate) async fn write_only_app(
         w.flush().await.map(drop)
     };
     if let Err(e) = written.await {
-        discard(ctx).await;
+        ctx.discard().await;
         return Err(e);
     }
     Ok(())
-}
-
-/// Deletes a context that was never handed to rsync (its operation failed before).
-pub(crate) async fn discard(ctx: &AppContext) {
-    if let Err(e) = ctx.delete().await {
-        tracing::warn!(ctx = ctx.id(), error = %e, "cannot delete an unused AppContext");
-    }
 }
 
 /// The namespace an admin cloud reads after instantiate: the one clm gives every cluster.
@@ -313,7 +306,7 @@ impl LogicalClouds {
         // Again, now that no other operation of this process can queue work meanwhile.
         if let Err(e) = self.check_settled(name, &record.info).await {
             claimed.revert(store, &key, &record).await;
-            discard(&ctx).await;
+            ctx.discard().await;
             return Err(e);
         }
         let written = claimed.fill(store, &key, ctx.id().to_string()).await;
@@ -437,7 +430,7 @@ impl LogicalClouds {
         match written.await {
             Ok(()) => Ok(ctx),
             Err(e) => {
-                discard(&ctx).await;
+                ctx.discard().await;
                 Err(e)
             }
         }

@@ -285,7 +285,7 @@ impl Deployments {
         let _held = self.core.handover.lock(dig).await;
         // Again, now that no other operation of this process can queue work meanwhile.
         if let Err(e) = self.check_terminated(dig, &record.info).await {
-            crate::dcm::discard(&ctx).await;
+            ctx.discard().await;
             return Err(e);
         }
         let queued = async {
@@ -608,7 +608,7 @@ impl Deployments {
         let ctx = build::build_context(self, &target, &target_group, Some(old)).await?;
         let _held = self.core.handover.lock_pair(dig, &target).await;
         if let Err(e) = self.check_terminated(&target, &target_record.info).await {
-            crate::dcm::discard(&ctx).await;
+            ctx.discard().await;
             return Err(e);
         }
         let target_written = match self
@@ -617,7 +617,7 @@ impl Deployments {
         {
             Ok(w) => w,
             Err(e) => {
-                crate::dcm::discard(&ctx).await;
+                ctx.discard().await;
                 return Err(e);
             }
         };
@@ -630,7 +630,7 @@ impl Deployments {
                 target_written
                     .revert(self.core.store().as_ref(), &target, &target_record)
                     .await;
-                crate::dcm::discard(&ctx).await;
+                ctx.discard().await;
                 return Err(e);
             }
         };

@@ -289,7 +289,7 @@ impl Deployments {
         match planned.await {
             Ok(planned) => Ok(planned),
             Err(e) => {
-                crate::dcm::discard(ctx).await;
+                ctx.discard().await;
                 Err(e)
             }
         }

@@ -124,6 +124,7 @@ network_hooks! {
     NetworkHook, Network, "";
     ProviderNetworkHook, ProviderNetwork, "provider ";
 }
+crate::hooks::stateless_hooks!(NetworkHook, ProviderNetworkHook);
 
 /// Clusters: clm refuses to delete one whose network intents are applied or still terminating
 /// (src/clm/pkg/cluster `DeleteCluster`).

@@ -45,7 +45,7 @@ pub(super) fn entry(observation: &Observation) -> Value {
     match observation {
         Observation::Present(obj) => seen_entry(&readiness(obj)),
         Observation::Absent => json!({"present": false, "ready": false}),
-        Observation::Unknown(why) => json!({"present": false, "ready": false, "reason": why}),
+        Observation::Unknown(why) => not_known_entry(why),
     }
 }
 
@@ -53,8 +53,15 @@ pub(super) fn watched_entry(watched: &Watched) -> Value {
     match watched {
         Watched::Seen(r) => seen_entry(r),
         Watched::Absent => json!({"present": false, "ready": false}),
-        Watched::Unknown(why) => json!({"present": false, "ready": false, "reason": why}),
+        Watched::Unknown(why) => not_known_entry(why),
     }
+}
+
+/// The entry of a resource whose state is not known (its watch not listed yet, or failing):
+/// `unknown`, never read as absent. A replica taking a dead one's work over starts its watches
+/// afresh, and a wave baking there must not fail on what it has not seen yet.
+fn not_known_entry(why: &str) -> Value {
+    json!({"present": false, "ready": false, "unknown": true, "reason": why})
 }
 
 /// The entry of a present object: `failed` marks one that will never be ready.
