@@ -593,6 +593,10 @@ pub enum ClusterHealth {
     Failed(String),
     /// The cluster does not answer: why.
     Unreachable(String),
+    /// Its resources are not known to this server yet (its watches still list them, as after a
+    /// replica took a dead one's work over): neither ready nor failed, whatever the policies,
+    /// until the deadline.
+    Unseen(String),
 }
 
 /// What a wave's gate says at a look.
@@ -626,7 +630,9 @@ pub fn judge(
             ClusterHealth::Unreachable(why) if unreachable == UnreachablePolicy::Fail => {
                 failed.push((cluster.clone(), format!("unreachable: {why}")));
             }
-            ClusterHealth::Progressing(why) | ClusterHealth::Unreachable(why) => {
+            ClusterHealth::Progressing(why)
+            | ClusterHealth::Unreachable(why)
+            | ClusterHealth::Unseen(why) => {
                 if deadline_passed {
                     failed.push((cluster.clone(), format!("not ready by the deadline: {why}")));
                 } else {
@@ -1062,6 +1068,20 @@ mod tests {
             Verdict::Fail(_)
         ));
         assert_eq!(judge(&h(vec![]), none, wait, true), Verdict::Pass);
+        // What a replica that took over has not listed yet is waited for, even when silent
+        // clusters fail the wave; it fails only at the deadline.
+        let unseen = h(vec![
+            Healthy,
+            ClusterHealth::Unseen("not listed yet".into()),
+        ]);
+        assert_eq!(
+            judge(&unseen, none, UnreachablePolicy::Fail, false),
+            Verdict::Wait
+        );
+        assert!(matches!(
+            judge(&unseen, none, UnreachablePolicy::Fail, true),
+            Verdict::Fail(f) if f[0].1.contains("deadline")
+        ));
     }
 
     proptest! {

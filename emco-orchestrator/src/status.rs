@@ -401,6 +401,8 @@ pub(crate) struct ResourceState {
     pub(crate) ready: &'static str,
     /// Why it failed, retries, is not ready or is not known.
     pub(crate) why: Option<String>,
+    /// Not known because this server's watch has not listed it yet.
+    pub(crate) unseen: bool,
 }
 
 /// The resources of a context on one cluster, as a rollout's gate reads them.
@@ -478,6 +480,7 @@ impl Snapshot {
                         deployed: v.deployed,
                         ready: v.ready,
                         why,
+                        unseen: v.unseen,
                     });
                 }
             }
@@ -663,6 +666,8 @@ pub(crate) struct ResourceView {
     retry: Option<(u32, String)>,
     /// While its readiness is unknown: the state seen last, since when, and why.
     unknown: Option<Unknown>,
+    /// Unknown because the server's watch has not listed it yet.
+    pub(crate) unseen: bool,
 }
 
 /// What the entry of a resource whose cluster is silent says: `lastState`, `since`, `reason`.
@@ -728,6 +733,11 @@ impl ResourceView {
         let unknown = observed
             .filter(|_| ready == UNKNOWN)
             .and_then(|o| Unknown::deserialize(o).ok());
+        let unseen = ready == UNKNOWN
+            && observed
+                .and_then(|o| o.get("unseen"))
+                .and_then(Value::as_bool)
+                == Some(true);
         Self {
             name,
             gvk,
@@ -739,6 +749,7 @@ impl ResourceView {
             why: snap.why.clone(),
             retry: snap.retry.clone(),
             unknown,
+            unseen,
         }
     }
 }

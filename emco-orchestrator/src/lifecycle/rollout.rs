@@ -1180,9 +1180,12 @@ fn cluster_health(resources: &ClusterResources) -> ClusterHealth {
     }
     if let Some(r) = listed
         .iter()
-        .find(|r| r.deployed == "Retrying" || r.ready == UNKNOWN)
+        .find(|r| r.deployed == "Retrying" || (r.ready == UNKNOWN && !r.unseen))
     {
         return ClusterHealth::Unreachable(format!("{}: {}", resource_name(r), why_of(r)));
+    }
+    if let Some(r) = listed.iter().find(|r| r.unseen) {
+        return ClusterHealth::Unseen(format!("{}: {}", resource_name(r), why_of(r)));
     }
     if resources.all_good {
         return ClusterHealth::Healthy;
@@ -1194,4 +1197,47 @@ fn cluster_health(resources: &ClusterResources) -> ClusterHealth {
         "{}/{} ready{first}",
         resources.ready, resources.total
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(ready: &'static str, unseen: bool) -> ResourceState {
+        ResourceState {
+            app: "a".into(),
+            key: "cm+ConfigMap".into(),
+            name: "cm".into(),
+            kind: "ConfigMap".into(),
+            api_version: "v1".into(),
+            deployed: "Applied".into(),
+            ready,
+            why: Some("not listed yet".into()),
+            unseen,
+        }
+    }
+
+    /// A replica that took a dead one's rollout over judges nothing its watches have not listed
+    /// yet; a cluster that is silent stays unreachable.
+    #[test]
+    fn what_this_server_has_not_listed_yet_is_unseen() {
+        let on = |listed| ClusterResources {
+            total: 2,
+            ready: 0,
+            all_good: false,
+            listed,
+        };
+        let unseen = cluster_health(&on(vec![state(UNKNOWN, true)]));
+        assert!(matches!(unseen, ClusterHealth::Unseen(_)), "{unseen:?}");
+        let silent = cluster_health(&on(vec![state(UNKNOWN, true), state(UNKNOWN, false)]));
+        assert!(
+            matches!(silent, ClusterHealth::Unreachable(_)),
+            "{silent:?}"
+        );
+        let progressing = cluster_health(&on(vec![state("NotReady", false)]));
+        assert!(
+            matches!(progressing, ClusterHealth::Progressing(_)),
+            "{progressing:?}"
+        );
+    }
 }

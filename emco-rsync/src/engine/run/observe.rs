@@ -45,7 +45,7 @@ pub(super) fn entry(observation: &Observation) -> Value {
     match observation {
         Observation::Present(obj) => seen_entry(&readiness(obj)),
         Observation::Absent => json!({"present": false, "ready": false}),
-        Observation::Unknown(why) => not_known_entry(why),
+        Observation::Unknown(why) => not_known_entry(why, false),
     }
 }
 
@@ -53,15 +53,19 @@ pub(super) fn watched_entry(watched: &Watched) -> Value {
     match watched {
         Watched::Seen(r) => seen_entry(r),
         Watched::Absent => json!({"present": false, "ready": false}),
-        Watched::Unknown(why) => not_known_entry(why),
+        Watched::Unknown(why) => not_known_entry(why, false),
     }
 }
 
-/// The entry of a resource whose state is not known (its watch not listed yet, or failing):
-/// `unknown`, never read as absent. A replica taking a dead one's work over starts its watches
-/// afresh, and a wave baking there must not fail on what it has not seen yet.
-fn not_known_entry(why: &str) -> Value {
-    json!({"present": false, "ready": false, "unknown": true, "reason": why})
+/// The entry of a resource whose state is not known (its watch failing, or `unseen`: not listed
+/// yet): `unknown`, never read as absent. A replica taking a dead one's work over starts its
+/// watches afresh, and a wave's gate there must not judge what it has not seen yet.
+fn not_known_entry(why: &str, unseen: bool) -> Value {
+    let mut entry = json!({"present": false, "ready": false, "unknown": true, "reason": why});
+    if unseen {
+        entry["unseen"] = Value::Bool(true);
+    }
+    entry
 }
 
 /// The entry of a present object: `failed` marks one that will never be ready.
@@ -248,15 +252,25 @@ impl<'a> Eyes<'a> {
                     if let Some(refused) = &w.refused[i] {
                         entries.insert(name.clone(), refused.clone());
                     } else if let Some(k) = &w.keyed[i] {
-                        seen = worse(
-                            seen,
-                            match w.watcher.health(k) {
-                                Some(WatchHealth::Synced) => ClusterReadiness::Available,
-                                Some(WatchHealth::Failing(_)) => ClusterReadiness::Retrying,
-                                Some(WatchHealth::Syncing) | None => ClusterReadiness::Unknown,
-                            },
-                        );
-                        entries.insert(name.clone(), watched_entry(&w.watcher.watched(k)));
+                        let listing = match w.watcher.health(k) {
+                            Some(WatchHealth::Synced) => {
+                                seen = worse(seen, ClusterReadiness::Available);
+                                false
+                            }
+                            Some(WatchHealth::Failing(_)) => {
+                                seen = worse(seen, ClusterReadiness::Retrying);
+                                false
+                            }
+                            Some(WatchHealth::Syncing) | None => {
+                                seen = worse(seen, ClusterReadiness::Unknown);
+                                true
+                            }
+                        };
+                        let entry = match w.watcher.watched(k) {
+                            Watched::Unknown(why) if listing => not_known_entry(&why, true),
+                            watched => watched_entry(&watched),
+                        };
+                        entries.insert(name.clone(), entry);
                     }
                 }
                 (entries, seen)
