@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use emco_appcontext::AppContextStore;
-use emco_appcontext::kv::{Compare, ListOptions, Op, Txn};
+use emco_appcontext::kv::{Compare, Op, Txn};
 use emco_core::{Error, Result};
 use emco_rsync::engine::REPLICA_HEARTBEATS;
 use tokio_util::sync::CancellationToken;
@@ -38,8 +38,7 @@ async fn heartbeats(
 ) -> Result<Vec<(String, u64, String)>> {
     let mut out = Vec::new();
     for prefix in prefixes {
-        let page = store.list(prefix, ListOptions::default()).await?;
-        for kv in page.kvs {
+        for kv in store.list_all(prefix, false).await? {
             let said = String::from_utf8_lossy(&kv.value).into_owned();
             out.push((kv.key, kv.mod_revision, said));
         }

@@ -252,20 +252,16 @@ impl<'a> Eyes<'a> {
                     if let Some(refused) = &w.refused[i] {
                         entries.insert(name.clone(), refused.clone());
                     } else if let Some(k) = &w.keyed[i] {
-                        let listing = match w.watcher.health(k) {
-                            Some(WatchHealth::Synced) => {
-                                seen = worse(seen, ClusterReadiness::Available);
-                                false
-                            }
-                            Some(WatchHealth::Failing(_)) => {
-                                seen = worse(seen, ClusterReadiness::Retrying);
-                                false
-                            }
-                            Some(WatchHealth::Syncing) | None => {
-                                seen = worse(seen, ClusterReadiness::Unknown);
-                                true
-                            }
-                        };
+                        let health = w.watcher.health(k);
+                        let listing = matches!(health, Some(WatchHealth::Syncing) | None);
+                        seen = worse(
+                            seen,
+                            match health {
+                                Some(WatchHealth::Synced) => ClusterReadiness::Available,
+                                Some(WatchHealth::Failing(_)) => ClusterReadiness::Retrying,
+                                Some(WatchHealth::Syncing) | None => ClusterReadiness::Unknown,
+                            },
+                        );
                         let entry = match w.watcher.watched(k) {
                             Watched::Unknown(why) if listing => not_known_entry(&why, true),
                             watched => watched_entry(&watched),
