@@ -281,6 +281,8 @@ pub enum ContextKey<'a> {
     AppOrder,
     /// `app/<app>/`.
     App(&'a str),
+    /// `app/<app>/cluster/<cluster>/` (the cluster is placed, whatever its resources).
+    Cluster(&'a str, &'a str),
     /// `app/<app>/cluster/<cluster>/readystatus/`.
     ReadyStatus(&'a str, &'a str),
     /// `app/<app>/cluster/<cluster>/status/` (the collected status).
@@ -310,6 +312,7 @@ impl<'a> ContextKey<'a> {
             ["app", "instruction", ..] => Self::Other,
             ["app", app, ""] => Self::App(app),
             ["app", app, "cluster", cluster, tail @ ..] => match tail {
+                [""] => Self::Cluster(app, cluster),
                 ["readystatus", ""] => Self::ReadyStatus(app, cluster),
                 ["status", ""] => Self::ClusterStatus(app, cluster),
                 ["resource", "instruction", "order", ""] => Self::ResourceOrder(app, cluster),
@@ -1229,6 +1232,7 @@ mod tests {
             parse(&format!("{c}resource/cm+ConfigMap/x/")),
             Some(ContextKey::Other)
         );
+        assert_eq!(parse(c), Some(ContextKey::Cluster("web", "p+c1")));
         assert_eq!(parse("/context/10/status/"), None);
     }
 

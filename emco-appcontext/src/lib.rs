@@ -84,6 +84,7 @@ pub mod memory;
 #[cfg(feature = "mongodb")]
 pub mod mongo;
 pub mod resource;
+pub mod scratch;
 pub mod sealed;
 
 pub use context::{AppContext, CompositeAppMeta};
@@ -94,6 +95,7 @@ pub use resource::{
     BlobStream, BlobVersion, Expect, Family, Filter, PutMode, ResourceKey, ResourceStore,
     file_blob_stream,
 };
+pub use scratch::ScratchStore;
 
 /// The two stores EMCO runs on: the AppContexts and, where the holder reads onboarded objects
 /// (the orchestrator, controllers that read intents), the resource store.

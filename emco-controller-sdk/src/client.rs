@@ -174,6 +174,50 @@ impl ControllerRegistry {
         self
     }
 
+    /// The same controllers, the in-process ones working on `stores` instead (a preview's
+    /// scratch contexts); the others are called over gRPC as before, on fresh channels.
+    #[must_use]
+    pub fn on_stores(&self, stores: Stores) -> Self {
+        let in_process = self
+            .in_process
+            .iter()
+            .map(|(name, target)| {
+                let target = match target {
+                    Target::Action(r) => Target::Action(r.on_stores(stores.clone())),
+                    Target::Placement(r) => Target::Placement(r.on_stores(stores.clone())),
+                    Target::Remote { address } => Target::Remote {
+                        address: address.clone(),
+                    },
+                };
+                (name.clone(), target)
+            })
+            .collect();
+        Self {
+            stores,
+            in_process,
+            channels: Mutex::new(HashMap::new()),
+            timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+            metrics: Arc::clone(&self.metrics),
+        }
+    }
+
+    /// The controllers taking part for `intents` (placement and action) that are called over
+    /// gRPC: they read contexts from the shared AppContext store, not from this process.
+    #[must_use]
+    pub fn remote_participants(
+        &self,
+        controllers: &[Controller],
+        intents: &BTreeMap<String, String>,
+    ) -> Vec<String> {
+        [ControllerKind::Placement, ControllerKind::Action]
+            .into_iter()
+            .flat_map(|kind| Self::participants(controllers, intents, kind))
+            .filter(|c| matches!(self.target(c), Target::Remote { .. }))
+            .map(|c| c.metadata.name.clone())
+            .collect()
+    }
+
     fn target(&self, c: &Controller) -> Target {
         self.in_process
             .get(&c.metadata.name)

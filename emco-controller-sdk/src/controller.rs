@@ -173,6 +173,18 @@ impl ControllerContext {
         })
     }
 
+    /// The stores this call works on (the context's, the resource store, the synchronizer): to
+    /// call other controllers on the same context, as dtc calls its sub-controllers, also when
+    /// that context is a preview's scratch one.
+    #[must_use]
+    pub fn stores(&self) -> Stores {
+        Stores {
+            appcontext: Arc::clone(self.handle.app_context().store()),
+            resources: self.resources.clone(),
+            deployer: self.deployer.clone(),
+        }
+    }
+
     /// Gives the handle back, with whatever it has staged.
     #[must_use]
     pub fn into_handle(self) -> ContextHandle {
@@ -255,6 +267,12 @@ impl ActionRunner {
         Self { controller, stores }
     }
 
+    /// The same controller over other stores.
+    #[must_use]
+    pub fn on_stores(&self, stores: Stores) -> Self {
+        Self::new(Arc::clone(&self.controller), stores)
+    }
+
     /// `UpdateAppContext` for the context `app_context` (decimal id), the DIG's `intent_name` and,
     /// on an update, the replaced context `update_from` (empty when none).
     ///
@@ -316,6 +334,12 @@ impl PlacementRunner {
     #[must_use]
     pub fn new(controller: Arc<dyn PlacementController>, stores: Stores) -> Self {
         Self { controller, stores }
+    }
+
+    /// The same controller over other stores.
+    #[must_use]
+    pub fn on_stores(&self, stores: Stores) -> Self {
+        Self::new(Arc::clone(&self.controller), stores)
     }
 
     /// `FilterClusters` for the context `app_context` (decimal id).

@@ -23,9 +23,7 @@ use async_trait::async_trait;
 use emco_appcontext::{ResourceKey, ResourceStore};
 use emco_controller_sdk::intent::{Dig, IntentType};
 use emco_controller_sdk::rest::{Collection, PutStatus, Routes, Wording};
-use emco_controller_sdk::{
-    ActionController, ControllerContext, ControllerRegistry, Stores, resource_name,
-};
+use emco_controller_sdk::{ActionController, ControllerContext, ControllerRegistry, resource_name};
 use emco_core::model::Controller;
 use emco_core::validate::go_name_errors;
 use emco_core::{Error, Metadata, Object, Result};
@@ -413,9 +411,8 @@ pub const NETWORK_POLICY_LABEL: &str = "networkpolicy-supported";
 /// that fails is logged and the rest still run: dtc itself never fails the deployment. The
 /// sub-controllers given to [`Dtc::with_sub`] run in-process; the others are called over
 /// EMCO's gRPC `contextupdate` protocol at their registered host and port.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct Dtc {
-    stores: Stores,
     subs: Vec<(String, Arc<dyn ActionController>)>,
 }
 
@@ -427,13 +424,11 @@ impl std::fmt::Debug for Dtc {
 }
 
 impl Dtc {
-    /// dtc over `stores` (the resource store holds the registry and the intents).
+    /// dtc with no in-process sub-controller; it works on the stores of each call (the
+    /// resource store holds the registry and the intents).
     #[must_use]
-    pub fn new(stores: Stores) -> Self {
-        Self {
-            stores,
-            subs: Vec::new(),
-        }
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// Runs the sub-controller registered as `name` in-process.
@@ -456,7 +451,7 @@ impl ActionController for Dtc {
             .await?;
         // Stable, so equal priorities keep the order they were registered in.
         subs.sort_by_key(|c| std::cmp::Reverse(c.spec.priority));
-        let mut registry = ControllerRegistry::new(self.stores.clone());
+        let mut registry = ControllerRegistry::new(cx.stores());
         for (name, sub) in &self.subs {
             registry = registry.with_action(name.clone(), Arc::clone(sub));
         }

@@ -201,7 +201,7 @@ impl World {
         use emco_controller_sdk::rest::Collection;
         use emco_controllers::dtc::{DTC_CONTROLLER, Dtc, DtcController};
         let w = Self::start(move |r| {
-            let dtc = Dtc::new(r.stores().clone()).with_sub(name, sub);
+            let dtc = Dtc::new().with_sub(name, sub);
             r.with_action("dtc", Arc::new(dtc))
         })
         .await;

@@ -36,6 +36,7 @@ pub mod metrics;
 pub mod model;
 pub mod os;
 pub mod placement;
+pub mod preview;
 pub mod rollout;
 pub mod schemas;
 pub mod time;

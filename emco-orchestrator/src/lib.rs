@@ -61,7 +61,10 @@ use serde::de::DeserializeOwned;
 
 pub use dcm::LogicalClouds;
 pub use emco_appcontext::keys;
-pub use lifecycle::{Deployments, MigrateIntent, RollbackIntent, RolloutControl, RolloutMetrics};
+pub use lifecycle::{
+    Deployments, MigrateIntent, Preview, PreviewOptions, RollbackIntent, RolloutControl,
+    RolloutMetrics,
+};
 pub use ncm::ClusterNetworks;
 pub use onboarding::Onboarding;
 pub use runtime::{CLUSTER_SYNC_OBJECT, OrchestratorBuilder, StoreClusterResolver};

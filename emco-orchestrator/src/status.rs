@@ -279,7 +279,7 @@ impl Snapshot {
                     resource.retry = doc.attempts.zip(doc.next_retry);
                 }
             }
-            ContextKey::Root | ContextKey::Other => {}
+            ContextKey::Root | ContextKey::Cluster(..) | ContextKey::Other => {}
         }
     }
 

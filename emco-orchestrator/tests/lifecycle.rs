@@ -1169,6 +1169,15 @@ impl Http {
             .header("content-type", "application/json")
             .body(Body::from(body.to_owned()))
             .unwrap();
+        self.send(req).await
+    }
+
+    async fn get(&self, uri: &str) -> (StatusCode, String) {
+        self.send(Request::get(uri).body(Body::empty()).unwrap())
+            .await
+    }
+
+    async fn send(&self, req: Request<Body>) -> (StatusCode, String) {
         let resp = self.app.clone().oneshot(req).await.unwrap();
         let status = resp.status();
         let bytes = resp.into_body().collect().await.unwrap().to_bytes();
@@ -1193,6 +1202,22 @@ async fn rest_routes_answer_emco_codes() {
     );
     assert_eq!(
         http.post(&format!("{nope}/instantiate"), "").await.0,
+        StatusCode::NOT_FOUND
+    );
+    // Ours: the preview (GET), its query checked.
+    let (code, body) = http
+        .get(&format!("{dig}/preview?detail=clusters&limit=5"))
+        .await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let preview: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(preview["operation"], "instantiate");
+    assert_eq!(preview["clusters"]["items"][0]["cluster"], "edge+c1");
+    for bad in ["limit=0", "detail=all", "offset=-1", "cluster=c1"] {
+        let (code, body) = http.get(&format!("{dig}/preview?{bad}")).await;
+        assert_eq!(code, StatusCode::BAD_REQUEST, "{bad}: {body}");
+    }
+    assert_eq!(
+        http.get(&format!("{nope}/preview")).await.0,
         StatusCode::NOT_FOUND
     );
     assert_eq!(
@@ -1270,5 +1295,140 @@ async fn rest_routes_answer_emco_codes() {
         http.post(&format!("{dig}/update"), "").await.0,
         StatusCode::CONFLICT
     );
+    w.stop().await;
+}
+
+/// The whole AppContext store, revision included: a preview must leave it exactly as it was.
+async fn context_store(w: &World) -> emco_appcontext::ListPage {
+    w.orch
+        .contexts()
+        .list("/", emco_appcontext::ListOptions::default())
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preview_shows_placement_and_changes_and_writes_nothing() {
+    use emco_orchestrator::PreviewOptions;
+    use emco_orchestrator::lifecycle::{Change, Detail};
+    let w = World::start().await;
+    let o = &w.orch;
+    let overrides = serde_json::from_value(serde_json::json!([
+        {"app": APP, "values": {"collectd_prometheus.service.port": "9200"}}
+    ]))
+    .unwrap();
+    let dig = w.dig_with("v1", "d1", "lc", "c1", &[], overrides).await;
+    let options = PreviewOptions::default();
+
+    // Before the first instantiate: everything is added, on the cluster the intent names.
+    let before = context_store(&w).await;
+    let p = o.deployments().preview(&dig, &options).await.unwrap();
+    assert_eq!(context_store(&w).await, before, "a preview writes nothing");
+    assert_eq!(
+        (p.operation.as_str(), p.deployed_revision),
+        ("instantiate", None)
+    );
+    assert_eq!((p.summary.clusters, p.summary.added), (1, 3), "{p:?}");
+    let changes = p.changes.as_ref().unwrap();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].clusters, ["edge+c1"]);
+    assert!(changes[0].objects.iter().all(|c| c.change == Change::Added));
+    let service = changes[0]
+        .objects
+        .iter()
+        .find(|c| c.resource == "collectd+Service")
+        .unwrap();
+    assert!(
+        service.diff.contains("+    port: 9200\n"),
+        "{}",
+        service.diff
+    );
+    let placed = &p.placement[0];
+    assert_eq!((placed.app.as_str(), placed.clusters), (APP, 1));
+    assert_eq!(placed.gains, ["edge+c1"]);
+    let reason = &placed.picked_by[0].reasons[0];
+    assert_eq!(
+        (reason.path.as_str(), reason.cluster.as_deref()),
+        ("spec.intent.allOf[0]", Some("c1"))
+    );
+    assert!(p.changes_anything());
+
+    o.deployments().instantiate(&dig).await.unwrap();
+    let first = w.context(&dig).await;
+    w.wait_status(&first, AppContextStatus::Instantiated).await;
+
+    // Deployed and unchanged: an update would change nothing.
+    let p = o.deployments().preview(&dig, &options).await.unwrap();
+    assert_eq!(
+        (p.operation.as_str(), p.deployed_revision),
+        ("update", Some(1))
+    );
+    assert_eq!((p.summary.clusters_changed, p.summary.unchanged), (0, 3));
+    assert!(!p.changes_anything() && p.changes.unwrap().is_empty());
+
+    // The intent moves collectd to c2: c1 loses it, c2 gains it, nothing moves yet.
+    w.place(&dig, "c2").await;
+    let before = context_store(&w).await;
+    let p = o.deployments().preview(&dig, &options).await.unwrap();
+    assert_eq!(context_store(&w).await, before, "a preview writes nothing");
+    w.wait_service("c2", None).await;
+    w.wait_service("c1", Some(&first)).await;
+    let placed = &p.placement[0];
+    assert_eq!(
+        (placed.gains.as_slice(), placed.loses.as_slice()),
+        (&["edge+c2".to_owned()][..], &["edge+c1".to_owned()][..])
+    );
+    assert_eq!(
+        (
+            p.summary.added,
+            p.summary.removed,
+            p.summary.clusters_changed
+        ),
+        (3, 3, 2)
+    );
+    // The per-cluster detail, one cluster per page.
+    let page = PreviewOptions {
+        detail: Detail::Clusters,
+        offset: 1,
+        limit: 1,
+    };
+    let p = o.deployments().preview(&dig, &page).await.unwrap();
+    let page = p.clusters.unwrap();
+    assert_eq!((page.total, page.items.len()), (2, 1));
+    let c2 = &page.items[0];
+    assert_eq!(c2.cluster, "edge+c2");
+    assert_eq!(c2.apps[0].reasons[0].cluster.as_deref(), Some("c2"));
+    assert!(c2.objects.iter().all(|c| c.change == Change::Added));
+
+    // What the update would refuse, the preview refuses in the same words.
+    w.place(&dig, "c9").await;
+    let want = o.deployments().update(&dig).await.unwrap_err();
+    let got = o.deployments().preview(&dig, &options).await.unwrap_err();
+    assert_eq!((got.kind(), got.message()), (want.kind(), want.message()));
+
+    // Controllers run in-process work on the preview's scratch context: a placement
+    // controller's choice shows, an action controller's refusal is the instantiate's.
+    let any_of: PlacementIntent = serde_json::from_value(serde_json::json!({
+        "anyOf": [{"clusterProvider": PROVIDER, "clusterLabel": "edge"}]
+    }))
+    .unwrap();
+    let filtered = w.dig("v1", "filtered", "lc", "c1", &["avoid-c1"]).await;
+    w.place_with(&filtered, any_of).await;
+    let before = context_store(&w).await;
+    let p = o.deployments().preview(&filtered, &options).await.unwrap();
+    assert_eq!(context_store(&w).await, before, "a preview writes nothing");
+    assert_eq!(p.placement[0].gains, ["edge+c2"]);
+    assert_eq!(
+        p.placement[0].picked_by[0].reasons[0].path,
+        "spec.intent.anyOf[0]"
+    );
+    let refused = w.dig("v1", "refused", "lc", "c1", &["refuser"]).await;
+    let got = o
+        .deployments()
+        .preview(&refused, &options)
+        .await
+        .unwrap_err();
+    let want = o.deployments().instantiate(&refused).await.unwrap_err();
+    assert_eq!((got.kind(), got.message()), (want.kind(), want.message()));
     w.stop().await;
 }

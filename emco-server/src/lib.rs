@@ -131,13 +131,11 @@ fn dtc_subs() -> Actions {
     ]
 }
 
-/// The built-in controllers over `stores` ([`BUILTIN_CONTROLLERS`]).
-fn builtin_controllers(stores: &Stores) -> (Actions, Placements) {
+/// The built-in controllers ([`BUILTIN_CONTROLLERS`]).
+fn builtin_controllers() -> (Actions, Placements) {
     let dtc = dtc_subs()
         .into_iter()
-        .fold(Dtc::new(stores.clone()), |dtc, (name, sub)| {
-            dtc.with_sub(name, sub)
-        });
+        .fold(Dtc::new(), |dtc, (name, sub)| dtc.with_sub(name, sub));
     let actions: Actions = vec![
         (GAC, Arc::new(Gac)),
         (DTC, Arc::new(dtc)),
@@ -178,7 +176,7 @@ pub async fn serve_controller(
         )));
     }
     let stores = open_stores(config).await?;
-    let (actions, placements) = builtin_controllers(&stores);
+    let (actions, placements) = builtin_controllers();
     let server = emco_controller_sdk::Server::builder(Arc::clone(&stores.appcontext))
         .name(name)
         .resources(Arc::clone(stores.resources()?))
@@ -384,7 +382,7 @@ pub fn orchestrator_with(
             if !builtin {
                 return more(registry);
             }
-            let (actions, placements) = builtin_controllers(&stores);
+            let (actions, placements) = builtin_controllers();
             for (name, c) in actions {
                 registry = registry.with_action(name, c);
             }

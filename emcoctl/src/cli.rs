@@ -95,6 +95,11 @@ pub enum Sub {
     /// name: status (the waves), watch (a line per change until it ends), approve, pause,
     /// resume, abort.
     Rollout(RolloutArgs),
+    /// Preview what the files' instantiate and update documents would change on the clusters,
+    /// writing nothing: the placement per app and a unified diff per object, clusters with the
+    /// same changes together. Exit 0 when nothing would change, 1 when something would, 2 for
+    /// bad input and 3 when a preview failed (the server's answer is printed).
+    Diff(DiffArgs),
     /// Render a Helm chart like `helm template`.
     Template(TemplateArgs),
     /// Print a shell completion script.
@@ -223,6 +228,17 @@ pub struct WatchArgs {
     #[arg(long, default_value_t = 2.0)]
     pub interval: f64,
     /// Progress lines (table), or one JSON line / YAML document per change and per ending.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputArg::Table)]
+    pub output: OutputArg,
+}
+
+/// The options of `diff`.
+#[derive(clap::Args, Debug)]
+pub struct DiffArgs {
+    /// The input files.
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The diffs as text (table), or the previews as JSON / YAML.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputArg::Table)]
     pub output: OutputArg,
 }
@@ -369,6 +385,7 @@ async fn execute(
         Sub::Status(a) => return status_command(&cli, a, stdin, out).await,
         Sub::Watch(a) => return watch_command(&cli, a, stdin, out).await,
         Sub::Rollout(a) => return rollout_command(&cli, a, stdin, out).await,
+        Sub::Diff(a) => return diff_command(&cli, a, stdin, out, err).await,
         Sub::Template(a) => {
             let text = template(a)?;
             out.write_all(text.as_bytes())
@@ -604,6 +621,57 @@ async fn rollout_command(
         }
     }
     Ok(if ok { EXIT_OK } else { EXIT_REQUEST_FAILED })
+}
+
+async fn diff_command(
+    cli: &Cli,
+    args: &DiffArgs,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32> {
+    use crate::diff;
+    let (client, docs) = connect(cli, &args.input, stdin)?;
+    let targets = targets_of(&docs)?;
+    let groups = crate::rollout::groups(&targets);
+    if groups.is_empty() {
+        return Err(CtlError::Usage(
+            "no deployment intent group among the files' lifecycle documents".to_owned(),
+        ));
+    }
+    let output = output_of(args.output);
+    let write = |out: &mut dyn Write, text: &str| {
+        out.write_all(text.as_bytes())
+            .map_err(|e| CtlError::Request(format!("cannot write the output: {e}")))
+    };
+    let (mut failed, mut changes) = (false, false);
+    let mut previews = Vec::new();
+    for t in &groups {
+        match diff::get(&client, t).await {
+            Ok(p) => {
+                changes |= p.changes_anything();
+                if output == Output::Table {
+                    write(out, &diff::text(t, &p))?;
+                }
+                previews.push(p);
+            }
+            Err(e) => {
+                failed = true;
+                write(err, &format!("{e}\n"))?;
+            }
+        }
+    }
+    if output != Output::Table {
+        let all = serde_json::to_value(&previews).map_err(|e| CtlError::Request(e.to_string()))?;
+        write(out, &ops::render(&all, output)?)?;
+    }
+    Ok(if failed {
+        diff::EXIT_FAILED
+    } else if changes {
+        diff::EXIT_CHANGES
+    } else {
+        diff::EXIT_SAME
+    })
 }
 
 fn output_of(o: OutputArg) -> Output {

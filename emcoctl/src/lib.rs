@@ -35,6 +35,7 @@
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod diff;
 pub mod document;
 pub mod error;
 pub mod ops;

@@ -32,12 +32,14 @@
 //! ```
 
 mod cluster;
+mod explain;
 mod finalize;
 mod intent;
 mod inventory;
 mod resolve;
 
 pub use cluster::{ClusterRef, SEPARATOR};
+pub use explain::{Reason, Rule, explain};
 pub use finalize::{
     AnyOfStrategy, FinalPlacement, FirstLexicographic, GroupChoice, PlacedCluster, finalize,
 };

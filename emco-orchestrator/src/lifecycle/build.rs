@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use emco_appcontext::context::{AppDependency as CtxDependency, CompositeAppMeta};
-use emco_appcontext::{AppContext, ResourceKey};
-use emco_controller_sdk::ContextHandle;
+use emco_appcontext::{AppContext, AppContextStore, ResourceKey};
+use emco_controller_sdk::{ContextHandle, ControllerRegistry};
 use emco_core::lifecycle::AppContextStatus;
 use emco_core::model::DeploymentIntentGroup;
 use emco_core::placement::{
@@ -71,6 +71,37 @@ pub(crate) async fn build_context(
     dig: &DeploymentIntentGroup,
     update_from: Option<u64>,
 ) -> Result<AppContext> {
+    let site = Site {
+        contexts: Arc::clone(orch.core.contexts()),
+        registry: orch.core.controller_registry(),
+    };
+    build_in(orch, key, dig, update_from, &site)
+        .await
+        .map(|b| b.ctx)
+}
+
+/// Where a context is built: the AppContext store it is written to and the controllers that
+/// run on it (a preview's scratch store and controllers working on it).
+pub(crate) struct Site<'a> {
+    pub(crate) contexts: Arc<dyn AppContextStore>,
+    pub(crate) registry: &'a ControllerRegistry,
+}
+
+/// A built context with what placement was resolved from, for a preview to explain it.
+pub(crate) struct Built {
+    pub(crate) ctx: AppContext,
+    pub(crate) intents: Vec<AppPlacementIntent>,
+    pub(crate) inventory: Inventory,
+}
+
+/// [`build_context`] at `site`.
+pub(crate) async fn build_in(
+    orch: &Deployments,
+    key: &ResourceKey,
+    dig: &DeploymentIntentGroup,
+    update_from: Option<u64>,
+    site: &Site<'_>,
+) -> Result<Built> {
     let path = keys::dig_ref(key)?;
     let cloud =
         cloud_for_deployment(&orch.core.objects, &path.project, &dig.spec.logical_cloud).await?;
@@ -121,13 +152,22 @@ pub(crate) async fn build_context(
         logical_cloud: cloud.name.clone(),
         logical_cloud_namespace: cloud.namespace.clone(),
     };
-    let ctx = AppContext::create(Arc::clone(orch.core.contexts()), &meta).await?;
+    let ctx = AppContext::create(Arc::clone(&site.contexts), &meta).await?;
     let built = async {
         write_context(&ctx, &apps, &placements, &rendered).await?;
-        run_controllers(orch, &ctx, &intents.intents, &placements, update_from).await
+        let run = Run {
+            intents: &intents.intents,
+            placements: &placements,
+            update_from,
+        };
+        run_controllers(orch, site.registry, &ctx, &run).await
     };
     match built.await {
-        Ok(()) => Ok(ctx),
+        Ok(()) => Ok(Built {
+            ctx,
+            intents: app_intents,
+            inventory,
+        }),
         Err(e) => {
             if let Err(undo) = ctx.delete().await {
                 tracing::warn!(ctx = ctx.id(), error = %undo, "cannot delete a half-built context");
@@ -356,22 +396,33 @@ async fn write_context(
     Ok(())
 }
 
+/// What the controllers of one build are run with.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    intents: &'a BTreeMap<String, String>,
+    placements: &'a [Placement],
+    update_from: Option<u64>,
+}
+
 /// Runs the placement controllers, keeps one cluster per anyOf group of what they left, then
 /// runs the action controllers.
 async fn run_controllers(
     orch: &Deployments,
+    registry: &ControllerRegistry,
     ctx: &AppContext,
-    intents: &BTreeMap<String, String>,
-    placements: &[Placement],
-    update_from: Option<u64>,
+    run: &Run<'_>,
 ) -> Result<()> {
+    let Run {
+        intents,
+        placements,
+        update_from,
+    } = *run;
     let controllers = orch
         .core
         .objects
         .controllers()
         .list(&ResourceKey::root(), &[])
         .await?;
-    let registry = orch.core.controller_registry();
     registry.place(&controllers, intents, ctx.id()).await?;
     let mut handle = ContextHandle::new(ctx.clone());
     for p in placements {

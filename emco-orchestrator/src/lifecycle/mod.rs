@@ -28,9 +28,14 @@
 //! may go to any revision since the last instantiate but the current one.
 
 mod build;
+mod preview;
 mod render;
 mod rollout;
 
+pub use emco_core::preview::{
+    AppPlacement, Change, ChangeGroup, ClusterApp, ClusterPage, ClusterPreview, Detail,
+    ObjectChange, PickedBy, Preview, PreviewOptions, Summary,
+};
 pub use rollout::{RolloutControl, RolloutMetrics};
 
 use std::sync::Arc;

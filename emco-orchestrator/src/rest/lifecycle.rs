@@ -1,7 +1,8 @@
 //! The lifecycle routes of deployment intent groups under `DIG`: `POST approve | instantiate |
 //! terminate | stop | update | rollback | migrate` (202; `update` answers the new revision) and
 //! `GET status` (src/orchestrator/api/instantiation_handler.go); ours: `GET rollout` and
-//! `POST rollout/approve | pause | resume | abort` (202) for a group rolled out in waves.
+//! `POST rollout/approve | pause | resume | abort` (202) for a group rolled out in waves, and
+//! `GET preview` (what an instantiate or update would do, writing nothing).
 
 use axum::Router;
 use axum::extract::{Path, Query, State};
@@ -13,7 +14,7 @@ use emco_core::model::status::StatusQuery;
 use http::StatusCode;
 
 use super::{Answer, DIG};
-use crate::{MigrateIntent, Orchestrator, RollbackIntent, RolloutControl};
+use crate::{MigrateIntent, Orchestrator, PreviewOptions, RollbackIntent, RolloutControl};
 
 pub(super) fn routes() -> Router<Orchestrator> {
     Router::new()
@@ -25,6 +26,7 @@ pub(super) fn routes() -> Router<Orchestrator> {
         .route(&format!("{DIG}/rollback"), post(rollback))
         .route(&format!("{DIG}/migrate"), post(migrate))
         .route(&format!("{DIG}/status"), get(status))
+        .route(&format!("{DIG}/preview"), get(preview))
         .route(&format!("{DIG}/rollout"), get(rollout))
         .route(
             &format!("{DIG}/rollout/approve"),
@@ -42,6 +44,16 @@ pub(super) fn routes() -> Router<Orchestrator> {
             &format!("{DIG}/rollout/abort"),
             post(|s, p| control(s, p, RolloutControl::Abort)),
         )
+}
+
+async fn preview(
+    State(orch): State<Orchestrator>,
+    Path(dig): Path<DigRef>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Answer {
+    let options = PreviewOptions::from_pairs(&pairs)?;
+    let preview = orch.deployments().preview(&dig, &options).await?;
+    Ok(json_response(StatusCode::OK, &preview))
 }
 
 async fn rollout(State(orch): State<Orchestrator>, Path(dig): Path<DigRef>) -> Answer {

@@ -768,6 +768,7 @@ impl Env {
                         namespace: obj.metadata.namespace.clone().unwrap_or_default(),
                         name: obj.metadata.name.clone().unwrap_or_default(),
                         deployment_id: id,
+                        resource_version: obj.metadata.resource_version.clone().unwrap_or_default(),
                         created: obj
                             .metadata
                             .creation_timestamp
@@ -1106,6 +1107,8 @@ pub struct Labelled {
     pub name: String,
     /// The label's value, `<context id>-<app>`.
     pub deployment_id: String,
+    /// Its `resourceVersion`: it moves with every write.
+    pub resource_version: String,
     /// Its creation time in seconds since the Unix epoch (0 when the cluster gave none).
     pub created: i64,
 }

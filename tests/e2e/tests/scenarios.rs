@@ -21,6 +21,10 @@ use emco_e2e::{
 };
 use serde_json::{Value, json};
 
+#[path = "scenarios/preview.rs"]
+mod preview;
+use preview::preview_of_each_change;
+
 /// Runs `scenario` on both store setups, one test each.
 macro_rules! on_both_stores {
     ($($scenario:ident),+ $(,)?) => {$(
@@ -41,6 +45,7 @@ macro_rules! on_both_stores {
 }
 
 on_both_stores!(
+    preview_of_each_change,
     single_cluster,
     single_cluster_standard_cloud,
     single_cluster_dtc,
@@ -110,7 +115,8 @@ async fn real_clusters() {
         istio_traffic_example,
         sdewan_example,
         sfc_example,
-        rollout_of_two_waves
+        rollout_of_two_waves,
+        preview_of_each_change
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -1,0 +1,478 @@
+//! Previews (what-if): what an instantiate or update of a deployment intent group would deploy,
+//! computed by the same build as the real operation (rendering, placement, every controller) on
+//! a scratch AppContext store, and compared with what is deployed now. Nothing is written to the
+//! AppContext store or any cluster, except that a controller called over gRPC reads contexts from
+//! the shared store: then the scratch context is written there for the call and deleted after
+//! (the answer says so).
+//!
+//! The answer is sized for fleets: clusters that get the same change are one entry with a count
+//! and their names, placement reasons likewise; the per-cluster detail is paged.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use emco_appcontext::context::ContextKey;
+use emco_appcontext::keys::Keyed;
+use emco_appcontext::{AppContext, AppContextStore, Deployer, ObjectRef, ScratchStore, Stores};
+use emco_core::lifecycle::{DigOperation, transition_named};
+use emco_core::placement::{ClusterRef, Inventory, Reason, explain};
+use emco_core::preview::{
+    AppPlacement, Change, ChangeGroup, ClusterApp, ClusterPage, ClusterPreview, Detail,
+    ObjectChange, PickedBy, Preview, PreviewOptions, Summary,
+};
+use emco_core::{DigRef, Error, Result};
+use serde_json::Value;
+
+use super::build::{self, Site};
+use super::{Deployments, dig_name};
+use crate::state::Record;
+
+/// A resource synchronizer for controllers run by a preview: reads clusters live as the real
+/// one, deploys nothing.
+#[derive(Debug)]
+struct ReadOnly(Arc<dyn Deployer>);
+
+#[async_trait]
+impl Deployer for ReadOnly {
+    async fn install(&self, id: u64) -> Result<()> {
+        tracing::debug!(
+            ctx = id,
+            "a preview deploys nothing: a controller's install is skipped"
+        );
+        Ok(())
+    }
+
+    async fn get(&self, cluster: &str, what: &ObjectRef) -> Result<Option<Value>> {
+        self.0.get(cluster, what).await
+    }
+
+    async fn list(&self, cluster: &str, what: &ObjectRef) -> Result<Vec<Value>> {
+        self.0.list(cluster, what).await
+    }
+}
+
+impl Deployments {
+    /// Previews what instantiating (or, once deployed, updating) the group at `dig` would do,
+    /// writing nothing; see the module documentation.
+    ///
+    /// # Errors
+    /// What the real operation would answer, with the same kind and text: NotFound, the state
+    /// refusals, a bad chart or placement, a controller's failure.
+    pub async fn preview(&self, dig: &DigRef, options: &PreviewOptions) -> Result<Preview> {
+        let key = dig.key();
+        let group = self.load_dig(&key).await?;
+        let record = Record::load(self.core.store().as_ref(), &key).await?;
+        let state = record.info.current_state();
+        let name = dig_name(&key);
+        let deployed = if transition_named(name, state, DigOperation::Update).is_ok() {
+            Some(Self::current_context(&key, &record.info)?)
+        } else {
+            transition_named(name, state, DigOperation::Instantiate)?;
+            self.check_terminated(&key, &record.info).await?;
+            None
+        };
+        let intents = build::dig_intents(self, &key).await?;
+        let controllers = self
+            .core
+            .objects
+            .controllers()
+            .list(&emco_appcontext::ResourceKey::root(), &[])
+            .await?;
+        let registry = self.core.controller_registry();
+        let written_for = registry.remote_participants(&controllers, &intents.intents);
+        let real = Arc::clone(self.core.contexts());
+        let contexts: Arc<dyn AppContextStore> = if written_for.is_empty() {
+            Arc::new(ScratchStore::new(Arc::clone(&real)))
+        } else {
+            Arc::clone(&real)
+        };
+        let base = registry.stores();
+        let stores = Stores {
+            appcontext: Arc::clone(&contexts),
+            resources: base.resources.clone(),
+            deployer: base
+                .deployer
+                .clone()
+                .map(|d| Arc::new(ReadOnly(d)) as Arc<dyn Deployer>),
+        };
+        let scratch = registry.on_stores(stores);
+        let site = Site {
+            contexts,
+            registry: &scratch,
+        };
+        let built = build::build_in(self, &key, &group, deployed, &site).await?;
+        let compared = async {
+            let mut texts = Texts::default();
+            let after = Manifests::read(built.ctx.store(), built.ctx.id(), &mut texts).await?;
+            let before = match deployed {
+                Some(id) => Manifests::read(&real, id, &mut texts).await?,
+                None => Manifests::default(),
+            };
+            let why = Why {
+                intents: &built.intents,
+                inventory: &built.inventory,
+            };
+            Ok::<_, Error>(compare(&before, &after, &mut texts, &why, options))
+        }
+        .await;
+        built.ctx.discard().await;
+        let mut preview = compared?;
+        preview.operation = if deployed.is_some() {
+            "update"
+        } else {
+            "instantiate"
+        }
+        .to_owned();
+        preview.deployed_revision = deployed.and(record.info.actions.last()).map(|a| a.revision);
+        preview.written_for = written_for;
+        Ok(preview)
+    }
+}
+
+/// The manifests' texts, each kept once: identical manifests on many clusters are compared,
+/// parsed and diffed once.
+#[derive(Default)]
+struct Texts {
+    ids: HashMap<String, usize>,
+    texts: Vec<String>,
+    /// The canonical YAML of each text (keys sorted), made when first needed.
+    canonical: Vec<Option<String>>,
+    /// Diffs made, by (before, after) ids (`None`: absent).
+    diffs: HashMap<(Option<usize>, Option<usize>), Option<String>>,
+}
+
+impl Texts {
+    fn intern(&mut self, text: String) -> usize {
+        if let Some(&id) = self.ids.get(&text) {
+            return id;
+        }
+        let id = self.texts.len();
+        self.ids.insert(text.clone(), id);
+        self.texts.push(text);
+        self.canonical.push(None);
+        id
+    }
+
+    /// The canonical YAML of text `id`: parsed and printed again with sorted keys, so that two
+    /// spellings of the same object compare equal; the text itself when it does not parse.
+    fn canonical(&mut self, id: usize) -> &str {
+        if self.canonical[id].is_none() {
+            let text = &self.texts[id];
+            let made = emco_controller_sdk::handle::parse_resource(text)
+                .ok()
+                .and_then(|v| emco_go::yaml::to_string(&v).ok())
+                .unwrap_or_else(|| text.clone());
+            self.canonical[id] = Some(made);
+        }
+        self.canonical[id].as_deref().unwrap_or_default()
+    }
+
+    /// Whether `before` and `after` differ (not the same object), making their unified diff
+    /// (in [`Texts::diffs`]) the first time.
+    fn differ(&mut self, name: &str, before: Option<usize>, after: Option<usize>) -> bool {
+        if before == after {
+            return false;
+        }
+        if let Some(known) = self.diffs.get(&(before, after)) {
+            return known.is_some();
+        }
+        let old = before
+            .map(|id| self.canonical(id).to_owned())
+            .unwrap_or_default();
+        let new = after
+            .map(|id| self.canonical(id).to_owned())
+            .unwrap_or_default();
+        let made = (old != new).then(|| {
+            let diff = similar::TextDiff::from_lines(&old, &new);
+            let mut unified = diff.unified_diff();
+            unified
+                .context_radius(3)
+                .header(&format!("deployed/{name}"), &format!("preview/{name}"));
+            unified.to_string()
+        });
+        let differ = made.is_some();
+        self.diffs.insert((before, after), made);
+        differ
+    }
+}
+
+/// The resources of a context: app -> cluster -> `name+Kind` -> text id.
+#[derive(Default)]
+struct Manifests {
+    apps: BTreeMap<String, BTreeMap<String, BTreeMap<String, usize>>>,
+}
+
+impl Manifests {
+    /// Reads context `id` of `store` in one listing.
+    async fn read(store: &Arc<dyn AppContextStore>, id: u64, texts: &mut Texts) -> Result<Self> {
+        let root = AppContext::prefix(id);
+        let mut out = Self::default();
+        for kv in store.list_all(&root, false).await? {
+            match ContextKey::parse(&root, &kv.key) {
+                Some(ContextKey::App(app)) => {
+                    out.apps.entry(app.to_owned()).or_default();
+                }
+                Some(ContextKey::Cluster(app, cluster)) => {
+                    out.apps
+                        .entry(app.to_owned())
+                        .or_default()
+                        .entry(cluster.to_owned())
+                        .or_default();
+                }
+                Some(ContextKey::Resource(app, cluster, name)) => {
+                    let text: String = serde_json::from_slice(&kv.value).map_err(|e| {
+                        Error::internal(format!(
+                            "resource {name} of app {app} on cluster {cluster} of context {id} \
+                             is not a string"
+                        ))
+                        .with_source(e)
+                    })?;
+                    let text = texts.intern(text);
+                    out.apps
+                        .entry(app.to_owned())
+                        .or_default()
+                        .entry(cluster.to_owned())
+                        .or_default()
+                        .insert(name.to_owned(), text);
+                }
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every cluster of any app.
+    fn clusters(&self) -> BTreeSet<&str> {
+        self.apps
+            .values()
+            .flat_map(|c| c.keys().map(String::as_str))
+            .collect()
+    }
+}
+
+/// What placement was resolved from, to say why a cluster gets an app.
+struct Why<'a> {
+    intents: &'a [emco_core::placement::AppPlacementIntent],
+    inventory: &'a Inventory,
+}
+
+impl Why<'_> {
+    fn reasons(&self, app: &str, cluster: &str) -> Vec<Reason> {
+        let Some((provider, name)) = cluster.split_once(emco_core::placement::SEPARATOR) else {
+            return Vec::new();
+        };
+        explain(
+            self.intents,
+            self.inventory,
+            app,
+            &ClusterRef::new(provider, name),
+        )
+    }
+}
+
+type Empty = BTreeMap<String, usize>;
+
+/// One object that changes on a cluster, by text ids: clusters with equal deltas are grouped
+/// without copying diffs.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Delta {
+    app: String,
+    resource: String,
+    change: Change,
+    before: Option<usize>,
+    after: Option<usize>,
+}
+
+impl Delta {
+    fn object(&self, texts: &Texts) -> ObjectChange {
+        ObjectChange {
+            app: self.app.clone(),
+            resource: self.resource.clone(),
+            change: self.change,
+            diff: texts
+                .diffs
+                .get(&(self.before, self.after))
+                .cloned()
+                .flatten()
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// The changes on `cluster` from `before` to `after`, by app then resource.
+fn cluster_changes(
+    before: &Manifests,
+    after: &Manifests,
+    cluster: &str,
+    texts: &mut Texts,
+    summary: &mut Summary,
+) -> Vec<Delta> {
+    let empty = Empty::new();
+    let apps: BTreeSet<&String> = before.apps.keys().chain(after.apps.keys()).collect();
+    let mut out = Vec::new();
+    for app in apps {
+        let old = before
+            .apps
+            .get(app)
+            .and_then(|c| c.get(cluster))
+            .unwrap_or(&empty);
+        let new = after
+            .apps
+            .get(app)
+            .and_then(|c| c.get(cluster))
+            .unwrap_or(&empty);
+        let names: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+        for name in names {
+            let (b, a) = (old.get(name).copied(), new.get(name).copied());
+            if !texts.differ(&format!("{app}/{name}"), b, a) {
+                summary.unchanged += 1;
+                continue;
+            }
+            let change = match (b, a) {
+                (None, Some(_)) => Change::Added,
+                (Some(_), None) => Change::Removed,
+                _ => Change::Changed,
+            };
+            match change {
+                Change::Added => summary.added += 1,
+                Change::Changed => summary.changed += 1,
+                Change::Removed => summary.removed += 1,
+            }
+            out.push(Delta {
+                app: app.clone(),
+                resource: name.clone(),
+                change,
+                before: b,
+                after: a,
+            });
+        }
+    }
+    out
+}
+
+/// The preview of going from `before` to `after` (operation fields left for the caller).
+fn compare(
+    before: &Manifests,
+    after: &Manifests,
+    texts: &mut Texts,
+    why: &Why<'_>,
+    options: &PreviewOptions,
+) -> Preview {
+    let mut clusters: BTreeSet<&str> = before.clusters();
+    clusters.extend(after.clusters());
+    let mut summary = Summary {
+        clusters: clusters.len(),
+        ..Summary::default()
+    };
+    let mut groups: BTreeMap<Vec<Delta>, Vec<String>> = BTreeMap::new();
+    let mut page = Vec::new();
+    let wanted = options.offset..options.offset.saturating_add(options.limit);
+    for (i, cluster) in clusters.iter().enumerate() {
+        let deltas = cluster_changes(before, after, cluster, texts, &mut summary);
+        if !deltas.is_empty() {
+            summary.clusters_changed += 1;
+        }
+        if options.detail == Detail::Clusters && wanted.contains(&i) {
+            let apps = after
+                .apps
+                .iter()
+                .filter(|(_, c)| c.contains_key(*cluster))
+                .map(|(app, _)| ClusterApp {
+                    app: app.clone(),
+                    reasons: why.reasons(app, cluster),
+                })
+                .collect();
+            page.push(ClusterPreview {
+                cluster: (*cluster).to_owned(),
+                apps,
+                objects: deltas.iter().map(|d| d.object(texts)).collect(),
+            });
+        }
+        if options.detail == Detail::Summary && !deltas.is_empty() {
+            groups
+                .entry(deltas)
+                .or_default()
+                .push((*cluster).to_owned());
+        }
+    }
+    let placement = after
+        .apps
+        .keys()
+        .chain(before.apps.keys())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .map(|app| app_placement(before, after, app, why))
+        .collect();
+    let (changes, page) = match options.detail {
+        Detail::Summary => {
+            let mut changes: Vec<ChangeGroup> = groups
+                .into_iter()
+                .map(|(deltas, clusters)| ChangeGroup {
+                    count: clusters.len(),
+                    clusters,
+                    objects: deltas.iter().map(|d| d.object(texts)).collect(),
+                })
+                .collect();
+            // The most common change first.
+            changes.sort_by(|a, b| b.count.cmp(&a.count).then(a.clusters.cmp(&b.clusters)));
+            (Some(changes), None)
+        }
+        Detail::Clusters => (
+            None,
+            Some(ClusterPage {
+                offset: options.offset,
+                limit: options.limit,
+                total: clusters.len(),
+                items: page,
+            }),
+        ),
+    };
+    Preview {
+        operation: String::new(),
+        deployed_revision: None,
+        written_for: Vec::new(),
+        summary,
+        placement,
+        changes,
+        clusters: page,
+    }
+}
+
+/// Where `app` would go, what it gains and loses, and why.
+fn app_placement(before: &Manifests, after: &Manifests, app: &str, why: &Why<'_>) -> AppPlacement {
+    let none = BTreeMap::new();
+    let old = before.apps.get(app).unwrap_or(&none);
+    let new = after.apps.get(app).unwrap_or(&none);
+    let mut picked: BTreeMap<Vec<Reason>, Vec<String>> = BTreeMap::new();
+    for cluster in new.keys() {
+        picked
+            .entry(why.reasons(app, cluster))
+            .or_default()
+            .push(cluster.clone());
+    }
+    let mut picked_by: Vec<PickedBy> = picked
+        .into_iter()
+        .map(|(reasons, clusters)| PickedBy {
+            reasons,
+            count: clusters.len(),
+            clusters,
+        })
+        .collect();
+    picked_by.sort_by(|a, b| b.count.cmp(&a.count).then(a.clusters.cmp(&b.clusters)));
+    AppPlacement {
+        app: app.to_owned(),
+        clusters: new.len(),
+        gains: new
+            .keys()
+            .filter(|c| !old.contains_key(*c))
+            .cloned()
+            .collect(),
+        loses: old
+            .keys()
+            .filter(|c| !new.contains_key(*c))
+            .cloned()
+            .collect(),
+        picked_by,
+    }
+}
