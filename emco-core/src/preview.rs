@@ -32,6 +32,9 @@ pub struct PreviewOptions {
     pub offset: usize,
     /// The clusters per page, 1 to [`MAX_PAGE`].
     pub limit: usize,
+    /// Whether each object to create or change is also checked by its cluster, changing
+    /// nothing there (a server-side dry run, `dryRun=All`).
+    pub dry_run: bool,
 }
 
 impl Default for PreviewOptions {
@@ -40,6 +43,7 @@ impl Default for PreviewOptions {
             detail: Detail::Summary,
             offset: 0,
             limit: DEFAULT_PAGE,
+            dry_run: false,
         }
     }
 }
@@ -71,6 +75,18 @@ impl PreviewOptions {
                     };
                 }
                 "offset" => out.offset = number("offset", value)?,
+                "dryRun" => {
+                    out.dry_run = match value.as_str() {
+                        "true" | "All" | "" => true,
+                        "false" => false,
+                        other => {
+                            return Err(Error::invalid(format!(
+                                "dryRun {other:?} is not one of true, false, All"
+                            ))
+                            .with_field("dryRun"));
+                        }
+                    };
+                }
                 "limit" => {
                     out.limit = number("limit", value)?;
                     if out.limit == 0 || out.limit > MAX_PAGE {
@@ -83,7 +99,7 @@ impl PreviewOptions {
                 }
                 other => {
                     return Err(Error::invalid(format!(
-                        "unknown query parameter {other:?}: use detail, offset or limit"
+                        "unknown query parameter {other:?}: use detail, offset, limit or dryRun"
                     ))
                     .with_field(other));
                 }
@@ -116,6 +132,9 @@ pub struct Preview {
     /// One page of the clusters (cluster detail).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clusters: Option<ClusterPage>,
+    /// What the clusters said of the objects to create or change, when asked (`dryRun`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<DryRun>,
 }
 
 impl Preview {
@@ -245,4 +264,54 @@ pub struct ClusterApp {
     pub app: String,
     /// The intent entries that select the cluster for it.
     pub reasons: Vec<Reason>,
+}
+
+/// What the clusters said, in a server-side dry run, of the objects a preview would create or
+/// change.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DryRun {
+    /// The clusters asked (those with something to create or change).
+    pub clusters: usize,
+    /// The objects they would refuse, the same refusal of the same object together.
+    pub refusals: Vec<Refusal>,
+    /// The clusters that could not check (not answering, or a connector that cannot), the same
+    /// reason together.
+    pub unchecked: Vec<Unchecked>,
+}
+
+impl DryRun {
+    /// Whether every cluster asked checked every object and took it.
+    #[must_use]
+    pub fn passed(&self) -> bool {
+        self.refusals.is_empty() && self.unchecked.is_empty()
+    }
+}
+
+/// One object some clusters would refuse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Refusal {
+    /// The app.
+    pub app: String,
+    /// The object's `name+Kind`.
+    pub resource: String,
+    /// What the cluster answered.
+    pub reason: String,
+    /// How many clusters.
+    pub count: usize,
+    /// Their names, sorted.
+    pub clusters: Vec<String>,
+}
+
+/// Clusters that could not check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unchecked {
+    /// Why.
+    pub reason: String,
+    /// How many clusters.
+    pub count: usize,
+    /// Their names, sorted.
+    pub clusters: Vec<String>,
 }

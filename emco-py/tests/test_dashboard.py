@@ -230,6 +230,34 @@ def test_a_secured_servers_dashboard_asks_for_a_token_and_shows_the_callers_proj
     expect(page.locator("h1")).to_have_text("Log in")
 
 
+def test_the_preview_shows_what_an_update_would_change_and_changes_nothing(
+    server: Server, fleet: Fleet, browser: Browser
+) -> None:
+    page = browser.page
+    with emco.Client(server.url) as client:
+        dig = web_group(client, fleet)
+        client.approve(dig)
+        client.instantiate(dig)
+        assert client.wait(dig, timeout=120).ready
+        client.set_placement(dig, "http-server", on("c1"))
+        page.goto(f"{server.url}/ui/#/dig/p/web/v1/d1")
+        expect(page.locator("#dig-state")).to_contain_text("Instantiated")
+        page.check("#dry-run")
+        page.click("#preview-button")
+        expect(page.locator("#message")).to_contain_text("preview: nothing was changed")
+        expect(page.locator("#preview h2")).to_have_text("Preview: update from revision 1")
+        expect(page.locator("#preview-summary")).to_contain_text("1 of 2 clusters change")
+        expect(page.locator("#preview-placement")).to_contain_text(f"loses {PROVIDER}+c2")
+        # Only deletions: no cluster has anything to check.
+        expect(page.locator("#preview-dry-run")).to_have_text("✔ checked by 0 clusters")
+        expect(page.locator("#preview details.change summary")).to_have_text(f"1 cluster: {PROVIDER}+c2")
+        expect(page.locator("#preview pre.diff .del").first).to_contain_text("-apiVersion")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "preview.png"), full_page=True)
+        assert fleet.get("c2", DEPLOYMENT) is not None
+        assert client.status(dig).state == "Instantiated"
+
+
 def canary_then_approval(client: emco.Client, fleet: Fleet, page: Page, url: str) -> None:
     """Group d1 over the fleet rolled out in two waves, c1 then the rest after an approval,
     instantiated and open on `page` until the rest waits for the approval."""

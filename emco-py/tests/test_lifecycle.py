@@ -15,8 +15,18 @@ def test_update_rollback_and_migrate_move_the_app(target: emco.Emco, fleet: Flee
     dig, _ = deploy_web(target, on("c1"))
     assert fleet.get("c1", DEPLOYMENT) is not None
 
-    # Revision 2 moves the app to c2.
+    # Revision 2 moves the app to c2; the preview says so first, and changes nothing.
     target.set_placement(dig, "http-server", on("c2"))
+    p = target.preview(dig)
+    assert p["operation"] == "update" and p["deployedRevision"] == 1, p
+    placed = p["placement"][0]
+    assert placed["gains"] == [f"{PROVIDER}+c2"] and placed["loses"] == [f"{PROVIDER}+c1"]
+    assert sorted(g["clusters"][0] for g in p["changes"]) == [f"{PROVIDER}+c1", f"{PROVIDER}+c2"]
+    page = target.preview(dig, clusters=True, offset=1, limit=1, dry_run=True)
+    assert page["clusters"]["total"] == 2
+    assert [c["cluster"] for c in page["clusters"]["items"]] == [f"{PROVIDER}+c2"]
+    assert page["dryRun"]["clusters"] == 1 and page["dryRun"]["refusals"] == [], page["dryRun"]
+    assert fleet.get("c2", DEPLOYMENT) is None
     assert target.update(dig) == 2
     moved = target.wait(dig, timeout=120)
     assert moved.ready and [c.cluster for c in moved.apps[0].clusters] == ["c2"]

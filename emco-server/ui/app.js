@@ -354,8 +354,11 @@ async function dig(project, ca, version, name) {
     + '<button type="button" data-action="update">Update</button>'
     + '<label>Revision<select id="revision"></select></label><button type="button" data-action="rollback">Rollback</button>'
     + '<button type="button" data-action="stop" class="danger">Stop</button>'
-    + '<button type="button" data-action="terminate" class="danger">Terminate</button></div>'
+    + '<button type="button" data-action="terminate" class="danger">Terminate</button>'
+    + '<button type="button" id="preview-button">Preview</button>'
+    + '<label class="inline"><input type="checkbox" id="dry-run"> checked by the clusters</label></div>'
     + '<div id="message" class="message" role="status"></div>'
+    + '<section id="preview" aria-live="polite"></section>'
     + '<div class="bar" id="summary" aria-label="Summary"></div>'
     + '<label><input type="checkbox" id="problems"> Only clusters with problems</label>'
     + '<div id="rollout"></div>'
@@ -455,6 +458,51 @@ async function dig(project, ca, version, name) {
     button.disabled = false;
     if (r.ok) showMessage(`rollout ${control}: accepted (${r.status})`, "ok");
     else showMessage(`rollout ${control} refused (${r.status}): ${r.text.trim()}`, "bad");
+  });
+
+  // The preview: what instantiate or update would do now, nothing written (GET .../preview).
+  const diffLines = (text) => text.split("\n").map((l) => {
+    const cls = l.startsWith("--- ") || l.startsWith("+++ ") ? "head" : l.startsWith("@@") ? "hunk"
+      : l.startsWith("+") ? "add" : l.startsWith("-") ? "del" : "";
+    return cls ? `<span class="${cls}">${esc(l)}</span>` : esc(l);
+  }).join("\n");
+  const some = (names) => names.length > 10 ? `${names.slice(0, 10).join(", ")} and ${names.length - 10} more` : names.join(", ");
+  const renderPreview = (p) => {
+    const s = p.summary;
+    let html = `<h2>Preview: ${esc(p.operation)}${p.deployedRevision ? ` from revision ${esc(p.deployedRevision)}` : ""}</h2>`
+      + `<p id="preview-summary">${s.clustersChanged} of ${s.clusters} clusters change: ${s.added} added, ${s.changed} changed, ${s.removed} removed, ${s.unchanged} unchanged objects</p>`;
+    html += '<ul id="preview-placement">' + p.placement.map((a) => `<li><b>${esc(a.app)}</b> on ${a.clusters} cluster${a.clusters === 1 ? "" : "s"}`
+      + (a.gains.length ? ` · <span class="ok">gains ${esc(some(a.gains))}</span>` : "")
+      + (a.loses.length ? ` · <span class="bad">loses ${esc(some(a.loses))}</span>` : "")
+      + a.pickedBy.map((b) => `<br><span class="why">${b.count} picked by ${b.reasons.length ? b.reasons.map((r) => `${esc(r.intent)} ${esc(r.path)} (${esc(r.cluster || `label ${r.clusterLabel}`)})`).join(", ") : "a controller"}</span>`).join("")
+      + "</li>").join("") + "</ul>";
+    if (p.dryRun) {
+      const d = p.dryRun;
+      html += `<p id="preview-dry-run">${d.refusals.length || d.unchecked.length ? "✖" : "✔"} checked by ${d.clusters} cluster${d.clusters === 1 ? "" : "s"}</p>`;
+      for (const r of d.refusals) html += `<p class="why bad">✖ ${esc(r.app)} ${esc(r.resource)} refused on ${esc(some(r.clusters))}: ${esc(r.reason)}</p>`;
+      for (const u of d.unchecked) html += `<p class="why">not checked on ${esc(some(u.clusters))}: ${esc(u.reason)}</p>`;
+    }
+    if (!(p.changes || []).length) html += '<p class="muted">Nothing would change.</p>';
+    for (const g of p.changes || []) {
+      html += `<details class="change" open><summary>${g.count} cluster${g.count === 1 ? "" : "s"}: ${esc(some(g.clusters))}</summary>`;
+      for (const o of g.objects) html += `<h3>${esc(o.app)} ${esc(o.resource)} <span class="muted">${esc(o.change)}</span></h3><pre class="diff">${diffLines(o.diff)}</pre>`;
+      html += "</details>";
+    }
+    document.getElementById("preview").innerHTML = html;
+  };
+  document.getElementById("preview-button").addEventListener("click", async (e) => {
+    const button = e.target;
+    const checked = document.getElementById("dry-run").checked;
+    button.disabled = true;
+    const r = await api("GET", `${rest}/preview${checked ? "?dryRun=true" : ""}`);
+    button.disabled = false;
+    if (r.ok && r.json) {
+      renderPreview(r.json);
+      showMessage("preview: nothing was changed", "ok");
+    } else {
+      document.getElementById("preview").innerHTML = "";
+      showMessage(`preview refused (${r.status}): ${r.text.trim()}`, "bad");
+    }
   });
 
   const renderDetail = (deployed, ready) => {

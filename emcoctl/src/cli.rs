@@ -98,7 +98,8 @@ pub enum Sub {
     /// Preview what the files' instantiate and update documents would change on the clusters,
     /// writing nothing: the placement per app and a unified diff per object, clusters with the
     /// same changes together. Exit 0 when nothing would change, 1 when something would, 2 for
-    /// bad input and 3 when a preview failed (the server's answer is printed).
+    /// bad input and 3 when a preview failed (the server's answer is printed) or, with
+    /// --dry-run, a cluster refused an object.
     Diff(DiffArgs),
     /// Render a Helm chart like `helm template`.
     Template(TemplateArgs),
@@ -238,6 +239,10 @@ pub struct DiffArgs {
     /// The input files.
     #[command(flatten)]
     pub input: InputArgs,
+    /// Have each cluster check the objects it would get created or changed, changing nothing
+    /// (a server-side dry run, as `kubectl diff` does).
+    #[arg(long)]
+    pub dry_run: bool,
     /// The diffs as text (table), or the previews as JSON / YAML.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputArg::Table)]
     pub output: OutputArg,
@@ -647,9 +652,10 @@ async fn diff_command(
     let (mut failed, mut changes) = (false, false);
     let mut previews = Vec::new();
     for t in &groups {
-        match diff::get(&client, t).await {
+        match diff::get(&client, t, args.dry_run).await {
             Ok(p) => {
                 changes |= p.changes_anything();
+                failed |= p.dry_run.as_ref().is_some_and(|d| !d.refusals.is_empty());
                 if output == Output::Table {
                     write(out, &diff::text(t, &p))?;
                 }

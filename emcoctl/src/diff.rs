@@ -14,22 +14,23 @@ use crate::status::Target;
 pub const EXIT_SAME: i32 = 0;
 /// Exit code when something would change.
 pub const EXIT_CHANGES: i32 = 1;
-/// Exit code when a preview could not be had (the server refused, or cannot be reached); bad
-/// input files exit with 2 as every command.
+/// Exit code when a preview could not be had (the server refused, or cannot be reached) or, in
+/// a dry run, a cluster refused an object; bad input files exit with 2 as every command.
 pub const EXIT_FAILED: i32 = 3;
 
 /// At most this many cluster names are printed per group of clusters.
 const NAMES_SHOWN: usize = 10;
 
-/// The preview of `target`.
+/// The preview of `target`; with `dry_run`, the clusters check the objects too.
 ///
 /// # Errors
 /// The server's answer when it is not 200: what the operation itself would answer.
-pub async fn get(client: &Client, target: &Target) -> Result<Preview> {
+pub async fn get(client: &Client, target: &Target, dry_run: bool) -> Result<Preview> {
+    let query = if dry_run { "?dryRun=true" } else { "" };
     let r = client
         .send(
             Method::GET,
-            &format!("/v2/{}/preview", target.object),
+            &format!("/v2/{}/preview{query}", target.object),
             Body::Empty,
         )
         .await?;
@@ -100,6 +101,34 @@ pub fn text(target: &Target, p: &Preview) -> String {
         }
         out.push_str(&line);
         out.push('\n');
+    }
+    if let Some(dry) = &p.dry_run {
+        out.push_str(&format!(
+            "  dry run on {} cluster{}: {}\n",
+            dry.clusters,
+            if dry.clusters == 1 { "" } else { "s" },
+            if dry.passed() {
+                "every object accepted"
+            } else {
+                "not every object accepted"
+            }
+        ));
+        for r in &dry.refusals {
+            out.push_str(&format!(
+                "    refused: {} {} on {}: {}\n",
+                r.app,
+                r.resource,
+                some(&r.clusters),
+                r.reason
+            ));
+        }
+        for u in &dry.unchecked {
+            out.push_str(&format!(
+                "    not checked on {}: {}\n",
+                some(&u.clusters),
+                u.reason
+            ));
+        }
     }
     for group in p.changes.iter().flatten() {
         out.push_str(&format!(

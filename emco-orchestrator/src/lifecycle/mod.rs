@@ -33,8 +33,8 @@ mod render;
 mod rollout;
 
 pub use emco_core::preview::{
-    AppPlacement, Change, ChangeGroup, ClusterApp, ClusterPage, ClusterPreview, Detail,
-    ObjectChange, PickedBy, Preview, PreviewOptions, Summary,
+    AppPlacement, Change, ChangeGroup, ClusterApp, ClusterPage, ClusterPreview, Detail, DryRun,
+    ObjectChange, PickedBy, Preview, PreviewOptions, Refusal, Summary, Unchecked,
 };
 pub use rollout::{RolloutControl, RolloutMetrics};
 

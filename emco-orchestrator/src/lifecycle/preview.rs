@@ -18,8 +18,8 @@ use emco_appcontext::{AppContext, AppContextStore, Deployer, ObjectRef, ScratchS
 use emco_core::lifecycle::{DigOperation, transition_named};
 use emco_core::placement::{ClusterRef, Inventory, Reason, explain};
 use emco_core::preview::{
-    AppPlacement, Change, ChangeGroup, ClusterApp, ClusterPage, ClusterPreview, Detail,
-    ObjectChange, PickedBy, Preview, PreviewOptions, Summary,
+    AppPlacement, Change, ChangeGroup, ClusterApp, ClusterPage, ClusterPreview, Detail, DryRun,
+    ObjectChange, PickedBy, Preview, PreviewOptions, Refusal, Summary, Unchecked,
 };
 use emco_core::{DigRef, Error, Result};
 use serde_json::Value;
@@ -113,7 +113,12 @@ impl Deployments {
                 intents: &built.intents,
                 inventory: &built.inventory,
             };
-            Ok::<_, Error>(compare(&before, &after, &mut texts, &why, options))
+            let mut preview = compare(&before, &after, &mut texts, &why, options);
+            if options.dry_run {
+                let meta = built.ctx.meta().await?;
+                preview.dry_run = Some(self.dry_run(&meta, &before, &after, &texts).await);
+            }
+            Ok::<_, Error>(preview)
         }
         .await;
         built.ctx.discard().await;
@@ -127,6 +132,105 @@ impl Deployments {
         preview.deployed_revision = deployed.and(record.info.actions.last()).map(|a| a.revision);
         preview.written_for = written_for;
         Ok(preview)
+    }
+}
+
+/// How many clusters a dry run asks at once.
+const DRY_RUNS_AT_ONCE: usize = 16;
+
+impl Deployments {
+    /// Asks each cluster to check, changing nothing, the objects it would get created or
+    /// changed (those [`compare`] found different).
+    async fn dry_run(
+        &self,
+        meta: &emco_appcontext::CompositeAppMeta,
+        before: &Manifests,
+        after: &Manifests,
+        texts: &Texts,
+    ) -> DryRun {
+        use futures::StreamExt;
+        // (cluster, app) -> the objects to check.
+        let mut asks: BTreeMap<(&str, &str), Vec<(String, String)>> = BTreeMap::new();
+        for (app, clusters) in &after.apps {
+            for (cluster, resources) in clusters {
+                let old = before.apps.get(app).and_then(|c| c.get(cluster));
+                for (name, &id) in resources {
+                    let was = old.and_then(|o| o.get(name)).copied();
+                    if texts
+                        .diffs
+                        .get(&(was, Some(id)))
+                        .is_some_and(Option::is_some)
+                    {
+                        asks.entry((cluster.as_str(), app.as_str()))
+                            .or_default()
+                            .push((name.clone(), texts.texts[id].clone()));
+                    }
+                }
+            }
+        }
+        let clusters: BTreeSet<&str> = asks.keys().map(|(c, _)| *c).collect();
+        // Each future owns what it uses: futures made by a closure over borrowed data are not
+        // `Send` for every lifetime, as the compiler sees them in a stream today.
+        let meta = Arc::new(meta.clone());
+        let mut calls = Vec::with_capacity(asks.len());
+        for ((cluster, app), objects) in asks {
+            let (rsync, meta) = (self.core.rsync().clone(), Arc::clone(&meta));
+            let (cluster, app) = (cluster.to_owned(), app.to_owned());
+            calls.push(async move {
+                let answer = rsync.dry_run(&meta, &cluster, &app, &objects).await;
+                (cluster, app, objects, answer)
+            });
+        }
+        let answers: Vec<_> = futures::stream::iter(calls)
+            .buffer_unordered(DRY_RUNS_AT_ONCE)
+            .collect()
+            .await;
+        let mut refused: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
+        let mut unchecked: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (cluster, app, objects, answer) in answers {
+            match answer {
+                Ok(each) => {
+                    for ((name, _), why) in objects.into_iter().zip(each) {
+                        if let Some(why) = why {
+                            refused
+                                .entry((app.clone(), name, why))
+                                .or_default()
+                                .push(cluster.clone());
+                        }
+                    }
+                }
+                Err(e) => {
+                    unchecked
+                        .entry(e.message().to_owned())
+                        .or_default()
+                        .insert(cluster);
+                }
+            }
+        }
+        DryRun {
+            clusters: clusters.len(),
+            refusals: refused
+                .into_iter()
+                .map(|((app, resource, reason), mut clusters)| {
+                    clusters.sort();
+                    Refusal {
+                        app,
+                        resource,
+                        reason,
+                        count: clusters.len(),
+                        clusters,
+                    }
+                })
+                .collect(),
+            unchecked: unchecked
+                .into_iter()
+                .map(|(reason, clusters)| Unchecked {
+                    reason,
+                    count: clusters.len(),
+                    clusters: clusters.into_iter().collect(),
+                })
+                .collect(),
+        }
     }
 }
 
@@ -436,6 +540,7 @@ fn compare(
         placement,
         changes,
         clusters: page,
+        dry_run: None,
     }
 }
 

@@ -411,6 +411,23 @@ class _Api(IntentsApi):
             "targetCompositeAppVersion": target_version,
             "targetDeploymentIntentGroup": target_group}})
 
+    def preview(self, dig: DigRef, clusters: bool = False, offset: int = 0, limit: int = 100,
+                dry_run: bool = False) -> Dict[str, Any]:
+        """What an instantiate (or, once deployed, an update) of the group would do, writing
+        nothing (emco-rs's own): `operation`, `summary` (counts), `placement` (per app:
+        `clusters`, `gains`, `loses`, `pickedBy` with the intent entries that chose them) and
+        `changes` (clusters with the same changes together, each object with its unified
+        `diff`); with `clusters=True` a page of `clusters` (from `offset`, at most `limit`)
+        instead. `dry_run=True` has each cluster check the objects it would get created or
+        changed (`dryRun`: `refusals`, `unchecked`). Raises what the operation would."""
+        query: List[Tuple[str, str]] = []
+        if clusters:
+            query += [("detail", "clusters"), ("offset", str(offset)), ("limit", str(limit))]
+        if dry_run:
+            query.append(("dryRun", "true"))
+        answer: Dict[str, Any] = self._call("GET", f"{dig.path}/preview?{urlencode(query)}")
+        return answer
+
     # ---- rollouts in waves (emco-rs's own) --------------------------------------------------
 
     def set_rollout_policy(self, dig: DigRef, spec: Mapping[str, Any],

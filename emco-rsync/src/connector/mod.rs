@@ -440,6 +440,23 @@ pub trait Connector: fmt::Debug + Send + Sync + 'static {
     /// A [`BatchError`] saying how far the batch got and why it stopped.
     async fn apply(&self, batch: &Batch) -> Result<Warnings, BatchError>;
 
+    /// Checks each resource of `batch` as the cluster would apply it, changing nothing (a
+    /// server-side dry run, `dryRun=All`): per resource, in order, `None` when the cluster
+    /// would take it and the cluster's refusal otherwise. The default cannot check (a connector
+    /// that only records desired state).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Unavailable`] if the cluster cannot be reached;
+    /// [`ErrorKind::FailedPrecondition`] when the connector cannot dry-run.
+    async fn dry_run(&self, batch: &Batch) -> Result<Vec<Option<String>>> {
+        let _ = batch;
+        Err(Error::failed_precondition(format!(
+            "cluster {} cannot check objects: its connector only records what is deployed",
+            self.cluster()
+        )))
+    }
+
     /// Deletes the resources of `batch`, in order. Resources that do not exist count as deleted.
     ///
     /// # Errors

@@ -522,6 +522,49 @@ impl Rsync {
         }
     }
 
+    /// Checks `resources` (`(name+Kind, YAML)`) of `app` on `cluster` as a context described by
+    /// `meta` would apply them (its credentials, its namespace), changing nothing: per resource,
+    /// in order, `None` when the cluster would take it and its refusal otherwise.
+    ///
+    /// # Errors
+    ///
+    /// The resolver's errors; `Unavailable` when the cluster cannot be reached;
+    /// `FailedPrecondition` for a cluster whose connector cannot check (GitOps).
+    pub async fn dry_run(
+        &self,
+        meta: &CompositeAppMeta,
+        cluster: &str,
+        app: &str,
+        resources: &[(String, String)],
+    ) -> Result<Vec<Option<String>>> {
+        use crate::connector::{Batch, Resource, Scope};
+        let mut scope = Scope::new("0", app);
+        if !meta.namespace.is_empty() {
+            scope = scope.with_namespace(meta.namespace.clone());
+        }
+        let mut batch = Batch::new(scope);
+        let mut out: Vec<Option<String>> = Vec::with_capacity(resources.len());
+        let mut checked = Vec::new();
+        for (i, (name, yaml)) in resources.iter().enumerate() {
+            match Resource::from_yaml(yaml) {
+                Ok(r) => {
+                    batch.resources.push(r);
+                    checked.push(i);
+                    out.push(None);
+                }
+                Err(e) => out.push(Some(format!("{name}: {e}"))),
+            }
+        }
+        if batch.resources.is_empty() {
+            return Ok(out);
+        }
+        let conn = self.inner.resolver.connector_for(cluster, meta).await?;
+        for (i, answer) in checked.into_iter().zip(conn.dry_run(&batch).await?) {
+            out[i] = answer;
+        }
+        Ok(out)
+    }
+
     /// Queues an instantiate of context `ctx_id`.
     ///
     /// # Errors

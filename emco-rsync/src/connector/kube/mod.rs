@@ -317,13 +317,7 @@ impl KubeConnector {
                 self.cluster, id.kind, id.api_version
             )));
         };
-        // The body's namespace must match the URL's; cluster-scoped objects have none.
-        if let Some(metadata) = manifest.get_mut("metadata").and_then(Value::as_object_mut) {
-            match namespace {
-                Some(ns) => metadata.insert("namespace".to_owned(), Value::String(ns)),
-                None => metadata.remove("namespace"),
-            };
-        }
+        manifest = with_namespace(manifest, namespace);
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let what = format!("apply of {id}");
         let mut dropped = Vec::new();
@@ -417,6 +411,18 @@ impl KubeConnector {
     }
 }
 
+/// `manifest` with the namespace of the URL it is sent to: the body's must match, and
+/// cluster-scoped objects have none.
+fn with_namespace(mut manifest: Value, namespace: Option<String>) -> Value {
+    if let Some(metadata) = manifest.get_mut("metadata").and_then(Value::as_object_mut) {
+        match namespace {
+            Some(ns) => metadata.insert("namespace".to_owned(), Value::String(ns)),
+            None => metadata.remove("namespace"),
+        };
+    }
+    manifest
+}
+
 #[async_trait]
 impl Connector for KubeConnector {
     fn cluster(&self) -> &str {
@@ -440,6 +446,42 @@ impl Connector for KubeConnector {
             warnings.extend(dropped.into_iter().map(|w| (i, w)));
         }
         Ok(warnings)
+    }
+
+    async fn dry_run(&self, batch: &Batch) -> Result<Vec<Option<String>>> {
+        let manifests = batch.labelled_manifests()?;
+        let mut out = Vec::with_capacity(manifests.len());
+        for (resource, manifest) in batch.resources.iter().zip(manifests) {
+            let id = resource.id();
+            match self.api_for(&batch.scope, id).await? {
+                None => out.push(Some(format!(
+                    "the cluster does not serve kind {} of {}",
+                    id.kind, id.api_version
+                ))),
+                Some((api, namespace)) => {
+                    let manifest = with_namespace(manifest, namespace);
+                    let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
+                    let what = format!("dry run of {id}");
+                    let answer = self
+                        .timed(
+                            &what,
+                            api.patch(&id.name, &params, &Patch::Apply(&manifest)),
+                        )
+                        .await?;
+                    out.push(match answer {
+                        Ok(_) => None,
+                        Err(e) => {
+                            let e = map_error(e, &what);
+                            if e.kind() == emco_core::ErrorKind::Unavailable {
+                                return Err(e);
+                            }
+                            Some(e.message().to_owned())
+                        }
+                    });
+                }
+            }
+        }
+        Ok(out)
     }
 
     async fn delete(&self, batch: &Batch, propagation: Propagation) -> Result<(), BatchError> {

@@ -23,16 +23,18 @@ fn check(ok: bool, what: impl FnOnce() -> String) -> Result<()> {
     if ok { Ok(()) } else { Err(fail(what())) }
 }
 
-/// What must not move while previewing: every key of the AppContext store with its revision,
-/// and every labelled object of every cluster with its resourceVersion.
-async fn untouched(env: &Env) -> Result<(Vec<(String, u64)>, Vec<Vec<Labelled>>)> {
+/// What must not move while previewing: the contexts of the AppContext store (no new one; the
+/// engine may still write the deployed one's status, so revisions are no measure) and every
+/// labelled object of every cluster with its resourceVersion.
+async fn untouched(env: &Env) -> Result<(Vec<String>, Vec<Vec<Labelled>>)> {
     let keys = env
         .orch
         .contexts()
-        .list_all("/", true)
+        .list_all("/context/", true)
         .await?
         .into_iter()
-        .map(|kv| (kv.key, kv.mod_revision))
+        .map(|kv| kv.key)
+        .filter(|k| k.matches('/').count() == 3)
         .collect();
     let mut objects = Vec::new();
     for c in CLUSTERS {
@@ -44,20 +46,31 @@ async fn untouched(env: &Env) -> Result<(Vec<(String, u64)>, Vec<Vec<Labelled>>)
 /// `GET DIG/preview?query`, checking that it wrote nothing.
 async fn preview(env: &Env, query: &str) -> Result<Preview> {
     let before = untouched(env).await?;
+    let p = ask_preview(env, query).await?;
+    check(untouched(env).await? == before, || {
+        "the preview changed the AppContext store or a cluster".to_owned()
+    })?;
+    Ok(p)
+}
+
+/// `GET DIG/preview?query`.
+async fn ask_preview(env: &Env, query: &str) -> Result<Preview> {
     let (code, body) = env
         .request(Method::GET, &format!("{DIG}/preview?{query}"))
         .await?;
     check(code == 200, || format!("preview answered {code}: {body}"))?;
-    check(untouched(env).await? == before, || {
-        "the preview changed the AppContext store or a cluster".to_owned()
-    })?;
     serde_json::from_value(body).map_err(|e| fail(format!("the preview does not decode: {e}")))
 }
 
 /// `emcoctl diff` on the example's instantiate file: its exit code and output.
 async fn emcoctl_diff(env: &Env, values: &Path) -> (i32, String) {
+    emcoctl_diff_with(env, values, &[]).await
+}
+
+/// [`emcoctl_diff`] with more arguments.
+async fn emcoctl_diff_with(env: &Env, values: &Path, more: &[&str]) -> (i32, String) {
     let file = emco_e2e::workspace().join("examples/emcoctl/instantiate.yaml");
-    let args = [
+    let mut args = vec![
         "emcoctl".to_owned(),
         "--server".to_owned(),
         env.url.clone(),
@@ -67,6 +80,7 @@ async fn emcoctl_diff(env: &Env, values: &Path) -> (i32, String) {
         "-v".to_owned(),
         values.display().to_string(),
     ];
+    args.extend(more.iter().map(|a| (*a).to_owned()));
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let code = emcoctl::cli::run(args, &mut out, &mut err).await;
     out.extend(err);
@@ -137,7 +151,18 @@ pub(crate) async fn preview_of_each_change(env: &Env) -> Result<()> {
         )?;
     }
     let (phases, values) = env.example(&packages, &CLUSTERS).await?;
-    env.apply(&phases.onboard).await?;
+    // Without nodes nothing becomes Ready, so on real clusters the client cannot wait for the
+    // server (the dependency): it is left out there.
+    let onboard = if env.is_real() {
+        emco_e2e::without(
+            phases.onboard.clone(),
+            &["apps/http-client/dependency"],
+            &[],
+        )
+    } else {
+        phases.onboard.clone()
+    };
+    env.apply(&onboard).await?;
     env.apply(&phases.clouds).await?;
     for lc in phases.cloud_paths() {
         env.wait_cloud(&lc, "Instantiated").await?;
@@ -222,7 +247,51 @@ pub(crate) async fn preview_of_each_change(env: &Env) -> Result<()> {
         diff.lines().filter(|l| l.starts_with(['+', '-'])).count() == 4,
         || format!("only the replicas change, under the headers: {diff}"),
     )?;
+
+    // 2b. A port no API server takes: the diff alone looks fine, the clusters' dry run says no
+    // (on kubesim as on the real API servers); a cluster that does not answer is named as
+    // unchecked, not taken for a yes.
+    let bad = packages.join("profile-bad-port.tgz");
+    profile_with(env, "service:\n  type: ClusterIP\n  port: 70000\n", &bad)?;
+    put_profile(&bad).await?;
+    let p = preview(env, "dryRun=true").await?;
+    let dry = p.dry_run.ok_or_else(|| fail("no dry run in the answer"))?;
+    let want = "spec.ports[0].port: Invalid value: 70000: must be between 1 and 65535, inclusive";
+    check(
+        dry.clusters == 3
+            && dry.unchecked.is_empty()
+            && dry.refusals.len() == 1
+            && dry.refusals[0].resource == "http-server+Service"
+            && dry.refusals[0].count == 3
+            && dry.refusals[0].reason.contains(want),
+        || format!("{dry:#?}"),
+    )?;
+    let (code, out) = emcoctl_diff_with(env, &values, &["--dry-run"]).await;
+    check(
+        code == 3 && out.contains("refused: http-server http-server+Service on kubesim+c1"),
+        || format!("emcoctl diff --dry-run exited {code}: {out}"),
+    )?;
+    if let Some(fleet) = env.clusters.fleet() {
+        fleet.set_fault("c2", kubesim::Fault::down())?;
+        let p = ask_preview(env, "dryRun=true").await;
+        fleet.set_fault("c2", kubesim::Fault::default())?;
+        let dry = p?.dry_run.ok_or_else(|| fail("no dry run in the answer"))?;
+        check(
+            dry.unchecked.len() == 1
+                && dry.unchecked[0].clusters == ["kubesim+c2"]
+                && dry.refusals[0].clusters == ["kubesim+c1", "kubesim+c3"],
+            || format!("{dry:#?}"),
+        )?;
+    }
     put_profile(&packages.join("profile.tgz")).await?;
+    let p = preview(env, "dryRun=true").await?;
+    check(
+        !p.changes_anything()
+            && p.dry_run
+                .as_ref()
+                .is_some_and(|d| d.clusters == 0 && d.passed()),
+        || format!("{p:#?}"),
+    )?;
 
     // 3. c3 loses the label placement selects by: both apps would leave it.
     let label = "/v2/cluster-providers/kubesim/clusters/c3/labels";
