@@ -37,9 +37,9 @@ use emco_appcontext::kv::{EventKind, WatchStream};
 use emco_appcontext::{AppContext, AppContextStore, ListOptions};
 use emco_core::lifecycle::{RsyncStatus, StateInfo};
 use emco_core::model::status::{
-    AppStatus, AppsList, ClusterEntry, ClusterStatus, ClustersByApp, ClustersOfApp, DigStatus, Gvk,
-    ResourceEntry, ResourceStatus, ResourcesByApp, ResourcesOfApp, StatusMode, StatusOutput,
-    StatusQuery, StatusResponse, StatusType, Why,
+    AppStatus, AppsList, ClusterEntry, ClusterStatus, ClustersByApp, ClustersOfApp, DigStatus,
+    DriftedField, Gvk, ResourceEntry, ResourceStatus, ResourcesByApp, ResourcesOfApp, StatusMode,
+    StatusOutput, StatusQuery, StatusResponse, StatusType, Why,
 };
 use emco_core::{ContextId, DigRef, Error, Result};
 use emco_rsync::connector::Resource;
@@ -668,6 +668,8 @@ pub(crate) struct ResourceView {
     unknown: Option<Unknown>,
     /// Unknown because the server's watch has not listed it yet.
     pub(crate) unseen: bool,
+    /// Fields another client changed since emco-rs applied them.
+    drift: Vec<DriftedField>,
 }
 
 /// What the entry of a resource whose cluster is silent says: `lastState`, `since`, `reason`.
@@ -738,7 +740,12 @@ impl ResourceView {
                 .and_then(|o| o.get("unseen"))
                 .and_then(Value::as_bool)
                 == Some(true);
+        let drift = observed
+            .and_then(|o| o.get("drift"))
+            .and_then(|d| Vec::<DriftedField>::deserialize(d).ok())
+            .unwrap_or_default();
         Self {
+            drift,
             name,
             gvk,
             manifest: parsed.map(|r| r.manifest().clone()),
@@ -1203,6 +1210,7 @@ fn full_status(out: &mut DigStatus, views: Vec<AppView>, query: &StatusQuery) {
                     }
                     StatusType::Ready => {
                         status.ready_status = r.ready.to_owned();
+                        status.drift = r.drift;
                         if let Some(u) = r.unknown {
                             status.last_ready_status = u.last_state;
                             status.last_seen = u.since;

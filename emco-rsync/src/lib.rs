@@ -89,6 +89,7 @@
 //! notifies again).
 
 pub mod connector;
+pub mod drift;
 pub mod engine;
 pub mod grpc;
 pub mod metrics;

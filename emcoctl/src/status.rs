@@ -275,6 +275,23 @@ fn table(answer: &Answer) -> String {
                                 r.why.message.as_deref().unwrap_or_default()
                             ));
                         }
+                        for d in &r.drift {
+                            let what = if d.removed { "removed" } else { "changed" };
+                            why.push(format!(
+                                "{} {}+{} {}/{}: drift: {} {what} by {}{}",
+                                app.name,
+                                c.cluster_provider,
+                                c.cluster,
+                                r.gvk.kind,
+                                r.name,
+                                d.path,
+                                d.manager,
+                                d.time
+                                    .as_deref()
+                                    .map(|t| format!(" at {t}"))
+                                    .unwrap_or_default()
+                            ));
+                        }
                     }
                     rows.push(vec![
                         app.name.clone(),

@@ -563,9 +563,32 @@ pub struct ResourceStatus {
     /// `kubectl apply` drops it); absent when there was nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Fields emco-rs applied that another client changed since (`status=ready` answers);
+    /// absent when there is no drift.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<DriftedField>,
     /// Why it failed or is retrying, while it does.
     #[serde(flatten)]
     pub why: Why,
+}
+
+/// One field emco-rs applied to an object that another client changed or removed since: drift,
+/// read from the object's field ownership (`metadata.managedFields`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftedField {
+    /// The field's path: `spec.replicas`, `data.index.html`,
+    /// `spec.template.spec.containers[name=server].image`.
+    pub path: String,
+    /// The field manager that changed it (`kubectl-edit`, `kube-controller-manager`, ...);
+    /// `unknown` when no client owns it and none wrote after emco-rs.
+    pub manager: String,
+    /// When that manager last wrote the object (RFC 3339), when the cluster says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// Whether the field is gone (removed) rather than changed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub removed: bool,
 }
 
 /// The answer of `?apps` ([`StatusMode::Apps`]): `{name, apps:[...]}`.

@@ -11,7 +11,7 @@ use tokio::sync::{broadcast, watch};
 use super::ResourceId;
 use crate::readiness::Readiness;
 
-/// A change of readiness of one labelled object.
+/// A change of readiness (or of drift) of one labelled object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadinessChange {
     /// The cluster the object lives on.
@@ -56,6 +56,13 @@ pub trait ReadinessSource: std::fmt::Debug + Send + Sync {
 
     /// A counter bumped whenever a watch syncs or fails.
     fn health_changes(&self) -> watch::Receiver<u64>;
+
+    /// The drift of `id` (as [`ReadinessSource::watch_in`] returned it): fields emco-rs applied
+    /// that another client changed since; `None` when there is none, or the source cannot tell.
+    fn drift(&self, id: &ResourceId) -> Option<std::sync::Arc<crate::drift::Drift>> {
+        let _ = id;
+        None
+    }
 
     /// Makes sure the type of `id` is watched where an object of namespace `namespace` lives,
     /// and returns the id the watches know the object by. Asking again is a no-op.

@@ -922,8 +922,6 @@ async fn bench(p: &Params) -> String {
 
     // Update: a new profile value for every app changes every object.
     let v2 = profile(work.path(), "v2");
-    let cpu = Cpu::start(server.0.id(), kubesim_pid);
-    let start = Instant::now();
     for a in 0..p.apps {
         let app = Params::app(a);
         rest.upload(
@@ -935,6 +933,37 @@ async fn bench(p: &Params) -> String {
         )
         .await;
     }
+    // What the update would do, before it is done: the whole fleet's preview, then one page of
+    // its per-cluster detail.
+    for (what, query) in [
+        ("preview of the update (summary)", ""),
+        (
+            "preview of the update (a page of 100 clusters)",
+            "?detail=clusters&limit=100",
+        ),
+    ] {
+        let cpu = Cpu::start(server.0.id(), kubesim_pid);
+        let start = Instant::now();
+        let (code, text) = rest
+            .call("GET", &format!("{DIG}/preview{query}"), None)
+            .await;
+        let took = start.elapsed();
+        assert_eq!(code, 200, "{text}");
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(answer["summary"]["changed"], total, "{}", answer["summary"]);
+        assert_eq!(answer["summary"]["clustersChanged"], p.clusters);
+        t.row(
+            what,
+            format!(
+                "{:.2} s, {} KiB answered, CPU s {}",
+                took.as_secs_f64(),
+                text.len() / 1024,
+                cpu.spent()
+            ),
+        );
+    }
+    let cpu = Cpu::start(server.0.id(), kubesim_pid);
+    let start = Instant::now();
     rest.expect(202, "POST", &format!("{DIG}/update"), None)
         .await;
     rest.until(deployed, &mut latencies, |s| {

@@ -21,8 +21,11 @@ use emco_e2e::{
 };
 use serde_json::{Value, json};
 
+#[path = "scenarios/drift.rs"]
+mod drift;
 #[path = "scenarios/preview.rs"]
 mod preview;
+use drift::drift_is_reported;
 use preview::preview_of_each_change;
 
 /// Runs `scenario` on both store setups, one test each.
@@ -46,6 +49,7 @@ macro_rules! on_both_stores {
 
 on_both_stores!(
     preview_of_each_change,
+    drift_is_reported,
     single_cluster,
     single_cluster_standard_cloud,
     single_cluster_dtc,
@@ -116,7 +120,8 @@ async fn real_clusters() {
         sdewan_example,
         sfc_example,
         rollout_of_two_waves,
-        preview_of_each_change
+        preview_of_each_change,
+        drift_is_reported
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -17,6 +17,10 @@
 //! not listed yet, or is failing). [`ClusterWatcher::health_changes`] signals when a watch
 //! synced or failed.
 //!
+//! Each event also measures the object's drift (fields emco-rs applied that another client
+//! changed since, [`crate::drift`]); a change of drift is published like a change of readiness,
+//! and [`ClusterWatcher::drift`] answers it from memory.
+//!
 //! Subscribers that fall behind get [`broadcast::error::RecvError::Lagged`] and should resync from
 //! [`ClusterWatcher::current`] or [`ClusterWatcher::watched`].
 
@@ -33,14 +37,25 @@ use futures::StreamExt as _;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
-use super::{Discovery, KubeConnector, map_error};
+use super::{Discovery, FIELD_MANAGER, KubeConnector, map_error};
 use crate::connector::{
     DEPLOYMENT_ID_LABEL, ReadinessChange, ReadinessSource, ResourceId, WatchHealth, Watched,
 };
+use crate::drift::{Drift, Follower, Interner};
 use crate::readiness::{Readiness, readiness};
 
-/// What the watches last saw of each object: deployment id and readiness.
-type Seen = HashMap<ResourceId, (String, Readiness)>;
+/// What the watches last saw of one object.
+#[derive(Debug)]
+struct SeenObject {
+    deployment_id: String,
+    readiness: Readiness,
+    /// What emco-rs owned of it at its last write, and its drift from that.
+    follower: Follower,
+    drift: Option<Arc<Drift>>,
+}
+
+/// What the watches last saw of each object.
+type Seen = HashMap<ResourceId, SeenObject>;
 
 /// One watch: `apiVersion`, kind, and the namespace (`None`: all namespaces).
 type WatchKey = (String, String, Option<String>);
@@ -49,6 +64,8 @@ type WatchKey = (String, String, Option<String>);
 #[derive(Debug)]
 struct Shared {
     seen: Mutex<Seen>,
+    /// The field sets emco-rs owns, shared by the objects that own the same.
+    sets: Interner,
     health: Mutex<HashMap<WatchKey, WatchHealth>>,
     /// Bumped whenever a watch's health changes.
     health_tx: watch::Sender<u64>,
@@ -102,6 +119,7 @@ impl ClusterWatcher {
             changes,
             shared: Arc::new(Shared {
                 seen: Mutex::default(),
+                sets: Interner::default(),
                 health: Mutex::default(),
                 health_tx,
             }),
@@ -192,7 +210,7 @@ impl ClusterWatcher {
             .lock()
             .ok()?
             .get(id)
-            .map(|(_, r)| r.clone())
+            .map(|o| o.readiness.clone())
     }
 }
 
@@ -271,6 +289,11 @@ impl ReadinessSource for ClusterWatcher {
                 .get(&(id.api_version.clone(), id.kind.clone(), Some(ns)))
                 .cloned()
         })
+    }
+
+    /// The drift of `id` (as [`ClusterWatcher::watch_in`] returned it) when it has drifted.
+    fn drift(&self, id: &ResourceId) -> Option<Arc<Drift>> {
+        self.shared.seen.lock().ok()?.get(id)?.drift.clone()
     }
 
     /// What the watches know of `id` (as [`ClusterWatcher::watch_in`] returned it).
@@ -375,8 +398,23 @@ impl Publisher {
         let now = readiness(&value);
         let changed = {
             let mut seen = self.shared.seen.lock().ok()?;
-            let entry = (deployment_id.clone(), now.clone());
-            seen.insert(id.clone(), entry.clone()) != Some(entry)
+            let object = seen.entry(id.clone()).or_insert_with(|| SeenObject {
+                deployment_id: String::new(),
+                readiness: Readiness::NotApplicable,
+                follower: Follower::default(),
+                drift: None,
+            });
+            let drift = object
+                .follower
+                .observe(&value, FIELD_MANAGER, &self.shared.sets)
+                .map(Arc::new);
+            let changed = object.deployment_id != deployment_id
+                || object.readiness != now
+                || object.drift != drift;
+            object.deployment_id.clone_from(&deployment_id);
+            object.readiness = now.clone();
+            object.drift = drift;
+            changed
         };
         if changed {
             self.publish(id.clone(), deployment_id, Some(now));
@@ -392,8 +430,10 @@ impl Publisher {
 
     fn remove(&self, id: &ResourceId) {
         let removed = self.shared.seen.lock().ok().and_then(|mut s| s.remove(id));
-        if let Some((deployment_id, _)) = removed {
-            self.publish(id.clone(), deployment_id, None);
+        if let Some(object) = removed {
+            drop(object.follower);
+            self.shared.sets.prune();
+            self.publish(id.clone(), object.deployment_id, None);
         }
     }
 
@@ -441,6 +481,7 @@ mod tests {
         let (health_tx, _) = watch::channel(0);
         let shared = Arc::new(Shared {
             seen: Mutex::default(),
+            sets: Interner::default(),
             health: Mutex::default(),
             health_tx,
         });

@@ -262,10 +262,13 @@ impl<'a> Eyes<'a> {
                                 Some(WatchHealth::Syncing) | None => ClusterReadiness::Unknown,
                             },
                         );
-                        let entry = match w.watcher.watched(k) {
+                        let mut entry = match w.watcher.watched(k) {
                             Watched::Unknown(why) if listing => not_known_entry(&why, true),
                             watched => watched_entry(&watched),
                         };
+                        if let Some(drift) = w.watcher.drift(k) {
+                            entry["drift"] = json!(drift.fields);
+                        }
                         entries.insert(name.clone(), entry);
                     }
                 }

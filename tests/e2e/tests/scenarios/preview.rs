@@ -12,14 +12,15 @@ use emcoctl::client::Body;
 use http::Method;
 use serde_json::{Value, json};
 
-const DIG: &str = "/v2/projects/demo/composite-apps/http/v1/deployment-intent-groups/http-dig";
+pub(crate) const DIG: &str =
+    "/v2/projects/demo/composite-apps/http/v1/deployment-intent-groups/http-dig";
 const CLUSTERS: [&str; 3] = ["c1", "c2", "c3"];
 
-fn fail(what: impl std::fmt::Display) -> Error {
+pub(crate) fn fail(what: impl std::fmt::Display) -> Error {
     Error::internal(what.to_string())
 }
 
-fn check(ok: bool, what: impl FnOnce() -> String) -> Result<()> {
+pub(crate) fn check(ok: bool, what: impl FnOnce() -> String) -> Result<()> {
     if ok { Ok(()) } else { Err(fail(what())) }
 }
 
@@ -140,8 +141,10 @@ fn examples_root() -> std::path::PathBuf {
     emco_e2e::workspace().join("examples")
 }
 
-pub(crate) async fn preview_of_each_change(env: &Env) -> Result<()> {
-    let packages = env.dir().join("preview-packages");
+/// The main job's example onboarded on c1..c3 with its charts packed under `dir`, its logical
+/// cloud instantiated and its group approved: the documents and the values file.
+pub(crate) async fn deploy_example(env: &Env, dir: &str) -> Result<(Phases, std::path::PathBuf)> {
+    let packages = env.dir().join(dir);
     std::fs::create_dir_all(&packages).map_err(fail)?;
     for app in ["http-server", "http-client"] {
         tgz(
@@ -168,6 +171,12 @@ pub(crate) async fn preview_of_each_change(env: &Env) -> Result<()> {
         env.wait_cloud(&lc, "Instantiated").await?;
     }
     send(env, Method::POST, &format!("{DIG}/approve"), json!({})).await?;
+    Ok((phases, values))
+}
+
+pub(crate) async fn preview_of_each_change(env: &Env) -> Result<()> {
+    let (phases, values) = deploy_example(env, "preview-packages").await?;
+    let packages = env.dir().join("preview-packages");
 
     // 1. Before the first instantiate: everything is added; the group's override value is in
     // the page the server serves.
