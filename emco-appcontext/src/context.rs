@@ -9,6 +9,7 @@
 //! | (the root itself) | `"<id>"` |
 //! | `meta/` | [`CompositeAppMeta`] |
 //! | `app/instruction/order/` | a string holding `{"apporder":[...]}` |
+//! | `driftpolicy/` | the group's drift policy spec (ours), when it has one |
 //! | `app/instruction/dependency/` | a string holding `{"appdependency":{"<app>":"go"}}` |
 //! | `app/<app>/` | `"<app>"` |
 //! | `app/<app>/instruction/dependency/` | a string holding `[{"app":..,"opStatus":..,"wait":..}]` |
@@ -782,6 +783,14 @@ impl AppContext {
             .unwrap_or(false))
     }
 
+    /// The drift policy the deployment follows (`driftpolicy/`, ours), when its group had one.
+    ///
+    /// # Errors
+    /// The store's errors; InvalidArgument when it does not parse.
+    pub async fn drift_policy<T: DeserializeOwned>(&self) -> Result<Option<T>> {
+        self.get_json(&self.key("driftpolicy/")).await
+    }
+
     /// The record of the rollout that deploys this context in waves (`rollout/`), with its
     /// revision for [`AppContext::put_rollout`]; `None` when it is deployed at once.
     pub async fn rollout<T: DeserializeOwned>(&self) -> Result<Option<(T, u64)>> {
@@ -1085,6 +1094,16 @@ impl ContextWriter {
                 .cluster_key(app, cluster, "resource/instruction/dependency/"),
             v,
         );
+        Ok(())
+    }
+
+    /// Sets the drift policy the deployment follows (`driftpolicy/`, ours).
+    ///
+    /// # Errors
+    /// When it does not serialize.
+    pub fn set_drift_policy<T: Serialize>(&mut self, policy: &T) -> Result<()> {
+        let v = json(policy)?;
+        self.push(self.ctx.key("driftpolicy/"), v);
         Ok(())
     }
 

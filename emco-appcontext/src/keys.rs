@@ -65,6 +65,8 @@ pub const GENERIC_PLACEMENT_INTENT: &str = "genericPlacementIntent";
 pub const APP_INTENT: &str = "appIntent";
 /// Child type of rollout policies (under a deployment intent group).
 pub const ROLLOUT_POLICY: &str = "rolloutPolicy";
+/// A drift policy of a deployment intent group (ours).
+pub const DRIFT_POLICY: &str = "driftPolicy";
 /// Child type of registered controllers.
 pub const CONTROLLER: &str = "controller";
 /// Child type of registered clm controllers.

@@ -26,6 +26,7 @@
 //! assert_eq!(err.field(), Some("metadata.name"));
 //! ```
 
+pub mod drift;
 pub mod error;
 #[cfg(feature = "grpc")]
 pub mod grpc;

@@ -157,7 +157,7 @@ impl Gates {
 }
 
 /// A Go duration `text` of field `field`, positive (or zero when `zero_ok`).
-fn duration(field: &str, text: &str, zero_ok: bool) -> Result<Duration> {
+pub(crate) fn duration(field: &str, text: &str, zero_ok: bool) -> Result<Duration> {
     let nanos = emco_go::time::parse_duration(text)
         .map_err(|e| Error::invalid(e.to_string()).with_field(field))?;
     match u64::try_from(nanos) {

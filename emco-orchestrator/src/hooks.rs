@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use emco_appcontext::collection::Hook;
 use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
+use emco_core::drift::DriftPolicy;
 use emco_core::lifecycle::{AppContextStatus, DigOperation, StateInfo, check_delete, transition};
 use emco_core::model::{AppDependency, ClusterQuota, DeploymentIntentGroup, LogicalCloud};
 use emco_core::rollout::RolloutPolicy;
@@ -57,7 +58,8 @@ stateless_hooks!(
     emco_appcontext::collection::NoHook,
     DependencyHook,
     QuotaHook,
-    RolloutPolicyHook
+    RolloutPolicyHook,
+    DriftPolicyHook
 );
 
 impl NewHook for DigHook {
@@ -230,6 +232,41 @@ impl Hook<AppDependency> for DependencyHook {
     }
 }
 
+/// Refuses a second object of child type `child` (named `what`) beside `key`'s under the same
+/// deployment intent group: a group has one policy of each kind.
+async fn one_each(
+    store: &dyn ResourceStore,
+    key: &ResourceKey,
+    child: &str,
+    what: &str,
+) -> Result<()> {
+    let dig = key.parent().unwrap_or_default();
+    let others = store.list(&dig, child, &[]).await?;
+    if let Some((other, _)) = others.iter().find(|(k, _)| k != key) {
+        return Err(Error::conflict(format!(
+            "the deployment intent group has {what} {:?} already: one each",
+            other.name().unwrap_or_default()
+        )));
+    }
+    Ok(())
+}
+
+/// Drift policies: one per deployment intent group.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DriftPolicyHook;
+
+#[async_trait]
+impl Hook<DriftPolicy> for DriftPolicyHook {
+    async fn before_write(
+        &self,
+        store: &dyn ResourceStore,
+        key: &ResourceKey,
+        _: &DriftPolicy,
+    ) -> Result<()> {
+        one_each(store, key, keys::DRIFT_POLICY, "drift policy").await
+    }
+}
+
 /// Rollout policies: one per deployment intent group, and the clusters a wave names
 /// (`provider+cluster`) must be registered; whether they are placed is known at instantiate and
 /// update, which refuse a wave that matches no placed cluster.
@@ -244,14 +281,7 @@ impl Hook<RolloutPolicy> for RolloutPolicyHook {
         key: &ResourceKey,
         policy: &RolloutPolicy,
     ) -> Result<()> {
-        let dig = key.parent().unwrap_or_default();
-        let others = store.list(&dig, keys::ROLLOUT_POLICY, &[]).await?;
-        if let Some((other, _)) = others.iter().find(|(k, _)| k != key) {
-            return Err(Error::conflict(format!(
-                "the deployment intent group has rollout policy {:?} already: one each",
-                other.name().unwrap_or_default()
-            )));
-        }
+        one_each(store, key, keys::ROLLOUT_POLICY, "rollout policy").await?;
         for (i, wave) in policy.spec.waves.iter().enumerate() {
             for c in &wave.clusters {
                 if let Some((provider, cluster)) = c.split_once('+')

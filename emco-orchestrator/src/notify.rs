@@ -40,7 +40,7 @@ use emco_core::{DigRef, Error, LogicalCloudRef, Result};
 use emco_proto::status_notify_server::{StatusNotify, StatusNotifyServer};
 use emco_proto::status_registration::Key;
 use emco_proto::{
-    AppStatus, ClusterStatus, DigKey, Gvk, LcKey, ResourceStatus, RolloutStatus,
+    AppStatus, ClusterStatus, DigKey, DriftedField, Gvk, LcKey, ResourceStatus, RolloutStatus,
     StatusDeregistration, StatusDeregistrationResponse, StatusDetail, StatusNotification,
     StatusRegistration, StatusValue, WaveFailure, WaveStatus, status_detail,
 };
@@ -218,6 +218,16 @@ fn notification(status: DigStatus, deployed: bool, summary: bool) -> StatusNotif
                                 kind: r.gvk.kind,
                             }),
                             status_value: value(v),
+                            drift: r
+                                .drift
+                                .into_iter()
+                                .map(|d| DriftedField {
+                                    path: d.path,
+                                    manager: d.manager,
+                                    time: d.time.unwrap_or_default(),
+                                    removed: d.removed,
+                                })
+                                .collect(),
                         }
                     })
                     .collect();

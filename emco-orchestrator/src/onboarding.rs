@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use emco_appcontext::collection::{Collection, NoHook, Wording};
 use emco_appcontext::{AppContextStore, ResourceKey, ResourceStore, file_blob_stream};
+use emco_core::drift::DriftPolicy;
 use emco_core::model::{
     App, AppDependency, AppProfile, ClmController, Cluster, ClusterLabel, ClusterProvider,
     ClusterQuota, ClusterReference, ClusterWithLabels, CompositeApp, CompositeProfile, Controller,
@@ -98,6 +99,8 @@ impl Onboarding {
         app_placement_intents: AppPlacementIntent = keys::APP_INTENT, NoHook, wording::app_intent;
         /// Rollout policies (parent: a deployment intent group; at most one each).
         rollout_policies: RolloutPolicy = keys::ROLLOUT_POLICY, hooks::RolloutPolicyHook, wording::rollout_policy;
+        /// Drift policies (parent: a deployment intent group; at most one each).
+        drift_policies: DriftPolicy = keys::DRIFT_POLICY, hooks::DriftPolicyHook, wording::drift_policy;
         /// Registered controllers (parent: the root).
         controllers: Controller = keys::CONTROLLER, NoHook, wording::controller;
         /// Registered clm controllers (parent: the root).

@@ -668,8 +668,11 @@ pub(crate) struct ResourceView {
     unknown: Option<Unknown>,
     /// Unknown because the server's watch has not listed it yet.
     pub(crate) unseen: bool,
-    /// Fields another client changed since emco-rs applied them.
+    /// Fields another client changed since emco-rs applied them, the corrections made and why
+    /// they stopped.
     drift: Vec<DriftedField>,
+    drift_corrections: u32,
+    drift_gave_up: String,
 }
 
 /// What the entry of a resource whose cluster is silent says: `lastState`, `since`, `reason`.
@@ -744,8 +747,17 @@ impl ResourceView {
             .and_then(|o| o.get("drift"))
             .and_then(|d| Vec::<DriftedField>::deserialize(d).ok())
             .unwrap_or_default();
+        let said = |k: &str| observed.and_then(|o| o.get(k));
         Self {
             drift,
+            drift_corrections: said("driftCorrections")
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0),
+            drift_gave_up: said("driftGaveUp")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
             name,
             gvk,
             manifest: parsed.map(|r| r.manifest().clone()),
@@ -1211,6 +1223,8 @@ fn full_status(out: &mut DigStatus, views: Vec<AppView>, query: &StatusQuery) {
                     StatusType::Ready => {
                         status.ready_status = r.ready.to_owned();
                         status.drift = r.drift;
+                        status.drift_corrections = r.drift_corrections;
+                        status.drift_gave_up = r.drift_gave_up;
                         if let Some(u) = r.unknown {
                             status.last_ready_status = u.last_state;
                             status.last_seen = u.since;

@@ -76,6 +76,13 @@ pub(crate) fn rollout_policy() -> Wording {
         .with_list_checks(&[])
 }
 
+/// Drift policies (ours), worded as rollout policies.
+pub(crate) fn drift_policy() -> Wording {
+    Wording::new("Drift policy not found", "Drift policy already exists")
+        .with_put(PutStatus::Created)
+        .with_list_checks(&[])
+}
+
 /// `app_intent_handler.go`.
 pub(crate) fn app_intent() -> Wording {
     Wording::new("Intent not found", "Intent already exists").with_list_checks(&[])

@@ -65,6 +65,16 @@ class Fleet:
     def get(self, cluster: str, path: str) -> Optional[Dict[str, Any]]:
         """GET `path` of the Kubernetes API of `cluster` as its kubeconfig allows; None for a
         404."""
+        return self._call(cluster, path)
+
+    def patch(self, cluster: str, path: str, patch: Dict[str, Any], manager: str) -> None:
+        """A JSON merge patch of the object at `path` as field manager `manager` (as `kubectl
+        edit` or another controller changes an object)."""
+        self._call(cluster, f"{path}?fieldManager={manager}", "PATCH",
+                   json.dumps(patch).encode(), "application/merge-patch+json")
+
+    def _call(self, cluster: str, path: str, method: str = "GET", body: Optional[bytes] = None,
+              content_type: Optional[str] = None) -> Optional[Dict[str, Any]]:
         text = self.kubeconfig(cluster).read_text()
 
         def field(name: str) -> str:
@@ -73,8 +83,11 @@ class Fleet:
             return found.group(1)
 
         ca = base64.b64decode(field("certificate-authority-data")).decode()
-        req = urllib.request.Request(f"{field('server')}{path}",
-                                     headers={"Authorization": f"Bearer {field('token')}"})
+        headers = {"Authorization": f"Bearer {field('token')}"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        req = urllib.request.Request(f"{field('server')}{path}", method=method, data=body,
+                                     headers=headers)
         try:
             with urllib.request.urlopen(req, context=ssl.create_default_context(cadata=ca),
                                         timeout=10) as answer:

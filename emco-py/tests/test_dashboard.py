@@ -258,6 +258,32 @@ def test_the_preview_shows_what_an_update_would_change_and_changes_nothing(
         assert client.status(dig).state == "Instantiated"
 
 
+def test_a_drifted_object_is_marked_in_the_matrix_and_its_detail(
+    server: Server, fleet: Fleet, browser: Browser
+) -> None:
+    page = browser.page
+    with emco.Client(server.url) as client:
+        dig = web_group(client, fleet)
+        client.approve(dig)
+        client.instantiate(dig)
+        assert client.wait(dig, timeout=120).ready
+        page.goto(f"{server.url}/ui/#/dig/p/web/v1/d1")
+        expect(cell(page, "c1")).to_have_text("✔ Ready")
+        fleet.patch("c1", "/api/v1/namespaces/default/configmaps/http-server-page",
+                    {"data": {"index.html": "changed by hand"}}, "kubectl-edit")
+        expect(cell(page, "c1")).to_have_text("✔ Ready · ⚠ 1 drifted")
+        expect(cell(page, "c2")).to_have_text("✔ Ready")
+        cell(page, "c1").click()
+        expect(page.locator("#resources td.drift")).to_contain_text(
+            ["⚠ data.index.html changed by kubectl-edit at "])
+        # The same from Python: the status answer names the field and who changed it.
+        answer = client.query_status(dig, status="ready", cluster=f"{PROVIDER}+c1")
+        drifted = [r for a in answer["apps"] for c in a["clusters"] for r in c["resources"]
+                   if r.get("drift")]
+        assert [(r["name"], r["drift"][0]["path"], r["drift"][0]["manager"])
+                for r in drifted] == [("http-server-page", "data.index.html", "kubectl-edit")]
+
+
 def canary_then_approval(client: emco.Client, fleet: Fleet, page: Page, url: str) -> None:
     """Group d1 over the fleet rolled out in two waves, c1 then the rest after an approval,
     instantiated and open on `page` until the rest waits for the approval."""

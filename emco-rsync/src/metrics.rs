@@ -26,6 +26,11 @@ pub struct RsyncMetrics {
     pub reachable: Gauge,
     /// `emco_rsync_queue_depth{context}`: events waiting on a context's queue.
     pub queue_depth: Gauge,
+    /// `emco_rsync_drift_detected_total{group,cluster,kind}`: objects found changed behind
+    /// emco-rs's back (each time one drifts anew).
+    pub drift_detected: Counter,
+    /// `emco_rsync_drift_corrected_total{group,cluster,kind}`: drifted objects applied again.
+    pub drift_corrected: Counter,
     /// `emco_rsync_contexts{state}`: the contexts this engine ran, by their last state.
     contexts: Gauge,
     states: Mutex<HashMap<u64, AppContextStatus>>,
@@ -70,6 +75,16 @@ impl Default for RsyncMetrics {
                 "Events waiting on an AppContext's queue, by context id.",
                 &["context"],
             ),
+            drift_detected: Counter::new(
+                "emco_rsync_drift_detected_total",
+                "Objects found changed behind emco-rs's back, by group, cluster and kind.",
+                &["group", "cluster", "kind"],
+            ),
+            drift_corrected: Counter::new(
+                "emco_rsync_drift_corrected_total",
+                "Drifted objects applied again by a correct drift policy, by group, cluster and kind.",
+                &["group", "cluster", "kind"],
+            ),
             contexts: Gauge::new(
                 "emco_rsync_contexts",
                 "AppContexts this engine ran, by their last state.",
@@ -110,6 +125,8 @@ impl RsyncMetrics {
             &self.batch_seconds,
             &self.reachable,
             &self.queue_depth,
+            &self.drift_detected,
+            &self.drift_corrected,
             &self.contexts,
         ]
     }

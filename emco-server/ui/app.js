@@ -317,6 +317,15 @@ async function controllers() {
 
 // One cell of the matrix: what the deployed and ready statuses say of an app on a cluster.
 function cellState(deployed, ready) {
+  const s = cellLook(deployed, ready);
+  // Changed on the cluster behind emco-rs's back: said beside the state, whatever it is.
+  const drifted = ready ? ready.resources.filter((x) => (x.drift || []).length).length : 0;
+  if (drifted) s.word += ` · ⚠ ${drifted} drifted`;
+  s.drifted = drifted;
+  return s;
+}
+
+function cellLook(deployed, ready) {
   const d = deployed ? deployed.resources.map((r) => r.deployedStatus) : [];
   const r = ready ? ready.resources.map((x) => x.readyStatus) : [];
   if (!d.length && !r.length) return { cls: "idle", word: "—" };
@@ -505,6 +514,15 @@ async function dig(project, ca, version, name) {
     }
   });
 
+  // A resource's drift: each field, who changed it and when; corrections and a give-up.
+  const driftText = (rr) => {
+    if (!rr) return "";
+    let t = (rr.drift || []).map((f) => `⚠ ${esc(f.path || "the object")} ${f.removed ? "removed" : "changed"} by ${esc(f.manager)}${f.time ? ` at ${esc(f.time)}` : ""}`).join("<br>");
+    if (rr.driftCorrections) t += `${t ? "<br>" : ""}corrected ${esc(rr.driftCorrections)}×`;
+    if (rr.driftGaveUp) t += `${t ? "<br>" : ""}✖ ${esc(rr.driftGaveUp)}`;
+    return t;
+  };
+
   const renderDetail = (deployed, ready) => {
     const el = document.getElementById("detail");
     if (!state.selected) { el.innerHTML = ""; return; }
@@ -517,13 +535,14 @@ async function dig(project, ca, version, name) {
       html += `<p class="why bad">✖ ${esc(dc.reason)}: ${esc(dc.message)}${dc.attempts ? ` (attempt ${esc(dc.attempts)}, next retry ${esc(dc.nextRetry)})` : ""}</p>`;
     }
     const resources = (dc && dc.resources) || (rc && rc.resources) || [];
-    html += "<table id=\"resources\"><thead><tr><th>Kind</th><th>Name</th><th>Deployed</th><th>Ready</th><th>Why</th></tr></thead><tbody>";
+    html += "<table id=\"resources\"><thead><tr><th>Kind</th><th>Name</th><th>Deployed</th><th>Ready</th><th>Why</th><th>Drift</th></tr></thead><tbody>";
     for (const r of resources) {
       const rr = readyOf.get(`${r.GVK.Kind}/${r.name}`);
       const silent = rr && rr.readyStatus === "Unknown" ? `${rr.message || "cluster silent"} (last ${rr.lastReadyStatus || "unknown"})` : "";
       const why = silent || (r.reason ? `${r.reason}: ${r.message || ""}${r.attempts ? ` (attempt ${r.attempts}${r.nextRetry ? `, next retry ${r.nextRetry}` : ""})` : ""}` : "");
       html += `<tr><td>${esc(r.GVK.Kind)}</td><td>${esc(r.name)}</td><td>${badge(r.deployedStatus)}</td>`
-        + `<td>${badge(rr ? rr.readyStatus : "")}</td><td class="why">${esc(why)}${(r.warnings || []).map((w) => `<br>⚠ ${esc(w)}`).join("")}</td></tr>`;
+        + `<td>${badge(rr ? rr.readyStatus : "")}</td><td class="why">${esc(why)}${(r.warnings || []).map((w) => `<br>⚠ ${esc(w)}`).join("")}</td>`
+        + `<td class="why drift">${driftText(rr)}</td></tr>`;
     }
     html += "</tbody></table>";
     el.innerHTML = html;

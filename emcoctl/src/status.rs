@@ -292,6 +292,17 @@ fn table(answer: &Answer) -> String {
                                     .unwrap_or_default()
                             ));
                         }
+                        if r.drift_corrections > 0 || !r.drift_gave_up.is_empty() {
+                            let said = if r.drift_gave_up.is_empty() {
+                                format!("drift corrected {} times", r.drift_corrections)
+                            } else {
+                                format!("drift no longer corrected: {}", r.drift_gave_up)
+                            };
+                            why.push(format!(
+                                "{} {}+{} {}/{}: {said}",
+                                app.name, c.cluster_provider, c.cluster, r.gvk.kind, r.name
+                            ));
+                        }
                     }
                     rows.push(vec![
                         app.name.clone(),

@@ -567,9 +567,20 @@ pub struct ResourceStatus {
     /// absent when there is no drift.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<DriftedField>,
+    /// How many times in a row a `correct` drift policy applied it again.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub drift_corrections: u32,
+    /// Why emco-rs stopped correcting its drift (another controller keeps changing it back).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub drift_gave_up: String,
     /// Why it failed or is retrying, while it does.
     #[serde(flatten)]
     pub why: Why,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference.
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One field emco-rs applied to an object that another client changed or removed since: drift,

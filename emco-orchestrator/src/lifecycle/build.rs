@@ -139,6 +139,13 @@ pub(crate) async fn build_in(
         _ => e,
     })?;
     let rendered = render_all(orch, &apps, dig, &cloud).await?;
+    let drift = orch
+        .core
+        .objects
+        .drift_policies()
+        .list(key, &[])
+        .await?
+        .pop();
 
     let meta = CompositeAppMeta {
         project: path.project.clone(),
@@ -154,7 +161,8 @@ pub(crate) async fn build_in(
     };
     let ctx = AppContext::create(Arc::clone(&site.contexts), &meta).await?;
     let built = async {
-        write_context(&ctx, &apps, &placements, &rendered).await?;
+        let drift = drift.as_ref().map(|p| &p.spec);
+        write_context(&ctx, &apps, &placements, &rendered, drift).await?;
         let run = Run {
             intents: &intents.intents,
             placements: &placements,
@@ -340,15 +348,19 @@ async fn render_all(
 }
 
 /// Writes the apps, their candidate clusters (with group numbers), resources, orders, hooks and
-/// dependencies into `ctx` in batched transactions.
+/// dependencies, and the group's drift policy, into `ctx` in batched transactions.
 async fn write_context(
     ctx: &AppContext,
     apps: &[AppInput],
     placements: &[Placement],
     rendered: &BTreeMap<String, RenderedApp>,
+    drift: Option<&emco_core::drift::DriftSpec>,
 ) -> Result<()> {
     let mut w = ctx.writer();
     w.set_status(AppContextStatus::Created)?;
+    if let Some(policy) = drift {
+        w.set_drift_policy(policy)?;
+    }
     let order: Vec<&str> = apps.iter().map(|a| a.name.as_str()).collect();
     w.set_app_order(&order)?;
     w.set_app_dependency_instruction(

@@ -245,6 +245,10 @@ pub fn router(orch: Orchestrator) -> Router {
                 .serve(orch.onboarding().rollout_policies()),
         )
         .merge(
+            Routes::new(format!("{DIG}/drift-policies"), keys::DRIFT_POLICY)
+                .serve(orch.onboarding().drift_policies()),
+        )
+        .merge(
             Routes::new(
                 format!("{DIG}/generic-placement-intents/{{genericPlacementIntent}}/app-intents"),
                 keys::APP_INTENT,

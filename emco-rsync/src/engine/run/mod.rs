@@ -2,6 +2,7 @@
 //! order after their dependencies, one worker per app and cluster, hook phases, retries.
 
 mod deploy;
+mod drift;
 mod observe;
 mod plan;
 mod remove;
@@ -87,6 +88,8 @@ pub(super) struct Run {
     connectors: Arc<Mutex<HashMap<String, Arc<dyn Connector>>>>,
     /// The clusters the operation is limited to (a wave of a rollout); `None` for all.
     only: Option<Arc<HashSet<String>>>,
+    /// The context's drift policy, read once ([`Run::drift_policy`]).
+    drift: Arc<tokio::sync::OnceCell<Option<Arc<emco_core::drift::DriftSpec>>>>,
 }
 
 impl Run {
@@ -102,6 +105,7 @@ impl Run {
             recorded: Arc::default(),
             connectors: Arc::default(),
             only: None,
+            drift: Arc::default(),
         }
     }
 

@@ -22,6 +22,7 @@ use crate::engine::liveness::{Contact, Lease};
 use crate::engine::status::ContextStatusExt;
 use crate::readiness::{Readiness, readiness};
 
+use super::drift::Keeper;
 use super::{Run, failures};
 
 /// How a wait for readiness ended.
@@ -485,10 +486,23 @@ impl Run {
             .await
             .unwrap_or(ClusterReadiness::Unknown);
         let mut was_ready = false;
+        let mut keeper = Keeper::new(self.drift_policy().await);
+        let group = self.group_label();
         loop {
             let (mut entries, mut seen) = eyes.look().await;
             if token.is_cancelled() {
                 return;
+            }
+            let judged = keeper.judge(app, &eyes.rs, &mut entries);
+            for kind in &judged.new_drift {
+                self.inner
+                    .metrics
+                    .drift_detected
+                    .inc(&[&group, cluster, kind]);
+            }
+            if !judged.correct.is_empty() {
+                self.correct_drift(conn, app, cluster, &judged.correct)
+                    .await;
             }
             // A silent cluster's watches still hold what they saw last: past the grace that is
             // no longer known.
@@ -537,6 +551,10 @@ impl Run {
             if let Some(left) = unknown_from.and_then(|t| t.duration_since(SystemTime::now()).ok())
             {
                 tick = tick.min(left);
+            }
+            // And when a drift correction falls due.
+            if let Some(due) = judged.next {
+                tick = tick.min(due);
             }
             if !eyes.wait_change(token, tick).await {
                 return;

@@ -88,7 +88,7 @@ async fn emcoctl_diff_with(env: &Env, values: &Path, more: &[&str]) -> (i32, Str
     (code, String::from_utf8_lossy(&out).into_owned())
 }
 
-async fn send(env: &Env, method: Method, path: &str, body: Value) -> Result<()> {
+pub(crate) async fn send(env: &Env, method: Method, path: &str, body: Value) -> Result<()> {
     let r = env
         .client
         .send(
