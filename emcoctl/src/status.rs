@@ -276,15 +276,18 @@ fn table(answer: &Answer) -> String {
                             ));
                         }
                         for d in &r.drift {
-                            let what = if d.removed { "removed" } else { "changed" };
+                            let what = match (d.path.as_str(), d.removed) {
+                                ("", _) => "the object deleted".to_owned(),
+                                (path, true) => format!("{path} removed"),
+                                (path, false) => format!("{path} changed"),
+                            };
                             why.push(format!(
-                                "{} {}+{} {}/{}: drift: {} {what} by {}{}",
+                                "{} {}+{} {}/{}: drift: {what} by {}{}",
                                 app.name,
                                 c.cluster_provider,
                                 c.cluster,
                                 r.gvk.kind,
                                 r.name,
-                                d.path,
                                 d.manager,
                                 d.time
                                     .as_deref()

@@ -1,6 +1,6 @@
 //! What a readiness follower does about the drift its eyes see, by the group's drift policy
-//! (`emco_core::drift`, carried in the context): ignored fields and objects are taken out of the
-//! entries, `correct` applies a drifted object again (at most once per interval; after the drift
+//! (`emco_core::drift`, carried in the context): an object that was on the cluster and is gone
+//! is drift too (path `""`, removed), ignored fields and objects are taken out of the entries, `correct` applies a drifted object again (at most once per interval; after the drift
 //! came back `maxCorrections` times in a row it gives up and says so), and each newly drifted or
 //! corrected object is counted in the metrics.
 
@@ -38,6 +38,8 @@ pub(super) struct Keeper {
     policy: Option<Arc<DriftSpec>>,
     interval: Duration,
     objects: HashMap<String, Drifting>,
+    /// Per resource (in the follower's order): whether it was seen on the cluster.
+    present: Vec<bool>,
 }
 
 impl Keeper {
@@ -50,6 +52,20 @@ impl Keeper {
             policy,
             interval,
             objects: HashMap::new(),
+            present: Vec::new(),
+        }
+    }
+
+    /// Marks `entry` (of resource `i`, `id`) as drift when the object was on the cluster and is
+    /// gone: someone deleted it (emco-rs stops following before it deletes). Jobs and Pods end
+    /// by themselves (a finished Job's time to live), so their going is no drift.
+    fn deleted(&mut self, i: usize, id: &ResourceId, entry: &mut Value) {
+        let present = entry.get("present").and_then(Value::as_bool) == Some(true);
+        let known = entry.get("unknown").and_then(Value::as_bool) != Some(true);
+        if present {
+            self.present[i] = true;
+        } else if known && self.present[i] && !matches!(id.kind.as_str(), "Job" | "Pod") {
+            entry["drift"] = json!([{"path": "", "manager": "unknown", "removed": true}]);
         }
     }
 
@@ -75,10 +91,12 @@ impl Keeper {
         let now = Instant::now();
         let mut out = Judged::default();
         let max = self.policy.as_ref().map_or(3, |p| p.max_corrections);
-        for (name, id) in rs {
+        self.present.resize(rs.len(), false);
+        for (i, (name, id)) in rs.iter().enumerate() {
             let Some(entry) = entries.get_mut(name) else {
                 continue;
             };
+            self.deleted(i, id, entry);
             let rule = self.rule(app, &id.kind);
             let fields: Vec<DriftedField> = entry
                 .get("drift")
@@ -339,6 +357,35 @@ mod tests {
         assert_eq!(
             e["driftGaveUp"],
             "corrected 2 times, changed back each time by hand: left as it is"
+        );
+    }
+
+    #[test]
+    fn a_deleted_object_is_drift_and_is_corrected() {
+        let policy: DriftSpec = serde_json::from_value(json!({"action": "correct"})).unwrap();
+        let mut k = Keeper::new(Some(Arc::new(policy)));
+        let rs = vec![
+            ("c+ConfigMap".to_owned(), id("ConfigMap")),
+            ("j+Job".to_owned(), id("Job")),
+        ];
+        let look = |k: &mut Keeper, present: bool| {
+            let mut entries = Map::new();
+            for (n, _) in &rs {
+                entries.insert(n.clone(), json!({"present": present, "ready": present}));
+            }
+            let j = k.judge("a", &rs, &mut entries);
+            (j, entries)
+        };
+        // Absent before it was ever seen (not applied yet): nothing.
+        assert!(look(&mut k, false).0.correct.is_empty());
+        look(&mut k, true);
+        let (j, e) = look(&mut k, false);
+        assert_eq!(e["c+ConfigMap"]["drift"][0]["removed"], true);
+        assert_eq!(e["c+ConfigMap"]["drift"][0]["path"], "");
+        assert!(e["j+Job"].get("drift").is_none(), "a Job ends by itself");
+        assert_eq!(
+            j.correct,
+            [("c+ConfigMap".to_owned(), Vec::<String>::new())]
         );
     }
 

@@ -3,7 +3,7 @@
 //! with the fields, that manager's name and when, within seconds, and `emcoctl status` lists
 //! them. A drift policy then corrects what drifts (a ConfigMap applied again), leaves the
 //! fields it ignores to whoever owns them (replicas), and gives up on an object another
-//! controller keeps changing back, saying so.
+//! controller keeps changing back, saying so; an object deleted by hand is created again.
 
 use std::time::Duration;
 
@@ -293,5 +293,21 @@ async fn correct_ignore_and_give_up(env: &Env, c1_pages: &Api<ConfigMap>) -> Res
         }),
         || format!("{page:#?}"),
     )?;
+
+    // Deleted by hand: drift too, and the object is created again.
+    let c2_pages: Api<ConfigMap> = Api::default_namespaced(env.kube("c2").await?);
+    c2_pages
+        .delete("http-server-page", &kube::api::DeleteParams::default())
+        .await
+        .map_err(|e| fail(format!("the delete: {e}")))?;
+    env.wait_status(DIG, "status=ready", SOON, |s| {
+        resource(s, "c2", "ConfigMap", "http-server-page").is_some_and(|r| {
+            r.get("drift").is_none() && r["driftCorrections"] == 1 && r["readyStatus"] == "Ready"
+        })
+    })
+    .await?;
+    check(page_text(&c2_pages).await? == original, || {
+        "c2's page is created again".to_owned()
+    })?;
     Ok(())
 }
