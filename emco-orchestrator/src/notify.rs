@@ -512,6 +512,39 @@ mod tests {
     }
 
     #[test]
+    fn notifications_carry_drift() {
+        let status: DigStatus = serde_json::from_value(serde_json::json!({
+            "apps": [{"name": "web", "clusters": [{"clusterProvider": "p", "cluster": "c1",
+                "resources": [{"GVK": {"Group": "", "Version": "v1", "Kind": "ConfigMap"},
+                    "name": "page", "readyStatus": "Ready",
+                    "drift": [{"path": "data.x", "manager": "kubectl-edit",
+                               "time": "2026-12-06T10:00:00Z"}]}]}]}]
+        }))
+        .unwrap();
+        let n = notification(status.clone(), false, false);
+        let Some(status_detail::StatusDetail::App(app)) = &n.details[0].status_detail else {
+            panic!("an app detail: {n:?}");
+        };
+        let drift = &app.clusters[0].resources[0].drift;
+        assert_eq!(
+            drift,
+            &[DriftedField {
+                path: "data.x".into(),
+                manager: "kubectl-edit".into(),
+                time: "2026-12-06T10:00:00Z".into(),
+                removed: false,
+            }]
+        );
+        let mut clean = status;
+        clean.apps[0].clusters[0].resources[0].drift.clear();
+        assert_ne!(
+            notification(clean, false, false),
+            n,
+            "a change of drift alone is a new notification"
+        );
+    }
+
+    #[test]
     fn dig_keys_need_every_part() {
         let mut k = DigKey {
             project: "p".into(),

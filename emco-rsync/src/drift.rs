@@ -159,13 +159,65 @@ pub struct Follower {
     owned: Option<Arc<BTreeSet<String>>>,
     /// Its entry's time then.
     time: Option<String>,
+    /// The digest of the object's ownership (every entry but the status ones) at the last look:
+    /// most events change only the status, and are then judged without reading the field sets.
+    digest: u64,
+}
+
+/// What a look at an object found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed {
+    /// Its field ownership is as at the last look: its drift is unchanged.
+    Unchanged,
+    /// Its drift now (`None`: none).
+    Now(Option<Drift>),
+}
+
+/// A digest of `obj`'s field ownership: each entry's manager, operation and time, and its field
+/// set, but those of the status subresource.
+fn ownership_digest(obj: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    fn tree(v: &Value, h: &mut std::collections::hash_map::DefaultHasher) {
+        if let Some(map) = v.as_object() {
+            map.len().hash(h);
+            for (k, child) in map {
+                k.hash(h);
+                tree(child, h);
+            }
+        }
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for e in obj
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.get("subresource").and_then(Value::as_str) != Some("status"))
+    {
+        for k in ["manager", "operation", "time"] {
+            e.get(k).and_then(Value::as_str).hash(&mut h);
+        }
+        if let Some(f) = e.get("fieldsV1") {
+            tree(f, &mut h);
+        }
+    }
+    h.finish()
 }
 
 impl Follower {
-    /// Takes in `obj` as the cluster reports it now; its drift from what emco-rs (manager
-    /// `manager`) last wrote, if any. An object emco-rs wrote since the last look (its entry's
-    /// time moved) becomes the new baseline: what it applied is what it owns.
-    pub fn observe(&mut self, obj: &Value, manager: &str, sets: &Interner) -> Option<Drift> {
+    /// Takes in `obj` as the cluster reports it now: its drift from what emco-rs (manager
+    /// `manager`) last wrote. An object emco-rs wrote since the last look (its entry's time
+    /// moved) becomes the new baseline: what it applied is what it owns.
+    pub fn observe(&mut self, obj: &Value, manager: &str, sets: &Interner) -> Observed {
+        let digest = ownership_digest(obj);
+        if self.owned.is_some() && digest == self.digest {
+            return Observed::Unchanged;
+        }
+        self.digest = digest;
+        Observed::Now(self.measure(obj, manager, sets))
+    }
+
+    fn measure(&mut self, obj: &Value, manager: &str, sets: &Interner) -> Option<Drift> {
         let entries = entries(obj);
         let mut ours = BTreeSet::new();
         let mut time: Option<&str> = None;
@@ -266,9 +318,15 @@ mod tests {
     fn a_field_another_manager_took_is_drift_named_after_it() {
         let sets = Interner::default();
         let mut f = Follower::default();
-        assert_eq!(f.observe(&object(json!([applied()])), "emco", &sets), None);
-        // Unchanged: no drift.
-        assert_eq!(f.observe(&object(json!([applied()])), "emco", &sets), None);
+        assert_eq!(
+            f.observe(&object(json!([applied()])), "emco", &sets),
+            Observed::Now(None)
+        );
+        // Unchanged ownership: judged without the field sets.
+        assert_eq!(
+            f.observe(&object(json!([applied()])), "emco", &sets),
+            Observed::Unchanged
+        );
         // kubectl edit took data.a and the image; a controller's annotation is none of ours.
         let edited = object(json!([
             entry(
@@ -292,7 +350,10 @@ mod tests {
                 json!({"f:metadata": {"f:annotations": {"f:rev": {}}}})
             ),
         ]));
-        let drift = f.observe(&edited, "emco", &sets).unwrap();
+        let Observed::Now(Some(drift)) = f.observe(&edited, "emco", &sets) else {
+            panic!("drift");
+        };
+        assert_eq!(f.observe(&edited, "emco", &sets), Observed::Unchanged);
         let got: Vec<(&str, &str, bool)> = drift
             .fields
             .iter()
@@ -317,8 +378,8 @@ mod tests {
             "2026-12-06T10:06:00Z",
             applied()["fieldsV1"].clone()
         )]));
-        assert_eq!(f.observe(&fixed, "emco", &sets), None);
-        assert_eq!(f.observe(&fixed, "emco", &sets), None);
+        assert_eq!(f.observe(&fixed, "emco", &sets), Observed::Now(None));
+        assert_eq!(f.observe(&fixed, "emco", &sets), Observed::Unchanged);
     }
 
     #[test]
@@ -341,7 +402,9 @@ mod tests {
                 json!({"f:data": {"f:c": {}}})
             ),
         ]));
-        let drift = f.observe(&removed, "emco", &sets).unwrap();
+        let Observed::Now(Some(drift)) = f.observe(&removed, "emco", &sets) else {
+            panic!("drift");
+        };
         assert_eq!(drift.fields.len(), 1);
         let d = &drift.fields[0];
         assert_eq!(

@@ -1083,9 +1083,42 @@ async fn registered_builtin_controllers_run_in_process() {
             .action(Team)
             .serve_with_listener(listener, stop.clone().cancelled_owned()),
     );
-    let id = tokio::task::block_in_place(|| {
-        instantiate_with_controllers(addr, dir.path(), Some(team_addr), None)
+    // The preview runs every controller too: the remote one reads its scratch context from
+    // the server's store (written there and deleted, as the answer says).
+    let dig = tokio::task::block_in_place(|| {
+        onboard_with_controllers(addr, dir.path(), Some(team_addr), None)
     });
+    let contexts = async || {
+        let keys = store.list_all("/context/", true).await.unwrap();
+        keys.into_iter()
+            .map(|kv| kv.key)
+            .filter(|k| k.matches('/').count() == 3)
+            .collect::<Vec<_>>()
+    };
+    let before = contexts().await;
+    let preview = tokio::task::block_in_place(|| {
+        let (status, body) = request(addr, "GET", &format!("{dig}/preview"), "").unwrap();
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()
+    });
+    assert_eq!(
+        preview["writtenFor"],
+        serde_json::json!(["team"]),
+        "{preview}"
+    );
+    let added = &preview["changes"][0]["objects"];
+    let gac = added
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["resource"] == "from-gac+ConfigMap")
+        .expect("gac's ConfigMap in the preview");
+    assert!(
+        gac["diff"].as_str().unwrap().contains("+    team: blue"),
+        "{gac}"
+    );
+    assert_eq!(contexts().await, before, "the preview's context is deleted");
+    let id = tokio::task::block_in_place(|| instantiate_dig(addr, &dig));
     let ctx = AppContext::load(Arc::clone(&store), id).await.unwrap();
     // hpa's placement removed c2, gac added its ConfigMap, the remote controller labelled it.
     assert_eq!(ctx.clusters("http-server").await.unwrap(), ["kp+c1"]);
@@ -1095,11 +1128,11 @@ async fn registered_builtin_controllers_run_in_process() {
         .unwrap()
         .expect("gac's ConfigMap");
     assert!(cm.contains("team: blue"), "{cm}");
-    // Each call is timed by controller and type.
+    // Each call is timed by controller and type: the preview's and the instantiate's.
     let (_, metrics) = request(addr, "GET", "/metrics", "").unwrap();
     for series in [
-        r#"emco_controller_call_duration_seconds_count{controller="team",type="action"} 1"#,
-        r#"emco_controller_call_duration_seconds_count{controller="hpa-placement-controller-1",type="placement"} 1"#,
+        r#"emco_controller_call_duration_seconds_count{controller="team",type="action"} 2"#,
+        r#"emco_controller_call_duration_seconds_count{controller="hpa-placement-controller-1",type="placement"} 2"#,
     ] {
         assert!(metrics.contains(series), "{series}\n{metrics}");
     }
@@ -1288,6 +1321,11 @@ fn instantiate_with_controllers(
     builtins: Option<(SocketAddr, SocketAddr)>,
 ) -> u64 {
     let dig = onboard_with_controllers(addr, work, remote, builtins);
+    instantiate_dig(addr, &dig)
+}
+
+/// Instantiates `dig` through the server at `addr`; the context deployed.
+fn instantiate_dig(addr: SocketAddr, dig: &str) -> u64 {
     let (status, body) = post(addr, &format!("{dig}/instantiate"), "");
     assert_eq!(status, 202, "{body}");
     let (status, body) = request(addr, "GET", &format!("{dig}/status"), "").unwrap();

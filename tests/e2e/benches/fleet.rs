@@ -933,35 +933,6 @@ async fn bench(p: &Params) -> String {
         )
         .await;
     }
-    // What the update would do, before it is done: the whole fleet's preview, then one page of
-    // its per-cluster detail.
-    for (what, query) in [
-        ("preview of the update (summary)", ""),
-        (
-            "preview of the update (a page of 100 clusters)",
-            "?detail=clusters&limit=100",
-        ),
-    ] {
-        let cpu = Cpu::start(server.0.id(), kubesim_pid);
-        let start = Instant::now();
-        let (code, text) = rest
-            .call("GET", &format!("{DIG}/preview{query}"), None)
-            .await;
-        let took = start.elapsed();
-        assert_eq!(code, 200, "{text}");
-        let answer: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(answer["summary"]["changed"], total, "{}", answer["summary"]);
-        assert_eq!(answer["summary"]["clustersChanged"], p.clusters);
-        t.row(
-            what,
-            format!(
-                "{:.2} s, {} KiB answered, CPU s {}",
-                took.as_secs_f64(),
-                text.len() / 1024,
-                cpu.spent()
-            ),
-        );
-    }
     let cpu = Cpu::start(server.0.id(), kubesim_pid);
     let start = Instant::now();
     rest.expect(202, "POST", &format!("{DIG}/update"), None)
@@ -1076,6 +1047,50 @@ async fn bench(p: &Params) -> String {
         .map(|w| format!("{} s", secs(w, "finished") - secs(w, "started")))
         .collect();
     t.row("each wave, started to passed", spans.join(", "));
+
+    // What a next update would do, before it is done: new profiles for every app (every object
+    // would change), then the whole fleet's preview and one page of its per-cluster detail.
+    // Measured after the rollout, so that the flat update and the rollout compare with earlier
+    // runs.
+    let v4 = profile(work.path(), "v4");
+    for a in 0..p.apps {
+        let app = Params::app(a);
+        rest.upload(
+            "PUT",
+            201,
+            &format!("{ca}/composite-profiles/cp/profiles/pr-{app}"),
+            &json!({"metadata": {"name": format!("pr-{app}")}, "spec": {"app": app}}),
+            &v4,
+        )
+        .await;
+    }
+    for (what, query) in [
+        ("preview of the update (summary)", ""),
+        (
+            "preview of the update (a page of 100 clusters)",
+            "?detail=clusters&limit=100",
+        ),
+    ] {
+        let cpu = Cpu::start(server.0.id(), kubesim_pid);
+        let start = Instant::now();
+        let (code, text) = rest
+            .call("GET", &format!("{DIG}/preview{query}"), None)
+            .await;
+        let took = start.elapsed();
+        assert_eq!(code, 200, "{text}");
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(answer["summary"]["changed"], total, "{}", answer["summary"]);
+        assert_eq!(answer["summary"]["clustersChanged"], p.clusters);
+        t.row(
+            what,
+            format!(
+                "{:.2} s, {} KiB answered, CPU s {}",
+                took.as_secs_f64(),
+                text.len() / 1024,
+                cpu.spent()
+            ),
+        );
+    }
 
     // Terminate, followed to Terminated.
     let cpu = Cpu::start(server.0.id(), kubesim_pid);

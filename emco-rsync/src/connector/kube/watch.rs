@@ -41,7 +41,7 @@ use super::{Discovery, FIELD_MANAGER, KubeConnector, map_error};
 use crate::connector::{
     DEPLOYMENT_ID_LABEL, ReadinessChange, ReadinessSource, ResourceId, WatchHealth, Watched,
 };
-use crate::drift::{Drift, Follower, Interner};
+use crate::drift::{Drift, Follower, Interner, Observed};
 use crate::readiness::{Readiness, readiness};
 
 /// What the watches last saw of one object.
@@ -404,10 +404,13 @@ impl Publisher {
                 follower: Follower::default(),
                 drift: None,
             });
-            let drift = object
+            let drift = match object
                 .follower
                 .observe(&value, FIELD_MANAGER, &self.shared.sets)
-                .map(Arc::new);
+            {
+                Observed::Unchanged => object.drift.clone(),
+                Observed::Now(d) => d.map(Arc::new),
+            };
             let changed = object.deployment_id != deployment_id
                 || object.readiness != now
                 || object.drift != drift;

@@ -134,7 +134,7 @@ pub(crate) async fn drift_is_reported(env: &Env) -> Result<()> {
             && drift[0]["manager"] == "ops-script",
         || format!("{drift:#?}"),
     )?;
-    correct_ignore_and_give_up(env, &pages).await?;
+    correct_ignore_and_give_up(env, &values, &pages).await?;
     env.remove(&emco_e2e::Phases {
         onboard: Vec::new(),
         ..phases
@@ -168,7 +168,11 @@ async fn page_text(pages: &Api<ConfigMap>) -> Result<String> {
 
 /// c1's page drifted (kubectl-edit), c2's replicas drifted (ops-script): a policy that corrects,
 /// ignores replicas and gives up after two corrections, carried by an update.
-async fn correct_ignore_and_give_up(env: &Env, c1_pages: &Api<ConfigMap>) -> Result<()> {
+async fn correct_ignore_and_give_up(
+    env: &Env,
+    values: &std::path::Path,
+    c1_pages: &Api<ConfigMap>,
+) -> Result<()> {
     let policies = format!("{DIG}/drift-policies");
     let (code, body) = env
         .request(http::Method::GET, &format!("{policies}/drift"))
@@ -192,10 +196,16 @@ async fn correct_ignore_and_give_up(env: &Env, c1_pages: &Api<ConfigMap>) -> Res
         bad.status == 400 && said.contains("correctInterval"),
         || format!("a bad policy: {} {said}", bad.status),
     )?;
+    // The example policy is taken as it is; the test's own, faster, replaces it.
+    let example = emco_e2e::load(
+        &[emco_e2e::workspace().join("examples/emcoctl/drift-policy.yaml")],
+        values,
+    )?;
+    env.apply(&example).await?;
     send(
         env,
-        http::Method::POST,
-        &policies,
+        http::Method::PUT,
+        &format!("{policies}/drift"),
         json!({"metadata": {"name": "drift"},
                "spec": {"action": "correct", "correctInterval": "1s", "maxCorrections": 2,
                         "ignoreFields": ["spec.replicas"]}}),
@@ -309,5 +319,20 @@ async fn correct_ignore_and_give_up(env: &Env, c1_pages: &Api<ConfigMap>) -> Res
     check(page_text(&c2_pages).await? == original, || {
         "c2's page is created again".to_owned()
     })?;
+
+    // The metrics count what drifted and what was corrected, by group, cluster and kind.
+    let (code, metrics) = env.request(http::Method::GET, "/metrics").await?;
+    let metrics = metrics.as_str().unwrap_or_default().to_owned();
+    let group = "group=\"demo/http/http-dig\"";
+    check(
+        code == 200
+            && metrics.contains(&format!(
+                "emco_rsync_drift_detected_total{{{group},cluster=\"kubesim+c1\",kind=\"ConfigMap\"}}"
+            ))
+            && metrics.contains(&format!(
+                "emco_rsync_drift_corrected_total{{{group},cluster=\"kubesim+c3\",kind=\"ConfigMap\"}} 2\n"
+            )),
+        || format!("/metrics: {code} {metrics}"),
+    )?;
     Ok(())
 }
