@@ -282,6 +282,11 @@ def test_a_drifted_object_is_marked_in_the_matrix_and_its_detail(
                    if r.get("drift")]
         assert [(r["name"], r["drift"][0]["path"], r["drift"][0]["manager"])
                 for r in drifted] == [("http-server-page", "data.index.html", "kubectl-edit")]
+        typed = [r for a in client.status(dig).apps for c in a.clusters for r in c.resources
+                 if r.drift]
+        assert [(r.name, c.path, c.manager, c.removed) for r in typed for c in r.drift] == [
+            ("http-server-page", "data.index.html", "kubectl-edit", False)]
+        assert isinstance(typed[0].drift[0], emco.DriftedField) and typed[0].drift_corrections == 0
 
 
 def canary_then_approval(client: emco.Client, fleet: Fleet, page: Page, url: str) -> None:

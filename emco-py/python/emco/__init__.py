@@ -52,7 +52,7 @@ from ._objects import (
     Project,
     Resource,
 )
-from ._status import AppStatus, ClusterStatus, ResourceStatus, Status
+from ._status import AppStatus, ClusterStatus, DriftedField, ResourceStatus, Status
 
 Emco = Union[Client, Orchestrator]
 """Either way in: both have the same methods."""
@@ -100,6 +100,7 @@ __all__ = [
     "Project",
     "Resource",
     "ResourceStatus",
+    "DriftedField",
     "Status",
     "Target",
     "PermissionDenied",

@@ -6,6 +6,17 @@ from typing import Any, Dict, List, Optional
 
 
 @dataclass(frozen=True)
+class DriftedField:
+    """A field emco-rs applied that another client changed (or removed) since: `path` (empty:
+    the whole object was deleted), the field `manager` that did it, and when."""
+
+    path: str
+    manager: str
+    time: Optional[str] = None
+    removed: bool = False
+
+
+@dataclass(frozen=True)
 class ResourceStatus:
     """One resource of an app on a cluster."""
 
@@ -17,6 +28,12 @@ class ResourceStatus:
     message: Optional[str] = None
     attempts: Optional[int] = None
     next_retry: Optional[str] = None
+    drift: List[DriftedField] = field(default_factory=list)
+    """With readiness: what was changed behind emco-rs's back."""
+    drift_corrections: int = 0
+    """How many times in a row a `correct` drift policy applied it again."""
+    drift_gave_up: Optional[str] = None
+    """Why emco-rs stopped correcting it."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +165,11 @@ def parse_status(doc: Dict[str, Any]) -> Status:
                     kind=(r.get("GVK") or {}).get("Kind", ""),
                     deployed_status=r.get("deployedStatus", ""),
                     ready_status=r.get("readyStatus", ""),
+                    drift=[DriftedField(path=d.get("path", ""), manager=d.get("manager", ""),
+                                        time=d.get("time"), removed=bool(d.get("removed")))
+                           for d in r.get("drift") or []],
+                    drift_corrections=int(r.get("driftCorrections", 0)),
+                    drift_gave_up=r.get("driftGaveUp"),
                     **_why(r),
                 )
                 for r in c.get("resources") or []
