@@ -559,6 +559,28 @@ fn seconds(name: &str, v: f64) -> Result<Duration> {
         })
 }
 
+/// The deployment intent groups among `targets`.
+///
+/// # Errors
+/// A usage error when there is none.
+fn groups_of(targets: &[status::Target]) -> Result<Vec<&status::Target>> {
+    let groups = crate::rollout::groups(targets);
+    if groups.is_empty() {
+        return Err(CtlError::Usage(
+            "no deployment intent group among the files' lifecycle documents".to_owned(),
+        ));
+    }
+    Ok(groups)
+}
+
+/// Writes `text` to `out`.
+///
+/// # Errors
+/// A request error when it cannot be written.
+fn write(out: &mut dyn Write, text: &str) -> Result<()> {
+    out.write_all(text.as_bytes()).map_err(ops::write_error)
+}
+
 async fn rollout_command(
     cli: &Cli,
     args: &RolloutArgs,
@@ -572,17 +594,8 @@ async fn rollout_command(
     );
     let (client, docs) = connect(cli, &args.input, stdin)?;
     let targets = targets_of(&docs)?;
-    let groups = rollout::groups(&targets);
-    if groups.is_empty() {
-        return Err(CtlError::Usage(
-            "no deployment intent group among the files' lifecycle documents".to_owned(),
-        ));
-    }
+    let groups = groups_of(&targets)?;
     let output = output_of(args.output);
-    let write = |out: &mut dyn Write, text: &str| {
-        out.write_all(text.as_bytes())
-            .map_err(|e| CtlError::Request(format!("cannot write the output: {e}")))
-    };
     let mut ok = true;
     match args.action {
         Action::Watch => {
@@ -638,17 +651,8 @@ async fn diff_command(
     use crate::diff;
     let (client, docs) = connect(cli, &args.input, stdin)?;
     let targets = targets_of(&docs)?;
-    let groups = crate::rollout::groups(&targets);
-    if groups.is_empty() {
-        return Err(CtlError::Usage(
-            "no deployment intent group among the files' lifecycle documents".to_owned(),
-        ));
-    }
+    let groups = groups_of(&targets)?;
     let output = output_of(args.output);
-    let write = |out: &mut dyn Write, text: &str| {
-        out.write_all(text.as_bytes())
-            .map_err(|e| CtlError::Request(format!("cannot write the output: {e}")))
-    };
     let (mut failed, mut changes) = (false, false);
     let mut previews = Vec::new();
     for t in &groups {

@@ -4,10 +4,9 @@
 //! As `kubectl diff`, the exit code says whether anything would change.
 
 use emco_core::preview::{Change, Preview};
-use http::Method;
 
-use crate::client::{Body, Client};
-use crate::error::{CtlError, Result};
+use crate::client::Client;
+use crate::error::Result;
 use crate::status::Target;
 
 /// Exit code when nothing would change.
@@ -26,28 +25,12 @@ const NAMES_SHOWN: usize = 10;
 /// # Errors
 /// The server's answer when it is not 200: what the operation itself would answer.
 pub async fn get(client: &Client, target: &Target, dry_run: bool) -> Result<Preview> {
-    let query = if dry_run { "?dryRun=true" } else { "" };
-    let r = client
-        .send(
-            Method::GET,
-            &format!("/v2/{}/preview{query}", target.object),
-            Body::Empty,
-        )
-        .await?;
-    if r.status != 200 {
-        return Err(CtlError::Request(format!(
-            "{}: {} {}",
-            target.label(),
-            r.status,
-            String::from_utf8_lossy(&r.body).trim()
-        )));
-    }
-    serde_json::from_slice(&r.body).map_err(|e| {
-        CtlError::Request(format!(
-            "{}: the preview cannot be read: {e}",
-            target.label()
-        ))
-    })
+    let route = if dry_run {
+        "preview?dryRun=true"
+    } else {
+        "preview"
+    };
+    target.get(client, route, "preview").await
 }
 
 /// `names` joined, the first [`NAMES_SHOWN`] of them and how many more.

@@ -329,7 +329,7 @@ async fn wait(
     Some(waited)
 }
 
-fn write_error(e: std::io::Error) -> CtlError {
+pub(crate) fn write_error(e: std::io::Error) -> CtlError {
     CtlError::Request(format!("cannot write the output: {e}"))
 }
 

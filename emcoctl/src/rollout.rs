@@ -60,27 +60,7 @@ pub fn groups(targets: &[Target]) -> Vec<&Target> {
 /// # Errors
 /// The server's answer when it is not 200 (404 for a group without a rollout).
 pub async fn get(client: &Client, target: &Target) -> Result<RolloutRun> {
-    let r = client
-        .send(
-            Method::GET,
-            &format!("/v2/{}/rollout", target.object),
-            Body::Empty,
-        )
-        .await?;
-    if r.status != 200 {
-        return Err(CtlError::Request(format!(
-            "{}: {} {}",
-            target.label(),
-            r.status,
-            String::from_utf8_lossy(&r.body).trim()
-        )));
-    }
-    serde_json::from_slice(&r.body).map_err(|e| {
-        CtlError::Request(format!(
-            "{}: the rollout cannot be read: {e}",
-            target.label()
-        ))
-    })
+    target.get(client, "rollout", "rollout").await
 }
 
 /// Sends the control `action` to the rollout of `target`; the line to print.

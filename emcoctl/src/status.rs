@@ -42,6 +42,37 @@ impl Target {
         format!("/v2/{}/status", self.object)
     }
 
+    /// `GET /v2/OBJECT/ROUTE` (`route` with its query), its answer decoded; `what` names the
+    /// answer in the error when it does not decode.
+    ///
+    /// # Errors
+    /// The server's answer when it is not 200; the decoding error.
+    pub async fn get<T: serde::de::DeserializeOwned>(
+        &self,
+        client: &Client,
+        route: &str,
+        what: &str,
+    ) -> Result<T> {
+        let r = client
+            .send(
+                Method::GET,
+                &format!("/v2/{}/{route}", self.object),
+                Body::Empty,
+            )
+            .await?;
+        if r.status != 200 {
+            return Err(CtlError::Request(format!(
+                "{}: {} {}",
+                self.label(),
+                r.status,
+                String::from_utf8_lossy(&r.body).trim()
+            )));
+        }
+        serde_json::from_slice(&r.body).map_err(|e| {
+            CtlError::Request(format!("{}: the {what} cannot be read: {e}", self.label()))
+        })
+    }
+
     /// A short name for progress lines: the object's collection and name
     /// (`deployment-intent-groups/dig`, `logical-clouds/lc`).
     #[must_use]
