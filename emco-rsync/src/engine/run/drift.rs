@@ -97,14 +97,19 @@ impl Keeper {
                 continue;
             };
             self.deleted(i, id, entry);
-            let rule = self.rule(app, &id.kind);
-            let fields: Vec<DriftedField> = entry
+            let seen: Vec<DriftedField> = entry
                 .get("drift")
-                .and_then(|d| serde_json::from_value::<Vec<DriftedField>>(d.clone()).ok())
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|f| rule.action != DriftAction::Ignore && !rule.ignores(&f.path))
-                .collect();
+                .and_then(|d| serde_json::from_value(d.clone()).ok())
+                .unwrap_or_default();
+            // The rule only matters for an object with drift: most looks have none.
+            let rule = (!seen.is_empty()).then(|| self.rule(app, &id.kind));
+            let fields: Vec<DriftedField> = match &rule {
+                Some(rule) if rule.action != DriftAction::Ignore => seen
+                    .into_iter()
+                    .filter(|f| !rule.ignores(&f.path))
+                    .collect(),
+                _ => Vec::new(),
+            };
             let Some(map) = entry.as_object_mut() else {
                 continue;
             };
@@ -131,7 +136,10 @@ impl Keeper {
                     out.new_drift.push(id.kind.clone());
                 }
                 d.seen = now;
-                if rule.action == DriftAction::Correct && d.gave_up.is_none() {
+                if let Some(rule) = &rule
+                    && rule.action == DriftAction::Correct
+                    && d.gave_up.is_none()
+                {
                     let due = d.last.map_or(now, |l| l + self.interval);
                     if d.corrections >= max {
                         let by: Vec<&str> = fields.iter().map(|f| f.manager.as_str()).collect();

@@ -30,14 +30,7 @@ fn resource_drift<'s>(
     kind: &str,
     name: &str,
 ) -> Option<&'s Vec<Value>> {
-    status["apps"]
-        .as_array()?
-        .iter()
-        .filter(|a| a["name"] == "http-server")
-        .flat_map(|a| a["clusters"].as_array().into_iter().flatten())
-        .filter(|c| c["cluster"] == cluster)
-        .flat_map(|c| c["resources"].as_array().into_iter().flatten())
-        .find(|r| r["name"] == name && r["GVK"]["Kind"] == kind)?
+    resource(status, cluster, kind, name)?
         .get("drift")?
         .as_array()
 }
