@@ -305,8 +305,18 @@ impl<'a> ContextKey<'a> {
     #[must_use]
     pub fn parse(root: &str, key: &'a str) -> Option<Self> {
         let rest = key.strip_prefix(root)?;
-        let parts: Vec<&'a str> = rest.split('/').collect();
-        Some(match parts.as_slice() {
+        // Split into a fixed array, not a vector: readers parse every key of whole contexts.
+        // No known key has more than 8 parts.
+        let mut parts = [""; 9];
+        let mut n = 0;
+        for part in rest.split('/') {
+            let Some(slot) = parts.get_mut(n) else {
+                return Some(Self::Other);
+            };
+            *slot = part;
+            n += 1;
+        }
+        Some(match &parts[..n] {
             [""] => Self::Root,
             ["status", ""] => Self::Status,
             ["app", "instruction", "order", ""] => Self::AppOrder,
@@ -1144,19 +1154,26 @@ impl ContextWriter {
 
 /// Keeps the last put of every key (a transaction may write a key once), in first-seen order.
 fn dedup_last(ops: Vec<Op>) -> Vec<Op> {
-    let mut last = std::collections::HashMap::new();
-    for (i, op) in ops.iter().enumerate() {
-        if let Op::Put { key, .. } = op {
-            last.insert(key.clone(), i);
+    // Which operations a later put of the same key replaces; keys are borrowed, not copied
+    // (a context of 10,000 clusters is hundreds of thousands of them).
+    let mut replaced = vec![false; ops.len()];
+    {
+        let mut last: std::collections::HashMap<&str, usize> =
+            std::collections::HashMap::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            if let Op::Put { key, .. } = op
+                && let Some(earlier) = last.insert(key.as_str(), i)
+            {
+                replaced[earlier] = true;
+            }
         }
     }
+    if !replaced.contains(&true) {
+        return ops;
+    }
     ops.into_iter()
-        .enumerate()
-        .filter(|(i, op)| match op {
-            Op::Put { key, .. } => last.get(key) == Some(i),
-            _ => true,
-        })
-        .map(|(_, op)| op)
+        .zip(replaced)
+        .filter_map(|(op, replaced)| (!replaced).then_some(op))
         .collect()
 }
 
@@ -1253,6 +1270,34 @@ mod tests {
         );
         assert_eq!(parse(c), Some(ContextKey::Cluster("web", "p+c1")));
         assert_eq!(parse("/context/10/status/"), None);
+        // Deeper than any known key: past the parts parsed, still told apart.
+        assert_eq!(
+            parse(&format!("{c}resource/cm+ConfigMap/status/a/b/c/")),
+            Some(ContextKey::Other)
+        );
+    }
+
+    #[test]
+    fn a_key_written_twice_keeps_its_last_value_in_its_first_place() {
+        let ops = vec![
+            Op::put("a".to_owned(), "1"),
+            Op::put("b".to_owned(), "1"),
+            Op::Delete {
+                key: "c".to_owned(),
+            },
+            Op::put("a".to_owned(), "2"),
+            Op::put("b".to_owned(), "2"),
+            Op::put("b".to_owned(), "3"),
+        ];
+        let kept: Vec<String> = dedup_last(ops)
+            .iter()
+            .map(|op| match op {
+                Op::Put { key, value } => format!("{key}={}", String::from_utf8_lossy(value)),
+                Op::Delete { key } => format!("-{key}"),
+                Op::DeletePrefix { prefix } => format!("-{prefix}*"),
+            })
+            .collect();
+        assert_eq!(kept, ["-c", "a=2", "b=3"]);
     }
 
     #[test]

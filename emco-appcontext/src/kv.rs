@@ -406,6 +406,26 @@ pub trait AppContextStore: Debug + Send + Sync + 'static {
     /// Every key (and value unless `keys_only`) under `prefix`, fetched page by page.
     async fn list_all(&self, prefix: &str, keys_only: bool) -> Result<Vec<KeyValue>> {
         let mut out = Vec::new();
+        self.for_each_page(prefix, keys_only, &mut |kvs| {
+            out.extend(kvs);
+            Ok(())
+        })
+        .await?;
+        Ok(out)
+    }
+
+    /// Hands every key (and value unless `keys_only`) under `prefix` to `visit`, a page of
+    /// [`LIST_PAGE`] at a time in key order, holding one page at once: for readers of whole
+    /// contexts that keep a little of each key.
+    ///
+    /// # Errors
+    /// The store's, or the first of `visit`.
+    async fn for_each_page(
+        &self,
+        prefix: &str,
+        keys_only: bool,
+        visit: &mut (dyn FnMut(Vec<KeyValue>) -> Result<()> + Send),
+    ) -> Result<()> {
         let mut start_after = None;
         loop {
             let options = ListOptions {
@@ -414,11 +434,11 @@ pub trait AppContextStore: Debug + Send + Sync + 'static {
                 keys_only,
             };
             let page = self.list(prefix, options).await?;
-            out.extend(page.kvs);
+            start_after = page.kvs.last().map(|kv| kv.key.clone());
+            visit(page.kvs)?;
             if !page.more {
-                return Ok(out);
+                return Ok(());
             }
-            start_after = out.last().map(|kv| kv.key.clone());
         }
     }
 }

@@ -187,20 +187,28 @@ impl ChangeLog {
             return;
         }
         let batch: Arc<[WatchEvent]> = events.into();
-        self.events.extend(batch.iter().cloned());
-        // Drop whole revisions so a revision is either fully in the log or below the floor.
-        while self.events.len() > self.capacity {
-            let Some(oldest) = self.events.front().map(|e| e.mod_revision) else {
-                break;
-            };
-            while self
-                .events
-                .front()
-                .is_some_and(|e| e.mod_revision == oldest)
-            {
-                self.events.pop_front();
+        if batch.len() > self.capacity {
+            // The whole revision would be dropped at once, and every one before it: not copied
+            // in (a context's writes are hundreds of thousands of events; a scratch store keeps
+            // no history).
+            self.events.clear();
+            self.floor = revision;
+        } else {
+            self.events.extend(batch.iter().cloned());
+            // Drop whole revisions so a revision is either fully in the log or below the floor.
+            while self.events.len() > self.capacity {
+                let Some(oldest) = self.events.front().map(|e| e.mod_revision) else {
+                    break;
+                };
+                while self
+                    .events
+                    .front()
+                    .is_some_and(|e| e.mod_revision == oldest)
+                {
+                    self.events.pop_front();
+                }
+                self.floor = oldest;
             }
-            self.floor = oldest;
         }
         // No receiver is not an error: nobody watches.
         let _ = self.live.send(batch);

@@ -326,9 +326,35 @@ impl ResourceStore for InMemoryResourceStore {
 
 #[cfg(test)]
 mod tests {
+    use futures::StreamExt;
     use proptest::prelude::*;
 
     use super::*;
+    use crate::kv::{AppContextStore, Op, compacted_revision};
+
+    /// A transaction larger than the change log is not kept in it, nor anything before it: a
+    /// watch from before it is told so, and live watches still get every event.
+    #[tokio::test]
+    async fn a_transaction_larger_than_the_log_empties_it() {
+        let store = InMemoryAppContextStore::with_log_capacity(2);
+        store.put("/x/0", "v".into()).await.unwrap();
+        let mut live = store.watch("/x/", 1).await.unwrap();
+        let big = Txn {
+            compares: Vec::new(),
+            ops: (1..=3).map(|i| Op::put(format!("/x/{i}"), "v")).collect(),
+        };
+        let revision = store.txn(big).await.unwrap().revision;
+        for i in 1..=3 {
+            assert_eq!(live.next().await.unwrap().unwrap().key, format!("/x/{i}"));
+        }
+        let Err(e) = store.watch("/x/", 0).await else {
+            panic!("a watch from before the transaction was served");
+        };
+        assert_eq!(compacted_revision(&e), Some(revision), "{e}");
+        store.put("/x/4", "v".into()).await.unwrap();
+        let mut after = store.watch("/x/", revision).await.unwrap();
+        assert_eq!(after.next().await.unwrap().unwrap().key, "/x/4");
+    }
 
     proptest! {
         /// Seeking past subtrees finds exactly the children a full listing finds, whatever the

@@ -6,6 +6,14 @@ use std::process::ExitCode;
 use emco_server::{Config, LogFormat};
 use tracing_subscriber::EnvFilter;
 
+/// mimalloc, not glibc's allocator: at 10,000 clusters glibc's spent about a third of the
+/// server's CPU in its own bookkeeping (free-list searches and merges over a fragmented heap);
+/// with mimalloc a deploy, update or terminate of the fleet takes 29 to 56 % less time at about
+/// the same peak memory (bench-results/fleet-10000x10-allocator-ab.txt).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn init_logs(format: LogFormat) {
     let filter = EnvFilter::try_from_env("EMCO_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     // Colours only for a person at a terminal: files, pipes and log collectors get plain text.
@@ -47,8 +55,6 @@ async fn shutdown_signal() {
 }
 
 fn main() -> ExitCode {
-    // First, before any thread or allocation of note: it may start the program again.
-    let arenas = emco_core::os::reexec_with_few_malloc_arenas();
     let config = match Config::from_args(std::env::args_os()) {
         Ok(Some(c)) => c,
         Ok(None) => return ExitCode::SUCCESS,
@@ -58,9 +64,6 @@ fn main() -> ExitCode {
         }
     };
     init_logs(config.log_format);
-    if let Some(e) = arenas {
-        tracing::warn!(error = %e, "cannot start again with fewer allocator arenas; going on with the default");
-    }
     // Each cluster holds descriptors (connections, watches): use all the system allows.
     let ((soft, hard), (now, _)) = emco_core::os::raise_open_files_limit();
     let text = emco_core::os::limit_text;

@@ -102,6 +102,7 @@ pub(crate) async fn build_in(
     update_from: Option<u64>,
     site: &Site<'_>,
 ) -> Result<Built> {
+    let started = std::time::Instant::now();
     let path = keys::dig_ref(key)?;
     let cloud =
         cloud_for_deployment(&orch.core.objects, &path.project, &dig.spec.logical_cloud).await?;
@@ -162,13 +163,25 @@ pub(crate) async fn build_in(
     let ctx = AppContext::create(Arc::clone(&site.contexts), &meta).await?;
     let built = async {
         let drift = drift.as_ref().map(|p| &p.spec);
+        let rendered_at = started.elapsed();
         write_context(&ctx, &apps, &placements, &rendered, drift).await?;
+        let written_at = started.elapsed();
         let run = Run {
             intents: &intents.intents,
             placements: &placements,
             update_from,
         };
-        run_controllers(orch, site.registry, &ctx, &run).await
+        run_controllers(orch, site.registry, &ctx, &run).await?;
+        // Where a build's time goes at scale: placement and rendering, the context's writes,
+        // the controllers.
+        tracing::debug!(
+            ctx = ctx.id(),
+            render_ms = rendered_at.as_millis(),
+            write_ms = (written_at - rendered_at).as_millis(),
+            controllers_ms = (started.elapsed() - written_at).as_millis(),
+            "context built"
+        );
+        Ok(())
     };
     match built.await {
         Ok(()) => Ok(Built {

@@ -18,9 +18,12 @@
 //! `scripts/bench-fleet.sh` does both. Environment: `EMCO_FLEET_CLUSTERS` (1000),
 //! `EMCO_FLEET_APPS` (10), `EMCO_FLEET_OBJECTS` per app (10), `EMCO_FLEET_READY_DELAY_MS`
 //! (kubesim's, 500), `EMCO_FLEET_BIN_DIR` (the binaries; `target/release`),
+//! `EMCO_FLEET_SERVER_LOG` (a file the server's log is appended to, `EMCO_LOG` choosing what),
 //! `EMCO_FLEET_SERVER_WRAPPER` and `EMCO_FLEET_KUBESIM_WRAPPER` (a command to run the process
-//! under: `heaptrack`; such a run ends at Ready with SIGTERM, its table beside the benchmark's). The table is printed
-//! and written to `bench-results/fleet-<clusters>x<objects per cluster>.txt`.
+//! under: `heaptrack`, on a server built with `--no-default-features` (the system's allocator);
+//! such a run ends at Ready with SIGTERM, its table beside the
+//! benchmark's). The table is printed and written to
+//! `bench-results/fleet-<clusters>x<objects per cluster>.txt`.
 //!
 //! With `EMCO_FLEET_CONTEXTS=N` it runs the many-contexts scenario instead (`contexts`): N
 //! deployment intent groups of one object each, the server killed and started again with all
@@ -557,6 +560,18 @@ fn spawn_kubesim(p: &Params, kubeconfigs: &Path) -> Proc {
     Proc(child, None)
 }
 
+/// Where the server's log goes: appended to the file EMCO_FLEET_SERVER_LOG names (with EMCO_LOG
+/// choosing what is logged, `warn` by default), else nowhere.
+fn server_log() -> Stdio {
+    std::env::var_os("EMCO_FLEET_SERVER_LOG").map_or_else(Stdio::null, |path| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_or_else(|e| panic!("cannot open {path:?}: {e}"), Stdio::from)
+    })
+}
+
 fn spawn_server(p: &Params, data: &Path, listen: &str, grpc: &str) -> Proc {
     // A profiler in front of the server (`heaptrack`): EMCO_FLEET_SERVER_WRAPPER.
     let mut command = wrapped(p.wrapper.as_ref(), &p.bin_dir.join("emco-server"));
@@ -567,16 +582,8 @@ fn spawn_server(p: &Params, data: &Path, listen: &str, grpc: &str) -> Proc {
             "EMCO_LOG",
             std::env::var("EMCO_LOG").unwrap_or_else(|_| "warn".into()),
         )
-        .stdout(Stdio::null())
+        .stdout(server_log())
         .stderr(Stdio::inherit());
-    if p.wrapper.is_some() {
-        // What the server would start itself again with, set beforehand: a profiler follows
-        // the process it started, not an exec of it.
-        command.env(
-            emco_core::os::MALLOC_ARENA_MAX,
-            emco_core::os::SERVER_MALLOC_ARENAS,
-        );
-    }
     Proc(command.spawn().unwrap(), None)
 }
 
