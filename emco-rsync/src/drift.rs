@@ -9,6 +9,13 @@
 //! did not move) is drift: [`Follower::observe`] names each with the manager that holds it now
 //! and that manager's time (or, for a removed field, the client that wrote last).
 //!
+//! An object first seen when emco-rs did not write it in this process (after a restart) has no
+//! baseline but what emco-rs owns now, which no longer holds a field taken while nobody watched.
+//! When other managers hold fields of it then, it stays *unverified* until its manifest is at
+//! hand: [`Follower::verify`] counts the fields the manifest sets and another manager holds as
+//! drift too (applying a manifest owns each of its fields, so one held by someone else alone was
+//! taken after emco-rs's last write).
+//!
 //! Paths are printed as `spec.replicas`, `data.index.html` or
 //! `spec.template.spec.containers[name=server].image`.
 
@@ -39,6 +46,19 @@ struct Entry {
     manager: String,
     time: Option<String>,
     fields: BTreeSet<String>,
+}
+
+/// `obj`'s `metadata.managedFields`, but the entries of its status.
+fn managed_fields(obj: &Value) -> Value {
+    Value::Array(
+        obj.pointer("/metadata/managedFields")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|e| e.get("subresource").and_then(Value::as_str) != Some("status"))
+            .cloned()
+            .collect(),
+    )
 }
 
 /// The entries of `obj` but those of its status (a `scale` entry changes `spec.replicas`).
@@ -118,6 +138,54 @@ fn item_key(json: &str) -> String {
     }
 }
 
+/// The leaf paths of the `fieldsV1` tree `fields` (under `prefix`) that `manifest` sets: `f:`
+/// fields it has, `k:` items of its lists whose key fields are equal, `v:` values its lists hold.
+fn set_in(fields: &Value, manifest: &Value, prefix: &mut String, out: &mut BTreeSet<String>) {
+    let Some(map) = fields.as_object() else {
+        return;
+    };
+    for (k, child) in map.iter().filter(|(k, _)| *k != ".") {
+        let len = prefix.len();
+        let within = if let Some(name) = k.strip_prefix("f:") {
+            if !prefix.is_empty() {
+                prefix.push('.');
+            }
+            prefix.push_str(name);
+            manifest.get(name)
+        } else if let Some(keys) = k.strip_prefix("k:") {
+            prefix.push('[');
+            prefix.push_str(&item_key(keys));
+            prefix.push(']');
+            let keys: serde_json::Map<String, Value> =
+                serde_json::from_str(keys).unwrap_or_default();
+            manifest.as_array().and_then(|items| {
+                items.iter().find(|item| {
+                    !keys.is_empty() && keys.iter().all(|(key, v)| item.get(key) == Some(v))
+                })
+            })
+        } else if let Some(value) = k.strip_prefix("v:") {
+            prefix.push('[');
+            prefix.push_str(value.trim_matches('"'));
+            prefix.push(']');
+            let value: Option<Value> = serde_json::from_str(value).ok();
+            manifest
+                .as_array()
+                .and_then(|items| items.iter().find(|item| Some(*item) == value.as_ref()))
+        } else {
+            None
+        };
+        if let Some(within) = within {
+            let leaf = child.as_object().is_none_or(|m| m.keys().all(|k| k == "."));
+            if leaf {
+                out.insert(prefix.clone());
+            } else {
+                set_in(child, within, prefix, out);
+            }
+        }
+        prefix.truncate(len);
+    }
+}
+
 /// Whether `a` is `b` or one contains the other (a path and its descendants).
 fn overlaps(a: &str, b: &str) -> bool {
     let within = |long: &str, short: &str| {
@@ -162,6 +230,9 @@ pub struct Follower {
     /// The digest of the object's ownership (every entry but the status ones) at the last look:
     /// most events change only the status, and are then judged without reading the field sets.
     digest: u64,
+    /// The ownership entries of an object first seen with other managers' fields, until its
+    /// manifest tells which of those emco-rs applied ([`Follower::verify`]).
+    unverified: Option<Box<Value>>,
 }
 
 /// What a look at an object found.
@@ -217,6 +288,36 @@ impl Follower {
         Observed::Now(self.measure(obj, manager, sets))
     }
 
+    /// Whether the object waits for its manifest to be judged (see the module documentation).
+    #[must_use]
+    pub fn is_unverified(&self) -> bool {
+        self.unverified.is_some()
+    }
+
+    /// Judges an unverified object against `manifest`, what emco-rs (manager `manager`) last
+    /// applied: the fields it sets that only other managers hold become part of the baseline,
+    /// and so drift. Its drift now; `None` for an object that was not unverified.
+    pub fn verify(&mut self, manifest: &Value, manager: &str, sets: &Interner) -> Option<Drift> {
+        let fields = self.unverified.take()?;
+        let obj = serde_json::json!({"metadata": {"managedFields": *fields}});
+        let mut taken = BTreeSet::new();
+        for e in fields.as_array().into_iter().flatten().filter(|e| {
+            e.get("manager").and_then(Value::as_str) != Some(manager)
+                && e.get("subresource").and_then(Value::as_str) != Some("status")
+        }) {
+            if let Some(tree) = e.get("fieldsV1") {
+                set_in(tree, manifest, &mut String::new(), &mut taken);
+            }
+        }
+        let owned = self.owned.as_deref()?;
+        if taken.iter().all(|p| owned.contains(p)) {
+            return None;
+        }
+        taken.extend(owned.iter().cloned());
+        self.owned = Some(sets.intern(taken));
+        self.measure(&obj, manager, sets)
+    }
+
     fn measure(&mut self, obj: &Value, manager: &str, sets: &Interner) -> Option<Drift> {
         let entries = entries(obj);
         let mut ours = BTreeSet::new();
@@ -225,9 +326,17 @@ impl Follower {
             ours.extend(e.fields.iter().cloned());
             time = time.max(e.time.as_deref());
         }
-        let wrote = self.owned.is_none() || time != self.time.as_deref();
+        let first = self.owned.is_none();
+        let wrote = first || time != self.time.as_deref();
         if wrote {
             if !ours.is_empty() {
+                // Seen first with fields of others: some may have been ours (see the module
+                // documentation). A write of ours since settles it.
+                self.unverified = (first
+                    && entries
+                        .iter()
+                        .any(|e| e.manager != manager && !e.fields.is_empty()))
+                .then(|| Box::new(managed_fields(obj)));
                 self.owned = Some(sets.intern(ours));
                 self.time = time.map(str::to_owned);
             }
@@ -289,6 +398,33 @@ mod tests {
         )
     }
 
+    /// [`applied`] after kubectl edit took `data.a` and the image, beside a controller's
+    /// annotation.
+    fn edited() -> Value {
+        object(json!([
+            entry(
+                "emco",
+                "Apply",
+                APPLIED,
+                json!({"f:data": {"f:b": {}},
+                         "f:spec": {"f:containers": {"k:{\"name\":\"server\"}": {".": {}, "f:name": {}}}}})
+            ),
+            entry(
+                "kubectl-edit",
+                "Update",
+                "2026-12-06T10:05:00Z",
+                json!({"f:data": {"f:a": {}},
+                         "f:spec": {"f:containers": {"k:{\"name\":\"server\"}": {"f:image": {}}}}})
+            ),
+            entry(
+                "kube-controller-manager",
+                "Update",
+                "2026-12-06T10:01:00Z",
+                json!({"f:metadata": {"f:annotations": {"f:rev": {}}}})
+            ),
+        ]))
+    }
+
     #[test]
     fn field_sets_print_as_paths() {
         let mut out = BTreeSet::new();
@@ -328,28 +464,7 @@ mod tests {
             Observed::Unchanged
         );
         // kubectl edit took data.a and the image; a controller's annotation is none of ours.
-        let edited = object(json!([
-            entry(
-                "emco",
-                "Apply",
-                APPLIED,
-                json!({"f:data": {"f:b": {}},
-                         "f:spec": {"f:containers": {"k:{\"name\":\"server\"}": {".": {}, "f:name": {}}}}})
-            ),
-            entry(
-                "kubectl-edit",
-                "Update",
-                "2026-12-06T10:05:00Z",
-                json!({"f:data": {"f:a": {}},
-                         "f:spec": {"f:containers": {"k:{\"name\":\"server\"}": {"f:image": {}}}}})
-            ),
-            entry(
-                "kube-controller-manager",
-                "Update",
-                "2026-12-06T10:01:00Z",
-                json!({"f:metadata": {"f:annotations": {"f:rev": {}}}})
-            ),
-        ]));
+        let edited = edited();
         let Observed::Now(Some(drift)) = f.observe(&edited, "emco", &sets) else {
             panic!("drift");
         };
@@ -411,6 +526,49 @@ mod tests {
             (d.path.as_str(), d.manager.as_str(), d.removed),
             ("data.b", "kubectl-patch", true)
         );
+    }
+
+    #[test]
+    fn a_field_taken_while_nobody_watched_is_told_by_the_manifest() {
+        let sets = Interner::default();
+        // First seen (after a restart): kubectl-edit holds data.a and the image, a controller
+        // an annotation; emco-rs what is left of what it applied.
+        let seen = edited();
+        let mut f = Follower::default();
+        assert_eq!(f.observe(&seen, "emco", &sets), Observed::Now(None));
+        assert!(f.is_unverified());
+        let manifest = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "x"}, "data": {"a": "1", "b": "2"},
+            "spec": {"containers": [{"name": "other"}, {"name": "server", "image": "web:1"}]}});
+        let drift = f.verify(&manifest, "emco", &sets).expect("drift");
+        assert!(!f.is_unverified());
+        let got: Vec<(&str, &str)> = drift
+            .fields
+            .iter()
+            .map(|d| (d.path.as_str(), d.manager.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("data.a", "kubectl-edit"),
+                ("spec.containers[name=server].image", "kubectl-edit")
+            ]
+        );
+        // The next looks keep it, as for drift seen live.
+        assert_eq!(f.observe(&seen, "emco", &sets), Observed::Unchanged);
+
+        // Fields the manifest does not set are nobody's drift: the annotation, or the image
+        // when emco-rs applies none.
+        let mut g = Follower::default();
+        g.observe(&seen, "emco", &sets);
+        let without = json!({"data": {"b": "2"},
+            "spec": {"containers": [{"name": "server"}]}});
+        assert_eq!(g.verify(&without, "emco", &sets), None);
+        assert_eq!(g.observe(&seen, "emco", &sets), Observed::Unchanged);
+        // An object emco-rs alone holds is judged at once, as before.
+        let mut h = Follower::default();
+        h.observe(&object(json!([applied()])), "emco", &sets);
+        assert!(!h.is_unverified());
     }
 
     #[test]

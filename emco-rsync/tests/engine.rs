@@ -939,8 +939,9 @@ async fn a_restarted_engine_resumes_active_contexts() {
     );
 }
 
-#[tokio::test]
-async fn a_restarted_engine_follows_the_readiness_of_deployed_contexts() {
+/// The web app deployed to 2 clusters by an engine that is then stopped.
+async fn deployed_by_a_stopped_engine() -> (Env, Arc<dyn AppContextStore>, Vec<String>, AppContext)
+{
     let env = Env::start(2).await;
     let store = memory();
     let cs = clusters(2);
@@ -958,6 +959,12 @@ async fn a_restarted_engine_follows_the_readiness_of_deployed_contexts() {
         [ctx.id()]
     );
     shutdown.cancel();
+    (env, store, cs, ctx)
+}
+
+#[tokio::test]
+async fn a_restarted_engine_follows_the_readiness_of_deployed_contexts() {
+    let (env, store, cs, ctx) = deployed_by_a_stopped_engine().await;
     env.log.lock().unwrap().clear();
 
     // Nothing is queued: the new engine only follows readiness again, and tells it.
@@ -994,6 +1001,44 @@ async fn a_restarted_engine_follows_the_readiness_of_deployed_contexts() {
             .await
             .unwrap()
             .is_empty()
+    );
+}
+
+/// A change made while no engine ran is drift once one runs again: the restarted engine's
+/// first look finds the field held by another manager and, since the manifest sets it, names
+/// that manager (src/drift.rs, `Follower::verify`).
+#[tokio::test]
+async fn drift_made_while_the_engine_was_down_is_reported_after_a_restart() {
+    let (env, store, cs, ctx) = deployed_by_a_stopped_engine().await;
+
+    let maps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(env.direct[1].client().clone(), "default");
+    let edit = kube::api::PatchParams {
+        field_manager: Some("kubectl-edit".to_owned()),
+        ..kube::api::PatchParams::default()
+    };
+    maps.patch(
+        "settings",
+        &edit,
+        &kube::api::Patch::Merge(serde_json::json!({"data": {"value": "edited"}})),
+    )
+    .await
+    .unwrap();
+
+    let second = env.engine(Arc::clone(&store));
+    second.start(CancellationToken::new()).await.unwrap();
+    until("c2 shows the edit as drift of kubectl-edit", || async {
+        let drift =
+            &collected(&ctx, "web", &cs[1]).await["resources"]["settings+ConfigMap"]["drift"];
+        drift[0]["path"] == "data.value" && drift[0]["manager"] == "kubectl-edit"
+    })
+    .await;
+    let untouched = collected(&ctx, "web", &cs[0]).await;
+    assert!(
+        untouched["resources"]["settings+ConfigMap"]
+            .get("drift")
+            .is_none(),
+        "{untouched}"
     );
 }
 

@@ -64,6 +64,19 @@ pub trait ReadinessSource: std::fmt::Debug + Send + Sync {
         None
     }
 
+    /// Whether `id` waits for its manifest before its drift can be told: first seen (after a
+    /// restart) with fields that other managers hold, some of which may have been emco-rs's.
+    fn unverified(&self, id: &ResourceId) -> bool {
+        let _ = id;
+        false
+    }
+
+    /// Judges an [`ReadinessSource::unverified`] object against `manifest`, what emco-rs last
+    /// applied to it; [`ReadinessSource::drift`] tells the outcome.
+    fn verify(&self, id: &ResourceId, manifest: &serde_json::Value) {
+        let _ = (id, manifest);
+    }
+
     /// Makes sure the type of `id` is watched where an object of namespace `namespace` lives,
     /// and returns the id the watches know the object by. Asking again is a no-op.
     ///

@@ -296,6 +296,29 @@ impl ReadinessSource for ClusterWatcher {
         self.shared.seen.lock().ok()?.get(id)?.drift.clone()
     }
 
+    fn unverified(&self, id: &ResourceId) -> bool {
+        let seen = self
+            .shared
+            .seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        seen.get(id).is_some_and(|o| o.follower.is_unverified())
+    }
+
+    fn verify(&self, id: &ResourceId, manifest: &serde_json::Value) {
+        let mut seen = self
+            .shared
+            .seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(o) = seen.get_mut(id).filter(|o| o.follower.is_unverified()) {
+            o.drift = o
+                .follower
+                .verify(manifest, FIELD_MANAGER, &self.shared.sets)
+                .map(Arc::new);
+        }
+    }
+
     /// What the watches know of `id` (as [`ClusterWatcher::watch_in`] returned it).
     fn watched(&self, id: &ResourceId) -> Watched {
         if let Some(r) = self.current(id) {

@@ -146,6 +146,15 @@ pub(super) fn worse(a: ClusterReadiness, b: ClusterReadiness) -> ClusterReadines
     if rank(b) > rank(a) { b } else { a }
 }
 
+/// The manifest of resource `name` of `app` on `cluster` as the context of `run` deploys it;
+/// `None` when it cannot be read.
+async fn manifest(run: &Run, app: &str, cluster: &str, name: &str) -> Option<Value> {
+    let yaml = run.ctx.resource(app, cluster, name).await.ok()??;
+    Resource::from_yaml(&yaml)
+        .ok()
+        .map(|r| r.manifest().clone())
+}
+
 /// How a worker sees the resources of an app on one cluster: through the cluster's watches when
 /// the connector has them (no request per object: the watches were listed once and follow
 /// changes), else by asking the connector ([`Connector::observe`]) at each look.
@@ -267,6 +276,14 @@ impl<'a> Eyes<'a> {
                             Watched::Unknown(why) if listing => not_known_entry(&why, true),
                             watched => watched_entry(&watched),
                         };
+                        if w.watcher.unverified(k) {
+                            // Rare (others held its fields when first seen): read its
+                            // manifest once.
+                            let (app, cluster) = (&self.scope.app, self.conn.cluster());
+                            if let Some(manifest) = manifest(self.run, app, cluster, name).await {
+                                w.watcher.verify(k, &manifest);
+                            }
+                        }
                         if let Some(drift) = w.watcher.drift(k) {
                             entry["drift"] = json!(drift.fields);
                         }
