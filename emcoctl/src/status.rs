@@ -769,7 +769,7 @@ fn progress(
         lines.push(line);
     }
     for line in lines {
-        writeln!(out, "{line}").map_err(write_error)?;
+        writeln!(out, "{line}").map_err(crate::ops::write_error)?;
     }
     Ok(())
 }
@@ -810,12 +810,9 @@ fn event(output: Output, out: &mut dyn Write, line: &str, doc: Json) -> Result<(
         Output::Json => format!("{doc}\n"),
         Output::Yaml => format!("---\n{}", crate::output::render(&doc, Output::Yaml)?),
     };
-    out.write_all(text.as_bytes()).map_err(write_error)?;
-    out.flush().map_err(write_error)
-}
-
-fn write_error(e: std::io::Error) -> CtlError {
-    CtlError::Request(format!("cannot write the output: {e}"))
+    out.write_all(text.as_bytes())
+        .map_err(crate::ops::write_error)?;
+    out.flush().map_err(crate::ops::write_error)
 }
 
 /// How a wait after an accepted operation ended.
