@@ -1004,9 +1004,10 @@ async fn a_restarted_engine_follows_the_readiness_of_deployed_contexts() {
     );
 }
 
-/// A change made while no engine ran is drift once one runs again: the restarted engine's
-/// first look finds the field held by another manager and, since the manifest sets it, names
-/// that manager (src/drift.rs, `Follower::verify`).
+/// Changes made while no engine ran are drift once one runs again: the restarted engine's
+/// first look finds a field held by another manager and, since the manifest sets it, names
+/// that manager (src/drift.rs, `Follower::verify`), and an object it applied before missing
+/// (src/engine/run/drift.rs, `Keeper::applied_before`).
 #[tokio::test]
 async fn drift_made_while_the_engine_was_down_is_reported_after_a_restart() {
     let (env, store, cs, ctx) = deployed_by_a_stopped_engine().await;
@@ -1024,21 +1025,34 @@ async fn drift_made_while_the_engine_was_down_is_reported_after_a_restart() {
     )
     .await
     .unwrap();
+    // And the Deployment on c1 is deleted.
+    let deployments: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::namespaced(env.direct[0].client().clone(), "default");
+    deployments
+        .delete("web", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
 
     let second = env.engine(Arc::clone(&store));
     second.start(CancellationToken::new()).await.unwrap();
+    until("c1 shows the deleted Deployment as drift", || async {
+        let drift = &collected(&ctx, "web", &cs[0]).await["resources"]["web+Deployment"]["drift"];
+        drift[0]["path"] == "" && drift[0]["removed"] == true
+    })
+    .await;
     until("c2 shows the edit as drift of kubectl-edit", || async {
         let drift =
             &collected(&ctx, "web", &cs[1]).await["resources"]["settings+ConfigMap"]["drift"];
         drift[0]["path"] == "data.value" && drift[0]["manager"] == "kubectl-edit"
     })
     .await;
-    let untouched = collected(&ctx, "web", &cs[0]).await;
+    // What was not changed has no drift.
+    let c1 = collected(&ctx, "web", &cs[0]).await;
+    let c2 = collected(&ctx, "web", &cs[1]).await;
     assert!(
-        untouched["resources"]["settings+ConfigMap"]
-            .get("drift")
-            .is_none(),
-        "{untouched}"
+        c1["resources"]["settings+ConfigMap"].get("drift").is_none()
+            && c2["resources"]["web+Deployment"].get("drift").is_none(),
+        "{c1} {c2}"
     );
 }
 

@@ -286,7 +286,8 @@ impl Run {
             }
         }
         if !failed {
-            self.follow(conn, app, cluster, &every, applied).await?;
+            self.follow(conn, app, cluster, &every, applied, false)
+                .await?;
         }
         Ok(failed)
     }

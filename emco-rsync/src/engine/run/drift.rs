@@ -56,12 +56,23 @@ impl Keeper {
         }
     }
 
+    /// Takes the first `n` resources as seen on the cluster: a follower started again after a
+    /// restart follows objects its deploy applied, so one missing at its first look was
+    /// deleted meanwhile.
+    pub(super) fn applied_before(mut self, n: usize) -> Self {
+        self.present = vec![true; n];
+        self
+    }
+
     /// Marks `entry` (of resource `i`, `id`) as drift when the object was on the cluster and is
     /// gone: someone deleted it (emco-rs stops following before it deletes). Jobs and Pods end
     /// by themselves (a finished Job's time to live), so their going is no drift.
     fn deleted(&mut self, i: usize, id: &ResourceId, entry: &mut Value) {
         let present = entry.get("present").and_then(Value::as_bool) == Some(true);
-        let known = entry.get("unknown").and_then(Value::as_bool) != Some(true);
+        // Seen absent, not unknown nor failed to look at (an unreachable cluster, a type that
+        // cannot be watched: those carry a reason).
+        let known = entry.get("unknown").and_then(Value::as_bool) != Some(true)
+            && entry.get("reason").is_none();
         if present {
             self.present[i] = true;
         } else if known && self.present[i] && !matches!(id.kind.as_str(), "Job" | "Pod") {
@@ -395,6 +406,43 @@ mod tests {
             j.correct,
             [("c+ConfigMap".to_owned(), Vec::<String>::new())]
         );
+    }
+
+    #[test]
+    fn after_a_restart_an_object_applied_before_and_missing_is_drift() {
+        let mut k = Keeper::new(None).applied_before(2);
+        let rs = vec![
+            ("c+ConfigMap".to_owned(), id("ConfigMap")),
+            ("d+ConfigMap".to_owned(), id("ConfigMap")),
+        ];
+        // The cluster cannot be asked yet (a reason) or not listed yet (unknown): no drift.
+        let mut entries = Map::new();
+        entries.insert(
+            "c+ConfigMap".to_owned(),
+            json!({"present": false, "ready": false, "reason": "connection refused"}),
+        );
+        entries.insert(
+            "d+ConfigMap".to_owned(),
+            json!({"present": false, "ready": false, "unknown": true}),
+        );
+        k.judge("a", &rs, &mut entries);
+        assert!(
+            entries.values().all(|e| e.get("drift").is_none()),
+            "{entries:?}"
+        );
+        // Listed: one is there, the other was deleted while nobody watched.
+        entries.insert(
+            "c+ConfigMap".to_owned(),
+            json!({"present": true, "ready": true}),
+        );
+        entries.insert(
+            "d+ConfigMap".to_owned(),
+            json!({"present": false, "ready": false}),
+        );
+        let judged = k.judge("a", &rs, &mut entries);
+        assert!(entries["c+ConfigMap"].get("drift").is_none());
+        assert_eq!(entries["d+ConfigMap"]["drift"][0]["removed"], true);
+        assert_eq!(judged.new_drift, ["ConfigMap"]);
     }
 
     #[test]

@@ -456,13 +456,15 @@ impl Run {
     /// context is terminated or updated away, or the app is deployed again on the cluster:
     /// records each change of what it sees in the cluster's collected status (`status/`, the
     /// shape the Read event writes) so that status queries read readiness from the AppContext,
-    /// and publishes every transition to ready (readyNotify).
+    /// and publishes every transition to ready (readyNotify). `resumed` as for
+    /// [`Run::follow`].
     pub(super) fn watch_readiness(
         &self,
         conn: Arc<dyn Connector>,
         app: &str,
         cluster: &str,
         rs: Vec<(String, ResourceId)>,
+        resumed: bool,
     ) {
         let run = self.clone();
         let (app, cluster) = (app.to_owned(), cluster.to_owned());
@@ -471,7 +473,8 @@ impl Run {
         let span = tracing::info_span!(parent: None, "readiness", ctx = self.ctx.id(), app = %app, cluster = %cluster);
         tokio::spawn(
             async move {
-                run.observe_ready(&conn, &app, &cluster, rs, &token).await;
+                run.observe_ready(&conn, &app, &cluster, rs, resumed, &token)
+                    .await;
             }
             .instrument(span),
         );
@@ -487,9 +490,11 @@ impl Run {
         app: &str,
         cluster: &str,
         rs: Vec<(String, ResourceId)>,
+        resumed: bool,
         token: &CancellationToken,
     ) {
         let ctx_id = self.ctx.id();
+        let applied = if resumed { rs.len() } else { 0 };
         let grace = self.inner.leases.config().grace;
         let mut eyes =
             Eyes::new(self, conn, self.scope(app), rs).with_lease(self.inner.leases.lease(conn));
@@ -503,7 +508,7 @@ impl Run {
             .await
             .unwrap_or(ClusterReadiness::Unknown);
         let mut was_ready = false;
-        let mut keeper = Keeper::new(self.drift_policy().await);
+        let mut keeper = Keeper::new(self.drift_policy().await).applied_before(applied);
         let group = self.group_label();
         loop {
             let (mut entries, mut seen) = eyes.look().await;
@@ -580,7 +585,8 @@ impl Run {
     }
 
     /// Starts following the readiness of the resources `names` of `app` on `cluster`; those in
-    /// `parsed` are not read and parsed again.
+    /// `parsed` are not read and parsed again. `resumed`: started again after a restart, for
+    /// objects applied before (one missing at the first look was deleted meanwhile).
     pub(super) async fn follow(
         &self,
         conn: Arc<dyn Connector>,
@@ -588,6 +594,7 @@ impl Run {
         cluster: &str,
         names: &[String],
         mut parsed: HashMap<String, Resource>,
+        resumed: bool,
     ) -> Result<()> {
         let mut all = Vec::new();
         for n in names {
@@ -599,7 +606,7 @@ impl Run {
                 all.push((n.clone(), r.id().clone()));
             }
         }
-        self.watch_readiness(conn, app, cluster, all);
+        self.watch_readiness(conn, app, cluster, all, resumed);
         Ok(())
     }
 
@@ -629,7 +636,7 @@ impl Run {
                     // Looked at again: resolving the cluster may have taken a while.
                     Ok(_) if self.inner.was_forgotten(self.ctx.id(), &cluster) => {}
                     Ok(conn) => {
-                        self.follow(conn, &app, &cluster, &every, HashMap::new())
+                        self.follow(conn, &app, &cluster, &every, HashMap::new(), true)
                             .await?;
                     }
                     Err(e) => tracing::warn!(app, cluster, error = %e, "cannot follow readiness"),
