@@ -48,29 +48,19 @@ struct Entry {
     fields: BTreeSet<String>,
 }
 
-/// `obj`'s `metadata.managedFields`, but the entries of its status.
-fn managed_fields(obj: &Value) -> Value {
-    Value::Array(
-        obj.pointer("/metadata/managedFields")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|e| e.get("subresource").and_then(Value::as_str) != Some("status"))
-            .cloned()
-            .collect(),
-    )
+/// The `metadata.managedFields` entries of `obj` but those of its status (a `scale` entry
+/// changes `spec.replicas`).
+fn main_entries(obj: &Value) -> impl Iterator<Item = &Value> {
+    obj.pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.get("subresource").and_then(Value::as_str) != Some("status"))
 }
 
-/// The entries of `obj` but those of its status (a `scale` entry changes `spec.replicas`).
+/// The [`main_entries`] of `obj`, parsed.
 fn entries(obj: &Value) -> Vec<Entry> {
-    let Some(list) = obj
-        .pointer("/metadata/managedFields")
-        .and_then(Value::as_array)
-    else {
-        return Vec::new();
-    };
-    list.iter()
-        .filter(|e| e.get("subresource").and_then(Value::as_str) != Some("status"))
+    main_entries(obj)
         .map(|e| {
             let mut fields = BTreeSet::new();
             if let Some(v) = e.get("fieldsV1") {
@@ -258,13 +248,7 @@ fn ownership_digest(obj: &Value) -> u64 {
         }
     }
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    for e in obj
-        .pointer("/metadata/managedFields")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|e| e.get("subresource").and_then(Value::as_str) != Some("status"))
-    {
+    for e in main_entries(obj) {
         for k in ["manager", "operation", "time"] {
             e.get(k).and_then(Value::as_str).hash(&mut h);
         }
@@ -301,10 +285,13 @@ impl Follower {
         let fields = self.unverified.take()?;
         let obj = serde_json::json!({"metadata": {"managedFields": *fields}});
         let mut taken = BTreeSet::new();
-        for e in fields.as_array().into_iter().flatten().filter(|e| {
-            e.get("manager").and_then(Value::as_str) != Some(manager)
-                && e.get("subresource").and_then(Value::as_str) != Some("status")
-        }) {
+        // Kept without the status entries (see `measure`).
+        for e in fields
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e.get("manager").and_then(Value::as_str) != Some(manager))
+        {
             if let Some(tree) = e.get("fieldsV1") {
                 set_in(tree, manifest, &mut String::new(), &mut taken);
             }
@@ -336,7 +323,7 @@ impl Follower {
                     && entries
                         .iter()
                         .any(|e| e.manager != manager && !e.fields.is_empty()))
-                .then(|| Box::new(managed_fields(obj)));
+                .then(|| Box::new(Value::Array(main_entries(obj).cloned().collect())));
                 self.owned = Some(sets.intern(ours));
                 self.time = time.map(str::to_owned);
             }

@@ -377,6 +377,22 @@ impl Rest {
         self.expect(want, method, path, body).await;
     }
 
+    /// Replaces the profile of each of the first `apps` apps with `profile`: what an update of
+    /// every object changes.
+    async fn replace_profiles(&self, apps: usize, profile: &[u8]) {
+        for a in 0..apps {
+            let app = Params::app(a);
+            self.upload(
+                "PUT",
+                201,
+                &format!("{CA}/composite-profiles/cp/profiles/pr-{app}"),
+                &json!({"metadata": {"name": format!("pr-{app}")}, "spec": {"app": app}}),
+                profile,
+            )
+            .await;
+        }
+    }
+
     async fn status(&self, query: &str) -> (Value, Duration) {
         self.status_of(DIG, query).await
     }
@@ -929,17 +945,7 @@ async fn bench(p: &Params) -> String {
 
     // Update: a new profile value for every app changes every object.
     let v2 = profile(work.path(), "v2");
-    for a in 0..p.apps {
-        let app = Params::app(a);
-        rest.upload(
-            "PUT",
-            201,
-            &format!("{ca}/composite-profiles/cp/profiles/pr-{app}"),
-            &json!({"metadata": {"name": format!("pr-{app}")}, "spec": {"app": app}}),
-            &v2,
-        )
-        .await;
-    }
+    rest.replace_profiles(p.apps, &v2).await;
     let cpu = Cpu::start(server.0.id(), kubesim_pid);
     let start = Instant::now();
     rest.expect(202, "POST", &format!("{DIG}/update"), None)
@@ -994,17 +1000,7 @@ async fn bench(p: &Params) -> String {
     let v3 = profile(work.path(), "v3");
     let cpu = Cpu::start(server.0.id(), kubesim_pid);
     let start = Instant::now();
-    for a in 0..p.apps {
-        let app = Params::app(a);
-        rest.upload(
-            "PUT",
-            201,
-            &format!("{ca}/composite-profiles/cp/profiles/pr-{app}"),
-            &json!({"metadata": {"name": format!("pr-{app}")}, "spec": {"app": app}}),
-            &v3,
-        )
-        .await;
-    }
+    rest.replace_profiles(p.apps, &v3).await;
     rest.expect(202, "POST", &format!("{DIG}/update"), None)
         .await;
     let deadline = Instant::now() + DEADLINE;
@@ -1060,17 +1056,7 @@ async fn bench(p: &Params) -> String {
     // Measured after the rollout, so that the flat update and the rollout compare with earlier
     // runs.
     let v4 = profile(work.path(), "v4");
-    for a in 0..p.apps {
-        let app = Params::app(a);
-        rest.upload(
-            "PUT",
-            201,
-            &format!("{ca}/composite-profiles/cp/profiles/pr-{app}"),
-            &json!({"metadata": {"name": format!("pr-{app}")}, "spec": {"app": app}}),
-            &v4,
-        )
-        .await;
-    }
+    rest.replace_profiles(p.apps, &v4).await;
     for (what, query) in [
         ("preview of the update (summary)", ""),
         (

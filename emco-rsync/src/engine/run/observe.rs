@@ -146,15 +146,6 @@ pub(super) fn worse(a: ClusterReadiness, b: ClusterReadiness) -> ClusterReadines
     if rank(b) > rank(a) { b } else { a }
 }
 
-/// The manifest of resource `name` of `app` on `cluster` as the context of `run` deploys it;
-/// `None` when it cannot be read.
-async fn manifest(run: &Run, app: &str, cluster: &str, name: &str) -> Option<Value> {
-    let yaml = run.ctx.resource(app, cluster, name).await.ok()??;
-    Resource::from_yaml(&yaml)
-        .ok()
-        .map(|r| r.manifest().clone())
-}
-
 /// How a worker sees the resources of an app on one cluster: through the cluster's watches when
 /// the connector has them (no request per object: the watches were listed once and follow
 /// changes), else by asking the connector ([`Connector::observe`]) at each look.
@@ -280,8 +271,8 @@ impl<'a> Eyes<'a> {
                             // Rare (others held its fields when first seen): read its
                             // manifest once.
                             let (app, cluster) = (&self.scope.app, self.conn.cluster());
-                            if let Some(manifest) = manifest(self.run, app, cluster, name).await {
-                                w.watcher.verify(k, &manifest);
+                            if let Ok(Some(r)) = self.run.load(app, cluster, name).await {
+                                w.watcher.verify(k, r.manifest());
                             }
                         }
                         if let Some(drift) = w.watcher.drift(k) {
@@ -494,7 +485,6 @@ impl Run {
         token: &CancellationToken,
     ) {
         let ctx_id = self.ctx.id();
-        let applied = if resumed { rs.len() } else { 0 };
         let grace = self.inner.leases.config().grace;
         let mut eyes =
             Eyes::new(self, conn, self.scope(app), rs).with_lease(self.inner.leases.lease(conn));
@@ -508,6 +498,7 @@ impl Run {
             .await
             .unwrap_or(ClusterReadiness::Unknown);
         let mut was_ready = false;
+        let applied = if resumed { eyes.rs.len() } else { 0 };
         let mut keeper = Keeper::new(self.drift_policy().await).applied_before(applied);
         let group = self.group_label();
         loop {
