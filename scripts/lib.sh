@@ -53,7 +53,9 @@ install_test_deps() {
   # chromium runs the dashboard's browser tests, driven by Playwright (the library only: its own
   # browser download is not used).
   apt_install etcd-server etcd-client protobuf-compiler xz-utils openssl chromium
-  venv_install nx-27017==0.8.1 "maturin>=1.5,<2" pytest mypy "playwright>=1.40,<2"
+  # temporalio: the workflow client and worker of the workflow tests (emco-workflows).
+  venv_install nx-27017==0.8.1 "maturin>=1.5,<2" pytest mypy "playwright>=1.40,<2" \
+    "temporalio>=1.7,<2"
 }
 
 free_port() {

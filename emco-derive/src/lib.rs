@@ -48,6 +48,7 @@ const WORKSPACE: &[&str] = &[
     "emco-controller-sdk",
     "emco-orchestrator",
     "emco-controllers",
+    "emco-workflows",
     "emco-server",
     "emcoctl",
     "emco-py",

@@ -299,6 +299,8 @@ pub struct Config {
     pub rate_limit: Option<u32>,
     /// The embedded store's cache, bytes.
     pub store_cache: usize,
+    /// How long workflowmgr's calls to workflow clients and Temporal servers may take.
+    pub workflows: emco_workflows::Config,
 }
 
 impl Default for Config {
@@ -335,6 +337,7 @@ impl Default for Config {
             tls: None,
             rate_limit: None,
             store_cache: emco_appcontext::embedded::DEFAULT_CACHE_SIZE,
+            workflows: emco_workflows::Config::default(),
         }
     }
 }
@@ -476,6 +479,7 @@ impl Config {
                 Some(mib) => mib.saturating_mul(1024 * 1024),
                 None => d.store_cache,
             },
+            workflows: d.workflows,
             listen: cli.listen.or(file.listen).unwrap_or(d.listen),
             grpc_listen: cli
                 .grpc_listen

@@ -580,7 +580,8 @@ pub fn app_with(
         .unwrap_or(usize::MAX)
         .saturating_add(2 * 1024 * 1024);
     let controllers = controller_routes(orch.store(), config.max_upload)
-        .layer(DefaultBodyLimit::max(upload_limit));
+        .layer(DefaultBodyLimit::max(upload_limit))
+        .merge(emco_workflows::Workflows::new(Arc::clone(orch.store()), config.workflows).routes());
     let orch_metrics = orch.clone();
     let dashboard = ui::routes(orch.clone(), auth.clone());
     let guard = axum::middleware::from_fn_with_state(

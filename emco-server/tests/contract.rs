@@ -5685,6 +5685,213 @@ fn matches(template: &str, path: &str) -> bool {
         })
 }
 
+// ---- workflowmgr: src/workflowmgr/api/workflow_intent.go, pkg/module/workflow_intent.go ----
+// workflowmgr answers every module error 500 with its text; we keep the texts with a 404, 409 or
+// 503 (rows marked `differs:`). Starting, following and cancelling real workflows is
+// tests/workflows.rs's, against a Temporal server.
+async fn workflowmgr_table(rec: &Recorder) {
+    let app = app();
+    run(&app, rec, group_rows()).await;
+    let wfi = format!("{DIG}/temporal-workflow-intents");
+    // Keys as EMCO's example sends them, matched case-insensitively by Go.
+    let intent = |name: &str| {
+        json!({"metadata": {"name": name}, "spec": {
+            "workflowClient": {"clientEndpointName": "127.0.0.1", "clientEndpointPort": 1},
+            "temporal": {"workflowClientName": "migrate_workflowclient",
+                "workflowStartOptions": {"id": "migrate-1", "taskqueue": "MIGRATION_TASK_Q"}}}})
+    };
+    // As Go writes the struct back: every start option, Go's field names.
+    let stored = json!({"metadata": meta("w1"), "spec": {
+        "workflowClient": {"clientEndpointName": "127.0.0.1", "clientEndpointPort": 1},
+        "temporal": {"workflowClientName": "migrate_workflowclient",
+            "workflowStartOptions": {"ID": "migrate-1", "TaskQueue": "MIGRATION_TASK_Q",
+                "WorkflowExecutionTimeout": 0, "WorkflowRunTimeout": 0, "WorkflowTaskTimeout": 0,
+                "WorkflowIDReusePolicy": 0, "WorkflowExecutionErrorWhenAlreadyStarted": false,
+                "RetryPolicy": null, "CronSchedule": "", "Memo": null, "SearchAttributes": null},
+            "workflowParams": {}}}});
+    let rows = vec![
+        row(
+            "GET",
+            &wfi,
+            None,
+            200,
+            Json(Value::Null),
+            "workflow_intent.go getHandler: nil slice",
+        ),
+        row(
+            "POST",
+            &wfi,
+            Some(intent("w1")),
+            201,
+            Json(stored.clone()),
+            "createHandler",
+        ),
+        row(
+            "POST",
+            &wfi,
+            Some(intent("w1")),
+            409,
+            Text("WorkflowIntent already exists\n"),
+            "differs: module CreateWorkflowIntent, 500 in EMCO",
+        ),
+        row(
+            "POST",
+            &wfi,
+            None,
+            400,
+            Text("EOF\n"),
+            "createHandler: io.EOF",
+        ),
+        row(
+            "POST",
+            &wfi,
+            Some(
+                json!({"metadata": {"name": "w2"}, "spec": {"workflowClient": {},
+                "temporal": {"workflowStartOptions": {}, "workflowParams": {
+                    "activityOptions": {"a": {"TaskQueue": "q"}}}}}}),
+            ),
+            400,
+            Any,
+            "createHandler, json-schemas/workflow_intent.json: an activity option needs all \
+             its fields",
+        ),
+        row(
+            "POST",
+            &wfi,
+            Some(
+                json!({"metadata": {"name": "w2"}, "spec": {"workflowClient":
+                {"clientEndpointPort": "x"}}}),
+            ),
+            422,
+            Any,
+            "createHandler: a body that does not decode",
+        ),
+        row(
+            "GET",
+            format!("{wfi}/w1"),
+            None,
+            200,
+            Json(stored.clone()),
+            "getHandler",
+        ),
+        row(
+            "GET",
+            &wfi,
+            None,
+            200,
+            Json(json!([stored])),
+            "getHandler: the list",
+        ),
+        row(
+            "GET",
+            format!("{wfi}/nope"),
+            None,
+            404,
+            Text("Workflow Intent not found\n"),
+            "differs: module GetWorkflowIntent, 500 in EMCO",
+        ),
+        row(
+            "PUT",
+            format!("{wfi}/w1"),
+            Some(intent("w1")),
+            405,
+            Any,
+            "api.go: no PUT route",
+        ),
+        row(
+            "POST",
+            format!("{wfi}/w1/start"),
+            None,
+            503,
+            Any,
+            "differs: module StartWorkflowIntent, the POST to the client fails, 500 in EMCO",
+        ),
+        row(
+            "POST",
+            format!("{wfi}/nope/start"),
+            None,
+            404,
+            Text("Workflow Intent not found\n"),
+            "differs: module StartWorkflowIntent, 500 in EMCO",
+        ),
+        row(
+            "GET",
+            format!("{wfi}/w1/status?temporalServer=127.0.0.1:1&queryParams=x"),
+            None,
+            400,
+            Text("Unknown query parameter: queryParams\n"),
+            "workflow_intent.go buildStatusQuery",
+        ),
+        row(
+            "GET",
+            format!("{wfi}/w1/status?temporalServer=127.0.0.1:1&workflowID=migrate-1"),
+            None,
+            503,
+            Any,
+            "differs: module GetStatusWorkflowIntent, `Failed to connect to Temporal server`, \
+             500 in EMCO",
+        ),
+        row(
+            "POST",
+            format!("{wfi}/w1/cancel"),
+            None,
+            400,
+            Text("EOF\n"),
+            "cancelHandler: io.EOF",
+        ),
+        row(
+            "POST",
+            format!("{wfi}/w1/cancel"),
+            Some(json!({"metadata": {"name": "c"}, "spec": {}})),
+            400,
+            Text(":: Temporal Server endpoint is required.\n"),
+            "cancelHandler",
+        ),
+        row(
+            "POST",
+            format!("{wfi}/nope/cancel"),
+            Some(json!({"metadata": {"name": "c"}, "spec": {"temporalServer": "127.0.0.1:1"}})),
+            404,
+            Text("Workflow Intent not found\n"),
+            "differs: module CancelWorkflowIntent, 500 in EMCO",
+        ),
+        row(
+            "POST",
+            format!("{wfi}/w1/cancel"),
+            Some(
+                json!({"metadata": {"name": "c"}, "spec": {"temporalServer": "127.0.0.1:1",
+                "terminate": true, "reason": "r", "details": [1]}}),
+            ),
+            503,
+            Any,
+            "differs: json-schemas/cancel_request.json does not load in EMCO (`details: int`), \
+             every cancel is a 500 there; the Temporal server is not reachable here",
+        ),
+        row(
+            "DELETE",
+            format!("{wfi}/w1"),
+            None,
+            204,
+            Empty,
+            "deleteHandler",
+        ),
+        row(
+            "GET",
+            &wfi,
+            None,
+            200,
+            Json(Value::Null),
+            "getHandler: nil slice again",
+        ),
+    ];
+    run(&app, rec, rows).await;
+}
+
+#[tokio::test]
+async fn workflowmgr() {
+    workflowmgr_table(&Recorder::default()).await;
+}
+
 /// Every route and method served (those of `openapi.yaml` and [`UNDOCUMENTED`]) has at least
 /// one contract row.
 #[tokio::test]
@@ -5700,6 +5907,7 @@ async fn every_route_has_a_row() {
     ovnaction_table(&rec).await;
     sfc_table(&rec).await;
     ca_certs_table(&rec).await;
+    workflowmgr_table(&rec).await;
     let sent = rec.0.into_inner().unwrap();
 
     let doc = emco_go::yaml::parse(emco_server::OPENAPI).unwrap();

@@ -37,6 +37,7 @@ pub struct Routes<T> {
     item_views: Vec<(String, View<T>)>,
     collection_views: Vec<(String, CollectionView<T>)>,
     list_view: Option<ListView<T>>,
+    put: bool,
 }
 
 /// Answers `GET item?{query}=V` from the item (its error, a 404 for a missing value, is sent).
@@ -68,7 +69,16 @@ impl<T: Object> Routes<T> {
             item_views: Vec::new(),
             collection_views: Vec::new(),
             list_view: None,
+            put: true,
         }
+    }
+
+    /// Serves no `PUT item` (workflowmgr's intents are created and deleted, never replaced):
+    /// a PUT is answered 405, as by EMCO's router.
+    #[must_use]
+    pub fn without_put(mut self) -> Self {
+        self.put = false;
+        self
     }
 
     /// `GET item?{query}=V` answers `view(item, V)` instead of the item (EMCO's `?key=` of kv-pairs).
@@ -222,9 +232,11 @@ impl<T: Object> Routes<T> {
             Ok::<_, ApiError>(StatusCode::NO_CONTENT)
         };
 
+        let item = get(get_item).delete(delete_item);
+        let item = if self.put { item.put(put_item) } else { item };
         let mut router = Router::new()
             .route(&self.collection_path, get(list).post(create))
-            .route(&item_path, get(get_item).put(put_item).delete(delete_item));
+            .route(&item_path, item);
         if has_views {
             router = router.route(&format!("{}/", self.collection_path), get(view));
         }

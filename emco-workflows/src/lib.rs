@@ -1,0 +1,31 @@
+//! # emco-workflows
+//!
+//! EMCO's Temporal workflow manager (`workflowmgr`): workflow intents of a deployment intent
+//! group name a workflow client (a user's service that starts workflows on Temporal) and what
+//! it should start; emco-rs starts them through the client and asks the Temporal server how they
+//! run, cancels and terminates them.
+//!
+//! - [`model`]: the intents and request bodies, as workflowmgr's Go structs read and write them.
+//! - [`temporal::Temporal`]: a client of a Temporal frontend over Temporal's own gRPC API, every
+//!   call bounded in time.
+//! - [`rest::Workflows`]: the service and its REST routes at EMCO's URLs.
+
+pub mod model;
+pub mod rest;
+pub mod temporal;
+
+pub use model::WorkflowIntent;
+pub use rest::{Config, Workflows};
+pub use temporal::{Temporal, Timeouts};
+
+/// An error and its causes on one line.
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut at = e.source();
+    while let Some(s) = at {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        at = s.source();
+    }
+    out
+}
