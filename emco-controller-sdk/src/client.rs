@@ -108,6 +108,7 @@ impl fmt::Debug for ControllerRegistry {
 #[derive(Debug, Clone, Copy)]
 enum Call {
     Update,
+    BeforeTerminate,
     Terminate,
     Event(Event),
 }
@@ -346,6 +347,25 @@ impl ControllerRegistry {
         Ok(())
     }
 
+    /// Asks the in-process action controllers of the DIG whether context `context_id` may be
+    /// terminated ([`ActionController::before_terminate`](crate::ActionController::before_terminate)),
+    /// in priority order; the first refusal ends it.
+    ///
+    /// # Errors
+    /// As [`invoke`](Self::invoke).
+    pub async fn before_terminate(
+        &self,
+        controllers: &[Controller],
+        intents: &BTreeMap<String, String>,
+        context_id: u64,
+    ) -> Result<()> {
+        for c in Self::participants(controllers, intents, ControllerKind::Action) {
+            self.action(c, context_id, Call::BeforeTerminate, "", None)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Posts `event` for context `context_id` to the action controllers of the DIG, in priority
     /// order.
     ///
@@ -446,6 +466,7 @@ impl ControllerRegistry {
             match &target {
                 Target::Action(runner) => Ok(match what {
                     Call::Update => runner.update(&id, intent, &from).await,
+                    Call::BeforeTerminate => runner.before_terminate(&id).await,
                     Call::Terminate => runner.terminate(&id).await,
                     Call::Event(e) => runner.post_event(&id, e).await,
                 }),
@@ -467,6 +488,8 @@ impl ControllerRegistry {
                                 .into_inner();
                             (r.app_context_updated, r.app_context_update_message)
                         }
+                        // EMCO's protocol has no such call: a remote controller has nothing to do.
+                        Call::BeforeTerminate => (true, String::new()),
                         Call::Terminate => {
                             let r = client
                                 .terminate_app_context(TerminateRequest {

@@ -51,6 +51,18 @@ pub trait ActionController: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Called before the group of the context is terminated, in-process only (EMCO's protocol
+    /// has no such call): an error refuses the terminate, so a controller can run what must
+    /// happen while the deployment is still there (tac's pre-termination hooks). The default
+    /// does nothing.
+    ///
+    /// # Errors
+    /// Any error refuses the terminate with the error's message.
+    async fn before_terminate(&self, cx: &mut ControllerContext) -> Result<()> {
+        let _ = cx;
+        Ok(())
+    }
+
     /// Called on a lifecycle event of the context (`PostEvent`); the default ignores events.
     ///
     /// # Errors
@@ -299,6 +311,17 @@ impl ActionRunner {
         let id = required_context_id("app_context", app_context)?;
         let mut cx = open(&self.stores, id, "", None).await?;
         self.controller.terminate(&mut cx).await?;
+        cx.handle_mut().commit().await
+    }
+
+    /// [`ActionController::before_terminate`] for the context `app_context`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad id; the controller's and the store's errors.
+    pub async fn before_terminate(&self, app_context: &str) -> Result<()> {
+        let id = required_context_id("app_context", app_context)?;
+        let mut cx = open(&self.stores, id, "", None).await?;
+        self.controller.before_terminate(&mut cx).await?;
         cx.handle_mut().commit().await
     }
 

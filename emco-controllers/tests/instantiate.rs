@@ -1531,3 +1531,136 @@ async fn sds_makes_the_server_resolvable_in_the_clients_clusters() {
     );
     w.stop().await;
 }
+
+/// A tac workflow hook `name` at `point` starting `client` (a TemporalKit workflow) with id `id`
+/// and `params`, followed on the kit's Temporal server, under the group `dig`.
+async fn tac_hook(
+    w: &World,
+    kit: &emco_testkit::temporal::TemporalKit,
+    dig: &DigRef,
+    (name, point): (&str, &str),
+    (client, id): (&str, &str),
+    params: Value,
+) {
+    use emco_workflows::tac::WorkflowHook;
+    let hook: WorkflowHook = serde_json::from_value(json!({"metadata": {"name": name},
+        "spec": {"hookType": point, "temporalServer": kit.temporal,
+            "workflowClient": {"clientEndpointName": "127.0.0.1",
+                "clientEndpointPort": kit.client_port},
+            "temporal": {"workflowClientName": client,
+                "workflowStartOptions": {"ID": id,
+                    "TaskQueue": emco_testkit::temporal::TASK_QUEUE},
+                "workflowParams": {"activityParams": params}}}}))
+    .unwrap();
+    WorkflowHook::collection(Arc::clone(w.orch.store()))
+        .create(&dig.key(), &hook)
+        .await
+        .unwrap();
+}
+
+/// tac's workflow hooks on a real Temporal server (`../shared/temporal`) with a real workflow
+/// client and worker: a pre-install hook holds the instantiate until its workflow completes, a
+/// failing one fails the instantiate with the workflow's error (nothing deployed, the group
+/// still approved), a pre-termination hook runs before the resources go and a post-termination
+/// hook after (src/tac/internal/action/action.go; the holding is ours).
+#[tokio::test]
+async fn tac_hooks_hold_and_fail_the_lifecycle_on_temporal() {
+    use emco_workflows::temporal::{Temporal, Timeouts};
+    let Some(kit) = emco_testkit::temporal::TemporalKit::start() else {
+        return;
+    };
+    let config = emco_workflows::Config::default();
+    let w = World::start(move |r| r.with_action("tac", Arc::new(emco_workflows::Tac::new(config))))
+        .await;
+    w.register("tac", dead_port().await, "action", 1).await;
+    let temporal = Temporal::connect(&kit.temporal, Timeouts::default())
+        .await
+        .unwrap();
+    let status = |id: &'static str| {
+        let temporal = temporal.clone();
+        async move {
+            let d = temporal.describe(id, "").await.unwrap();
+            emco_workflows::temporal::status_name(d.workflow_execution_info.unwrap().status)
+        }
+    };
+
+    // A pre-install hook of 2 s: when the instantiate returns, its workflow has completed.
+    let dig = w.dig("d-hold", on("c1"), &[("tac", "hooks")]).await;
+    let sleep2 = json!({"sleep": {"seconds": "2"}});
+    tac_hook(
+        &w,
+        &kit,
+        &dig,
+        ("prep", "pre-install"),
+        ("sleep", "prep-1"),
+        sleep2,
+    )
+    .await;
+    let started = std::time::Instant::now();
+    w.orch.deployments().instantiate(&dig).await.unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(status("prep-1").await, "Completed");
+    let ctx = w.context(&dig).await;
+    w.wait_object("c1", DEPLOYMENT, &ctx, |_| true).await;
+
+    // Terminate: the pre-termination hook completes while the Deployment is still there, the
+    // post-termination hook starts once the terminate is handed over.
+    tac_hook(
+        &w,
+        &kit,
+        &dig,
+        ("drain", "pre-termination"),
+        ("sleep", "drain-1"),
+        json!({"sleep": {"seconds": "1"}}),
+    )
+    .await;
+    tac_hook(
+        &w,
+        &kit,
+        &dig,
+        ("cleanup", "post-termination"),
+        ("sleep", "cleanup-1"),
+        json!({"sleep": {"seconds": "1"}}),
+    )
+    .await;
+    w.settled(&ctx).await;
+    w.orch.deployments().terminate(&dig).await.unwrap();
+    assert_eq!(status("drain-1").await, "Completed");
+    w.wait_gone("c1", DEPLOYMENT).await;
+    let closed = temporal
+        .wait_closed("cleanup-1", "", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(closed.completed(), "{closed:?}");
+
+    // A failing pre-install hook fails the instantiate with the workflow's error.
+    let dig = w.dig("d-fail", on("c2"), &[("tac", "hooks")]).await;
+    let failing = json!({"fail": {"message": "backup target is full"}});
+    tac_hook(
+        &w,
+        &kit,
+        &dig,
+        ("backup", "pre-install"),
+        ("fail", "backup-1"),
+        failing,
+    )
+    .await;
+    let e = w.orch.deployments().instantiate(&dig).await.unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("controller tac"), "{text}");
+    assert!(
+        text.contains("pre-install hook backup: workflow backup-1 failed: backup target is full"),
+        "{text}"
+    );
+    assert_eq!(w.state(&dig).await, DigState::Approved);
+    assert!(
+        w.object("c2", "apps/v1", "Deployment", "web")
+            .await
+            .is_none()
+    );
+    w.stop().await;
+}

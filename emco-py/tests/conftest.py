@@ -8,6 +8,7 @@ import re
 import socket
 import ssl
 import subprocess
+import sys
 import tarfile
 import time
 import urllib.error
@@ -285,3 +286,44 @@ def pytest_runtest_makereport(
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
     setattr(item, f"rep_{report.when}", report)
+
+
+class Temporal:
+    """A real Temporal server (../shared/temporal) and the workflow tests' client and worker
+    (tests/testkit/workflows/worker.py: workflows `sleep`, `fail` and `migrate`)."""
+
+    TASK_QUEUE = "EMCO_PY_Q"
+
+    def __init__(self, dir: Path) -> None:
+        kit = ROOT.parent / "shared" / "temporal"
+        if not (kit / "start.sh").is_file():
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"{kit} is missing: the workflow tests cannot run")
+            pytest.skip(f"{kit} is missing; the workflow tests did not run")
+        self.kit, self.dir = kit, dir / "temporal"
+        self.address = subprocess.run(["bash", str(kit / "start.sh"), str(self.dir)], check=True,
+                                      capture_output=True, text=True).stdout.strip()
+        self.worker = subprocess.Popen(
+            [sys.executable,
+             str(ROOT / "tests" / "testkit" / "workflows" / "worker.py"),
+             "--temporal", self.address, "--port", "0", "--task-queue", self.TASK_QUEUE],
+            stdout=subprocess.PIPE, text=True)
+        assert self.worker.stdout is not None
+        line = self.worker.stdout.readline()
+        self.client_port = int(line.strip().rsplit(":", 1)[1])
+
+    def stop(self) -> None:
+        self.worker.kill()
+        self.worker.wait()
+        subprocess.run(["bash", str(self.kit / "stop.sh"), str(self.dir)], check=False,
+                       capture_output=True)
+
+
+@pytest.fixture
+def temporal(tmp_path: Path) -> Iterator[Temporal]:
+    """A Temporal server with a workflow client and worker, stopped after the test."""
+    t = Temporal(tmp_path)
+    try:
+        yield t
+    finally:
+        t.stop()

@@ -104,8 +104,10 @@ pub const SDS: &str = "sds";
 pub const SFC: &str = "sfc";
 /// The name EMCO's sfc example registers the chain client controller under.
 pub const SFC_CLIENT: &str = "sfcclient";
+/// The name EMCO registers its Temporal action controller (tac) under.
+pub const TAC: &str = emco_workflows::tac::TAC;
 /// The controllers run in-process by default, by registration name.
-pub const BUILTIN_CONTROLLERS: [&str; 7] = [
+pub const BUILTIN_CONTROLLERS: [&str; 8] = [
     GAC,
     HPA_PLACEMENT,
     HPA_ACTION,
@@ -113,6 +115,7 @@ pub const BUILTIN_CONTROLLERS: [&str; 7] = [
     OVNACTION,
     SFC,
     SFC_CLIENT,
+    TAC,
 ];
 
 /// The built-in action controllers by their registration names, dtc calling its sub-controllers
@@ -131,8 +134,9 @@ fn dtc_subs() -> Actions {
     ]
 }
 
-/// The built-in controllers ([`BUILTIN_CONTROLLERS`]).
-fn builtin_controllers() -> (Actions, Placements) {
+/// The built-in controllers ([`BUILTIN_CONTROLLERS`]); tac calls workflow clients and Temporal
+/// servers within `workflows`.
+fn builtin_controllers(workflows: emco_workflows::Config) -> (Actions, Placements) {
     let dtc = dtc_subs()
         .into_iter()
         .fold(Dtc::new(), |dtc, (name, sub)| dtc.with_sub(name, sub));
@@ -143,6 +147,7 @@ fn builtin_controllers() -> (Actions, Placements) {
         (OVNACTION, Arc::new(Ovnaction)),
         (SFC, Arc::new(Sfc)),
         (SFC_CLIENT, Arc::new(SfcClient)),
+        (TAC, Arc::new(emco_workflows::Tac::new(workflows))),
     ];
     let placements: Placements = vec![(
         HPA_PLACEMENT,
@@ -176,7 +181,7 @@ pub async fn serve_controller(
         )));
     }
     let stores = open_stores(config).await?;
-    let (actions, placements) = builtin_controllers();
+    let (actions, placements) = builtin_controllers(config.workflows);
     let server = emco_controller_sdk::Server::builder(Arc::clone(&stores.appcontext))
         .name(name)
         .resources(Arc::clone(stores.resources()?))
@@ -358,6 +363,7 @@ pub fn orchestrator_with(
 ) -> Result<Orchestrator, Error> {
     let builtin = config.builtin_controllers;
     let timeout = config.controller_timeout;
+    let workflows = config.workflows;
     let backoff = Backoff {
         max_retries: config.rsync_max_retries,
         max_delay: config.rsync_max_backoff,
@@ -382,7 +388,7 @@ pub fn orchestrator_with(
             if !builtin {
                 return more(registry);
             }
-            let (actions, placements) = builtin_controllers();
+            let (actions, placements) = builtin_controllers(workflows);
             for (name, c) in actions {
                 registry = registry.with_action(name, c);
             }
@@ -581,7 +587,8 @@ pub fn app_with(
         .saturating_add(2 * 1024 * 1024);
     let controllers = controller_routes(orch.store(), config.max_upload)
         .layer(DefaultBodyLimit::max(upload_limit))
-        .merge(emco_workflows::Workflows::new(Arc::clone(orch.store()), config.workflows).routes());
+        .merge(emco_workflows::Workflows::new(Arc::clone(orch.store()), config.workflows).routes())
+        .merge(emco_workflows::Tac::new(config.workflows).routes(Arc::clone(orch.store())));
     let orch_metrics = orch.clone();
     let dashboard = ui::routes(orch.clone(), auth.clone());
     let guard = axum::middleware::from_fn_with_state(

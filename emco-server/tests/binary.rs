@@ -696,6 +696,8 @@ fn builtin_controllers_register_by_emco_names() {
         // examples/sfc/prerequisites.yaml
         r#"{"metadata":{"name":"sfc"},"spec":{"host":"sfc","port":9056,"type":"action","priority":2}}"#,
         r#"{"metadata":{"name":"sfcclient"},"spec":{"host":"sfcclient","port":9058,"type":"action","priority":2}}"#,
+        // tac's gRPC port (src/tac/config.json)
+        r#"{"metadata":{"name":"tac"},"spec":{"host":"tac","port":9065,"type":"action","priority":1}}"#,
     ] {
         let (status, out) = post(addr, "/v2/controllers", body);
         assert_eq!(status, 201, "{out}");
@@ -1114,13 +1116,23 @@ async fn registered_builtin_controllers_run_in_process() {
         .unwrap()
         .expect("gac's ConfigMap");
     assert!(cm.contains("team: blue"), "{cm}");
-    // Each call is timed by controller and type: the preview's and the instantiate's.
-    let (_, metrics) = request(addr, "GET", "/metrics", "").unwrap();
-    for series in [
-        r#"emco_controller_call_duration_seconds_count{controller="team",type="action"} 2"#,
+    // Each call is timed by controller and type: the preview's, the instantiate's and, for the
+    // action controller, the instantiate's PostEvent (posted in the background once handed over).
+    let series = [
+        r#"emco_controller_call_duration_seconds_count{controller="team",type="action"} 3"#,
         r#"emco_controller_call_duration_seconds_count{controller="hpa-placement-controller-1",type="placement"} 2"#,
-    ] {
-        assert!(metrics.contains(series), "{series}\n{metrics}");
+    ];
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, metrics) = request(addr, "GET", "/metrics", "").unwrap();
+        if series.iter().all(|s| metrics.contains(s)) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{series:?}\n{metrics}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     stop.cancel();
     team.await.unwrap().unwrap();

@@ -5892,6 +5892,242 @@ async fn workflowmgr() {
     workflowmgr_table(&Recorder::default()).await;
 }
 
+// ---- tac: src/tac/api/api.go, intent_handler.go, workers_intent_handler.go, apierrors.go ----
+// The hooks running on a real Temporal server are emco-controllers' tests/instantiate.rs
+// `tac_hooks_hold_and_fail_the_lifecycle_on_temporal`.
+async fn tac_table(rec: &Recorder) {
+    let app = app();
+    run(&app, rec, group_rows()).await;
+    let tac = format!("{DIG}/temporal-action-controller");
+    let workers = format!("{tac}/h1/workers");
+    let hook = |name: &str, point: &str| {
+        json!({"metadata": {"name": name}, "spec": {"hookType": point,
+            "workflowClient": {"clientEndpointName": "wfc", "clientEndpointPort": 9090},
+            "temporal": {"workflowClientName": "backup",
+                "workflowStartOptions": {"ID": "backup-1", "TaskQueue": "Q"}}}})
+    };
+    let stored = |point: &str| {
+        json!({"metadata": meta("h1"), "spec": {"hookType": point,
+        "workflowClient": {"clientEndpointName": "wfc", "clientEndpointPort": 9090},
+        "temporal": {"workflowClientName": "backup",
+            "workflowStartOptions": {"ID": "backup-1", "TaskQueue": "Q",
+                "WorkflowExecutionTimeout": 0, "WorkflowRunTimeout": 0, "WorkflowTaskTimeout": 0,
+                "WorkflowIDReusePolicy": 0, "WorkflowExecutionErrorWhenAlreadyStarted": false,
+                "RetryPolicy": null, "CronSchedule": "", "Memo": null, "SearchAttributes": null},
+            "workflowParams": {}}}})
+    };
+    let worker = json!({"metadata": {"name": "w1"}, "spec": {"startToCloseTimeout": 60,
+        "deploymentIntentGroup": "workers", "compositeApp": "temporal-worker",
+        "compositeAppVersion": "v1"}});
+    let worker_stored = json!({"metadata": meta("w1"), "spec": {"startToCloseTimeout": 60,
+        "deploymentIntentGroup": "workers", "compositeApp": "temporal-worker",
+        "compositeAppVersion": "v1"}});
+    let rows = vec![
+        row(
+            "GET",
+            &tac,
+            None,
+            200,
+            Json(Value::Null),
+            "intent_handler.go: nil slice",
+        ),
+        row(
+            "POST",
+            &tac,
+            Some(hook("h1", "pre-install")),
+            201,
+            Json(stored("pre-install")),
+            "handleTacIntentCreate",
+        ),
+        row(
+            "POST",
+            &tac,
+            Some(hook("h1", "pre-install")),
+            409,
+            Text("workflow hook intent already exists\n"),
+            "apierrors.go",
+        ),
+        row(
+            "POST",
+            &tac,
+            None,
+            400,
+            Text("empty post body\n"),
+            "apierrors.go: io.EOF",
+        ),
+        row(
+            "POST",
+            &tac,
+            Some(json!({"metadata": {"name": 7}})),
+            422,
+            Text("error decoding json body\n"),
+            "apierrors.go",
+        ),
+        row(
+            "POST",
+            &tac,
+            Some(hook("h2", "mid-install")),
+            400,
+            Any,
+            "json-schemas/tac_intent.json: hookType enum",
+        ),
+        row(
+            "GET",
+            format!("{tac}/h1"),
+            None,
+            200,
+            Json(stored("pre-install")),
+            "handleTacIntentGet",
+        ),
+        row(
+            "GET",
+            format!("{tac}/nope"),
+            None,
+            404,
+            Text("Workflow Hook not found\n"),
+            "apierrors.go",
+        ),
+        row(
+            "PUT",
+            format!("{tac}/h1"),
+            Some(hook("h1", "post-install")),
+            201,
+            Json(stored("post-install")),
+            "handleTacIntentPut: createOrUpdate answers 201",
+        ),
+        row(
+            "GET",
+            &tac,
+            None,
+            200,
+            Json(json!([stored("post-install")])),
+            "the list",
+        ),
+        // Workers: workers_intent_handler.go.
+        row(
+            "GET",
+            &workers,
+            None,
+            200,
+            Json(Value::Null),
+            "handleWorkerGet: nil slice",
+        ),
+        row(
+            "POST",
+            &workers,
+            Some(worker.clone()),
+            201,
+            Json(worker_stored.clone()),
+            "handleWorkerCreate",
+        ),
+        row(
+            "GET",
+            format!("{workers}/w1"),
+            None,
+            200,
+            Json(worker_stored.clone()),
+            "handleWorkerGet",
+        ),
+        row(
+            "PUT",
+            format!("{workers}/w1"),
+            Some(worker),
+            201,
+            Json(worker_stored.clone()),
+            "handleWorkerUpdate: 201",
+        ),
+        row(
+            "GET",
+            &workers,
+            None,
+            200,
+            Json(json!([worker_stored])),
+            "handleWorkerGet: the list",
+        ),
+        row(
+            "POST",
+            &workers,
+            Some(json!({"metadata": {"name": "w2"}, "spec": {"startToCloseTimeout": "x"}})),
+            422,
+            Text("error decoding json body\n"),
+            "apierrors.go",
+        ),
+        // Status: the query is a JSON body of the GET.
+        row(
+            "GET",
+            format!("{tac}/h1/status"),
+            None,
+            400,
+            Text("EOF\n"),
+            "handleTemporalWorkflowHookStatus: io.EOF",
+        ),
+        row(
+            "GET",
+            format!("{tac}/h1/status"),
+            Some(json!({"temporalServer": "127.0.0.1:1", "runDescribeWfExec": true})),
+            503,
+            Any,
+            "differs: module GetStatusWorkflowIntent `failed to connect to Temporal server`, 500 \
+             in EMCO",
+        ),
+        row(
+            "POST",
+            format!("{tac}/h1/cancel"),
+            None,
+            400,
+            Text("EOF\n"),
+            "handleTemporalWorkflowHookCancel: io.EOF",
+        ),
+        row(
+            "POST",
+            format!("{tac}/h1/cancel"),
+            Some(json!({"spec": {"temporalServer": ""}})),
+            400,
+            Text(":: Temporal Server endpoint is required.\n"),
+            "handleTemporalWorkflowHookCancel",
+        ),
+        row(
+            "POST",
+            format!("{tac}/nope/cancel"),
+            Some(json!({"spec": {"temporalServer": "127.0.0.1:1"}})),
+            404,
+            Text("Workflow Hook not found\n"),
+            "differs: module CancelWorkflowIntent `Workflow Intent Hook not found`, 500 in EMCO",
+        ),
+        row(
+            "DELETE",
+            format!("{tac}/h1"),
+            None,
+            409,
+            Any,
+            "infra/db Remove: a hook with workers is not deleted",
+        ),
+        row(
+            "DELETE",
+            format!("{workers}/w1"),
+            None,
+            204,
+            Empty,
+            "handleWorkerDelete",
+        ),
+        row(
+            "DELETE",
+            format!("{tac}/h1"),
+            None,
+            204,
+            Empty,
+            "handleTacIntentDelete",
+        ),
+        row("GET", &tac, None, 200, Json(Value::Null), "nil slice again"),
+    ];
+    run(&app, rec, rows).await;
+}
+
+#[tokio::test]
+async fn tac() {
+    tac_table(&Recorder::default()).await;
+}
+
 /// Every route and method served (those of `openapi.yaml` and [`UNDOCUMENTED`]) has at least
 /// one contract row.
 #[tokio::test]
@@ -5908,6 +6144,7 @@ async fn every_route_has_a_row() {
     sfc_table(&rec).await;
     ca_certs_table(&rec).await;
     workflowmgr_table(&rec).await;
+    tac_table(&rec).await;
     let sent = rec.0.into_inner().unwrap();
 
     let doc = emco_go::yaml::parse(emco_server::OPENAPI).unwrap();

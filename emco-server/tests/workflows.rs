@@ -1,6 +1,5 @@
 //! workflowmgr against a real Temporal server (`../shared/temporal`, 1.19.1) and a real workflow
-//! client and worker (examples/workflows/workflowclient.py with this directory's
-//! workflows/worker.py, on Temporal's Python SDK): start, status (running, completed, failed,
+//! client and worker (emco-testkit's `TemporalKit`, on Temporal's Python SDK): start, status (running, completed, failed,
 //! with a query and the history), cancel and terminate, and the answers when the client or the
 //! server cannot be reached. EMCO's behaviour: src/workflowmgr/pkg/module/workflow_intent.go.
 //!
@@ -10,9 +9,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,102 +16,10 @@ use common::call;
 use emco_appcontext::InMemoryResourceStore;
 use emco_orchestrator::Orchestrator;
 use emco_server::{Config, Metrics};
+use emco_testkit::temporal::{TASK_QUEUE, TemporalKit as Kit};
 use serde_json::{Value, json};
 
-const TASK_QUEUE: &str = "EMCO_TEST_Q";
 const DIG: &str = "/v2/projects/p1/composite-apps/ca/v1/deployment-intent-groups/d1";
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Says why the test cannot run: a failure in CI, a skip elsewhere.
-fn missing(what: &str) -> Option<Kit> {
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{what}: the workflow tests cannot run"
-    );
-    eprintln!("SKIPPED: {what}; the workflow tests did not run");
-    None
-}
-
-/// A Temporal server and the workflow client with its worker, stopped when dropped.
-struct Kit {
-    dir: tempfile::TempDir,
-    temporal: String,
-    client_port: u16,
-    worker: Child,
-}
-
-impl Kit {
-    fn start() -> Option<Self> {
-        let kit = workspace().join("../shared/temporal");
-        if !kit.join("start.sh").is_file() {
-            return missing(&format!("{} is missing", kit.display()));
-        }
-        let python = workspace().join(".venv/bin/python");
-        let has_sdk = Command::new(&python)
-            .args(["-c", "import temporalio"])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !has_sdk {
-            return missing("the venv has no temporalio (scripts/test.sh installs it)");
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let out = Command::new("bash")
-            .arg(kit.join("start.sh"))
-            .arg(dir.path().join("temporal"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "start.sh: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let temporal = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-        let mut worker = Command::new(&python)
-            .arg(workspace().join("emco-server/tests/workflows/worker.py"))
-            .args([
-                "--temporal",
-                &temporal,
-                "--port",
-                "0",
-                "--task-queue",
-                TASK_QUEUE,
-            ])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(worker.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let client_port = line
-            .trim()
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("the worker said {line:?}"));
-        Some(Self {
-            dir,
-            temporal,
-            client_port,
-            worker,
-        })
-    }
-}
-
-impl Drop for Kit {
-    fn drop(&mut self) {
-        let _ = self.worker.kill();
-        let _ = self.worker.wait();
-        let _ = Command::new("bash")
-            .arg(workspace().join("../shared/temporal/stop.sh"))
-            .arg(self.dir.path().join("temporal"))
-            .output();
-    }
-}
 
 fn app(call_timeout: Duration) -> axum::Router {
     let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));

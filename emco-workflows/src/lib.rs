@@ -9,13 +9,17 @@
 //! - [`temporal::Temporal`]: a client of a Temporal frontend over Temporal's own gRPC API, every
 //!   call bounded in time.
 //! - [`rest::Workflows`]: the service and its REST routes at EMCO's URLs.
+//! - [`tac::Tac`]: EMCO's Temporal action controller: workflow hooks of a group's lifecycle (an
+//!   action controller, in-process), their workers, status and cancel routes.
 
 pub mod model;
 pub mod rest;
+pub mod tac;
 pub mod temporal;
 
 pub use model::WorkflowIntent;
 pub use rest::{Config, Workflows};
+pub use tac::Tac;
 pub use temporal::{Temporal, Timeouts};
 
 /// An error and its causes on one line.

@@ -33,7 +33,9 @@ use hyper_util::rt::TokioExecutor;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::model::{CancelRequest, StatusQuery, WorkflowIntent};
+use crate::model::{
+    CancelRequest, CancelSpec, ClientEndpoint, StatusQuery, TemporalSpec, WorkflowIntent,
+};
 use crate::temporal::{Temporal, Timeouts};
 use temporalio_protos::temporal::api::workflowservice::v1::DescribeWorkflowExecutionResponse;
 
@@ -62,7 +64,7 @@ pub struct Workflows {
     intents: Arc<Collection<WorkflowIntent>>,
     parent: Arc<KeyPattern>,
     config: Config,
-    http: Client<HttpConnector, Full<Bytes>>,
+    invoker: Invoker,
 }
 
 /// What `GET .../status` answers (`WfTemporalStatusResponse`): Temporal's messages as JSON
@@ -94,7 +96,7 @@ impl Workflows {
             intents: Arc::new(WorkflowIntent::collection(store)),
             parent: Arc::new(KeyPattern::parse(&collection_path())),
             config,
-            http: Client::builder(TokioExecutor::new()).build_http(),
+            invoker: Invoker::new(config.invoke),
         }
     }
 
@@ -104,53 +106,15 @@ impl Workflows {
         self.intents.get(&parent, name).await
     }
 
-    /// Starts the intent's workflow: posts its `spec.temporal` to the workflow client's
-    /// `http://{clientEndpointName}:{clientEndpointPort}/invoke/{workflowClientName}` (module
-    /// workflow_intent.go `StartWorkflowIntent`), which starts it on Temporal and answers 204.
+    /// Starts the intent's workflow through its workflow client (module workflow_intent.go
+    /// `StartWorkflowIntent`, see [`Invoker::start`]).
     ///
     /// # Errors
-    /// Unavailable when the client cannot be reached in time or answers anything but 204.
+    /// As [`Invoker::start`].
     pub async fn start(&self, intent: &WorkflowIntent) -> Result<()> {
-        let client = &intent.spec.client;
-        let host = &client.client_endpoint_name;
-        // Go's net.JoinHostPort: an IPv6 address in brackets.
-        let host = if host.contains(':') {
-            format!("[{host}]")
-        } else {
-            host.clone()
-        };
-        let url = format!(
-            "http://{host}:{}/invoke/{}",
-            client.client_endpoint_port, intent.spec.temporal.workflow_client_name
-        );
-        let uri: http::Uri = url
-            .parse()
-            .map_err(|e| Error::invalid(format!("parse \"{url}\": {e}")))?;
-        let body = serde_json::to_vec(&intent.spec.temporal)
-            .map_err(|e| Error::internal("cannot encode the start request").with_source(e))?;
-        let request = http::Request::post(uri)
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| Error::invalid(format!("parse \"{url}\": {e}")))?;
-        let answer = tokio::time::timeout(self.config.invoke, self.http.request(request))
+        self.invoker
+            .start(&intent.spec.client, &intent.spec.temporal)
             .await
-            .map_err(|_| {
-                Error::unavailable(format!(
-                    "Post \"{url}\": no answer within {}s",
-                    self.config.invoke.as_secs()
-                ))
-            })?
-            .map_err(|e| Error::unavailable(format!("Post \"{url}\": {}", crate::chain(&e))))?;
-        let status = answer.status();
-        if status != StatusCode::NO_CONTENT {
-            // Go's resp.Status and the message's own newline.
-            return Err(Error::unavailable(format!(
-                "HTTP POST returned status code {} {} for URL {url}.\n",
-                status.as_u16(),
-                status.canonical_reason().unwrap_or("")
-            )));
-        }
-        Ok(())
     }
 
     /// What Temporal says of a workflow (module workflow_intent.go `GetStatusWorkflowIntent`):
@@ -174,34 +138,7 @@ impl Workflows {
                 .workflow_start_options
                 .id;
         }
-        let temporal = Temporal::connect(&query.temporal_server, self.config.temporal).await?;
-        let (id, run) = (query.workflow_id.as_str(), query.run_id.as_str());
-        let mut answer = StatusAnswer {
-            workflow_id: query.workflow_id.clone(),
-            run_id: query.run_id.clone(),
-            description: to_json(&DescribeWorkflowExecutionResponse::default())?,
-            history: Vec::new(),
-            query_result: Value::Null,
-        };
-        // workflowmgr describes before it waits; waiting first, the whole answer (description,
-        // history, query) is of the closed workflow, which is what a caller waits for.
-        if query.wait_for_result {
-            temporal
-                .wait_closed(id, run, self.config.temporal.wait)
-                .await?;
-        }
-        if query.describe {
-            answer.description = to_json(&temporal.describe(id, run).await?)?;
-        }
-        if query.history {
-            for event in temporal.history(id, run).await? {
-                answer.history.push(to_json(&event)?);
-            }
-        }
-        if !query.query_type.is_empty() {
-            answer.query_result = temporal.query(id, run, &query.query_type).await?;
-        }
-        Ok(answer)
+        follow(self.config.temporal, &query).await
     }
 
     /// Cancels or terminates the intent's workflow (module workflow_intent.go
@@ -215,20 +152,12 @@ impl Workflows {
         request: &CancelRequest,
     ) -> Result<()> {
         let intent = self.intent(params).await?;
-        let spec = &request.spec;
-        let id = if spec.workflow_id.is_empty() {
-            intent.spec.temporal.workflow_start_options.id.as_str()
-        } else {
-            spec.workflow_id.as_str()
-        };
-        let temporal = Temporal::connect(&spec.temporal_server, self.config.temporal).await?;
-        if spec.terminate {
-            temporal
-                .terminate(id, &spec.run_id, &spec.reason, &spec.details)
-                .await
-        } else {
-            temporal.cancel(id, &spec.run_id).await
-        }
+        stop(
+            self.config.temporal,
+            &intent.spec.temporal.workflow_start_options.id,
+            &request.spec,
+        )
+        .await
     }
 
     /// The routes (see the module's table).
@@ -282,4 +211,127 @@ fn collection_path() -> String {
 fn to_json<T: Serialize>(value: &T) -> Result<Value> {
     serde_json::to_value(value)
         .map_err(|e| Error::internal("cannot encode Temporal's answer").with_source(e))
+}
+
+/// What Temporal says of the workflow `query` names (module workflow_intent.go
+/// `GetStatusWorkflowIntent`, and tac's copy of it): the description, the history and a query's
+/// result as it asks, after waiting (at most [`Timeouts::wait`]) for the workflow to close when it
+/// asks that.
+///
+/// # Errors
+/// Temporal's answer.
+pub async fn follow(timeouts: Timeouts, query: &StatusQuery) -> Result<StatusAnswer> {
+    let temporal = Temporal::connect(&query.temporal_server, timeouts).await?;
+    let (id, run) = (query.workflow_id.as_str(), query.run_id.as_str());
+    let mut answer = StatusAnswer {
+        workflow_id: query.workflow_id.clone(),
+        run_id: query.run_id.clone(),
+        description: to_json(&DescribeWorkflowExecutionResponse::default())?,
+        history: Vec::new(),
+        query_result: Value::Null,
+    };
+    // workflowmgr describes before it waits; waiting first, the whole answer (description,
+    // history, query) is of the closed workflow, which is what a caller waits for.
+    if query.wait_for_result {
+        temporal.wait_closed(id, run, timeouts.wait).await?;
+    }
+    if query.describe {
+        answer.description = to_json(&temporal.describe(id, run).await?)?;
+    }
+    if query.history {
+        for event in temporal.history(id, run).await? {
+            answer.history.push(to_json(&event)?);
+        }
+    }
+    if !query.query_type.is_empty() {
+        answer.query_result = temporal.query(id, run, &query.query_type).await?;
+    }
+    Ok(answer)
+}
+
+/// Cancels or terminates (`spec.terminate`) the workflow `spec.workflowID`, else `intent_id`
+/// (module workflow_intent.go `CancelWorkflowIntent`, and tac's copy of it).
+///
+/// # Errors
+/// Temporal's answer.
+pub async fn stop(timeouts: Timeouts, intent_id: &str, spec: &CancelSpec) -> Result<()> {
+    let id = if spec.workflow_id.is_empty() {
+        intent_id
+    } else {
+        spec.workflow_id.as_str()
+    };
+    let temporal = Temporal::connect(&spec.temporal_server, timeouts).await?;
+    if spec.terminate {
+        temporal
+            .terminate(id, &spec.run_id, &spec.reason, &spec.details)
+            .await
+    } else {
+        temporal.cancel(id, &spec.run_id).await
+    }
+}
+
+/// Posts start requests to workflow clients, each bounded in time.
+#[derive(Debug, Clone)]
+pub struct Invoker {
+    http: Client<HttpConnector, Full<Bytes>>,
+    timeout: Duration,
+}
+
+impl Invoker {
+    /// An invoker whose requests may take `timeout`.
+    #[must_use]
+    pub fn new(timeout: Duration) -> Self {
+        Self {
+            http: Client::builder(TokioExecutor::new()).build_http(),
+            timeout,
+        }
+    }
+
+    /// Starts a workflow: posts `spec` (an intent's `spec.temporal`) to the workflow client's
+    /// `http://{clientEndpointName}:{clientEndpointPort}/invoke/{workflowClientName}`, which
+    /// starts it on Temporal and answers 204.
+    ///
+    /// # Errors
+    /// Unavailable when the client cannot be reached in time or answers anything but 204.
+    pub async fn start(&self, client: &ClientEndpoint, spec: &TemporalSpec) -> Result<()> {
+        let host = &client.client_endpoint_name;
+        // Go's net.JoinHostPort: an IPv6 address in brackets.
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.clone()
+        };
+        let url = format!(
+            "http://{host}:{}/invoke/{}",
+            client.client_endpoint_port, spec.workflow_client_name
+        );
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| Error::invalid(format!("parse \"{url}\": {e}")))?;
+        let body = serde_json::to_vec(spec)
+            .map_err(|e| Error::internal("cannot encode the start request").with_source(e))?;
+        let request = http::Request::post(uri)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| Error::invalid(format!("parse \"{url}\": {e}")))?;
+        let answer = tokio::time::timeout(self.timeout, self.http.request(request))
+            .await
+            .map_err(|_| {
+                Error::unavailable(format!(
+                    "Post \"{url}\": no answer within {}s",
+                    self.timeout.as_secs()
+                ))
+            })?
+            .map_err(|e| Error::unavailable(format!("Post \"{url}\": {}", crate::chain(&e))))?;
+        let status = answer.status();
+        if status != StatusCode::NO_CONTENT {
+            // Go's resp.Status and the message's own newline.
+            return Err(Error::unavailable(format!(
+                "HTTP POST returned status code {} {} for URL {url}.\n",
+                status.as_u16(),
+                status.canonical_reason().unwrap_or("")
+            )));
+        }
+        Ok(())
+    }
 }

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import sys
 import threading
@@ -116,6 +117,8 @@ async def run(temporal: str, port: int, task_queue: str) -> None:
         task_queue=task_queue,
         workflows=list(WORKFLOWS.values()),
         activities=ACTIVITIES,
+        # Activities written as plain functions (blocking HTTP calls) run on threads.
+        activity_executor=concurrent.futures.ThreadPoolExecutor(max_workers=8),
         # Workflows defined in a script are not re-importable by the sandbox.
         workflow_runner=UnsandboxedWorkflowRunner(),
     )
@@ -132,4 +135,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # The workflow modules register in the importable copy of this module, not in __main__.
+    import workflowclient as importable
+    import migrate  # noqa: F401  (registers `migrate`)
+
+    importable.main()

@@ -48,6 +48,8 @@ use emco_core::model::DeploymentIntentGroup;
 use emco_core::{ContextId, DigRef, Error, ErrorKind, Found, Metadata, Result, Validate};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use emco_controller_sdk::controller::Event;
+
 use crate::keys;
 use crate::runtime::Core;
 use crate::state::{
@@ -301,8 +303,9 @@ impl Deployments {
             }
         };
         self.deploy(dig, &record, DigOperation::Instantiate, &ctx, queued)
-            .await
-            .map(drop)
+            .await?;
+        self.post_event(dig, ctx.id(), Event::Instantiate);
+        Ok(())
     }
 
     /// Records `op` deploying `ctx`, a context built for it, over `record` of `dig`, then hands
@@ -395,6 +398,14 @@ impl Deployments {
     }
 
     async fn terminate_once(&self, dig: &ResourceKey) -> Result<()> {
+        // What in-process controllers do before a terminate (tac's pre-termination hooks) runs
+        // while the deployment is still there; a refusal keeps it.
+        let (_, current) = self.checked(dig, DigOperation::Terminate).await?;
+        let (controllers, intents) = self.dig_controllers(dig).await?;
+        self.core
+            .controller_registry()
+            .before_terminate(&controllers, &intents, current)
+            .await?;
         let ctx = self
             .record_on_current(dig, DigOperation::Terminate, OnCurrent::Terminate)
             .await?;
@@ -405,6 +416,26 @@ impl Deployments {
         self.terminate_children(dig).await;
         // Controllers are told after the fact: the deployment is going whatever they answer,
         // and a controller that is down must not keep it on the clusters.
+        if let Err(e) = self
+            .core
+            .controller_registry()
+            .terminate(&controllers, &intents, ctx)
+            .await
+        {
+            tracing::warn!(%dig, ctx, error = %e, "a controller failed to take a terminate");
+        }
+        self.post_event(dig, ctx, Event::Terminate);
+        Ok(())
+    }
+
+    /// The registered controllers and the group's intents (controller name -> intent name).
+    async fn dig_controllers(
+        &self,
+        dig: &ResourceKey,
+    ) -> Result<(
+        Vec<emco_core::model::Controller>,
+        std::collections::BTreeMap<String, String>,
+    )> {
         let intents = build::dig_intents(self, dig).await?;
         let controllers = self
             .core
@@ -412,15 +443,26 @@ impl Deployments {
             .controllers()
             .list(&ResourceKey::root(), &[])
             .await?;
-        if let Err(e) = self
-            .core
-            .controller_registry()
-            .terminate(&controllers, &intents.intents, ctx)
-            .await
-        {
-            tracing::warn!(%dig, ctx, error = %e, "a controller failed to take a terminate");
-        }
-        Ok(())
+        Ok((controllers, intents.intents))
+    }
+
+    /// Posts `event` of context `ctx` to the group's action controllers (EMCO's `PostEvent`:
+    /// tac's post hooks) in the background, once the operation has been handed over; what they
+    /// answer changes nothing, as in EMCO, so a failure is only logged.
+    fn post_event(&self, dig: &ResourceKey, ctx: u64, event: Event) {
+        let (me, dig) = (self.clone(), dig.clone());
+        tokio::spawn(async move {
+            let told = async {
+                let (controllers, intents) = me.dig_controllers(&dig).await?;
+                me.core
+                    .controller_registry()
+                    .post_event(&controllers, &intents, ctx, event)
+                    .await
+            };
+            if let Err(e) = told.await {
+                tracing::warn!(%dig, ctx, ?event, error = %e, "a controller failed to take an event");
+            }
+        });
     }
 
     /// Terminates the contexts controllers deployed for the group's contexts (EMCO's
@@ -525,6 +567,7 @@ impl Deployments {
         let written = self
             .deploy(dig, &record, DigOperation::Update, &ctx, queued)
             .await?;
+        self.post_event(dig, ctx.id(), Event::Update);
         Ok(written.info.latest_revision())
     }
 

@@ -53,6 +53,7 @@ from ._objects import (
     Resource,
 )
 from ._status import AppStatus, ClusterStatus, DriftedField, ResourceStatus, Status
+from ._workflows import HOOK_TYPES
 
 Emco = Union[Client, Orchestrator]
 """Either way in: both have the same methods."""
@@ -86,6 +87,7 @@ __all__ = [
     "Emco",
     "EmcoError",
     "FailedPrecondition",
+    "HOOK_TYPES",
     "Intent",
     "Internal",
     "InvalidArgument",

@@ -37,6 +37,7 @@ from ._base import (
 from ._emco import Context, ControllerServer as _NativeServer, Transport
 from ._errors import EmcoError, NotFound, error_for
 from ._intents import IntentsApi
+from ._workflows import WorkflowsApi
 from ._objects import (
     App,
     Cluster,
@@ -71,7 +72,7 @@ class PlacementController(Protocol):
 Controller = Union[ActionController, PlacementController]
 
 
-class _Api(IntentsApi):
+class _Api(IntentsApi, WorkflowsApi):
     """The methods `Client` and `Orchestrator` share."""
 
     # ---- projects, cluster providers and clusters -----------------------------------------

@@ -505,9 +505,27 @@ impl Env {
     /// # Errors
     /// When the server cannot be reached.
     pub async fn request(&self, method: http::Method, path: &str) -> Result<(u16, Value)> {
+        self.send(method, path, None).await
+    }
+
+    /// One request with an optional JSON `body`; the status code and the body as JSON (a string
+    /// when it is not JSON).
+    ///
+    /// # Errors
+    /// When the server cannot be reached.
+    pub async fn send(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(u16, Value)> {
+        let body = match body {
+            Some(b) => Body::Json(b.to_string().into_bytes()),
+            None => Body::Empty,
+        };
         let r = self
             .client
-            .send(method, path, Body::Empty)
+            .send(method, path, body)
             .await
             .map_err(|e| Error::unavailable(e.to_string()))?;
         let body = serde_json::from_slice(&r.body)

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use emco_core::{Error, Result};
 use emco_e2e::{Backends, DEADLINE, Env, EnvConfig, Phases, load, tgz};
-use emcoctl::client::Body;
 use http::Method;
 use serde_json::{Value, json};
 
@@ -64,11 +63,7 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 
 /// `method path` with a JSON body; the status and the body.
 async fn send(env: &Env, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let body = body.map_or(Body::Empty, |b| Body::Json(serde_json::to_vec(&b).unwrap()));
-    let r = env.client.send(method, path, body).await.unwrap();
-    let value = serde_json::from_slice(&r.body)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&r.body).into_owned()));
-    (r.status, value)
+    env.send(method, path, body.as_ref()).await.unwrap()
 }
 
 /// Replaces the chart of `http-server` with one whose image is `image`.

@@ -11,6 +11,8 @@
 //! # }
 //! ```
 
+pub mod temporal;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,9 +1,11 @@
-"""The workflows of emco-server's workflow tests, served by examples/workflows/workflowclient.py.
+"""The workflows of the workflow tests (emco-testkit's TemporalKit), served by
+examples/workflows/workflowclient.py.
 
 - ``sleep``: sleeps ``activityParams.sleep.seconds`` (a durable timer), answers the query
   ``state`` with ``{"state": "sleeping"}`` meanwhile, and returns ``"slept"``; a cancel ends it
   canceled.
 - ``fail``: fails at once with ``activityParams.fail.message``.
+- ``migrate``: the example of examples/workflows/migrate.py.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../../examples/workflows"))
 
+import migrate  # noqa: E402,F401  (the example's `migrate`)
 import workflowclient  # noqa: E402
 from temporalio import workflow  # noqa: E402
 from temporalio.exceptions import ApplicationError  # noqa: E402

@@ -1,0 +1,71 @@
+"""Workflow intents and tac hooks from Python, embedded and against a server, on a real
+Temporal server with a real workflow client and worker (conftest's `temporal`)."""
+
+import emco
+from conftest import Fleet, Temporal, on, onboard_web
+
+
+def test_a_workflow_intent_starts_is_followed_and_terminated(
+        target: emco.Emco, fleet: Fleet, temporal: Temporal) -> None:
+    fleet.register(target)
+    onboard_web(target, fleet.names)
+    dig = target.create_deployment_intent_group(
+        "p", "web", "v1", "d1", composite_profile="default", logical_cloud="admin",
+        placement={"http-server": on("c1")})
+    nap = target.create_workflow_intent(
+        dig, "nap", "127.0.0.1", temporal.client_port, "sleep", "nap-1", temporal.TASK_QUEUE,
+        params={"sleep": {"seconds": "1"}})
+    assert nap.spec["temporal"]["workflowStartOptions"]["ID"] == "nap-1"
+    assert [i.name for i in target.workflow_intents(dig)] == ["nap"]
+    target.start_workflow(dig, "nap")
+    running = target.workflow_status(dig, "nap", temporal.address, query_type="state")
+    assert running["workflowQueryResult"] == {"state": "sleeping"}
+    done = target.workflow_status(dig, "nap", temporal.address, history=True, wait=True)
+    assert done["workflowExecutionDescription"]["workflow_execution_info"]["status"] == 2
+    assert "WorkflowExecutionCompletedEventAttributes" in done["workflowHistory"][-1]["attributes"]
+
+    target.create_workflow_intent(dig, "long", "127.0.0.1", temporal.client_port, "sleep",
+                                  "long-1", temporal.TASK_QUEUE)
+    target.start_workflow(dig, "long")
+    target.cancel_workflow(dig, "long", temporal.address, terminate=True, reason="enough")
+    ended = target.workflow_status(dig, "long", temporal.address, history=True)
+    attributes = ended["workflowHistory"][-1]["attributes"]
+    assert attributes["WorkflowExecutionTerminatedEventAttributes"]["reason"] == "enough"
+    try:
+        target.start_workflow(dig, "nope")
+        raise AssertionError("a missing intent started")
+    except emco.NotFound:
+        pass
+    target.delete_workflow_intent(dig, "nap")
+    assert [i.name for i in target.workflow_intents(dig)] == ["long"]
+
+
+def test_a_pre_install_hook_holds_and_a_failing_one_fails_the_instantiate(
+        target: emco.Emco, fleet: Fleet, temporal: Temporal) -> None:
+    fleet.register(target)
+    target.register_controller("tac", "tac", 9065)
+    onboard_web(target, fleet.names)
+    dig = target.create_deployment_intent_group(
+        "p", "web", "v1", "d1", composite_profile="default", logical_cloud="admin",
+        placement={"http-server": on("c1")}, intents={"tac": "hooks"})
+    assert "pre-install" in emco.HOOK_TYPES
+    target.create_workflow_hook(dig, "prep", "pre-install", "127.0.0.1", temporal.client_port,
+                                "fail", "prep-1", temporal.TASK_QUEUE,
+                                params={"fail": {"message": "no backup space"}},
+                                temporal_server=temporal.address)
+    assert [h.name for h in target.workflow_hooks(dig)] == ["prep"]
+    target.approve(dig)
+    try:
+        target.instantiate(dig)
+        raise AssertionError("the instantiate went on")
+    except emco.EmcoError as e:
+        assert "no backup space" in str(e), e
+    target.delete_workflow_hook(dig, "prep")
+    target.create_workflow_hook(dig, "prep", "pre-install", "127.0.0.1", temporal.client_port,
+                                "sleep", "prep-2", temporal.TASK_QUEUE,
+                                params={"sleep": {"seconds": "1"}},
+                                temporal_server=temporal.address)
+    target.instantiate(dig)
+    hook = target.workflow_hook_status(dig, "prep", temporal.address)
+    assert hook["workflowExecutionDescription"]["workflow_execution_info"]["status"] == 2
+    assert target.wait(dig, timeout=120).ready

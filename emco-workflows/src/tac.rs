@@ -1,0 +1,366 @@
+//! tac, EMCO's Temporal action controller (src/tac): workflow hooks of a deployment intent
+//! group's lifecycle, and the workers they need.
+//!
+//! Under a DIG, `temporal-action-controller/{tacIntent}` names a workflow (its client and start
+//! request, as a workflowmgr intent) and when it runs: `pre-install`, `post-install`,
+//! `pre-update`, `post-update`, `pre-termination`, `post-termination`. As tac's action
+//! controller, [`Tac`] starts the group's hooks of a point through their workflow clients:
+//! pre-install (or pre-update) when the group's context is built, pre-termination before the
+//! group's resources are removed, the post hooks when the operation has been handed to rsync.
+//!
+//! Beyond EMCO, a hook that names its Temporal server (`spec.temporalServer`, not in EMCO's
+//! schema) is followed there: a pre-hook holds its operation until the workflow closes and fails
+//! it with the workflow's error when it does not complete (EMCO's tac only starts workflows).
+//!
+//! `{tacIntent}/workers/{workers}` names the DIG of a Temporal worker a hook needs (tac's
+//! worker intents); `{tacIntent}/status` and `{tacIntent}/cancel` follow and stop a hook's
+//! workflow as workflowmgr's routes do.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use axum::Router;
+use axum::extract::Path;
+use axum::routing::{get, post};
+use emco_appcontext::ResourceStore;
+use emco_appcontext::collection::Collection;
+use emco_controller_sdk::controller::Event;
+use emco_controller_sdk::intent::Dig;
+use emco_controller_sdk::rest::{
+    ApiError, EmcoJson, KeyPattern, PutStatus, RawBody, Routes, Wording, json_response,
+};
+use emco_controller_sdk::{ActionController, ControllerContext, IntentType};
+use emco_core::{Error, Metadata, Object, Result};
+use http::StatusCode;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{CancelSpec, ClientEndpoint, StatusQuery, TemporalSpec};
+use crate::rest::{Config, Invoker, follow, stop};
+use crate::temporal::Temporal;
+
+/// The hook points, as tac's `hookType` names them.
+pub const HOOK_TYPES: [&str; 6] = [
+    "pre-install",
+    "post-install",
+    "pre-update",
+    "post-update",
+    "pre-termination",
+    "post-termination",
+];
+
+/// The name the DIG's intents and the controller registration give tac.
+pub const TAC: &str = "tac";
+
+/// `DIG/temporal-action-controller/{tacIntent}`: a workflow hook (tac's `WorkflowHookIntent`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Object)]
+// api/intent_handler.go createOrUpdate: json-schemas/tac_intent.json; tac's apierrors.go texts.
+#[object(schema = HOOK_SCHEMA, empty_body = "empty post body",
+    undecodable = undecodable)]
+#[intent(parent = Dig, segment = "temporal-action-controller", param = "tacIntent",
+    wording = hook_wording("Workflow Hook not found", "workflow hook intent already exists"))]
+pub struct WorkflowHook {
+    /// Name and descriptions.
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// When and what.
+    #[serde(default)]
+    pub spec: HookSpec,
+}
+
+/// The `spec` of a [`WorkflowHook`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookSpec {
+    /// One of [`HOOK_TYPES`].
+    #[serde(default)]
+    pub hook_type: String,
+    /// The workflow client.
+    #[serde(default)]
+    pub workflow_client: ClientEndpoint,
+    /// What the client starts.
+    #[serde(default)]
+    pub temporal: TemporalSpec,
+    /// Ours: the Temporal frontend (`host:port`) the workflow runs on; a pre-hook that names it
+    /// holds its operation until the workflow closes.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub temporal_server: String,
+}
+
+/// `.../{tacIntent}/workers/{workers}`: a Temporal worker's DIG (tac's `WorkerIntent`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Object)]
+// api/workers_intent_handler.go: json-schemas/deploy_worker.json; POST and PUT answer 201.
+#[object(schema = WORKER_SCHEMA, empty_body = "empty post body",
+    undecodable = undecodable)]
+#[intent(parent = WorkflowHook, segment = "workers", param = "workers",
+    wording = hook_wording("Worker not found", "Worker already exists"))]
+pub struct WorkerIntent {
+    /// Name and descriptions.
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// The worker's DIG.
+    #[serde(default)]
+    pub spec: WorkerSpec,
+}
+
+/// The `spec` of a [`WorkerIntent`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerSpec {
+    /// How long the worker may take to come up.
+    #[serde(default, rename = "startToCloseTimeout")]
+    pub start_to_close_timeout: i64,
+    /// The worker's deployment intent group (in the hook's project).
+    #[serde(default, rename = "deploymentIntentGroup")]
+    pub dig: String,
+    /// Its composite app.
+    #[serde(default, rename = "compositeApp")]
+    pub composite_app: String,
+    /// Its version.
+    #[serde(default, rename = "compositeAppVersion")]
+    pub composite_app_version: String,
+}
+
+/// The body of `POST .../{tacIntent}/cancel` (`WfhTemporalCancelRequest`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Object)]
+// api/intent_handler.go handleTemporalWorkflowHookCancel: io.EOF a 400 `EOF`, then
+// json-schemas/cancel_request.json (tac's own, unlike workflowmgr's).
+#[object(schema = CANCEL_SCHEMA, empty_body = "EOF", undecodable = str::to_owned)]
+pub struct HookCancelRequest {
+    /// Informational.
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// What to cancel and how.
+    #[serde(default)]
+    pub spec: CancelSpec,
+}
+
+/// The body of `GET .../{tacIntent}/status` (`WfTemporalStatusQuery` as JSON; tac's schema
+/// checks nothing).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusBody {
+    #[serde(default)]
+    temporal_server: String,
+    #[serde(default, rename = "workflowID")]
+    workflow_id: String,
+    #[serde(default, rename = "runID")]
+    run_id: String,
+    #[serde(default)]
+    wait_for_result: bool,
+    #[serde(default)]
+    run_describe_wf_exec: bool,
+    #[serde(default)]
+    get_wf_history: bool,
+    #[serde(default)]
+    query_type: String,
+}
+
+fn undecodable(_: &str) -> String {
+    "error decoding json body".to_owned()
+}
+
+fn hook_wording(not_found: &'static str, exists: &'static str) -> Wording {
+    let mut w = Wording::new(not_found, exists).with_put(PutStatus::Created);
+    w.empty_list = emco_controller_sdk::rest::EmptyList::Null;
+    w
+}
+
+emco_go::schemas! {
+    HOOK_SCHEMA = "../schemas/tac_intent.json";
+    WORKER_SCHEMA = "../schemas/deploy_worker.json";
+    CANCEL_SCHEMA = "../schemas/tac_cancel_request.json";
+}
+
+/// tac: the action controller, calling workflow clients and Temporal servers within its
+/// [`Config`].
+#[derive(Debug, Clone)]
+pub struct Tac {
+    config: Config,
+    invoker: Invoker,
+}
+
+impl Tac {
+    /// tac calling workflow clients and Temporal servers within `config`.
+    #[must_use]
+    pub fn new(config: Config) -> Self {
+        Self {
+            config,
+            invoker: Invoker::new(config.invoke),
+        }
+    }
+
+    /// Runs the hooks of `point` of the DIG `cx` was built for, in creation order: each workflow
+    /// is started through its client and, when the hook names its Temporal server and the point
+    /// is a pre-hook, followed until it closes.
+    ///
+    /// # Errors
+    /// tac's `Failed to run workflow in HOOK hook: NAME: ...` when a start fails; a pre-hook
+    /// whose workflow fails, is cancelled, terminated or times out fails with its error.
+    pub async fn run(&self, cx: &ControllerContext, point: &str) -> Result<()> {
+        let dig = cx.dig_key().await?;
+        let hooks = WorkflowHook::collection(Arc::clone(cx.resource_store()?))
+            .list(&dig, &[])
+            .await?;
+        for hook in hooks.iter().filter(|h| h.spec.hook_type == point) {
+            let name = &hook.metadata.name;
+            tracing::info!(%dig, hook = %name, point, "starting a workflow hook");
+            self.invoker
+                .start(&hook.spec.workflow_client, &hook.spec.temporal)
+                .await
+                .map_err(|e| {
+                    Error::new(
+                        e.kind(),
+                        format!(
+                            "Failed to run workflow in {point} hook: {name}: {}",
+                            e.message()
+                        ),
+                    )
+                })?;
+            if point.starts_with("pre-") && !hook.spec.temporal_server.is_empty() {
+                self.hold(hook, point).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until `hook`'s workflow closes; an error unless it completed.
+    async fn hold(&self, hook: &WorkflowHook, point: &str) -> Result<()> {
+        let id = &hook.spec.temporal.workflow_start_options.id;
+        let name = &hook.metadata.name;
+        let temporal = Temporal::connect(&hook.spec.temporal_server, self.config.temporal).await?;
+        let closed = temporal
+            .wait_closed(id, "", self.config.temporal.wait)
+            .await?;
+        tracing::info!(hook = %name, point, workflow = %id, status = closed.status, "a workflow hook closed");
+        if closed.completed() {
+            return Ok(());
+        }
+        Err(Error::failed_precondition(format!(
+            "{point} hook {name}: workflow {id} {}: {}",
+            closed.status.to_lowercase(),
+            closed.message.as_deref().unwrap_or("no reason given")
+        )))
+    }
+
+    /// The routes over `store`: hooks (`POST`, `GET`, `PUT`, `DELETE`), their workers, `status`
+    /// and `cancel`.
+    pub fn routes<S: Clone + Send + Sync + 'static>(
+        &self,
+        store: Arc<dyn ResourceStore>,
+    ) -> Router<S> {
+        let collection = format!("/v2{}", WorkflowHook::collection_path());
+        let hooks = Routes::<WorkflowHook>::new(&collection, WorkflowHook::PARAM)
+            .serve(WorkflowHook::collection(Arc::clone(&store)));
+        let workers = Routes::<WorkerIntent>::new(
+            format!("/v2{}", WorkerIntent::collection_path()),
+            WorkerIntent::PARAM,
+        )
+        .serve(WorkerIntent::collection(Arc::clone(&store)));
+        let item = format!("{collection}/{{{}}}", WorkflowHook::PARAM);
+        let found = Found {
+            hooks: Arc::new(WorkflowHook::collection(store)),
+            parent: Arc::new(KeyPattern::parse(&WorkflowHook::collection_path())),
+        };
+
+        let (t, f) = (self.clone(), found.clone());
+        let status = move |Path(params): Path<HashMap<String, String>>, RawBody(body): RawBody| async move {
+            if body.iter().all(u8::is_ascii_whitespace) {
+                return Err(Error::invalid("EOF").into());
+            }
+            let b: StatusBody = emco_go::json::from_slice(&body).map_err(|e| {
+                ApiError::with_status(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
+            })?;
+            let mut query = StatusQuery {
+                temporal_server: b.temporal_server,
+                workflow_id: b.workflow_id,
+                run_id: b.run_id,
+                wait_for_result: b.wait_for_result,
+                describe: b.run_describe_wf_exec,
+                history: b.get_wf_history,
+                query_type: b.query_type,
+            };
+            if query.workflow_id.is_empty() {
+                query.workflow_id = f
+                    .hook(&params)
+                    .await?
+                    .spec
+                    .temporal
+                    .workflow_start_options
+                    .id;
+            }
+            let answer = follow(t.config.temporal, &query).await.map_err(tac_text)?;
+            Ok::<_, ApiError>(json_response(StatusCode::OK, &answer))
+        };
+        let (t, f) = (self.clone(), found);
+        let cancel = move |Path(params): Path<HashMap<String, String>>, RawBody(body): RawBody| async move {
+            let request = EmcoJson::<HookCancelRequest>::parse(&body)?;
+            if request.spec.temporal_server.is_empty() {
+                return Err(Error::invalid(":: Temporal Server endpoint is required.").into());
+            }
+            let hook = f.hook(&params).await?;
+            let id = &hook.spec.temporal.workflow_start_options.id;
+            stop(t.config.temporal, id, &request.spec).await?;
+            Ok::<_, ApiError>(StatusCode::NO_CONTENT)
+        };
+        hooks
+            .merge(workers)
+            .route(&format!("{item}/status"), get(status))
+            .route(&format!("{item}/cancel"), post(cancel))
+    }
+}
+
+/// The hook a route names.
+#[derive(Debug, Clone)]
+struct Found {
+    hooks: Arc<Collection<WorkflowHook>>,
+    parent: Arc<KeyPattern>,
+}
+
+impl Found {
+    async fn hook(&self, params: &HashMap<String, String>) -> Result<WorkflowHook> {
+        let parent = self.parent.key(params)?;
+        let name = params.get(WorkflowHook::PARAM).map_or("", String::as_str);
+        self.hooks.get(&parent, name).await
+    }
+}
+
+/// tac's module words workflowmgr's status errors in lower case, and its "got no result" without
+/// the period (src/tac/pkg/module/intent.go).
+fn tac_text(e: Error) -> Error {
+    let message = e.message();
+    let mut chars = message.chars();
+    let Some(first) = chars.next() else { return e };
+    let mut text: String = first.to_lowercase().chain(chars).collect();
+    if text.starts_with("got no result") {
+        text = text.trim_end_matches('.').to_owned();
+    }
+    Error::new(e.kind(), text)
+}
+
+#[async_trait]
+impl ActionController for Tac {
+    /// tac's `UpdateAppContext`: the pre-update hooks of an update, else the pre-install hooks.
+    async fn update(&self, cx: &mut ControllerContext) -> Result<()> {
+        let point = if cx.update_from().is_some() {
+            "pre-update"
+        } else {
+            "pre-install"
+        };
+        self.run(cx, point).await
+    }
+
+    /// The pre-termination hooks run before the group's resources are removed.
+    async fn before_terminate(&self, cx: &mut ControllerContext) -> Result<()> {
+        self.run(cx, "pre-termination").await
+    }
+
+    /// tac's `PostEvent`: the post hooks of the operation.
+    async fn post_event(&self, cx: &mut ControllerContext, event: Event) -> Result<()> {
+        let point = match event {
+            Event::Instantiate => "post-install",
+            Event::Terminate => "post-termination",
+            Event::Update => "post-update",
+        };
+        self.run(cx, point).await
+    }
+}
