@@ -2,9 +2,11 @@
 # Runs every check and test of emco-rs on a fresh Debian machine with Rust and Python 3.11.
 #
 # Installs what is missing (Debian's etcd and protoc, a Python venv with the nx-27017 MongoDB
-# wire-protocol server, maturin, pytest and mypy), starts etcd and nx-27017 on free loopback ports with
-# temporary data dirs, exports their addresses to the tests, runs fmt, clippy and every test
-# (Rust, then the Python package emco-py, then a short fuzz run), and stops what it started, also when a step fails.
+# wire-protocol server, maturin, pytest, mypy and Temporal's SDK temporalio), starts etcd and nx-27017
+# on free loopback ports with temporary data dirs, exports their addresses to the tests, runs fmt,
+# clippy and every test (Rust, then the Python package emco-py, then a short fuzz run), and stops
+# what it started, also when a step fails. The workflow tests start their own Temporal servers
+# (../shared/temporal) and workflow workers, as the real-cluster tier starts ../shared/kube's.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -56,7 +58,7 @@ fi
 step "emco-py: pip install ./emco-py" env MATURIN_PEP517_ARGS="--profile dev" \
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall ./emco-py
 step "emco-py: mypy --strict" "$VENV/bin/mypy" --strict emco-py/python/emco emco-py/tests \
-  examples/python
+  examples/python examples/workflows tests/testkit/workflows
 # The tests above built kubesim and emco-server with the workspace's features; a build of either
 # alone would rebuild them with their own.
 if [ -x target/debug/kubesim ] && [ -x target/debug/emco-server ]; then

@@ -11,7 +11,18 @@ from typing import Iterator, List
 import pytest
 
 import emco
-from conftest import ADMIN_TOKEN, ALICE_TOKEN, PROVIDER, ROOT, Fleet, Server, on, web_group
+from conftest import (
+    ADMIN_TOKEN,
+    ALICE_TOKEN,
+    PROVIDER,
+    ROOT,
+    Fleet,
+    Server,
+    Temporal,
+    _start_server,
+    on,
+    web_group,
+)
 
 try:
     from playwright.sync_api import Locator, Page, expect, sync_playwright
@@ -345,3 +356,39 @@ def test_the_rollout_timeline_names_a_cluster_that_left(
             assert fleet.get("c3", DEPLOYMENT) is None
     finally:
         fleet.stop()
+
+
+def test_a_groups_workflows_show_their_state_and_history(
+    tmp_path: Path, fleet: Fleet, temporal: Temporal, browser: Browser
+) -> None:
+    """The group's workflow intents and tac hooks with what the server's --temporal-server
+    says of them; an intent started from the page."""
+    page = browser.page
+    for server in _start_server(tmp_path, "--temporal-server", temporal.address):
+        with emco.Client(server.url) as client:
+            dig = web_group(client, fleet)
+            client.create_workflow_intent(dig, "backup", "127.0.0.1", temporal.client_port,
+                                          "sleep", "backup-1", temporal.TASK_QUEUE,
+                                          params={"sleep": {"seconds": "1"}})
+            client.create_workflow_hook(dig, "cleanup", "post-termination", "127.0.0.1",
+                                        temporal.client_port, "sleep", "cleanup-1",
+                                        temporal.TASK_QUEUE)
+            page.goto(f"{server.url}/ui/#/dig/p/web/v1/d1")
+            row = page.locator('#workflows-table tr[data-workflow="backup"]')
+            # Temporal does not know the workflow yet.
+            expect(row).to_contain_text("Not started")
+            browser.expected.append("404")
+            row.locator("button[data-start]").click()
+            expect(page.locator("#message")).to_contain_text("workflow backup started")
+            client.workflow_status(dig, "backup", temporal.address, wait=True)
+            page.click("#workflows-refresh")
+            expect(row).to_contain_text("Completed")
+            row.locator("details summary").click()
+            expect(row.locator("ol.events")).to_contain_text("WorkflowExecutionCompleted")
+            hook = page.locator('#workflows-table tr[data-workflow="cleanup"]')
+            expect(hook).to_contain_text("post-termination")
+            expect(hook).to_contain_text("Not started")
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "workflows.png"), full_page=True)
+            # The page's status streams end before this server stops.
+            page.goto("about:blank")

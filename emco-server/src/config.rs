@@ -97,9 +97,15 @@ struct Cli {
     /// registered with; `false` calls every registered controller over gRPC [default: true].
     #[arg(long, env = "EMCO_BUILTIN_CONTROLLERS", action = clap::ArgAction::Set)]
     builtin_controllers: Option<bool>,
-    /// How long one controller call may take, seconds [default: 60].
+    /// How long one controller call may take, seconds [default: 60]; it bounds how long a tac
+    /// pre-hook may hold its operation.
     #[arg(long, env = "EMCO_CONTROLLER_TIMEOUT_SECONDS")]
     controller_timeout_seconds: Option<u64>,
+    /// The Temporal frontend (`host:port`) workflow status and cancel requests ask when they
+    /// name none, and tac hooks are followed on when they name none (then every pre-hook holds
+    /// its operation until its workflow completes) [default: none].
+    #[arg(long, env = "EMCO_TEMPORAL_SERVER")]
+    temporal_server: Option<String>,
     /// At most this many cluster requests of rsync in flight in all [default: 256].
     #[arg(long, env = "EMCO_RSYNC_CONCURRENCY")]
     rsync_concurrency: Option<usize>,
@@ -201,6 +207,7 @@ struct FileConfig {
     drain_seconds: Option<u64>,
     builtin_controllers: Option<bool>,
     controller_timeout_seconds: Option<u64>,
+    temporal_server: Option<String>,
     rsync_concurrency: Option<usize>,
     rsync_cluster_concurrency: Option<usize>,
     rsync_max_retries: Option<u32>,
@@ -479,7 +486,13 @@ impl Config {
                 Some(mib) => mib.saturating_mul(1024 * 1024),
                 None => d.store_cache,
             },
-            workflows: d.workflows,
+            workflows: emco_workflows::Config {
+                temporal_server: cli
+                    .temporal_server
+                    .or(file.temporal_server)
+                    .filter(|s| !s.is_empty()),
+                ..d.workflows
+            },
             listen: cli.listen.or(file.listen).unwrap_or(d.listen),
             grpc_listen: cli
                 .grpc_listen

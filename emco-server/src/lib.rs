@@ -136,7 +136,7 @@ fn dtc_subs() -> Actions {
 
 /// The built-in controllers ([`BUILTIN_CONTROLLERS`]); tac calls workflow clients and Temporal
 /// servers within `workflows`.
-fn builtin_controllers(workflows: emco_workflows::Config) -> (Actions, Placements) {
+fn builtin_controllers(workflows: &emco_workflows::Config) -> (Actions, Placements) {
     let dtc = dtc_subs()
         .into_iter()
         .fold(Dtc::new(), |dtc, (name, sub)| dtc.with_sub(name, sub));
@@ -147,7 +147,7 @@ fn builtin_controllers(workflows: emco_workflows::Config) -> (Actions, Placement
         (OVNACTION, Arc::new(Ovnaction)),
         (SFC, Arc::new(Sfc)),
         (SFC_CLIENT, Arc::new(SfcClient)),
-        (TAC, Arc::new(emco_workflows::Tac::new(workflows))),
+        (TAC, Arc::new(emco_workflows::Tac::new(workflows.clone()))),
     ];
     let placements: Placements = vec![(
         HPA_PLACEMENT,
@@ -181,7 +181,7 @@ pub async fn serve_controller(
         )));
     }
     let stores = open_stores(config).await?;
-    let (actions, placements) = builtin_controllers(config.workflows);
+    let (actions, placements) = builtin_controllers(&config.workflows);
     let server = emco_controller_sdk::Server::builder(Arc::clone(&stores.appcontext))
         .name(name)
         .resources(Arc::clone(stores.resources()?))
@@ -363,7 +363,7 @@ pub fn orchestrator_with(
 ) -> Result<Orchestrator, Error> {
     let builtin = config.builtin_controllers;
     let timeout = config.controller_timeout;
-    let workflows = config.workflows;
+    let workflows = config.workflows.clone();
     let backoff = Backoff {
         max_retries: config.rsync_max_retries,
         max_delay: config.rsync_max_backoff,
@@ -388,7 +388,7 @@ pub fn orchestrator_with(
             if !builtin {
                 return more(registry);
             }
-            let (actions, placements) = builtin_controllers(workflows);
+            let (actions, placements) = builtin_controllers(&workflows);
             for (name, c) in actions {
                 registry = registry.with_action(name, c);
             }
@@ -587,8 +587,11 @@ pub fn app_with(
         .saturating_add(2 * 1024 * 1024);
     let controllers = controller_routes(orch.store(), config.max_upload)
         .layer(DefaultBodyLimit::max(upload_limit))
-        .merge(emco_workflows::Workflows::new(Arc::clone(orch.store()), config.workflows).routes())
-        .merge(emco_workflows::Tac::new(config.workflows).routes(Arc::clone(orch.store())));
+        .merge(
+            emco_workflows::Workflows::new(Arc::clone(orch.store()), config.workflows.clone())
+                .routes(),
+        )
+        .merge(emco_workflows::Tac::new(config.workflows.clone()).routes(Arc::clone(orch.store())));
     let orch_metrics = orch.clone();
     let dashboard = ui::routes(orch.clone(), auth.clone());
     let guard = axum::middleware::from_fn_with_state(

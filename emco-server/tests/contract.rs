@@ -6071,6 +6071,15 @@ async fn tac_table(rec: &Recorder) {
              in EMCO",
         ),
         row(
+            "GET",
+            format!("{tac}/h1/status?temporalServer=127.0.0.1:1&queryParams=x"),
+            None,
+            400,
+            Text("Unknown query parameter: queryParams\n"),
+            "ours: without a body the query reads as workflowmgr's buildStatusQuery (a \
+             browser's GET has no body); io.EOF in EMCO",
+        ),
+        row(
             "POST",
             format!("{tac}/h1/cancel"),
             None,

@@ -21,9 +21,11 @@ use serde_json::{Value, json};
 
 const DIG: &str = "/v2/projects/p1/composite-apps/ca/v1/deployment-intent-groups/d1";
 
-fn app(call_timeout: Duration) -> axum::Router {
+/// The application; `temporal_server` is its `--temporal-server`.
+fn app(call_timeout: Duration, temporal_server: Option<String>) -> axum::Router {
     let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
     let mut config = Config::default();
+    config.workflows.temporal_server = temporal_server;
     config.workflows.temporal.call = call_timeout;
     config.workflows.temporal.wait = Duration::from_secs(60);
     config.workflows.invoke = call_timeout;
@@ -104,7 +106,7 @@ async fn post(app: &axum::Router, path: &str, body: Option<Value>) -> (u16, Stri
 #[tokio::test]
 async fn workflow_intents_start_and_follow_workflows_on_temporal() {
     let Some(kit) = Kit::start() else { return };
-    let app = app(Duration::from_secs(10));
+    let app = app(Duration::from_secs(10), Some(kit.temporal.clone()));
     group(&app).await;
 
     // A workflow that sleeps 3 s: running and answering its query, then completed.
@@ -194,6 +196,13 @@ async fn workflow_intents_start_and_follow_workflows_on_temporal() {
     assert_eq!(kind, "WorkflowExecutionTerminatedEventAttributes");
     assert_eq!(terminated["reason"], "operator gave up");
 
+    // Without temporalServer the server's --temporal-server is asked.
+    let path = format!("{DIG}/temporal-workflow-intents/nap/status?runDescribeWfExec=true");
+    let (code, text) = send(&app, "GET", &path, None).await;
+    assert_eq!(code, 200, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(execution_status(&answer), 2, "{answer}");
+
     // Temporal's own refusals keep their meaning: an unknown workflow is a 404.
     let path = format!(
         "{DIG}/temporal-workflow-intents/nap/status?temporalServer={}&workflowID=none&\
@@ -219,7 +228,7 @@ async fn workflow_intents_start_and_follow_workflows_on_temporal() {
 /// A client endpoint or Temporal server that does not answer is an error in bounded time.
 #[tokio::test]
 async fn silent_clients_and_servers_fail_in_bounded_time() {
-    let app = app(Duration::from_secs(2));
+    let app = app(Duration::from_secs(2), None);
     group(&app).await;
     // Accepts connections and never answers.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -102,9 +102,10 @@ function classOf(word) {
   switch (word) {
     case "Applied": case "Ready": case "Instantiated": case "Available": case "Reachable":
     case "reachable": case "Created": case "Approved": case "Updated": case "Succeeded":
+    case "Completed":
       return "ok";
     case "Failed": case "InstantiateFailed": case "TerminateFailed": case "UpdateFailed":
-    case "unreachable": case "RolledBack":
+    case "unreachable": case "RolledBack": case "Terminated": case "TimedOut":
       return "bad";
     case "Progressing": case "Baking": case "WaitingForApproval": case "Paused":
       return "warn";
@@ -372,6 +373,7 @@ async function dig(project, ca, version, name) {
     + '<label><input type="checkbox" id="problems"> Only clusters with problems</label>'
     + '<div id="rollout"></div>'
     + '<div class="matrix" id="matrix"></div><div id="detail"></div>'
+    + '<section id="workflows"></section>'
     + '<h2>History</h2><div id="history"></div>';
 
   const render = () => {
@@ -588,6 +590,53 @@ async function dig(project, ca, version, name) {
     el.className = `message ${cls}`;
     el.textContent = text;
   };
+
+  // The group's Temporal workflows: workflowmgr's intents and tac's hooks, each with what its
+  // Temporal server says (the hook's own server, else the server's --temporal-server).
+  const eventName = (e) => Object.keys(e.attributes || {})[0]?.replace(/EventAttributes$/, "") || `event ${e.event_type}`;
+  const workflowRow = async (kind, w, base) => {
+    const r = await api("GET", `${base}/status?runDescribeWfExec=true&getWfHistory=true`);
+    const info = r.ok && r.json ? r.json.workflowExecutionDescription?.workflow_execution_info : null;
+    const states = ["", "Running", "Completed", "Failed", "Canceled", "Terminated", "ContinuedAsNew", "TimedOut"];
+    // Temporal answers 404 for a workflow it does not know: not started yet.
+    const word = info ? states[info.status] || "Unknown" : r.status === 404 ? "Not started" : "Unknown";
+    const id = w.spec.temporal?.workflowStartOptions?.ID || "";
+    const when = kind === "hook" ? w.spec.hookType : "intent";
+    let html = `<tr data-workflow="${esc(w.metadata.name)}"><td>${esc(w.metadata.name)}</td><td>${esc(when)}</td><td>${esc(id)}</td>`
+      + `<td>${badge(word)}${info && info.start_time ? ` <span class="muted">${esc(info.start_time)}</span>` : ""}`
+      + `${r.ok || r.status === 404 ? "" : `<br><span class="why">${esc(r.text.trim())}</span>`}</td><td>`;
+    if (kind === "intent") html += `<button type="button" data-start="${esc(w.metadata.name)}">Start</button> `;
+    const events = (r.ok && r.json && r.json.workflowHistory) || [];
+    if (events.length) {
+      html += `<details><summary>History (${events.length})</summary><ol class="events">`
+        + events.map((e) => `<li>${esc(eventName(e))} <span class="muted">${esc(e.event_time || "")}</span></li>`).join("")
+        + "</ol></details>";
+    }
+    return `${html}</td></tr>`;
+  };
+  const renderWorkflows = async () => {
+    const el = document.getElementById("workflows");
+    const intents = (await api("GET", `${rest}/temporal-workflow-intents`)).json || [];
+    const hooks = (await api("GET", `${rest}/temporal-action-controller`)).json || [];
+    if (!intents.length && !hooks.length) { el.innerHTML = ""; return; }
+    const rows = await Promise.all([
+      ...intents.map((w) => workflowRow("intent", w, `${rest}/temporal-workflow-intents/${encodeURIComponent(w.metadata.name)}`)),
+      ...hooks.map((w) => workflowRow("hook", w, `${rest}/temporal-action-controller/${encodeURIComponent(w.metadata.name)}`)),
+    ]);
+    el.innerHTML = '<h2>Workflows <button type="button" id="workflows-refresh">Refresh</button></h2>'
+      + '<table id="workflows-table"><thead><tr><th>Name</th><th>When</th><th>Workflow</th><th>State</th><th></th></tr></thead><tbody>'
+      + rows.join("") + "</tbody></table>";
+  };
+  document.getElementById("workflows").addEventListener("click", async (e) => {
+    if (e.target.id === "workflows-refresh") { await renderWorkflows(); return; }
+    const start = e.target.closest("button[data-start]");
+    if (!start) return;
+    const r = await api("POST", `${rest}/temporal-workflow-intents/${encodeURIComponent(start.dataset.start)}/start`);
+    if (r.ok) showMessage(`workflow ${start.dataset.start} started`, "ok");
+    else showMessage(`start refused (${r.status}): ${r.text.trim()}`, "bad");
+    await renderWorkflows();
+  });
+  renderWorkflows();
 
   // Live: the server pushes the full status whenever it changes, for both views.
   for (const kind of ["deployed", "ready"]) {

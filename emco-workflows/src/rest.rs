@@ -39,9 +39,12 @@ use crate::model::{
 use crate::temporal::{Temporal, Timeouts};
 use temporalio_protos::temporal::api::workflowservice::v1::DescribeWorkflowExecutionResponse;
 
-/// How long workflowmgr's outside calls may take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The Temporal server to ask by default, and how long outside calls may take.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
+    /// The Temporal frontend (`host:port`) a status or cancel that names none asks, and a
+    /// tac hook that names none is followed on; `None`: they must name one (as in EMCO).
+    pub temporal_server: Option<String>,
     /// Calls to a Temporal server.
     pub temporal: Timeouts,
     /// The POST to a workflow client's `/invoke/{client}`.
@@ -51,8 +54,21 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Self {
+            temporal_server: None,
             temporal: Timeouts::default(),
             invoke: Duration::from_secs(30),
+        }
+    }
+}
+
+impl Config {
+    /// `named`, else the default server, else nothing (empty).
+    #[must_use]
+    pub fn server<'a>(&'a self, named: &'a str) -> &'a str {
+        if named.is_empty() {
+            self.temporal_server.as_deref().unwrap_or_default()
+        } else {
+            named
         }
     }
 }
@@ -63,7 +79,7 @@ impl Default for Config {
 pub struct Workflows {
     intents: Arc<Collection<WorkflowIntent>>,
     parent: Arc<KeyPattern>,
-    config: Config,
+    config: Arc<Config>,
     invoker: Invoker,
 }
 
@@ -95,8 +111,8 @@ impl Workflows {
         Self {
             intents: Arc::new(WorkflowIntent::collection(store)),
             parent: Arc::new(KeyPattern::parse(&collection_path())),
-            config,
             invoker: Invoker::new(config.invoke),
+            config: Arc::new(config),
         }
     }
 
@@ -127,18 +143,13 @@ impl Workflows {
     pub async fn status(
         &self,
         params: &HashMap<String, String>,
-        mut query: StatusQuery,
+        query: StatusQuery,
     ) -> Result<StatusAnswer> {
-        if query.workflow_id.is_empty() {
-            query.workflow_id = self
-                .intent(params)
-                .await?
-                .spec
-                .temporal
-                .workflow_start_options
-                .id;
-        }
-        follow(self.config.temporal, &query).await
+        let id = async {
+            let intent = self.intent(params).await?;
+            Ok(intent.spec.temporal.workflow_start_options.id)
+        };
+        follow_defaulted(&self.config, query, id).await
     }
 
     /// Cancels or terminates the intent's workflow (module workflow_intent.go
@@ -152,10 +163,12 @@ impl Workflows {
         request: &CancelRequest,
     ) -> Result<()> {
         let intent = self.intent(params).await?;
+        let mut spec = request.spec.clone();
+        spec.temporal_server = self.config.server(&spec.temporal_server).to_owned();
         stop(
             self.config.temporal,
             &intent.spec.temporal.workflow_start_options.id,
-            &request.spec,
+            &spec,
         )
         .await
     }
@@ -192,7 +205,7 @@ impl Workflows {
         let w = self.clone();
         let cancel = move |Path(params): Path<HashMap<String, String>>, RawBody(body): RawBody| async move {
             let request = EmcoJson::<CancelRequest>::parse(&body)?;
-            if request.spec.temporal_server.is_empty() {
+            if w.config.server(&request.spec.temporal_server).is_empty() {
                 return Err(Error::invalid(":: Temporal Server endpoint is required.").into());
             }
             w.cancel(&params, &request).await?;
@@ -247,6 +260,23 @@ pub async fn follow(timeouts: Timeouts, query: &StatusQuery) -> Result<StatusAns
         answer.query_result = temporal.query(id, run, &query.query_type).await?;
     }
     Ok(answer)
+}
+
+/// [`follow`] with what `query` leaves out filled in: the workflow id `intent_id` gives (an
+/// intent's, read only when needed) and the default Temporal server.
+///
+/// # Errors
+/// `intent_id`'s; Temporal's answer.
+pub(crate) async fn follow_defaulted(
+    config: &Config,
+    mut query: StatusQuery,
+    intent_id: impl Future<Output = Result<String>>,
+) -> Result<StatusAnswer> {
+    if query.workflow_id.is_empty() {
+        query.workflow_id = intent_id.await?;
+    }
+    query.temporal_server = config.server(&query.temporal_server).to_owned();
+    follow(config.temporal, &query).await
 }
 
 /// Cancels or terminates (`spec.terminate`) the workflow `spec.workflowID`, else `intent_id`

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use axum::Router;
-use axum::extract::Path;
+use axum::extract::{Path, Query};
 use axum::routing::{get, post};
 use emco_appcontext::ResourceStore;
 use emco_appcontext::collection::Collection;
@@ -36,7 +36,7 @@ use http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{CancelSpec, ClientEndpoint, StatusQuery, TemporalSpec};
-use crate::rest::{Config, Invoker, follow, stop};
+use crate::rest::{Config, Invoker, follow_defaulted, stop};
 use crate::temporal::Temporal;
 
 /// The hook points, as tac's `hookType` names them.
@@ -81,8 +81,9 @@ pub struct HookSpec {
     /// What the client starts.
     #[serde(default)]
     pub temporal: TemporalSpec,
-    /// Ours: the Temporal frontend (`host:port`) the workflow runs on; a pre-hook that names it
-    /// holds its operation until the workflow closes.
+    /// Ours: the Temporal frontend (`host:port`) the workflow runs on (else the server's
+    /// `--temporal-server`); a pre-hook followed on one holds its operation until the workflow
+    /// closes.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub temporal_server: String,
 }
@@ -175,7 +176,7 @@ emco_go::schemas! {
 /// [`Config`].
 #[derive(Debug, Clone)]
 pub struct Tac {
-    config: Config,
+    config: Arc<Config>,
     invoker: Invoker,
 }
 
@@ -184,8 +185,8 @@ impl Tac {
     #[must_use]
     pub fn new(config: Config) -> Self {
         Self {
-            config,
             invoker: Invoker::new(config.invoke),
+            config: Arc::new(config),
         }
     }
 
@@ -216,18 +217,19 @@ impl Tac {
                         ),
                     )
                 })?;
-            if point.starts_with("pre-") && !hook.spec.temporal_server.is_empty() {
-                self.hold(hook, point).await?;
+            let server = self.config.server(&hook.spec.temporal_server);
+            if point.starts_with("pre-") && !server.is_empty() {
+                self.hold(hook, point, server).await?;
             }
         }
         Ok(())
     }
 
     /// Waits until `hook`'s workflow closes; an error unless it completed.
-    async fn hold(&self, hook: &WorkflowHook, point: &str) -> Result<()> {
+    async fn hold(&self, hook: &WorkflowHook, point: &str, server: &str) -> Result<()> {
         let id = &hook.spec.temporal.workflow_start_options.id;
         let name = &hook.metadata.name;
-        let temporal = Temporal::connect(&hook.spec.temporal_server, self.config.temporal).await?;
+        let temporal = Temporal::connect(server, self.config.temporal).await?;
         let closed = temporal
             .wait_closed(id, "", self.config.temporal.wait)
             .await?;
@@ -263,40 +265,47 @@ impl Tac {
         };
 
         let (t, f) = (self.clone(), found.clone());
-        let status = move |Path(params): Path<HashMap<String, String>>, RawBody(body): RawBody| async move {
-            if body.iter().all(u8::is_ascii_whitespace) {
-                return Err(Error::invalid("EOF").into());
-            }
-            let b: StatusBody = emco_go::json::from_slice(&body).map_err(|e| {
-                ApiError::with_status(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
-            })?;
-            let mut query = StatusQuery {
-                temporal_server: b.temporal_server,
-                workflow_id: b.workflow_id,
-                run_id: b.run_id,
-                wait_for_result: b.wait_for_result,
-                describe: b.run_describe_wf_exec,
-                history: b.get_wf_history,
-                query_type: b.query_type,
+        let status = move |Path(params): Path<HashMap<String, String>>,
+                           Query(pairs): Query<Vec<(String, String)>>,
+                           RawBody(body): RawBody| async move {
+            let query = if body.iter().all(u8::is_ascii_whitespace) {
+                // Ours: a GET with a query (a browser's fetch sends no body) reads as
+                // workflowmgr's; without either it is tac's io.EOF.
+                if pairs.is_empty() {
+                    return Err(Error::invalid("EOF").into());
+                }
+                StatusQuery::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?
+            } else {
+                let b: StatusBody = emco_go::json::from_slice(&body).map_err(|e| {
+                    ApiError::with_status(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
+                })?;
+                StatusQuery {
+                    temporal_server: b.temporal_server,
+                    workflow_id: b.workflow_id,
+                    run_id: b.run_id,
+                    wait_for_result: b.wait_for_result,
+                    describe: b.run_describe_wf_exec,
+                    history: b.get_wf_history,
+                    query_type: b.query_type,
+                }
             };
-            if query.workflow_id.is_empty() {
-                query.workflow_id = f
-                    .hook(&params)
-                    .await?
-                    .spec
-                    .temporal
-                    .workflow_start_options
-                    .id;
-            }
-            let answer = follow(t.config.temporal, &query).await.map_err(tac_text)?;
+            let id = async {
+                let hook = f.hook(&params).await?;
+                Ok(hook.spec.temporal.workflow_start_options.id)
+            };
+            let answer = follow_defaulted(&t.config, query, id)
+                .await
+                .map_err(tac_text)?;
             Ok::<_, ApiError>(json_response(StatusCode::OK, &answer))
         };
         let (t, f) = (self.clone(), found);
         let cancel = move |Path(params): Path<HashMap<String, String>>, RawBody(body): RawBody| async move {
-            let request = EmcoJson::<HookCancelRequest>::parse(&body)?;
-            if request.spec.temporal_server.is_empty() {
+            let mut request = EmcoJson::<HookCancelRequest>::parse(&body)?;
+            let server = t.config.server(&request.spec.temporal_server).to_owned();
+            if server.is_empty() {
                 return Err(Error::invalid(":: Temporal Server endpoint is required.").into());
             }
+            request.spec.temporal_server = server;
             let hook = f.hook(&params).await?;
             let id = &hook.spec.temporal.workflow_start_options.id;
             stop(t.config.temporal, id, &request.spec).await?;
@@ -325,9 +334,18 @@ impl Found {
 }
 
 /// tac's module words workflowmgr's status errors in lower case, and its "got no result" without
-/// the period (src/tac/pkg/module/intent.go).
+/// the period (src/tac/pkg/module/intent.go); other errors keep their texts.
 fn tac_text(e: Error) -> Error {
+    const WORKFLOWMGR: [&str; 4] = [
+        "Failed to connect to Temporal server",
+        "Query failed",
+        "Got no result",
+        "Failed to get result",
+    ];
     let message = e.message();
+    if !WORKFLOWMGR.iter().any(|p| message.starts_with(p)) {
+        return e;
+    }
     let mut chars = message.chars();
     let Some(first) = chars.next() else { return e };
     let mut text: String = first.to_lowercase().chain(chars).collect();
@@ -362,5 +380,33 @@ impl ActionController for Tac {
             Event::Update => "post-update",
         };
         self.run(cx, point).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// src/tac/pkg/module/intent.go words workflowmgr's texts in lower case.
+    #[test]
+    fn tac_words_status_errors_as_its_module() {
+        let cases = [
+            (
+                "Failed to connect to Temporal server (h:1). Error: refused",
+                "failed to connect to Temporal server (h:1). Error: refused",
+            ),
+            (
+                "Got no result for query (state).",
+                "got no result for query (state)",
+            ),
+            (
+                "Query failed (state). Error: x",
+                "query failed (state). Error: x",
+            ),
+            ("Workflow Hook not found", "Workflow Hook not found"),
+        ];
+        for (from, to) in cases {
+            assert_eq!(tac_text(Error::unavailable(from)).message(), to);
+        }
     }
 }

@@ -89,6 +89,10 @@ def wait_ready(p: dict[str, str], cluster: str) -> None:
                            f"{p.get('readySeconds', '300')}s ({seen})", non_retryable=True)
 
 
+#: How long one placement change (two REST calls) may take.
+STEP = timedelta(seconds=120)
+
+
 @workflow.defn(name="migrate")
 class Migrate:
     @workflow.run
@@ -96,18 +100,19 @@ class Migrate:
         p = ((spec.get("workflowParams") or {}).get("activityParams") or {}).get("migrate") or {}
         ready = float(p.get("readySeconds", "300"))
         once = RetryPolicy(maximum_attempts=1)
-        step = {"start_to_close_timeout": timedelta(seconds=120)}
-        await workflow.execute_activity(place, args=[p, [p["from"], p["to"]]], **step)
+        await workflow.execute_activity(place, args=[p, [p["from"], p["to"]]],
+                                        start_to_close_timeout=STEP)
         try:
             await workflow.execute_activity(
                 wait_ready, args=[p, p["to"]], retry_policy=once,
                 start_to_close_timeout=timedelta(seconds=ready + 30),
                 heartbeat_timeout=timedelta(seconds=30))
         except ActivityError as e:
-            await workflow.execute_activity(place, args=[p, [p["from"]]], **step)
+            await workflow.execute_activity(place, args=[p, [p["from"]]],
+                                            start_to_close_timeout=STEP)
             raise ApplicationError(f"rolled back to {p['from']}: {e.cause or e}",
                                    non_retryable=True) from e
-        await workflow.execute_activity(place, args=[p, [p["to"]]], **step)
+        await workflow.execute_activity(place, args=[p, [p["to"]]], start_to_close_timeout=STEP)
         return f"moved {p['app']} from {p['from']} to {p['to']}"
 
 
