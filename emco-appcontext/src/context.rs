@@ -804,11 +804,7 @@ impl AppContext {
     /// The record of the rollout that deploys this context in waves (`rollout/`), with its
     /// revision for [`AppContext::put_rollout`]; `None` when it is deployed at once.
     pub async fn rollout<T: DeserializeOwned>(&self) -> Result<Option<(T, u64)>> {
-        let key = self.key("rollout/");
-        match self.store.get(&key).await? {
-            Some(kv) => Ok(Some((parse(&key, &kv.value)?, kv.mod_revision))),
-            None => Ok(None),
-        }
+        self.versioned("rollout/").await
     }
 
     /// Writes the rollout record if it is still at `revision` (0: there is none yet); returns
@@ -817,9 +813,46 @@ impl AppContext {
     /// # Errors
     /// `Conflict` when another writer changed it since; the store's errors.
     pub async fn put_rollout<T: Serialize>(&self, record: &T, revision: u64) -> Result<u64> {
+        self.put_versioned("rollout/", record, revision).await
+    }
+
+    /// The JSON record at `suffix` of this context with its revision.
+    async fn versioned<T: DeserializeOwned>(&self, suffix: &str) -> Result<Option<(T, u64)>> {
+        let key = self.key(suffix);
+        match self.store.get(&key).await? {
+            Some(kv) => Ok(Some((parse(&key, &kv.value)?, kv.mod_revision))),
+            None => Ok(None),
+        }
+    }
+
+    /// Writes the JSON record at `suffix` if it is still at `revision`; the new revision.
+    async fn put_versioned<T: Serialize>(
+        &self,
+        suffix: &str,
+        record: &T,
+        revision: u64,
+    ) -> Result<u64> {
         self.store
-            .compare_and_set(&self.key("rollout/"), json(record)?, revision)
+            .compare_and_set(&self.key(suffix), json(record)?, revision)
             .await
+    }
+
+    /// The holds in-process controllers took on this context's hand-over to rsync (`holds/`,
+    /// ours), with the record's revision for [`AppContext::put_holds`].
+    ///
+    /// # Errors
+    /// The store's errors; InvalidArgument when it does not parse.
+    pub async fn holds<T: DeserializeOwned>(&self) -> Result<Option<(T, u64)>> {
+        self.versioned("holds/").await
+    }
+
+    /// Writes the holds record if it is still at `revision` (0: there is none yet); returns the
+    /// new revision.
+    ///
+    /// # Errors
+    /// `Conflict` when another writer changed it since; the store's errors.
+    pub async fn put_holds<T: Serialize>(&self, record: &T, revision: u64) -> Result<u64> {
+        self.put_versioned("holds/", record, revision).await
     }
 
     /// The event queue, oldest first.

@@ -64,4 +64,10 @@ pub trait Deployer: std::fmt::Debug + Send + Sync + 'static {
     /// As [`Deployer::get`]; `FailedPrecondition` where the cluster cannot be read live (a
     /// GitOps cluster).
     async fn list(&self, cluster: &str, what: &ObjectRef) -> Result<Vec<Value>>;
+
+    /// Whether it deploys nothing (a preview's): a controller then changes nothing outside the
+    /// context either.
+    fn read_only(&self) -> bool {
+        false
+    }
 }

@@ -385,6 +385,27 @@ impl ControllerRegistry {
         Ok(())
     }
 
+    /// Waits for `hold` of context `context_id` through the in-process controller that took it
+    /// ([`ActionController::await_hold`](crate::ActionController::await_hold)); not bounded by
+    /// the call timeout: the controller bounds its own wait.
+    ///
+    /// # Errors
+    /// `FailedPrecondition` when no in-process action controller has the hold's name; the
+    /// controller's error.
+    pub async fn await_hold(
+        &self,
+        context_id: u64,
+        hold: &emco_core::lifecycle::hold::Hold,
+    ) -> Result<()> {
+        let Some(Target::Action(runner)) = self.in_process.get(&hold.controller) else {
+            return Err(Error::failed_precondition(format!(
+                "no in-process action controller {:?} to wait for its hold ({})",
+                hold.controller, hold.description
+            )));
+        };
+        runner.await_hold(&context_id.to_string(), hold).await
+    }
+
     /// Runs `call` under the timeout and turns its outcome into an error naming the controller.
     async fn guarded<F>(&self, what: &str, c: &Controller, target: &Target, call: F) -> Result<()>
     where

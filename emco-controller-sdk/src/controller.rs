@@ -11,7 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use emco_appcontext::ResourceStore;
 pub use emco_appcontext::{Deployer, ObjectRef, Stores};
-use emco_core::{Error, Result};
+use emco_core::{Error, ErrorKind, Result};
 
 use crate::handle::ContextHandle;
 
@@ -60,6 +60,22 @@ pub trait ActionController: Send + Sync + 'static {
     /// Any error refuses the terminate with the error's message.
     async fn before_terminate(&self, cx: &mut ControllerContext) -> Result<()> {
         let _ = cx;
+        Ok(())
+    }
+
+    /// Waits until `hold`, one this controller took with [`ControllerContext::hold`], is done
+    /// (in-process only); the context is handed to rsync once every hold is. Called again by
+    /// the next process when this one dies while waiting, so it must be safe to repeat. The
+    /// default has nothing to wait for.
+    ///
+    /// # Errors
+    /// Any error fails the hold: the context is not handed over, and its status says why.
+    async fn await_hold(
+        &self,
+        cx: &mut ControllerContext,
+        hold: &emco_core::lifecycle::hold::Hold,
+    ) -> Result<()> {
+        let _ = (cx, hold);
         Ok(())
     }
 
@@ -183,6 +199,45 @@ impl ControllerContext {
                 "this controller was started without a resource synchronizer",
             )
         })
+    }
+
+    /// Whether this call builds a preview's scratch context: the controller should then change
+    /// nothing outside the context (start no workflow, call no outside system).
+    #[must_use]
+    pub fn previewing(&self) -> bool {
+        self.deployer.as_ref().is_some_and(|d| d.read_only())
+    }
+
+    /// Holds the context's hand-over to rsync (ours, in-process controllers only): the
+    /// orchestrator records the operation, then calls `controller`'s
+    /// [`ActionController::await_hold`] with this hold, and hands the context over once every
+    /// hold is released; a hold that fails keeps it from the clusters. The hold is in the
+    /// context, so a process that dies while waiting leaves it to the next.
+    ///
+    /// # Errors
+    /// The store's errors.
+    pub async fn hold(
+        &self,
+        controller: &str,
+        what: serde_json::Value,
+        description: impl Into<String>,
+    ) -> Result<()> {
+        use emco_core::lifecycle::hold::{Hold, Holds};
+        let ctx = self.handle.app_context();
+        let hold = Hold {
+            controller: controller.to_owned(),
+            what,
+            description: description.into(),
+            ..Hold::default()
+        };
+        loop {
+            let (mut holds, revision) = ctx.holds::<Holds>().await?.unwrap_or_default();
+            holds.holds.push(hold.clone());
+            match ctx.put_holds(&holds, revision).await {
+                Err(e) if e.kind() == ErrorKind::Conflict => {}
+                done => return done.map(drop),
+            }
+        }
     }
 
     /// The stores this call works on (the context's, the resource store, the synchronizer): to
@@ -323,6 +378,20 @@ impl ActionRunner {
         let mut cx = open(&self.stores, id, "", None).await?;
         self.controller.before_terminate(&mut cx).await?;
         cx.handle_mut().commit().await
+    }
+
+    /// [`ActionController::await_hold`] of `hold` for the context `app_context`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad id; the controller's and the store's errors.
+    pub async fn await_hold(
+        &self,
+        app_context: &str,
+        hold: &emco_core::lifecycle::hold::Hold,
+    ) -> Result<()> {
+        let id = required_context_id("app_context", app_context)?;
+        let mut cx = open(&self.stores, id, "", None).await?;
+        self.controller.await_hold(&mut cx, hold).await
     }
 
     /// `PostEvent` for the context `app_context`.

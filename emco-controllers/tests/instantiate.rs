@@ -1558,13 +1558,39 @@ async fn tac_hook(
         .unwrap();
 }
 
+/// The holds of the group's deployed context, as its status answers them.
+async fn holds(w: &World, dig: &DigRef) -> Vec<emco_core::lifecycle::hold::Hold> {
+    let ctx = w.context(dig).await;
+    ctx.holds::<emco_core::lifecycle::hold::Holds>()
+        .await
+        .unwrap()
+        .map(|(h, _)| h.holds)
+        .unwrap_or_default()
+}
+
+/// Waits until the first hold of the group's context is no longer holding; the hold.
+async fn hold_ended(w: &World, dig: &DigRef) -> emco_core::lifecycle::hold::Hold {
+    use emco_core::lifecycle::hold::HoldState;
+    let end = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let now = holds(w, dig).await;
+        if let Some(h) = now.first().filter(|h| h.state != HoldState::Holding) {
+            return h.clone();
+        }
+        assert!(tokio::time::Instant::now() < end, "still held: {now:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// tac's workflow hooks on a real Temporal server (`../shared/temporal`) with a real workflow
-/// client and worker: a pre-install hook holds the instantiate until its workflow completes, a
-/// failing one fails the instantiate with the workflow's error (nothing deployed, the group
-/// still approved), a pre-termination hook runs before the resources go and a post-termination
-/// hook after (src/tac/internal/action/action.go; the holding is ours).
+/// client and worker: a pre-install hook holds the instantiate's hand-over to rsync until its
+/// workflow completes (the group is recorded at once), a failing one keeps the context from the
+/// clusters with the workflow's error, a hold outlives the orchestrator that took it (the next
+/// one waits again and deploys), a pre-termination hook runs before the resources go and a
+/// post-termination hook after (src/tac/internal/action/action.go; the holding is ours).
 #[tokio::test]
 async fn tac_hooks_hold_and_fail_the_lifecycle_on_temporal() {
+    use emco_core::lifecycle::hold::HoldState;
     use emco_workflows::temporal::{Temporal, Timeouts};
     let Some(kit) = emco_testkit::temporal::TemporalKit::start() else {
         return;
@@ -1584,7 +1610,8 @@ async fn tac_hooks_hold_and_fail_the_lifecycle_on_temporal() {
         }
     };
 
-    // A pre-install hook of 2 s: when the instantiate returns, its workflow has completed.
+    // A pre-install hook of 2 s: the instantiate is recorded at once, the context handed over
+    // once the workflow completed.
     let dig = w.dig("d-hold", on("c1"), &[("tac", "hooks")]).await;
     let sleep2 = json!({"sleep": {"seconds": "2"}});
     tac_hook(
@@ -1596,15 +1623,23 @@ async fn tac_hooks_hold_and_fail_the_lifecycle_on_temporal() {
         sleep2,
     )
     .await;
-    let started = std::time::Instant::now();
     w.orch.deployments().instantiate(&dig).await.unwrap();
-    assert!(
-        started.elapsed() >= Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
+    assert_eq!(w.state(&dig).await, DigState::Instantiated);
+    assert_eq!(status("prep-1").await, "Running");
+    let held = holds(&w, &dig).await;
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(held[0].state, HoldState::Holding);
+    assert_eq!(
+        held[0].description,
+        format!("pre-install hook prep: workflow prep-1 on {}", kit.temporal)
     );
-    assert_eq!(status("prep-1").await, "Completed");
     let ctx = w.context(&dig).await;
+    assert!(
+        ctx.event_queue().await.unwrap().is_empty(),
+        "handed over while held"
+    );
+    assert_eq!(hold_ended(&w, &dig).await.state, HoldState::Released);
+    assert_eq!(status("prep-1").await, "Completed");
     w.wait_object("c1", DEPLOYMENT, &ctx, |_| true).await;
 
     // Terminate: the pre-termination hook completes while the Deployment is still there, the
@@ -1637,7 +1672,7 @@ async fn tac_hooks_hold_and_fail_the_lifecycle_on_temporal() {
         .unwrap();
     assert!(closed.completed(), "{closed:?}");
 
-    // A failing pre-install hook fails the instantiate with the workflow's error.
+    // A failing pre-install hook keeps the context from the clusters, saying why.
     let dig = w.dig("d-fail", on("c2"), &[("tac", "hooks")]).await;
     let failing = json!({"fail": {"message": "backup target is full"}});
     tac_hook(
@@ -1649,18 +1684,58 @@ async fn tac_hooks_hold_and_fail_the_lifecycle_on_temporal() {
         failing,
     )
     .await;
-    let e = w.orch.deployments().instantiate(&dig).await.unwrap_err();
-    let text = e.to_string();
-    assert!(text.contains("controller tac"), "{text}");
-    assert!(
-        text.contains("pre-install hook backup: workflow backup-1 failed: backup target is full"),
-        "{text}"
+    w.orch.deployments().instantiate(&dig).await.unwrap();
+    let failed = hold_ended(&w, &dig).await;
+    assert_eq!(failed.state, HoldState::Failed);
+    assert_eq!(
+        failed.message,
+        "pre-install hook backup: workflow backup-1 failed: backup target is full"
     );
-    assert_eq!(w.state(&dig).await, DigState::Approved);
+    let ctx = w.context(&dig).await;
+    assert_eq!(
+        ctx.status().await.unwrap(),
+        Some(AppContextStatus::InstantiateFailed)
+    );
+    assert!(ctx.event_queue().await.unwrap().is_empty());
     assert!(
         w.object("c2", "apps/v1", "Deployment", "web")
             .await
             .is_none()
     );
+
+    // The orchestrator stops while a hold waits: the next one, on the same stores, waits
+    // again and deploys.
+    let dig = w.dig("d-restart", on("c3"), &[("tac", "hooks")]).await;
+    let sleep3 = json!({"sleep": {"seconds": "3"}});
+    tac_hook(
+        &w,
+        &kit,
+        &dig,
+        ("migrate-db", "pre-install"),
+        ("sleep", "db-1"),
+        sleep3,
+    )
+    .await;
+    w.orch.deployments().instantiate(&dig).await.unwrap();
+    w.cancel.cancel();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(status("db-1").await, "Completed");
+    let ctx = w.context(&dig).await;
+    assert!(
+        ctx.event_queue().await.unwrap().is_empty(),
+        "the stopped one handed over"
+    );
+    assert_eq!(holds(&w, &dig).await[0].state, HoldState::Holding);
+    let next = w.restarted_with(move |r| {
+        r.with_action(
+            "tac",
+            Arc::new(emco_workflows::Tac::new(emco_workflows::Config::default())),
+        )
+    });
+    let cancel = CancellationToken::new();
+    next.start(cancel.clone()).await.unwrap();
+    assert_eq!(hold_ended(&w, &dig).await.state, HoldState::Released);
+    w.wait_object("c3", DEPLOYMENT, &ctx, |_| true).await;
+    cancel.cancel();
     w.stop().await;
 }

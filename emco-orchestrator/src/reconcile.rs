@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use emco_appcontext::ResourceKey;
+use emco_core::lifecycle::hold::Holds;
 use emco_core::lifecycle::{DigState, RsyncEvent, StateInfo};
 use emco_core::{ErrorKind, Result};
 
@@ -76,11 +77,26 @@ impl Orchestrator {
                 let ctx =
                     emco_appcontext::AppContext::load(Arc::clone(self.core.contexts()), context)
                         .await?;
-                if ctx
+                let waves = ctx
                     .rollout::<emco_core::rollout::RolloutRun>()
                     .await?
-                    .is_some()
-                {
+                    .is_some();
+                if let Some((holds, _)) = ctx.holds::<Holds>().await? {
+                    if holds.failed().is_some() {
+                        return Ok(false);
+                    }
+                    if holds.pending().next().is_some() {
+                        tracing::warn!(key = %seen.key, ctx = context, "waiting again for the holds of a context");
+                        let from = match event {
+                            RsyncEvent::Update => previous_context(&seen.info, context),
+                            _ => None,
+                        };
+                        let how = crate::lifecycle::hold::HandOver { from, waves };
+                        self.deployments().release_later(&seen.key, context, how);
+                        return Ok(true);
+                    }
+                }
+                if waves {
                     tracing::warn!(key = %seen.key, ctx = context, "resuming a rollout a crash left unstarted");
                     self.deployments().start_rollout(&ctx).await?;
                     return Ok(true);

@@ -1070,6 +1070,13 @@ impl Status {
                 .latest_rollout_of(&full.states)
                 .await?
                 .map(|(_, run, _)| Box::new(run));
+            if let Some(ctx) = self.core.load_context(&full.states).await? {
+                full.holds = ctx
+                    .holds::<emco_core::lifecycle::hold::Holds>()
+                    .await?
+                    .map(|(h, _)| h.holds)
+                    .unwrap_or_default();
+            }
         }
         Ok(out)
     }

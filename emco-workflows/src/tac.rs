@@ -31,6 +31,7 @@ use emco_controller_sdk::rest::{
     ApiError, EmcoJson, KeyPattern, PutStatus, RawBody, Routes, Wording, json_response,
 };
 use emco_controller_sdk::{ActionController, ControllerContext, IntentType};
+use emco_core::lifecycle::hold::Hold;
 use emco_core::{Error, Metadata, Object, Result};
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -172,32 +173,62 @@ emco_go::schemas! {
     CANCEL_SCHEMA = "../schemas/tac_cancel_request.json";
 }
 
+/// What a held operation waits for: a pre-hook's workflow to complete (a hold's `what`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Awaited {
+    point: String,
+    hook: String,
+    #[serde(rename = "workflowID")]
+    workflow_id: String,
+    temporal_server: String,
+}
+
+impl Awaited {
+    fn describe(&self) -> String {
+        format!(
+            "{} hook {}: workflow {} on {}",
+            self.point, self.hook, self.workflow_id, self.temporal_server
+        )
+    }
+}
+
 /// tac: the action controller, calling workflow clients and Temporal servers within its
 /// [`Config`].
 #[derive(Debug, Clone)]
 pub struct Tac {
+    name: String,
     config: Arc<Config>,
     invoker: Invoker,
 }
 
 impl Tac {
-    /// tac calling workflow clients and Temporal servers within `config`.
+    /// tac, registered as [`TAC`], calling workflow clients and Temporal servers within
+    /// `config`.
     #[must_use]
     pub fn new(config: Config) -> Self {
         Self {
+            name: TAC.to_owned(),
             invoker: Invoker::new(config.invoke),
             config: Arc::new(config),
         }
     }
 
     /// Runs the hooks of `point` of the DIG `cx` was built for, in creation order: each workflow
-    /// is started through its client and, when the hook names its Temporal server and the point
-    /// is a pre-hook, followed until it closes.
+    /// is started through its client and, for a pre-hook followed on a Temporal server (its own
+    /// or the default), held for: pre-install and pre-update by a hold on the new context (the
+    /// operation is recorded and the context handed over once the workflow completed, also by
+    /// the next process), pre-termination here, before anything is recorded. A preview starts
+    /// nothing.
     ///
     /// # Errors
     /// tac's `Failed to run workflow in HOOK hook: NAME: ...` when a start fails; a pre-hook
     /// whose workflow fails, is cancelled, terminated or times out fails with its error.
     pub async fn run(&self, cx: &ControllerContext, point: &str) -> Result<()> {
+        if cx.previewing() {
+            tracing::debug!(point, "a preview starts no workflow hook");
+            return Ok(());
+        }
         let dig = cx.dig_key().await?;
         let hooks = WorkflowHook::collection(Arc::clone(cx.resource_store()?))
             .list(&dig, &[])
@@ -218,27 +249,45 @@ impl Tac {
                     )
                 })?;
             let server = self.config.server(&hook.spec.temporal_server);
-            if point.starts_with("pre-") && !server.is_empty() {
-                self.hold(hook, point, server).await?;
+            if !point.starts_with("pre-") || server.is_empty() {
+                continue;
+            }
+            let awaited = Awaited {
+                point: point.to_owned(),
+                hook: name.clone(),
+                workflow_id: hook.spec.temporal.workflow_start_options.id.clone(),
+                temporal_server: server.to_owned(),
+            };
+            if point == "pre-termination" {
+                // Nothing is recorded before a terminate: it waits here.
+                self.wait(&awaited).await?;
+            } else {
+                let what = serde_json::to_value(&awaited)
+                    .map_err(|e| Error::internal("cannot encode a hold").with_source(e))?;
+                cx.hold(&self.name, what, awaited.describe()).await?;
             }
         }
         Ok(())
     }
 
-    /// Waits until `hook`'s workflow closes; an error unless it completed.
-    async fn hold(&self, hook: &WorkflowHook, point: &str, server: &str) -> Result<()> {
-        let id = &hook.spec.temporal.workflow_start_options.id;
-        let name = &hook.metadata.name;
-        let temporal = Temporal::connect(server, self.config.temporal).await?;
+    /// Waits until the workflow of `awaited` closes; an error unless it completed.
+    async fn wait(&self, awaited: &Awaited) -> Result<()> {
+        let Awaited {
+            point,
+            hook,
+            workflow_id: id,
+            temporal_server,
+        } = awaited;
+        let temporal = Temporal::connect(temporal_server, self.config.temporal).await?;
         let closed = temporal
             .wait_closed(id, "", self.config.temporal.wait)
             .await?;
-        tracing::info!(hook = %name, point, workflow = %id, status = closed.status, "a workflow hook closed");
+        tracing::info!(%hook, %point, workflow = %id, status = closed.status, "a workflow hook closed");
         if closed.completed() {
             return Ok(());
         }
         Err(Error::failed_precondition(format!(
-            "{point} hook {name}: workflow {id} {}: {}",
+            "{point} hook {hook}: workflow {id} {}: {}",
             closed.status.to_lowercase(),
             closed.message.as_deref().unwrap_or("no reason given")
         )))
@@ -365,6 +414,13 @@ impl ActionController for Tac {
             "pre-install"
         };
         self.run(cx, point).await
+    }
+
+    /// A pre-hook's hold: done when its workflow completed.
+    async fn await_hold(&self, _cx: &mut ControllerContext, hold: &Hold) -> Result<()> {
+        let awaited: Awaited = serde_json::from_value(hold.what.clone())
+            .map_err(|e| Error::invalid(format!("not a hold of tac: {e}")))?;
+        self.wait(&awaited).await
     }
 
     /// The pre-termination hooks run before the group's resources are removed.

@@ -17,6 +17,7 @@
 
 pub mod appcontext;
 pub mod dig;
+pub mod hold;
 
 pub use appcontext::{
     AppContextStatus, ClusterReadiness, EventStatuses, ResourceEvent, RsyncEvent, RsyncStatus,

@@ -312,6 +312,10 @@ pub struct DigStatus {
     /// The rollout of the context reported on, when it is rolled out in waves (ours).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<Box<crate::rollout::RolloutRun>>,
+    /// What holds the context reported on from the clusters (ours: tac's pre-hooks): each hold
+    /// with its state, and why it failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holds: Vec<crate::lifecycle::hold::Hold>,
     /// Per app, cluster and resource; absent with `output=summary`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub apps: Vec<AppStatus>,

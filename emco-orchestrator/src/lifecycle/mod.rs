@@ -28,6 +28,7 @@
 //! may go to any revision since the last instantiate but the current one.
 
 mod build;
+pub(crate) mod hold;
 mod preview;
 mod render;
 mod rollout;
@@ -295,8 +296,13 @@ impl Deployments {
             ctx.discard().await;
             return Err(e);
         }
+        let held = hold::is_held(&ctx).await?;
         let queued = async {
-            if waves {
+            if held {
+                let how = hold::HandOver { from: None, waves };
+                self.release_later(dig, ctx.id(), how);
+                Ok(())
+            } else if waves {
                 self.start_rollout(&ctx).await
             } else {
                 self.core.rsync().instantiate(ctx.id()).await
@@ -557,8 +563,16 @@ impl Deployments {
         let ctx = build::build_context(self, dig, &group, Some(old)).await?;
         let waves = self.plan_if_rolled_out(named, Some(old), &ctx).await?;
         let _held = self.core.handover.lock(dig).await;
+        let held = hold::is_held(&ctx).await?;
         let queued = async {
-            if waves {
+            if held {
+                let how = hold::HandOver {
+                    from: Some(old),
+                    waves,
+                };
+                self.release_later(dig, ctx.id(), how);
+                Ok(())
+            } else if waves {
                 self.start_rollout(&ctx).await
             } else {
                 self.core.rsync().update(old, ctx.id()).await

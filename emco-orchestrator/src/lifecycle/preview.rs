@@ -52,6 +52,10 @@ impl Deployer for ReadOnly {
     async fn list(&self, cluster: &str, what: &ObjectRef) -> Result<Vec<Value>> {
         self.0.list(cluster, what).await
     }
+
+    fn read_only(&self) -> bool {
+        true
+    }
 }
 
 impl Deployments {

@@ -31,6 +31,16 @@ use tokio_util::sync::CancellationToken;
 /// The cluster provider a world registers its clusters under.
 pub const PROVIDER: &str = "edge";
 
+/// The registry `registry` makes of the tests' base one (gRPC connections time out after 10 s)
+/// over the orchestrator's stores.
+fn on_stores(
+    registry: impl FnOnce(ControllerRegistry) -> ControllerRegistry + Send + 'static,
+) -> impl FnOnce(Stores) -> ControllerRegistry + Send + 'static {
+    move |stores| {
+        registry(ControllerRegistry::new(stores).with_connect_timeout(Duration::from_secs(10)))
+    }
+}
+
 /// rsync tuned for tests: retries from 50 ms up to 500 ms, without end, polling every 100 ms.
 #[must_use]
 pub fn fast_rsync(builder: RsyncBuilder) -> RsyncBuilder {
@@ -101,9 +111,7 @@ impl WorldBuilder {
         mut self,
         registry: impl FnOnce(ControllerRegistry) -> ControllerRegistry + Send + 'static,
     ) -> Self {
-        self.controllers = Some(Box::new(move |stores| {
-            registry(ControllerRegistry::new(stores).with_connect_timeout(Duration::from_secs(10)))
-        }));
+        self.controllers = Some(Box::new(on_stores(registry)));
         self
     }
 
@@ -287,10 +295,23 @@ impl World {
     /// When it cannot be built.
     #[must_use]
     pub fn restarted(&self) -> Orchestrator {
+        self.restarted_with(|r| r)
+    }
+
+    /// [`Self::restarted`] with the in-process controllers `registry` adds.
+    ///
+    /// # Panics
+    /// When it cannot be built.
+    #[must_use]
+    pub fn restarted_with(
+        &self,
+        registry: impl FnOnce(ControllerRegistry) -> ControllerRegistry + Send + 'static,
+    ) -> Orchestrator {
         Orchestrator::builder(Arc::clone(self.orch.store()))
             .contexts(Arc::clone(self.orch.contexts()))
             .rsync(fast_rsync)
             .reconcile_grace(Duration::ZERO)
+            .controllers(on_stores(registry))
             .build()
             .expect("the orchestrator builds")
     }
