@@ -334,17 +334,8 @@ impl ControllerRegistry {
         intents: &BTreeMap<String, String>,
         context_id: u64,
     ) -> Result<()> {
-        for c in Self::participants(controllers, intents, ControllerKind::Action) {
-            match self.action(c, context_id, Call::Terminate, "", None).await {
-                // As EMCO's orchestrator: a controller without the call is not a failure, and
-                // the controllers after it are still told.
-                Err(e) if unimplemented(&e) => {
-                    tracing::debug!(controller = %c.metadata.name, "it does not serve TerminateAppContext");
-                }
-                r => r?,
-            }
-        }
-        Ok(())
+        self.tell(controllers, intents, context_id, Call::Terminate)
+            .await
     }
 
     /// Asks the in-process action controllers of the DIG whether context `context_id` may be
@@ -359,11 +350,8 @@ impl ControllerRegistry {
         intents: &BTreeMap<String, String>,
         context_id: u64,
     ) -> Result<()> {
-        for c in Self::participants(controllers, intents, ControllerKind::Action) {
-            self.action(c, context_id, Call::BeforeTerminate, "", None)
-                .await?;
-        }
-        Ok(())
+        self.tell(controllers, intents, context_id, Call::BeforeTerminate)
+            .await
     }
 
     /// Posts `event` for context `context_id` to the action controllers of the DIG, in priority
@@ -378,9 +366,27 @@ impl ControllerRegistry {
         context_id: u64,
         event: Event,
     ) -> Result<()> {
+        self.tell(controllers, intents, context_id, Call::Event(event))
+            .await
+    }
+
+    /// Makes `call` (no intent) on the action controllers of the DIG in priority order; the
+    /// first failure ends it. As EMCO's orchestrator: a controller without the call is not a
+    /// failure, and the controllers after it are still told.
+    async fn tell(
+        &self,
+        controllers: &[Controller],
+        intents: &BTreeMap<String, String>,
+        context_id: u64,
+        call: Call,
+    ) -> Result<()> {
         for c in Self::participants(controllers, intents, ControllerKind::Action) {
-            self.action(c, context_id, Call::Event(event), "", None)
-                .await?;
+            match self.action(c, context_id, call, "", None).await {
+                Err(e) if unimplemented(&e) => {
+                    tracing::debug!(controller = %c.metadata.name, ?call, "it does not serve the call");
+                }
+                r => r?,
+            }
         }
         Ok(())
     }

@@ -246,6 +246,20 @@ impl HasKind for Error {
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// An error and its causes on one line (`outer: cause: root cause`), for logs and for answers
+/// that relay another system's failure.
+#[must_use]
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut at = error.source();
+    while let Some(e) = at {
+        out.push_str(": ");
+        out.push_str(&e.to_string());
+        at = e.source();
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,15 +21,3 @@ pub use model::WorkflowIntent;
 pub use rest::{Config, Workflows};
 pub use tac::Tac;
 pub use temporal::{Temporal, Timeouts};
-
-/// An error and its causes on one line.
-pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut at = e.source();
-    while let Some(s) = at {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        at = s.source();
-    }
-    out
-}

@@ -352,7 +352,9 @@ impl Invoker {
                     self.timeout.as_secs()
                 ))
             })?
-            .map_err(|e| Error::unavailable(format!("Post \"{url}\": {}", crate::chain(&e))))?;
+            .map_err(|e| {
+                Error::unavailable(format!("Post \"{url}\": {}", emco_core::error::chain(&e)))
+            })?;
         let status = answer.status();
         if status != StatusCode::NO_CONTENT {
             // Go's resp.Status and the message's own newline.

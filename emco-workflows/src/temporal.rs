@@ -100,7 +100,7 @@ impl Temporal {
             .connect_timeout(timeouts.call)
             .connect()
             .await
-            .map_err(|e| failed(crate::chain(&e)))?;
+            .map_err(|e| failed(emco_core::error::chain(&e)))?;
         let mut health = HealthClient::new(channel.clone());
         let mut check = tonic::Request::new(HealthCheckRequest {
             service: WORKFLOW_SERVICE.into(),

@@ -1,6 +1,7 @@
 //! The one error type of the REST edge.
 
 use axum::response::{IntoResponse, Response};
+use emco_core::error::chain;
 use emco_core::{Error, ErrorKind};
 use http::{StatusCode, header};
 
@@ -67,18 +68,6 @@ impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.status, self.error)
     }
-}
-
-/// The whole cause chain, for logs.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = error.to_string();
-    let mut at = error.source();
-    while let Some(e) = at {
-        out.push_str(": ");
-        out.push_str(&e.to_string());
-        at = e.source();
-    }
-    out
 }
 
 impl IntoResponse for ApiError {

@@ -1,8 +1,9 @@
 //! The workflow example end to end (#42): examples/workflows/migrate.py, a Temporal workflow run
 //! by a real Temporal server (`../shared/temporal`) and a real worker (emco-testkit's
 //! `TemporalKit`), moves the main job's http-server from one kubesim cluster to another through
-//! emco-rs's REST API, started and followed through a workflow intent (workflowmgr's routes):
-//! placed on both, Ready on the new one, removed from the old one. A move to a cluster that
+//! emco-rs's REST API, started (with emcoctl and examples/workflows/migrate.yaml, EMCO's format,
+//! and over REST) and followed through a workflow intent (workflowmgr's routes): placed on
+//! both, Ready on the new one, removed from the old one. A move to a cluster that
 //! never becomes Ready (kubesim refuses its connections) is rolled back: the app stays where it
 //! was and the workflow fails saying so.
 
@@ -10,7 +11,7 @@
 
 use std::time::Duration;
 
-use emco_e2e::{Backends, DEADLINE, Env, EnvConfig, tgz};
+use emco_e2e::{Backends, DEADLINE, Env, EnvConfig, load, tgz};
 use emco_testkit::temporal::{TASK_QUEUE, TemporalKit};
 use http::Method;
 use kubesim::Fault;
@@ -117,9 +118,18 @@ async fn a_workflow_moves_an_app_between_clusters_and_rolls_back_when_not_ready(
     .await
     .unwrap();
 
-    // The move: on c2 alone once it is Ready there.
-    migrate_intent(&env, &kit, "move-to-c2", ("c1", "c2")).await;
-    let (status, last) = closed(&env, &kit, "move-to-c2").await;
+    // The move, with emcoctl and the example's file in EMCO's format: on c2 alone once it is
+    // Ready there.
+    let values = env
+        .write_values(
+            "migrate-values.yaml",
+            &json!({"WorkflowClientPort": kit.client_port, "TaskQueue": TASK_QUEUE,
+                "Emco": env.url, "From": "c1", "To": "c2", "ReadySeconds": "20"}),
+        )
+        .unwrap();
+    let file = emco_e2e::workspace().join("examples/workflows/migrate.yaml");
+    env.apply(&load(&[file], &values).unwrap()).await.unwrap();
+    let (status, last) = closed(&env, &kit, "move-server-c2").await;
     assert_eq!(status, 2, "{last}");
     env.wait_placement(
         &[("http-server", &["c2"]), ("http-client", everywhere)],
