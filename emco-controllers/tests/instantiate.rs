@@ -1736,6 +1736,16 @@ async fn tac_hooks_hold_and_fail_the_lifecycle_on_temporal() {
     next.start(cancel.clone()).await.unwrap();
     assert_eq!(hold_ended(&w, &dig).await.state, HoldState::Released);
     w.wait_object("c3", DEPLOYMENT, &ctx, |_| true).await;
+
+    // Counted and timed by point and result (emco_workflow_hooks_total and
+    // emco_workflow_hook_wait_seconds on the server's /metrics).
+    let m = emco_workflows::tac::HookMetrics::get();
+    assert_eq!(m.hooks.get(&["pre-install", "started"]), 3);
+    assert_eq!(m.hooks.get(&["pre-install", "completed"]), 2);
+    assert_eq!(m.hooks.get(&["pre-install", "failed"]), 1);
+    assert_eq!(m.hooks.get(&["pre-termination", "completed"]), 1);
+    assert_eq!(m.hooks.get(&["post-termination", "started"]), 1);
+    assert_eq!(m.waits.count(&["pre-install", "completed"]), 2);
     cancel.cancel();
     w.stop().await;
 }

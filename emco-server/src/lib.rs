@@ -640,7 +640,7 @@ pub fn app_with(
         .merge(metrics_route(metrics, orch_metrics).layer(guard))
 }
 
-/// `/metrics`: the HTTP metrics with rsync's, the controllers' and the rollouts'.
+/// `/metrics`: the HTTP metrics with rsync's, the controllers', the rollouts' and tac's hooks'.
 fn metrics_route(metrics: Metrics, orch: Orchestrator) -> Router {
     Router::new().route(
         "/metrics",
@@ -655,6 +655,7 @@ fn metrics_route(metrics: Metrics, orch: Orchestrator) -> Router {
                 let mut families = rsync.families();
                 families.extend(controllers.families());
                 families.extend(rollouts.families());
+                families.extend(emco_workflows::tac::HookMetrics::get().families());
                 (
                     StatusCode::OK,
                     [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

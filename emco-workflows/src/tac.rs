@@ -32,6 +32,7 @@ use emco_controller_sdk::rest::{
 };
 use emco_controller_sdk::{ActionController, ControllerContext, IntentType};
 use emco_core::lifecycle::hold::Hold;
+use emco_core::metrics::{Counter, Family, Histogram};
 use emco_core::{Error, Metadata, Object, Result};
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -173,6 +174,49 @@ emco_go::schemas! {
     CANCEL_SCHEMA = "../schemas/tac_cancel_request.json";
 }
 
+/// What tac's hooks did in this process, as Prometheus metrics (process-wide: every tac of
+/// the process counts here, as the server's `/metrics` shows them).
+#[derive(Debug)]
+pub struct HookMetrics {
+    /// `emco_workflow_hooks_total{point,result}`: hooks run, by point and result (`started`,
+    /// `start_failed`, `completed`, `failed`).
+    pub hooks: Counter,
+    /// `emco_workflow_hook_wait_seconds{point,result}`: how long operations waited for their
+    /// pre-hooks' workflows, by how the wait ended.
+    pub waits: Histogram,
+}
+
+/// Hook workflows take seconds to hours.
+const WAIT_BUCKETS: &[f64] = &[1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 14400.0];
+
+static METRICS: std::sync::LazyLock<HookMetrics> = std::sync::LazyLock::new(|| HookMetrics {
+    hooks: Counter::new(
+        "emco_workflow_hooks_total",
+        "Workflow hooks of tac, by point and result (started, start_failed, completed, failed).",
+        &["point", "result"],
+    ),
+    waits: Histogram::new(
+        "emco_workflow_hook_wait_seconds",
+        "How long operations waited for their pre-hooks' workflows, by point and result.",
+        &["point", "result"],
+        WAIT_BUCKETS,
+    ),
+});
+
+impl HookMetrics {
+    /// This process's.
+    #[must_use]
+    pub fn get() -> &'static Self {
+        &METRICS
+    }
+
+    /// The families, to render.
+    #[must_use]
+    pub fn families(&self) -> Vec<&dyn Family> {
+        vec![&self.hooks, &self.waits]
+    }
+}
+
 /// What a held operation waits for: a pre-hook's workflow to complete (a hold's `what`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -236,18 +280,25 @@ impl Tac {
         for hook in hooks.iter().filter(|h| h.spec.hook_type == point) {
             let name = &hook.metadata.name;
             tracing::info!(%dig, hook = %name, point, "starting a workflow hook");
-            self.invoker
+            let started = self
+                .invoker
                 .start(&hook.spec.workflow_client, &hook.spec.temporal)
-                .await
-                .map_err(|e| {
-                    Error::new(
-                        e.kind(),
-                        format!(
-                            "Failed to run workflow in {point} hook: {name}: {}",
-                            e.message()
-                        ),
-                    )
-                })?;
+                .await;
+            let result = if started.is_ok() {
+                "started"
+            } else {
+                "start_failed"
+            };
+            METRICS.hooks.inc(&[point, result]);
+            started.map_err(|e| {
+                Error::new(
+                    e.kind(),
+                    format!(
+                        "Failed to run workflow in {point} hook: {name}: {}",
+                        e.message()
+                    ),
+                )
+            })?;
             let server = self.config.server(&hook.spec.temporal_server);
             if !point.starts_with("pre-") || server.is_empty() {
                 continue;
@@ -270,8 +321,24 @@ impl Tac {
         Ok(())
     }
 
-    /// Waits until the workflow of `awaited` closes; an error unless it completed.
+    /// Waits until the workflow of `awaited` closes; an error unless it completed. Counted and
+    /// timed in [`HookMetrics`].
     async fn wait(&self, awaited: &Awaited) -> Result<()> {
+        let began = std::time::Instant::now();
+        let outcome = self.wait_closed(awaited).await;
+        let result = if outcome.is_ok() {
+            "completed"
+        } else {
+            "failed"
+        };
+        METRICS.hooks.inc(&[&awaited.point, result]);
+        METRICS
+            .waits
+            .observe(&[&awaited.point, result], began.elapsed().as_secs_f64());
+        outcome
+    }
+
+    async fn wait_closed(&self, awaited: &Awaited) -> Result<()> {
         let Awaited {
             point,
             hook,
