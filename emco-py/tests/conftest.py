@@ -14,7 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Set
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set
 
 import pytest
 
@@ -132,12 +132,18 @@ class Server:
     """An emco-server: its REST URL and its gRPC URL (the AppContext service remote
     controllers work on)."""
 
-    def __init__(self, url: str, grpc: str) -> None:
-        self.url, self.grpc = url, grpc
+    def __init__(self, url: str, grpc: str,
+                 proc: "Optional[subprocess.Popen[bytes]]" = None) -> None:
+        self.url, self.grpc, self.proc = url, grpc, proc
 
 
-def _start_server(tmp_path: Path, *args: str) -> Iterator[Server]:
-    """An emco-server with its stores in memory and `args`."""
+MEMORY = ("--backend", "memory", "--context-backend", "memory")
+"""Stores in memory: gone with the process."""
+
+
+def _start_server(tmp_path: Path, *args: str,
+                  stores: Sequence[str] = MEMORY) -> Iterator[Server]:
+    """An emco-server with `stores` (in memory by default) and `args`."""
     # A port found free can be taken before the server binds it (kubesim binds ephemeral
     # ports for its clusters meanwhile): a server that could not listen starts again on others.
     for attempt in range(5):
@@ -147,8 +153,7 @@ def _start_server(tmp_path: Path, *args: str) -> Iterator[Server]:
         log = open(log_path, "w")
         proc = subprocess.Popen(
             [str(_binary("emco-server")), "--listen", f"127.0.0.1:{port}",
-             "--grpc-listen", f"127.0.0.1:{grpc}", "--backend", "memory",
-             "--context-backend", "memory", *args],
+             "--grpc-listen", f"127.0.0.1:{grpc}", *stores, *args],
             stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while True:
@@ -164,9 +169,10 @@ def _start_server(tmp_path: Path, *args: str) -> Iterator[Server]:
             break
         assert "cannot listen" in log_path.read_text(), log_path.read_text()
     assert proc.poll() is None, log_path.read_text()
-    yield Server(url, f"http://127.0.0.1:{grpc}")
-    proc.terminate()
-    proc.wait(timeout=15)
+    yield Server(url, f"http://127.0.0.1:{grpc}", proc)
+    if proc.poll() is None:
+        proc.terminate()
+        proc.wait(timeout=15)
 
 
 @pytest.fixture

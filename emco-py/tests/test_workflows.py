@@ -2,10 +2,11 @@
 Temporal server with a real workflow client and worker (conftest's `temporal`)."""
 
 import time
+from pathlib import Path
 from typing import Any, Dict
 
 import emco
-from conftest import Fleet, Temporal, on, onboard_web
+from conftest import Fleet, Temporal, _start_server, on, onboard_web
 
 
 def test_a_workflow_intent_starts_is_followed_and_terminated(
@@ -96,3 +97,42 @@ def test_a_pre_install_hook_holds_and_a_failing_one_fails_the_instantiate(
     hook = target.workflow_hook_status(dig, "prep", temporal.address)
     assert hook["workflowExecutionDescription"]["workflow_execution_info"]["status"] == 2
     assert target.wait(dig, timeout=120).ready
+
+
+def test_a_held_instantiate_goes_on_after_the_server_is_killed(
+        tmp_path: Path, fleet: Fleet, temporal: Temporal) -> None:
+    """emco-server (embedded stores) SIGKILLed while a pre-install hook holds an instantiate:
+    started again on the same data, it waits for the workflow again and deploys."""
+    stores = ("--data-dir", str(tmp_path / "data"))
+    flags = ("--temporal-server", temporal.address)
+    first = _start_server(tmp_path, *flags, stores=stores)
+    server = next(first)
+    with emco.Client(server.url) as client:
+        fleet.register(client)
+        client.register_controller("tac", "tac", 9065)
+        onboard_web(client, fleet.names)
+        dig = client.create_deployment_intent_group(
+            "p", "web", "v1", "d1", composite_profile="default", logical_cloud="admin",
+            placement={"http-server": on("c1")}, intents={"tac": "hooks"})
+        # Followed on the server's --temporal-server: the hook names none.
+        client.create_workflow_hook(dig, "migrate-db", "pre-install", "127.0.0.1",
+                                    temporal.client_port, "sleep", "db-1", temporal.TASK_QUEUE,
+                                    params={"sleep": {"seconds": "4"}})
+        client.approve(dig)
+        client.instantiate(dig)
+        holds = client.status(dig, ready=False).raw["holds"]
+        assert [h["state"] for h in holds] == ["Holding"], holds
+    assert server.proc is not None
+    server.proc.kill()
+    server.proc.wait()
+    for _ in first:
+        pass
+    second = _start_server(tmp_path, *flags, stores=stores)
+    server = next(second)
+    with emco.Client(server.url) as client:
+        assert client.wait(dig, timeout=120).ready
+        holds = client.status(dig, ready=False).raw["holds"]
+        assert [h["state"] for h in holds] == ["Released"], holds
+        assert client.status(dig).state == "Instantiated"
+    for _ in second:
+        pass
