@@ -1749,3 +1749,39 @@ async fn tac_hooks_hold_and_fail_the_lifecycle_on_temporal() {
     cancel.cancel();
     w.stop().await;
 }
+
+/// tac served over EMCO's controller protocol (as `emco-server --serve-controller tac`): the
+/// orchestrator cannot wait for a hold through it, so a pre-install hook holds the
+/// UpdateAppContext call itself and the instantiate answers once the workflow completed.
+#[tokio::test]
+async fn tac_over_grpc_holds_the_call_instead() {
+    let Some(kit) = emco_testkit::temporal::TemporalKit::start() else {
+        return;
+    };
+    let w = World::start(|r| r).await;
+    let ac = w.serve_contexts().await;
+    let tac = emco_workflows::Tac::new(emco_workflows::Config::default()).remote();
+    w.serve_remote("tac", Arc::new(tac), &ac).await;
+    let dig = w.dig("d-remote", on("c1"), &[("tac", "hooks")]).await;
+    let sleep2 = json!({"sleep": {"seconds": "2"}});
+    tac_hook(
+        &w,
+        &kit,
+        &dig,
+        ("prep", "pre-install"),
+        ("sleep", "remote-1"),
+        sleep2,
+    )
+    .await;
+    let started = std::time::Instant::now();
+    w.orch.deployments().instantiate(&dig).await.unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(holds(&w, &dig).await.is_empty());
+    let ctx = w.context(&dig).await;
+    w.wait_object("c1", DEPLOYMENT, &ctx, |_| true).await;
+    w.stop().await;
+}

@@ -144,7 +144,7 @@ struct Cli {
     #[arg(long, env = "EMCO_REPLICA_TTL_SECONDS")]
     replica_ttl_seconds: Option<u64>,
     /// Serve only this built-in controller (gac, dtc, nps, its, swc, ovnaction, sfc, sfcclient,
-    /// hpa-placement-controller-1, hpa-action-controller-1) over EMCO's controller gRPC protocol
+    /// hpa-placement-controller-1, hpa-action-controller-1, tac) over EMCO's controller gRPC protocol
     /// on the gRPC listener, as EMCO runs each controller in its own process; it shares the
     /// orchestrator's stores (--backend mongo, --context-backend etcd) [default: the whole
     /// server].

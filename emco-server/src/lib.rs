@@ -181,7 +181,13 @@ pub async fn serve_controller(
         )));
     }
     let stores = open_stores(config).await?;
-    let (actions, placements) = builtin_controllers(&config.workflows);
+    let (mut actions, placements) = builtin_controllers(&config.workflows);
+    // Alone, tac is called over gRPC: it cannot hold a context for the orchestrator.
+    for (n, c) in &mut actions {
+        if *n == TAC {
+            *c = Arc::new(emco_workflows::Tac::new(config.workflows.clone()).remote());
+        }
+    }
     let server = emco_controller_sdk::Server::builder(Arc::clone(&stores.appcontext))
         .name(name)
         .resources(Arc::clone(stores.resources()?))

@@ -242,6 +242,7 @@ impl Awaited {
 #[derive(Debug, Clone)]
 pub struct Tac {
     name: String,
+    in_process: bool,
     config: Arc<Config>,
     invoker: Invoker,
 }
@@ -253,9 +254,19 @@ impl Tac {
     pub fn new(config: Config) -> Self {
         Self {
             name: TAC.to_owned(),
+            in_process: true,
             invoker: Invoker::new(config.invoke),
             config: Arc::new(config),
         }
+    }
+
+    /// tac served alone over EMCO's controller protocol (`emco-server --serve-controller
+    /// tac`): the orchestrator cannot wait for a hold through it, so a pre-hook holds the
+    /// UpdateAppContext call itself (bounded by the caller's controller timeout).
+    #[must_use]
+    pub fn remote(mut self) -> Self {
+        self.in_process = false;
+        self
     }
 
     /// Runs the hooks of `point` of the DIG `cx` was built for, in creation order: each workflow
@@ -309,8 +320,9 @@ impl Tac {
                 workflow_id: hook.spec.temporal.workflow_start_options.id.clone(),
                 temporal_server: server.to_owned(),
             };
-            if point == "pre-termination" {
-                // Nothing is recorded before a terminate: it waits here.
+            if point == "pre-termination" || !self.in_process {
+                // Nothing is recorded before a terminate, and an orchestrator calling tac over
+                // gRPC cannot wait for a hold: it waits here, within the call.
                 self.wait(&awaited).await?;
             } else {
                 let what = serde_json::to_value(&awaited)
