@@ -285,10 +285,8 @@ impl Tac {
             return Ok(());
         }
         let dig = cx.dig_key().await?;
-        let hooks = WorkflowHook::collection(Arc::clone(cx.resource_store()?))
-            .list(&dig, &[])
-            .await?;
-        for hook in hooks.iter().filter(|h| h.spec.hook_type == point) {
+        let hooks = cx.children::<WorkflowHook>(&dig).await?;
+        for (_, hook) in hooks.iter().filter(|(_, h)| h.spec.hook_type == point) {
             let name = &hook.metadata.name;
             tracing::info!(%dig, hook = %name, point, "starting a workflow hook");
             let started = self

@@ -102,12 +102,35 @@ impl Deployments {
             return Ok(());
         }
         tracing::info!(%dig, ctx = id, "every hold released: handing the context over");
+        self.hand_over_fresh(&ctx, how).await
+    }
+
+    /// Hands a freshly built context `ctx` to rsync as `how` says: a rollout in waves, an
+    /// update of the context it replaces, or an instantiate.
+    pub(crate) async fn hand_over_fresh(&self, ctx: &AppContext, how: HandOver) -> Result<()> {
         if how.waves {
-            self.start_rollout(&ctx).await
+            self.start_rollout(ctx).await
         } else if let Some(from) = how.from {
-            self.core.rsync().update(from, id).await
+            self.core.rsync().update(from, ctx.id()).await
         } else {
-            self.core.rsync().instantiate(id).await
+            self.core.rsync().instantiate(ctx.id()).await
+        }
+    }
+
+    /// What `queued` of an operation deploying the fresh context `ctx` of `dig` does: hands it
+    /// over, or, while it is held, leaves that to a task that waits for its holds.
+    pub(crate) async fn queue_fresh(
+        &self,
+        dig: &ResourceKey,
+        ctx: &AppContext,
+        how: HandOver,
+        held: bool,
+    ) -> Result<()> {
+        if held {
+            self.release_later(dig, ctx.id(), how);
+            Ok(())
+        } else {
+            self.hand_over_fresh(ctx, how).await
         }
     }
 }

@@ -297,17 +297,8 @@ impl Deployments {
             return Err(e);
         }
         let held = hold::is_held(&ctx).await?;
-        let queued = async {
-            if held {
-                let how = hold::HandOver { from: None, waves };
-                self.release_later(dig, ctx.id(), how);
-                Ok(())
-            } else if waves {
-                self.start_rollout(&ctx).await
-            } else {
-                self.core.rsync().instantiate(ctx.id()).await
-            }
-        };
+        let how = hold::HandOver { from: None, waves };
+        let queued = self.queue_fresh(dig, &ctx, how, held);
         self.deploy(dig, &record, DigOperation::Instantiate, &ctx, queued)
             .await?;
         self.post_event(dig, ctx.id(), Event::Instantiate);
@@ -564,20 +555,11 @@ impl Deployments {
         let waves = self.plan_if_rolled_out(named, Some(old), &ctx).await?;
         let _held = self.core.handover.lock(dig).await;
         let held = hold::is_held(&ctx).await?;
-        let queued = async {
-            if held {
-                let how = hold::HandOver {
-                    from: Some(old),
-                    waves,
-                };
-                self.release_later(dig, ctx.id(), how);
-                Ok(())
-            } else if waves {
-                self.start_rollout(&ctx).await
-            } else {
-                self.core.rsync().update(old, ctx.id()).await
-            }
+        let how = hold::HandOver {
+            from: Some(old),
+            waves,
         };
+        let queued = self.queue_fresh(dig, &ctx, how, held);
         let written = self
             .deploy(dig, &record, DigOperation::Update, &ctx, queued)
             .await?;
