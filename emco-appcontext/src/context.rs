@@ -855,6 +855,31 @@ impl AppContext {
         self.put_versioned("holds/", record, revision).await
     }
 
+    /// What the controller `controller` noted on this context for a later call on it (ours,
+    /// `notes/{controller}/`: tac's workers to terminate after the operation), with the
+    /// record's revision for [`AppContext::put_note`].
+    ///
+    /// # Errors
+    /// The store's errors; InvalidArgument when it does not parse.
+    pub async fn note<T: DeserializeOwned>(&self, controller: &str) -> Result<Option<(T, u64)>> {
+        self.versioned(&format!("notes/{controller}/")).await
+    }
+
+    /// Writes `controller`'s note if it is still at `revision` (0: there is none yet); returns
+    /// the new revision.
+    ///
+    /// # Errors
+    /// `Conflict` when another writer changed it since; the store's errors.
+    pub async fn put_note<T: Serialize>(
+        &self,
+        controller: &str,
+        record: &T,
+        revision: u64,
+    ) -> Result<u64> {
+        self.put_versioned(&format!("notes/{controller}/"), record, revision)
+            .await
+    }
+
     /// The event queue, oldest first.
     pub async fn event_queue(&self) -> Result<Vec<QueueElement>> {
         let key = self.key("rsync/AppContextEventQueue/");

@@ -23,6 +23,7 @@ use tonic::transport::{Channel, Endpoint};
 use crate::controller::{
     ActionController, ActionRunner, Event, PlacementController, PlacementRunner, Stores,
 };
+use crate::groups::GroupsLink;
 use crate::server::event_to_wire;
 
 /// Default time one controller call may take.
@@ -55,6 +56,7 @@ pub struct ControllerRegistry {
     timeout: Duration,
     connect_timeout: Duration,
     metrics: Arc<ControllerMetrics>,
+    groups: GroupsLink,
 }
 
 /// The controller calls of a registry, as Prometheus metrics.
@@ -124,7 +126,17 @@ impl ControllerRegistry {
             timeout: DEFAULT_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             metrics: Arc::new(ControllerMetrics::default()),
+            groups: GroupsLink::default(),
         }
+    }
+
+    /// The link its in-process action controllers reach the orchestrator's [`Groups`]
+    /// through, for the orchestrator to bind.
+    ///
+    /// [`Groups`]: crate::Groups
+    #[must_use]
+    pub fn groups(&self) -> &GroupsLink {
+        &self.groups
     }
 
     /// Its calls' durations and errors.
@@ -157,7 +169,7 @@ impl ControllerRegistry {
     /// Runs the action controller registered as `name` in-process instead of over gRPC.
     #[must_use]
     pub fn with_action(mut self, name: impl Into<String>, c: Arc<dyn ActionController>) -> Self {
-        let runner = ActionRunner::new(c, self.stores.clone());
+        let runner = ActionRunner::new(c, self.stores.clone()).with_groups(self.groups.clone());
         self.in_process.insert(name.into(), Target::Action(runner));
         self
     }
@@ -200,6 +212,7 @@ impl ControllerRegistry {
             timeout: self.timeout,
             connect_timeout: self.connect_timeout,
             metrics: Arc::clone(&self.metrics),
+            groups: self.groups.clone(),
         }
     }
 

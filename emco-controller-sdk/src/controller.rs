@@ -13,6 +13,7 @@ use emco_appcontext::ResourceStore;
 pub use emco_appcontext::{Deployer, ObjectRef, Stores};
 use emco_core::{Error, ErrorKind, Result};
 
+use crate::groups::{Groups, GroupsLink};
 use crate::handle::ContextHandle;
 
 /// The lifecycle event an action controller is told about (`PostEvent`), numbered as EMCO's
@@ -112,6 +113,7 @@ pub struct ControllerContext {
     update_from: Option<u64>,
     resources: Option<Arc<dyn ResourceStore>>,
     deployer: Option<Arc<dyn Deployer>>,
+    groups: GroupsLink,
 }
 
 impl ControllerContext {
@@ -124,6 +126,7 @@ impl ControllerContext {
             update_from: None,
             resources: None,
             deployer: None,
+            groups: GroupsLink::default(),
         }
     }
 
@@ -153,6 +156,21 @@ impl ControllerContext {
     pub fn with_deployer(mut self, deployer: Option<Arc<dyn Deployer>>) -> Self {
         self.deployer = deployer;
         self
+    }
+
+    /// Sets the link to the orchestrator's [`Groups`].
+    #[must_use]
+    pub fn with_groups(mut self, groups: GroupsLink) -> Self {
+        self.groups = groups;
+        self
+    }
+
+    /// The orchestrator's lifecycle of deployment intent groups, to deploy other groups with.
+    ///
+    /// # Errors
+    /// FailedPrecondition for a controller served alone (see [`GroupsLink::get`]).
+    pub fn groups(&self) -> Result<Arc<dyn Groups>> {
+        self.groups.get()
     }
 
     /// The handle on the context.
@@ -288,6 +306,20 @@ async fn open(
         .with_deployer(stores.deployer.clone()))
 }
 
+impl ActionRunner {
+    /// Opens `context_id` for a call of this runner's controller.
+    async fn open(
+        &self,
+        context_id: u64,
+        intent_name: &str,
+        update_from: Option<u64>,
+    ) -> Result<ControllerContext> {
+        Ok(open(&self.stores, context_id, intent_name, update_from)
+            .await?
+            .with_groups(self.groups.clone()))
+    }
+}
+
 /// Parses a context id as sent on the wire (decimal text); empty means none.
 ///
 /// # Errors
@@ -317,6 +349,7 @@ fn required_context_id(field: &str, text: &str) -> Result<u64> {
 pub struct ActionRunner {
     controller: Arc<dyn ActionController>,
     stores: Stores,
+    groups: GroupsLink,
 }
 
 impl fmt::Debug for ActionRunner {
@@ -331,13 +364,24 @@ impl ActionRunner {
     /// A runner of `controller` over `stores`.
     #[must_use]
     pub fn new(controller: Arc<dyn ActionController>, stores: Stores) -> Self {
-        Self { controller, stores }
+        Self {
+            controller,
+            stores,
+            groups: GroupsLink::default(),
+        }
+    }
+
+    /// Gives the controller the orchestrator's [`Groups`] through `groups`.
+    #[must_use]
+    pub fn with_groups(mut self, groups: GroupsLink) -> Self {
+        self.groups = groups;
+        self
     }
 
     /// The same controller over other stores.
     #[must_use]
     pub fn on_stores(&self, stores: Stores) -> Self {
-        Self::new(Arc::clone(&self.controller), stores)
+        Self::new(Arc::clone(&self.controller), stores).with_groups(self.groups.clone())
     }
 
     /// `UpdateAppContext` for the context `app_context` (decimal id), the DIG's `intent_name` and,
@@ -353,7 +397,7 @@ impl ActionRunner {
     ) -> Result<()> {
         let id = required_context_id("app_context", app_context)?;
         let from = parse_context_id("update_from_appContext", update_from)?;
-        let mut cx = open(&self.stores, id, intent_name, from).await?;
+        let mut cx = self.open(id, intent_name, from).await?;
         self.controller.update(&mut cx).await?;
         cx.handle_mut().commit().await
     }
@@ -364,7 +408,7 @@ impl ActionRunner {
     /// `InvalidArgument` for a bad id; the controller's and the store's errors.
     pub async fn terminate(&self, app_context: &str) -> Result<()> {
         let id = required_context_id("app_context", app_context)?;
-        let mut cx = open(&self.stores, id, "", None).await?;
+        let mut cx = self.open(id, "", None).await?;
         self.controller.terminate(&mut cx).await?;
         cx.handle_mut().commit().await
     }
@@ -375,7 +419,7 @@ impl ActionRunner {
     /// `InvalidArgument` for a bad id; the controller's and the store's errors.
     pub async fn before_terminate(&self, app_context: &str) -> Result<()> {
         let id = required_context_id("app_context", app_context)?;
-        let mut cx = open(&self.stores, id, "", None).await?;
+        let mut cx = self.open(id, "", None).await?;
         self.controller.before_terminate(&mut cx).await?;
         cx.handle_mut().commit().await
     }
@@ -390,7 +434,7 @@ impl ActionRunner {
         hold: &emco_core::lifecycle::hold::Hold,
     ) -> Result<()> {
         let id = required_context_id("app_context", app_context)?;
-        let mut cx = open(&self.stores, id, "", None).await?;
+        let mut cx = self.open(id, "", None).await?;
         self.controller.await_hold(&mut cx, hold).await
     }
 
@@ -400,7 +444,7 @@ impl ActionRunner {
     /// `InvalidArgument` for a bad id; the controller's and the store's errors.
     pub async fn post_event(&self, app_context: &str, event: Event) -> Result<()> {
         let id = required_context_id("app_context", app_context)?;
-        let mut cx = open(&self.stores, id, "", None).await?;
+        let mut cx = self.open(id, "", None).await?;
         self.controller.post_event(&mut cx, event).await?;
         cx.handle_mut().commit().await
     }

@@ -61,6 +61,7 @@
 
 pub mod client;
 pub mod controller;
+pub mod groups;
 pub mod handle;
 pub mod intent;
 pub mod remote;
@@ -73,6 +74,7 @@ pub use controller::{
     ActionController, ActionRunner, ControllerContext, Deployer, Event, ObjectRef,
     PlacementController, PlacementRunner, Stores,
 };
+pub use groups::{Groups, GroupsLink};
 pub use handle::{ContextHandle, resource_name, set_field};
 pub use intent::{Dig, IntentType};
 pub use server::Server;

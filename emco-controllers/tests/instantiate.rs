@@ -1785,3 +1785,94 @@ async fn tac_over_grpc_holds_the_call_instead() {
     w.wait_object("c1", DEPLOYMENT, &ctx, |_| true).await;
     w.stop().await;
 }
+
+/// A worker intent of hook `hook` of `dig` naming the group `worker` (same composite app).
+async fn tac_worker(w: &World, dig: &DigRef, hook: &str, (name, worker): (&str, &str)) {
+    use emco_workflows::tac::{WorkerIntent, WorkflowHook};
+    let intent: WorkerIntent = serde_json::from_value(json!({"metadata": {"name": name},
+        "spec": {"startToCloseTimeout": 60000, "deploymentIntentGroup": worker,
+            "compositeApp": CA, "compositeAppVersion": "v1"}}))
+    .unwrap();
+    WorkerIntent::collection(Arc::clone(w.orch.store()))
+        .create(&dig.key().child(WorkflowHook::PARAM, hook), &intent)
+        .await
+        .unwrap();
+}
+
+/// tac's worker intents (src/tac/internal/action/action.go getWorkers, verifyWorkers,
+/// deployWorkers, cleanUpWorkers): an approved worker group is instantiated and Ready before
+/// its pre-install hook starts and terminated once the instantiate was handed over; a worker
+/// group deployed already is left alone; one naming no group fails the instantiate, which
+/// records nothing.
+#[tokio::test]
+async fn tac_deploys_the_workers_of_its_hooks_around_them() {
+    let Some(kit) = emco_testkit::temporal::TemporalKit::start() else {
+        return;
+    };
+    let w = World::start(|r| {
+        r.with_action(
+            "tac",
+            Arc::new(emco_workflows::Tac::new(emco_workflows::Config::default())),
+        )
+    })
+    .await;
+    w.register("tac", dead_port().await, "action", 1).await;
+    let worker = w.dig("worker", on("c2"), &[]).await;
+    let shared = w.dig("shared-worker", on("c3"), &[]).await;
+    w.orch.deployments().instantiate(&shared).await.unwrap();
+
+    let dig = w.dig("d-workers", on("c1"), &[("tac", "hooks")]).await;
+    let sleep = json!({"sleep": {"seconds": "4"}});
+    tac_hook(
+        &w,
+        &kit,
+        &dig,
+        ("prep", "pre-install"),
+        ("sleep", "w-1"),
+        sleep,
+    )
+    .await;
+    tac_worker(&w, &dig, "prep", ("temporal-worker", "worker")).await;
+    tac_worker(&w, &dig, "prep", ("shared", "shared-worker")).await;
+    w.orch.deployments().instantiate(&dig).await.unwrap();
+    // Deployed and Ready before the hook started: the hook is held on its workflow now.
+    assert_eq!(w.state(&worker).await, DigState::Instantiated);
+    let worker_ctx = w.context(&worker).await;
+    w.wait_object("c2", DEPLOYMENT, &worker_ctx, |_| true).await;
+    assert!(!holds(&w, &dig).await.is_empty());
+    // Once handed over, the post-install event terminates the worker tac deployed, not the
+    // one it found deployed.
+    let ctx = w.context(&dig).await;
+    w.wait_object("c1", DEPLOYMENT, &ctx, |_| true).await;
+    let end = tokio::time::Instant::now() + DEADLINE;
+    while w.state(&worker).await != DigState::Terminated {
+        assert!(tokio::time::Instant::now() < end, "the worker stays");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    w.wait_gone("c2", DEPLOYMENT).await;
+    assert_eq!(w.state(&shared).await, DigState::Instantiated);
+
+    // A worker naming no group: the instantiate fails saying so and records nothing.
+    let bad = w.dig("d-bad-worker", on("c1"), &[("tac", "hooks")]).await;
+    let sleep = json!({"sleep": {"seconds": "1"}});
+    tac_hook(
+        &w,
+        &kit,
+        &bad,
+        ("prep", "pre-install"),
+        ("sleep", "w-2"),
+        sleep,
+    )
+    .await;
+    tac_worker(&w, &bad, "prep", ("missing", "nowhere")).await;
+    let e = w.orch.deployments().instantiate(&bad).await.unwrap_err();
+    assert_eq!(e.kind(), emco_core::ErrorKind::FailedPrecondition, "{e}");
+    assert!(
+        e.message().contains(
+            "Failed to verify all workers were approved or already started: d-bad-worker: worker missing"
+        ),
+        "{e}"
+    );
+    assert_eq!(w.state(&bad).await, DigState::Approved);
+    w.stop().await;
+}

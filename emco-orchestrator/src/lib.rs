@@ -34,6 +34,7 @@
 pub mod auth;
 pub mod cacerts;
 pub mod dcm;
+mod groups;
 mod handover;
 mod hooks;
 pub mod lifecycle;
@@ -83,6 +84,11 @@ pub struct Orchestrator {
     networks: ClusterNetworks,
     ca_certs: cacerts::CaCerts,
     status: Status,
+    /// What the in-process action controllers reach through their weak [`GroupsLink`]: kept
+    /// alive as long as the orchestrator.
+    ///
+    /// [`GroupsLink`]: emco_controller_sdk::GroupsLink
+    groups: Arc<groups::DigGroups>,
 }
 
 impl Orchestrator {
@@ -112,6 +118,11 @@ impl Orchestrator {
             clouds.clone(),
             networks.clone(),
         );
+        let groups = Arc::new(groups::DigGroups {
+            status: status.clone(),
+        });
+        let linked: Arc<dyn emco_controller_sdk::Groups> = groups.clone();
+        core.controller_registry().groups().bind(&linked);
         Self {
             core,
             deployments,
@@ -119,6 +130,7 @@ impl Orchestrator {
             networks,
             ca_certs,
             status,
+            groups,
         }
     }
 
@@ -150,6 +162,15 @@ impl Orchestrator {
     #[must_use]
     pub fn ca_certs(&self) -> &cacerts::CaCerts {
         &self.ca_certs
+    }
+
+    /// The lifecycle of deployment intent groups as controllers drive it (the one their
+    /// [`ControllerContext::groups`] reaches).
+    ///
+    /// [`ControllerContext::groups`]: emco_controller_sdk::ControllerContext::groups
+    #[must_use]
+    pub fn groups(&self) -> Arc<dyn emco_controller_sdk::Groups> {
+        self.groups.clone()
     }
 
     /// The status of deployments, logical clouds and cluster networks.

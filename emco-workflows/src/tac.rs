@@ -16,24 +16,26 @@
 //! worker intents); `{tacIntent}/status` and `{tacIntent}/cancel` follow and stop a hook's
 //! workflow as workflowmgr's routes do.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use axum::Router;
 use axum::extract::{Path, Query};
 use axum::routing::{get, post};
-use emco_appcontext::ResourceStore;
 use emco_appcontext::collection::Collection;
+use emco_appcontext::{ResourceKey, ResourceStore};
 use emco_controller_sdk::controller::Event;
 use emco_controller_sdk::intent::Dig;
 use emco_controller_sdk::rest::{
     ApiError, EmcoJson, KeyPattern, PutStatus, RawBody, Routes, Wording, json_response,
 };
 use emco_controller_sdk::{ActionController, ControllerContext, IntentType};
+use emco_core::lifecycle::DigState;
 use emco_core::lifecycle::hold::Hold;
 use emco_core::metrics::{Counter, Family, Histogram};
-use emco_core::{Error, Metadata, Object, Result};
+use emco_core::{DigRef, Error, ErrorKind, Metadata, Object, Result};
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
 
@@ -122,6 +124,29 @@ pub struct WorkerSpec {
     #[serde(default, rename = "compositeAppVersion")]
     pub composite_app_version: String,
 }
+
+impl WorkerSpec {
+    /// The worker's deployment intent group, in `project`.
+    #[must_use]
+    pub fn group(&self, project: &str) -> DigRef {
+        DigRef::new(
+            project,
+            &self.composite_app,
+            &self.composite_app_version,
+            &self.dig,
+        )
+    }
+}
+
+/// tac's note on a context: the worker groups it instantiated, by the pre point whose hooks
+/// needed them, to terminate after the operation.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Workers {
+    started: BTreeMap<String, Vec<DigRef>>,
+}
+
+/// How often a worker group's readiness is checked.
+const WORKER_POLL: Duration = Duration::from_millis(500);
 
 /// The body of `POST .../{tacIntent}/cancel` (`WfhTemporalCancelRequest`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Object)]
@@ -285,8 +310,13 @@ impl Tac {
             return Ok(());
         }
         let dig = cx.dig_key().await?;
-        let hooks = cx.children::<WorkflowHook>(&dig).await?;
-        for (_, hook) in hooks.iter().filter(|(_, h)| h.spec.hook_type == point) {
+        let mut hooks = cx.children::<WorkflowHook>(&dig).await?;
+        hooks.retain(|(_, h)| h.spec.hook_type == point);
+        match point.strip_prefix("post-") {
+            Some(event) => self.clean_up_workers(cx, &format!("pre-{event}")).await?,
+            None => self.deploy_workers(cx, point, &hooks).await?,
+        }
+        for (_, hook) in &hooks {
             let name = &hook.metadata.name;
             tracing::info!(%dig, hook = %name, point, "starting a workflow hook");
             let started = self
@@ -300,12 +330,9 @@ impl Tac {
             };
             METRICS.hooks.inc(&[point, result]);
             started.map_err(|e| {
-                Error::new(
-                    e.kind(),
-                    format!(
-                        "Failed to run workflow in {point} hook: {name}: {}",
-                        e.message()
-                    ),
+                wrapped(
+                    e,
+                    format_args!("Failed to run workflow in {point} hook: {name}"),
                 )
             })?;
             let server = self.config.server(&hook.spec.temporal_server);
@@ -329,6 +356,122 @@ impl Tac {
             }
         }
         Ok(())
+    }
+
+    /// Deploys the worker groups the `point` hooks name before they start (tac's
+    /// getWorkers, verifyWorkers and deployWorkers): an Approved or Terminated group is
+    /// instantiated, noted on the context (for [`Self::clean_up_workers`], also by the next
+    /// process) and waited for until Ready within its `startToCloseTimeout` (milliseconds, at
+    /// least one check); a deployed one (Instantiated, Updated) is left as it is, whoever runs
+    /// it; any other state fails the operation.
+    async fn deploy_workers(
+        &self,
+        cx: &ControllerContext,
+        point: &str,
+        hooks: &[(ResourceKey, WorkflowHook)],
+    ) -> Result<()> {
+        let mut workers = Vec::new();
+        for (key, _) in hooks {
+            workers.extend(cx.children::<WorkerIntent>(key).await?);
+        }
+        if workers.is_empty() {
+            return Ok(());
+        }
+        let meta = cx.meta().await?;
+        let (project, group) = (meta.project, meta.deployment_intent_group);
+        let groups = cx.groups()?;
+        let mut started = Vec::new();
+        for (_, worker) in &workers {
+            let target = worker.spec.group(&project);
+            let state = groups.state(&target).await.map_err(|e| {
+                // A worker naming no group is the hook's fault, not the instantiated group's.
+                let e = match e.kind() {
+                    ErrorKind::NotFound => Error::failed_precondition(e.message()),
+                    _ => e,
+                };
+                wrapped(
+                    e,
+                    format_args!(
+                        "Failed to verify all workers were approved or already started: {group}: worker {}",
+                        worker.metadata.name
+                    ),
+                )
+            })?;
+            match state {
+                DigState::Approved | DigState::Terminated => started.push((target, worker)),
+                DigState::Instantiated | DigState::Updated => {
+                    tracing::info!(worker = %worker.metadata.name, %target, "the worker group is deployed already: tac leaves it");
+                }
+                other => {
+                    return Err(Error::failed_precondition(format!(
+                        "Failed to verify all workers were approved or already started: {group}: worker {}: {target} is {other}",
+                        worker.metadata.name
+                    )));
+                }
+            }
+        }
+        if started.is_empty() {
+            return Ok(());
+        }
+        let ctx = cx.handle().app_context();
+        let (mut note, revision) = ctx.note::<Workers>(&self.name).await?.unwrap_or_default();
+        let noted = note.started.entry(point.to_owned()).or_default();
+        noted.extend(started.iter().map(|(t, _)| t.clone()));
+        ctx.put_note(&self.name, &note, revision).await?;
+        let not_started = |name: &str, e: Error| {
+            wrapped(
+                e,
+                format_args!("Failed to start all workers before timeout: {group}: worker {name}"),
+            )
+        };
+        for (target, worker) in &started {
+            tracing::info!(worker = %worker.metadata.name, %target, point, "instantiating a worker group");
+            groups
+                .instantiate(target)
+                .await
+                .map_err(|e| not_started(&worker.metadata.name, e))?;
+        }
+        let began = tokio::time::Instant::now();
+        for (target, worker) in &started {
+            let limit =
+                Duration::from_millis(worker.spec.start_to_close_timeout.max(0).unsigned_abs());
+            while !groups.ready(target).await? {
+                if began.elapsed() >= limit {
+                    let late = Error::unavailable(format!("{target} is not Ready after {limit:?}"));
+                    return Err(not_started(&worker.metadata.name, late));
+                }
+                tokio::time::sleep(WORKER_POLL.min(limit)).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Terminates the worker groups deployed for the hooks of `pre` (tac's cleanUpWorkers, only
+    /// of the groups it instantiated) once the operation was handed over.
+    async fn clean_up_workers(&self, cx: &ControllerContext, pre: &str) -> Result<()> {
+        let ctx = cx.handle().app_context();
+        let Some((mut note, revision)) = ctx.note::<Workers>(&self.name).await? else {
+            return Ok(());
+        };
+        let Some(started) = note.started.remove(pre) else {
+            return Ok(());
+        };
+        let groups = cx.groups()?;
+        for target in &started {
+            if matches!(
+                groups.state(target).await?,
+                DigState::Instantiated | DigState::Updated
+            ) {
+                tracing::info!(%target, "terminating a worker group");
+                groups.terminate(target).await.map_err(|e| {
+                    wrapped(
+                        e,
+                        format_args!("Failed to delete the workers after use: {target}"),
+                    )
+                })?;
+            }
+        }
+        ctx.put_note(&self.name, &note, revision).await.map(drop)
     }
 
     /// Waits until the workflow of `awaited` closes; an error unless it completed. Counted and
@@ -457,6 +600,11 @@ impl Found {
         let name = params.get(WorkflowHook::PARAM).map_or("", String::as_str);
         self.hooks.get(&parent, name).await
     }
+}
+
+/// `e` under tac's words for the step that failed, as Go's `errors.Wrapf` puts them.
+fn wrapped(e: Error, step: std::fmt::Arguments<'_>) -> Error {
+    Error::new(e.kind(), format!("{step}: {}", e.message()))
 }
 
 /// tac's module words workflowmgr's status errors in lower case, and its "got no result" without

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use emco_appcontext::{AppContext, ResourceKey};
+use emco_controller_sdk::controller::Event;
 use emco_core::lifecycle::hold::{HoldState, Holds};
 use emco_core::lifecycle::{AppContextStatus, DigState};
 use emco_core::{ContextId, ErrorKind, Result};
@@ -50,7 +51,8 @@ impl Deployments {
     }
 
     /// Waits for each hold of `ctx` in turn, recording each outcome; once all are released,
-    /// hands the context over if the group's record still deploys it and nobody did yet.
+    /// hands the context over if the group's record still deploys it and nobody did yet, then
+    /// posts the operation's event to the group's action controllers.
     async fn release(&self, dig: &ResourceKey, id: u64, how: HandOver) -> Result<()> {
         let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
         loop {
@@ -102,7 +104,14 @@ impl Deployments {
             return Ok(());
         }
         tracing::info!(%dig, ctx = id, "every hold released: handing the context over");
-        self.hand_over_fresh(&ctx, how).await
+        self.hand_over_fresh(&ctx, how).await?;
+        let event = if how.from.is_some() {
+            Event::Update
+        } else {
+            Event::Instantiate
+        };
+        self.post_event(dig, id, event);
+        Ok(())
     }
 
     /// Hands a freshly built context `ctx` to rsync as `how` says: a rollout in waves, an

@@ -301,7 +301,10 @@ impl Deployments {
         let queued = self.queue_fresh(dig, &ctx, how, held);
         self.deploy(dig, &record, DigOperation::Instantiate, &ctx, queued)
             .await?;
-        self.post_event(dig, ctx.id(), Event::Instantiate);
+        // A held context's event follows its hand-over, once released.
+        if !held {
+            self.post_event(dig, ctx.id(), Event::Instantiate);
+        }
         Ok(())
     }
 
@@ -446,7 +449,7 @@ impl Deployments {
     /// Posts `event` of context `ctx` to the group's action controllers (EMCO's `PostEvent`:
     /// tac's post hooks) in the background, once the operation has been handed over; what they
     /// answer changes nothing, as in EMCO, so a failure is only logged.
-    fn post_event(&self, dig: &ResourceKey, ctx: u64, event: Event) {
+    pub(crate) fn post_event(&self, dig: &ResourceKey, ctx: u64, event: Event) {
         let (me, dig) = (self.clone(), dig.clone());
         tokio::spawn(async move {
             let told = async {
@@ -563,7 +566,9 @@ impl Deployments {
         let written = self
             .deploy(dig, &record, DigOperation::Update, &ctx, queued)
             .await?;
-        self.post_event(dig, ctx.id(), Event::Update);
+        if !held {
+            self.post_event(dig, ctx.id(), Event::Update);
+        }
         Ok(written.info.latest_revision())
     }
 
