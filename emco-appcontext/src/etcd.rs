@@ -41,6 +41,30 @@ fn etcd_err(e: etcd_client::Error) -> Error {
     Error::new(kind, format!("etcd: {e}")).with_source(e)
 }
 
+/// Whether a request only reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    Yes,
+    No,
+}
+
+/// How often a request is made in all (pauses of 50, 100, 200, 400 ms between).
+const RETRIES: usize = 5;
+
+/// Whether a failed request may be made again: it reached no member (tonic's connect error),
+/// or it reads and a member could not answer it (etcd's Unavailable: no leader, leader
+/// changed). A write a member may have applied is never sent twice.
+fn retryable(e: &etcd_client::Error, read: Read) -> bool {
+    match e {
+        etcd_client::Error::GRpcStatus(s)
+            if emco_core::grpc::kind_of(s.code()) == emco_core::ErrorKind::Unavailable =>
+        {
+            read == Read::Yes || s.message() == "tcp connect error"
+        }
+        _ => false,
+    }
+}
+
 fn rev(r: i64) -> u64 {
     u64::try_from(r).unwrap_or(0)
 }
@@ -192,8 +216,30 @@ impl EtcdAppContextStore {
         Ok(out)
     }
 
-    async fn timed<T>(&self, f: impl Future<Output = Result<T, etcd_client::Error>>) -> Result<T> {
-        match tokio::time::timeout(self.timeout, f).await {
+    /// Runs the request `f` makes within the store's timeout. A request that reached no member
+    /// (a connection refused: a member is down) is made again, as etcd's own client does, on
+    /// the client's next endpoint; a `read` also when a member could not answer it (no leader
+    /// during an election). A few quick tries: etcd down as a whole is still a prompt 503.
+    async fn timed<T, F, Fut>(&self, read: Read, mut f: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let attempts = async {
+            let mut pause = Duration::from_millis(50);
+            for _ in 1..RETRIES {
+                match f().await {
+                    Err(e) if retryable(&e, read) => {
+                        tracing::debug!(error = %e, "etcd: trying again");
+                        tokio::time::sleep(pause).await;
+                        pause *= 2;
+                    }
+                    done => return done,
+                }
+            }
+            f().await
+        };
+        match tokio::time::timeout(self.timeout, attempts).await {
             Ok(r) => r.map_err(etcd_err),
             Err(e) => Err(Error::unavailable("etcd: request timed out").with_source(e)),
         }
@@ -224,8 +270,14 @@ fn to_kv(kv: &etcd_client::KeyValue, keys_only: bool) -> Result<KeyValue> {
 #[async_trait]
 impl AppContextStore for EtcdAppContextStore {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
-        let mut kv = self.client.kv_client();
-        let resp = self.timed(kv.get(self.wire(key), None)).await?;
+        let wired = self.wire(key);
+        let resp = self
+            .timed(Read::Yes, || {
+                let mut kv = self.client.kv_client();
+                let key = wired.clone();
+                async move { kv.get(key, None).await }
+            })
+            .await?;
         resp.kvs()
             .first()
             .map(|kv| self.unwire(kv, false))
@@ -247,8 +299,13 @@ impl AppContextStore for EtcdAppContextStore {
         if options.keys_only {
             get = get.with_keys_only();
         }
-        let mut kv = self.client.kv_client();
-        let resp = self.timed(kv.get(start, Some(get))).await?;
+        let resp = self
+            .timed(Read::Yes, || {
+                let mut kv = self.client.kv_client();
+                let (start, get) = (start.clone(), get.clone());
+                async move { kv.get(start, Some(get)).await }
+            })
+            .await?;
         let kvs = resp
             .kvs()
             .iter()
@@ -291,8 +348,13 @@ impl AppContextStore for EtcdAppContextStore {
             })
             .collect();
         let request = etcd_client::Txn::new().when(compares).and_then(ops);
-        let mut kv = self.client.kv_client();
-        let resp = self.timed(kv.txn(request)).await?;
+        let resp = self
+            .timed(Read::No, || {
+                let mut kv = self.client.kv_client();
+                let request = request.clone();
+                async move { kv.txn(request).await }
+            })
+            .await?;
         let deleted = resp
             .op_responses()
             .iter()
@@ -315,8 +377,13 @@ impl AppContextStore for EtcdAppContextStore {
             None => WatchOptions::new().with_from_key(),
         };
         options = options.with_start_revision(to_i64(after_revision.saturating_add(1))?);
-        let mut client = self.client.watch_client();
-        let stream = self.timed(client.watch(wired, Some(options))).await?;
+        let stream = self
+            .timed(Read::Yes, || {
+                let mut client = self.client.watch_client();
+                let (wired, options) = (wired.clone(), options.clone());
+                async move { client.watch(wired, Some(options)).await }
+            })
+            .await?;
         let strip = self.prefix.clone();
         let state = (
             stream,
@@ -388,7 +455,11 @@ impl AppContextStore for EtcdAppContextStore {
     }
 
     async fn health(&self) -> Result<()> {
-        let mut m = self.client.maintenance_client();
-        self.timed(m.status()).await.map(drop)
+        self.timed(Read::Yes, || {
+            let mut m = self.client.maintenance_client();
+            async move { m.status().await }
+        })
+        .await
+        .map(drop)
     }
 }

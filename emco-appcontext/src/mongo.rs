@@ -33,6 +33,7 @@
 //! `_id`/`n`, `$set` and `$inc`, and single-document writes, which both answer the same way.
 
 use std::fmt;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -40,6 +41,7 @@ use emco_core::{Error, Result};
 use futures::StreamExt;
 use mongodb::bson::{self, Bson, Document, doc, spec::BinarySubtype};
 use mongodb::error::{ErrorKind as MongoKind, WriteFailure};
+use mongodb::options::ClientOptions;
 use mongodb::{Client, Collection, IndexModel};
 use serde_json::Value;
 
@@ -124,7 +126,14 @@ impl MongoBuilder {
         let uri = self
             .uri
             .ok_or_else(|| Error::invalid("the MongoDB store needs a URI"))?;
-        let client = Client::with_uri_str(&uri).await.map_err(mongo_err)?;
+        let mut options = ClientOptions::parse(&uri).await.map_err(mongo_err)?;
+        // The driver waits 30 s for a server by default: a request while MongoDB is down would
+        // hang that long before its 503. A URI's own setting stays.
+        options
+            .server_selection_timeout
+            .get_or_insert(SELECTION_TIMEOUT);
+        options.connect_timeout.get_or_insert(SELECTION_TIMEOUT);
+        let client = Client::with_options(options).map_err(mongo_err)?;
         let db = client.database(self.database.as_deref().unwrap_or("emco"));
         let store = MongoResourceStore {
             db: db.clone(),
@@ -153,6 +162,10 @@ impl MongoBuilder {
         Ok(store)
     }
 }
+
+/// How long a request waits for MongoDB to be reachable (the driver's server selection and
+/// connect timeouts) unless the URI says otherwise.
+const SELECTION_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The resource store on MongoDB.
 #[derive(Clone)]

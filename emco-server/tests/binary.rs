@@ -8,7 +8,7 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use emco_appcontext::context::AppContextStatus;
@@ -1931,9 +1931,16 @@ fn deployments_converge_once_faulty_clusters_heal() {
     assert!(server.terminate().success());
 }
 
-/// An etcd of the test's own (Debian's `etcd`), which the test kills and starts again on the
-/// same ports and data.
+/// An etcd of the test's own (Debian's `etcd`): one member or a cluster of several on loopback,
+/// each of which the test kills and starts again on the same ports and data.
 struct OwnEtcd {
+    members: Vec<EtcdMember>,
+    /// `--initial-cluster`: every member's name and peer URL.
+    cluster: String,
+}
+
+struct EtcdMember {
+    name: String,
     child: Child,
     dir: std::path::PathBuf,
     client: SocketAddr,
@@ -1941,37 +1948,67 @@ struct OwnEtcd {
 }
 
 impl OwnEtcd {
-    /// `None` (the test skips) outside CI when `etcd` is not installed.
+    /// One member; `None` (the test skips) outside CI when `etcd` is not installed.
     fn start(dir: &std::path::Path, test: &str) -> Option<Self> {
+        Self::cluster(dir, test, 1)
+    }
+
+    /// A cluster of `n` members under `dir`, each started and taking connections, the cluster
+    /// with a leader; `None` as [`Self::start`].
+    fn cluster(dir: &std::path::Path, test: &str, n: usize) -> Option<Self> {
         if Command::new("etcd").arg("--version").output().is_err() {
             assert!(std::env::var("CI").is_err(), "etcd must be installed in CI");
             eprintln!("SKIPPED {test}: no etcd binary");
             return None;
         }
-        let mut etcd = Self {
-            child: Command::new("true").spawn().unwrap(),
-            dir: dir.to_owned(),
-            client: free_addr(),
-            peer: free_addr(),
-        };
-        etcd.restart();
+        let members: Vec<EtcdMember> = (0..n)
+            .map(|i| EtcdMember {
+                name: format!("emco-test-{i}"),
+                child: Command::new("true").spawn().unwrap(),
+                dir: dir.join(format!("member-{i}")),
+                client: free_addr(),
+                peer: free_addr(),
+            })
+            .collect();
+        let cluster = members
+            .iter()
+            .map(|m| format!("{}=http://{}", m.name, m.peer))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut etcd = Self { members, cluster };
+        for i in 0..n {
+            etcd.spawn(i);
+        }
+        for i in 0..n {
+            etcd.wait_listening(i);
+        }
+        etcd.leader();
         Some(etcd)
     }
 
+    /// Every member's client URL, comma-separated (`--etcd-endpoints`).
     fn url(&self) -> String {
-        format!("http://{}", self.client)
+        self.members
+            .iter()
+            .map(|m| format!("http://{}", m.client))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
-    /// Starts it (again) and waits until it takes connections.
-    fn restart(&mut self) {
-        let _ = self.child.wait();
-        let (client, peer) = (
-            format!("http://{}", self.client),
-            format!("http://{}", self.peer),
-        );
-        self.child = Command::new("etcd")
-            .args(["--name", "emco-test", "--data-dir"])
-            .arg(self.dir.join("data"))
+    fn spawn(&mut self, i: usize) {
+        let cluster = self.cluster.clone();
+        let m = &mut self.members[i];
+        let _ = m.child.wait();
+        let (client, peer) = (format!("http://{}", m.client), format!("http://{}", m.peer));
+        std::fs::create_dir_all(&m.dir).unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(m.dir.join("etcd.log"))
+            .unwrap();
+        m.child = Command::new("etcd")
+            .args(["--name", &m.name, "--data-dir"])
+            .arg(m.dir.join("data"))
             .args([
                 "--listen-client-urls",
                 &client,
@@ -1984,28 +2021,82 @@ impl OwnEtcd {
                 "--initial-advertise-peer-urls",
                 &peer,
             ])
-            .args(["--initial-cluster", &format!("emco-test={peer}")])
+            .args(["--initial-cluster", &cluster])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .unwrap();
+    }
+
+    fn wait_listening(&self, i: usize) {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(self.client).is_err() {
-            assert!(Instant::now() < deadline, "etcd did not start");
+        while std::net::TcpStream::connect(self.members[i].client).is_err() {
+            assert!(Instant::now() < deadline, "etcd member {i} did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
     }
 
-    fn kill(&mut self) {
-        self.child.kill().unwrap(); // SIGKILL
-        self.child.wait().unwrap();
+    /// Starts member `i` (again) and waits until it takes connections.
+    fn restart(&mut self, i: usize) {
+        self.spawn(i);
+        self.wait_listening(i);
+    }
+
+    /// SIGKILLs member `i`.
+    fn kill(&mut self, i: usize) {
+        let m = &mut self.members[i];
+        m.child.kill().unwrap();
+        m.child.wait().unwrap();
+    }
+
+    /// The member that leads, as the live members report it (`etcdctl endpoint status`);
+    /// waits up to 30 s for an election.
+    fn leader(&self) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut ids = Vec::new();
+            let mut leader = None;
+            for m in &self.members {
+                let out = Command::new("etcdctl")
+                    .env("ETCDCTL_API", "3")
+                    .args(["--endpoints", &format!("http://{}", m.client)])
+                    .args([
+                        "--command-timeout",
+                        "2s",
+                        "endpoint",
+                        "status",
+                        "-w",
+                        "json",
+                    ])
+                    .output();
+                let status: Option<serde_json::Value> = out
+                    .ok()
+                    .filter(|o| o.status.success())
+                    .and_then(|o| serde_json::from_slice(&o.stdout).ok());
+                let status = status.as_ref().map(|s| &s[0]["Status"]);
+                ids.push(status.and_then(|s| s["header"]["member_id"].as_u64()));
+                if let Some(l) = status
+                    .and_then(|s| s["leader"].as_u64())
+                    .filter(|l| *l != 0)
+                {
+                    leader = Some(l);
+                }
+            }
+            if let Some(i) = leader.and_then(|l| ids.iter().position(|id| *id == Some(l))) {
+                return i;
+            }
+            assert!(Instant::now() < deadline, "no etcd leader: {ids:?}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 }
 
 impl Drop for OwnEtcd {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        for m in &mut self.members {
+            let _ = m.child.kill();
+            let _ = m.child.wait();
+        }
     }
 }
 
@@ -2049,7 +2140,7 @@ fn an_etcd_restart_mid_operation_loses_nothing() {
     for (op, label, want, done) in steps {
         begin_step(addr, dig, op, label);
         std::thread::sleep(Duration::from_millis(300));
-        etcd.kill();
+        etcd.kill(0);
         // While etcd is away: 503 with a message, the process up.
         let (code, body) = request(addr, "GET", &format!("{dig}/status"), "").unwrap();
         assert_eq!(code, 503, "{op} without etcd: {body}");
@@ -2058,10 +2149,270 @@ fn an_etcd_restart_mid_operation_loses_nothing() {
             server.child.try_wait().unwrap().is_none(),
             "the server exited"
         );
-        etcd.restart();
+        etcd.restart(0);
         wait_converged(addr, dig, &fleet, want, done);
     }
     assert!(server.child.try_wait().unwrap().is_none());
+    server.signal_term();
+    assert!(server.wait_exit().success());
+}
+
+/// A three-member etcd cluster on loopback as the AppContext store: a follower killed in the
+/// middle of an instantiate and the leader killed in the middle of an update change nothing the
+/// API shows (status answers 200, every step converges exactly); two members killed in the
+/// middle of a terminate leave no quorum: 503s with a message (never 500, the process up) until
+/// one is back, then the terminate converges exactly.
+#[test]
+fn a_three_member_etcd_rides_out_losing_members() {
+    const CLUSTERS: usize = 8;
+    let test = "a_three_member_etcd_rides_out_losing_members";
+    let work = tempfile::tempdir().unwrap();
+    let Some(mut etcd) = OwnEtcd::cluster(&work.path().join("etcd"), test, 3) else {
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fleet = plain_fleet(&rt, CLUSTERS);
+    let (addr, grpc) = (free_addr(), free_addr());
+    let url = etcd.url();
+    let flags = [
+        "--context-backend",
+        "etcd",
+        "--etcd-endpoints",
+        &url,
+        "--rsync-max-backoff-seconds",
+        "1",
+    ];
+    let mut server = Server::start_with(&work.path().join("data"), addr, grpc, &flags);
+    let dig = onboard_edge_fleet(addr, &fleet, work.path());
+    for name in fleet.cluster_names() {
+        fleet.set_fault(&name, kubesim::Fault::latency(60)).unwrap();
+    }
+    let (all, half) = edge_and_half(&fleet);
+    let status = || request(addr, "GET", &format!("{dig}/status"), "").unwrap();
+
+    // One member of three: a follower, then the leader.
+    let steps: [(Step, bool); 2] = [
+        (("instantiate", None, &all, &["Instantiated"]), false),
+        (
+            ("update", Some("half"), &half, &["Instantiated", "Updated"]),
+            true,
+        ),
+    ];
+    for ((op, label, want, done), the_leader) in steps {
+        begin_step(addr, dig, op, label);
+        std::thread::sleep(Duration::from_millis(300));
+        let leader = etcd.leader();
+        let killed = if the_leader { leader } else { (leader + 1) % 3 };
+        etcd.kill(killed);
+        let (code, body) = status();
+        assert_eq!(
+            code, 200,
+            "{op}, member {killed} killed (leader {leader}): {body}"
+        );
+        wait_converged(addr, dig, &fleet, want, done);
+        etcd.restart(killed);
+        etcd.leader();
+    }
+
+    // Two of three: no quorum until one is back.
+    begin_step(addr, dig, "terminate", None);
+    std::thread::sleep(Duration::from_millis(300));
+    let leader = etcd.leader();
+    let other = (leader + 1) % 3;
+    etcd.kill(leader);
+    etcd.kill(other);
+    let (code, body) = status();
+    assert_eq!(code, 503, "terminate without quorum: {body}");
+    assert!(!body.trim().is_empty(), "a 503 says why");
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the server exited"
+    );
+    etcd.restart(other);
+    let none = std::collections::BTreeSet::new();
+    wait_converged(addr, dig, &fleet, &none, &["Terminated"]);
+    etcd.restart(leader);
+    server.signal_term();
+    assert!(server.wait_exit().success());
+}
+
+/// nx-27017 of the test's own (the MongoDB wire server the test command installs in `.venv`),
+/// which the test kills and starts again on the same port and data.
+struct OwnMongo {
+    child: Child,
+    bin: std::path::PathBuf,
+    dir: std::path::PathBuf,
+    addr: SocketAddr,
+}
+
+impl OwnMongo {
+    /// `None` (the test skips) outside CI when `.venv` has no nx-27017.
+    fn start(dir: &std::path::Path, test: &str) -> Option<Self> {
+        let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/nx-27017");
+        if !bin.exists() {
+            assert!(
+                std::env::var("CI").is_err(),
+                "nx-27017 must be installed in CI"
+            );
+            eprintln!("SKIPPED {test}: no {}", bin.display());
+            return None;
+        }
+        let mut mongo = Self {
+            child: Command::new("true").spawn().unwrap(),
+            bin,
+            dir: dir.to_owned(),
+            addr: free_addr(),
+        };
+        mongo.restart();
+        Some(mongo)
+    }
+
+    fn uri(&self) -> String {
+        format!("mongodb://{}", self.addr)
+    }
+
+    /// Starts it (again) and waits until it takes connections.
+    fn restart(&mut self) {
+        let _ = self.child.wait();
+        std::fs::create_dir_all(&self.dir).unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("stdout.log"))
+            .unwrap();
+        self.child = Command::new(&self.bin)
+            .args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &self.addr.port().to_string(),
+            ])
+            .arg("--data-dir")
+            .arg(self.dir.join("data"))
+            .arg("--log-file")
+            .arg(self.dir.join("nx.log"))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(self.addr).is_err() {
+            assert!(Instant::now() < deadline, "nx-27017 did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGKILLs it.
+    fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for OwnMongo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Store faults: the resource store's MongoDB wire server killed while projects are being
+/// created one after another (started again 8 s later), and in the middle of an instantiate (3 s).
+/// Every request is answered: 201, or 503 with a message within the store's bounded wait (never
+/// a 500, never a hang), the process stays up; afterwards every acknowledged project is there
+/// and the instantiate converges exactly.
+#[test]
+fn a_mongo_restart_mid_onboarding_and_deployment_loses_nothing() {
+    const CLUSTERS: usize = 6;
+    let test = "a_mongo_restart_mid_onboarding_and_deployment_loses_nothing";
+    let work = tempfile::tempdir().unwrap();
+    let Some(mongo) = OwnMongo::start(&work.path().join("mongo"), test) else {
+        return;
+    };
+    let mongo = Arc::new(Mutex::new(mongo));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fleet = plain_fleet(&rt, CLUSTERS);
+    let (addr, grpc) = (free_addr(), free_addr());
+    let uri = mongo.lock().unwrap().uri();
+    let flags = [
+        "--backend",
+        "mongo",
+        "--mongo-uri",
+        &uri,
+        "--rsync-max-backoff-seconds",
+        "1",
+    ];
+    let mut server = Server::start_with(&work.path().join("data"), addr, grpc, &flags);
+
+    // Onboarding: MongoDB goes away 1 s into a stream of creates and is back 8 s later.
+    let outage = {
+        let mongo = Arc::clone(&mongo);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(1));
+            mongo.lock().unwrap().kill();
+            // Longer than the store's 5 s wait for a server: requests meanwhile are refused.
+            std::thread::sleep(Duration::from_secs(8));
+            mongo.lock().unwrap().restart();
+        })
+    };
+    let (mut acknowledged, mut refused, mut after) = (Vec::new(), 0, 0);
+    let began = Instant::now();
+    for i in 0.. {
+        let name = format!("p-{i}");
+        let body = format!(r#"{{"metadata":{{"name":"{name}"}}}}"#);
+        let asked = Instant::now();
+        let (code, answer) = post(addr, "/v2/projects", &body);
+        assert!(
+            asked.elapsed() < Duration::from_secs(15),
+            "{name} took {:?}",
+            asked.elapsed()
+        );
+        match code {
+            201 if refused > 0 => after += 1,
+            201 | 503 => {}
+            _ => panic!("{name}: {code} {answer}"),
+        }
+        if code == 201 {
+            acknowledged.push(name);
+        } else {
+            assert!(!answer.trim().is_empty(), "a 503 says why");
+            refused += 1;
+        }
+        if after >= 10 || began.elapsed() > Duration::from_secs(90) {
+            break;
+        }
+    }
+    outage.join().unwrap();
+    eprintln!(
+        "{test}: {} creates acknowledged, {refused} refused with 503 while MongoDB was away",
+        acknowledged.len()
+    );
+    assert!(refused > 0, "MongoDB's outage refused nothing");
+    assert!(after >= 10, "nothing created once MongoDB was back");
+    for name in &acknowledged {
+        let (code, body) = request(addr, "GET", &format!("/v2/projects/{name}"), "").unwrap();
+        assert_eq!(code, 200, "acknowledged {name} is lost: {body}");
+    }
+
+    // Deployment: MongoDB goes away in the middle of an instantiate.
+    let dig = onboard_edge_fleet(addr, &fleet, work.path());
+    for name in fleet.cluster_names() {
+        fleet.set_fault(&name, kubesim::Fault::latency(60)).unwrap();
+    }
+    let (all, _) = edge_and_half(&fleet);
+    begin_step(addr, dig, "instantiate", None);
+    std::thread::sleep(Duration::from_millis(300));
+    mongo.lock().unwrap().kill();
+    let (code, body) = request(addr, "GET", &format!("{dig}/status"), "").unwrap();
+    assert_eq!(code, 503, "status without MongoDB: {body}");
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the server exited"
+    );
+    mongo.lock().unwrap().restart();
+    wait_converged(addr, dig, &fleet, &all, &["Instantiated"]);
     server.signal_term();
     assert!(server.wait_exit().success());
 }
