@@ -62,6 +62,9 @@ pub enum Registry {
     Deployed,
     /// Contexts being rolled out in waves: their rollout is resumed after a restart.
     Rollout,
+    /// Contexts recorded but held from rsync by in-process controllers (ours): every process
+    /// waits for their holds, so a dead one's wait is taken over.
+    Held,
 }
 
 impl Registry {
@@ -70,6 +73,7 @@ impl Registry {
             Self::Active => "/activecontext/",
             Self::Deployed => "/deployedcontext/",
             Self::Rollout => "/rolloutcontext/",
+            Self::Held => "/heldcontext/",
         }
     }
 }

@@ -1876,3 +1876,49 @@ async fn tac_deploys_the_workers_of_its_hooks_around_them() {
     assert_eq!(w.state(&bad).await, DigState::Approved);
     w.stop().await;
 }
+
+/// Every orchestrator on the stores waits for the held contexts (ours): one that stops while it
+/// waits leaves nothing stuck, the other, running all along, hands the context over once the
+/// workflow completed (as a replica takes a dead one's wait over), and the registry of held
+/// contexts is empty again.
+#[tokio::test]
+async fn a_running_orchestrator_takes_a_stopped_ones_hold_over() {
+    use emco_appcontext::context::Registry;
+    use emco_core::lifecycle::hold::HoldState;
+    let Some(kit) = emco_testkit::temporal::TemporalKit::start() else {
+        return;
+    };
+    let tac = || emco_workflows::Tac::new(emco_workflows::Config::default());
+    let w = World::start(move |r| r.with_action("tac", Arc::new(tac()))).await;
+    w.register("tac", dead_port().await, "action", 1).await;
+    let other = w.restarted_with(move |r| r.with_action("tac", Arc::new(tac())));
+    let cancel = CancellationToken::new();
+    other.start(cancel.clone()).await.unwrap();
+
+    let dig = w.dig("d-takeover", on("c1"), &[("tac", "hooks")]).await;
+    let sleep = json!({"sleep": {"seconds": "3"}});
+    tac_hook(
+        &w,
+        &kit,
+        &dig,
+        ("prep", "pre-install"),
+        ("sleep", "t-1"),
+        sleep,
+    )
+    .await;
+    w.orch.deployments().instantiate(&dig).await.unwrap();
+    let held = AppContext::registered(w.orch.contexts().as_ref(), Registry::Held)
+        .await
+        .unwrap();
+    let ctx = w.context(&dig).await;
+    assert_eq!(held, [ctx.id()]);
+    w.cancel.cancel();
+    assert_eq!(hold_ended(&w, &dig).await.state, HoldState::Released);
+    w.wait_object("c1", DEPLOYMENT, &ctx, |_| true).await;
+    let held = AppContext::registered(w.orch.contexts().as_ref(), Registry::Held)
+        .await
+        .unwrap();
+    assert!(held.is_empty(), "{held:?}");
+    cancel.cancel();
+    w.stop().await;
+}

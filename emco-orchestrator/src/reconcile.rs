@@ -203,7 +203,7 @@ impl Orchestrator {
 }
 
 /// The context `current` replaced: the latest other one the record names.
-fn previous_context(info: &StateInfo, current: u64) -> Option<u64> {
+pub(crate) fn previous_context(info: &StateInfo, current: u64) -> Option<u64> {
     let current = current.to_string();
     info.actions
         .iter()

@@ -298,6 +298,10 @@ impl Orchestrator {
         let deployments = self.deployments().clone();
         let supervised = cancel.clone();
         tokio::spawn(async move { deployments.supervise_rollouts(supervised).await });
+        // Likewise the held contexts' waits.
+        let deployments = self.deployments().clone();
+        let supervised = cancel.clone();
+        tokio::spawn(async move { deployments.supervise_holds(supervised).await });
         let orch = self.clone();
         tokio::spawn(async move {
             tokio::select! {

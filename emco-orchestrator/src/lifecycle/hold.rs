@@ -7,13 +7,18 @@
 
 use std::sync::Arc;
 
+use emco_appcontext::context::Registry;
+use emco_appcontext::keys::Keyed;
 use emco_appcontext::{AppContext, ResourceKey};
 use emco_controller_sdk::controller::Event;
 use emco_core::lifecycle::hold::{HoldState, Holds};
 use emco_core::lifecycle::{AppContextStatus, DigState};
-use emco_core::{ContextId, ErrorKind, Result};
+use emco_core::{ContextId, DigRef, ErrorKind, Result};
+use tokio_util::sync::CancellationToken;
 
 use super::Deployments;
+use super::rollout::SUPERVISE;
+use crate::reconcile::previous_context;
 use crate::state::Record;
 
 /// How a released context is handed over.
@@ -35,8 +40,13 @@ pub(crate) async fn is_held(ctx: &AppContext) -> Result<bool> {
 
 impl Deployments {
     /// Waits for the holds of context `ctx` of `dig` in the background, then hands it over
-    /// (see the module documentation); stops with the process.
+    /// (see the module documentation), unless a task of this process waits for them already;
+    /// stops with the process. The context is in [`Registry::Held`] meanwhile, for other
+    /// processes to wait too.
     pub(crate) fn release_later(&self, dig: &ResourceKey, ctx: u64, how: HandOver) {
+        if !self.waiters.claim(ctx) {
+            return;
+        }
         let (me, dig) = (self.clone(), dig.clone());
         let shutdown = self.core.shutdown_token();
         tokio::spawn(async move {
@@ -47,20 +57,86 @@ impl Deployments {
                     tracing::warn!(%dig, ctx, error = %e, "cannot release a held context");
                 },
             }
+            me.waiters.release(ctx);
         });
     }
 
+    /// Waits for the holds of every context in [`Registry::Held`], now and every
+    /// [`SUPERVISE`] until `token` is cancelled: another replica's, also one that died.
+    pub(crate) async fn supervise_holds(&self, token: CancellationToken) {
+        loop {
+            match AppContext::registered(self.core.contexts().as_ref(), Registry::Held).await {
+                Ok(ids) => {
+                    for id in ids {
+                        if let Err(e) = self.wait_registered(id).await {
+                            tracing::warn!(ctx = id, error = %e, "cannot wait for a held context");
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot list the held contexts"),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(SUPERVISE) => {}
+                () = token.cancelled() => return,
+            }
+        }
+    }
+
+    /// Waits for the held context `id` found in the registry, its group and hand-over read
+    /// from the context and the group's record; unregisters one that is gone.
+    async fn wait_registered(&self, id: u64) -> Result<()> {
+        if self.waiters.claim(id) {
+            // Free again for release_later: claimed only to skip the reads for one waited for.
+            self.waiters.release(id);
+        } else {
+            return Ok(());
+        }
+        let found = async {
+            let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
+            let meta = ctx.meta().await?;
+            let dig = DigRef::new(
+                meta.project,
+                meta.composite_app,
+                meta.version,
+                meta.deployment_intent_group,
+            )
+            .key();
+            let record = Record::load(self.core.store().as_ref(), &dig).await?;
+            Ok::<_, emco_core::Error>((ctx, dig, record))
+        };
+        let (ctx, dig, record) = match found.await {
+            // The context or its group is gone: nothing to hand over.
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                AppContext::unregister(self.core.contexts().as_ref(), Registry::Held, id).await?;
+                return Ok(());
+            }
+            found => found?,
+        };
+        let from = match record.info.current_state() {
+            DigState::Updated => previous_context(&record.info, id),
+            _ => None,
+        };
+        let waves = ctx
+            .rollout::<emco_core::rollout::RolloutRun>()
+            .await?
+            .is_some();
+        self.release_later(&dig, id, HandOver { from, waves });
+        Ok(())
+    }
+
     /// Waits for each hold of `ctx` in turn, recording each outcome; once all are released,
-    /// hands the context over if the group's record still deploys it and nobody did yet, then
-    /// posts the operation's event to the group's action controllers.
+    /// hands the context over if the group's record still deploys it and no process did yet,
+    /// then posts the operation's event to the group's action controllers.
     async fn release(&self, dig: &ResourceKey, id: u64, how: HandOver) -> Result<()> {
         let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
+        ctx.mark(Registry::Held).await?;
         loop {
             let Some((holds, revision)) = ctx.holds::<Holds>().await? else {
                 break;
             };
             if let Some(failed) = holds.failed() {
                 tracing::info!(%dig, ctx = id, hold = %failed.description, "a failed hold keeps the context");
+                ctx.unmark(Registry::Held).await?;
                 return Ok(());
             }
             let Some((i, hold)) = holds.pending().next().map(|(i, h)| (i, h.clone())) else {
@@ -89,6 +165,7 @@ impl Deployments {
                     AppContextStatus::InstantiateFailed
                 };
                 ctx.set_status(failed).await?;
+                ctx.unmark(Registry::Held).await?;
                 return Ok(());
             }
         }
@@ -99,7 +176,11 @@ impl Deployments {
             record.info.current_state(),
             DigState::Instantiated | DigState::Updated
         );
-        // Terminated, stopped or replaced while held; or handed over by another process.
+        // Of the processes waiting, the one that takes it off the registry hands it over.
+        if !ctx.unmark(Registry::Held).await? {
+            return Ok(());
+        }
+        // Terminated, stopped or replaced while held; or handed over already.
         if current != Some(id) || !deploys || !ctx.event_queue().await?.is_empty() {
             return Ok(());
         }
@@ -136,6 +217,8 @@ impl Deployments {
         held: bool,
     ) -> Result<()> {
         if held {
+            // Registered before the answer: from then on every process waits for it.
+            ctx.mark(Registry::Held).await?;
             self.release_later(dig, ctx.id(), how);
             Ok(())
         } else {

@@ -163,6 +163,8 @@ pub struct Deployments {
     helm: emco_helm::HelmCompat,
     /// The rollouts driven in this process.
     drivers: rollout::Drivers,
+    /// The held contexts whose holds this process waits for.
+    waiters: rollout::Drivers,
     /// The snapshots of the contexts being rolled out, followed for their gates.
     followed: crate::status::Followed,
     rollout_metrics: Arc<rollout::RolloutMetrics>,
@@ -174,6 +176,7 @@ impl Deployments {
             core,
             helm,
             drivers: rollout::Drivers::default(),
+            waiters: rollout::Drivers::default(),
             followed: crate::status::Followed::default(),
             rollout_metrics: Arc::default(),
         }

@@ -119,19 +119,22 @@ impl RolloutMetrics {
     }
 }
 
-/// The rollouts this process drives, by context.
+/// The contexts a task of this process works on: the rollouts it drives, the holds it waits
+/// for.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Drivers(Arc<Mutex<HashSet<u64>>>);
 
 impl Drivers {
-    fn claim(&self, id: u64) -> bool {
+    /// Claims `id` for a task of this process; false when one has it.
+    pub(crate) fn claim(&self, id: u64) -> bool {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(id)
     }
 
-    fn release(&self, id: u64) {
+    /// Gives `id` up.
+    pub(crate) fn release(&self, id: u64) {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
