@@ -1476,11 +1476,21 @@ fn onboard_edge_fleet(
         ("profiles/default", "."),
         "profile.tgz",
     );
-    let dig = "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig";
+    add_group(a, "dig", "edge");
+    "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig"
+}
+
+/// A deployment intent group `name` of [`onboard_edge_fleet`]'s composite app placing its app
+/// on the clusters labelled `label`, approved; its path.
+fn add_group(a: SocketAddr, name: &str, label: &str) -> String {
+    let created = |(status, body): (u16, String)| assert!(status == 201, "{status} {body}");
+    let dig = format!("/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/{name}");
     created(post(
         a,
         "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups",
-        r#"{"metadata":{"name":"dig"},"spec":{"compositeProfile":"cp","version":"r1","logicalCloud":"lc"}}"#,
+        &format!(
+            r#"{{"metadata":{{"name":"{name}"}},"spec":{{"compositeProfile":"cp","version":"r1","logicalCloud":"lc"}}}}"#
+        ),
     ));
     created(post(
         a,
@@ -1495,7 +1505,9 @@ fn onboard_edge_fleet(
     created(post(
         a,
         &format!("{dig}/generic-placement-intents/gpi/app-intents"),
-        r#"{"metadata":{"name":"ai"},"spec":{"app":"http-server","intent":{"allOf":[{"clusterProvider":"kp","clusterLabel":"edge"}]}}}"#,
+        &format!(
+            r#"{{"metadata":{{"name":"ai"}},"spec":{{"app":"http-server","intent":{{"allOf":[{{"clusterProvider":"kp","clusterLabel":"{label}"}}]}}}}}}"#
+        ),
     ));
     assert_eq!(post(a, &format!("{dig}/approve"), "").0, 202);
     dig
@@ -1606,6 +1618,391 @@ fn three_replicas_finish_the_work_of_a_killed_one() {
     drop(killed);
     let contexts = rt.block_on(async { shared.etcd().await.delete_prefix("/").await.unwrap() });
     assert!(contexts > 0);
+}
+
+/// One request of [`many_clients_leave_a_history_of_one_order`] and its answer.
+#[derive(Debug, Clone)]
+struct Call {
+    client: usize,
+    group: usize,
+    /// A lifecycle operation (`approve`, `instantiate`, ...), or `create NAME` / `delete NAME`
+    /// of a gac intent.
+    op: String,
+    start: Instant,
+    end: Instant,
+    code: u16,
+    body: String,
+}
+
+/// The lifecycle operation a path segment names.
+fn dig_operation(op: &str) -> Option<emco_core::lifecycle::DigOperation> {
+    use emco_core::lifecycle::DigOperation as O;
+    Some(match op {
+        "approve" => O::Approve,
+        "instantiate" => O::Instantiate,
+        "update" => O::Update,
+        "rollback" => O::Rollback,
+        "stop" => O::Stop,
+        "terminate" => O::Terminate,
+        _ => return None,
+    })
+}
+
+/// Checks one group's recorded history (`actions` after the setup's entries, from state
+/// `from`) against its acknowledged lifecycle calls: an assignment of calls to entries in which
+/// each entry is the state its call leads to from the one before (emco_core's transitions) and
+/// a call that ended before another began comes first (real time); every call that changes
+/// something has its entry (an approve of an approved group or a stop of a stopped one changes
+/// nothing and is not recorded, as in EMCO). Greedy: each entry takes, of the fitting calls
+/// that did not end before a call already placed began, the one that ended first.
+fn check_history(
+    group: usize,
+    actions: &[serde_json::Value],
+    from: emco_core::lifecycle::DigState,
+    acknowledged: &[&Call],
+) {
+    use emco_core::lifecycle::{DigState, Outcome, transition};
+    let mut taken = vec![false; acknowledged.len()];
+    let mut state = from;
+    let mut states = vec![from];
+    // The latest start of a call placed so far: a call that ended before it cannot come later.
+    let mut latest_start = None;
+    for (i, action) in actions.iter().enumerate() {
+        let recorded: DigState = serde_json::from_value(action["state"].clone()).unwrap();
+        let fitting = acknowledged
+            .iter()
+            .enumerate()
+            .filter(|(k, c)| {
+                !taken[*k]
+                    && latest_start.is_none_or(|at| c.end >= at)
+                    && dig_operation(&c.op).is_some_and(|op| {
+                        matches!(transition(state, op), Ok(Outcome::State(s)) if s == recorded)
+                    })
+            })
+            .min_by_key(|(_, c)| c.end)
+            .map(|(k, _)| k);
+        let Some(k) = fitting else {
+            panic!(
+                "group {group}: entry {i} ({recorded} after {state}) matches no acknowledged call \
+                 in real-time order (invented or reordered): {actions:?}"
+            );
+        };
+        taken[k] = true;
+        latest_start = latest_start.max(Some(acknowledged[k].start));
+        state = recorded;
+        states.push(state);
+    }
+    for (k, call) in acknowledged.iter().enumerate().filter(|(k, _)| !taken[*k]) {
+        let unchanged: &[DigState] = match call.op.as_str() {
+            "approve" => &[DigState::Approved],
+            "stop" => &[DigState::InstantiateStopped, DigState::TerminateStopped],
+            _ => &[],
+        };
+        assert!(
+            states.iter().any(|s| unchanged.contains(s)),
+            "group {group}: acknowledged call {k} ({call:?}) is not in the history (lost): {actions:?}"
+        );
+    }
+}
+
+/// Many clients at once (#44): 8 clients against 3 replicas on shared etcd and MongoDB, each
+/// doing random approve, instantiate, update, rollback, stop and terminate on 3 shared groups
+/// (each placed on clusters of its own) and creating and deleting gac intents, every request and
+/// answer recorded. No answer is a 5xx; each group's recorded history is one order of exactly
+/// the acknowledged transitions (none lost, none invented, real-time order kept); the intents
+/// are those the acknowledged creates and deletes leave; and once each group is brought to a
+/// deployed or terminated state, its clusters hold exactly what that state says.
+/// `EMCO_CLIENTS_SECONDS` sets how long the clients run (60 in the test command; 600 is the
+/// issue's 10 minutes), `EMCO_CLIENTS_SEED` replays a run.
+#[test]
+fn many_clients_leave_a_history_of_one_order() {
+    const CLUSTERS: usize = 6;
+    const GROUPS: usize = 3;
+    const CLIENTS: usize = 8;
+    let test = "many_clients_leave_a_history_of_one_order";
+    let Some(shared) = SharedStores::new(test) else {
+        return;
+    };
+    let seconds: u64 = std::env::var("EMCO_CLIENTS_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let seed: u64 = std::env::var("EMCO_CLIENTS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    eprintln!("{test}: EMCO_CLIENTS_SEED={seed} EMCO_CLIENTS_SECONDS={seconds}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fleet = plain_fleet(&rt, CLUSTERS);
+    let work = tempfile::tempdir().unwrap();
+    let replicas: Vec<Server> = ["a", "b", "c"]
+        .iter()
+        .map(|id| {
+            let mut flags = shared.flags();
+            flags.extend(["--replica-id", id, "--replica-ttl-seconds", "2"]);
+            flags.extend(["--rsync-max-backoff-seconds", "1"]);
+            Server::start_with(&work.path().join(id), free_addr(), free_addr(), &flags)
+        })
+        .collect();
+    let addrs: Vec<SocketAddr> = replicas.iter().map(|r| r.addr).collect();
+    onboard_edge_fleet(addrs[0], &fleet, work.path());
+    let names = fleet.cluster_names();
+    for (i, name) in names.iter().enumerate() {
+        let (code, body) = post(
+            addrs[0],
+            &format!("/v2/cluster-providers/kp/clusters/{name}/labels"),
+            &format!(r#"{{"clusterLabel":"g{}"}}"#, i % GROUPS),
+        );
+        assert_eq!(code, 201, "{body}");
+    }
+    let groups: Vec<String> = (0..GROUPS)
+        .map(|g| add_group(addrs[0], &format!("g{g}"), &format!("g{g}")))
+        .collect();
+    // Slow clusters, so that operations overlap their rsync work.
+    for name in &names {
+        fleet.set_fault(name, kubesim::Fault::latency(40)).unwrap();
+    }
+
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|client| {
+            let (addrs, groups) = (addrs.clone(), groups.clone());
+            std::thread::spawn(move || {
+                let mut random = Moments(seed.wrapping_add(client as u64 * 0x9E37_79B9) | 1);
+                let addr = addrs[client % addrs.len()];
+                let (mut calls, mut mine, mut next) =
+                    (Vec::new(), Vec::<(usize, String)>::new(), 0);
+                while Instant::now() < until {
+                    let group = random.below(GROUPS as u64) as usize;
+                    let dig = &groups[group];
+                    let (op, method, path, body) = match random.below(8) {
+                        0 => (
+                            "approve".to_owned(),
+                            "POST",
+                            format!("{dig}/approve"),
+                            String::new(),
+                        ),
+                        1 => (
+                            "instantiate".to_owned(),
+                            "POST",
+                            format!("{dig}/instantiate"),
+                            String::new(),
+                        ),
+                        2 => (
+                            "update".to_owned(),
+                            "POST",
+                            format!("{dig}/update"),
+                            String::new(),
+                        ),
+                        3 => {
+                            let revision = 1 + random.below(3);
+                            let body = format!(
+                                r#"{{"metadata":{{"name":"rb"}},"spec":{{"revision":{revision}}}}}"#
+                            );
+                            (
+                                "rollback".to_owned(),
+                                "POST",
+                                format!("{dig}/rollback"),
+                                body,
+                            )
+                        }
+                        4 => (
+                            "stop".to_owned(),
+                            "POST",
+                            format!("{dig}/stop"),
+                            String::new(),
+                        ),
+                        5 => (
+                            "terminate".to_owned(),
+                            "POST",
+                            format!("{dig}/terminate"),
+                            String::new(),
+                        ),
+                        _ => match mine.iter().position(|(g, _)| *g == group) {
+                            Some(i) if random.below(2) == 0 => {
+                                let (_, name) = mine.remove(i);
+                                let path = format!("{}/generic-k8s-intents/{name}", groups[group]);
+                                (format!("delete {name}"), "DELETE", path, String::new())
+                            }
+                            _ => {
+                                let name = format!("c{client}-{next}");
+                                next += 1;
+                                mine.push((group, name.clone()));
+                                let body = format!(r#"{{"metadata":{{"name":"{name}"}}}}"#);
+                                (
+                                    format!("create {name}"),
+                                    "POST",
+                                    format!("{dig}/generic-k8s-intents"),
+                                    body,
+                                )
+                            }
+                        },
+                    };
+                    let start = Instant::now();
+                    let (code, answer) = request(addr, method, &path, &body)
+                        .unwrap_or_else(|e| panic!("client {client}: {op} on group {group}: {e}"));
+                    calls.push(Call {
+                        client,
+                        group,
+                        op,
+                        start,
+                        end: Instant::now(),
+                        code,
+                        body: answer,
+                    });
+                    std::thread::sleep(Duration::from_millis(random.below(40)));
+                }
+                calls
+            })
+        })
+        .collect();
+    let calls: Vec<Call> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+
+    // Every answer is one the server meant.
+    for c in &calls {
+        assert!(c.code < 500, "{c:?}");
+        assert!(
+            c.code < 300 || !c.body.trim().is_empty(),
+            "a refusal says why: {c:?}"
+        );
+    }
+    let lifecycle = |c: &&Call| dig_operation(&c.op).is_some();
+    let acknowledged = calls
+        .iter()
+        .filter(lifecycle)
+        .filter(|c| c.code < 300)
+        .count();
+    eprintln!(
+        "{test}: {} calls, {acknowledged} lifecycle transitions acknowledged, {} refused",
+        calls.len(),
+        calls
+            .iter()
+            .filter(lifecycle)
+            .filter(|c| c.code >= 300)
+            .count()
+    );
+    assert!(acknowledged > 0, "no transition was acknowledged");
+
+    for (g, dig) in groups.iter().enumerate() {
+        // Created and the setup's Approved come first.
+        let status = deployed_status(addrs[g % addrs.len()], dig);
+        let actions = status["states"]["actions"].as_array().unwrap().clone();
+        let mine: Vec<&Call> = calls
+            .iter()
+            .filter(|c| c.group == g && c.code < 300 && dig_operation(&c.op).is_some())
+            .collect();
+        check_history(
+            g,
+            &actions[2..],
+            emco_core::lifecycle::DigState::Approved,
+            &mine,
+        );
+        // The intents the acknowledged creates and deletes leave (each name is one client's).
+        let mut want = std::collections::BTreeSet::new();
+        for c in calls.iter().filter(|c| c.group == g && c.code < 300) {
+            if let Some(name) = c.op.strip_prefix("create ") {
+                want.insert(name.to_owned());
+            } else if let Some(name) = c.op.strip_prefix("delete ") {
+                want.remove(name);
+            }
+        }
+        let (code, body) =
+            request(addrs[0], "GET", &format!("{dig}/generic-k8s-intents"), "").unwrap();
+        assert_eq!(code, 200, "{body}");
+        let listed: std::collections::BTreeSet<String> =
+            serde_json::from_str::<serde_json::Value>(&body)
+                .unwrap()
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
+                .collect();
+        assert_eq!(listed, want, "group {g}: the intents");
+    }
+
+    // The clusters: each group brought to a deployed or terminated state, then exactly that.
+    for name in &names {
+        fleet.set_fault(name, kubesim::Fault::none()).unwrap();
+    }
+    for (g, dig) in groups.iter().enumerate() {
+        let status = deployed_status(addrs[0], dig);
+        let last = status["states"]["actions"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()["state"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let finish = match last.as_str() {
+            "Instantiated" | "Updated" | "Terminated" => None,
+            "Approved" => Some("instantiate"),
+            _ => Some("terminate"),
+        };
+        if let Some(op) = finish {
+            // A 409 while the terminate of an earlier deployment still runs: again.
+            let deadline = Instant::now() + Duration::from_secs(60);
+            loop {
+                let (code, body) = post(addrs[0], &format!("{dig}/{op}"), "");
+                if code == 202 {
+                    break;
+                }
+                assert!(
+                    code == 409 && Instant::now() < deadline,
+                    "group {g} {last}, {op}: {code} {body}"
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+        let deployed = !matches!(
+            (last.as_str(), finish),
+            ("Terminated", None) | (_, Some("terminate"))
+        );
+        let mine: Vec<&String> = names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % GROUPS == g)
+            .map(|(_, n)| n)
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let status = deployed_status(addrs[1], dig);
+            let state = status["deployedStatus"].as_str().unwrap_or_default();
+            let settled = if deployed {
+                matches!(state, "Instantiated" | "Updated")
+                    && status["deployedCounts"]
+                        .as_object()
+                        .is_some_and(|c| c.keys().all(|k| k == "Applied"))
+            } else {
+                state == "Terminated"
+            };
+            let want = usize::from(deployed);
+            let exact = mine.iter().all(|c| {
+                KINDS
+                    .iter()
+                    .all(|k| cluster_objects(&fleet, c, k).len() == want)
+            });
+            if settled && exact {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "group {g} ({last}, then {finish:?}) did not settle: {status}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    drop(replicas);
+    rt.block_on(async { shared.etcd().await.delete_prefix("/").await.unwrap() });
 }
 
 /// The clusters of `fleet` labelled `edge` (all) and `half` (every second one), as

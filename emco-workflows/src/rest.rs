@@ -23,7 +23,9 @@ use bytes::Bytes;
 use emco_appcontext::ResourceStore;
 use emco_appcontext::collection::Collection;
 use emco_controller_sdk::IntentType;
-use emco_controller_sdk::rest::{ApiError, EmcoJson, KeyPattern, RawBody, Routes, json_response};
+use emco_controller_sdk::rest::{
+    ApiError, EmcoJson, KeyPattern, RawBody, Routes, item_key, json_response,
+};
 use emco_core::{Error, Result};
 use http::StatusCode;
 use http_body_util::Full;
@@ -117,9 +119,8 @@ impl Workflows {
     }
 
     async fn intent(&self, params: &HashMap<String, String>) -> Result<WorkflowIntent> {
-        let parent = self.parent.key(params)?;
-        let name = params.get(WorkflowIntent::PARAM).map_or("", String::as_str);
-        self.intents.get(&parent, name).await
+        let (parent, name) = item_key(&self.parent, WorkflowIntent::PARAM, params)?;
+        self.intents.get(&parent, &name).await
     }
 
     /// Starts the intent's workflow through its workflow client (module workflow_intent.go

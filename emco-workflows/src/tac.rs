@@ -29,7 +29,7 @@ use emco_appcontext::{ResourceKey, ResourceStore};
 use emco_controller_sdk::controller::Event;
 use emco_controller_sdk::intent::Dig;
 use emco_controller_sdk::rest::{
-    ApiError, EmcoJson, KeyPattern, PutStatus, RawBody, Routes, Wording, json_response,
+    ApiError, EmcoJson, KeyPattern, PutStatus, RawBody, Routes, Wording, item_key, json_response,
 };
 use emco_controller_sdk::{ActionController, ControllerContext, IntentType};
 use emco_core::lifecycle::DigState;
@@ -596,9 +596,8 @@ struct Found {
 
 impl Found {
     async fn hook(&self, params: &HashMap<String, String>) -> Result<WorkflowHook> {
-        let parent = self.parent.key(params)?;
-        let name = params.get(WorkflowHook::PARAM).map_or("", String::as_str);
-        self.hooks.get(&parent, name).await
+        let (parent, name) = item_key(&self.parent, WorkflowHook::PARAM, params)?;
+        self.hooks.get(&parent, &name).await
     }
 }
 

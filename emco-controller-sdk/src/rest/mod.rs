@@ -46,5 +46,5 @@ pub use files::{BlobFiles, FileRoutes, FormWriter, file_routes, read_form};
 pub use json::{EmcoJson, RawBody};
 pub use pattern::KeyPattern;
 pub use routes::{
-    CollectionView, ListView, Routes, View, json_response, list_response, put_status,
+    CollectionView, ListView, Routes, View, item_key, json_response, list_response, put_status,
 };

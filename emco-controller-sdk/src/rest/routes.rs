@@ -244,8 +244,12 @@ impl<T: Object> Routes<T> {
     }
 }
 
-/// The parent key and item name of an item route.
-pub(super) fn item_key(
+/// The parent key and item name of an item route: `parent`'s key from the route's `params`, and
+/// the name in `item_param`.
+///
+/// # Errors
+/// InvalidArgument when a parameter is missing or the name empty.
+pub fn item_key(
     parent: &KeyPattern,
     item_param: &str,
     params: &HashMap<String, String>,

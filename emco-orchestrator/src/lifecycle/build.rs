@@ -442,12 +442,7 @@ async fn run_controllers(
         placements,
         update_from,
     } = *run;
-    let controllers = orch
-        .core
-        .objects
-        .controllers()
-        .list(&ResourceKey::root(), &[])
-        .await?;
+    let controllers = orch.registered_controllers().await?;
     registry.place(&controllers, intents, ctx.id()).await?;
     let mut handle = ContextHandle::new(ctx.clone());
     for p in placements {

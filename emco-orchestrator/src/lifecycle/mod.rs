@@ -440,13 +440,16 @@ impl Deployments {
         std::collections::BTreeMap<String, String>,
     )> {
         let intents = build::dig_intents(self, dig).await?;
-        let controllers = self
-            .core
+        Ok((self.registered_controllers().await?, intents.intents))
+    }
+
+    /// The controllers registered at `/v2/controllers`, in registration order.
+    async fn registered_controllers(&self) -> Result<Vec<emco_core::model::Controller>> {
+        self.core
             .objects
             .controllers()
             .list(&ResourceKey::root(), &[])
-            .await?;
-        Ok((controllers, intents.intents))
+            .await
     }
 
     /// Posts `event` of context `ctx` to the group's action controllers (EMCO's `PostEvent`:

@@ -79,12 +79,7 @@ impl Deployments {
             None
         };
         let intents = build::dig_intents(self, &key).await?;
-        let controllers = self
-            .core
-            .objects
-            .controllers()
-            .list(&emco_appcontext::ResourceKey::root(), &[])
-            .await?;
+        let controllers = self.registered_controllers().await?;
         let registry = self.core.controller_registry();
         let written_for = registry.remote_participants(&controllers, &intents.intents);
         let real = Arc::clone(self.core.contexts());
