@@ -32,7 +32,7 @@ impl Groups for DigGroups {
             ..StatusQuery::default()
         };
         let answer = self.status.deployment(dig, &query).await?;
-        Ok(answer.into_full()?.ready_status == READY)
+        Ok(answer.into_full()?.totals.ready_status == READY)
     }
 
     async fn terminate(&self, dig: &DigRef) -> Result<()> {

@@ -247,8 +247,11 @@ fn notification(status: DigStatus, deployed: bool, summary: bool) -> StatusNotif
                 })),
             });
         }
-        let settled =
-            !deployed || matches!(status.deployed_status.as_str(), "Instantiated" | "Updated");
+        let settled = !deployed
+            || matches!(
+                status.totals.deployed_status.as_str(),
+                "Instantiated" | "Updated"
+            );
         let overall = if total > 0 && fine == total && settled {
             good
         } else {

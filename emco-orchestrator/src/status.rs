@@ -602,14 +602,14 @@ impl Tally {
     fn add_n(&mut self, out: &mut DigStatus, status: StatusType, key: &str, n: i64) {
         self.total += n;
         let counts = match status {
-            StatusType::Deployed => &mut out.deployed_counts,
+            StatusType::Deployed => &mut out.totals.deployed_counts,
             StatusType::Ready => {
                 match key {
                     READY => self.ready += n,
                     UNKNOWN => self.unknown += n,
                     _ => {}
                 }
-                &mut out.ready_counts
+                &mut out.totals.ready_counts
             }
         };
         match counts.get_mut(key) {
@@ -624,7 +624,7 @@ impl Tally {
     /// is not ready is on clusters that do not answer.
     fn finish(self, out: &mut DigStatus, status: StatusType) {
         if status == StatusType::Ready && self.total > 0 {
-            out.ready_status = if self.ready == self.total {
+            out.totals.ready_status = if self.ready == self.total {
                 READY
             } else if self.ready + self.unknown == self.total {
                 UNKNOWN
@@ -1185,7 +1185,7 @@ pub(crate) fn full_answer(
     views: Option<Vec<AppView>>,
 ) -> DigStatus {
     if let Some(snap) = snapshot {
-        full.deployed_status = snap.status().to_owned();
+        full.totals.deployed_status = snap.status().to_owned();
         match views {
             Some(views) => full_status(&mut full, views, query),
             None => snap.tally(query, &mut full),
@@ -1450,9 +1450,9 @@ mod tests {
         }
         let counts = |out: &DigStatus| {
             (
-                out.deployed_counts.clone(),
-                out.ready_counts.clone(),
-                out.ready_status.clone(),
+                out.totals.deployed_counts.clone(),
+                out.totals.ready_counts.clone(),
+                out.totals.ready_status.clone(),
             )
         };
         for state in ["Instantiated", "Terminating"] {
@@ -1492,8 +1492,13 @@ mod tests {
         };
         let mut out = DigStatus::default();
         snap.tally(&query, &mut out);
-        assert_eq!(out.ready_counts.len(), 4, "{:?}", out.ready_counts);
-        assert_eq!(out.ready_status, NOT_READY);
+        assert_eq!(
+            out.totals.ready_counts.len(),
+            4,
+            "{:?}",
+            out.totals.ready_counts
+        );
+        assert_eq!(out.totals.ready_status, NOT_READY);
     }
 
     /// A resource whose cluster is silent counts as `Unknown`, says what it was and since when,
@@ -1546,10 +1551,10 @@ mod tests {
         };
         let ready = json!({"resources": {"web+Deployment": {"present": true, "ready": true}}});
         let not_ready = json!({"resources": {"web+Deployment": {"present": true, "ready": false}}});
-        assert_eq!(answer([&ready, &ready]).ready_status, READY);
+        assert_eq!(answer([&ready, &ready]).totals.ready_status, READY);
         let out = answer([&ready, &silent]);
-        assert_eq!(out.ready_status, UNKNOWN);
-        assert_eq!(out.ready_counts.get(UNKNOWN), Some(&1));
+        assert_eq!(out.totals.ready_status, UNKNOWN);
+        assert_eq!(out.totals.ready_counts.get(UNKNOWN), Some(&1));
         let r = &out.apps[0].clusters[1].resources[0];
         assert_eq!(
             (
@@ -1566,7 +1571,7 @@ mod tests {
                 .as_deref()
                 .is_some_and(|m| m.contains("refused"))
         );
-        assert_eq!(answer([&not_ready, &silent]).ready_status, NOT_READY);
+        assert_eq!(answer([&not_ready, &silent]).totals.ready_status, NOT_READY);
     }
 
     /// The answers from a followed snapshot are those of a fresh read, through changes of

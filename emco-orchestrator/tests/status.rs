@@ -1042,7 +1042,7 @@ async fn a_real_instantiate_reaches_instantiated_and_ready() {
         else {
             panic!("a full answer was asked for");
         };
-        if s.deployed_status == "Instantiated" && s.ready_status == "Ready" {
+        if s.totals.deployed_status == "Instantiated" && s.totals.ready_status == "Ready" {
             break s;
         }
         assert!(
@@ -1062,8 +1062,8 @@ async fn a_real_instantiate_reaches_instantiated_and_ready() {
     assert_eq!(status.apps.len(), 1);
     assert_eq!(status.apps[0].name, "collectd");
     assert_eq!(status.apps[0].clusters[0].cluster, "c1");
-    let total: i64 = status.ready_counts.values().sum();
-    assert!(total > 0 && status.ready_counts.get("Ready") == Some(&total));
+    let total: i64 = status.totals.ready_counts.values().sum();
+    assert!(total > 0 && status.totals.ready_counts.get("Ready") == Some(&total));
 
     o.deployments().terminate(&dig_ref).await.unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
@@ -1072,8 +1072,12 @@ async fn a_real_instantiate_reaches_instantiated_and_ready() {
         let StatusResponse::Full(s) = o.status().deployment(&dig_ref, &query).await.unwrap() else {
             panic!("a full answer was asked for");
         };
-        if s.deployed_status == "Terminated" {
-            assert_eq!(s.deployed_counts.get("Deleted"), Some(&total), "{s:?}");
+        if s.totals.deployed_status == "Terminated" {
+            assert_eq!(
+                s.totals.deployed_counts.get("Deleted"),
+                Some(&total),
+                "{s:?}"
+            );
             break;
         }
         assert!(

@@ -441,10 +441,10 @@ async fn summary(orch: &Orchestrator, dig: DigRef) -> Result<Deployment, Error> 
             .last()
             .map(|a| a.state.to_string())
             .unwrap_or_default(),
-        status: deployed.deployed_status,
-        ready_status: ready.ready_status,
-        deployed_counts: deployed.deployed_counts,
-        ready_counts: ready.ready_counts,
+        status: deployed.totals.deployed_status,
+        ready_status: ready.totals.ready_status,
+        deployed_counts: deployed.totals.deployed_counts,
+        ready_counts: ready.totals.ready_counts,
         health,
         project: dig.project,
         composite_app: dig.composite_app,
@@ -458,10 +458,12 @@ fn health(deployed: &DigStatus, ready: &DigStatus) -> u8 {
     let any = |counts: &BTreeMap<String, i64>, keys: &[&str]| {
         keys.iter().any(|k| counts.get(*k).is_some_and(|n| *n > 0))
     };
-    if any(&deployed.deployed_counts, &["Failed"]) || deployed.deployed_status.ends_with("Failed") {
+    if any(&deployed.totals.deployed_counts, &["Failed"])
+        || deployed.totals.deployed_status.ends_with("Failed")
+    {
         0
-    } else if any(&deployed.deployed_counts, &["Retrying", "Pending"])
-        || any(&ready.ready_counts, &["NotReady", "Unknown"])
+    } else if any(&deployed.totals.deployed_counts, &["Retrying", "Pending"])
+        || any(&ready.totals.ready_counts, &["NotReady", "Unknown"])
     {
         1
     } else {
@@ -518,9 +520,12 @@ mod tests {
     fn status(context: &str, deployed: &[(&str, i64)], ready: &[(&str, i64)]) -> DigStatus {
         let counts = |c: &[(&str, i64)]| c.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect();
         DigStatus {
-            deployed_status: context.into(),
-            deployed_counts: counts(deployed),
-            ready_counts: counts(ready),
+            totals: emco_core::model::status::StatusTotals {
+                deployed_status: context.into(),
+                deployed_counts: counts(deployed),
+                ready_counts: counts(ready),
+                ..Default::default()
+            },
             ..DigStatus::default()
         }
     }

@@ -1692,7 +1692,12 @@ fn check_history(
         state = recorded;
         states.push(state);
     }
-    for (k, call) in acknowledged.iter().enumerate().filter(|(k, _)| !taken[*k]) {
+    for call in acknowledged
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| !taken[*k])
+        .map(|(_, c)| c)
+    {
         let unchanged: &[DigState] = match call.op.as_str() {
             "approve" => &[DigState::Approved],
             "stop" => &[DigState::InstantiateStopped, DigState::TerminateStopped],
@@ -1700,7 +1705,9 @@ fn check_history(
         };
         assert!(
             states.iter().any(|s| unchanged.contains(s)),
-            "group {group}: acknowledged call {k} ({call:?}) is not in the history (lost): {actions:?}"
+            "group {group}: {} of client {} is not in the history (lost): {call:?}, {actions:?}",
+            call.op,
+            call.client
         );
     }
 }

@@ -258,13 +258,13 @@ fn table(answer: &Answer) -> String {
         Ok(StatusResponse::Full(d)) => {
             let state = d.states.actions.last().map(|a| a.state.to_string());
             let mut heading = vec![format!("state {}", state.as_deref().unwrap_or("-"))];
-            if !d.deployed_status.is_empty() {
-                heading.push(format!("deployed {}", d.deployed_status));
+            if !d.totals.deployed_status.is_empty() {
+                heading.push(format!("deployed {}", d.totals.deployed_status));
             }
-            if !d.ready_status.is_empty() {
-                heading.push(format!("ready {}", d.ready_status));
+            if !d.totals.ready_status.is_empty() {
+                heading.push(format!("ready {}", d.totals.ready_status));
             }
-            for counts in [&d.deployed_counts, &d.ready_counts] {
+            for counts in [&d.totals.deployed_counts, &d.totals.ready_counts] {
                 if !counts.is_empty() {
                     heading.push(counts_text(counts));
                 }
@@ -445,9 +445,9 @@ impl Snapshot {
     pub fn new(deployed: &DigStatus, ready: Option<&DigStatus>) -> Self {
         let mut s = Self {
             state: deployed.states.actions.last().map(|a| a.state),
-            deployed: deployed.deployed_status.clone(),
+            deployed: deployed.totals.deployed_status.clone(),
             has_context: !deployed.states.statusctxid.is_empty()
-                || !deployed.deployed_status.is_empty(),
+                || !deployed.totals.deployed_status.is_empty(),
             ..Self::default()
         };
         for app in &deployed.apps {
@@ -467,10 +467,11 @@ impl Snapshot {
         }
         if let Some(ready) = ready {
             if s.deployed.is_empty() {
-                s.deployed.clone_from(&ready.deployed_status);
+                s.deployed.clone_from(&ready.totals.deployed_status);
             }
-            s.ready.clone_from(&ready.ready_status);
+            s.ready.clone_from(&ready.totals.ready_status);
             s.not_ready = ready
+                .totals
                 .ready_counts
                 .iter()
                 .any(|(k, v)| k != "Ready" && *v > 0);

@@ -266,6 +266,34 @@ pub struct Gvk {
     pub kind: String,
 }
 
+/// The overall statuses and resource counts every status answer carries (of a deployment
+/// intent group, a cluster's networks, a CA certificate), flattened into it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusTotals {
+    /// The AppContext status, in the deprecated `type=` answers.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub status: String,
+    /// Overall deployed status (the AppContext status: `Instantiated`, ...), with `status=deployed`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub deployed_status: String,
+    /// Overall ready status (`Ready`, `NotReady`), with `status=ready`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ready_status: String,
+    /// Resources per rsync status, in the deprecated `type=rsync` answer.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rsync_status: BTreeMap<String, i64>,
+    /// Resources per cluster-reported status, in the deprecated `type=cluster` answer.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cluster_status: BTreeMap<String, i64>,
+    /// Resources per deployed status (`Applied`, `Failed`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub deployed_counts: BTreeMap<String, i64>,
+    /// Resources per ready status (`Ready`, `NotReady`, `NotPresent`, `Unknown`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ready_counts: BTreeMap<String, i64>,
+}
+
 /// The full answer of `GET DIG/status` ([`StatusMode::Full`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -288,27 +316,9 @@ pub struct DigStatus {
     /// The DIG's lifecycle record.
     #[serde(default)]
     pub states: StateInfo,
-    /// The AppContext status, in the deprecated `type=` answers.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub status: String,
-    /// Overall deployed status (the AppContext status: `Instantiated`, ...), with `status=deployed`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub deployed_status: String,
-    /// Overall ready status (`Ready`, `NotReady`), with `status=ready`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub ready_status: String,
-    /// Resources per rsync status, in the deprecated `type=rsync` answer.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub rsync_status: BTreeMap<String, i64>,
-    /// Resources per cluster-reported status, in the deprecated `type=cluster` answer.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub cluster_status: BTreeMap<String, i64>,
-    /// Resources per deployed status (`Applied`, `Failed`, ...).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub deployed_counts: BTreeMap<String, i64>,
-    /// Resources per ready status (`Ready`, `NotReady`, `NotPresent`, `Unknown`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub ready_counts: BTreeMap<String, i64>,
+    /// The overall statuses and counts.
+    #[serde(flatten)]
+    pub totals: StatusTotals,
     /// The rollout of the context reported on, when it is rolled out in waves (ours).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<Box<crate::rollout::RolloutRun>>,
@@ -333,27 +343,9 @@ pub struct ClusterNetworkStatus {
     /// The cluster's network lifecycle record.
     #[serde(default)]
     pub states: StateInfo,
-    /// The AppContext's status (legacy queries).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub status: String,
-    /// The AppContext's deployed status.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub deployed_status: String,
-    /// Ready or not (`status=ready`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub ready_status: String,
-    /// Resources by rsync status (`type=rsync`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub rsync_status: BTreeMap<String, i64>,
-    /// Resources by cluster status (`type=cluster`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub cluster_status: BTreeMap<String, i64>,
-    /// Resources by deployed status.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub deployed_counts: BTreeMap<String, i64>,
-    /// Resources by ready status.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub ready_counts: BTreeMap<String, i64>,
+    /// The overall statuses and counts.
+    #[serde(flatten)]
+    pub totals: StatusTotals,
     /// The cluster and its resources.
     #[serde(default)]
     pub cluster: ClusterStatus,
@@ -370,13 +362,7 @@ impl From<DigStatus> for ClusterNetworkStatus {
         Self {
             name: d.name,
             states: d.states,
-            status: d.status,
-            deployed_status: d.deployed_status,
-            ready_status: d.ready_status,
-            rsync_status: d.rsync_status,
-            cluster_status: d.cluster_status,
-            deployed_counts: d.deployed_counts,
-            ready_counts: d.ready_counts,
+            totals: d.totals,
             cluster,
         }
     }
@@ -400,18 +386,9 @@ pub struct CaCertStatus {
     /// The lifecycle record.
     #[serde(default)]
     pub states: StateInfo,
-    /// The AppContext's deployed status.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub deployed_status: String,
-    /// Ready or not (`status=ready`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub ready_status: String,
-    /// Resources by deployed status.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub deployed_counts: BTreeMap<String, i64>,
-    /// Resources by ready status.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub ready_counts: BTreeMap<String, i64>,
+    /// The overall statuses and counts (never the legacy `type=` ones).
+    #[serde(flatten)]
+    pub totals: StatusTotals,
     /// The clusters and their resources.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clusters: Vec<ClusterStatus>,
@@ -422,10 +399,12 @@ impl From<DigStatus> for CaCertStatus {
         Self {
             name: d.name,
             states: d.states,
-            deployed_status: d.deployed_status,
-            ready_status: d.ready_status,
-            deployed_counts: d.deployed_counts,
-            ready_counts: d.ready_counts,
+            totals: StatusTotals {
+                status: String::new(),
+                rsync_status: BTreeMap::new(),
+                cluster_status: BTreeMap::new(),
+                ..d.totals
+            },
             clusters: d.apps.into_iter().flat_map(|a| a.clusters).collect(),
             ..Self::default()
         }
@@ -437,10 +416,11 @@ impl DigStatus {
     /// (for [`LegacyType::Cluster`]) answer to the deprecated `type=` answer's names.
     #[must_use]
     pub fn into_legacy(mut self, legacy: LegacyType) -> Self {
-        self.status = std::mem::take(&mut self.deployed_status);
+        let t = &mut self.totals;
+        t.status = std::mem::take(&mut t.deployed_status);
         match legacy {
-            LegacyType::Rsync => self.rsync_status = std::mem::take(&mut self.deployed_counts),
-            LegacyType::Cluster => self.cluster_status = std::mem::take(&mut self.ready_counts),
+            LegacyType::Rsync => t.rsync_status = std::mem::take(&mut t.deployed_counts),
+            LegacyType::Cluster => t.cluster_status = std::mem::take(&mut t.ready_counts),
         }
         for c in self.apps.iter_mut().flat_map(|a| a.clusters.iter_mut()) {
             c.ready_status = std::mem::take(&mut c.connectivity);
@@ -818,8 +798,11 @@ mod tests {
     fn legacy_answers_rename_the_fields() {
         let deployed = DigStatus {
             name: "dig".into(),
-            deployed_status: "Instantiated".into(),
-            deployed_counts: BTreeMap::from([("Applied".to_owned(), 1)]),
+            totals: StatusTotals {
+                deployed_status: "Instantiated".into(),
+                deployed_counts: BTreeMap::from([("Applied".to_owned(), 1)]),
+                ..StatusTotals::default()
+            },
             apps: vec![AppStatus {
                 name: "a".into(),
                 clusters: vec![ClusterStatus {
@@ -846,9 +829,12 @@ mod tests {
                         "name": "r", "rsyncStatus": "Applied"}]}]}]})
         );
         let ready = DigStatus {
-            deployed_status: "Instantiated".into(),
-            ready_status: "Ready".into(),
-            ready_counts: BTreeMap::from([("Ready".to_owned(), 2)]),
+            totals: StatusTotals {
+                deployed_status: "Instantiated".into(),
+                ready_status: "Ready".into(),
+                ready_counts: BTreeMap::from([("Ready".to_owned(), 2)]),
+                ..StatusTotals::default()
+            },
             ..DigStatus::default()
         };
         let body = serde_json::to_value(ready.into_legacy(LegacyType::Cluster)).unwrap();

@@ -78,9 +78,9 @@ impl crate::Status {
         if snapshot.is_none()
             && let Some(deployed) = shell_status(states.current_state())
         {
-            deployed.clone_into(&mut full.deployed_status);
+            deployed.clone_into(&mut full.totals.deployed_status);
             if query.status == StatusType::Ready {
-                READY.clone_into(&mut full.ready_status);
+                READY.clone_into(&mut full.totals.ready_status);
             }
         }
         full.states = states;
