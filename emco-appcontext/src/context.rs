@@ -116,6 +116,19 @@ pub struct CompositeAppMeta {
     pub logical_cloud_namespace: String,
 }
 
+impl CompositeAppMeta {
+    /// The deployment intent group the context was made for.
+    #[must_use]
+    pub fn dig(self) -> emco_core::DigRef {
+        emco_core::DigRef::new(
+            self.project,
+            self.composite_app,
+            self.version,
+            self.deployment_intent_group,
+        )
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct StatusDoc<T> {
     #[serde(rename = "Status")]

@@ -222,6 +222,20 @@ impl EtcdAppContextStore {
         Ok(out)
     }
 
+    /// A range read from `key` with `options` (a single key without).
+    async fn range(
+        &self,
+        key: String,
+        options: Option<GetOptions>,
+    ) -> Result<etcd_client::GetResponse> {
+        self.timed(Read::Yes, || {
+            let mut kv = self.client.kv_client();
+            let (key, options) = (key.clone(), options.clone());
+            async move { kv.get(key, options).await }
+        })
+        .await
+    }
+
     /// Runs the request `f` makes within the store's timeout. A request that reached no member
     /// (a connection refused: a member is down) is made again, as etcd's own client does, on
     /// the client's next endpoint; a `read` also when a member could not answer it (no leader
@@ -276,14 +290,7 @@ fn to_kv(kv: &etcd_client::KeyValue, keys_only: bool) -> Result<KeyValue> {
 #[async_trait]
 impl AppContextStore for EtcdAppContextStore {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
-        let wired = self.wire(key);
-        let resp = self
-            .timed(Read::Yes, || {
-                let mut kv = self.client.kv_client();
-                let key = wired.clone();
-                async move { kv.get(key, None).await }
-            })
-            .await?;
+        let resp = self.range(self.wire(key), None).await?;
         resp.kvs()
             .first()
             .map(|kv| self.unwire(kv, false))
@@ -305,13 +312,7 @@ impl AppContextStore for EtcdAppContextStore {
         if options.keys_only {
             get = get.with_keys_only();
         }
-        let resp = self
-            .timed(Read::Yes, || {
-                let mut kv = self.client.kv_client();
-                let (start, get) = (start.clone(), get.clone());
-                async move { kv.get(start, Some(get)).await }
-            })
-            .await?;
+        let resp = self.range(start, Some(get)).await?;
         let kvs = resp
             .kvs()
             .iter()

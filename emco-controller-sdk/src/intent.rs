@@ -14,7 +14,7 @@ use emco_appcontext::collection::{Collection, Object, Wording};
 use emco_appcontext::keys::{CLUSTER_LABEL, GROUP_INTENT, KV_PAIR, Keyed};
 use emco_appcontext::{ResourceKey, ResourceStore};
 use emco_core::model::{ClusterLabel, DigIntent, KvPair};
-use emco_core::{ClusterRef, DigRef, Error, ErrorKind, Result};
+use emco_core::{ClusterRef, Error, ErrorKind, Result};
 use serde_json::Value;
 
 use crate::controller::ControllerContext;
@@ -147,16 +147,12 @@ impl ControllerContext {
     /// # Errors
     /// `NotFound` when the context has no metadata; `InvalidArgument` when it names no DIG.
     pub async fn dig_key(&self) -> Result<ResourceKey> {
-        let meta = self.meta().await?;
-        DigRef::new(
-            meta.project,
-            meta.composite_app,
-            meta.version,
-            meta.deployment_intent_group,
-        )
-        .checked()
-        .map(|dig| dig.key())
-        .map_err(|e| e.within(&format!("the metadata of AppContext {}", self.id())))
+        self.meta()
+            .await?
+            .dig()
+            .checked()
+            .map(|dig| dig.key())
+            .map_err(|e| e.within(&format!("the metadata of AppContext {}", self.id())))
     }
 
     /// The names of the intents the DIG gives controller `controller` (`spec.intent` of the DIG

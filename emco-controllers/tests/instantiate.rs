@@ -1558,6 +1558,12 @@ async fn tac_hook(
         .unwrap();
 }
 
+/// `r` with tac in-process, as the server runs it.
+fn with_tac(r: ControllerRegistry) -> ControllerRegistry {
+    let tac = emco_workflows::Tac::new(emco_workflows::Config::default());
+    r.with_action("tac", Arc::new(tac))
+}
+
 /// The holds of the group's deployed context, as its status answers them.
 async fn holds(w: &World, dig: &DigRef) -> Vec<emco_core::lifecycle::hold::Hold> {
     let ctx = w.context(dig).await;
@@ -1595,9 +1601,7 @@ async fn tac_hooks_hold_and_fail_the_lifecycle_on_temporal() {
     let Some(kit) = emco_testkit::temporal::TemporalKit::start() else {
         return;
     };
-    let config = emco_workflows::Config::default();
-    let w = World::start(move |r| r.with_action("tac", Arc::new(emco_workflows::Tac::new(config))))
-        .await;
+    let w = World::start(with_tac).await;
     w.register("tac", dead_port().await, "action", 1).await;
     let temporal = Temporal::connect(&kit.temporal, Timeouts::default())
         .await
@@ -1726,12 +1730,7 @@ async fn tac_hooks_hold_and_fail_the_lifecycle_on_temporal() {
         "the stopped one handed over"
     );
     assert_eq!(holds(&w, &dig).await[0].state, HoldState::Holding);
-    let next = w.restarted_with(move |r| {
-        r.with_action(
-            "tac",
-            Arc::new(emco_workflows::Tac::new(emco_workflows::Config::default())),
-        )
-    });
+    let next = w.restarted_with(with_tac);
     let cancel = CancellationToken::new();
     next.start(cancel.clone()).await.unwrap();
     assert_eq!(hold_ended(&w, &dig).await.state, HoldState::Released);
@@ -1809,13 +1808,7 @@ async fn tac_deploys_the_workers_of_its_hooks_around_them() {
     let Some(kit) = emco_testkit::temporal::TemporalKit::start() else {
         return;
     };
-    let w = World::start(|r| {
-        r.with_action(
-            "tac",
-            Arc::new(emco_workflows::Tac::new(emco_workflows::Config::default())),
-        )
-    })
-    .await;
+    let w = World::start(with_tac).await;
     w.register("tac", dead_port().await, "action", 1).await;
     let worker = w.dig("worker", on("c2"), &[]).await;
     let shared = w.dig("shared-worker", on("c3"), &[]).await;
@@ -1888,10 +1881,9 @@ async fn a_running_orchestrator_takes_a_stopped_ones_hold_over() {
     let Some(kit) = emco_testkit::temporal::TemporalKit::start() else {
         return;
     };
-    let tac = || emco_workflows::Tac::new(emco_workflows::Config::default());
-    let w = World::start(move |r| r.with_action("tac", Arc::new(tac()))).await;
+    let w = World::start(with_tac).await;
     w.register("tac", dead_port().await, "action", 1).await;
-    let other = w.restarted_with(move |r| r.with_action("tac", Arc::new(tac())));
+    let other = w.restarted_with(with_tac);
     let cancel = CancellationToken::new();
     other.start(cancel.clone()).await.unwrap();
 

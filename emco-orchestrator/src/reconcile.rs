@@ -92,6 +92,8 @@ impl Orchestrator {
                             _ => None,
                         };
                         let how = crate::lifecycle::hold::HandOver { from, waves };
+                        // A crash may have come between the record and the registration.
+                        ctx.mark(emco_appcontext::context::Registry::Held).await?;
                         self.deployments().release_later(&seen.key, context, how);
                         return Ok(true);
                     }

@@ -2504,6 +2504,31 @@ impl Drop for OwnEtcd {
     }
 }
 
+/// A server whose AppContexts are in `etcd` (rsync backing off 1 s at most), the edge fleet
+/// onboarded and every cluster 60 ms slow, so that a fault lands in the middle of an operation;
+/// the group's path.
+fn on_etcd(
+    work: &std::path::Path,
+    etcd: &OwnEtcd,
+    fleet: &kubesim::Fleet,
+) -> (Server, &'static str) {
+    let url = etcd.url();
+    let flags = [
+        "--context-backend",
+        "etcd",
+        "--etcd-endpoints",
+        &url,
+        "--rsync-max-backoff-seconds",
+        "1",
+    ];
+    let server = Server::start_with(&work.join("data"), free_addr(), free_addr(), &flags);
+    let dig = onboard_edge_fleet(server.addr, fleet, work);
+    for name in fleet.cluster_names() {
+        fleet.set_fault(&name, kubesim::Fault::latency(60)).unwrap();
+    }
+    (server, dig)
+}
+
 /// Store faults: the AppContext store's etcd killed in the middle of an instantiate, an update
 /// and a terminate, and started again a few seconds later. Meanwhile the server answers status
 /// queries with 503 (never 500) and stays up; once etcd is back every step converges exactly.
@@ -2519,21 +2544,8 @@ fn an_etcd_restart_mid_operation_loses_nothing() {
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
     let fleet = plain_fleet(&rt, CLUSTERS);
-    let (addr, grpc) = (free_addr(), free_addr());
-    let url = etcd.url();
-    let flags = [
-        "--context-backend",
-        "etcd",
-        "--etcd-endpoints",
-        &url,
-        "--rsync-max-backoff-seconds",
-        "1",
-    ];
-    let mut server = Server::start_with(&work.path().join("data"), addr, grpc, &flags);
-    let dig = onboard_edge_fleet(addr, &fleet, work.path());
-    for name in fleet.cluster_names() {
-        fleet.set_fault(&name, kubesim::Fault::latency(60)).unwrap();
-    }
+    let (mut server, dig) = on_etcd(work.path(), &etcd, &fleet);
+    let addr = server.addr;
     let (all, half) = edge_and_half(&fleet);
     let none = std::collections::BTreeSet::new();
     let steps: [Step; 3] = [
@@ -2576,21 +2588,8 @@ fn a_three_member_etcd_rides_out_losing_members() {
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
     let fleet = plain_fleet(&rt, CLUSTERS);
-    let (addr, grpc) = (free_addr(), free_addr());
-    let url = etcd.url();
-    let flags = [
-        "--context-backend",
-        "etcd",
-        "--etcd-endpoints",
-        &url,
-        "--rsync-max-backoff-seconds",
-        "1",
-    ];
-    let mut server = Server::start_with(&work.path().join("data"), addr, grpc, &flags);
-    let dig = onboard_edge_fleet(addr, &fleet, work.path());
-    for name in fleet.cluster_names() {
-        fleet.set_fault(&name, kubesim::Fault::latency(60)).unwrap();
-    }
+    let (mut server, dig) = on_etcd(work.path(), &etcd, &fleet);
+    let addr = server.addr;
     let (all, half) = edge_and_half(&fleet);
     let status = || request(addr, "GET", &format!("{dig}/status"), "").unwrap();
 

@@ -383,12 +383,7 @@ impl Tac {
         let mut started = Vec::new();
         for (_, worker) in &workers {
             let target = worker.spec.group(&project);
-            let state = groups.state(&target).await.map_err(|e| {
-                // A worker naming no group is the hook's fault, not the instantiated group's.
-                let e = match e.kind() {
-                    ErrorKind::NotFound => Error::failed_precondition(e.message()),
-                    _ => e,
-                };
+            let unverified = |e: Error| {
                 wrapped(
                     e,
                     format_args!(
@@ -396,6 +391,13 @@ impl Tac {
                         worker.metadata.name
                     ),
                 )
+            };
+            let state = groups.state(&target).await.map_err(|e| {
+                // A worker naming no group is the hook's fault, not the instantiated group's.
+                unverified(match e.kind() {
+                    ErrorKind::NotFound => Error::failed_precondition(e.message()),
+                    _ => e,
+                })
             })?;
             match state {
                 DigState::Approved | DigState::Terminated => started.push((target, worker)),
@@ -403,10 +405,8 @@ impl Tac {
                     tracing::info!(worker = %worker.metadata.name, %target, "the worker group is deployed already: tac leaves it");
                 }
                 other => {
-                    return Err(Error::failed_precondition(format!(
-                        "Failed to verify all workers were approved or already started: {group}: worker {}: {target} is {other}",
-                        worker.metadata.name
-                    )));
+                    let why = Error::failed_precondition(format!("{target} is {other}"));
+                    return Err(unverified(why));
                 }
             }
         }

@@ -13,7 +13,7 @@ use emco_appcontext::{AppContext, ResourceKey};
 use emco_controller_sdk::controller::Event;
 use emco_core::lifecycle::hold::{HoldState, Holds};
 use emco_core::lifecycle::{AppContextStatus, DigState};
-use emco_core::{ContextId, DigRef, ErrorKind, Result};
+use emco_core::{ContextId, ErrorKind, Result};
 use tokio_util::sync::CancellationToken;
 
 use super::Deployments;
@@ -41,7 +41,7 @@ pub(crate) async fn is_held(ctx: &AppContext) -> Result<bool> {
 impl Deployments {
     /// Waits for the holds of context `ctx` of `dig` in the background, then hands it over
     /// (see the module documentation), unless a task of this process waits for them already;
-    /// stops with the process. The context is in [`Registry::Held`] meanwhile, for other
+    /// stops with the process. The caller has put the context in [`Registry::Held`], for other
     /// processes to wait too.
     pub(crate) fn release_later(&self, dig: &ResourceKey, ctx: u64, how: HandOver) {
         if !self.waiters.claim(ctx) {
@@ -85,22 +85,12 @@ impl Deployments {
     /// Waits for the held context `id` found in the registry, its group and hand-over read
     /// from the context and the group's record; unregisters one that is gone.
     async fn wait_registered(&self, id: u64) -> Result<()> {
-        if self.waiters.claim(id) {
-            // Free again for release_later: claimed only to skip the reads for one waited for.
-            self.waiters.release(id);
-        } else {
+        if self.waiters.has(id) {
             return Ok(());
         }
         let found = async {
             let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
-            let meta = ctx.meta().await?;
-            let dig = DigRef::new(
-                meta.project,
-                meta.composite_app,
-                meta.version,
-                meta.deployment_intent_group,
-            )
-            .key();
+            let dig = ctx.meta().await?.dig().key();
             let record = Record::load(self.core.store().as_ref(), &dig).await?;
             Ok::<_, emco_core::Error>((ctx, dig, record))
         };
@@ -129,7 +119,6 @@ impl Deployments {
     /// then posts the operation's event to the group's action controllers.
     async fn release(&self, dig: &ResourceKey, id: u64, how: HandOver) -> Result<()> {
         let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
-        ctx.mark(Registry::Held).await?;
         loop {
             let Some((holds, revision)) = ctx.holds::<Holds>().await? else {
                 break;

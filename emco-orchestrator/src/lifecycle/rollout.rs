@@ -133,6 +133,14 @@ impl Drivers {
             .insert(id)
     }
 
+    /// Whether a task of this process has `id`.
+    pub(crate) fn has(&self, id: u64) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&id)
+    }
+
     /// Gives `id` up.
     pub(crate) fn release(&self, id: u64) {
         self.0
