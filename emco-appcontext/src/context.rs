@@ -399,6 +399,12 @@ impl AppContext {
         Ok(ctx)
     }
 
+    /// The same context reached through `store` (a [`crate::FencedStore`] over its own).
+    #[must_use]
+    pub fn through(&self, store: Arc<dyn AppContextStore>) -> Self {
+        Self::handle(store, self.id)
+    }
+
     fn handle(store: Arc<dyn AppContextStore>, id: u64) -> Self {
         Self {
             store,

@@ -77,6 +77,7 @@ pub mod deployer;
 pub mod embedded;
 #[cfg(feature = "etcd")]
 pub mod etcd;
+pub mod fenced;
 pub mod keys;
 pub mod kv;
 mod local;
@@ -89,6 +90,7 @@ pub mod sealed;
 
 pub use context::{AppContext, CompositeAppMeta};
 pub use deployer::{Deployer, ObjectRef};
+pub use fenced::FencedStore;
 pub use kv::{AppContextStore, Compare, KeyValue, ListOptions, ListPage, Op, Txn, TxnResult};
 pub use memory::{InMemoryAppContextStore, InMemoryResourceStore};
 pub use resource::{

@@ -40,3 +40,15 @@ async fn sealed_resource_store_conforms() {
     conformance::resource_store(&store, "run").await.unwrap();
     conformance::families(&store, "run").await.unwrap();
 }
+
+/// The wrapper that fences a replica's writes is a store like any other while its fence holds.
+#[tokio::test]
+async fn a_fenced_store_whose_fence_holds_conforms() {
+    use emco_appcontext::{AppContextStore, FencedStore};
+    use std::sync::Arc;
+    let inner: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
+    let token = inner.put("/fence/", "me".into()).await.unwrap();
+    conformance::app_context_store(&FencedStore::new(inner, "/fence/", token), "/conformance/")
+        .await
+        .unwrap();
+}

@@ -1,7 +1,8 @@
 //! Several engines (replicas) on one AppContext store: each context is run by one of them, a
 //! terminate queued through one replica stops the instantiate another runs, and when a replica
 //! is killed with SIGKILL in the middle of an instantiate of 100 clusters, another takes the
-//! context over and finishes it with every object applied exactly once.
+//! context over and finishes it with every object applied exactly once; and one cut off from
+//! etcd (alive) lands nothing after another took its work over (fencing).
 
 #![allow(clippy::unwrap_used)] // Tests fail on bad fixtures.
 
@@ -120,14 +121,7 @@ async fn child_replica_instantiates() {
 async fn a_killed_replica_s_instantiate_is_finished_by_another() {
     const CLUSTERS: usize = 100;
     const RESOURCES: usize = 5;
-    let Ok(endpoint) = std::env::var("EMCO_TEST_ETCD") else {
-        assert!(
-            std::env::var("CI").is_err(),
-            "EMCO_TEST_ETCD must be set in CI"
-        );
-        eprintln!(
-            "SKIPPED a_killed_replica_s_instantiate_is_finished_by_another: EMCO_TEST_ETCD is not set"
-        );
+    let Some(endpoint) = test_etcd("a_killed_replica_s_instantiate_is_finished_by_another") else {
         return;
     };
     let crash = Crash::start(&endpoint, "replicas", CLUSTERS, RESOURCES).await;
@@ -192,5 +186,352 @@ async fn a_killed_replica_s_instantiate_is_finished_by_another() {
         owner(store.as_ref(), ctx.id()).await.is_none()
     })
     .await;
+    store.delete_prefix("/").await.unwrap();
+}
+
+/// The etcd of the test command, or `None` (a loud skip) outside CI.
+fn test_etcd(test: &str) -> Option<String> {
+    let endpoint = std::env::var("EMCO_TEST_ETCD").ok();
+    if endpoint.is_none() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "EMCO_TEST_ETCD must be set in CI"
+        );
+        eprintln!("SKIPPED {test}: EMCO_TEST_ETCD is not set");
+    }
+    endpoint
+}
+
+/// A replica of the test, and what stops it cleanly.
+struct Running {
+    rsync: Rsync,
+    stop: CancellationToken,
+}
+
+async fn running(builder: emco_rsync::engine::RsyncBuilder, id: &str) -> Running {
+    let rsync = builder
+        .replica(ReplicaConfig::new(id, TTL))
+        .build()
+        .unwrap();
+    let stop = CancellationToken::new();
+    rsync.start(stop.clone()).await.unwrap();
+    Running { rsync, stop }
+}
+
+/// The keys of context `ctx` its operations write (resource statuses, the context's status and
+/// states, its event queue) with their revisions: not the readiness a follower keeps writing.
+async fn work_keys(store: &dyn AppContextStore, ctx: u64) -> Vec<(String, u64)> {
+    use emco_appcontext::context::ContextKey;
+    let root = AppContext::prefix(ctx);
+    store
+        .list_all(&root, true)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|kv| {
+            !matches!(
+                ContextKey::parse(&root, &kv.key),
+                Some(ContextKey::ReadyStatus(..) | ContextKey::ClusterStatus(..))
+            )
+        })
+        .map(|kv| (kv.key, kv.mod_revision))
+        .collect()
+}
+
+/// How many resource statuses of `ctx` say `status`.
+async fn statuses(ctx: &AppContext, status: &str) -> usize {
+    let want = format!(r#"{{"Status":"{status}"}}"#);
+    ctx.store()
+        .list_all(ctx.root_key(), false)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|kv| kv.key.contains("/resource/") && kv.value.as_ref() == want.as_bytes())
+        .count()
+}
+
+/// Whether the last event queued for `ctx` is `event` and done: its last write (after the
+/// status).
+async fn done(ctx: &AppContext, event: RsyncEvent) -> bool {
+    common::queue(ctx).await.last() == Some(&(event, QueueStatus::Done))
+}
+
+/// An operation on `ctx` during which replica `a` is cut off with `mode`, and `taker` takes it
+/// over; its writes also reach `others`.
+struct Phase<'a> {
+    what: &'a str,
+    ctx: &'a AppContext,
+    others: &'a [u64],
+    mode: common::proxy::Mode,
+    taker: &'a str,
+}
+
+/// One cut of replica `a` in the middle of an operation on `ctx` (see the test).
+struct Cut<'a> {
+    proxy: &'a common::proxy::Proxy,
+    store: &'a Arc<dyn AppContextStore>,
+    a: &'a Rsync,
+    a_log: &'a Arc<std::sync::Mutex<Vec<common::Call>>>,
+    env: &'a Env,
+}
+
+impl Cut<'_> {
+    /// Cuts `a` off as `phase` says once `started` holds, waits for the taker to own the
+    /// context and for `done`; then lets `a` reach etcd again and checks that nothing it sends
+    /// lands: the operation's keys (of the context and the others) are as the taker left them,
+    /// and no apply or delete of `a` started after the takeover or ended after the taker's first.
+    async fn run<S, SF, D, DF>(&self, phase: Phase<'_>, started: S, done: D)
+    where
+        S: FnMut() -> SF,
+        SF: std::future::Future<Output = bool>,
+        D: FnMut() -> DF,
+        DF: std::future::Future<Output = bool>,
+    {
+        use common::proxy::Mode;
+        let Phase {
+            what,
+            ctx,
+            others,
+            mode,
+            taker,
+        } = phase;
+        until(&format!("{what}: a to be under way"), started).await;
+        // Into the next batches: cut off in the middle of cluster requests.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            owner(self.store.as_ref(), ctx.id()).await.as_deref(),
+            Some("a")
+        );
+        let cut = Instant::now();
+        self.proxy.set(mode);
+        // When the last read that still saw `a` started: the takeover came after it.
+        let mut took = cut;
+        loop {
+            let now = Instant::now();
+            if owner(self.store.as_ref(), ctx.id()).await.as_deref() == Some(taker) {
+                break;
+            }
+            took = now;
+            assert!(
+                cut.elapsed() < Duration::from_secs(30),
+                "{what}: {taker} did not take the context over"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        until(&format!("{what}: {taker} to finish it"), done).await;
+        let mut ids = vec![ctx.id()];
+        ids.extend_from_slice(others);
+        let keys = |ids: Vec<u64>| async move {
+            let mut all = Vec::new();
+            for id in ids {
+                all.extend(work_keys(self.store.as_ref(), id).await);
+            }
+            all
+        };
+        let before = keys(ids.clone()).await;
+        self.proxy.set(Mode::Pass);
+        // a hears of the takeover at its next round and ends its task; what it had sent (held
+        // by a stall) lands now, or would.
+        tokio::time::timeout(Duration::from_secs(30), self.a.wait_idle(ctx.id()))
+            .await
+            .expect("a kept running a context another replica took");
+        tokio::time::sleep(TTL * 2).await;
+        let after = keys(ids).await;
+        let changed: Vec<_> = after.iter().filter(|k| !before.contains(k)).collect();
+        let gone: Vec<_> = before.iter().filter(|k| !after.contains(k)).collect();
+        assert!(
+            changed.is_empty() && gone.is_empty(),
+            "{what}: a write of the cut-off replica landed after the takeover: written \
+             {changed:?}, removed {gone:?}"
+        );
+
+        let of_ctx = |calls: Vec<common::Call>| -> Vec<common::Call> {
+            let id = ctx.id().to_string();
+            calls.into_iter().filter(|c| c.ctx == id).collect()
+        };
+        let a_calls = of_ctx(self.a_log.lock().unwrap().clone());
+        let b_calls = of_ctx(self.env.calls());
+        let a_last = a_calls.iter().map(|c| c.at).max();
+        let b_first = b_calls.iter().map(|c| c.started).filter(|s| *s > cut).min();
+        assert!(
+            !a_calls.is_empty() && b_first.is_some(),
+            "{what}: both worked on it"
+        );
+        let late: Vec<String> = a_calls
+            .iter()
+            .filter(|c| c.started >= took)
+            .map(|c| {
+                format!(
+                    "{} {} {} resources, {:?} after the cut",
+                    if c.delete { "delete" } else { "apply" },
+                    c.cluster,
+                    c.names.len(),
+                    c.started.duration_since(cut)
+                )
+            })
+            .collect();
+        assert!(
+            late.is_empty(),
+            "{what}: a started cluster requests after the takeover ({:?} after the cut): {late:?}",
+            took.duration_since(cut)
+        );
+        assert!(
+            a_last < b_first,
+            "{what}: a cluster request of a ended after {taker}'s first"
+        );
+        eprintln!(
+            "{what} ({mode:?}): a cut off after {} requests; its last ended {:?} after the cut, \
+             {taker} took over {:?} after it",
+            a_calls.len(),
+            a_last.unwrap().saturating_duration_since(cut),
+            took.duration_since(cut)
+        );
+    }
+}
+
+/// Fencing: a replica cut off from etcd (alive, its connection stalled, answered one way or
+/// refused), through a proxy the test controls, while it runs an instantiate, an update and a
+/// terminate. Another replica takes each over and finishes it; then the cut-off one reaches etcd
+/// again (a stall delivers what it had sent) and nothing it sends lands: the keys of the
+/// operation stay as the taker left them (its writes are refused by etcd: fenced by the owner
+/// key's revision), and none of its cluster requests started after the takeover or ended after
+/// the taker's first (its lease ran out first). A delay alone is no takeover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_replica_lands_nothing_after_the_takeover() {
+    use common::proxy::{Mode, Proxy};
+    const CLUSTERS: usize = 8;
+    // A batch (one cluster's) takes about 1.8 s: longer than the lease of a replica cut off in
+    // the middle of one, which must abandon it.
+    const RESOURCES: usize = 30;
+    const TOTAL: usize = CLUSTERS * RESOURCES;
+    let Some(endpoint) = test_etcd("a_cut_off_replica_lands_nothing_after_the_takeover") else {
+        return;
+    };
+    let env = Env::start(CLUSTERS).await;
+    env.fault_all(&Fault::latency(60));
+    let prefix = emco_appcontext::conformance::unique_prefix("/emco-rs-test/fencing-");
+    let store = common::etcd(&endpoint, &prefix).await;
+    let server = tokio::net::lookup_host(endpoint.trim_start_matches("http://"))
+        .await
+        .unwrap()
+        .next()
+        .unwrap();
+    let proxy = Proxy::start(server).await;
+    let (a_resolver, a_log) = env.own_resolver();
+    let a = running(
+        // Two clusters at a time: the operation is under way for several batches.
+        env.builder(common::etcd(&format!("http://{}", proxy.addr), &prefix).await)
+            .connectors(a_resolver)
+            .concurrency(2, 1),
+        "a",
+    )
+    .await;
+    let mut b = running(env.builder(Arc::clone(&store)), "b1").await;
+    let cut = Cut {
+        proxy: &proxy,
+        store: &store,
+        a: &a.rsync,
+        a_log: &a_log,
+        env: &env,
+    };
+    // Another replica in b's place: b leaves (its heartbeat removed), a takes what b held.
+    let replace = |b: Running, next: &'static str, ctx: u64| {
+        let (env, store) = (&env, &store);
+        async move {
+            b.stop.cancel();
+            until("a to take the context back", || async {
+                owner(store.as_ref(), ctx).await.as_deref() == Some("a")
+            })
+            .await;
+            running(env.builder(Arc::clone(store)), next).await
+        }
+    };
+
+    // An instantiate through a, whose etcd answers late (a delay is no takeover), then stalls.
+    let first = context(
+        Arc::clone(&store),
+        &[config_map_app(&clusters(CLUSTERS), RESOURCES)],
+    )
+    .await;
+    proxy.set(Mode::Delay(Duration::from_millis(20)));
+    a.rsync.instantiate(first.id()).await.unwrap();
+    cut.run(
+        Phase {
+            what: "instantiate",
+            ctx: &first,
+            others: &[],
+            mode: Mode::Stall,
+            taker: "b1",
+        },
+        || async { applied_count(&first).await >= TOTAL / 4 },
+        || async {
+            applied_count(&first).await == TOTAL && done(&first, RsyncEvent::Instantiate).await
+        },
+    )
+    .await;
+    assert_eq!(status(&first).await, AppContextStatus::Instantiated);
+    assert_config_maps(&env, &first, RESOURCES).await;
+    b = replace(b, "b2", first.id()).await;
+
+    // An update through a, whose answers stop coming (its requests still land).
+    let cms: Vec<(String, String)> = (0..RESOURCES)
+        .map(|i| {
+            (
+                format!("cm{i}+ConfigMap"),
+                common::config_map(&format!("cm{i}"), &format!("u{i}")),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = cms.iter().map(|(n, y)| (n.as_str(), y.as_str())).collect();
+    let second = context(
+        Arc::clone(&store),
+        &[common::AppSpec::new("app", &clusters(CLUSTERS), &refs)],
+    )
+    .await;
+    a.rsync.update(first.id(), second.id()).await.unwrap();
+    cut.run(
+        Phase {
+            what: "update",
+            ctx: &second,
+            others: &[first.id()],
+            mode: Mode::CutAnswers,
+            taker: "b2",
+        },
+        || async { applied_count(&second).await >= TOTAL / 4 },
+        // Done once the replaced context deleted what the new one no longer has.
+        || async {
+            applied_count(&second).await == TOTAL
+                && done(&second, RsyncEvent::Update).await
+                && done(&first, RsyncEvent::UpdateDelete).await
+        },
+    )
+    .await;
+    assert_eq!(status(&second).await, AppContextStatus::Updated);
+    for i in 0..CLUSTERS {
+        let cm = env.get(i, second.id(), "app", &cms[0].1).await.unwrap();
+        assert_eq!(cm["data"]["value"], "u0");
+    }
+    b = replace(b, "b3", second.id()).await;
+
+    // A terminate through a, whose connections are then refused.
+    a.rsync.terminate(second.id()).await.unwrap();
+    cut.run(
+        Phase {
+            what: "terminate",
+            ctx: &second,
+            others: &[],
+            mode: Mode::Refuse,
+            taker: "b3",
+        },
+        || async { statuses(&second, "Deleted").await >= TOTAL / 4 },
+        || async { done(&second, RsyncEvent::Terminate).await },
+    )
+    .await;
+    assert_eq!(status(&second).await, AppContextStatus::Terminated);
+    for i in 0..CLUSTERS {
+        assert!(env.get(i, second.id(), "app", &cms[0].1).await.is_none());
+    }
+    b.stop.cancel();
+    a.stop.cancel();
     store.delete_prefix("/").await.unwrap();
 }

@@ -241,6 +241,9 @@ impl OpCtl {
 struct CtxTask {
     op: Mutex<Option<OpCtl>>,
     finished: CancellationToken,
+    /// The owner key revision this replica took the context with (replicas only): the task's
+    /// writes are fenced by it.
+    fence: Option<u64>,
 }
 
 impl CtxTask {
@@ -515,7 +518,7 @@ impl Rsync {
                 }
             };
             let op = OpCtl::new(RsyncEvent::Read, &root);
-            let run = run::Run::new(Arc::clone(&self.inner), ctx, op).await;
+            let run = run::Run::new(Arc::clone(&self.inner), self.inner.fenced(ctx), op).await;
             if let Err(e) = run.follow_deployed().await {
                 tracing::warn!(ctx = id, error = %e, "cannot follow a deployed context");
             }
@@ -805,7 +808,10 @@ impl Rsync {
         // Claimed before the event is visible, so that no other replica takes a context that
         // its enqueuer is about to run.
         let mine = match &self.inner.owners {
-            Some(owners) => owners.claim(self.inner.store.as_ref(), ctx_id).await?,
+            Some(owners) => owners
+                .claim(self.inner.store.as_ref(), ctx_id)
+                .await?
+                .is_some(),
             None => true,
         };
         if event != RsyncEvent::Read {
@@ -828,11 +834,18 @@ impl Rsync {
         Ok(())
     }
 
+    /// Starts the task of `ctx` unless it runs; with replicas its writes are fenced by the
+    /// token this replica claimed the context with.
     fn ensure_task(&self, tasks: &mut HashMap<u64, Arc<CtxTask>>, ctx: AppContext) {
         if tasks.contains_key(&ctx.id()) {
             return;
         }
-        let task = Arc::new(CtxTask::default());
+        let fence = self.inner.owners.as_ref().and_then(|o| o.token(ctx.id()));
+        let ctx = self.inner.fenced(ctx);
+        let task = Arc::new(CtxTask {
+            fence,
+            ..CtxTask::default()
+        });
         tasks.insert(ctx.id(), Arc::clone(&task));
         let engine = self.clone();
         // Every log line of the context's work names it (and, below, the app and cluster).
@@ -872,7 +885,14 @@ impl Rsync {
     /// Processes one pending event; `false` when the queue is empty and the task has ended.
     async fn step(&self, ctx: &AppContext, task: &CtxTask) -> Result<bool> {
         if let Some(owners) = &self.inner.owners
-            && !owners.owns(self.inner.store.as_ref(), ctx.id()).await?
+            && !match task.fence {
+                Some(token) => {
+                    owners
+                        .holds(self.inner.store.as_ref(), ctx.id(), token)
+                        .await?
+                }
+                None => false,
+            }
         {
             // Taken over while this replica was taken for dead: the new owner runs it.
             tracing::warn!(ctx = ctx.id(), "another replica took this context over");
@@ -980,7 +1000,7 @@ impl Rsync {
             }
         };
         let other = match &element.ucid {
-            Some(u) => Some(self.other_context(u).await?),
+            Some(u) => Some(Self::other_context(ctx, u).await?),
             None => None,
         };
         if matches!(element.event, RsyncEvent::Update | RsyncEvent::UpdateDelete) && other.is_none()
@@ -1081,7 +1101,7 @@ impl Rsync {
     /// Terminates the context `old` that an update of `ctx` was to replace: the terminate of
     /// `ctx` came before that update finished, so `old`'s resources are still deployed.
     async fn terminate_replaced(&self, ctx: &AppContext, old: &str) -> Result<()> {
-        let Some(old) = self.other_context(old).await.found()? else {
+        let Some(old) = Self::other_context(ctx, old).await.found()? else {
             return Ok(());
         };
         tracing::info!(
@@ -1092,15 +1112,26 @@ impl Rsync {
         Box::pin(self.terminate(old.id())).await
     }
 
-    async fn other_context(&self, ucid: &str) -> Result<AppContext> {
+    /// The other context `ucid` of an event of `ctx`, reached as `ctx` is: an update's writes
+    /// to the context it replaces are fenced by the ownership of the one it runs for.
+    async fn other_context(ctx: &AppContext, ucid: &str) -> Result<AppContext> {
         let id: u64 = ucid.parse().map_err(|e| {
             Error::invalid(format!("queued context id {ucid:?} is not a number")).with_source(e)
         })?;
-        AppContext::load(Arc::clone(&self.inner.store), id).await
+        AppContext::load(Arc::clone(ctx.store()), id).await
     }
 }
 
 impl Inner {
+    /// `ctx` with its writes fenced by this replica's ownership (see [`owner`]); as it is
+    /// alone on its store, or for a context it does not own.
+    fn fenced(&self, ctx: AppContext) -> AppContext {
+        match self.owners.as_ref().and_then(|o| o.token(ctx.id())) {
+            Some(token) => ctx.through(owner::Owners::fence(&self.store, ctx.id(), token)),
+            None => ctx,
+        }
+    }
+
     /// Sets the status of `ctx` and, as EMCO's rsync keeps them equal, its
     /// `rsync/state/CurrentState`.
     async fn set_state(&self, ctx: &AppContext, status: AppContextStatus) -> Result<()> {

@@ -11,14 +11,31 @@
 //!
 //! This needs nothing of the store but revisions and compare-and-set, so it works on every
 //! backend; for several processes the store is etcd.
+//!
+//! ## Fencing
+//!
+//! A replica cut off from the store (alive, its requests stalled or refused) is taken for dead
+//! and its contexts are taken over; it must not act on them any more, even with requests that
+//! were in flight or that it sends once it is reachable again:
+//! - a takeover is conditioned on the dead replica's heartbeat being still the version judged
+//!   dead, so a beat that lands first keeps the context with its owner;
+//! - every write of a context's work goes through a [`FencedStore`](emco_appcontext::FencedStore)
+//!   whose token is the owner key's revision when this replica took it: after a takeover the
+//!   store refuses them, however late they arrive;
+//! - the clusters cannot check a token, so this replica holds a lease on its own clock: half the
+//!   time to live from the moment it *sent* its last acknowledged beat (others wait a whole time
+//!   to live from when they *saw* it). Past that, no apply or delete starts and one in flight is
+//!   abandoned at three quarters; and a lease that lapsed is taken up again only after a round
+//!   read the owner keys after the beat that renewed it, and stopped what others took meanwhile.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use emco_appcontext::{AppContextStore, Compare, ListOptions, Op, Txn};
-use emco_core::{ErrorKind, Result};
+use emco_appcontext::{AppContextStore, Compare, FencedStore, ListOptions, Op, Txn};
+use emco_core::Result;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// Where replicas keep their heartbeats, one key per replica id under it.
@@ -48,6 +65,31 @@ pub(crate) struct Owners {
     config: ReplicaConfig,
     /// The heartbeat version of each other replica, and when this replica first saw it.
     seen: Mutex<HashMap<String, (u64, Instant)>>,
+    /// The owner key revision (fencing token) of each context this replica took.
+    tokens: Mutex<HashMap<u64, u64>>,
+    lease: Mutex<Lease>,
+    /// Told when the lease is renewed, or must be checked by a round.
+    renewed: Notify,
+}
+
+/// This replica's own view of its heartbeat (see the module).
+#[derive(Debug, Default)]
+struct Lease {
+    /// When the last acknowledged beat was sent.
+    sent: Option<Instant>,
+    /// How many beats were acknowledged.
+    beats: u64,
+    /// Set when the lease lapsed before beat number `n` was acknowledged: ownership is checked
+    /// by a round that starts after it.
+    check_after: Option<u64>,
+}
+
+/// The owner of a context, from [`Owners::holders`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Holder {
+    pub(crate) replica: String,
+    /// The owner key's revision: the owner's fencing token.
+    pub(crate) token: u64,
 }
 
 fn heartbeat_key(id: &str) -> String {
@@ -58,11 +100,18 @@ fn owner_key(ctx: u64) -> String {
     format!("{OWNERS}{ctx}/")
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl Owners {
     pub(crate) fn new(config: ReplicaConfig) -> Self {
         Self {
             config,
             seen: Mutex::new(HashMap::new()),
+            tokens: Mutex::new(HashMap::new()),
+            lease: Mutex::new(Lease::default()),
+            renewed: Notify::new(),
         }
     }
 
@@ -75,13 +124,116 @@ impl Owners {
         self.config.ttl / 3
     }
 
-    /// Renews this replica's heartbeat.
+    /// Renews this replica's heartbeat and, once the store acknowledged it, the lease, from
+    /// when the beat was sent.
     pub(crate) async fn beat(&self, store: &dyn AppContextStore) -> Result<()> {
+        let sent = Instant::now();
         let stamp = emco_core::time::rfc3339(std::time::SystemTime::now());
         store
             .put(&heartbeat_key(&self.config.id), Bytes::from(stamp))
-            .await
-            .map(drop)
+            .await?;
+        let mut lease = lock(&self.lease);
+        lease.beats += 1;
+        if lease
+            .sent
+            .is_some_and(|s| s + self.safe() <= Instant::now())
+        {
+            tracing::warn!(
+                replica = %self.config.id,
+                "this replica's lease ran out before the store took its heartbeat: its applies \
+                 wait until it has checked which contexts it still owns"
+            );
+            lease.check_after = Some(lease.beats);
+        }
+        lease.sent = lease.sent.max(Some(sent));
+        drop(lease);
+        self.renewed.notify_waiters();
+        Ok(())
+    }
+
+    /// How long after sending an acknowledged beat this replica may start applies.
+    fn safe(&self) -> Duration {
+        self.config.ttl / 2
+    }
+
+    /// Whether ownership must be checked by a round (the lease lapsed and was renewed since).
+    pub(crate) fn needs_check(&self) -> bool {
+        lock(&self.lease).check_after.is_some()
+    }
+
+    /// How many beats were acknowledged: taken by a round before it reads the owners.
+    pub(crate) fn beats(&self) -> u64 {
+        lock(&self.lease).beats
+    }
+
+    /// A round that started after `beats` acknowledged beats stopped what others took.
+    pub(crate) fn checked(&self, beats: u64) {
+        let mut lease = lock(&self.lease);
+        if lease.check_after.is_some_and(|n| beats >= n) {
+            lease.check_after = None;
+            drop(lease);
+            tracing::info!(replica = %self.config.id, "ownership checked: this replica's applies go on");
+            self.renewed.notify_waiters();
+        }
+    }
+
+    /// Until when an apply may run: `None` when none may start now.
+    pub(crate) fn lease_end(&self) -> Option<Instant> {
+        let lease = lock(&self.lease);
+        let sent = lease.sent.filter(|_| lease.check_after.is_none())?;
+        (Instant::now() < sent + self.safe()).then(|| sent + self.config.ttl * 3 / 4)
+    }
+
+    /// Until when an apply under way may go on (a beat since it started may have moved it):
+    /// `None` when it must be abandoned now.
+    pub(crate) fn running_end(&self) -> Option<Instant> {
+        let lease = lock(&self.lease);
+        let end = lease.sent.filter(|_| lease.check_after.is_none())? + self.config.ttl * 3 / 4;
+        (Instant::now() < end).then_some(end)
+    }
+
+    /// Waits until an apply may start; `false` when `cancel` fired first.
+    pub(crate) async fn leased(&self, cancel: &tokio_util::sync::CancellationToken) -> bool {
+        loop {
+            let renewed = self.renewed.notified();
+            // Cancelled first: the round that lets applies go on again has just cut short
+            // the operations of the contexts this replica lost.
+            if cancel.is_cancelled() {
+                return false;
+            }
+            if self.lease_end().is_some() {
+                return true;
+            }
+            tokio::select! {
+                () = renewed => {}
+                // The lease also lapses by itself; a renewal is told, a lapse is not.
+                () = tokio::time::sleep(self.tick() / 4) => {}
+                () = cancel.cancelled() => return false,
+            }
+        }
+    }
+
+    /// Told when the lease was renewed or checked.
+    pub(crate) fn renewal(&self) -> tokio::sync::futures::Notified<'_> {
+        self.renewed.notified()
+    }
+
+    /// The fencing token this replica took `ctx` with.
+    pub(crate) fn token(&self, ctx: u64) -> Option<u64> {
+        lock(&self.tokens).get(&ctx).copied()
+    }
+
+    /// `store` fenced by this replica's ownership of `ctx` at `token` (see the module).
+    pub(crate) fn fence(
+        store: &std::sync::Arc<dyn AppContextStore>,
+        ctx: u64,
+        token: u64,
+    ) -> std::sync::Arc<dyn AppContextStore> {
+        std::sync::Arc::new(FencedStore::new(
+            std::sync::Arc::clone(store),
+            owner_key(ctx),
+            token,
+        ))
     }
 
     /// Removes this replica's heartbeat at a clean shutdown, so that others take over at once.
@@ -96,7 +248,7 @@ impl Owners {
     pub(crate) async fn observe(&self, store: &dyn AppContextStore) -> Result<()> {
         let page = store.list(HEARTBEATS, ListOptions::default()).await?;
         let now = Instant::now();
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seen = lock(&self.seen);
         let mut live = HashMap::with_capacity(page.kvs.len());
         for kv in page.kvs {
             let Some(id) = kv
@@ -120,32 +272,30 @@ impl Owners {
     /// the time to live.
     fn alive(&self, id: &str) -> bool {
         id == self.config.id
-            || self
-                .seen
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
+            || lock(&self.seen)
                 .get(id)
                 .is_some_and(|(_, at)| at.elapsed() < self.config.ttl)
     }
 
-    /// Whether replica `id` counts as alive, its heartbeat read again first: a replica this one
-    /// has not seen yet (it started after the last look) is alive from now, not dead.
-    async fn alive_now(&self, store: &dyn AppContextStore, id: &str) -> Result<bool> {
+    /// The heartbeat revision (0: none) of replica `id` when it counts as dead, read again
+    /// first: a replica this one has not seen yet (it started after the last look) is alive
+    /// from now, not dead.
+    async fn dead_beat(&self, store: &dyn AppContextStore, id: &str) -> Result<Option<u64>> {
         if id == self.config.id {
-            return Ok(true);
+            return Ok(None);
         }
         let beat = store.get(&heartbeat_key(id)).await?;
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seen = lock(&self.seen);
         let Some(beat) = beat else {
             seen.remove(id);
-            return Ok(false);
+            return Ok(Some(0));
         };
         let since = match seen.get(id) {
             Some(&(revision, at)) if revision == beat.mod_revision => at,
             _ => Instant::now(),
         };
         seen.insert(id.to_owned(), (beat.mod_revision, since));
-        Ok(since.elapsed() < self.config.ttl)
+        Ok((since.elapsed() >= self.config.ttl).then_some(beat.mod_revision))
     }
 
     /// The owner of every owned context, read in one listing.
@@ -155,7 +305,7 @@ impl Owners {
     pub(crate) async fn holders(
         &self,
         store: &dyn AppContextStore,
-    ) -> Result<HashMap<u64, String>> {
+    ) -> Result<HashMap<u64, Holder>> {
         let page = store.list(OWNERS, ListOptions::default()).await?;
         Ok(page
             .kvs
@@ -167,59 +317,80 @@ impl Owners {
                     .strip_suffix('/')?
                     .parse()
                     .ok()?;
-                Some((id, String::from_utf8_lossy(&kv.value).into_owned()))
+                let holder = Holder {
+                    replica: String::from_utf8_lossy(&kv.value).into_owned(),
+                    token: kv.mod_revision,
+                };
+                Some((id, holder))
             })
             .collect())
     }
 
+    /// Whether `holder` (from [`Self::holders`]) is this replica as it took the context (with
+    /// the token it knows).
+    pub(crate) fn is_me(&self, ctx: u64, holder: Option<&Holder>) -> bool {
+        holder.is_some_and(|h| h.replica == self.config.id && self.token(ctx) == Some(h.token))
+    }
+
     /// Whether a context held by `holder` (from [`Self::holders`]) is worth a claim: it has
     /// no owner, or this replica, or a dead one.
-    pub(crate) fn claimable(&self, holder: Option<&String>) -> bool {
-        holder.is_none_or(|h| !self.alive(h) || *h == self.config.id)
+    pub(crate) fn claimable(&self, holder: Option<&Holder>) -> bool {
+        holder.is_none_or(|h| !self.alive(&h.replica) || h.replica == self.config.id)
     }
 
-    /// Makes this replica the owner of `ctx` if it has none or a dead one; returns whether this
-    /// replica owns it now.
+    /// Makes this replica the owner of `ctx` if it has none or a dead one; returns its fencing
+    /// token when this replica owns it now. A dead owner's context is taken only if its
+    /// heartbeat did not change since it was judged dead, in the same transaction.
     ///
     /// # Errors
     /// The store's errors.
-    pub(crate) async fn claim(&self, store: &dyn AppContextStore, ctx: u64) -> Result<bool> {
+    pub(crate) async fn claim(&self, store: &dyn AppContextStore, ctx: u64) -> Result<Option<u64>> {
         let key = owner_key(ctx);
         let me = Bytes::from(self.config.id.clone());
-        let expected = match store.get(&key).await? {
-            Some(kv) if kv.value == me => return Ok(true),
-            Some(kv)
-                if self
-                    .alive_now(store, &String::from_utf8_lossy(&kv.value))
-                    .await? =>
-            {
-                return Ok(false);
+        let mut txn = Txn::new();
+        let mut dead = None;
+        match store.get(&key).await? {
+            Some(kv) if kv.value == me => {
+                lock(&self.tokens).insert(ctx, kv.mod_revision);
+                return Ok(Some(kv.mod_revision));
             }
-            Some(kv) => kv.mod_revision,
-            None => 0,
-        };
-        match store.compare_and_set(&key, me, expected).await {
-            Ok(_) => {
-                if expected != 0 {
-                    tracing::info!(ctx, replica = %self.config.id, "took over a context of a dead replica");
-                }
-                Ok(true)
+            Some(kv) => {
+                let holder = String::from_utf8_lossy(&kv.value).into_owned();
+                let Some(beat) = self.dead_beat(store, &holder).await? else {
+                    return Ok(None);
+                };
+                txn = txn
+                    .when(Compare::mod_revision(key.clone(), kv.mod_revision))
+                    .when(Compare::mod_revision(heartbeat_key(&holder), beat));
+                dead = Some(holder);
             }
-            Err(e) if e.kind() == ErrorKind::Conflict => Ok(false),
-            Err(e) => Err(e),
+            None => txn = txn.when(Compare::absent(key.clone())),
         }
+        let done = store.txn(txn.op(Op::put(key, me))).await?;
+        if !done.succeeded {
+            return Ok(None);
+        }
+        if let Some(dead) = dead {
+            tracing::info!(ctx, replica = %self.config.id, from = %dead, "took over a context of a dead replica");
+        }
+        lock(&self.tokens).insert(ctx, done.revision);
+        Ok(Some(done.revision))
     }
 
-    /// Whether this replica still owns `ctx` (another may have taken it while this one was
-    /// taken for dead).
+    /// Whether this replica still owns `ctx` as it took it at `token` (another may have taken
+    /// it while this one was taken for dead).
     ///
     /// # Errors
     /// The store's errors.
-    pub(crate) async fn owns(&self, store: &dyn AppContextStore, ctx: u64) -> Result<bool> {
-        Ok(store
-            .get(&owner_key(ctx))
-            .await?
-            .is_some_and(|kv| kv.value.as_ref() == self.config.id.as_bytes()))
+    pub(crate) async fn holds(
+        &self,
+        store: &dyn AppContextStore,
+        ctx: u64,
+        token: u64,
+    ) -> Result<bool> {
+        Ok(store.get(&owner_key(ctx)).await?.is_some_and(|kv| {
+            kv.mod_revision == token && kv.value.as_ref() == self.config.id.as_bytes()
+        }))
     }
 
     /// Gives up `ctx` when its work is done, unless another replica owns it by now.
@@ -227,6 +398,7 @@ impl Owners {
     /// # Errors
     /// The store's errors.
     pub(crate) async fn release(&self, store: &dyn AppContextStore, ctx: u64) -> Result<()> {
+        lock(&self.tokens).remove(&ctx);
         let key = owner_key(ctx);
         let Some(kv) = store.get(&key).await? else {
             return Ok(());
@@ -243,6 +415,7 @@ impl Owners {
     /// # Errors
     /// The store's errors.
     pub(crate) async fn forget(&self, store: &dyn AppContextStore, ctx: u64) -> Result<()> {
+        lock(&self.tokens).remove(&ctx);
         let key = owner_key(ctx);
         match store.get(&key).await? {
             Some(kv) => delete_unchanged(store, &key, kv.mod_revision).await,
@@ -280,10 +453,15 @@ mod tests {
             r.beat(&store).await.unwrap();
             r.observe(&store).await.unwrap();
         }
-        assert!(a.claim(&store, 7).await.unwrap());
-        assert!(a.claim(&store, 7).await.unwrap(), "a claim is idempotent");
-        assert!(
-            !b.claim(&store, 7).await.unwrap(),
+        let token = a.claim(&store, 7).await.unwrap().unwrap();
+        assert_eq!(
+            a.claim(&store, 7).await.unwrap(),
+            Some(token),
+            "a claim is idempotent"
+        );
+        assert_eq!(
+            b.claim(&store, 7).await.unwrap(),
+            None,
             "b took a live replica's context"
         );
 
@@ -292,24 +470,25 @@ mod tests {
             tokio::time::advance(Duration::from_millis(100)).await;
             a.beat(&store).await.unwrap();
             b.observe(&store).await.unwrap();
-            assert!(!b.claim(&store, 7).await.unwrap());
+            assert_eq!(b.claim(&store, 7).await.unwrap(), None);
         }
         // a stops: after a whole time to live of b's clock, b takes it, and a knows.
         tokio::time::advance(Duration::from_millis(200)).await;
         b.observe(&store).await.unwrap();
-        assert!(
-            !b.claim(&store, 7).await.unwrap(),
+        assert_eq!(
+            b.claim(&store, 7).await.unwrap(),
+            None,
             "taken before the time to live"
         );
         tokio::time::advance(Duration::from_millis(150)).await;
         b.observe(&store).await.unwrap();
-        assert!(b.claim(&store, 7).await.unwrap());
-        assert!(!a.owns(&store, 7).await.unwrap());
+        let taken = b.claim(&store, 7).await.unwrap().unwrap();
+        assert!(!a.holds(&store, 7, token).await.unwrap());
         // a's release of what it lost leaves b's ownership.
         a.release(&store, 7).await.unwrap();
-        assert!(b.owns(&store, 7).await.unwrap());
+        assert!(b.holds(&store, 7, taken).await.unwrap());
         b.release(&store, 7).await.unwrap();
-        assert!(!b.owns(&store, 7).await.unwrap());
+        assert!(!b.holds(&store, 7, taken).await.unwrap());
     }
 
     #[tokio::test(start_paused = true)]
@@ -319,11 +498,66 @@ mod tests {
         for r in [&a, &b, &c] {
             r.beat(&store).await.unwrap();
         }
-        assert!(a.claim(&store, 1).await.unwrap());
+        assert!(a.claim(&store, 1).await.unwrap().is_some());
         a.leave(&store).await.unwrap();
         b.observe(&store).await.unwrap();
         c.observe(&store).await.unwrap();
         let (rb, rc) = tokio::join!(b.claim(&store, 1), c.claim(&store, 1));
-        assert!(rb.unwrap() ^ rc.unwrap(), "exactly one of b and c takes it");
+        assert!(
+            rb.unwrap().is_some() ^ rc.unwrap().is_some(),
+            "exactly one of b and c takes it"
+        );
+    }
+
+    /// A beat that lands before the takeover keeps the context with its owner: the takeover is
+    /// conditioned on the heartbeat judged dead.
+    #[tokio::test(start_paused = true)]
+    async fn a_beat_that_lands_before_the_takeover_keeps_the_context() {
+        let store = InMemoryAppContextStore::new();
+        let (a, b) = (replica("a"), replica("b"));
+        a.beat(&store).await.unwrap();
+        let token = a.claim(&store, 3).await.unwrap().unwrap();
+        b.observe(&store).await.unwrap();
+        tokio::time::advance(Duration::from_millis(350)).await;
+        // b judged a dead (read the same heartbeat a time to live ago) when a beats again.
+        let judged = b.dead_beat(&store, "a").await.unwrap().unwrap();
+        a.beat(&store).await.unwrap();
+        let owner = store.get(&owner_key(3)).await.unwrap().unwrap();
+        let late = Txn::new()
+            .when(Compare::mod_revision(owner_key(3), owner.mod_revision))
+            .when(Compare::mod_revision(heartbeat_key("a"), judged))
+            .op(Op::put(owner_key(3), Bytes::from("b")));
+        assert!(!store.txn(late).await.unwrap().succeeded);
+        assert!(a.holds(&store, 3, token).await.unwrap());
+        assert_eq!(b.claim(&store, 3).await.unwrap(), None, "a beat again");
+    }
+
+    /// The lease: applies may start for half the time to live after the last acknowledged beat
+    /// was sent; a lease that lapsed waits for a round that read the owners after the renewal.
+    #[tokio::test(start_paused = true)]
+    async fn the_lease_lapses_by_itself_and_comes_back_after_a_check() {
+        let store = InMemoryAppContextStore::new();
+        let a = replica("a");
+        assert!(a.lease_end().is_none(), "no beat yet");
+        a.beat(&store).await.unwrap();
+        let end = a.lease_end().unwrap();
+        assert_eq!(end - Instant::now(), Duration::from_millis(225));
+        tokio::time::advance(Duration::from_millis(100)).await;
+        a.beat(&store).await.unwrap();
+        assert!(!a.needs_check(), "renewed in time");
+        tokio::time::advance(Duration::from_millis(160)).await;
+        assert!(a.lease_end().is_none(), "lapsed at half the time to live");
+        let before = a.beats();
+        a.beat(&store).await.unwrap();
+        assert!(a.needs_check());
+        assert!(a.lease_end().is_none(), "renewed, but not checked");
+        a.checked(before);
+        assert!(
+            a.needs_check(),
+            "a round that started before the renewal checks nothing"
+        );
+        a.checked(a.beats());
+        assert!(!a.needs_check());
+        assert!(a.lease_end().is_some());
     }
 }

@@ -43,11 +43,15 @@ impl Rsync {
         };
         let root = self.inner.root();
         let store = self.inner.store.as_ref();
+        let mut next = tokio::time::Instant::now() + owners.tick();
         loop {
             tokio::select! {
-                () = tokio::time::sleep(owners.tick()) => {}
+                () = tokio::time::sleep_until(next) => {}
                 () = root.cancelled() => break,
             }
+            // Counted from the start of this beat: a beat the store took long to answer is
+            // followed by the next at once, not a whole tick later.
+            next = tokio::time::Instant::now() + owners.tick();
             if let Err(e) = owners.beat(store).await {
                 tracing::warn!(replica = owners.id(), error = %e, "cannot renew the heartbeat");
             }
@@ -63,9 +67,19 @@ impl Rsync {
         };
         let root = self.inner.root();
         loop {
-            tokio::select! {
-                () = tokio::time::sleep(owners.tick()) => {}
-                () = root.cancelled() => break,
+            // A round every tick, and at once when a lapsed lease was renewed: applies wait
+            // for it.
+            let due = tokio::time::Instant::now() + owners.tick();
+            loop {
+                let renewal = owners.renewal();
+                if owners.needs_check() {
+                    break;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep_until(due) => break,
+                    () = renewal => {}
+                    () = root.cancelled() => return,
+                }
             }
             if let Err(e) = self.replica_round().await {
                 tracing::warn!(replica = owners.id(), error = %e, "a replica round failed");
@@ -79,19 +93,22 @@ impl Rsync {
             return Ok(());
         };
         let store = self.inner.store.as_ref();
+        // Taken before the owners are read: this round vouches for the beats acknowledged so
+        // far (see `owner`'s fencing).
+        let beats = owners.beats();
         owners.observe(store).await?;
         // What runs here first: a context claimed after this snapshot is not mistaken for one
         // another replica took.
-        let running: HashMap<u64, Option<OpCtl>> = self
+        let running: HashMap<u64, (Option<OpCtl>, Option<u64>)> = self
             .inner
             .tasks
             .lock()
             .await
             .iter()
-            .map(|(id, t)| (*id, t.op()))
+            .map(|(id, t)| (*id, (t.op(), t.fence)))
             .collect();
         let held = owners.holders(store).await?;
-        let mine = |id: &u64| held.get(id).map(String::as_str) == Some(owners.id());
+        let mine = |id: &u64| owners.is_me(*id, held.get(id));
         let active: HashSet<u64> = AppContext::active_contexts(store)
             .await?
             .into_iter()
@@ -109,8 +126,9 @@ impl Rsync {
             .copied()
             .collect();
 
-        for (id, op) in &running {
-            if !mine(id) {
+        for (id, (op, fence)) in &running {
+            let holder = held.get(id);
+            if holder.is_none_or(|h| h.replica != owners.id() || Some(h.token) != *fence) {
                 tracing::warn!(ctx = id, "another replica took this context over");
                 if let Some(op) = op {
                     op.abort(Abort::Shutdown);
@@ -125,6 +143,7 @@ impl Rsync {
                 owners.release(store, *id).await?;
             }
         }
+        owners.checked(beats);
 
         // Owner keys of contexts that are gone would pile up: nothing runs or follows them.
         for &id in held.keys() {
@@ -141,7 +160,7 @@ impl Rsync {
             if running.contains_key(&id) || !owners.claimable(held.get(&id)) {
                 continue;
             }
-            if owners.claim(store, id).await? {
+            if owners.claim(store, id).await?.is_some() {
                 match AppContext::load(Arc::clone(&self.inner.store), id).await {
                     Ok(ctx) => self.ensure_task(&mut *self.inner.tasks.lock().await, ctx),
                     Err(e) => tracing::warn!(ctx = id, error = %e, "cannot resume a context"),
@@ -154,7 +173,7 @@ impl Rsync {
             if active.contains(&id) || followed.contains(&id) || !owners.claimable(held.get(&id)) {
                 continue;
             }
-            if owners.claim(store, id).await? {
+            if owners.claim(store, id).await?.is_some() {
                 follow.push(id);
             }
         }
@@ -168,13 +187,15 @@ impl Rsync {
             tokio::spawn(async move { engine.follow_deployed(follow).await });
         }
 
-        for (id, op) in running {
+        for (id, (op, _)) in running {
             let Some(op) = op.filter(|op| {
                 matches!(op.event, RsyncEvent::Instantiate | RsyncEvent::Update) && mine(&id)
             }) else {
                 continue;
             };
-            let ctx = AppContext::load(Arc::clone(&self.inner.store), id).await?;
+            let ctx = self
+                .inner
+                .fenced(AppContext::load(Arc::clone(&self.inner.store), id).await?);
             let queued = ctx
                 .event_queue()
                 .await?

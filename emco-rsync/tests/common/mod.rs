@@ -4,6 +4,8 @@
 #![allow(dead_code)] // Each test binary uses a different subset.
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
+pub mod proxy;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,7 +28,12 @@ use serde_json::Value;
 /// One call a [`Recording`] connector saw.
 #[derive(Debug, Clone)]
 pub struct Call {
+    /// When it was made.
+    pub started: Instant,
+    /// When it ended, or was abandoned (its future dropped).
     pub at: Instant,
+    /// The context it was made for.
+    pub ctx: String,
     pub cluster: String,
     pub app: String,
     pub delete: bool,
@@ -47,15 +54,44 @@ pub struct Recording {
 }
 
 impl Recording {
-    fn record<T, E>(&self, batch: &Batch, delete: bool, r: &std::result::Result<T, E>) {
-        self.log.lock().unwrap().push(Call {
-            at: Instant::now(),
-            cluster: self.inner.cluster().to_owned(),
-            app: batch.scope.app.clone(),
-            delete,
-            names: batch.resources.iter().map(|r| r.id().emco_name()).collect(),
-            ok: r.is_ok(),
-        });
+    /// A call about to be made, recorded when it ends or is abandoned.
+    fn call(&self, batch: &Batch, delete: bool) -> Pending {
+        Pending {
+            call: Some(Call {
+                started: Instant::now(),
+                at: Instant::now(),
+                ctx: batch.scope.ctx_id.clone(),
+                cluster: self.inner.cluster().to_owned(),
+                app: batch.scope.app.clone(),
+                delete,
+                names: batch.resources.iter().map(|r| r.id().emco_name()).collect(),
+                ok: false,
+            }),
+            log: Arc::clone(&self.log),
+        }
+    }
+}
+
+/// A call under way: logged (not ok) even when its future is dropped.
+struct Pending {
+    call: Option<Call>,
+    log: Arc<Mutex<Vec<Call>>>,
+}
+
+impl Pending {
+    fn ended<T, E>(mut self, r: &std::result::Result<T, E>) {
+        if let Some(call) = &mut self.call {
+            call.ok = r.is_ok();
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(mut call) = self.call.take() {
+            call.at = Instant::now();
+            self.log.lock().unwrap().push(call);
+        }
     }
 }
 
@@ -68,8 +104,9 @@ impl Connector for Recording {
         self.inner.observes_live_state()
     }
     async fn apply(&self, batch: &Batch) -> std::result::Result<Warnings, BatchError> {
+        let call = self.call(batch, false);
         let r = self.inner.apply(batch).await;
-        self.record(batch, false, &r);
+        call.ended(&r);
         r
     }
     async fn delete(
@@ -77,8 +114,9 @@ impl Connector for Recording {
         batch: &Batch,
         propagation: Propagation,
     ) -> std::result::Result<(), BatchError> {
+        let call = self.call(batch, true);
         let r = self.inner.delete(batch, propagation).await;
-        self.record(batch, true, &r);
+        call.ended(&r);
         r
     }
     async fn get(&self, scope: &Scope, id: &ResourceId) -> Result<Option<Value>> {
@@ -157,6 +195,26 @@ impl Env {
             direct,
             reads,
         }
+    }
+
+    /// Connectors to the same clusters with a call log of their own: an engine built with
+    /// them is told apart from the others by what it did.
+    pub fn own_resolver(&self) -> (Arc<MapResolver>, Arc<Mutex<Vec<Call>>>) {
+        let resolver = Arc::new(MapResolver::new());
+        let log = Arc::new(Mutex::new(Vec::new()));
+        for conn in &self.direct {
+            let inner: Arc<dyn Connector> = Arc::clone(conn) as Arc<dyn Connector>;
+            resolver.insert(
+                inner.cluster().to_owned(),
+                Arc::new(Recording {
+                    inner,
+                    log: Arc::clone(&log),
+                    reads: Arc::clone(&self.reads),
+                    watch: true,
+                }),
+            );
+        }
+        (resolver, log)
     }
 
     pub fn engine(&self, store: Arc<dyn AppContextStore>) -> Rsync {

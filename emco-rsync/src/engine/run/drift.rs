@@ -272,7 +272,10 @@ impl Run {
         }
         let result = {
             let _permits = self.permits(cluster).await;
-            conn.apply(&batch).await
+            match self.leased(conn.apply(&batch)).await {
+                Some(r) => r,
+                None => return,
+            }
         };
         let group = self.group_label();
         let done = match &result {

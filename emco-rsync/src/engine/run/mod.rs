@@ -21,7 +21,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use crate::connector::{Batch, Connector, Propagation, Resource, Scope, Warnings};
+use crate::connector::{Batch, BatchError, Connector, Propagation, Resource, Scope, Warnings};
 use crate::engine::status::ContextStatusExt;
 use crate::engine::{Abort, Inner, OpCtl};
 
@@ -44,6 +44,18 @@ fn give_back_start_slot() {
 enum Action {
     Apply,
     Delete,
+}
+
+/// A request abandoned because this replica's lease ran out: retried once it is back, by this
+/// replica if it still owns the context.
+fn lapsed() -> BatchError {
+    BatchError::at(
+        0,
+        emco_core::Error::unavailable(
+            "this replica's lease ran out before the cluster answered (the store did not take \
+             its heartbeat)",
+        ),
+    )
 }
 
 /// The (name, reason) of the entries `pick` selects.
@@ -179,6 +191,32 @@ impl Run {
             .await
             .ok()?;
         Some((global, local))
+    }
+
+    /// Runs `request`, an apply or delete, under this replica's lease (see
+    /// [`crate::engine::owner`]): once the lease allows one to start, and abandoned as
+    /// `Unavailable` when it runs out before the cluster answered. `None` when the operation
+    /// was cut short while waiting. Alone on its store the engine has no lease to wait for.
+    async fn leased<F>(&self, request: F) -> Option<std::result::Result<Warnings, BatchError>>
+    where
+        F: Future<Output = std::result::Result<Warnings, BatchError>>,
+    {
+        let Some(owners) = &self.inner.owners else {
+            return Some(request.await);
+        };
+        if !owners.leased(&self.op.token).await {
+            return None;
+        }
+        tokio::pin!(request);
+        // The lease is renewed while the request runs (a batch can take longer than a lease);
+        // it is abandoned only when no beat renewed it in time.
+        while let Some(end) = owners.running_end() {
+            tokio::select! {
+                r = &mut request => return Some(r),
+                () = tokio::time::sleep_until(end) => {}
+            }
+        }
+        Some(Err(lapsed()))
     }
 
     /// The start slots of one app's cluster workers: how many may have started and not yet
@@ -376,20 +414,23 @@ impl Run {
                 break;
             }
             let started = std::time::Instant::now();
+            let request = self.leased(async {
+                match action {
+                    Action::Apply => conn.apply(batch).await,
+                    Action::Delete => conn
+                        .delete(batch, Propagation::Background)
+                        .await
+                        .map(|()| Warnings::new()),
+                }
+            });
             let result = tokio::select! {
-                r = async {
-                    match action {
-                        Action::Apply => conn.apply(batch).await,
-                        Action::Delete => conn
-                            .delete(batch, Propagation::Background)
-                            .await
-                            .map(|()| Warnings::new()),
-                    }
-                } => r,
+                // A cut-short operation starts no request.
+                biased;
                 () = self.op.token.cancelled() => {
                     out.aborted = Some(rest);
                     return Ok(out);
                 }
+                Some(r) = request => r,
             };
             drop(permits);
             let metrics = &self.inner.metrics;
