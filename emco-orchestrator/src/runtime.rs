@@ -52,6 +52,8 @@ pub(crate) struct Runtime {
     /// How long [`Orchestrator::start`] lets live hand-overs finish before it queues the ones a
     /// crash cut short (see [`Orchestrator::reconcile`]).
     pub(crate) reconcile_grace: Duration,
+    /// How many revisions' contexts a group keeps for rollback; `None`: all, as EMCO.
+    pub(crate) history: Option<usize>,
 }
 
 type RegistryFn = Box<dyn FnOnce(Stores) -> ControllerRegistry + Send>;
@@ -69,6 +71,7 @@ pub struct OrchestratorBuilder {
     gitops_dir: Option<PathBuf>,
     helm: HelmCompat,
     reconcile_grace: Duration,
+    history: Option<usize>,
 }
 
 impl fmt::Debug for OrchestratorBuilder {
@@ -93,7 +96,20 @@ impl OrchestratorBuilder {
             gitops_dir: None,
             helm: HelmCompat::default(),
             reconcile_grace: Duration::from_secs(10),
+            history: None,
         }
+    }
+
+    /// Keeps the contexts of a group's `revisions` most recent revisions (the current one
+    /// among them) and deletes older ones as updates come: each is a whole copy of the
+    /// deployment, so a group updated every minute would otherwise grow its store without end.
+    /// A rollback to a revision no longer kept is refused. Default: every revision, as EMCO
+    /// (like Helm's `--history-max`, Argo CD's `revisionHistoryLimit`); fewer than 2 keeps 2,
+    /// the current revision and the one an update or a failed rollout goes back to.
+    #[must_use]
+    pub fn revision_history_limit(mut self, revisions: usize) -> Self {
+        self.history = Some(revisions.max(2));
+        self
     }
 
     /// How long [`Orchestrator::start`] waits before it queues the rsync work of records a crash
@@ -209,6 +225,7 @@ impl OrchestratorBuilder {
             controllers: Arc::new(controllers),
             any_of: self.any_of.unwrap_or_else(|| Arc::new(FirstLexicographic)),
             reconcile_grace: self.reconcile_grace,
+            history: self.history,
         });
         let core = Core {
             objects: Onboarding::new(self.store, contexts, self.limits),

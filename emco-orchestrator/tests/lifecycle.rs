@@ -95,17 +95,33 @@ impl World {
         Self::start_on(None, true).await
     }
 
+    /// A world whose orchestrator keeps the contexts of `revisions` revisions per group.
+    async fn with_history(revisions: usize) -> Self {
+        let world = Self {
+            w: Self::builder()
+                .orchestrator(move |b| b.revision_history_limit(revisions))
+                .start()
+                .await,
+            pool: KubePool::new(),
+        };
+        world.onboard().await;
+        world
+    }
+
+    fn builder() -> emco_testkit::WorldBuilder {
+        emco_testkit::World::builder()
+            .project(PROJECT)
+            .labels(|_| vec!["edge".to_owned()])
+            .controllers(registry)
+    }
+
     /// A world over the given stores (fresh in-memory ones without); `resume` starts the engine
     /// on the contexts an earlier process left active (never on a store shared with other tests).
     async fn start_on(
         stores: Option<(Arc<dyn ResourceStore>, Arc<dyn AppContextStore>)>,
         resume: bool,
     ) -> Self {
-        let mut builder = emco_testkit::World::builder()
-            .project(PROJECT)
-            .labels(|_| vec!["edge".to_owned()])
-            .controllers(registry)
-            .start_engine(resume);
+        let mut builder = Self::builder().start_engine(resume);
         if let Some((resources, contexts)) = stores {
             builder = builder.stores(resources, contexts);
         }
@@ -571,6 +587,71 @@ async fn instantiate_update_rollback_terminate_and_again() {
         let gone = AppContext::load(Arc::clone(o.contexts()), ctx.id()).await;
         assert_eq!(gone.unwrap_err().kind(), ErrorKind::NotFound);
     }
+    w.stop().await;
+}
+
+/// A history of 3 revisions: each update deletes the contexts of the revisions before the
+/// last three (not the current one, nor one rsync still works on); a rollback within the
+/// history works, one beyond it is refused with why. (EMCO keeps every revision: the default.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revision_history_limit_deletes_older_contexts_as_updates_come() {
+    let w = World::with_history(3).await;
+    let dig = w.dig("v1", "d1", "lc", "c1", &[]).await;
+    let o = &w.orch;
+    o.deployments().instantiate(&dig).await.unwrap();
+    let mut contexts = vec![w.context(&dig).await];
+    w.wait_status(&contexts[0], AppContextStatus::Instantiated)
+        .await;
+    for (revision, cluster) in [(2, "c2"), (3, "c1"), (4, "c2"), (5, "c1")] {
+        w.place(&dig, cluster).await;
+        assert_eq!(o.deployments().update(&dig).await.unwrap(), revision);
+        let ctx = w.context(&dig).await;
+        w.wait_service(cluster, Some(&ctx)).await;
+        w.wait_status(&ctx, AppContextStatus::Updated).await;
+        // The replaced context has deleted what the new one no longer has before the next
+        // update (an overlap is another story: see the notes).
+        let replaced = contexts.last().unwrap();
+        let end = tokio::time::Instant::now() + DEADLINE;
+        while !replaced
+            .event_queue()
+            .await
+            .unwrap()
+            .last()
+            .is_some_and(|e| {
+                e.event == emco_core::lifecycle::RsyncEvent::UpdateDelete
+                    && e.status == emco_appcontext::context::QueueStatus::Done
+            })
+        {
+            assert!(
+                tokio::time::Instant::now() < end,
+                "no UpdateDelete of {}",
+                replaced.id()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        contexts.push(ctx);
+    }
+    // Each update deleted the contexts beyond the last three: revisions 1 and 2 are gone.
+    let exists = |ctx: &AppContext| {
+        let store = Arc::clone(o.contexts());
+        let id = ctx.id();
+        async move { AppContext::load(store, id).await.is_ok() }
+    };
+    let mut kept = Vec::new();
+    for ctx in &contexts {
+        kept.push(exists(ctx).await);
+    }
+    assert_eq!(kept, [false, false, true, true, true]);
+
+    assert_eq!(o.deployments().rollback(&dig, 4).await.unwrap(), 6);
+    w.wait_service("c2", Some(&contexts[3])).await;
+    w.wait_service("c1", None).await;
+    let e = o.deployments().rollback(&dig, 1).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.to_string().contains("no longer kept"), "{e}");
+    o.deployments().terminate(&dig).await.unwrap();
+    w.wait_status(&contexts[3], AppContextStatus::Terminated)
+        .await;
     w.stop().await;
 }
 

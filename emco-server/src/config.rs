@@ -143,6 +143,10 @@ struct Cli {
     /// [default: 10].
     #[arg(long, env = "EMCO_REPLICA_TTL_SECONDS")]
     replica_ttl_seconds: Option<u64>,
+    /// Keep the AppContexts of each deployment intent group's last N revisions (at least 2)
+    /// for rollback and delete older ones as updates come [default: all, as EMCO].
+    #[arg(long, env = "EMCO_REVISION_HISTORY_LIMIT")]
+    revision_history_limit: Option<usize>,
     /// Serve only this built-in controller (gac, dtc, nps, its, swc, ovnaction, sfc, sfcclient,
     /// hpa-placement-controller-1, hpa-action-controller-1, tac) over EMCO's controller gRPC protocol
     /// on the gRPC listener, as EMCO runs each controller in its own process; it shares the
@@ -218,6 +222,7 @@ struct FileConfig {
     helm_version: Option<String>,
     replica_id: Option<String>,
     replica_ttl_seconds: Option<u64>,
+    revision_history_limit: Option<usize>,
     serve_controller: Option<String>,
     secrets_key_file: Option<PathBuf>,
     audit_log: Option<PathBuf>,
@@ -292,6 +297,8 @@ pub struct Config {
     pub replica_id: Option<String>,
     /// How long a replica may be silent before the others take its work over.
     pub replica_ttl: Duration,
+    /// How many revisions' contexts each group keeps; `None`: all.
+    pub revision_history_limit: Option<usize>,
     /// Serve only this built-in controller over gRPC instead of the whole server.
     pub serve_controller: Option<String>,
     /// The keys that seal stored credentials; `None` stores them in the clear.
@@ -338,6 +345,7 @@ impl Default for Config {
             replica_id: None,
             serve_controller: None,
             replica_ttl: Duration::from_secs(10),
+            revision_history_limit: None,
             secrets: None,
             audit_log: None,
             auth_config: None,
@@ -422,6 +430,13 @@ impl Config {
         if replica_ttl.is_zero() {
             return Err(Error::invalid("--replica-ttl-seconds must be at least 1"));
         }
+        let revision_history_limit = cli.revision_history_limit.or(file.revision_history_limit);
+        if revision_history_limit.is_some_and(|n| n < 2) {
+            return Err(Error::invalid(
+                "--revision-history-limit must be at least 2: the current revision and the one \
+                 an update goes back from",
+            ));
+        }
         let serve_controller = cli.serve_controller.or(file.serve_controller);
         if serve_controller.is_some()
             && (context_backend != ContextBackend::Etcd || backend != Backend::Mongo)
@@ -481,6 +496,7 @@ impl Config {
             },
             replica_id,
             replica_ttl,
+            revision_history_limit,
             store_cache: match cli.store_cache_mib.or(file.store_cache_mib) {
                 Some(0) => return Err(Error::invalid("--store-cache-mib must be at least 1")),
                 Some(mib) => mib.saturating_mul(1024 * 1024),
@@ -689,5 +705,17 @@ mod tests {
         }
         let e = Config::from_args(args("mongo", "etcd", "0")).unwrap_err();
         assert!(e.to_string().contains("at least 1"), "{e}");
+    }
+
+    #[test]
+    fn a_revision_history_keeps_at_least_two() {
+        let limit = |n: &str| Config::from_args(["emco-server", "--revision-history-limit", n]);
+        let c = limit("5").unwrap().unwrap();
+        assert_eq!(c.revision_history_limit, Some(5));
+        let e = limit("1").unwrap_err();
+        assert_eq!(e.kind(), emco_core::ErrorKind::InvalidArgument);
+        assert!(e.to_string().contains("at least 2"), "{e}");
+        let c = Config::from_args(["emco-server"]).unwrap().unwrap();
+        assert_eq!(c.revision_history_limit, None, "all, as EMCO");
     }
 }

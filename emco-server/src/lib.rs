@@ -382,7 +382,11 @@ pub fn orchestrator_with(
         .replica_id
         .as_ref()
         .map(|id| ReplicaConfig::new(id.clone(), config.replica_ttl));
-    Orchestrator::builder(Arc::clone(stores.resources()?))
+    let mut builder = Orchestrator::builder(Arc::clone(stores.resources()?));
+    if let Some(revisions) = config.revision_history_limit {
+        builder = builder.revision_history_limit(revisions);
+    }
+    builder
         .contexts(stores.appcontext)
         .helm(config.helm)
         .limits(Limits {

@@ -1,5 +1,6 @@
-//! The server's Prometheus metrics: request counts and latencies per route, plus what rsync and
-//! the controller registry record (see `emco_rsync::metrics` and
+//! The server's Prometheus metrics: request counts and latencies per route, the process's own
+//! figures (descriptors, resident memory, live async tasks: what a long run watches for
+//! leaks), plus what rsync and the controller registry record (see `emco_rsync::metrics` and
 //! `emco_controller_sdk::client::ControllerMetrics`), all on `/metrics`.
 
 use std::sync::Arc;
@@ -8,12 +9,16 @@ use std::time::Instant;
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use emco_core::metrics::{Counter, Family, Histogram, LATENCY_BUCKETS, render};
+use emco_core::metrics::{Counter, Family, Gauge, Histogram, LATENCY_BUCKETS, render};
 
 #[derive(Debug)]
 struct Http {
     requests: Counter,
     duration: Histogram,
+    /// Read when scraped.
+    open_fds: Gauge,
+    resident: Gauge,
+    tasks: Gauge,
 }
 
 /// The request metrics of the server, shared by the middleware and `/metrics`.
@@ -36,6 +41,17 @@ impl Default for Metrics {
                     "HTTP request latency.",
                     &["method", "route", "status"],
                     LATENCY_BUCKETS,
+                ),
+                open_fds: Gauge::new("process_open_fds", "Open file descriptors.", &[]),
+                resident: Gauge::new(
+                    "process_resident_memory_bytes",
+                    "Resident memory size in bytes.",
+                    &[],
+                ),
+                tasks: Gauge::new(
+                    "emco_runtime_alive_tasks",
+                    "Async tasks alive in the server's runtime.",
+                    &[],
                 ),
             }),
         }
@@ -60,10 +76,46 @@ impl Metrics {
     /// controllers').
     #[must_use]
     pub fn render(&self, more: &[&dyn Family]) -> String {
-        let mut families: Vec<&dyn Family> = vec![&self.http.requests, &self.http.duration];
+        let http = &self.http;
+        // Linux's view of the process; elsewhere these series are left out.
+        if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
+            #[allow(clippy::cast_precision_loss)] // far fewer than 2^52 descriptors
+            http.open_fds.set(&[], fds.count() as f64);
+        }
+        if let Some(kib) = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| resident_kib(&s))
+        {
+            #[allow(clippy::cast_precision_loss)] // far below 2^52 bytes
+            http.resident.set(&[], (kib * 1024) as f64);
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            #[allow(clippy::cast_precision_loss)] // far fewer than 2^52 tasks
+            http.tasks
+                .set(&[], runtime.metrics().num_alive_tasks() as f64);
+        }
+        let mut families: Vec<&dyn Family> = vec![
+            &http.requests,
+            &http.duration,
+            &http.open_fds,
+            &http.resident,
+            &http.tasks,
+        ];
         families.extend_from_slice(more);
         render(&families)
     }
+}
+
+/// `VmRSS` of a `/proc/<pid>/status` text, in KiB.
+fn resident_kib(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// The middleware: times each request and records it under its route pattern (never the raw

@@ -553,6 +553,14 @@ fn server_endpoints() {
     ] {
         assert!(metrics.contains(family), "{family}\n{metrics}");
     }
+    // The process's own figures, what a soak watches for leaks.
+    let process = |name: &str| figure(&metrics, name).unwrap_or_default();
+    assert!(process("process_open_fds") >= 3, "{metrics}");
+    assert!(
+        process("process_resident_memory_bytes") > 1_000_000,
+        "{metrics}"
+    );
+    assert!(process("emco_runtime_alive_tasks") >= 1, "{metrics}");
 }
 
 /// A connected gRPC channel to `addr`.
@@ -3425,4 +3433,278 @@ fn a_second_server_on_shared_stores_needs_a_replica_id() {
     assert!(!status.success(), "{logged}");
     assert!(logged.contains("replica"), "{logged}");
     drop((r1, r2));
+}
+
+/// A number from the environment, or `default`.
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// What a soak samples of one moment: per replica resident memory (KiB), open descriptors and
+/// live async tasks, summed over the replicas; and the keys of the AppContext store.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sample {
+    at: Duration,
+    rss_kib: u64,
+    fds: u64,
+    tasks: u64,
+    keys: u64,
+}
+
+/// A figure of a soak's report: its name, how a sample gives it, and how much it may grow
+/// beside half again.
+type Figure = (&'static str, fn(&Sample) -> u64, u64);
+
+/// A soak's samples, one every `every` from `began`.
+struct Sampler {
+    began: Instant,
+    every: Duration,
+    next: Instant,
+    samples: Vec<Sample>,
+}
+
+impl Sampler {
+    /// A sample of `replicas` and the store's `keys` now.
+    fn take(&mut self, replicas: &[Server], keys: u64) {
+        let mut s = Sample {
+            at: self.began.elapsed(),
+            keys,
+            ..Sample::default()
+        };
+        for r in replicas {
+            let pid = r.child.id();
+            s.rss_kib += rss_kib(pid);
+            s.fds += std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64);
+            let metrics = request(r.addr, "GET", "/metrics", "").map(|(_, m)| m);
+            s.tasks += metrics
+                .ok()
+                .and_then(|m| figure(&m, "emco_runtime_alive_tasks"))
+                .unwrap_or(0);
+        }
+        self.samples.push(s);
+        self.next += self.every;
+    }
+}
+
+/// One `name value` line of a Prometheus text.
+fn figure(metrics: &str, name: &str) -> Option<u64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
+        .map(|v| v as u64)
+}
+
+/// The soak: replicas a, b and c on shared etcd and MongoDB deploy the http-server example to
+/// `EMCO_SOAK_CLUSTERS` kubesim clusters; then for `EMCO_SOAK_SECONDS` an update (a new image)
+/// every `EMCO_SOAK_UPDATE_SECONDS` through the replicas in turn, a tenth of the clusters
+/// flapping (others each period), and every `EMCO_SOAK_KILL_SECONDS` a replica killed with
+/// SIGKILL and started again; three revisions kept. Every `EMCO_SOAK_SAMPLE_SECONDS` the
+/// replicas' resident memory, descriptors and async tasks and the store's keys are sampled. Checked: every update
+/// converges (each object on each cluster once, the new image everywhere at the end), and after
+/// the first third the figures stay flat (the last third's mean within half again the middle
+/// third's, plus a little). The defaults are the short version of the test command (90 s, 24
+/// clusters); `scripts/soak.sh` runs the hour at 1,000 clusters and writes the figures to
+/// `EMCO_SOAK_RESULTS`.
+#[test]
+fn a_soak_of_updates_flaps_and_killed_replicas_leaves_nothing_growing() {
+    use std::fmt::Write as _;
+    let seconds = env_or("EMCO_SOAK_SECONDS", 90);
+    let clusters = usize::try_from(env_or("EMCO_SOAK_CLUSTERS", 24)).unwrap();
+    let update_every = Duration::from_secs(env_or("EMCO_SOAK_UPDATE_SECONDS", 15));
+    let kill_every = Duration::from_secs(env_or("EMCO_SOAK_KILL_SECONDS", 40));
+    let sample_every = Duration::from_secs(env_or("EMCO_SOAK_SAMPLE_SECONDS", 2));
+    let Some(shared) =
+        SharedStores::new("a_soak_of_updates_flaps_and_killed_replicas_leaves_nothing_growing")
+    else {
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fleet = plain_fleet(&rt, clusters);
+    let work = tempfile::tempdir().unwrap();
+    let store = rt.block_on(shared.etcd());
+    let start = |id: &str| {
+        let mut flags = shared.flags();
+        flags.extend(["--replica-id", id, "--replica-ttl-seconds", "3"]);
+        flags.extend(["--rsync-max-backoff-seconds", "2"]);
+        // Each update keeps a whole copy of the deployment: three revisions are kept.
+        flags.extend(["--revision-history-limit", "3"]);
+        Server::start_with(&work.path().join(id), free_addr(), free_addr(), &flags)
+    };
+    let ids = ["a", "b", "c"];
+    let mut replicas: Vec<Server> = ids.iter().map(|id| start(id)).collect();
+    let dig = onboard_edge_fleet(replicas[0].addr, &fleet, work.path());
+    let objects = (KINDS.len() * clusters) as u64;
+    let names = fleet.cluster_names();
+
+    let began = Instant::now();
+    let mut sampler = Sampler {
+        began,
+        every: sample_every,
+        next: began,
+        samples: Vec::new(),
+    };
+    let mut tick = |replicas: &[Server], sampler: &mut Sampler| {
+        if Instant::now() >= sampler.next {
+            let keys = rt.block_on(store.list_all("/", true)).unwrap().len() as u64;
+            sampler.take(replicas, keys);
+        }
+    };
+    // Waits until the group is deployed with every object Applied, sampling meanwhile.
+    let converge = |replicas: &[Server],
+                    sampler: &mut Sampler,
+                    tick: &mut dyn FnMut(&[Server], &mut Sampler),
+                    what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(600);
+        loop {
+            tick(replicas, sampler);
+            let status = deployed_status(replicas[0].addr, dig);
+            let state = status["deployedStatus"].as_str().unwrap_or_default();
+            if matches!(state, "Instantiated" | "Updated") && applied(&status) == objects {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what} did not converge: {status}"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    };
+
+    assert_eq!(
+        post(replicas[0].addr, &format!("{dig}/instantiate"), "").0,
+        202
+    );
+    converge(&replicas, &mut sampler, &mut tick, "the instantiate");
+    let mut updates: Vec<Duration> = Vec::new();
+    let (mut kills, mut image) = (0, String::from("nginx:1.27"));
+    let mut flapping: Vec<String> = Vec::new();
+    let mut next_kill = began + kill_every;
+    while began.elapsed() < Duration::from_secs(seconds) {
+        let round = updates.len();
+        // Other clusters flap each period.
+        for name in flapping.drain(..) {
+            fleet.set_fault(&name, kubesim::Fault::none()).unwrap();
+        }
+        for (i, name) in names.iter().enumerate() {
+            if (i + round).is_multiple_of(10) {
+                let flap = kubesim::Fault::flapping(update_every / 6);
+                fleet.set_fault(name, flap).unwrap();
+                flapping.push(name.clone());
+            }
+        }
+        let period = Instant::now();
+        image = format!("nginx:1.27-soak{round}");
+        let via = replicas[round % replicas.len()].addr;
+        let chart = server_chart(work.path(), &image);
+        let (code, body) = send_form(
+            via,
+            "PUT",
+            "/v2/projects/p/composite-apps/ca/v1/apps/http-server",
+            r#"{"metadata":{"name":"http-server"}}"#,
+            &[("file", "http-server.tgz", &chart)],
+        );
+        assert!(code == 200 || code == 201, "{code} {body}");
+        let (code, body) = post(via, &format!("{dig}/update"), "");
+        assert_eq!(code, 202, "update {round}: {body}");
+        // A replica killed in the middle of the update, and started again.
+        if Instant::now() >= next_kill {
+            let i = kills % replicas.len();
+            let mut killed = replicas.remove(i);
+            killed.child.kill().unwrap(); // SIGKILL
+            killed.child.wait().unwrap();
+            drop(killed);
+            replicas.insert(i, start(ids[i]));
+            kills += 1;
+            next_kill += kill_every;
+        }
+        converge(
+            &replicas,
+            &mut sampler,
+            &mut tick,
+            &format!("update {round}"),
+        );
+        updates.push(period.elapsed());
+        while period.elapsed() < update_every {
+            tick(&replicas, &mut sampler);
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+    for name in flapping.drain(..) {
+        fleet.set_fault(&name, kubesim::Fault::none()).unwrap();
+    }
+    // Every cluster holds each object once, with the last image.
+    for name in &names {
+        for kind in KINDS {
+            assert_eq!(
+                cluster_objects(&fleet, name, kind).len(),
+                1,
+                "{name} {kind}"
+            );
+        }
+        assert_eq!(deployment_image(&fleet, name), image, "{name}");
+    }
+
+    // Flat after the first third: the last third's mean against the middle third's.
+    let samples = sampler.samples;
+    let third = |k: usize| -> Vec<Sample> {
+        let span = began.elapsed() / 3;
+        samples
+            .iter()
+            .filter(|s| {
+                s.at >= span * u32::try_from(k).unwrap()
+                    && s.at < span * u32::try_from(k + 1).unwrap()
+            })
+            .copied()
+            .collect()
+    };
+    let mean = |part: &[Sample], f: fn(&Sample) -> u64| -> u64 {
+        part.iter().map(f).sum::<u64>() / part.len().max(1) as u64
+    };
+    let (middle, last) = (third(1), third(2));
+    let mut report = format!(
+        "# Soak: {clusters} clusters, 3 replicas, {seconds} s\n\n\
+         {} updates (one every {update_every:?}), {kills} replicas killed (SIGKILL, every \
+         {kill_every:?}), a tenth of the clusters flapping each period; {} samples.\n\n\
+         Update to converged: median {:?}, worst {:?}.\n\n\
+         | figure (sum of the replicas) | first third | middle third | last third |\n|---|---|---|---|\n",
+        updates.len(),
+        samples.len(),
+        {
+            let mut u = updates.clone();
+            u.sort();
+            u.get(u.len() / 2).copied().unwrap_or_default()
+        },
+        updates.iter().max().copied().unwrap_or_default(),
+    );
+    let figures: [Figure; 4] = [
+        ("resident memory (KiB)", |s| s.rss_kib, 64 * 1024),
+        ("open descriptors", |s| s.fds, 32),
+        ("async tasks", |s| s.tasks, 256),
+        ("store keys", |s| s.keys, 0),
+    ];
+    for (name, f, _) in &figures {
+        let _ = writeln!(
+            report,
+            "| {name} | {} | {} | {} |",
+            mean(&third(0), *f),
+            mean(&middle, *f),
+            mean(&last, *f)
+        );
+    }
+    eprintln!("{report}");
+    if let Ok(path) = std::env::var("EMCO_SOAK_RESULTS") {
+        std::fs::write(&path, &report).unwrap();
+    }
+    for (name, f, slack) in &figures {
+        let (m, l) = (mean(&middle, *f), mean(&last, *f));
+        assert!(
+            l <= m * 3 / 2 + slack,
+            "{name} grew: {m} in the middle third, {l} in the last\n{report}"
+        );
+    }
+    drop(replicas);
+    rt.block_on(store.delete_prefix("/")).unwrap();
 }

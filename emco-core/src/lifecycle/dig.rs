@@ -373,6 +373,30 @@ impl StateInfo {
         Ok(ids)
     }
 
+    /// The contexts a history of `keep` revisions no longer holds: every context the record
+    /// names but the `keep` most recently deployed (by the last action naming each) and the
+    /// current one, oldest first.
+    ///
+    /// # Errors
+    /// As [`Self::current_context_id`].
+    pub fn contexts_beyond(&self, keep: usize) -> Result<Vec<ContextId>> {
+        let current = self.current_context();
+        // The last action naming each context, newest first.
+        let mut newest: Vec<&str> = Vec::new();
+        for a in self.actions.iter().rev() {
+            if !a.instance.is_empty() && !newest.contains(&a.instance.as_str()) {
+                newest.push(&a.instance);
+            }
+        }
+        newest
+            .into_iter()
+            .skip(keep)
+            .rev()
+            .filter(|id| Some(*id) != current)
+            .map(|id| ContextId::from_record(id, "a lifecycle record"))
+            .collect()
+    }
+
     /// The highest revision recorded (0 before the first instantiate).
     #[must_use]
     pub fn latest_revision(&self) -> i64 {
@@ -497,6 +521,26 @@ mod tests {
         let by_rev = s.contexts_by_revision();
         assert_eq!(by_rev.len(), 1, "only the current deployment's revisions");
         assert_eq!(by_rev.get(&1), Some(&"c5"));
+    }
+
+    #[test]
+    fn a_history_of_some_revisions_keeps_the_newest_contexts() {
+        let mut s = StateInfo::created("t0");
+        s.apply(DigOperation::Approve, "", "t1").unwrap();
+        assert!(s.contexts_beyond(2).unwrap().is_empty(), "nothing deployed");
+        s.apply(DigOperation::Instantiate, "11", "t2").unwrap();
+        for (ctx, t) in [("12", "t3"), ("13", "t4"), ("14", "t5")] {
+            s.apply(DigOperation::Update, ctx, t).unwrap();
+        }
+        let ids = |v: Vec<ContextId>| v.into_iter().map(ContextId::get).collect::<Vec<_>>();
+        assert_eq!(ids(s.contexts_beyond(2).unwrap()), [11, 12]);
+        assert_eq!(ids(s.contexts_beyond(3).unwrap()), [11]);
+        assert!(s.contexts_beyond(9).unwrap().is_empty());
+        // A rollback to 12 makes it the newest again: 13 goes first.
+        s.apply(DigOperation::Rollback, "12", "t6").unwrap();
+        assert_eq!(ids(s.contexts_beyond(2).unwrap()), [11, 13]);
+        // The current context is kept whatever the count.
+        assert_eq!(ids(s.contexts_beyond(0).unwrap()), [11, 13, 14]);
     }
 
     #[test]

@@ -42,6 +42,7 @@ pub use rollout::{RolloutControl, RolloutMetrics};
 use std::sync::Arc;
 use std::time::Duration;
 
+use emco_appcontext::context::Registry;
 use emco_appcontext::keys::Keyed;
 use emco_appcontext::{AppContext, ResourceKey};
 use emco_core::lifecycle::{DigOperation, StateInfo, transition_named};
@@ -575,7 +576,50 @@ impl Deployments {
         if !held {
             self.post_event(dig, ctx.id(), Event::Update);
         }
+        self.prune_history(dig, &written.info).await;
         Ok(written.info.latest_revision())
+    }
+
+    /// Deletes the contexts of the group's revisions beyond the history limit (see
+    /// [`crate::OrchestratorBuilder::revision_history_limit`]), but any rsync still works on: a
+    /// later update takes those. Best effort: the update stands whatever happens here.
+    /// ([`Self::rollback`] refuses a revision whose context is gone.)
+    async fn prune_history(&self, dig: &ResourceKey, state: &StateInfo) {
+        let Some(keep) = self.core.runtime.history else {
+            return;
+        };
+        let pruned = async {
+            let mut deleted = 0;
+            for id in state.contexts_beyond(keep)? {
+                let ctx = AppContext::load(Arc::clone(self.core.contexts()), id.get()).await;
+                let Some(ctx) = ctx.found()? else { continue };
+                // Still worked on, deployed somewhere (a wave of a rollout) or held.
+                let mut in_use = ctx.is_busy().await?;
+                for registry in [
+                    Registry::Active,
+                    Registry::Deployed,
+                    Registry::Rollout,
+                    Registry::Held,
+                ] {
+                    in_use = in_use || ctx.is_marked(registry).await?;
+                }
+                if in_use {
+                    continue;
+                }
+                ctx.delete().await?;
+                deleted += 1;
+            }
+            Ok::<_, Error>(deleted)
+        };
+        match pruned.await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(dig = %dig, contexts = n, keep, "deleted the contexts of revisions beyond the history")
+            }
+            Err(e) => {
+                tracing::warn!(dig = %dig, error = %e, "cannot delete the contexts of old revisions")
+            }
+        }
     }
 
     /// Rolls the group at `dig` back to `revision`, an earlier revision of its current
@@ -607,6 +651,15 @@ impl Deployments {
             })?;
         let target = ContextId::from_record(&target, format_args!("the state of {dig}"))?.get();
         if target != current {
+            let kept = AppContext::load(Arc::clone(self.core.contexts()), target).await;
+            if kept.found()?.is_none() {
+                return Err(Error::invalid(format!(
+                    "revision {revision} is no longer kept: the server keeps the contexts of \
+                     the last {} revisions (--revision-history-limit)",
+                    self.core.runtime.history.unwrap_or_default()
+                ))
+                .with_field("spec.revision"));
+            }
             self.settle(target).await?;
         }
         let _held = self.core.handover.lock(dig).await;

@@ -23,7 +23,7 @@ use emco_appcontext::{
 use emco_controller_sdk::{ControllerRegistry, Stores};
 use emco_core::Metadata;
 use emco_core::model::{Cluster, ClusterLabel, ClusterProvider, Project};
-use emco_orchestrator::{Orchestrator, keys};
+use emco_orchestrator::{Orchestrator, OrchestratorBuilder, keys};
 use emco_rsync::engine::{Backoff, RsyncBuilder};
 use kubesim::{Fleet, FleetConfig};
 use tokio_util::sync::CancellationToken;
@@ -54,6 +54,7 @@ pub fn fast_rsync(builder: RsyncBuilder) -> RsyncBuilder {
 }
 
 type Registry = Box<dyn FnOnce(Stores) -> ControllerRegistry + Send>;
+type Tune = Box<dyn FnOnce(OrchestratorBuilder) -> OrchestratorBuilder + Send>;
 
 /// How a [`World`] is made; see [`World::builder`].
 pub struct WorldBuilder {
@@ -62,6 +63,7 @@ pub struct WorldBuilder {
     resources: Option<Arc<dyn ResourceStore>>,
     contexts: Option<Arc<dyn AppContextStore>>,
     controllers: Option<Registry>,
+    tune: Option<Tune>,
     start_engine: bool,
     project: Option<String>,
     provider: String,
@@ -112,6 +114,16 @@ impl WorldBuilder {
         registry: impl FnOnce(ControllerRegistry) -> ControllerRegistry + Send + 'static,
     ) -> Self {
         self.controllers = Some(Box::new(on_stores(registry)));
+        self
+    }
+
+    /// More settings of the orchestrator (a revision history limit, ...).
+    #[must_use]
+    pub fn orchestrator(
+        mut self,
+        tune: impl FnOnce(OrchestratorBuilder) -> OrchestratorBuilder + Send + 'static,
+    ) -> Self {
+        self.tune = Some(Box::new(tune));
         self
     }
 
@@ -169,6 +181,9 @@ impl WorldBuilder {
             .rsync(fast_rsync);
         if let Some(registry) = self.controllers {
             builder = builder.controllers(registry);
+        }
+        if let Some(tune) = self.tune {
+            builder = tune(builder);
         }
         let orch = builder.build().expect("the orchestrator builds");
         let cancel = CancellationToken::new();
@@ -263,6 +278,7 @@ impl World {
             resources: None,
             contexts: None,
             controllers: None,
+            tune: None,
             start_engine: true,
             project: None,
             provider: PROVIDER.to_owned(),
