@@ -460,7 +460,20 @@ impl CaCerts {
     pub(crate) async fn terminate(&self, record_key: &ResourceKey) -> Result<Option<u64>> {
         let store = self.core.store().as_ref();
         let record = Record::load_or_new(store, record_key).await?;
-        let current = current_status(self.core.contexts(), &record.info).await?;
+        let mut current = current_status(self.core.contexts(), &record.info).await?;
+        // A terminate is recorded before rsync takes it up, and the context reads as deployed
+        // until then: the record says it is being terminated (EMCO reads the context alone, and
+        // accepts a second terminate in that window).
+        if record.info.current_state() == DigState::Terminated
+            && current.is_some_and(|s| {
+                !matches!(
+                    s,
+                    AppContextStatus::Terminated | AppContextStatus::TerminateFailed
+                )
+            })
+        {
+            current = Some(AppContextStatus::Terminating);
+        }
         if let Some(e) = refusal("Terminate", current) {
             return Err(e);
         }
