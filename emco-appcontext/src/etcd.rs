@@ -14,6 +14,8 @@
 //! a transaction to 128 operations and a request to 1.5 MiB by default; larger transactions fail
 //! with `InvalidArgument` (the [`AppContext`](crate::AppContext) writer batches within them).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -48,10 +50,9 @@ enum Read {
     No,
 }
 
-/// How often a request is made in all: the client's balancer picks a member that is down about
-/// one time in three, so enough tries that a request failing on live members alone is
-/// negligible, yet etcd down as a whole still a 503 within 2 s (pauses of 25, 50, 100, then 200
-/// ms between).
+/// How often a request is made in all, each try after a failure on the next member: a few
+/// members down (or without a leader) are passed over, yet etcd down as a whole is still a 503
+/// within 2 s (pauses of 25, 50, 100, then 200 ms between).
 const RETRIES: usize = 12;
 
 /// The longest pause between two tries.
@@ -62,13 +63,17 @@ const MAX_PAUSE: Duration = Duration::from_millis(200);
 /// changed). A write a member may have applied is never sent twice.
 fn retryable(e: &etcd_client::Error, read: Read) -> bool {
     match e {
-        etcd_client::Error::GRpcStatus(s)
-            if emco_core::grpc::kind_of(s.code()) == emco_core::ErrorKind::Unavailable =>
-        {
+        etcd_client::Error::GRpcStatus(s) if unavailable(e) => {
             read == Read::Yes || s.message() == "tcp connect error"
         }
         _ => false,
     }
+}
+
+/// Whether the member could not serve a request (down, no leader, cut off).
+fn unavailable(e: &etcd_client::Error) -> bool {
+    matches!(e, etcd_client::Error::GRpcStatus(s)
+        if emco_core::grpc::kind_of(s.code()) == emco_core::ErrorKind::Unavailable)
 }
 
 fn rev(r: i64) -> u64 {
@@ -178,11 +183,26 @@ impl EtcdBuilder {
         if let Some((u, p)) = self.user {
             options = options.with_user(u, p);
         }
-        let client = Client::connect(&self.endpoints, Some(options))
-            .await
-            .map_err(etcd_err)?;
+        // One client per member, as etcd's own client pins one endpoint: a balancer over all
+        // sends a share of the requests to a member that is down. Without credentials a client
+        // connects when first used; with them it authenticates now, and a member down at start
+        // is left out.
+        let mut clients = Vec::with_capacity(self.endpoints.len());
+        let mut refused = None;
+        for endpoint in &self.endpoints {
+            match Client::connect([endpoint], Some(options.clone())).await {
+                Ok(c) => clients.push(c),
+                Err(e) => refused = Some(e),
+            }
+        }
+        if clients.is_empty() {
+            return Err(etcd_err(
+                refused.unwrap_or(etcd_client::Error::InvalidArgs("no endpoint".into())),
+            ));
+        }
         let store = EtcdAppContextStore {
-            client,
+            clients: clients.into(),
+            pinned: Arc::new(AtomicUsize::new(0)),
             timeout: self.request_timeout.unwrap_or(Duration::from_secs(30)),
             prefix: self.prefix,
         };
@@ -194,7 +214,9 @@ impl EtcdBuilder {
 /// The AppContext store on etcd.
 #[derive(Clone)]
 pub struct EtcdAppContextStore {
-    client: Client,
+    /// One per member; requests go to the pinned one until it fails them.
+    clients: Arc<[Client]>,
+    pinned: Arc<AtomicUsize>,
     timeout: Duration,
     /// Put before every key on the wire.
     prefix: String,
@@ -222,42 +244,80 @@ impl EtcdAppContextStore {
         Ok(out)
     }
 
+    /// The pinned member's client, and which it is.
+    fn client(&self) -> (usize, &Client) {
+        let i = self.pinned.load(Ordering::Relaxed) % self.clients.len();
+        (i, &self.clients[i])
+    }
+
+    /// Moves on from member `from` after it failed a request (unless another request did).
+    fn fail_over(&self, from: usize) {
+        let next = (from + 1) % self.clients.len();
+        if next != from
+            && self
+                .pinned
+                .compare_exchange(from, next, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            tracing::info!(
+                member = next,
+                "etcd: a member failed a request: using the next"
+            );
+        }
+    }
+
     /// A range read from `key` with `options` (a single key without).
     async fn range(
         &self,
         key: String,
         options: Option<GetOptions>,
     ) -> Result<etcd_client::GetResponse> {
-        self.timed(Read::Yes, || {
-            let mut kv = self.client.kv_client();
+        self.timed(Read::Yes, |client| {
+            let mut kv = client.kv_client();
             let (key, options) = (key.clone(), options.clone());
             async move { kv.get(key, options).await }
         })
         .await
     }
 
-    /// Runs the request `f` makes within the store's timeout. A request that reached no member
-    /// (a connection refused: a member is down) is made again, as etcd's own client does, on
-    /// the client's next endpoint; a `read` also when a member could not answer it (no leader
-    /// during an election). A few quick tries: etcd down as a whole is still a prompt 503.
+    /// Runs the request `f` makes with the pinned member's client within the store's timeout.
+    /// A request that reached no member (a connection refused: the member is down) is made
+    /// again on the next member, as etcd's own client does; a `read` also when the member could
+    /// not answer it (no leader during an election, or it is cut off from the others). A few
+    /// quick tries: etcd down as a whole is still a prompt 503.
     async fn timed<T, F, Fut>(&self, read: Read, mut f: F) -> Result<T>
     where
-        F: FnMut() -> Fut,
+        F: FnMut(&Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
         let attempts = async {
             let mut pause = Duration::from_millis(25);
             for _ in 1..RETRIES {
-                match f().await {
+                let (member, client) = self.client();
+                match f(client).await {
                     Err(e) if retryable(&e, read) => {
                         tracing::debug!(error = %e, "etcd: trying again");
+                        self.fail_over(member);
                         tokio::time::sleep(pause).await;
                         pause = (pause * 2).min(MAX_PAUSE);
+                    }
+                    Err(e) => {
+                        // A write the member could not take is not made again (it may have
+                        // been applied), but the next request goes to another member.
+                        if unavailable(&e) {
+                            self.fail_over(member);
+                        }
+                        return Err(e);
                     }
                     done => return done,
                 }
             }
-            f().await
+            let (member, client) = self.client();
+            let last = f(client).await;
+            if last.as_ref().is_err_and(unavailable) {
+                self.fail_over(member);
+            }
+            last
         };
         match tokio::time::timeout(self.timeout, attempts).await {
             Ok(r) => r.map_err(etcd_err),
@@ -356,8 +416,8 @@ impl AppContextStore for EtcdAppContextStore {
             .collect();
         let request = etcd_client::Txn::new().when(compares).and_then(ops);
         let resp = self
-            .timed(Read::No, || {
-                let mut kv = self.client.kv_client();
+            .timed(Read::No, |client| {
+                let mut kv = client.kv_client();
                 let request = request.clone();
                 async move { kv.txn(request).await }
             })
@@ -385,8 +445,8 @@ impl AppContextStore for EtcdAppContextStore {
         };
         options = options.with_start_revision(to_i64(after_revision.saturating_add(1))?);
         let stream = self
-            .timed(Read::Yes, || {
-                let mut client = self.client.watch_client();
+            .timed(Read::Yes, |client| {
+                let mut client = client.watch_client();
                 let (wired, options) = (wired.clone(), options.clone());
                 async move { client.watch(wired, Some(options)).await }
             })
@@ -462,8 +522,8 @@ impl AppContextStore for EtcdAppContextStore {
     }
 
     async fn health(&self) -> Result<()> {
-        self.timed(Read::Yes, || {
-            let mut m = self.client.maintenance_client();
+        self.timed(Read::Yes, |client| {
+            let mut m = client.maintenance_client();
             async move { m.status().await }
         })
         .await

@@ -85,3 +85,32 @@ async fn a_prefixed_store_conforms_and_is_isolated() {
     );
     assert_eq!(plain.delete_prefix(&root).await.unwrap(), 1);
 }
+
+/// Members given first that are down (nothing listens there) cost a failed try each, once: the
+/// store moves on to a live member and stays there, so every request of a stream is answered.
+#[tokio::test]
+async fn members_that_are_down_are_passed_over() {
+    use emco_appcontext::AppContextStore;
+    let Ok(url) = std::env::var("EMCO_TEST_ETCD") else {
+        eprintln!("SKIPPED: EMCO_TEST_ETCD not set");
+        return;
+    };
+    let down = |_| {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let mut endpoints: Vec<String> = (0..2).map(down).collect();
+    endpoints.push(url);
+    let s = EtcdBuilder::new()
+        .with_endpoints(endpoints)
+        .with_prefix(conformance::unique_prefix("/emco-rs-test/members-"))
+        .build()
+        .await
+        .unwrap();
+    for i in 0..50 {
+        let key = format!("/k{i}");
+        s.put(&key, "v".into()).await.unwrap();
+        assert!(s.get(&key).await.unwrap().is_some());
+    }
+    s.delete_prefix("/").await.unwrap();
+}
