@@ -5,6 +5,7 @@ import base64
 import json
 import os
 import re
+import signal
 import socket
 import ssl
 import subprocess
@@ -19,6 +20,13 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Set
 import pytest
 
 import emco
+
+
+def default_sigint() -> None:
+    """Before a script the test interrupts starts: Ctrl-C reaches it as in a terminal, also when
+    the test run itself ignores SIGINT (a background job of a non-interactive shell does, and
+    Python then installs no KeyboardInterrupt handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("EMCO_BIN_DIR", ROOT / "target" / "debug"))

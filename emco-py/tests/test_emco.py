@@ -20,6 +20,7 @@ from conftest import (
     ROOT,
     Fleet,
     Server,
+    default_sigint,
     deploy_web,
     example_values,
     on,
@@ -352,7 +353,7 @@ def test_ctrl_c_interrupts_a_blocking_request_and_a_serving_controller(tmp_path:
     script = tmp_path / "ctrl_c.py"
     script.write_text(CTRL_C)
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     assert proc.stdout is not None
     try:
         for expected in ("request", "serve"):

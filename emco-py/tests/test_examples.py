@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import emco
-from conftest import ROOT, Fleet, Server, deploy_web, on, onboard_web
+from conftest import ROOT, Fleet, Server, default_sigint, deploy_web, on, onboard_web
 
 SCRIPTS = ROOT / "examples" / "python"
 
@@ -27,7 +27,7 @@ def test_the_controller_script_labels_deployments_of_a_server(
     proc = subprocess.Popen(
         [sys.executable, str(SCRIPTS / "controller.py"), "--server", server.url,
          "--appcontext", server.grpc, "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     assert proc.stdout is not None
     try:
         assert "serving on" in proc.stdout.readline()
