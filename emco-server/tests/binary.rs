@@ -3155,18 +3155,23 @@ fn a_rollout_resumes_after_sigkill_in_every_state() {
     assert!(server.terminate().success());
 }
 
-/// Through `addr`: the http-server app's chart replaced by one whose image never gets ready,
-/// the rollout policy `w` of `dig` set to `policy`, and an update of `dig` asked for.
-fn update_to_a_bad_version(addr: SocketAddr, work: &std::path::Path, dig: &str, policy: &str) {
-    let bad = server_chart(work, "nginx:1.28-never-ready");
+/// Through `addr`: the http-server app's chart replaced by one deploying `image`.
+fn replace_chart(addr: SocketAddr, work: &std::path::Path, image: &str) {
+    let chart = server_chart(work, image);
     let (code, body) = send_form(
         addr,
         "PUT",
         "/v2/projects/p/composite-apps/ca/v1/apps/http-server",
         r#"{"metadata":{"name":"http-server"}}"#,
-        &[("file", "http-server.tgz", &bad)],
+        &[("file", "http-server.tgz", &chart)],
     );
     assert!(code == 200 || code == 201, "{code} {body}");
+}
+
+/// Through `addr`: the http-server app's chart replaced by one whose image never gets ready,
+/// the rollout policy `w` of `dig` set to `policy`, and an update of `dig` asked for.
+fn update_to_a_bad_version(addr: SocketAddr, work: &std::path::Path, dig: &str, policy: &str) {
+    replace_chart(addr, work, "nginx:1.28-never-ready");
     let (code, body) = request(addr, "PUT", &format!("{dig}/rollout-policies/w"), policy).unwrap();
     assert!(code == 200 || code == 201, "{code} {body}");
     let (code, body) = post(addr, &format!("{dig}/update"), "");
@@ -3598,15 +3603,7 @@ fn a_soak_of_updates_flaps_and_killed_replicas_leaves_nothing_growing() {
         let period = Instant::now();
         image = format!("nginx:1.27-soak{round}");
         let via = replicas[round % replicas.len()].addr;
-        let chart = server_chart(work.path(), &image);
-        let (code, body) = send_form(
-            via,
-            "PUT",
-            "/v2/projects/p/composite-apps/ca/v1/apps/http-server",
-            r#"{"metadata":{"name":"http-server"}}"#,
-            &[("file", "http-server.tgz", &chart)],
-        );
-        assert!(code == 200 || code == 201, "{code} {body}");
+        replace_chart(via, work.path(), &image);
         let (code, body) = post(via, &format!("{dig}/update"), "");
         assert_eq!(code, 202, "update {round}: {body}");
         // A replica killed in the middle of the update, and started again.
