@@ -353,7 +353,7 @@ pub fn applies_to(c: &Customization, cluster: &str, labels: &ClusterLabels) -> b
         return true;
     }
     let info = &c.spec.cluster_info;
-    let (provider, name) = cluster.split_once('+').unwrap_or(("", cluster));
+    let (provider, name) = emco_core::ClusterRef::split(cluster).unwrap_or(("", cluster));
     let matched = provider == info.cluster_provider
         && match info.scope.as_str() {
             "name" => name == info.cluster,

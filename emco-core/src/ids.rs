@@ -190,6 +190,13 @@ impl ResourceName {
     pub fn kind(&self) -> &str {
         &self.kind
     }
+
+    /// The name and kind of the string form `key` without building a [`ResourceName`]; None
+    /// when it has no `+`.
+    #[must_use]
+    pub fn split(key: &str) -> Option<(&str, &str)> {
+        key.split_once('+')
+    }
 }
 
 impl fmt::Display for ResourceName {
@@ -206,7 +213,7 @@ impl FromStr for ResourceName {
     /// # Errors
     /// InvalidArgument when there is no `+` or either side is empty.
     fn from_str(s: &str) -> Result<Self> {
-        match s.split_once('+') {
+        match Self::split(s) {
             Some((name, kind)) if !name.is_empty() && !kind.is_empty() => Ok(Self::new(name, kind)),
             _ => Err(Error::invalid(format!(
                 "{s:?} is not a resource name: expected <name>+<Kind>"

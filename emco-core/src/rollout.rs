@@ -394,7 +394,7 @@ impl Validate for RolloutSpec {
                 }
             }
             for c in &w.clusters {
-                let (provider, cluster) = c.split_once('+').unwrap_or(("", c));
+                let (provider, cluster) = crate::ClusterRef::split(c).unwrap_or(("", c));
                 if !provider.is_empty() {
                     check_name(&field(".clusters"), provider)?;
                 }
@@ -470,7 +470,7 @@ impl PlacedCluster {
     }
 
     fn name(&self) -> &str {
-        self.id.split_once('+').map_or(self.id.as_str(), |(_, c)| c)
+        crate::ClusterRef::split(&self.id).map_or(self.id.as_str(), |(_, c)| c)
     }
 }
 

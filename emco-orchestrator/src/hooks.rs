@@ -284,7 +284,7 @@ impl Hook<RolloutPolicy> for RolloutPolicyHook {
         one_each(store, key, keys::ROLLOUT_POLICY, "rollout policy").await?;
         for (i, wave) in policy.spec.waves.iter().enumerate() {
             for c in &wave.clusters {
-                if let Some((provider, cluster)) = c.split_once('+')
+                if let Some((provider, cluster)) = emco_core::ClusterRef::split(c)
                     && store
                         .get(&keys::cluster(provider, cluster))
                         .await?

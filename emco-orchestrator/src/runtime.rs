@@ -440,7 +440,7 @@ fn git_remote(sync: &KvPair) -> Option<String> {
 /// # Errors
 /// InvalidArgument when there is no `+`.
 pub fn split_cluster_id(id: &str) -> Result<(&str, &str)> {
-    id.split_once('+')
+    emco_core::ClusterRef::split(id)
         .filter(|(p, c)| !p.is_empty() && !c.is_empty())
         .ok_or_else(|| {
             Error::invalid(format!(

@@ -318,7 +318,7 @@ impl Snapshot {
             .into_iter()
             .flatten()
             .map(|(id, c)| {
-                let (provider, cluster) = id.split_once('+').unwrap_or(("", id));
+                let (provider, cluster) = emco_core::ClusterRef::split(id).unwrap_or(("", id));
                 (provider, cluster, c)
             })
             .filter(|(provider, cluster, _)| query.matches_cluster(provider, cluster))
@@ -692,7 +692,7 @@ impl ResourceView {
     /// for a `detail` answer. Without one the manifest is not parsed: its `apiVersion` line is
     /// enough, and parsing every manifest of a large context cost most of a status answer.
     fn new(key: &str, snap: &ResourceSnap, collected: Option<&Value>, detail: bool) -> Self {
-        let (key_name, key_kind) = key.split_once('+').unwrap_or((key, ""));
+        let (key_name, key_kind) = emco_core::ResourceName::split(key).unwrap_or((key, ""));
         let api_version = snap
             .api_version
             .as_deref()

@@ -56,6 +56,14 @@ impl ClusterRef {
     pub fn as_str(&self) -> &str {
         &self.key
     }
+
+    /// The provider and cluster of the string form `id` (an AppContext key's part, a rollout
+    /// wave's entry) without building a reference; None when it has no separator. Either part
+    /// may be empty: [`ClusterRef::from_str`] refuses that.
+    #[must_use]
+    pub fn split(id: &str) -> Option<(&str, &str)> {
+        id.split_once(SEPARATOR)
+    }
 }
 
 impl fmt::Display for ClusterRef {
@@ -78,7 +86,7 @@ impl FromStr for ClusterRef {
     /// # Errors
     /// InvalidArgument when there is no `+` or either side is empty.
     fn from_str(s: &str) -> Result<Self> {
-        match s.split_once(SEPARATOR) {
+        match Self::split(s) {
             Some((provider, cluster)) if !provider.is_empty() && !cluster.is_empty() => {
                 Ok(Self::new(provider, cluster))
             }

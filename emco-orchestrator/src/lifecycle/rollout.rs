@@ -228,7 +228,7 @@ impl Deployments {
         let with_labels = policy.spec.waves.iter().any(|w| !w.labels.is_empty());
         let mut clusters = Vec::with_capacity(placed.len());
         for id in &placed {
-            let labels = match id.split_once('+') {
+            let labels = match emco_core::ClusterRef::split(id) {
                 Some((provider, name)) if with_labels => self
                     .core
                     .objects
@@ -901,7 +901,7 @@ impl Deployments {
         let mut registered: HashMap<&str, HashSet<String>> = HashMap::new();
         let mut out = Vec::new();
         for id in clusters {
-            let Some((provider, name)) = id.split_once('+') else {
+            let Some((provider, name)) = emco_core::ClusterRef::split(id) else {
                 continue;
             };
             if !registered.contains_key(provider) {

@@ -569,7 +569,7 @@ impl Run {
                     resources.push(r);
                 }
                 None => {
-                    let kind = n.rsplit_once('+').map_or("", |(_, kind)| kind);
+                    let kind = emco_core::ResourceName::split(n).map_or("", |(_, kind)| kind);
                     self.inner
                         .metrics
                         .failures
