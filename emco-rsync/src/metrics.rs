@@ -117,7 +117,7 @@ impl RsyncMetrics {
     /// The families, to render.
     #[must_use]
     pub fn families(&self) -> Vec<&dyn Family> {
-        vec![
+        let own: [&dyn Family; 10] = [
             &self.applied,
             &self.deleted,
             &self.failures,
@@ -128,6 +128,10 @@ impl RsyncMetrics {
             &self.drift_detected,
             &self.drift_corrected,
             &self.contexts,
-        ]
+        ];
+        own.into_iter()
+            // The connections to clusters are the process's (one descriptor limit), not an engine's.
+            .chain(crate::connector::kube::Budget::process().families())
+            .collect()
     }
 }

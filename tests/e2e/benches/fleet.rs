@@ -2,7 +2,7 @@
 //! kubesim (TLS, every cluster on one shared port) as separate processes, driven over REST as a
 //! user drives it. Registers N clusters (kubeconfig, label, logical-cloud reference), onboards a
 //! composite app of A generated charts of K objects each (the first a Deployment, the others
-//! ConfigMaps), instantiates it to every cluster and follows it to Applied and Ready, times the
+//! ConfigMaps, or five kinds with `EMCO_FLEET_MIX`), instantiates it to every cluster and follows it to Applied and Ready, times the
 //! status summary, restarts the server (SIGKILL) with the fleet deployed, updates every object
 //! (a new profile value) and terminates. Before the server starts, a plain client loop applies
 //! the same number of objects of the same kinds to the same kubesim (server-side apply, one
@@ -18,6 +18,8 @@
 //! `scripts/bench-fleet.sh` does both. Environment: `EMCO_FLEET_CLUSTERS` (1000),
 //! `EMCO_FLEET_APPS` (10), `EMCO_FLEET_OBJECTS` per app (10), `EMCO_FLEET_READY_DELAY_MS`
 //! (kubesim's, 500), `EMCO_FLEET_BIN_DIR` (the binaries; `target/release`),
+//! `EMCO_FLEET_MIX=1` (a realistic app: after each app's Deployment a Service, a ConfigMap, a
+//! Secret and a ServiceAccount in turn; the table goes to `...-mix.txt`),
 //! `EMCO_FLEET_SERVER_LOG` (a file the server's log is appended to, `EMCO_LOG` choosing what),
 //! `EMCO_FLEET_SERVER_WRAPPER` and `EMCO_FLEET_KUBESIM_WRAPPER` (a command to run the process
 //! under: `heaptrack`, on a server built with `--no-default-features` (the system's allocator);
@@ -74,6 +76,10 @@ struct Params {
     /// EMCO_FLEET_ACTIVE (1000): of the many-contexts run, the groups still deploying when the
     /// server is killed.
     active: usize,
+    /// EMCO_FLEET_MIX=1: each app's objects after its Deployment are a Service, a ConfigMap, a
+    /// Secret and a ServiceAccount in turn (a realistic app: five kinds, five watches a
+    /// cluster), instead of ConfigMaps only.
+    mix: bool,
 }
 
 impl Params {
@@ -96,6 +102,22 @@ impl Params {
             kubesim_wrapper: std::env::var("EMCO_FLEET_KUBESIM_WRAPPER").ok(),
             contexts: num("EMCO_FLEET_CONTEXTS", 0),
             active: num("EMCO_FLEET_ACTIVE", 1000),
+            mix: num("EMCO_FLEET_MIX", 0) != 0,
+        }
+    }
+
+    /// The kind of an app's object `k` (0 is its Deployment).
+    fn kind(&self, k: usize) -> Kind {
+        const MIX: [Kind; 4] = [
+            Kind::Service,
+            Kind::ConfigMap,
+            Kind::Secret,
+            Kind::ServiceAccount,
+        ];
+        match k {
+            0 => Kind::Deployment,
+            _ if self.mix => MIX[(k - 1) % MIX.len()],
+            _ => Kind::ConfigMap,
         }
     }
 
@@ -281,6 +303,19 @@ impl Cpu {
     }
 }
 
+impl Cpu {
+    /// The server's CPU since the start per object and per (app, cluster) worker: figures that,
+    /// unlike the wall times, do not depend on kubesim sharing the cores.
+    fn per_unit(&self, p: &Params) -> String {
+        let secs = cpu_secs(self.pids.0) - self.start.0;
+        format!(
+            "{:.0} us / {:.2} ms",
+            secs * 1e6 / p.total() as f64,
+            secs * 1e3 / (p.apps * p.clusters) as f64
+        )
+    }
+}
+
 fn descriptors(pid: u32) -> u64 {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64)
 }
@@ -434,9 +469,64 @@ fn count(status: &Value, counts: &str, state: &str) -> usize {
     status[counts][state].as_u64().unwrap_or(0) as usize
 }
 
-/// Chart `name` with `objects` objects: a Deployment, then ConfigMaps; every object carries
-/// the value `value` of the values (the update changes it through the profile).
-fn chart(dir: &Path, name: &str, objects: usize) -> Vec<u8> {
+/// The kinds of the benchmark's objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Deployment,
+    Service,
+    ConfigMap,
+    Secret,
+    ServiceAccount,
+}
+
+impl Kind {
+    /// The object named `name` of app `app` carrying `value`: its YAML, with Go template
+    /// actions when `value` is one.
+    fn yaml(self, app: &str, name: &str, value: &str) -> String {
+        match self {
+            Self::Deployment => format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n\
+                 spec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: {app}}}\n\
+                 \x20 template:\n    metadata:\n      labels: {{app: {app}}}\n\
+                 \x20     annotations: {{value: {value}}}\n    spec:\n\
+                 \x20     containers:\n      - name: c\n        image: busybox\n"
+            ),
+            Self::Service => format!(
+                "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n\
+                 \x20 annotations: {{value: {value}}}\nspec:\n  selector: {{app: {app}}}\n\
+                 \x20 ports:\n  - port: 80\n"
+            ),
+            Self::ConfigMap => format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  value: {value}\n"
+            ),
+            Self::Secret => format!(
+                "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\nstringData:\n  value: {value}\n"
+            ),
+            Self::ServiceAccount => format!(
+                "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {name}\n\
+                 \x20 annotations: {{value: {value}}}\n"
+            ),
+        }
+    }
+
+    /// The API resource of the kind, for the raw loop's dynamic client.
+    fn resource(self) -> kube::discovery::ApiResource {
+        use kube::discovery::ApiResource;
+        match self {
+            Self::Deployment => ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()),
+            Self::Service => ApiResource::erase::<k8s_openapi::api::core::v1::Service>(&()),
+            Self::ConfigMap => ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()),
+            Self::Secret => ApiResource::erase::<k8s_openapi::api::core::v1::Secret>(&()),
+            Self::ServiceAccount => {
+                ApiResource::erase::<k8s_openapi::api::core::v1::ServiceAccount>(&())
+            }
+        }
+    }
+}
+
+/// Chart `name` with `p.objects` objects of the kinds [`Params::kind`] says; every object
+/// carries the value `value` of the values (the update changes it through the profile).
+fn chart(dir: &Path, name: &str, p: &Params, objects: usize) -> Vec<u8> {
     let root = dir.join(name);
     std::fs::create_dir_all(root.join("templates")).unwrap();
     std::fs::write(
@@ -445,22 +535,16 @@ fn chart(dir: &Path, name: &str, objects: usize) -> Vec<u8> {
     )
     .unwrap();
     std::fs::write(root.join("values.yaml"), "value: v1\n").unwrap();
-    let mut docs = String::from(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Chart.Name }}-0\n\
-         spec:\n  replicas: 1\n  selector:\n    matchLabels: {app: {{ .Chart.Name }}}\n\
-         \x20 template:\n    metadata:\n      labels: {app: {{ .Chart.Name }}}\n\
-         \x20     annotations: {value: {{ .Values.value | quote }}}\n    spec:\n\
-         \x20     containers:\n      - name: c\n        image: busybox\n",
-    );
-    for k in 1..objects {
-        write!(
-            docs,
-            "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{{{ .Chart.Name }}}}-{k}\n\
-             data:\n  value: {{{{ .Values.value | quote }}}}\n"
-        )
-        .unwrap();
-    }
-    std::fs::write(root.join("templates/objects.yaml"), docs).unwrap();
+    let docs: Vec<String> = (0..objects)
+        .map(|k| {
+            p.kind(k).yaml(
+                "{{ .Chart.Name }}",
+                &format!("{{{{ .Chart.Name }}}}-{k}"),
+                "{{ .Values.value | quote }}",
+            )
+        })
+        .collect();
+    std::fs::write(root.join("templates/objects.yaml"), docs.join("---\n")).unwrap();
     emco_helm::archive::pack_dir(&root, name).unwrap()
 }
 
@@ -482,27 +566,15 @@ fn profile(dir: &Path, value: &str) -> Vec<u8> {
 }
 
 /// The objects the raw loop applies to one cluster: as the charts render them.
-fn raw_objects(p: &Params) -> Vec<(bool, String, Value)> {
+fn raw_objects(p: &Params) -> Vec<(Kind, String, Value)> {
     let mut out = Vec::new();
     for a in 0..p.apps {
         let app = format!("raw-{}", Params::app(a));
-        out.push((
-            true,
-            format!("{app}-0"),
-            json!({"apiVersion": "apps/v1", "kind": "Deployment",
-                "metadata": {"name": format!("{app}-0")},
-                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": app}},
-                    "template": {"metadata": {"labels": {"app": app}, "annotations": {"value": "v1"}},
-                        "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}),
-        ));
-        for k in 1..p.objects {
+        for k in 0..p.objects {
+            let kind = p.kind(k);
             let name = format!("{app}-{k}");
-            out.push((
-                false,
-                name.clone(),
-                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
-                    "data": {"value": "v1"}}),
-            ));
+            let yaml = kind.yaml(&app, &name, "v1");
+            out.push((kind, name, emco_go::yaml::from_str(&yaml).unwrap()));
         }
     }
     out
@@ -522,8 +594,7 @@ async fn kube_client(kubeconfigs: &Path, cluster: usize) -> kube::Client {
 /// The plain client loop: every cluster's objects applied with its own client, as many
 /// clusters at once as rsync's default concurrency; the elapsed time.
 async fn raw_loop(p: &Params, kubeconfigs: &Path) -> Duration {
-    use k8s_openapi::api::apps::v1::Deployment;
-    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::DynamicObject;
     let objects = Arc::new(raw_objects(p));
     let start = Instant::now();
     futures::stream::iter(1..=p.clusters)
@@ -531,21 +602,11 @@ async fn raw_loop(p: &Params, kubeconfigs: &Path) -> Duration {
             let objects = Arc::clone(&objects);
             async move {
                 let client = kube_client(kubeconfigs, c).await;
-                let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
-                let configmaps: Api<ConfigMap> = Api::namespaced(client, "default");
                 let params = PatchParams::apply("raw-loop").force();
-                for (deployment, name, body) in objects.iter() {
-                    if *deployment {
-                        deployments
-                            .patch(name, &params, &Patch::Apply(body))
-                            .await
-                            .unwrap();
-                    } else {
-                        configmaps
-                            .patch(name, &params, &Patch::Apply(body))
-                            .await
-                            .unwrap();
-                    }
+                for (kind, name, body) in objects.iter() {
+                    let api: Api<DynamicObject> =
+                        Api::namespaced_with(client.clone(), "default", &kind.resource());
+                    api.patch(name, &params, &Patch::Apply(body)).await.unwrap();
                 }
             }
         })
@@ -701,20 +762,26 @@ async fn bench(p: &Params) -> String {
     let mut t = Table(String::new());
     writeln!(
         t.0,
-        "# Fleet: {} clusters x {} objects ({} apps x {}; {total} objects), separate processes\n\n\
+        "# Fleet: {} clusters x {} objects ({} apps x {}; {total} objects{}), separate processes\n\n\
          emco-server (release, embedded store, defaults: rsync concurrency 256, 4 per cluster, \
          readiness from watches) and kubesim (release, TLS, one shared port, ready delay {} ms) \
          as separate processes with this driver on the same 2-core machine; all calls over REST. \
-         Command: `EMCO_FLEET_CLUSTERS={} EMCO_FLEET_APPS={} EMCO_FLEET_OBJECTS={} bash scripts/bench-fleet.sh`.\n\n\
+         Command: `EMCO_FLEET_CLUSTERS={} EMCO_FLEET_APPS={} EMCO_FLEET_OBJECTS={}{} bash scripts/bench-fleet.sh`.\n\n\
          | measure | value |\n|---|---|",
         p.clusters,
         p.apps * p.objects,
         p.apps,
         p.objects,
+        if p.mix {
+            "; after each Deployment a Service, a ConfigMap, a Secret and a ServiceAccount in turn"
+        } else {
+            "; a Deployment, then ConfigMaps"
+        },
         p.ready_delay_ms,
         p.clusters,
         p.apps,
         p.objects,
+        if p.mix { " EMCO_FLEET_MIX=1" } else { "" },
     )
     .unwrap();
 
@@ -797,7 +864,7 @@ async fn bench(p: &Params) -> String {
     let v1 = profile(work.path(), "v1");
     for a in 0..p.apps {
         let app = Params::app(a);
-        let packed = chart(&charts, &app, p.objects);
+        let packed = chart(&charts, &app, p, p.objects);
         rest.upload(
             "POST",
             201,
@@ -843,6 +910,7 @@ async fn bench(p: &Params) -> String {
     .await;
     let applied = start.elapsed();
     let applied_cpu = cpu.spent();
+    let applied_unit = cpu.per_unit(p);
     rest.until(readiness, &mut latencies, |s| {
         count(s, "readyCounts", "Ready") == total
     })
@@ -868,6 +936,10 @@ async fn bench(p: &Params) -> String {
         format!("{:.2}", rate / raw_rate),
     );
     t.row("CPU seconds to all Applied, server / kubesim", applied_cpu);
+    t.row(
+        "server CPU to all Applied, per object / per (app, cluster) worker",
+        applied_unit,
+    );
     t.row(
         "server peak RSS, peak descriptors (registration to Ready)",
         format!("{s_rss:.0} MiB, {s_fds}"),
@@ -959,6 +1031,7 @@ async fn bench(p: &Params) -> String {
     .await;
     let updated = start.elapsed();
     let updated_cpu = cpu.spent();
+    let updated_unit = cpu.per_unit(p);
     let sample = kube_client(&kubeconfigs, p.clusters).await;
     let cm: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(sample, "default");
     let d = cm
@@ -977,6 +1050,10 @@ async fn bench(p: &Params) -> String {
         ),
     );
     t.row("CPU seconds of the update, server / kubesim", updated_cpu);
+    t.row(
+        "server CPU of the update, per object / per (app, cluster) worker",
+        updated_unit,
+    );
     rest.until(readiness, &mut latencies, |s| {
         count(s, "readyCounts", "Ready") == total
     })
@@ -1096,6 +1173,7 @@ async fn bench(p: &Params) -> String {
     .await;
     let terminated = start.elapsed();
     let terminated_cpu = cpu.spent();
+    let terminated_unit = cpu.per_unit(p);
     let sample = kube_client(&kubeconfigs, p.clusters).await;
     let left: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(sample, "default");
     let names: Vec<String> = left
@@ -1115,6 +1193,10 @@ async fn bench(p: &Params) -> String {
     t.row(
         "CPU seconds of the terminate, server / kubesim",
         terminated_cpu,
+    );
+    t.row(
+        "server CPU of the terminate, per object / per (app, cluster) worker",
+        terminated_unit,
     );
     let (s_rss, s_fds) = server_peaks.take();
     t.row(
@@ -1258,7 +1340,7 @@ async fn contexts(p: &Params) -> String {
     ready(&rest).await;
     register(&rest, p, &kubeconfigs).await;
     create_app(&rest).await;
-    let packed = chart(&work.path().join("charts"), "app01", 1);
+    let packed = chart(&work.path().join("charts"), "app01", p, 1);
     rest.upload(
         "POST",
         201,
@@ -1407,7 +1489,8 @@ fn main() {
         let name = format!("fleet-contexts-{}x{}", p.contexts, p.active);
         (runtime.block_on(contexts(&p)), name)
     } else {
-        let name = format!("fleet-{}x{}", p.clusters, p.apps * p.objects);
+        let mix = if p.mix { "-mix" } else { "" };
+        let name = format!("fleet-{}x{}{mix}", p.clusters, p.apps * p.objects);
         (runtime.block_on(bench(&p)), name)
     };
     print!("{report}");

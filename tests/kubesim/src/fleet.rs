@@ -717,7 +717,7 @@ async fn serve_shared_io<IO>(
         let user = user.clone();
         async move { route_shared(&inner, user.as_deref(), req).await }
     });
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let builder = connection_builder();
     let conn = builder.serve_connection(TokioIo::new(io), svc);
     tokio::pin!(conn);
     tokio::select! {
@@ -782,6 +782,14 @@ async fn route_shared(
     Ok(api::serve(cluster, user, hyper::Request::from_parts(parts, body)).await)
 }
 
+/// How a connection is served: HTTP/1.1, or HTTP/2 when the client offers it, with
+/// kube-apiserver's limit of 100 concurrent streams a connection (v1.32's SETTINGS).
+fn connection_builder() -> hyper_util::server::conn::auto::Builder<TokioExecutor> {
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder.http2().max_concurrent_streams(100);
+    builder
+}
+
 /// Serves the requests of one connection; `user` is who its client certificate authenticates.
 async fn serve_io<IO>(cluster: Arc<Cluster>, io: IO, user: Option<Arc<CertSubject>>)
 where
@@ -793,7 +801,7 @@ where
         let user = user.clone();
         async move { Ok::<_, std::convert::Infallible>(api::serve(c, user.as_deref(), req).await) }
     });
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let builder = connection_builder();
     let conn = builder.serve_connection(TokioIo::new(io), svc);
     tokio::pin!(conn);
     loop {

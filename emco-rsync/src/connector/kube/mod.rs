@@ -39,8 +39,11 @@ use async_trait::async_trait;
 use emco_core::{Error, ErrorKind, Result};
 use serde_json::Value;
 
+mod transport;
 mod watch;
 
+use transport::Transports;
+pub use transport::{Answer, Budget, MAX_STREAMS};
 pub use watch::ClusterWatcher;
 
 use super::{
@@ -196,7 +199,7 @@ impl KubeConnector {
         config.default_retry = false;
         let client = match transports {
             Some(t) => t.client(config),
-            None => Client::try_from(config),
+            None => Transports::default().client(config),
         }
         .map_err(|e| invalid(&e).with_source(e))?;
         Ok(Self::from_client(cluster, client))
@@ -577,113 +580,6 @@ pub(crate) fn map_error(err: ::kube::Error, what: &str) -> Error {
     Error::new(kind, format!("{what}: {err}")).with_source(err)
 }
 
-/// How long an idle pooled connection to a cluster stays open.
-const IDLE_CONNECTION: Duration = Duration::from_secs(20);
-
-/// One pooled HTTP client: its connections serve every cluster with the same TLS settings.
-type Transport = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    ::kube::client::Body,
->;
-
-/// What makes connections interchangeable between clusters: the same trusted CA, server name
-/// and connect timeout, and no client certificate (bearer tokens go per request).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct TransportKey {
-    root_cert: Option<Vec<Vec<u8>>>,
-    accept_invalid_certs: bool,
-    tls_server_name: Option<String>,
-    connect_timeout: Option<Duration>,
-}
-
-impl TransportKey {
-    /// The key of `config`'s connections; None when they are its own: a client certificate
-    /// (static or from a plugin), a proxy, or a CA file reread on rotation.
-    fn of(config: &Config) -> Option<Self> {
-        let auth = &config.auth_info;
-        let own = config.proxy_url.is_some()
-            || config.root_cert_file.is_some()
-            || auth.exec.is_some()
-            || auth.auth_provider.is_some()
-            || auth.client_certificate.is_some()
-            || auth.client_certificate_data.is_some()
-            || auth.client_key.is_some()
-            || auth.client_key_data.is_some();
-        (!own).then(|| Self {
-            root_cert: config.root_cert.clone(),
-            accept_invalid_certs: config.accept_invalid_certs,
-            tls_server_name: config.tls_server_name.clone(),
-            connect_timeout: config.connect_timeout,
-        })
-    }
-}
-
-/// The pooled clients clusters share. With one CA for many clusters (a fleet behind one
-/// proxy or gateway, kubesim's shared port) the fleet's requests reuse a bounded set of
-/// connections instead of a pool per cluster; idle connections close after
-/// [`IDLE_CONNECTION`] either way, so clusters done deploying give their descriptors back.
-#[derive(Default)]
-struct Transports(Mutex<HashMap<TransportKey, Transport>>);
-
-impl std::fmt::Debug for Transports {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.0.lock().map_or(0, |m| m.len());
-        f.debug_struct("Transports").field("shared", &n).finish()
-    }
-}
-
-impl Transports {
-    /// A client for `config`: kube's layers (base URL, credentials, headers) over a shared
-    /// transport when the key allows, else over one of its own; kube's own client when a proxy
-    /// is configured.
-    fn client(&self, config: Config) -> std::result::Result<Client, ::kube::Error> {
-        use ::kube::client::ConfigExt as _;
-        if config.proxy_url.is_some() {
-            return Client::try_from(config);
-        }
-        let transport = match TransportKey::of(&config) {
-            Some(key) => {
-                let mut map = self
-                    .0
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                match map.get(&key) {
-                    Some(t) => t.clone(),
-                    None => {
-                        let t = transport(&config)?;
-                        map.insert(key, t.clone());
-                        t
-                    }
-                }
-            }
-            None => transport(&config)?,
-        };
-        let service = tower::ServiceBuilder::new()
-            .layer(config.base_uri_layer())
-            .option_layer(config.auth_layer()?)
-            .layer(config.extra_headers_layer()?)
-            .map_err(tower::BoxError::from)
-            .service(transport);
-        Ok(Client::new(service, config.default_namespace))
-    }
-}
-
-/// A pooled HTTPS (or plain HTTP) client with `config`'s TLS settings.
-fn transport(config: &Config) -> std::result::Result<Transport, ::kube::Error> {
-    use ::kube::client::ConfigExt as _;
-    let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
-    http.enforce_http(false);
-    http.set_nodelay(true);
-    http.set_connect_timeout(config.connect_timeout);
-    let https = config.rustls_https_connector_with_connector(http)?;
-    Ok(
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .pool_idle_timeout(IDLE_CONNECTION)
-            .pool_timer(hyper_util::rt::TokioTimer::new())
-            .build(https),
-    )
-}
-
 /// One [`KubeConnector`] per cluster, shared by all the contexts deploying to it, so each cluster
 /// has one client and one discovery cache; clusters with the same TLS settings share pooled
 /// connections.
@@ -717,6 +613,14 @@ impl KubePool {
     #[must_use]
     pub const fn with_request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
+        self
+    }
+
+    /// Counts the connections of the connectors built from now on against `budget` instead of
+    /// the process's ([`Budget::process`]).
+    #[must_use]
+    pub fn with_connection_budget(mut self, budget: Arc<Budget>) -> Self {
+        self.transports = Transports::with_budget(budget);
         self
     }
 
@@ -773,7 +677,7 @@ impl KubePool {
     /// among the clusters without client certificates).
     #[must_use]
     pub fn shared_transports(&self) -> usize {
-        self.transports.0.lock().map_or(0, |m| m.len())
+        self.transports.shared()
     }
 
     /// Whether no cluster has a connector.
@@ -910,6 +814,7 @@ fn split_keys(s: &str) -> Vec<&str> {
 
 #[cfg(test)]
 mod tests {
+    use super::transport::TransportKey;
     use super::*;
 
     /// kube-apiserver v1.32's words for a server-side apply with a field the schema lacks.
