@@ -37,7 +37,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 // The status types are emco-core's; re-exported so context users need one import.
 pub use emco_core::lifecycle::{AppContextStatus, ClusterReadiness, RsyncEvent, RsyncStatus};
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{ContextId, Error, ErrorKind, Result};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -359,7 +359,7 @@ impl<'a> ContextKey<'a> {
 #[derive(Debug, Clone)]
 pub struct AppContext {
     store: Arc<dyn AppContextStore>,
-    id: u64,
+    id: ContextId,
     root: String,
 }
 
@@ -371,8 +371,8 @@ impl AppContext {
     pub async fn create(store: Arc<dyn AppContextStore>, meta: &CompositeAppMeta) -> Result<Self> {
         loop {
             // A positive int63, as EMCO's rand.Int63n; ids are never 0.
-            let id = rand::random::<u64>() >> 1;
-            if id == 0 {
+            let id = ContextId::new(rand::random::<u64>() >> 1);
+            if id.get() == 0 {
                 continue;
             }
             let ctx = Self::handle(Arc::clone(&store), id);
@@ -391,7 +391,7 @@ impl AppContext {
     ///
     /// # Errors
     /// `NotFound` when there is no such context.
-    pub async fn load(store: Arc<dyn AppContextStore>, id: u64) -> Result<Self> {
+    pub async fn load(store: Arc<dyn AppContextStore>, id: ContextId) -> Result<Self> {
         let ctx = Self::handle(store, id);
         if ctx.store.get(&ctx.root).await?.is_none() {
             return Err(Error::not_found(format!("AppContext {id} does not exist")));
@@ -405,7 +405,7 @@ impl AppContext {
         Self::handle(store, self.id)
     }
 
-    fn handle(store: Arc<dyn AppContextStore>, id: u64) -> Self {
+    fn handle(store: Arc<dyn AppContextStore>, id: ContextId) -> Self {
         Self {
             store,
             id,
@@ -415,13 +415,13 @@ impl AppContext {
 
     /// The context id.
     #[must_use]
-    pub fn id(&self) -> u64 {
+    pub fn id(&self) -> ContextId {
         self.id
     }
 
     /// The prefix of every key of context `id` (`/context/<id>/`, also the key of its root).
     #[must_use]
-    pub fn prefix(id: u64) -> String {
+    pub fn prefix(id: ContextId) -> String {
         format!("{CONTEXT_PREFIX}{id}/")
     }
 
@@ -503,7 +503,7 @@ impl AppContext {
     ///
     /// # Errors
     /// `NotFound` when the context has no metadata; the store's errors.
-    pub async fn add_child_context(&self, child: u64) -> Result<()> {
+    pub async fn add_child_context(&self, child: ContextId) -> Result<()> {
         let key = self.key("meta/");
         loop {
             let kv = self
@@ -534,18 +534,13 @@ impl AppContext {
     ///
     /// # Errors
     /// `NotFound` when the context has no metadata; `Internal` for an id that is not a number.
-    pub async fn child_contexts(&self) -> Result<Vec<u64>> {
+    pub async fn child_contexts(&self) -> Result<Vec<ContextId>> {
         let meta = self.meta().await?;
         meta.child_context_ids
             .unwrap_or_default()
             .iter()
             .map(|id| {
-                id.parse().map_err(|_| {
-                    Error::internal(format!(
-                        "context {} names a child context {id:?} that is no id",
-                        self.id
-                    ))
-                })
+                ContextId::from_record(id, format_args!("the children of context {}", self.id))
             })
             .collect()
     }
@@ -978,7 +973,7 @@ impl AppContext {
     }
 
     /// The ids of the active contexts (the ones rsync resumes after a restart).
-    pub async fn active_contexts(store: &dyn AppContextStore) -> Result<Vec<u64>> {
+    pub async fn active_contexts(store: &dyn AppContextStore) -> Result<Vec<ContextId>> {
         Self::registered(store, Registry::Active).await
     }
 
@@ -1024,24 +1019,22 @@ impl AppContext {
     pub async fn unregister(
         store: &dyn AppContextStore,
         registry: Registry,
-        id: u64,
+        id: ContextId,
     ) -> Result<bool> {
         store.delete(&format!("{}{id}/", registry.prefix())).await
     }
 
     /// The ids of the contexts in `registry`, read with one keys-only listing.
-    pub async fn registered(store: &dyn AppContextStore, registry: Registry) -> Result<Vec<u64>> {
+    pub async fn registered(
+        store: &dyn AppContextStore,
+        registry: Registry,
+    ) -> Result<Vec<ContextId>> {
         let prefix = registry.prefix();
         store
             .child_names(prefix)
             .await?
             .into_iter()
-            .map(|id| {
-                id.parse().map_err(|e| {
-                    Error::internal(format!("registered context id {id:?} is not a number"))
-                        .with_source(e)
-                })
-            })
+            .map(|id| ContextId::from_record(&id, format_args!("registry {prefix}")))
             .collect()
     }
 
@@ -1054,7 +1047,7 @@ impl AppContext {
     /// failure only leaves unused keys behind, so it is logged, not answered.
     pub async fn discard(&self) {
         if let Err(e) = self.delete().await {
-            tracing::warn!(ctx = self.id(), error = %e, "cannot delete an unused AppContext");
+            tracing::warn!(ctx = %self.id(), error = %e, "cannot delete an unused AppContext");
         }
     }
 }

@@ -4,7 +4,7 @@
 //! child context for the clients' clusters and hands it to rsync's `InstallApp`.
 
 use async_trait::async_trait;
-use emco_core::Result;
+use emco_core::{ContextId, Result};
 use serde_json::Value;
 
 /// A Kubernetes object by its identity.
@@ -48,7 +48,7 @@ pub trait Deployer: std::fmt::Debug + Send + Sync + 'static {
     ///
     /// # Errors
     /// `NotFound` for an unknown context; the store's errors.
-    async fn install(&self, id: u64) -> Result<()>;
+    async fn install(&self, id: ContextId) -> Result<()>;
 
     /// The object `what` as cluster `cluster` reports it now (with `status`); `None` when it
     /// does not exist.

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use emco_core::{Error, Result};
+use emco_core::{ContextId, Error, Result};
 
 use crate::context::AppContext;
 use crate::kv::{AppContextStore, Compare, KeyValue, ListOptions, ListPage, Op, Txn, TxnResult};
@@ -20,11 +20,11 @@ pub struct ScratchStore {
     base: Arc<dyn AppContextStore>,
     scratch: InMemoryAppContextStore,
     /// The contexts created here.
-    owned: Mutex<BTreeSet<u64>>,
+    owned: Mutex<BTreeSet<ContextId>>,
 }
 
 /// The context id a key or prefix of the AppContext store belongs to: `/context/<id>/...`.
-fn context_of(key: &str) -> Option<u64> {
+fn context_of(key: &str) -> Option<ContextId> {
     let rest = key.strip_prefix("/context/")?;
     let (id, _) = rest.split_once('/')?;
     id.parse().ok()
@@ -43,7 +43,7 @@ impl ScratchStore {
         }
     }
 
-    fn owns(&self, id: u64) -> bool {
+    fn owns(&self, id: ContextId) -> bool {
         self.owned
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -57,7 +57,7 @@ impl ScratchStore {
 
     /// The contexts created here, to read a preview's result from.
     #[must_use]
-    pub fn contexts(&self) -> Vec<u64> {
+    pub fn contexts(&self) -> Vec<ContextId> {
         self.owned
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -51,7 +51,7 @@ async fn exact_layout(store: Arc<dyn AppContextStore>) {
         .await
         .unwrap();
     let id = ctx.id();
-    assert!(id > 0 && id <= i64::MAX as u64);
+    assert!(id.get() > 0 && id.get() <= i64::MAX as u64);
     let mut w = ctx.writer();
     w.set_status(AppContextStatus::Created).unwrap();
     w.set_app_order(&["a1", "a2"]).unwrap();

@@ -67,7 +67,7 @@ async fn a_prefixed_store_conforms_and_is_isolated() {
     assert_eq!(seen.key, "/activecontext/7/");
     assert_eq!(
         AppContext::active_contexts(&scoped).await.unwrap(),
-        [7],
+        [emco_core::ContextId::new(7)],
         "only the scoped registry"
     );
     assert_eq!(

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use emco_core::metrics::{Counter, Family, Histogram, LATENCY_BUCKETS};
 use emco_core::model::{Controller, ControllerKind};
-use emco_core::{Error, Result};
+use emco_core::{ContextId, Error, Result};
 use emco_proto::contextupdate_client::ContextupdateClient;
 use emco_proto::placement_controller_client::PlacementControllerClient;
 use emco_proto::{ContextUpdateRequest, PostEventRequest, ResourceRequest, TerminateRequest};
@@ -290,8 +290,8 @@ impl ControllerRegistry {
         &self,
         controllers: &[Controller],
         intents: &BTreeMap<String, String>,
-        context_id: u64,
-        update_from: Option<u64>,
+        context_id: ContextId,
+        update_from: Option<ContextId>,
     ) -> Result<()> {
         self.place(controllers, intents, context_id).await?;
         self.act(controllers, intents, context_id, update_from)
@@ -307,7 +307,7 @@ impl ControllerRegistry {
         &self,
         controllers: &[Controller],
         intents: &BTreeMap<String, String>,
-        context_id: u64,
+        context_id: ContextId,
     ) -> Result<()> {
         for c in Self::participants(controllers, intents, ControllerKind::Placement) {
             self.filter_clusters(c, context_id).await?;
@@ -325,8 +325,8 @@ impl ControllerRegistry {
         &self,
         controllers: &[Controller],
         intents: &BTreeMap<String, String>,
-        context_id: u64,
-        update_from: Option<u64>,
+        context_id: ContextId,
+        update_from: Option<ContextId>,
     ) -> Result<()> {
         for c in Self::participants(controllers, intents, ControllerKind::Action) {
             let intent = intents.get(&c.metadata.name).map_or("", String::as_str);
@@ -345,7 +345,7 @@ impl ControllerRegistry {
         &self,
         controllers: &[Controller],
         intents: &BTreeMap<String, String>,
-        context_id: u64,
+        context_id: ContextId,
     ) -> Result<()> {
         self.tell(controllers, intents, context_id, Call::Terminate)
             .await
@@ -361,7 +361,7 @@ impl ControllerRegistry {
         &self,
         controllers: &[Controller],
         intents: &BTreeMap<String, String>,
-        context_id: u64,
+        context_id: ContextId,
     ) -> Result<()> {
         self.tell(controllers, intents, context_id, Call::BeforeTerminate)
             .await
@@ -376,7 +376,7 @@ impl ControllerRegistry {
         &self,
         controllers: &[Controller],
         intents: &BTreeMap<String, String>,
-        context_id: u64,
+        context_id: ContextId,
         event: Event,
     ) -> Result<()> {
         self.tell(controllers, intents, context_id, Call::Event(event))
@@ -390,7 +390,7 @@ impl ControllerRegistry {
         &self,
         controllers: &[Controller],
         intents: &BTreeMap<String, String>,
-        context_id: u64,
+        context_id: ContextId,
         call: Call,
     ) -> Result<()> {
         for c in Self::participants(controllers, intents, ControllerKind::Action) {
@@ -413,7 +413,7 @@ impl ControllerRegistry {
     /// controller's error.
     pub async fn await_hold(
         &self,
-        context_id: u64,
+        context_id: ContextId,
         hold: &emco_core::lifecycle::hold::Hold,
     ) -> Result<()> {
         let Some(Target::Action(runner)) = self.in_process.get(&hold.controller) else {
@@ -466,7 +466,7 @@ impl ControllerRegistry {
         }
     }
 
-    async fn filter_clusters(&self, c: &Controller, context_id: u64) -> Result<()> {
+    async fn filter_clusters(&self, c: &Controller, context_id: ContextId) -> Result<()> {
         let target = self.target(c);
         let id = context_id.to_string();
         let call = async {
@@ -494,10 +494,10 @@ impl ControllerRegistry {
     async fn action(
         &self,
         c: &Controller,
-        context_id: u64,
+        context_id: ContextId,
         what: Call,
         intent: &str,
-        update_from: Option<u64>,
+        update_from: Option<ContextId>,
     ) -> Result<()> {
         let target = self.target(c);
         let id = context_id.to_string();

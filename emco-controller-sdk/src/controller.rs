@@ -11,7 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use emco_appcontext::ResourceStore;
 pub use emco_appcontext::{Deployer, ObjectRef, Stores};
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{ContextId, Error, ErrorKind, Result};
 
 use crate::groups::{Groups, GroupsLink};
 use crate::handle::ContextHandle;
@@ -110,7 +110,7 @@ pub trait PlacementController: Send + Sync + 'static {
 pub struct ControllerContext {
     handle: ContextHandle,
     intent_name: Option<String>,
-    update_from: Option<u64>,
+    update_from: Option<ContextId>,
     resources: Option<Arc<dyn ResourceStore>>,
     deployer: Option<Arc<dyn Deployer>>,
     groups: GroupsLink,
@@ -139,7 +139,7 @@ impl ControllerContext {
 
     /// Sets the context an update replaces.
     #[must_use]
-    pub fn with_update_from(mut self, id: Option<u64>) -> Self {
+    pub fn with_update_from(mut self, id: Option<ContextId>) -> Self {
         self.update_from = id;
         self
     }
@@ -192,7 +192,7 @@ impl ControllerContext {
 
     /// The context an update or migrate replaces.
     #[must_use]
-    pub fn update_from(&self) -> Option<u64> {
+    pub fn update_from(&self) -> Option<ContextId> {
         self.update_from
     }
 
@@ -294,9 +294,9 @@ impl DerefMut for ControllerContext {
 /// Opens context `context_id` for a controller call over `stores`.
 async fn open(
     stores: &Stores,
-    context_id: u64,
+    context_id: ContextId,
     intent_name: &str,
-    update_from: Option<u64>,
+    update_from: Option<ContextId>,
 ) -> Result<ControllerContext> {
     let handle = ContextHandle::load(Arc::clone(&stores.appcontext), context_id).await?;
     Ok(ControllerContext::new(handle)
@@ -310,9 +310,9 @@ impl ActionRunner {
     /// Opens `context_id` for a call of this runner's controller.
     async fn open(
         &self,
-        context_id: u64,
+        context_id: ContextId,
         intent_name: &str,
-        update_from: Option<u64>,
+        update_from: Option<ContextId>,
     ) -> Result<ControllerContext> {
         Ok(open(&self.stores, context_id, intent_name, update_from)
             .await?
@@ -324,21 +324,19 @@ impl ActionRunner {
 ///
 /// # Errors
 /// `InvalidArgument` when the text is not a positive decimal number.
-pub fn parse_context_id(field: &str, text: &str) -> Result<Option<u64>> {
+pub fn parse_context_id(field: &str, text: &str) -> Result<Option<ContextId>> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(None);
     }
-    text.parse::<emco_core::ContextId>()
-        .map(|id| Some(id.get()))
-        .map_err(|e| {
-            Error::invalid(format!("{field} {text:?} is not an AppContext id"))
-                .with_field(field)
-                .with_source(e)
-        })
+    text.parse::<ContextId>().map(Some).map_err(|e| {
+        Error::invalid(format!("{field} {text:?} is not an AppContext id"))
+            .with_field(field)
+            .with_source(e)
+    })
 }
 
-fn required_context_id(field: &str, text: &str) -> Result<u64> {
+fn required_context_id(field: &str, text: &str) -> Result<ContextId> {
     parse_context_id(field, text)?
         .ok_or_else(|| Error::invalid(format!("{field} is required")).with_field(field))
 }

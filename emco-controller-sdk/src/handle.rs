@@ -11,7 +11,7 @@ use std::sync::Arc;
 use emco_appcontext::context::{AppDependency, MAX_TXN_OPS};
 use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, Op, Txn};
 use emco_core::ResourceName;
-use emco_core::{Error, Result};
+use emco_core::{ContextId, Error, Result};
 use serde_json::Value;
 
 /// `(app, cluster)`.
@@ -122,13 +122,13 @@ impl ContextHandle {
     ///
     /// # Errors
     /// `NotFound` when there is no such context; the store's errors.
-    pub async fn load(store: Arc<dyn AppContextStore>, id: u64) -> Result<Self> {
+    pub async fn load(store: Arc<dyn AppContextStore>, id: ContextId) -> Result<Self> {
         Ok(Self::new(AppContext::load(store, id).await?))
     }
 
     /// The context id.
     #[must_use]
-    pub fn id(&self) -> u64 {
+    pub fn id(&self) -> ContextId {
         self.ctx.id()
     }
 
@@ -526,7 +526,7 @@ mod tests {
 
     use super::*;
 
-    async fn context() -> (Arc<dyn AppContextStore>, u64) {
+    async fn context() -> (Arc<dyn AppContextStore>, ContextId) {
         let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
         let ctx = AppContext::create(Arc::clone(&store), &CompositeAppMeta::default())
             .await

@@ -9,6 +9,7 @@ mod example;
 
 mod common;
 
+use emco_core::ContextId;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -29,7 +30,7 @@ use tower::ServiceExt;
 const DIG_URL: &str = "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig";
 
 /// A resource store holding the DIG `p/ca/v1/dig`, and a context made for it.
-async fn fixture() -> (Arc<dyn ResourceStore>, Arc<dyn AppContextStore>, u64) {
+async fn fixture() -> (Arc<dyn ResourceStore>, Arc<dyn AppContextStore>, ContextId) {
     let resources: Arc<dyn ResourceStore> = Arc::new(InMemoryResourceStore::new());
     let dig = DigRef::new("p", "ca", "v1", "dig").key();
     let mut keys = vec![dig.clone()];

@@ -13,7 +13,7 @@ use common::{DropC1, Labeler, labels, registration, seeded, serve};
 use emco_appcontext::AppContext;
 use emco_controller_sdk::client::ControllerRegistry;
 use emco_controller_sdk::{Event, Stores};
-use emco_core::ErrorKind;
+use emco_core::{ContextId, ErrorKind};
 use serde_json::json;
 
 fn intents(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -54,7 +54,7 @@ async fn placement_then_actions_in_priority_order_over_grpc() {
     ]);
     let registry = ControllerRegistry::new(Stores::new(Arc::clone(&store)));
     registry
-        .invoke(&controllers, &dig, id, Some(5))
+        .invoke(&controllers, &dig, id, Some(ContextId::new(5)))
         .await
         .unwrap();
     assert_eq!(

@@ -33,7 +33,7 @@ use emco_controller_sdk::{
     ActionController, ContextHandle, ControllerContext, Deployer, ObjectRef,
 };
 use emco_core::lifecycle::AppContextStatus;
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{ContextId, Error, ErrorKind, Result};
 use serde_json::{Value, json};
 
 use crate::dtc::{InboundClientsIntent, InboundServerIntent, TrafficGroupIntent};
@@ -107,7 +107,7 @@ impl ActionController for Sds {
             let (parent, deployer, poll) = (parent.clone(), Arc::clone(&deployer), self.poll);
             tokio::spawn(async move {
                 if let Err(e) = discover(&parent, deployer.as_ref(), &d, poll).await {
-                    tracing::warn!(ctx = parent.id(), server = %d.server, service = %d.service,
+                    tracing::warn!(ctx = %parent.id(), server = %d.server, service = %d.service,
                         error = %e, "sds: no service discovery for the server");
                 }
             });
@@ -153,7 +153,7 @@ async fn discover(
         let (svc, endpoints) = match discovery_objects(&service, &ip) {
             Ok(objects) => objects,
             Err(e) => {
-                tracing::warn!(ctx = parent.id(), %cluster, error = %e, "sds: skipping a server cluster");
+                tracing::warn!(ctx = %parent.id(), %cluster, error = %e, "sds: skipping a server cluster");
                 continue;
             }
         };
@@ -172,7 +172,7 @@ async fn discover(
             // Checked again: a terminate that came meanwhile already read the children.
             deployed(parent).await?;
             deployer.install(child).await?;
-            tracing::info!(ctx = parent.id(), child, service = %d.service, server_cluster = %cluster,
+            tracing::info!(ctx = %parent.id(), %child, service = %d.service, server_cluster = %cluster,
                 clusters = ?targets, "sds: service discovery deployed");
         }
     }
@@ -348,7 +348,7 @@ async fn child_context(
     targets: &[String],
     svc: &Value,
     endpoints: &Value,
-) -> Result<u64> {
+) -> Result<ContextId> {
     let child_meta = CompositeAppMeta {
         composite_app: SERVICE_DISCOVERY_APP.to_owned(),
         child_context_ids: None,
@@ -376,7 +376,7 @@ async fn child_context(
     if let Err(e) = built {
         // Half a context must not stay behind.
         if let Err(undo) = child.app_context().delete().await {
-            tracing::warn!(child = id, error = %undo, "sds: cannot delete a half-written child context");
+            tracing::warn!(child = %id, error = %undo, "sds: cannot delete a half-written child context");
         }
         return Err(e);
     }

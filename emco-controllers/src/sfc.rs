@@ -548,7 +548,7 @@ impl ActionController for Sfc {
                     .put_resource(
                         CHAINING_APP,
                         cluster,
-                        &format!("{name}+{CHAINING_KIND}"),
+                        &ResourceName::new(&name, CHAINING_KIND).to_string(),
                         resource.clone(),
                     )
                     .await?;

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
+use emco_core::ContextId;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -52,7 +53,7 @@ async fn blob(store: &Arc<dyn ResourceStore>, key: &ResourceKey, name: &str, dat
     store.put_blob(key, name, stream).await.unwrap();
 }
 
-async fn fixture() -> (Stores, u64) {
+async fn fixture() -> (Stores, ContextId) {
     let resources: Arc<dyn ResourceStore> = Arc::new(InMemoryResourceStore::new());
     for c in ["p+edge1", "p+core1"] {
         put_chain(&resources, &c.parse::<ClusterRef>().unwrap().key()).await;
@@ -145,7 +146,7 @@ async fn fixture() -> (Stores, u64) {
     (Stores::new(store).with_resources(resources), ctx.id())
 }
 
-async fn get(stores: &Stores, id: u64, cluster: &str, name: &str) -> Option<Value> {
+async fn get(stores: &Stores, id: ContextId, cluster: &str, name: &str) -> Option<Value> {
     let ctx = AppContext::load(Arc::clone(&stores.appcontext), id)
         .await
         .unwrap();

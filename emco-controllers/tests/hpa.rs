@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
+use emco_core::ContextId;
 use std::sync::Arc;
 
 use emco_appcontext::keys::{GROUP_INTENT, Keyed};
@@ -47,7 +48,7 @@ async fn put_chain(store: &Arc<dyn ResourceStore>, key: &ResourceKey) {
 
 /// Clusters p+a (qat, cpu 8), p+b (cpu 2), p+c (label qat, cpu "16") in anyOf group 1, and
 /// p+d (nothing) mandatory; the hpa intent requires qat and 4 cpus for the app `client`.
-async fn fixture(mandatory: bool) -> (Stores, u64) {
+async fn fixture(mandatory: bool) -> (Stores, ContextId) {
     let resources: Arc<dyn ResourceStore> = Arc::new(InMemoryResourceStore::new());
     let feature = "feature.node.kubernetes.io/intel_qat";
     for (c, labels, kv) in [

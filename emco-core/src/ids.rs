@@ -8,9 +8,18 @@ use serde::{Deserialize, Serialize};
 use crate::{Error, Result};
 
 /// The id of an AppContext. Records and keys keep it as decimal text (`"1234"`, EMCO's
-/// `/context/1234/`); parse it with [`str::parse`] or [`ContextId::from_record`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// `/context/1234/`); parse it with [`str::parse`] or [`ContextId::from_record`]. In emco-rs's
+/// own JSON records (a rollout's) it is the number.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct ContextId(u64);
+
+/// The number alone, as EMCO's logs and messages show an id.
+impl fmt::Debug for ContextId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 impl ContextId {
     /// The context numbered `id`.

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Object;
 use crate::validate::check_name;
-use crate::{Error, Metadata, Result, Validate};
+use crate::{ContextId, Error, Metadata, Result, Validate};
 
 /// A rollout policy: `{metadata, spec}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Object)]
@@ -756,9 +756,9 @@ pub struct RolloutRun {
     pub dig: crate::DigRef,
     /// The context it replaces (an update), or none (a first instantiate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from: Option<u64>,
+    pub from: Option<ContextId>,
     /// The context it deploys.
-    pub to: u64,
+    pub to: ContextId,
     /// The policy as it was when the rollout began.
     pub policy: RolloutSpec,
     /// Where it is.

@@ -144,7 +144,7 @@ impl OwnedContexts {
             .remove(key)
             .unwrap_or_default();
         for id in ids {
-            let ctx = AppContext::load(Arc::clone(&self.contexts), id.get()).await;
+            let ctx = AppContext::load(Arc::clone(&self.contexts), id).await;
             if let Some(ctx) = ctx.found()? {
                 ctx.unmark_active().await?;
                 ctx.delete().await?;
@@ -375,10 +375,7 @@ pub(crate) async fn current_status(
     let Some(id) = state.current_context_id()? else {
         return Ok(None);
     };
-    match AppContext::load(Arc::clone(contexts), id.get())
-        .await
-        .found()?
-    {
+    match AppContext::load(Arc::clone(contexts), id).await.found()? {
         Some(ctx) => ctx.status().await,
         None => Ok(None),
     }

@@ -19,7 +19,7 @@ use std::time::Duration;
 use emco_appcontext::ResourceKey;
 use emco_core::lifecycle::hold::Holds;
 use emco_core::lifecycle::{DigState, RsyncEvent, StateInfo};
-use emco_core::{ErrorKind, Result};
+use emco_core::{ContextId, ErrorKind, Result};
 
 use crate::state::Record;
 use crate::{Orchestrator, keys};
@@ -35,7 +35,10 @@ struct Missing {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Repair {
     /// Queue `event` on context `context`.
-    Queue { context: u64, event: RsyncEvent },
+    Queue {
+        context: ContextId,
+        event: RsyncEvent,
+    },
     /// Drop the last action, a claim whose operation died before naming its context.
     DropClaim,
 }
@@ -86,7 +89,7 @@ impl Orchestrator {
                         return Ok(false);
                     }
                     if holds.pending().next().is_some() {
-                        tracing::warn!(key = %seen.key, ctx = context, "waiting again for the holds of a context");
+                        tracing::warn!(key = %seen.key, ctx = %context, "waiting again for the holds of a context");
                         let from = match event {
                             RsyncEvent::Update => previous_context(&seen.info, context),
                             _ => None,
@@ -99,11 +102,11 @@ impl Orchestrator {
                     }
                 }
                 if waves {
-                    tracing::warn!(key = %seen.key, ctx = context, "resuming a rollout a crash left unstarted");
+                    tracing::warn!(key = %seen.key, ctx = %context, "resuming a rollout a crash left unstarted");
                     self.deployments().start_rollout(&ctx).await?;
                     return Ok(true);
                 }
-                tracing::warn!(key = %seen.key, ctx = context, ?event,
+                tracing::warn!(key = %seen.key, ctx = %context, ?event,
                     "queuing the rsync work a crash left unqueued");
                 match (event, previous_context(&seen.info, context)) {
                     (RsyncEvent::Update, Some(from)) => {
@@ -205,7 +208,7 @@ impl Orchestrator {
 }
 
 /// The context `current` replaced: the latest other one the record names.
-pub(crate) fn previous_context(info: &StateInfo, current: u64) -> Option<u64> {
+pub(crate) fn previous_context(info: &StateInfo, current: ContextId) -> Option<ContextId> {
     let current = current.to_string();
     info.actions
         .iter()

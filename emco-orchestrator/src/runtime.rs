@@ -276,7 +276,7 @@ impl Core {
         let Some(id) = state.current_context_id()? else {
             return Ok(None);
         };
-        AppContext::load(Arc::clone(self.contexts()), id.get())
+        AppContext::load(Arc::clone(self.contexts()), id)
             .await
             .found()
     }

@@ -9,7 +9,7 @@
 use emco_appcontext::resource::read_blob_versioned;
 use emco_appcontext::{AppContext, Expect, ResourceKey, ResourceStore};
 use emco_core::lifecycle::{DigOperation, DigState, StateAction, StateInfo, transition_named};
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{ContextId, Error, ErrorKind, Result};
 
 use crate::keys;
 
@@ -270,7 +270,7 @@ pub(crate) enum OnCurrent {
 
 impl OnCurrent {
     /// Tells `rsync` to do this with context `id`.
-    pub(crate) async fn send(self, rsync: &emco_rsync::engine::Rsync, id: u64) -> Result<()> {
+    pub(crate) async fn send(self, rsync: &emco_rsync::engine::Rsync, id: ContextId) -> Result<()> {
         match self {
             Self::Terminate => rsync.terminate(id).await,
             Self::Stop => rsync.stop(id).await,

@@ -64,10 +64,9 @@ const READINESS: [&str; 4] = [READY, NOT_READY, NOT_PRESENT, UNKNOWN];
 
 /// The context a query reports on: `instance` when given (it must belong to the group's
 /// history), else the latest context of the lifecycle record; `None` before any instantiate.
-pub(crate) fn context_of(state: &StateInfo, instance: Option<&str>) -> Result<Option<u64>> {
+pub(crate) fn context_of(state: &StateInfo, instance: Option<&str>) -> Result<Option<ContextId>> {
     let parse = |id: &str| {
         id.parse::<ContextId>()
-            .map(ContextId::get)
             .map_err(|e| e.with_field("instance"))
     };
     if let Some(instance) = instance {
@@ -184,7 +183,7 @@ impl Snapshot {
     ///
     /// # Errors
     /// NotFound when the context does not exist; the store's errors.
-    pub(crate) async fn read(store: &Arc<dyn AppContextStore>, id: u64) -> Result<Self> {
+    pub(crate) async fn read(store: &Arc<dyn AppContextStore>, id: ContextId) -> Result<Self> {
         Self::read_keeping(store, id, true).await
     }
 
@@ -192,7 +191,7 @@ impl Snapshot {
     /// its line is plain), which is all an answer without detail needs.
     async fn read_keeping(
         store: &Arc<dyn AppContextStore>,
-        id: u64,
+        id: ContextId,
         manifests: bool,
     ) -> Result<Self> {
         let root = AppContext::prefix(id);
@@ -804,7 +803,7 @@ const FOLLOWED_IDLE: Duration = Duration::from_secs(300);
 /// its transaction returned ([`AppContextStore::watches_are_immediate`]); elsewhere, and for
 /// answers with manifests, the context is read whole.
 #[derive(Clone, Default)]
-pub(crate) struct Followed(Arc<std::sync::Mutex<HashMap<u64, (Instant, FollowSlot)>>>);
+pub(crate) struct Followed(Arc<std::sync::Mutex<HashMap<ContextId, (Instant, FollowSlot)>>>);
 
 type FollowSlot = Arc<tokio::sync::Mutex<Option<Follow>>>;
 
@@ -862,7 +861,7 @@ impl Followed {
     pub(crate) async fn resources_on(
         &self,
         store: &Arc<dyn AppContextStore>,
-        id: u64,
+        id: ContextId,
         clusters: &HashSet<&str>,
         all: bool,
     ) -> Result<HashMap<String, ClusterResources>> {
@@ -878,7 +877,7 @@ impl Followed {
 
     /// The slot of context `id`, made on first use; drops the slots idle too long and, past
     /// [`FOLLOWED`], the least recently used.
-    fn slot(&self, id: u64) -> FollowSlot {
+    fn slot(&self, id: ContextId) -> FollowSlot {
         let mut map = self
             .0
             .lock()
@@ -902,7 +901,7 @@ impl Followed {
     }
 
     /// Stops following context `id` (its watch would keep what it sees until the next question).
-    pub(crate) fn forget(&self, id: u64) {
+    pub(crate) fn forget(&self, id: ContextId) {
         if let Ok(mut map) = self.0.lock() {
             map.remove(&id);
         }
@@ -915,7 +914,7 @@ impl Followed {
     async fn with<T>(
         &self,
         store: &Arc<dyn AppContextStore>,
-        id: u64,
+        id: ContextId,
         answer: impl FnOnce(&Snapshot) -> T,
     ) -> Result<T> {
         let root = AppContext::prefix(id);
@@ -927,7 +926,7 @@ impl Followed {
             .take()
             .and_then(|mut f| f.catch_up(&root, revision).then_some(f));
         if kept.is_none() {
-            tracing::debug!(context = id, "status snapshot read whole");
+            tracing::debug!(context = %id, "status snapshot read whole");
         }
         let current = match kept {
             Some(f) => f,
@@ -948,7 +947,7 @@ impl Followed {
                     Ok(watch) => Follow { snap, watch },
                     // History gone already: answer from the read alone.
                     Err(e) => {
-                        tracing::debug!(context = id, error = %e, "status read whole, not followed");
+                        tracing::debug!(context = %id, error = %e, "status read whole, not followed");
                         return Ok(answer(&snap));
                     }
                 };
@@ -956,7 +955,7 @@ impl Followed {
                 // by an older one taken in again.
                 if !fresh.catch_up(&root, revision_now(store, &root).await?) {
                     tracing::debug!(
-                        context = id,
+                        context = %id,
                         "status read whole; changing too fast to follow"
                     );
                     // Deleted, or changing faster than the watch's history reaches back: answer
@@ -1278,6 +1277,9 @@ mod tests {
 
     use super::*;
 
+    /// The context the snapshot tests read.
+    const SEVEN: ContextId = ContextId::new(7);
+
     fn state(instances: &[&str]) -> StateInfo {
         StateInfo {
             statusctxid: String::new(),
@@ -1298,11 +1300,11 @@ mod tests {
         assert_eq!(context_of(&state(&[""]), None).unwrap(), None);
         assert_eq!(
             context_of(&state(&["", "12", "34"]), None).unwrap(),
-            Some(34)
+            Some(ContextId::new(34))
         );
         assert_eq!(
             context_of(&state(&["12", "34"]), Some("12")).unwrap(),
-            Some(12)
+            Some(ContextId::new(12))
         );
         let err = context_of(&state(&["12"]), Some("99")).unwrap_err();
         assert_eq!(err.kind(), emco_core::ErrorKind::NotFound);
@@ -1581,7 +1583,7 @@ mod tests {
         use emco_appcontext::InMemoryAppContextStore;
         let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
         assert!(store.watches_are_immediate());
-        let root = AppContext::prefix(7);
+        let root = AppContext::prefix(SEVEN);
         let put = |key: String, value: Value| {
             let store = Arc::clone(&store);
             async move {
@@ -1628,10 +1630,10 @@ mod tests {
             async move {
                 for query in [&summary, &other, &all] {
                     let got = followed
-                        .with(&store, 7, |s| answer(s, query))
+                        .with(&store, SEVEN, |s| answer(s, query))
                         .await
                         .unwrap();
-                    let read = Snapshot::read(&store, 7).await.unwrap();
+                    let read = Snapshot::read(&store, SEVEN).await.unwrap();
                     assert_eq!(got, answer(&read, query));
                 }
             }
@@ -1660,7 +1662,7 @@ mod tests {
         .await;
         check(followed.clone()).await;
         let ready = followed
-            .with(&store, 7, |s| {
+            .with(&store, SEVEN, |s| {
                 answer(
                     s,
                     &StatusQuery {
@@ -1674,7 +1676,7 @@ mod tests {
         assert_eq!(ready["readyCounts"]["Ready"], 1, "{ready}");
         // Deleted: NotFound, and nothing is kept of it.
         store.delete_prefix(&root).await.unwrap();
-        let err = followed.with(&store, 7, |_| ()).await.unwrap_err();
+        let err = followed.with(&store, SEVEN, |_| ()).await.unwrap_err();
         assert_eq!(err.kind(), emco_core::ErrorKind::NotFound);
         assert_eq!(followed.0.lock().unwrap().len(), 0);
     }

@@ -16,7 +16,7 @@ use emco_appcontext::AppContext;
 use emco_appcontext::kv::WatchStream;
 use emco_core::lifecycle::StateInfo;
 use emco_core::model::status::{DigStatus, StatusMode, StatusQuery};
-use emco_core::{DigRef, LogicalCloudRef, Result};
+use emco_core::{ContextId, DigRef, LogicalCloudRef, Result};
 use futures::{FutureExt as _, Stream, StreamExt as _};
 
 use crate::Status;
@@ -42,7 +42,7 @@ pub struct StatusWatch {
     /// The target's lifecycle record as last read.
     record: StateInfo,
     /// The target's current context, `None` before its first instantiate.
-    context: Option<u64>,
+    context: Option<ContextId>,
     /// The watch on that context; `None` to be opened again.
     watch: Option<WatchStream>,
     /// Read when the watch was opened, not yet yielded.
@@ -210,7 +210,7 @@ impl Source {
     }
 
     /// A watch on context `id` from the present revision on.
-    async fn open(&self, id: u64) -> Result<WatchStream> {
+    async fn open(&self, id: ContextId) -> Result<WatchStream> {
         let root = AppContext::prefix(id);
         let store = self.status.core.contexts();
         let revision = crate::status::revision_now(store, &root).await?;

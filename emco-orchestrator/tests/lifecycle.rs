@@ -394,7 +394,7 @@ impl World {
 
     /// The context the group's record names as deployed.
     async fn context(&self, dig: &DigRef) -> AppContext {
-        let id: u64 = self.state(dig).await.statusctxid.parse().unwrap();
+        let id: emco_core::ContextId = self.state(dig).await.statusctxid.parse().unwrap();
         AppContext::load(Arc::clone(self.orch.contexts()), id)
             .await
             .unwrap()

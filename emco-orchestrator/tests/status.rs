@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
+use emco_core::ContextId;
 use emco_helm::archive::pack_dir;
 use std::sync::Arc;
 use std::time::Duration;
@@ -207,7 +208,7 @@ impl Env {
     }
 
     /// Writes a context of the group holding `apps` (status Created), as instantiate does.
-    async fn context(&self, apps: &[AppSpec]) -> u64 {
+    async fn context(&self, apps: &[AppSpec]) -> ContextId {
         let meta = CompositeAppMeta {
             project: "p1".into(),
             composite_app: "ca".into(),
@@ -242,7 +243,7 @@ impl Env {
     }
 
     /// Records `state` with `instance` in the group's lifecycle record.
-    async fn record(&self, state: DigState, instance: u64, revision: i64) {
+    async fn record(&self, state: DigState, instance: ContextId, revision: i64) {
         let mut info = self
             .orch
             .deployments()
@@ -261,7 +262,7 @@ impl Env {
             .unwrap();
     }
 
-    async fn instantiate(&self, apps: &[AppSpec]) -> u64 {
+    async fn instantiate(&self, apps: &[AppSpec]) -> ContextId {
         let id = self.context(apps).await;
         self.record(DigState::Instantiated, id, 1).await;
         self.orch.rsync().instantiate(id).await.unwrap();

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use emco_controller_sdk::{
     ActionController, ContextHandle, ControllerContext, PlacementController,
 };
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{ContextId, Error, ErrorKind, Result};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use serde_json::Value;
@@ -104,8 +104,8 @@ pub(crate) struct Context {
     handle: Arc<Mutex<ContextHandle>>,
     runtime: tokio::runtime::Handle,
     intent_name: Option<String>,
-    update_from: Option<u64>,
-    id: u64,
+    update_from: Option<ContextId>,
+    id: ContextId,
 }
 
 impl Context {
@@ -149,7 +149,7 @@ impl Context {
     /// The AppContext's id.
     #[getter]
     fn id(&self) -> u64 {
-        self.id
+        self.id.get()
     }
 
     /// The name of this controller's intent in the deployment intent group.
@@ -161,7 +161,7 @@ impl Context {
     /// The id of the context an update replaces.
     #[getter]
     fn update_from(&self) -> Option<u64> {
-        self.update_from
+        self.update_from.map(ContextId::get)
     }
 
     /// The apps of the context.

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use emco_core::Error;
+use emco_core::{ContextId, Error};
 use emco_proto::installapp_server::{Installapp, InstallappServer};
 use emco_proto::ready_notify_server::{ReadyNotify, ReadyNotifyServer};
 use emco_proto::updateapp_server::{Updateapp, UpdateappServer};
@@ -67,7 +67,7 @@ fn status(e: &Error) -> Status {
     Status::new(emco_core::grpc::code_of(e.kind()), e.to_string())
 }
 
-fn context_id(field: &str, text: &str) -> Result<u64, Status> {
+fn context_id(field: &str, text: &str) -> Result<ContextId, Status> {
     text.trim().parse().map_err(|_| {
         status(&Error::invalid(format!("AppContext id {text:?} is not a number")).with_field(field))
     })

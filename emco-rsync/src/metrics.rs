@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
+use emco_core::ContextId;
 use emco_core::lifecycle::AppContextStatus;
 use emco_core::metrics::{Counter, Family, Gauge, Histogram, LATENCY_BUCKETS};
 
@@ -33,7 +34,7 @@ pub struct RsyncMetrics {
     pub drift_corrected: Counter,
     /// `emco_rsync_contexts{state}`: the contexts this engine ran, by their last state.
     contexts: Gauge,
-    states: Mutex<HashMap<u64, AppContextStatus>>,
+    states: Mutex<HashMap<ContextId, AppContextStatus>>,
 }
 
 impl Default for RsyncMetrics {
@@ -97,7 +98,7 @@ impl Default for RsyncMetrics {
 
 impl RsyncMetrics {
     /// Records that context `id` is now in `state`.
-    pub fn context_state(&self, id: u64, state: AppContextStatus) {
+    pub fn context_state(&self, id: ContextId, state: AppContextStatus) {
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(old) = states.insert(id, state) {
             self.contexts.add(&[old.as_str()], -1.0);

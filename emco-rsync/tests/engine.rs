@@ -6,6 +6,7 @@
 
 mod common;
 
+use emco_core::ContextId;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -800,7 +801,7 @@ async fn update_applies_changes_and_deletes_leftovers_and_rollback_reverts() {
     assert_eq!(status(&old).await, AppContextStatus::Instantiated);
     // Objects carry the deployment id of the context that applied them; the unchanged `k`
     // stays as the old context applied it.
-    let live = |i: usize, ctx: u64, yaml: String| {
+    let live = |i: usize, ctx: ContextId, yaml: String| {
         let env = &env;
         async move { env.get(i, ctx, "app", &yaml).await }
     };
@@ -1370,7 +1371,7 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 
 /// Pushes a status object as EMCO's monitor writes it back: a ResourceBundleState listing
 /// `objects` (each carried base64-encoded, as Go encodes bytes).
-fn write_back(agent: &std::path::Path, ctx: u64, objects: &[serde_json::Value]) {
+fn write_back(agent: &std::path::Path, ctx: ContextId, objects: &[serde_json::Value]) {
     use base64::Engine as _;
     let entries: Vec<serde_json::Value> = objects
         .iter()
@@ -1617,7 +1618,10 @@ async fn unanswering_clusters_are_found_together() {
         silent[1].1
     );
     assert!(took < 4 * timeout, "asked one by one: {took:?}");
-    let err = rsync.unanswering(999_999, &cs, timeout).await.unwrap_err();
+    let err = rsync
+        .unanswering(ContextId::new(999_999), &cs, timeout)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), emco_core::ErrorKind::NotFound, "{err}");
 }
 

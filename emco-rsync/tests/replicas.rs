@@ -8,6 +8,7 @@
 
 mod common;
 
+use emco_core::ContextId;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,7 @@ const CHILD: &str = "child_replica_instantiates";
 const TTL: Duration = Duration::from_millis(1500);
 
 /// The replica owning context `ctx`, if any.
-async fn owner(store: &dyn AppContextStore, ctx: u64) -> Option<String> {
+async fn owner(store: &dyn AppContextStore, ctx: ContextId) -> Option<String> {
     store
         .get(&format!("/rsyncowner/{ctx}/"))
         .await
@@ -95,7 +96,7 @@ async fn owner_keys_of_deleted_contexts_are_removed() {
     let a = replica(&env, &store, "a").await;
     let kept = context(Arc::clone(&store), &[config_map_app(&clusters(1), 1)]).await;
     let gone = context(Arc::clone(&store), &[config_map_app(&clusters(1), 1)]).await;
-    for (id, holder) in [(kept.id(), "b"), (gone.id(), "b"), (7, "a")] {
+    for (id, holder) in [(kept.id(), "b"), (gone.id(), "b"), (ContextId::new(7), "a")] {
         store
             .put(&format!("/rsyncowner/{id}/"), holder.into())
             .await
@@ -103,7 +104,8 @@ async fn owner_keys_of_deleted_contexts_are_removed() {
     }
     gone.delete().await.unwrap();
     until("the owner keys of missing contexts to go", || async {
-        owner(store.as_ref(), gone.id()).await.is_none() && owner(store.as_ref(), 7).await.is_none()
+        owner(store.as_ref(), gone.id()).await.is_none()
+            && owner(store.as_ref(), ContextId::new(7)).await.is_none()
     })
     .await;
     assert_eq!(owner(store.as_ref(), kept.id()).await.as_deref(), Some("b"));
@@ -220,7 +222,7 @@ async fn running(builder: emco_rsync::engine::RsyncBuilder, id: &str) -> Running
 
 /// The keys of context `ctx` its operations write (resource statuses, the context's status and
 /// states, its event queue) with their revisions: not the readiness a follower keeps writing.
-async fn work_keys(store: &dyn AppContextStore, ctx: u64) -> Vec<(String, u64)> {
+async fn work_keys(store: &dyn AppContextStore, ctx: ContextId) -> Vec<(String, u64)> {
     use emco_appcontext::context::ContextKey;
     let root = AppContext::prefix(ctx);
     store
@@ -261,7 +263,7 @@ async fn done(ctx: &AppContext, event: RsyncEvent) -> bool {
 struct Phase<'a> {
     what: &'a str,
     ctx: &'a AppContext,
-    others: &'a [u64],
+    others: &'a [ContextId],
     mode: common::proxy::Mode,
     taker: &'a str,
 }
@@ -321,7 +323,7 @@ impl Cut<'_> {
         until(&format!("{what}: {taker} to finish it"), done).await;
         let mut ids = vec![ctx.id()];
         ids.extend_from_slice(others);
-        let keys = |ids: Vec<u64>| async move {
+        let keys = |ids: Vec<ContextId>| async move {
             let mut all = Vec::new();
             for id in ids {
                 all.extend(work_keys(self.store.as_ref(), id).await);
@@ -435,7 +437,7 @@ async fn a_cut_off_replica_lands_nothing_after_the_takeover() {
         env: &env,
     };
     // Another replica in b's place: b leaves (its heartbeat removed), a takes what b held.
-    let replace = |b: Running, next: &'static str, ctx: u64| {
+    let replace = |b: Running, next: &'static str, ctx: ContextId| {
         let (env, store) = (&env, &store);
         async move {
             b.stop.cancel();

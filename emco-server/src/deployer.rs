@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use emco_appcontext::collection::Collection;
 use emco_appcontext::{Deployer, ObjectRef, ResourceKey, ResourceStore};
 use emco_core::model::Controller;
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{ContextId, Error, ErrorKind, Result};
 use emco_orchestrator::{StoreClusterResolver, keys};
 use emco_proto::InstallAppRequest;
 use emco_proto::installapp_client::InstallappClient;
@@ -39,7 +39,7 @@ impl RemoteRsync {
 
 #[async_trait]
 impl Deployer for RemoteRsync {
-    async fn install(&self, id: u64) -> Result<()> {
+    async fn install(&self, id: ContextId) -> Result<()> {
         let rsync = Collection::<Controller>::new(Arc::clone(&self.store), keys::CONTROLLER)
             .get(&ResourceKey::root(), RSYNC)
             .await

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use emco_appcontext::context::AppContextStatus;
 use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore};
 use emco_controller_sdk::remote::{AppContextService, RemoteAppContextStore};
+use emco_testkit::free_addr;
 
 /// A running server, killed on drop if the test did not stop it.
 struct Server {
@@ -46,9 +47,14 @@ impl Server {
             .stderr(server_log())
             .spawn()
             .unwrap();
-        let server = Self { child, addr };
+        let mut server = Self { child, addr };
         let deadline = Instant::now() + Duration::from_secs(60);
         while request(server.addr, "GET", "/healthz", "").is_err() {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!(
+                    "emco-server exited at its start ({status}): EMCO_TEST_SERVER_LOG=FILE keeps its log"
+                );
+            }
             assert!(Instant::now() < deadline, "emco-server did not come up");
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -106,13 +112,6 @@ fn sigterm(child: &Child) {
     let pid = child.id().to_string();
     let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(sent.success());
-}
-
-fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
 }
 
 /// One HTTP/1.1 request with a JSON body; returns the status and the body.
@@ -1325,13 +1324,13 @@ fn instantiate_with_controllers(
     work: &std::path::Path,
     remote: Option<SocketAddr>,
     builtins: Option<(SocketAddr, SocketAddr)>,
-) -> u64 {
+) -> emco_core::ContextId {
     let dig = onboard_with_controllers(addr, work, remote, builtins);
     instantiate_dig(addr, &dig)
 }
 
 /// Instantiates `dig` through the server at `addr`; the context deployed.
-fn instantiate_dig(addr: SocketAddr, dig: &str) -> u64 {
+fn instantiate_dig(addr: SocketAddr, dig: &str) -> emco_core::ContextId {
     let (status, body) = post(addr, &format!("{dig}/instantiate"), "");
     assert_eq!(status, 202, "{body}");
     let (status, body) = request(addr, "GET", &format!("{dig}/status"), "").unwrap();

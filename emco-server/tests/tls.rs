@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use emco_appcontext::AppContextStore;
 use emco_server::Config;
 use emco_server::tls::TlsFiles;
+use emco_testkit::free_addr;
 use http_body_util::BodyExt as _;
 use hyper_util::rt::TokioIo;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
@@ -50,13 +51,6 @@ impl Ca {
         }
         (params.signed_by(&key, &self.issuer).unwrap().pem(), key)
     }
-}
-
-fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
 }
 
 fn der(pem: &str) -> CertificateDer<'static> {

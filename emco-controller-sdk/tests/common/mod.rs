@@ -3,6 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, missing_docs)]
 
+use emco_core::ContextId;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,7 +24,7 @@ pub const DEPLOYMENT: &str =
 
 /// A store with one context: app `web` on `p+c1`, `p+c2` (anyOf group 1) and `p+c3`, each
 /// holding the `web+Deployment`.
-pub async fn seeded() -> (Arc<dyn AppContextStore>, u64) {
+pub async fn seeded() -> (Arc<dyn AppContextStore>, ContextId) {
     let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
     let meta = CompositeAppMeta {
         project: "p".into(),
@@ -178,7 +179,7 @@ pub fn registration(name: &str, kind: &str, addr: SocketAddr, priority: i64) -> 
 }
 
 /// The labels of the Deployment of `web` on `cluster`.
-pub async fn labels(store: &Arc<dyn AppContextStore>, id: u64, cluster: &str) -> Value {
+pub async fn labels(store: &Arc<dyn AppContextStore>, id: ContextId, cluster: &str) -> Value {
     let ctx = AppContext::load(Arc::clone(store), id).await.unwrap();
     let yaml = ctx
         .resource("web", cluster, "web+Deployment")

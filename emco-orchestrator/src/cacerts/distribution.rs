@@ -21,7 +21,7 @@ use emco_appcontext::context::CompositeAppMeta;
 use emco_appcontext::{AppContext, ObjectRef, ResourceKey};
 use emco_core::lifecycle::{AppContextStatus, DigState, StateInfo};
 use emco_core::model::cacert::{CERT_MANAGER_GROUP, CaCert};
-use emco_core::{Error, Result};
+use emco_core::{ContextId, Error, Result};
 use serde_json::{Value, json};
 
 use super::enrollment::{keys_blob, request_name, resource_name};
@@ -91,7 +91,7 @@ pub(crate) fn signed_chain(request: &Value) -> Result<String> {
 
 /// The objects of one cluster, in deploy order: (resource name, object).
 pub(crate) fn cluster_objects(
-    ctx: u64,
+    ctx: ContextId,
     cert: &str,
     target: &Target,
     namespaces: &[String],
@@ -179,7 +179,7 @@ impl CaCerts {
     }
 
     /// The enrollment context distribution may read: deployed and done.
-    async fn enrolled(&self, cert_key: &ResourceKey) -> Result<u64> {
+    async fn enrolled(&self, cert_key: &ResourceKey) -> Result<ContextId> {
         let store = self.core.store().as_ref();
         let record = Record::load_or_new(store, &Lifecycle::Enrollment.record(cert_key)).await?;
         let status = current_status(self.core.contexts(), &record.info).await?;
@@ -190,7 +190,7 @@ impl CaCerts {
                     DigState::Instantiated | DigState::Updated
                 ) =>
             {
-                Ok(id.get())
+                Ok(id)
             }
             (Some(AppContextStatus::Instantiating | AppContextStatus::Updating), _) => Err(
                 Error::conflict("enrollment is not ready: its requests are still being deployed"),
@@ -204,7 +204,7 @@ impl CaCerts {
         &self,
         cert: &CaCert,
         cert_key: &ResourceKey,
-        enrolled: u64,
+        enrolled: ContextId,
         keys: &Value,
         target: &Target,
     ) -> Result<Signed> {
@@ -318,7 +318,7 @@ impl CaCerts {
         record_key: &ResourceKey,
         record: &Record,
         ctx: &AppContext,
-        previous: Option<u64>,
+        previous: Option<ContextId>,
     ) -> Result<()> {
         let store = self.core.store().as_ref();
         let id = ctx.id().to_string();
@@ -368,7 +368,7 @@ mod tests {
             chain: "-----BEGIN CERTIFICATE-----\nAA\n-----END CERTIFICATE-----\n".into(),
             key: "KEY".into(),
         };
-        let objects = cluster_objects(7, "cert0", &t, &[], &signed, true);
+        let objects = cluster_objects(ContextId::new(7), "cert0", &t, &[], &signed, true);
         let names: Vec<&str> = objects.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
             names,
@@ -390,7 +390,14 @@ mod tests {
              -----BEGIN CERTIFICATE-----\n    AA\n    -----END CERTIFICATE-----\n    "
         );
         assert_eq!(patch[1]["value"], "7-cert0-p1-c1-issuer");
-        let lc = cluster_objects(7, "cert1", &t, &["foo-ns".into()], &signed, false);
+        let lc = cluster_objects(
+            ContextId::new(7),
+            "cert1",
+            &t,
+            &["foo-ns".into()],
+            &signed,
+            false,
+        );
         assert_eq!(lc.len(), 4);
         assert_eq!(lc[2].0, "7-cert1-p1-c1-foo-ns-pc+proxyconfig");
         assert_eq!(

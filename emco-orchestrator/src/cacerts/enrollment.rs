@@ -20,7 +20,7 @@ use emco_core::ResourceName;
 use emco_core::lifecycle::{AppContextStatus, DigState, StateInfo};
 use emco_core::model::cacert::{CERT_MANAGER_GROUP, CaCert, CaCertClusterGroup};
 use emco_core::model::kv_value_text;
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{ContextId, Error, ErrorKind, Result};
 use rsa::pkcs1::EncodeRsaPrivateKey;
 use rsa::pkcs8::EncodePrivateKey;
 use serde_json::{Value, json};
@@ -47,7 +47,7 @@ pub(crate) struct Request {
 
 /// The name of the request for `target` in enrollment context `ctx`.
 #[must_use]
-pub fn request_name(ctx: u64, cert: &str, target: &Target) -> String {
+pub fn request_name(ctx: ContextId, cert: &str, target: &Target) -> String {
     format!("{ctx}-{cert}-{}-{}-cr", target.provider, target.cluster)
 }
 
@@ -59,7 +59,7 @@ pub fn resource_name(name: &str, kind: &str) -> String {
 
 /// The blob holding the keys of enrollment context `ctx`: `{"<provider>+<cluster>": {"Name":
 /// <request>, "Val": <base64 of the PEM>}}`, ca-certs' key records.
-pub(crate) fn keys_blob(ctx: u64) -> String {
+pub(crate) fn keys_blob(ctx: ContextId) -> String {
     format!("{}{ctx}", keys::CA_KEYS_BLOB_PREFIX)
 }
 
@@ -101,7 +101,7 @@ pub fn common_name(cert: &CaCert, target: &Target, override_: Option<&str>) -> S
 /// InvalidArgument for a certificate enrollment cannot make a request of (no key size, a bad
 /// duration, a signature algorithm an RSA key cannot use, an issuer outside cert-manager).
 pub(crate) fn request(
-    ctx: u64,
+    ctx: ContextId,
     cert: &CaCert,
     target: &Target,
     cn_override: Option<&str>,
@@ -457,7 +457,7 @@ impl CaCerts {
     }
 
     /// Terminates the lifecycle whose record is at `record_key`; the context terminated.
-    pub(crate) async fn terminate(&self, record_key: &ResourceKey) -> Result<Option<u64>> {
+    pub(crate) async fn terminate(&self, record_key: &ResourceKey) -> Result<Option<ContextId>> {
         let store = self.core.store().as_ref();
         let record = Record::load_or_new(store, record_key).await?;
         let mut current = current_status(self.core.contexts(), &record.info).await?;

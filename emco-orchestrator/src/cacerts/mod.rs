@@ -27,7 +27,7 @@ use emco_appcontext::{AppContextStore, PutMode, ResourceKey, ResourceStore};
 use emco_core::ClusterRef;
 use emco_core::lifecycle::{AppContextStatus, DigState, StateInfo};
 use emco_core::model::cacert::CaCert;
-use emco_core::{Error, ErrorKind, Result};
+use emco_core::{ContextId, Error, ErrorKind, Result};
 use serde_json::json;
 
 use crate::hooks::{NewHook, OwnedContexts};
@@ -158,7 +158,7 @@ fn begin(
     update: bool,
     status: Option<AppContextStatus>,
     info: &StateInfo,
-) -> Result<Option<Option<u64>>> {
+) -> Result<Option<Option<ContextId>>> {
     if !update {
         return match enrollment::refusal("Instantiate", status) {
             Some(e) => Err(e),
@@ -167,7 +167,7 @@ fn begin(
     }
     Ok(match (status, info.current_context_id()?) {
         (Some(AppContextStatus::Instantiated | AppContextStatus::Updated), Some(id)) => {
-            Some(Some(id.get()))
+            Some(Some(id))
         }
         _ => None,
     })

@@ -208,7 +208,7 @@ pub(crate) async fn request_in(
 /// Starts completing the credentials of context `ctx_id` of logical cloud `cloud` in the
 /// background; the task ends when every cluster of the context has its kubeconfig, or when the
 /// cloud no longer runs that context (terminated, stopped, updated, deleted).
-pub(crate) fn spawn_finisher(orch: &Core, project: &str, cloud: &str, ctx_id: u64) {
+pub(crate) fn spawn_finisher(orch: &Core, project: &str, cloud: &str, ctx_id: ContextId) {
     let orch = orch.clone();
     let project = project.to_owned();
     let cloud = cloud.to_owned();
@@ -241,9 +241,9 @@ pub(crate) fn spawn_finisher(orch: &Core, project: &str, cloud: &str, ctx_id: u6
 }
 
 /// Whether the logical cloud at `lc` is instantiated (or updated) with context `ctx_id`.
-async fn runs(orch: &Core, lc: &ResourceKey, ctx_id: u64) -> Result<bool> {
+async fn runs(orch: &Core, lc: &ResourceKey, ctx_id: ContextId) -> Result<bool> {
     let state = crate::state::load_state(orch.store().as_ref(), lc).await?;
-    let current = state.current_context_id()?.map(ContextId::get);
+    let current = state.current_context_id()?;
     Ok(current == Some(ctx_id)
         && matches!(
             state.current_state(),
@@ -252,7 +252,7 @@ async fn runs(orch: &Core, lc: &ResourceKey, ctx_id: u64) -> Result<bool> {
 }
 
 /// One pass over the clusters of the context; `true` when nothing is left to do.
-async fn finish_round(orch: &Core, project: &str, cloud: &str, ctx_id: u64) -> Result<bool> {
+async fn finish_round(orch: &Core, project: &str, cloud: &str, ctx_id: ContextId) -> Result<bool> {
     let store = orch.store().as_ref();
     let lc_key = keys::logical_cloud(project, cloud);
     if !runs(orch, &lc_key, ctx_id).await? {

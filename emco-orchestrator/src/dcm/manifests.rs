@@ -14,7 +14,7 @@
 use base64::Engine;
 use emco_core::ResourceName;
 use emco_core::model::{ClusterQuota, LogicalCloud, UserPermission};
-use emco_core::{Error, Result};
+use emco_core::{ContextId, Error, Result};
 use serde_json::{Value, json};
 
 /// One object, with the `name+Kind` that identifies it in the AppContext.
@@ -76,7 +76,7 @@ pub(crate) fn object_name(parts: &[&str]) -> String {
 
 /// The name of a CertificateSigningRequest of logical cloud `cloud` of `project`, first made
 /// for its context `ctx_id`.
-pub(crate) fn csr_name(project: &str, cloud: &str, ctx_id: u64) -> String {
+pub(crate) fn csr_name(project: &str, cloud: &str, ctx_id: ContextId) -> String {
     object_name(&["emco", project, cloud, &ctx_id.to_string()])
 }
 
@@ -218,7 +218,7 @@ mod tests {
                 "lc1-q+ResourceQuota",
             ]
         );
-        let csr = csr(&csr_name("p1", "lc1", 42), "PEM").unwrap();
+        let csr = csr(&csr_name("p1", "lc1", ContextId::new(42)), "PEM").unwrap();
         assert_eq!(csr.key, "emco-p1-lc1-42+CertificateSigningRequest");
         assert!(csr.yaml.contains("kube-apiserver-client"));
     }

@@ -13,7 +13,7 @@ use emco_core::model::DeploymentIntentGroup;
 use emco_core::placement::{
     AppPlacementIntent, ClusterRef, Inventory, Placement, finalize, resolve,
 };
-use emco_core::{DigRef, Error, ErrorKind, Found, Result};
+use emco_core::{ContextId, DigRef, Error, ErrorKind, Found, Result};
 
 use super::Deployments;
 use super::render::{RenderInput, RenderedApp, render_app};
@@ -69,7 +69,7 @@ pub(crate) async fn build_context(
     orch: &Deployments,
     key: &ResourceKey,
     dig: &DeploymentIntentGroup,
-    update_from: Option<u64>,
+    update_from: Option<ContextId>,
 ) -> Result<AppContext> {
     let site = Site {
         contexts: Arc::clone(orch.core.contexts()),
@@ -99,7 +99,7 @@ pub(crate) async fn build_in(
     orch: &Deployments,
     key: &ResourceKey,
     dig: &DeploymentIntentGroup,
-    update_from: Option<u64>,
+    update_from: Option<ContextId>,
     site: &Site<'_>,
 ) -> Result<Built> {
     let started = std::time::Instant::now();
@@ -175,7 +175,7 @@ pub(crate) async fn build_in(
         // Where a build's time goes at scale: placement and rendering, the context's writes,
         // the controllers.
         tracing::debug!(
-            ctx = ctx.id(),
+            ctx = %ctx.id(),
             render_ms = rendered_at.as_millis(),
             write_ms = (written_at - rendered_at).as_millis(),
             controllers_ms = (started.elapsed() - written_at).as_millis(),
@@ -191,7 +191,7 @@ pub(crate) async fn build_in(
         }),
         Err(e) => {
             if let Err(undo) = ctx.delete().await {
-                tracing::warn!(ctx = ctx.id(), error = %undo, "cannot delete a half-built context");
+                tracing::warn!(ctx = %ctx.id(), error = %undo, "cannot delete a half-built context");
             }
             Err(e)
         }
@@ -426,7 +426,7 @@ async fn write_context(
 struct Run<'a> {
     intents: &'a BTreeMap<String, String>,
     placements: &'a [Placement],
-    update_from: Option<u64>,
+    update_from: Option<ContextId>,
 }
 
 /// Runs the placement controllers, keeps one cluster per anyOf group of what they left, then

@@ -25,7 +25,7 @@ use crate::state::Record;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HandOver {
     /// The context it replaces (an update).
-    pub(crate) from: Option<u64>,
+    pub(crate) from: Option<ContextId>,
     /// It is rolled out in waves.
     pub(crate) waves: bool,
 }
@@ -43,7 +43,7 @@ impl Deployments {
     /// (see the module documentation), unless a task of this process waits for them already;
     /// stops with the process. The caller has put the context in [`Registry::Held`], for other
     /// processes to wait too.
-    pub(crate) fn release_later(&self, dig: &ResourceKey, ctx: u64, how: HandOver) {
+    pub(crate) fn release_later(&self, dig: &ResourceKey, ctx: ContextId, how: HandOver) {
         if !self.waiters.claim(ctx) {
             return;
         }
@@ -54,7 +54,7 @@ impl Deployments {
                 // The next process waits again.
                 () = shutdown.cancelled() => {}
                 done = me.release(&dig, ctx, how) => if let Err(e) = done {
-                    tracing::warn!(%dig, ctx, error = %e, "cannot release a held context");
+                    tracing::warn!(%dig, %ctx, error = %e, "cannot release a held context");
                 },
             }
             me.waiters.release(ctx);
@@ -69,7 +69,7 @@ impl Deployments {
                 Ok(ids) => {
                     for id in ids {
                         if let Err(e) = self.wait_registered(id).await {
-                            tracing::warn!(ctx = id, error = %e, "cannot wait for a held context");
+                            tracing::warn!(ctx = %id, error = %e, "cannot wait for a held context");
                         }
                     }
                 }
@@ -84,7 +84,7 @@ impl Deployments {
 
     /// Waits for the held context `id` found in the registry, its group and hand-over read
     /// from the context and the group's record; unregisters one that is gone.
-    async fn wait_registered(&self, id: u64) -> Result<()> {
+    async fn wait_registered(&self, id: ContextId) -> Result<()> {
         if self.waiters.has(id) {
             return Ok(());
         }
@@ -117,21 +117,21 @@ impl Deployments {
     /// Waits for each hold of `ctx` in turn, recording each outcome; once all are released,
     /// hands the context over if the group's record still deploys it and no process did yet,
     /// then posts the operation's event to the group's action controllers.
-    async fn release(&self, dig: &ResourceKey, id: u64, how: HandOver) -> Result<()> {
+    async fn release(&self, dig: &ResourceKey, id: ContextId, how: HandOver) -> Result<()> {
         let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
         loop {
             let Some((holds, revision)) = ctx.holds::<Holds>().await? else {
                 break;
             };
             if let Some(failed) = holds.failed() {
-                tracing::info!(%dig, ctx = id, hold = %failed.description, "a failed hold keeps the context");
+                tracing::info!(%dig, ctx = %id, hold = %failed.description, "a failed hold keeps the context");
                 ctx.unmark(Registry::Held).await?;
                 return Ok(());
             }
             let Some((i, hold)) = holds.pending().next().map(|(i, h)| (i, h.clone())) else {
                 break;
             };
-            tracing::info!(%dig, ctx = id, hold = %hold.description, "waiting for a hold");
+            tracing::info!(%dig, ctx = %id, hold = %hold.description, "waiting for a hold");
             let outcome = self.core.controller_registry().await_hold(id, &hold).await;
             let mut next = holds.clone();
             match &outcome {
@@ -147,7 +147,7 @@ impl Deployments {
                 written => written?,
             };
             if let Err(e) = outcome {
-                tracing::warn!(%dig, ctx = id, hold = %hold.description, error = %e, "a hold failed");
+                tracing::warn!(%dig, ctx = %id, hold = %hold.description, error = %e, "a hold failed");
                 let failed = if how.from.is_some() {
                     AppContextStatus::UpdateFailed
                 } else {
@@ -160,7 +160,7 @@ impl Deployments {
         }
         let _held = self.core.handover.lock(dig).await;
         let record = Record::load(self.core.store().as_ref(), dig).await?;
-        let current = record.info.current_context_id()?.map(ContextId::get);
+        let current = record.info.current_context_id()?;
         let deploys = matches!(
             record.info.current_state(),
             DigState::Instantiated | DigState::Updated
@@ -173,7 +173,7 @@ impl Deployments {
         if current != Some(id) || !deploys || !ctx.event_queue().await?.is_empty() {
             return Ok(());
         }
-        tracing::info!(%dig, ctx = id, "every hold released: handing the context over");
+        tracing::info!(%dig, ctx = %id, "every hold released: handing the context over");
         self.hand_over_fresh(&ctx, how).await?;
         let event = if how.from.is_some() {
             Event::Update

@@ -228,10 +228,9 @@ impl Deployments {
     }
 
     /// The AppContext id an operation acts on: the group's current one.
-    fn current_context(dig: &ResourceKey, state: &StateInfo) -> Result<u64> {
+    fn current_context(dig: &ResourceKey, state: &StateInfo) -> Result<ContextId> {
         state
             .current_context_id()?
-            .map(ContextId::get)
             .ok_or_else(|| Error::internal(format!("the state of {dig} records no AppContext")))
     }
 
@@ -245,7 +244,7 @@ impl Deployments {
         dig: &ResourceKey,
         record: &Record,
         op: DigOperation,
-        ctx: u64,
+        ctx: ContextId,
     ) -> Result<Record> {
         let mut state = record.info.clone();
         state.apply(op, ctx.to_string(), now_rfc3339())?;
@@ -344,7 +343,7 @@ impl Deployments {
         let Some(id) = state.current_context_id()? else {
             return Ok(());
         };
-        let ctx = AppContext::load(Arc::clone(self.core.contexts()), id.get()).await;
+        let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await;
         let busy = match ctx.found()? {
             Some(ctx) => ctx.is_busy().await?,
             None => false,
@@ -363,7 +362,7 @@ impl Deployments {
     ///
     /// # Errors
     /// Conflict when it is still busy after [`SETTLE_TIMEOUT`].
-    async fn settle(&self, id: u64) -> Result<()> {
+    async fn settle(&self, id: ContextId) -> Result<()> {
         let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
         let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
         loop {
@@ -382,7 +381,7 @@ impl Deployments {
     }
 
     /// The record of `dig` checked for `op`, with the context `op` acts on (the current one).
-    async fn checked(&self, dig: &ResourceKey, op: DigOperation) -> Result<(Record, u64)> {
+    async fn checked(&self, dig: &ResourceKey, op: DigOperation) -> Result<(Record, ContextId)> {
         self.load_dig(dig).await?;
         let record = Record::load(self.core.store().as_ref(), dig).await?;
         transition_named(dig_name(dig), record.info.current_state(), op)?;
@@ -426,7 +425,7 @@ impl Deployments {
             .terminate(&controllers, &intents, ctx)
             .await
         {
-            tracing::warn!(%dig, ctx, error = %e, "a controller failed to take a terminate");
+            tracing::warn!(%dig, %ctx, error = %e, "a controller failed to take a terminate");
         }
         self.post_event(dig, ctx, Event::Terminate);
         Ok(())
@@ -456,7 +455,7 @@ impl Deployments {
     /// Posts `event` of context `ctx` to the group's action controllers (EMCO's `PostEvent`:
     /// tac's post hooks) in the background, once the operation has been handed over; what they
     /// answer changes nothing, as in EMCO, so a failure is only logged.
-    pub(crate) fn post_event(&self, dig: &ResourceKey, ctx: u64, event: Event) {
+    pub(crate) fn post_event(&self, dig: &ResourceKey, ctx: ContextId, event: Event) {
         let (me, dig) = (self.clone(), dig.clone());
         tokio::spawn(async move {
             let told = async {
@@ -467,7 +466,7 @@ impl Deployments {
                     .await
             };
             if let Err(e) = told.await {
-                tracing::warn!(%dig, ctx, ?event, error = %e, "a controller failed to take an event");
+                tracing::warn!(%dig, %ctx, ?event, error = %e, "a controller failed to take an event");
             }
         });
     }
@@ -481,7 +480,7 @@ impl Deployments {
             Ok(state) => state
                 .contexts_by_revision()
                 .into_values()
-                .filter_map(|id| id.parse::<u64>().ok())
+                .filter_map(|id| id.parse::<ContextId>().ok())
                 .collect::<std::collections::BTreeSet<_>>(),
             Err(e) => {
                 tracing::warn!(%dig, error = %e, "cannot read which contexts to terminate the children of");
@@ -497,13 +496,13 @@ impl Deployments {
                 Ok(c) => c,
                 Err(e) if e.kind() == ErrorKind::NotFound => continue,
                 Err(e) => {
-                    tracing::warn!(%dig, parent, error = %e, "cannot read the child contexts");
+                    tracing::warn!(%dig, %parent, error = %e, "cannot read the child contexts");
                     continue;
                 }
             };
             for child in children {
                 if let Err(e) = self.core.rsync().terminate(child).await {
-                    tracing::warn!(%dig, parent, child, error = %e, "cannot terminate a child context");
+                    tracing::warn!(%dig, %parent, %child, error = %e, "cannot terminate a child context");
                 }
             }
         }
@@ -534,7 +533,7 @@ impl Deployments {
         dig: &ResourceKey,
         op: DigOperation,
         on: OnCurrent,
-    ) -> Result<u64> {
+    ) -> Result<ContextId> {
         let (record, ctx) = self.checked(dig, op).await?;
         let _held = self.core.handover.lock(dig).await;
         let written = self.record(dig, &record, op, ctx).await?;
@@ -591,7 +590,7 @@ impl Deployments {
         let pruned = async {
             let mut deleted = 0;
             for id in state.contexts_beyond(keep)? {
-                let ctx = AppContext::load(Arc::clone(self.core.contexts()), id.get()).await;
+                let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await;
                 let Some(ctx) = ctx.found()? else { continue };
                 // Still worked on, deployed somewhere (a wave of a rollout) or held.
                 let mut in_use = ctx.is_busy().await?;
@@ -649,7 +648,7 @@ impl Deployments {
                 ))
                 .with_field("spec.revision")
             })?;
-        let target = ContextId::from_record(&target, format_args!("the state of {dig}"))?.get();
+        let target = ContextId::from_record(&target, format_args!("the state of {dig}"))?;
         if target != current {
             let kept = AppContext::load(Arc::clone(self.core.contexts()), target).await;
             if kept.found()?.is_none() {

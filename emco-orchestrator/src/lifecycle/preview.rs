@@ -23,7 +23,7 @@ use emco_core::preview::{
     AppPlacement, Change, ChangeGroup, ClusterApp, ClusterPage, ClusterPreview, Detail, DryRun,
     ObjectChange, PickedBy, Preview, PreviewOptions, Refusal, Summary, Unchecked,
 };
-use emco_core::{DigRef, Error, Result};
+use emco_core::{ContextId, DigRef, Error, Result};
 use serde_json::Value;
 
 use super::build::{self, Site};
@@ -37,9 +37,9 @@ struct ReadOnly(Arc<dyn Deployer>);
 
 #[async_trait]
 impl Deployer for ReadOnly {
-    async fn install(&self, id: u64) -> Result<()> {
+    async fn install(&self, id: ContextId) -> Result<()> {
         tracing::debug!(
-            ctx = id,
+            ctx = %id,
             "a preview deploys nothing: a controller's install is skipped"
         );
         Ok(())
@@ -336,7 +336,11 @@ struct Manifests {
 
 impl Manifests {
     /// Reads context `id` of `store` in one listing, a page at a time.
-    async fn read(store: &Arc<dyn AppContextStore>, id: u64, texts: &mut Texts) -> Result<Self> {
+    async fn read(
+        store: &Arc<dyn AppContextStore>,
+        id: ContextId,
+        texts: &mut Texts,
+    ) -> Result<Self> {
         let root = AppContext::prefix(id);
         let mut out = Self::default();
         store
@@ -353,7 +357,7 @@ impl Manifests {
     /// Takes in one key of context `id` (whose root key is `root`). Keys come in order, an
     /// app's before its clusters' and a cluster's before its resources', so most find their
     /// maps made and allocate nothing but a resource's name.
-    fn take(&mut self, root: &str, id: u64, kv: KeyValue, texts: &mut Texts) -> Result<()> {
+    fn take(&mut self, root: &str, id: ContextId, kv: KeyValue, texts: &mut Texts) -> Result<()> {
         let (app, cluster) = match ContextKey::parse(root, &kv.key) {
             Some(ContextKey::App(app)) => (app, None),
             Some(ContextKey::Cluster(app, cluster)) => (app, Some((cluster, None))),

@@ -34,7 +34,7 @@ use emco_core::rollout::{
     UnreachablePolicy, Verdict, WaveFailure, WaveRun, judge, plan_waves,
 };
 use emco_core::time::{parse_rfc3339, rfc3339, unix_seconds};
-use emco_core::{DigRef, Error, ErrorKind, Found, Result};
+use emco_core::{ContextId, DigRef, Error, ErrorKind, Found, Result};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -122,11 +122,11 @@ impl RolloutMetrics {
 /// The contexts a task of this process works on: the rollouts it drives, the holds it waits
 /// for.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Drivers(Arc<Mutex<HashSet<u64>>>);
+pub(crate) struct Drivers(Arc<Mutex<HashSet<ContextId>>>);
 
 impl Drivers {
     /// Claims `id` for a task of this process; false when one has it.
-    pub(crate) fn claim(&self, id: u64) -> bool {
+    pub(crate) fn claim(&self, id: ContextId) -> bool {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -134,7 +134,7 @@ impl Drivers {
     }
 
     /// Whether a task of this process has `id`.
-    pub(crate) fn has(&self, id: u64) -> bool {
+    pub(crate) fn has(&self, id: ContextId) -> bool {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -142,7 +142,7 @@ impl Drivers {
     }
 
     /// Gives `id` up.
-    pub(crate) fn release(&self, id: u64) {
+    pub(crate) fn release(&self, id: ContextId) {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -221,7 +221,7 @@ impl Deployments {
         &self,
         dig: &DigRef,
         policy: &RolloutPolicy,
-        from: Option<u64>,
+        from: Option<ContextId>,
         to: &AppContext,
     ) -> Result<()> {
         let placed = placed_clusters(to).await?;
@@ -286,7 +286,7 @@ impl Deployments {
     pub(super) async fn plan_if_rolled_out(
         &self,
         dig: &DigRef,
-        from: Option<u64>,
+        from: Option<ContextId>,
         ctx: &AppContext,
     ) -> Result<bool> {
         let planned = async {
@@ -321,7 +321,7 @@ impl Deployments {
     ///
     /// # Errors
     /// Conflict naming the rollout's wave and state.
-    pub(super) async fn refuse_during_rollout(&self, id: u64, what: &str) -> Result<()> {
+    pub(super) async fn refuse_during_rollout(&self, id: ContextId, what: &str) -> Result<()> {
         let Some(ctx) = AppContext::load(Arc::clone(self.core.contexts()), id)
             .await
             .found()?
@@ -381,7 +381,9 @@ impl Deployments {
         let mut latest: Option<(AppContext, RolloutRun, u64)> = None;
         let ids: BTreeSet<&str> = state.contexts_by_revision().into_values().collect();
         for id in ids {
-            let Ok(id) = id.parse::<u64>() else { continue };
+            let Ok(id) = id.parse::<ContextId>() else {
+                continue;
+            };
             let Some(ctx) = AppContext::load(Arc::clone(self.core.contexts()), id)
                 .await
                 .found()?
@@ -432,13 +434,13 @@ impl Deployments {
     }
 
     /// Drives the rollout of context `id` in a task of its own, unless one runs here.
-    pub(crate) fn drive_rollout(&self, id: u64) {
+    pub(crate) fn drive_rollout(&self, id: ContextId) {
         if !self.drivers.claim(id) {
             return;
         }
         let me = self.clone();
         let token = self.core.shutdown_token();
-        let span = tracing::info_span!(parent: None, "rollout", ctx = id);
+        let span = tracing::info_span!(parent: None, "rollout", ctx = %id);
         tokio::spawn(
             async move {
                 me.drive(id, &token).await;
@@ -467,7 +469,7 @@ impl Deployments {
         }
     }
 
-    async fn drive(&self, id: u64, token: &CancellationToken) {
+    async fn drive(&self, id: ContextId, token: &CancellationToken) {
         let mut seen = Seen::default();
         loop {
             if token.is_cancelled() {
@@ -511,7 +513,7 @@ impl Deployments {
     }
 
     /// One look at the rollout of context `id`, and what it leads to.
-    async fn step_rollout(&self, id: u64, seen: &mut Seen) -> Result<Step> {
+    async fn step_rollout(&self, id: ContextId, seen: &mut Seen) -> Result<Step> {
         let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
         let Some((mut run, revision)) = ctx.rollout::<RolloutRun>().await? else {
             return Ok(Step::Done);
@@ -581,7 +583,12 @@ impl Deployments {
     }
 
     /// Asks rsync to change `clusters` to context `to` (from `from`, for an update).
-    async fn change(&self, to: u64, from: Option<u64>, clusters: Vec<String>) -> Result<()> {
+    async fn change(
+        &self,
+        to: ContextId,
+        from: Option<ContextId>,
+        clusters: Vec<String>,
+    ) -> Result<()> {
         match from {
             Some(from) => self.core.rsync().update_on(from, to, Some(clusters)).await,
             None => self.core.rsync().instantiate_on(to, Some(clusters)).await,
@@ -590,7 +597,7 @@ impl Deployments {
 
     /// The context a rollout of context `id` replaces while some clusters still run it (the
     /// rollout has not finished, or clusters it left out wait to be changed).
-    pub(super) async fn replaced_by_rollout(&self, id: u64) -> Result<Option<u64>> {
+    pub(super) async fn replaced_by_rollout(&self, id: ContextId) -> Result<Option<ContextId>> {
         let Some(ctx) = AppContext::load(Arc::clone(self.core.contexts()), id)
             .await
             .found()?
@@ -1067,12 +1074,8 @@ impl Deployments {
 }
 
 /// Whether the lifecycle record names context `id` as its deployment, Instantiated or Updated.
-fn names_live(record: &Record, id: u64) -> Result<bool> {
-    Ok(record
-        .info
-        .current_context_id()?
-        .map(emco_core::ContextId::get)
-        == Some(id)
+fn names_live(record: &Record, id: ContextId) -> Result<bool> {
+    Ok(record.info.current_context_id()? == Some(id)
         && matches!(
             record.info.current_state(),
             DigState::Instantiated | DigState::Updated

@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use emco_appcontext::{Deployer, ObjectRef};
-use emco_core::Result;
+use emco_core::{ContextId, Result};
 use serde_json::Value;
 
 use super::{ClusterResolver, Rsync};
@@ -51,7 +51,7 @@ pub async fn live_list(
 
 #[async_trait]
 impl Deployer for Rsync {
-    async fn install(&self, id: u64) -> Result<()> {
+    async fn install(&self, id: ContextId) -> Result<()> {
         self.instantiate(id).await
     }
 

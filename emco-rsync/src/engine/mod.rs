@@ -37,7 +37,7 @@ use async_trait::async_trait;
 use emco_appcontext::context::{CompositeAppMeta, QueueElement, QueueStatus, Registry};
 use emco_appcontext::{AppContext, AppContextStore};
 use emco_core::lifecycle::{AppContextStatus, RsyncEvent, rsync_transition};
-use emco_core::{Error, Found, Result};
+use emco_core::{ContextId, Error, Found, Result};
 use tokio::sync::{Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
 
@@ -164,7 +164,7 @@ impl Backoff {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadyNotification {
     /// The AppContext id.
-    pub ctx_id: u64,
+    pub ctx_id: ContextId,
     /// The app.
     pub app: String,
     /// The cluster (`provider+cluster`).
@@ -174,7 +174,7 @@ pub struct ReadyNotification {
 /// The readiness notifications of one context, from [`Rsync::subscribe_ready`].
 #[derive(Debug)]
 pub struct ReadySubscription {
-    ctx_id: u64,
+    ctx_id: ContextId,
     rx: broadcast::Receiver<ReadyNotification>,
 }
 
@@ -273,14 +273,14 @@ struct Inner {
     /// How long CRDs may take to be established and hooks to complete.
     hook_timeout: Duration,
     root: Mutex<CancellationToken>,
-    tasks: tokio::sync::Mutex<HashMap<u64, Arc<CtxTask>>>,
+    tasks: tokio::sync::Mutex<HashMap<ContextId, Arc<CtxTask>>>,
     ready_tx: broadcast::Sender<ReadyNotification>,
     /// (ctx, app, cluster) whose resources were all seen ready.
-    ready: Mutex<HashSet<(u64, String, String)>>,
+    ready: Mutex<HashSet<(ContextId, String, String)>>,
     /// Cancels the readiness observers of a context (when it is terminated or updated away).
-    readiness_tokens: Mutex<HashMap<u64, CancellationToken>>,
+    readiness_tokens: Mutex<HashMap<ContextId, CancellationToken>>,
     /// The readiness observer of each (ctx, app, cluster), so a new deploy replaces the old one.
-    observers: Mutex<HashMap<(u64, String, String), CancellationToken>>,
+    observers: Mutex<HashMap<(ContextId, String, String), CancellationToken>>,
     /// While the readiness of deployed contexts is followed again after a start: the
     /// (context, cluster) pairs forgotten since (`None`: all of the context's), which that pass
     /// must not follow again (an update that replaced them raced with it).
@@ -293,7 +293,7 @@ struct Inner {
 }
 
 /// A context whose readiness stopped being followed, on one cluster or (`None`) all of them.
-type Forgotten = (u64, Option<String>);
+type Forgotten = (ContextId, Option<String>);
 
 /// Builds an [`Rsync`].
 #[derive(Debug, Default)]
@@ -459,15 +459,15 @@ impl Rsync {
         for &id in &ids {
             match AppContext::load(Arc::clone(&self.inner.store), id).await {
                 Ok(ctx) => self.ensure_task(&mut tasks, ctx),
-                Err(e) => tracing::warn!(ctx = id, error = %e, "cannot resume an active context"),
+                Err(e) => tracing::warn!(ctx = %id, error = %e, "cannot resume an active context"),
             }
         }
         drop(tasks);
         // Deployed contexts with nothing queued only need their readiness followed again; an
         // active one gets its observers from the operation it resumes.
         // A set: with 10,000 contexts a linear search each would cost 10^8 comparisons.
-        let active: HashSet<u64> = ids.into_iter().collect();
-        let idle: Vec<u64> = deployed
+        let active: HashSet<ContextId> = ids.into_iter().collect();
+        let idle: Vec<ContextId> = deployed
             .into_iter()
             .filter(|id| !active.contains(id))
             .collect();
@@ -493,7 +493,7 @@ impl Rsync {
     /// Starts the readiness observers of deployed contexts after a restart, one context after
     /// the other so that a big fleet does not stampede the store; contexts no longer deployed
     /// (deleted, or left in another state) leave the registry.
-    async fn follow_deployed(&self, ids: Vec<u64>) {
+    async fn follow_deployed(&self, ids: Vec<ContextId>) {
         let root = self.inner.root();
         for id in ids {
             if root.is_cancelled() {
@@ -509,10 +509,10 @@ impl Rsync {
                             id,
                         );
                         if let Err(e) = gone.await {
-                            tracing::warn!(ctx = id, error = %e, "cannot unregister a deleted context");
+                            tracing::warn!(ctx = %id, error = %e, "cannot unregister a deleted context");
                         }
                     } else {
-                        tracing::warn!(ctx = id, error = %e, "cannot follow a deployed context");
+                        tracing::warn!(ctx = %id, error = %e, "cannot follow a deployed context");
                     }
                     continue;
                 }
@@ -520,7 +520,7 @@ impl Rsync {
             let op = OpCtl::new(RsyncEvent::Read, &root);
             let run = run::Run::new(Arc::clone(&self.inner), self.inner.fenced(ctx), op).await;
             if let Err(e) = run.follow_deployed().await {
-                tracing::warn!(ctx = id, error = %e, "cannot follow a deployed context");
+                tracing::warn!(ctx = %id, error = %e, "cannot follow a deployed context");
             }
         }
     }
@@ -573,7 +573,7 @@ impl Rsync {
     /// # Errors
     ///
     /// `NotFound` for an unknown context; the store's errors.
-    pub async fn instantiate(&self, ctx_id: u64) -> Result<()> {
+    pub async fn instantiate(&self, ctx_id: ContextId) -> Result<()> {
         self.instantiate_on(ctx_id, None).await
     }
 
@@ -584,7 +584,11 @@ impl Rsync {
     /// # Errors
     ///
     /// As [`Rsync::instantiate`].
-    pub async fn instantiate_on(&self, ctx_id: u64, clusters: Option<Vec<String>>) -> Result<()> {
+    pub async fn instantiate_on(
+        &self,
+        ctx_id: ContextId,
+        clusters: Option<Vec<String>>,
+    ) -> Result<()> {
         self.enqueue(ctx_id, RsyncEvent::Instantiate, None, clusters)
             .await
     }
@@ -595,7 +599,7 @@ impl Rsync {
     /// # Errors
     ///
     /// `NotFound` for an unknown context; the store's errors.
-    pub async fn terminate(&self, ctx_id: u64) -> Result<()> {
+    pub async fn terminate(&self, ctx_id: ContextId) -> Result<()> {
         self.enqueue(ctx_id, RsyncEvent::Terminate, None, None)
             .await?;
         let tasks = self.inner.tasks.lock().await;
@@ -619,7 +623,7 @@ impl Rsync {
     /// # Errors
     ///
     /// As [`Rsync::terminate`].
-    pub async fn terminate_on(&self, ctx_id: u64, clusters: Vec<String>) -> Result<()> {
+    pub async fn terminate_on(&self, ctx_id: ContextId, clusters: Vec<String>) -> Result<()> {
         self.enqueue(ctx_id, RsyncEvent::Terminate, None, Some(clusters))
             .await
     }
@@ -630,7 +634,7 @@ impl Rsync {
     /// # Errors
     ///
     /// `NotFound` for an unknown context; the store's errors.
-    pub async fn update(&self, from: u64, to: u64) -> Result<()> {
+    pub async fn update(&self, from: ContextId, to: ContextId) -> Result<()> {
         self.update_on(from, to, None).await
     }
 
@@ -640,7 +644,12 @@ impl Rsync {
     /// # Errors
     ///
     /// As [`Rsync::update`].
-    pub async fn update_on(&self, from: u64, to: u64, clusters: Option<Vec<String>>) -> Result<()> {
+    pub async fn update_on(
+        &self,
+        from: ContextId,
+        to: ContextId,
+        clusters: Option<Vec<String>>,
+    ) -> Result<()> {
         AppContext::load(Arc::clone(&self.inner.store), from).await?;
         self.enqueue(to, RsyncEvent::Update, Some(from), clusters)
             .await
@@ -654,7 +663,7 @@ impl Rsync {
     ///
     /// `NotFound` for an unknown context; `FailedPrecondition` when `to` is in a status no update
     /// can start from; the store's errors.
-    pub async fn rollback(&self, from: u64, to: u64) -> Result<()> {
+    pub async fn rollback(&self, from: ContextId, to: ContextId) -> Result<()> {
         self.rollback_on(from, to, None).await
     }
 
@@ -666,8 +675,8 @@ impl Rsync {
     /// As [`Rsync::rollback`].
     pub async fn rollback_on(
         &self,
-        from: u64,
-        to: u64,
+        from: ContextId,
+        to: ContextId,
         clusters: Option<Vec<String>>,
     ) -> Result<()> {
         let target = AppContext::load(Arc::clone(&self.inner.store), to).await?;
@@ -696,7 +705,7 @@ impl Rsync {
     /// # Errors
     ///
     /// `NotFound` for an unknown context; the store's errors.
-    pub async fn read(&self, ctx_id: u64) -> Result<()> {
+    pub async fn read(&self, ctx_id: ContextId) -> Result<()> {
         self.enqueue(ctx_id, RsyncEvent::Read, None, None).await
     }
 
@@ -706,7 +715,7 @@ impl Rsync {
     /// # Errors
     ///
     /// `NotFound` for an unknown context; the store's errors.
-    pub async fn stop(&self, ctx_id: u64) -> Result<()> {
+    pub async fn stop(&self, ctx_id: ContextId) -> Result<()> {
         let ctx = AppContext::load(Arc::clone(&self.inner.store), ctx_id).await?;
         ctx.set_stop_flag(true).await?;
         let tasks = self.inner.tasks.lock().await;
@@ -718,7 +727,7 @@ impl Rsync {
 
     /// The readiness notifications of `ctx_id` from now on.
     #[must_use]
-    pub fn subscribe_ready(&self, ctx_id: u64) -> ReadySubscription {
+    pub fn subscribe_ready(&self, ctx_id: ContextId) -> ReadySubscription {
         ReadySubscription {
             ctx_id,
             rx: self.inner.ready_tx.subscribe(),
@@ -726,7 +735,7 @@ impl Rsync {
     }
 
     /// A run of context `ctx_id` that only reads.
-    async fn reader(&self, ctx_id: u64) -> Result<run::Run> {
+    async fn reader(&self, ctx_id: ContextId) -> Result<run::Run> {
         let ctx = AppContext::load(Arc::clone(&self.inner.store), ctx_id).await?;
         let op = OpCtl::new(RsyncEvent::Read, &self.inner.root());
         Ok(run::Run::new(Arc::clone(&self.inner), ctx, op).await)
@@ -742,7 +751,7 @@ impl Rsync {
     /// cluster's other refusals.
     pub async fn live_objects(
         &self,
-        ctx_id: u64,
+        ctx_id: ContextId,
         app: &str,
         cluster: &str,
         names: &[String],
@@ -760,7 +769,7 @@ impl Rsync {
     /// `NotFound` for an unknown context; the store's errors.
     pub async fn unanswering(
         &self,
-        ctx_id: u64,
+        ctx_id: ContextId,
         clusters: &[String],
         timeout: Duration,
     ) -> Result<Vec<(String, emco_core::Error)>> {
@@ -785,7 +794,7 @@ impl Rsync {
 
     /// Waits until context `ctx_id` has no task (its queue is processed), or the engine shuts
     /// down.
-    pub async fn wait_idle(&self, ctx_id: u64) {
+    pub async fn wait_idle(&self, ctx_id: ContextId) {
         let task = self.inner.tasks.lock().await.get(&ctx_id).cloned();
         if let Some(task) = task {
             let root = self.inner.root();
@@ -798,9 +807,9 @@ impl Rsync {
 
     async fn enqueue(
         &self,
-        ctx_id: u64,
+        ctx_id: ContextId,
         event: RsyncEvent,
-        ucid: Option<u64>,
+        ucid: Option<ContextId>,
         clusters: Option<Vec<String>>,
     ) -> Result<()> {
         let ctx = AppContext::load(Arc::clone(&self.inner.store), ctx_id).await?;
@@ -836,7 +845,7 @@ impl Rsync {
 
     /// Starts the task of `ctx` unless it runs; with replicas its writes are fenced by the
     /// token this replica claimed the context with.
-    fn ensure_task(&self, tasks: &mut HashMap<u64, Arc<CtxTask>>, ctx: AppContext) {
+    fn ensure_task(&self, tasks: &mut HashMap<ContextId, Arc<CtxTask>>, ctx: AppContext) {
         if tasks.contains_key(&ctx.id()) {
             return;
         }
@@ -849,7 +858,7 @@ impl Rsync {
         tasks.insert(ctx.id(), Arc::clone(&task));
         let engine = self.clone();
         // Every log line of the context's work names it (and, below, the app and cluster).
-        let span = tracing::info_span!(parent: None, "context", ctx = ctx.id());
+        let span = tracing::info_span!(parent: None, "context", ctx = %ctx.id());
         tokio::spawn(async move { engine.run_context(ctx, task).await }.instrument(span));
     }
 
@@ -867,7 +876,7 @@ impl Rsync {
                 Err(e) => {
                     // The store is unreachable: the queue is intact, try again later.
                     failures += 1;
-                    tracing::warn!(ctx = ctx.id(), error = %e, "rsync context task failed a step");
+                    tracing::warn!(ctx = %ctx.id(), error = %e, "rsync context task failed a step");
                     tokio::select! {
                         () = tokio::time::sleep(self.inner.backoff.delay(failures)) => {}
                         () = root.cancelled() => break,
@@ -895,7 +904,7 @@ impl Rsync {
             }
         {
             // Taken over while this replica was taken for dead: the new owner runs it.
-            tracing::warn!(ctx = ctx.id(), "another replica took this context over");
+            tracing::warn!(ctx = %ctx.id(), "another replica took this context over");
             self.inner.tasks.lock().await.remove(&ctx.id());
             self.inner
                 .metrics
@@ -995,7 +1004,7 @@ impl Rsync {
         let statuses = match rsync_transition(current, element.event) {
             Ok(s) => s,
             Err(e) => {
-                tracing::warn!(ctx = ctx.id(), error = %e, "rsync event rejected");
+                tracing::warn!(ctx = %ctx.id(), error = %e, "rsync event rejected");
                 return ctx.set_event_status(index, QueueStatus::Error).await;
             }
         };
@@ -1006,7 +1015,7 @@ impl Rsync {
         if matches!(element.event, RsyncEvent::Update | RsyncEvent::UpdateDelete) && other.is_none()
         {
             tracing::warn!(
-                ctx = ctx.id(),
+                ctx = %ctx.id(),
                 "update event without the other context; skipped"
             );
             return ctx.set_event_status(index, QueueStatus::Error).await;
@@ -1039,7 +1048,7 @@ impl Rsync {
         let failed = match outcome {
             Ok(failed) => failed,
             Err(e) => {
-                tracing::warn!(ctx = ctx.id(), error = %e, "rsync operation failed");
+                tracing::warn!(ctx = %ctx.id(), error = %e, "rsync operation failed");
                 if op.aborted() == Some(Abort::Shutdown) {
                     return Ok(());
                 }
@@ -1105,8 +1114,8 @@ impl Rsync {
             return Ok(());
         };
         tracing::info!(
-            ctx = ctx.id(),
-            replaced = old.id(),
+            ctx = %ctx.id(),
+            replaced = %old.id(),
             "terminate before the update finished: terminating the replaced context too"
         );
         Box::pin(self.terminate(old.id())).await
@@ -1115,9 +1124,7 @@ impl Rsync {
     /// The other context `ucid` of an event of `ctx`, reached as `ctx` is: an update's writes
     /// to the context it replaces are fenced by the ownership of the one it runs for.
     async fn other_context(ctx: &AppContext, ucid: &str) -> Result<AppContext> {
-        let id: u64 = ucid.parse().map_err(|e| {
-            Error::invalid(format!("queued context id {ucid:?} is not a number")).with_source(e)
-        })?;
+        let id = ContextId::from_record(ucid, format_args!("the queue of context {}", ctx.id()))?;
         AppContext::load(Arc::clone(ctx.store()), id).await
     }
 }
@@ -1160,7 +1167,7 @@ impl Inner {
         )
     }
 
-    fn readiness_token(&self, ctx_id: u64) -> CancellationToken {
+    fn readiness_token(&self, ctx_id: ContextId) -> CancellationToken {
         let mut tokens = self
             .readiness_tokens
             .lock()
@@ -1174,7 +1181,7 @@ impl Inner {
 
     /// The token of a new readiness observer of `app` on `cluster`, cancelling the one it
     /// replaces; what the old one saw is forgotten, so the new one notifies its first ready.
-    fn observer_token(&self, ctx_id: u64, app: &str, cluster: &str) -> CancellationToken {
+    fn observer_token(&self, ctx_id: ContextId, app: &str, cluster: &str) -> CancellationToken {
         let token = self.readiness_token(ctx_id).child_token();
         let key = (ctx_id, app.to_owned(), cluster.to_owned());
         let old = self
@@ -1193,9 +1200,9 @@ impl Inner {
     }
 
     /// Stops the readiness observers of a context on `clusters` and forgets what they saw.
-    fn forget_readiness_on(&self, ctx_id: u64, clusters: &HashSet<String>) {
+    fn forget_readiness_on(&self, ctx_id: ContextId, clusters: &HashSet<String>) {
         self.record_forgotten(clusters.iter().map(|c| (ctx_id, Some(c.clone()))));
-        let on = |c: &u64, cluster: &String| *c == ctx_id && clusters.contains(cluster);
+        let on = |c: &ContextId, cluster: &String| *c == ctx_id && clusters.contains(cluster);
         self.observers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -1212,7 +1219,7 @@ impl Inner {
     }
 
     /// Stops the readiness observers of a context and forgets what they saw.
-    fn forget_readiness(&self, ctx_id: u64) {
+    fn forget_readiness(&self, ctx_id: ContextId) {
         self.record_forgotten([(ctx_id, None)]);
         if let Some(t) = self
             .readiness_tokens
@@ -1246,7 +1253,7 @@ impl Inner {
 
     /// Whether the readiness of context `ctx_id` on `cluster` was forgotten since the pass that
     /// follows deployed contexts again started.
-    fn was_forgotten(&self, ctx_id: u64, cluster: &str) -> bool {
+    fn was_forgotten(&self, ctx_id: ContextId, cluster: &str) -> bool {
         self.forgotten
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -1256,7 +1263,7 @@ impl Inner {
             })
     }
 
-    fn is_ready(&self, ctx_id: u64, app: &str, cluster: &str) -> bool {
+    fn is_ready(&self, ctx_id: ContextId, app: &str, cluster: &str) -> bool {
         self.ready
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -1264,7 +1271,7 @@ impl Inner {
     }
 
     /// Records that some resource of `app` on `cluster` is no longer ready.
-    fn mark_not_ready(&self, ctx_id: u64, app: &str, cluster: &str) {
+    fn mark_not_ready(&self, ctx_id: ContextId, app: &str, cluster: &str) {
         self.ready
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -1273,7 +1280,7 @@ impl Inner {
 
     /// Records that every resource of `app` on `cluster` is ready, notifying subscribers when it
     /// was not (each transition to ready notifies once).
-    fn mark_ready(&self, ctx_id: u64, app: &str, cluster: &str) {
+    fn mark_ready(&self, ctx_id: ContextId, app: &str, cluster: &str) {
         let new = self
             .ready
             .lock()

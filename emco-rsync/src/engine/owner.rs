@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use emco_appcontext::{AppContextStore, Compare, FencedStore, ListOptions, Op, Txn};
-use emco_core::Result;
+use emco_core::{ContextId, Result};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -66,7 +66,7 @@ pub(crate) struct Owners {
     /// The heartbeat version of each other replica, and when this replica first saw it.
     seen: Mutex<HashMap<String, (u64, Instant)>>,
     /// The owner key revision (fencing token) of each context this replica took.
-    tokens: Mutex<HashMap<u64, u64>>,
+    tokens: Mutex<HashMap<ContextId, u64>>,
     lease: Mutex<Lease>,
     /// Told when the lease is renewed, or must be checked by a round.
     renewed: Notify,
@@ -96,7 +96,7 @@ fn heartbeat_key(id: &str) -> String {
     format!("{HEARTBEATS}{id}/")
 }
 
-fn owner_key(ctx: u64) -> String {
+fn owner_key(ctx: ContextId) -> String {
     format!("{OWNERS}{ctx}/")
 }
 
@@ -219,14 +219,14 @@ impl Owners {
     }
 
     /// The fencing token this replica took `ctx` with.
-    pub(crate) fn token(&self, ctx: u64) -> Option<u64> {
+    pub(crate) fn token(&self, ctx: ContextId) -> Option<u64> {
         lock(&self.tokens).get(&ctx).copied()
     }
 
     /// `store` fenced by this replica's ownership of `ctx` at `token` (see the module).
     pub(crate) fn fence(
         store: &std::sync::Arc<dyn AppContextStore>,
-        ctx: u64,
+        ctx: ContextId,
         token: u64,
     ) -> std::sync::Arc<dyn AppContextStore> {
         std::sync::Arc::new(FencedStore::new(
@@ -305,7 +305,7 @@ impl Owners {
     pub(crate) async fn holders(
         &self,
         store: &dyn AppContextStore,
-    ) -> Result<HashMap<u64, Holder>> {
+    ) -> Result<HashMap<ContextId, Holder>> {
         let page = store.list(OWNERS, ListOptions::default()).await?;
         Ok(page
             .kvs
@@ -328,7 +328,7 @@ impl Owners {
 
     /// Whether `holder` (from [`Self::holders`]) is this replica as it took the context (with
     /// the token it knows).
-    pub(crate) fn is_me(&self, ctx: u64, holder: Option<&Holder>) -> bool {
+    pub(crate) fn is_me(&self, ctx: ContextId, holder: Option<&Holder>) -> bool {
         holder.is_some_and(|h| h.replica == self.config.id && self.token(ctx) == Some(h.token))
     }
 
@@ -344,7 +344,11 @@ impl Owners {
     ///
     /// # Errors
     /// The store's errors.
-    pub(crate) async fn claim(&self, store: &dyn AppContextStore, ctx: u64) -> Result<Option<u64>> {
+    pub(crate) async fn claim(
+        &self,
+        store: &dyn AppContextStore,
+        ctx: ContextId,
+    ) -> Result<Option<u64>> {
         let key = owner_key(ctx);
         let me = Bytes::from(self.config.id.clone());
         let mut txn = Txn::new();
@@ -371,7 +375,7 @@ impl Owners {
             return Ok(None);
         }
         if let Some(dead) = dead {
-            tracing::info!(ctx, replica = %self.config.id, from = %dead, "took over a context of a dead replica");
+            tracing::info!(%ctx, replica = %self.config.id, from = %dead, "took over a context of a dead replica");
         }
         lock(&self.tokens).insert(ctx, done.revision);
         Ok(Some(done.revision))
@@ -385,7 +389,7 @@ impl Owners {
     pub(crate) async fn holds(
         &self,
         store: &dyn AppContextStore,
-        ctx: u64,
+        ctx: ContextId,
         token: u64,
     ) -> Result<bool> {
         Ok(store.get(&owner_key(ctx)).await?.is_some_and(|kv| {
@@ -397,7 +401,7 @@ impl Owners {
     ///
     /// # Errors
     /// The store's errors.
-    pub(crate) async fn release(&self, store: &dyn AppContextStore, ctx: u64) -> Result<()> {
+    pub(crate) async fn release(&self, store: &dyn AppContextStore, ctx: ContextId) -> Result<()> {
         lock(&self.tokens).remove(&ctx);
         let key = owner_key(ctx);
         let Some(kv) = store.get(&key).await? else {
@@ -414,7 +418,7 @@ impl Owners {
     ///
     /// # Errors
     /// The store's errors.
-    pub(crate) async fn forget(&self, store: &dyn AppContextStore, ctx: u64) -> Result<()> {
+    pub(crate) async fn forget(&self, store: &dyn AppContextStore, ctx: ContextId) -> Result<()> {
         lock(&self.tokens).remove(&ctx);
         let key = owner_key(ctx);
         match store.get(&key).await? {
@@ -453,14 +457,14 @@ mod tests {
             r.beat(&store).await.unwrap();
             r.observe(&store).await.unwrap();
         }
-        let token = a.claim(&store, 7).await.unwrap().unwrap();
+        let token = a.claim(&store, ContextId::new(7)).await.unwrap().unwrap();
         assert_eq!(
-            a.claim(&store, 7).await.unwrap(),
+            a.claim(&store, ContextId::new(7)).await.unwrap(),
             Some(token),
             "a claim is idempotent"
         );
         assert_eq!(
-            b.claim(&store, 7).await.unwrap(),
+            b.claim(&store, ContextId::new(7)).await.unwrap(),
             None,
             "b took a live replica's context"
         );
@@ -470,25 +474,25 @@ mod tests {
             tokio::time::advance(Duration::from_millis(100)).await;
             a.beat(&store).await.unwrap();
             b.observe(&store).await.unwrap();
-            assert_eq!(b.claim(&store, 7).await.unwrap(), None);
+            assert_eq!(b.claim(&store, ContextId::new(7)).await.unwrap(), None);
         }
         // a stops: after a whole time to live of b's clock, b takes it, and a knows.
         tokio::time::advance(Duration::from_millis(200)).await;
         b.observe(&store).await.unwrap();
         assert_eq!(
-            b.claim(&store, 7).await.unwrap(),
+            b.claim(&store, ContextId::new(7)).await.unwrap(),
             None,
             "taken before the time to live"
         );
         tokio::time::advance(Duration::from_millis(150)).await;
         b.observe(&store).await.unwrap();
-        let taken = b.claim(&store, 7).await.unwrap().unwrap();
-        assert!(!a.holds(&store, 7, token).await.unwrap());
+        let taken = b.claim(&store, ContextId::new(7)).await.unwrap().unwrap();
+        assert!(!a.holds(&store, ContextId::new(7), token).await.unwrap());
         // a's release of what it lost leaves b's ownership.
-        a.release(&store, 7).await.unwrap();
-        assert!(b.holds(&store, 7, taken).await.unwrap());
-        b.release(&store, 7).await.unwrap();
-        assert!(!b.holds(&store, 7, taken).await.unwrap());
+        a.release(&store, ContextId::new(7)).await.unwrap();
+        assert!(b.holds(&store, ContextId::new(7), taken).await.unwrap());
+        b.release(&store, ContextId::new(7)).await.unwrap();
+        assert!(!b.holds(&store, ContextId::new(7), taken).await.unwrap());
     }
 
     #[tokio::test(start_paused = true)]
@@ -498,11 +502,14 @@ mod tests {
         for r in [&a, &b, &c] {
             r.beat(&store).await.unwrap();
         }
-        assert!(a.claim(&store, 1).await.unwrap().is_some());
+        assert!(a.claim(&store, ContextId::new(1)).await.unwrap().is_some());
         a.leave(&store).await.unwrap();
         b.observe(&store).await.unwrap();
         c.observe(&store).await.unwrap();
-        let (rb, rc) = tokio::join!(b.claim(&store, 1), c.claim(&store, 1));
+        let (rb, rc) = tokio::join!(
+            b.claim(&store, ContextId::new(1)),
+            c.claim(&store, ContextId::new(1))
+        );
         assert!(
             rb.unwrap().is_some() ^ rc.unwrap().is_some(),
             "exactly one of b and c takes it"
@@ -516,20 +523,31 @@ mod tests {
         let store = InMemoryAppContextStore::new();
         let (a, b) = (replica("a"), replica("b"));
         a.beat(&store).await.unwrap();
-        let token = a.claim(&store, 3).await.unwrap().unwrap();
+        let token = a.claim(&store, ContextId::new(3)).await.unwrap().unwrap();
         b.observe(&store).await.unwrap();
         tokio::time::advance(Duration::from_millis(350)).await;
         // b judged a dead (read the same heartbeat a time to live ago) when a beats again.
         let judged = b.dead_beat(&store, "a").await.unwrap().unwrap();
         a.beat(&store).await.unwrap();
-        let owner = store.get(&owner_key(3)).await.unwrap().unwrap();
+        let owner = store
+            .get(&owner_key(ContextId::new(3)))
+            .await
+            .unwrap()
+            .unwrap();
         let late = Txn::new()
-            .when(Compare::mod_revision(owner_key(3), owner.mod_revision))
+            .when(Compare::mod_revision(
+                owner_key(ContextId::new(3)),
+                owner.mod_revision,
+            ))
             .when(Compare::mod_revision(heartbeat_key("a"), judged))
-            .op(Op::put(owner_key(3), Bytes::from("b")));
+            .op(Op::put(owner_key(ContextId::new(3)), Bytes::from("b")));
         assert!(!store.txn(late).await.unwrap().succeeded);
-        assert!(a.holds(&store, 3, token).await.unwrap());
-        assert_eq!(b.claim(&store, 3).await.unwrap(), None, "a beat again");
+        assert!(a.holds(&store, ContextId::new(3), token).await.unwrap());
+        assert_eq!(
+            b.claim(&store, ContextId::new(3)).await.unwrap(),
+            None,
+            "a beat again"
+        );
     }
 
     /// The lease: applies may start for half the time to live after the last acknowledged beat

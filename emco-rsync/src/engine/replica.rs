@@ -16,7 +16,7 @@ use std::sync::{Arc, PoisonError};
 use emco_appcontext::AppContext;
 use emco_appcontext::context::{QueueStatus, Registry};
 use emco_core::lifecycle::RsyncEvent;
-use emco_core::{Found, Result};
+use emco_core::{ContextId, Found, Result};
 
 use super::{Abort, OpCtl, Rsync};
 
@@ -99,7 +99,7 @@ impl Rsync {
         owners.observe(store).await?;
         // What runs here first: a context claimed after this snapshot is not mistaken for one
         // another replica took.
-        let running: HashMap<u64, (Option<OpCtl>, Option<u64>)> = self
+        let running: HashMap<ContextId, (Option<OpCtl>, Option<u64>)> = self
             .inner
             .tasks
             .lock()
@@ -108,16 +108,16 @@ impl Rsync {
             .map(|(id, t)| (*id, (t.op(), t.fence)))
             .collect();
         let held = owners.holders(store).await?;
-        let mine = |id: &u64| owners.is_me(*id, held.get(id));
-        let active: HashSet<u64> = AppContext::active_contexts(store)
+        let mine = |id: &ContextId| owners.is_me(*id, held.get(id));
+        let active: HashSet<ContextId> = AppContext::active_contexts(store)
             .await?
             .into_iter()
             .collect();
-        let deployed: HashSet<u64> = AppContext::registered(store, Registry::Deployed)
+        let deployed: HashSet<ContextId> = AppContext::registered(store, Registry::Deployed)
             .await?
             .into_iter()
             .collect();
-        let followed: Vec<u64> = self
+        let followed: Vec<ContextId> = self
             .inner
             .readiness_tokens
             .lock()
@@ -129,7 +129,7 @@ impl Rsync {
         for (id, (op, fence)) in &running {
             let holder = held.get(id);
             if holder.is_none_or(|h| h.replica != owners.id() || Some(h.token) != *fence) {
-                tracing::warn!(ctx = id, "another replica took this context over");
+                tracing::warn!(ctx = %id, "another replica took this context over");
                 if let Some(op) = op {
                     op.abort(Abort::Shutdown);
                 }
@@ -163,11 +163,11 @@ impl Rsync {
             if owners.claim(store, id).await?.is_some() {
                 match AppContext::load(Arc::clone(&self.inner.store), id).await {
                     Ok(ctx) => self.ensure_task(&mut *self.inner.tasks.lock().await, ctx),
-                    Err(e) => tracing::warn!(ctx = id, error = %e, "cannot resume a context"),
+                    Err(e) => tracing::warn!(ctx = %id, error = %e, "cannot resume a context"),
                 }
             }
         }
-        let followed: HashSet<u64> = followed.into_iter().collect();
+        let followed: HashSet<ContextId> = followed.into_iter().collect();
         let mut follow = Vec::new();
         for &id in &deployed {
             if active.contains(&id) || followed.contains(&id) || !owners.claimable(held.get(&id)) {

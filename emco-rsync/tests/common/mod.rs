@@ -6,6 +6,7 @@
 
 pub mod proxy;
 
+use emco_core::ContextId;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -236,7 +237,7 @@ impl Env {
     }
 
     /// The live object of resource `yaml` of `app` in context `ctx` on cluster index `i`.
-    pub async fn get(&self, i: usize, ctx: u64, app: &str, yaml: &str) -> Option<Value> {
+    pub async fn get(&self, i: usize, ctx: ContextId, app: &str, yaml: &str) -> Option<Value> {
         let r = emco_rsync::connector::Resource::from_yaml(yaml).unwrap();
         self.direct[i]
             .get(&Scope::new(ctx.to_string(), app), r.id())
@@ -575,7 +576,7 @@ pub async fn child_instantiates(tune: impl FnOnce(RsyncBuilder) -> RsyncBuilder)
         .start(tokio_util::sync::CancellationToken::new())
         .await
         .unwrap();
-    let id: u64 = ctx.parse().unwrap();
+    let id: ContextId = ctx.parse().unwrap();
     rsync.instantiate(id).await.unwrap();
     rsync.wait_idle(id).await;
 }

@@ -28,6 +28,31 @@ use emco_rsync::engine::{Backoff, RsyncBuilder};
 use kubesim::{Fleet, FleetConfig};
 use tokio_util::sync::CancellationToken;
 
+/// A loopback address free for a process a test starts to listen on. Picked below the
+/// kernel's ephemeral range (32768-60999 by default), which `bind(0)` and every outgoing
+/// connection draw from: a port from there can be taken by one of the run's own connections
+/// between the pick and the process's bind. Each test process starts at its own place.
+#[must_use]
+pub fn free_addr() -> std::net::SocketAddr {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(7_919)
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+    loop {
+        let n = start.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed));
+        let port = u16::try_from(LOW + n % SPAN).unwrap_or(u16::MAX);
+        if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            return l
+                .local_addr()
+                .unwrap_or_else(|_| ([127, 0, 0, 1], port).into());
+        }
+    }
+}
+
 /// The cluster provider a world registers its clusters under.
 pub const PROVIDER: &str = "edge";
 

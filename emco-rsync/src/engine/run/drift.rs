@@ -221,7 +221,7 @@ impl Run {
                 match self.ctx.drift_policy::<DriftSpec>().await {
                     Ok(p) => p.map(Arc::new),
                     Err(e) => {
-                        tracing::warn!(ctx = self.ctx.id(), error = %e, "cannot read the drift policy: drift is reported");
+                        tracing::warn!(ctx = %self.ctx.id(), error = %e, "cannot read the drift policy: drift is reported");
                         None
                     }
                 }

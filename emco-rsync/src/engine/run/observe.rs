@@ -461,7 +461,7 @@ impl Run {
         let (app, cluster) = (app.to_owned(), cluster.to_owned());
         let token = self.inner.observer_token(self.ctx.id(), &app, &cluster);
         // Outlives the deploy that started it (or starts after a restart): its own root span.
-        let span = tracing::info_span!(parent: None, "readiness", ctx = self.ctx.id(), app = %app, cluster = %cluster);
+        let span = tracing::info_span!(parent: None, "readiness", ctx = %self.ctx.id(), app = %app, cluster = %cluster);
         tokio::spawn(
             async move {
                 run.observe_ready(&conn, &app, &cluster, rs, resumed, &token)
