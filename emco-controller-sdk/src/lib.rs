@@ -77,7 +77,7 @@ pub use controller::{
 pub use groups::{Groups, GroupsLink};
 pub use handle::{ContextHandle, resource_name, set_field};
 pub use intent::{Dig, IntentType};
-pub use server::Server;
+pub use server::{Server, ServerBuilder};
 
 // `#[derive(Object)]` names this crate `::emco_controller_sdk` everywhere, here too.
 extern crate self as emco_controller_sdk;

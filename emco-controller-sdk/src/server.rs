@@ -210,6 +210,58 @@ impl Server {
     }
 }
 
+#[cfg(feature = "rest")]
+impl Server {
+    /// Runs controller `name` beside an orchestrator as EMCO's controllers run: on its stores
+    /// (AppContexts in etcd, `EMCO_ETCD_*`; resources in MongoDB, `EMCO_MONGO_*`), with `routes`
+    /// (its intents' REST routes over the resource store, such as `MyIntent::routes`) served on
+    /// `rest` and the controller `serving` adds to the builder on `grpc`, until Ctrl-C, when the
+    /// calls in flight are finished first.
+    ///
+    /// # Errors
+    /// The stores' when they cannot be reached; `Unavailable` when an address cannot be bound
+    /// or a server fails.
+    pub async fn run_from_env(
+        name: &str,
+        rest: SocketAddr,
+        grpc: SocketAddr,
+        routes: fn(Arc<dyn ResourceStore>) -> axum::Router,
+        serving: impl FnOnce(ServerBuilder) -> ServerBuilder,
+    ) -> Result<()> {
+        let contexts = emco_appcontext::etcd::EtcdBuilder::from_env()
+            .build()
+            .await?;
+        let resources: Arc<dyn ResourceStore> = Arc::new(
+            emco_appcontext::mongo::MongoBuilder::from_env()
+                .build()
+                .await?,
+        );
+        let listener = TcpListener::bind(rest)
+            .await
+            .map_err(|e| Error::unavailable(format!("cannot listen on {rest}")).with_source(e))?;
+        let app = routes(Arc::clone(&resources));
+        let stop = tokio_util::sync::CancellationToken::new();
+        let rest_stop = stop.clone();
+        let rest_server = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(rest_stop.cancelled_owned())
+                .await
+        });
+        let builder = Self::builder(Arc::new(contexts))
+            .name(name)
+            .resources(resources);
+        let served = serving(builder)
+            .serve(grpc, async { drop(tokio::signal::ctrl_c().await) })
+            .await;
+        stop.cancel();
+        let rest_served = rest_server
+            .await
+            .map_err(|e| Error::internal("the REST server's task failed").with_source(e))?;
+        served?;
+        rest_served.map_err(|e| Error::unavailable("the REST server failed").with_source(e))
+    }
+}
+
 /// Builds and runs a controller's gRPC server. See [`Server::builder`].
 #[derive(Debug)]
 pub struct ServerBuilder {

@@ -1,7 +1,7 @@
 //! Controllers called by the orchestrator during real instantiates and updates against kubesim
 //! clusters: an SDK controller over gRPC (working on the AppContexts through the AppContext gRPC
 //! service) and in-process, failing and unreachable controllers, gac, hpa, and the example
-//! label controller.
+//! label and avoid controllers.
 
 #![allow(clippy::unwrap_used, missing_docs)] // Test helpers fail the test on bad fixtures.
 
@@ -9,6 +9,11 @@
 #[path = "../../emco/examples/label_controller.rs"]
 mod example;
 
+#[allow(dead_code)]
+#[path = "../../emco/examples/avoid_controller.rs"]
+mod avoid;
+
+use emco_core::ContextId;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -434,7 +439,7 @@ impl World {
 
     /// The context the group's record names as deployed.
     async fn context(&self, dig: &DigRef) -> AppContext {
-        let id: u64 = self
+        let id: ContextId = self
             .orch
             .deployments()
             .state(dig)
@@ -913,17 +918,21 @@ async fn hpa_places_on_clusters_meeting_the_requirements() {
     w.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_example_label_controller_labels_deployments_on_the_clusters() {
-    let w = World::start(|r| r).await;
-    // As its main does: the intent routes over the resource store, the controller over gRPC.
-    let routes: axum::Router = example::LabelIntent::routes(Arc::clone(w.orch.store()));
+/// Serves an example controller as its main does (the builder `serving` makes, over gRPC, on
+/// the orchestrator's stores) and registers it as `name` of `kind`.
+async fn serve_example(
+    w: &World,
+    name: &str,
+    kind: &str,
+    serving: impl FnOnce(emco_controller_sdk::ServerBuilder) -> emco_controller_sdk::ServerBuilder,
+) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let server = Server::builder(Arc::clone(w.orch.contexts()))
-        .name("label")
-        .resources(Arc::clone(w.orch.store()))
-        .action(example::Labeler);
+    let server = serving(
+        Server::builder(Arc::clone(w.orch.contexts()))
+            .name(name)
+            .resources(Arc::clone(w.orch.store())),
+    );
     let stop = w.servers.clone();
     tokio::spawn(async move {
         server
@@ -931,12 +940,14 @@ async fn the_example_label_controller_labels_deployments_on_the_clusters() {
             .await
             .unwrap();
     });
-    w.register("label", addr, "action", 10).await;
-    let dig = w.dig("d1", on("c2"), &[("label", "team")]).await;
-    let body = json!({"metadata": {"name": "team"}, "spec": {"apps": [APP],
-        "labels": {"team": "blue"}, "annotations": {"owner": "ops"}}});
+    w.register(name, addr, kind, 10).await;
+}
+
+/// Creates an example controller's intent through its own REST routes (`routes`), under group
+/// `dig`'s `segment`.
+async fn post_example_intent(routes: axum::Router, dig: &str, segment: &str, body: Value) {
     let uri = format!(
-        "/v2/projects/{PROJECT}/composite-apps/{CA}/v1/deployment-intent-groups/d1/label-intents"
+        "/v2/projects/{PROJECT}/composite-apps/{CA}/v1/deployment-intent-groups/{dig}/{segment}"
     );
     let answer = routes
         .oneshot(
@@ -948,6 +959,17 @@ async fn the_example_label_controller_labels_deployments_on_the_clusters() {
         .await
         .unwrap();
     assert_eq!(answer.status(), StatusCode::CREATED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_label_controller_labels_deployments_on_the_clusters() {
+    let w = World::start(|r| r).await;
+    serve_example(&w, "label", "action", |s| s.action(example::Labeler)).await;
+    let dig = w.dig("d1", on("c2"), &[("label", "team")]).await;
+    let routes = example::LabelIntent::routes(Arc::clone(w.orch.store()));
+    let body = json!({"metadata": {"name": "team"}, "spec": {"apps": [APP],
+        "labels": {"team": "blue"}, "annotations": {"owner": "ops"}}});
+    post_example_intent(routes, "d1", "label-intents", body).await;
 
     w.orch.deployments().instantiate(&dig).await.unwrap();
     let ctx = w.context(&dig).await;
@@ -957,6 +979,57 @@ async fn the_example_label_controller_labels_deployments_on_the_clusters() {
     // Only Deployments are touched.
     let cm = w.wait_object("c2", CONFIG_MAP, &ctx, |_| true).await;
     assert!(cm["metadata"]["labels"].get("team").is_none(), "{cm}");
+    w.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_avoid_controller_keeps_apps_off_clusters_with_avoided_labels() {
+    let w = World::start(|r| r).await;
+    serve_example(&w, "avoid", "placement", |s| s.placement(avoid::Avoider)).await;
+    let routes = avoid::AvoidIntent::routes(Arc::clone(w.orch.store()));
+    let everywhere = json!({"allOf": [{"clusterProvider": PROVIDER, "cluster": "c1"},
+        {"clusterProvider": PROVIDER, "cluster": "c2"},
+        {"clusterProvider": PROVIDER, "cluster": "c3"}]});
+    // c3 is labelled core: a group avoiding core is placed on c1 and c2 alone.
+    let dig = w.dig("d1", everywhere, &[("avoid", "no-core")]).await;
+    let body = json!({"metadata": {"name": "no-core"}, "spec": {"labels": ["core", "gpu"]}});
+    post_example_intent(routes.clone(), "d1", "avoid-intents", body).await;
+    w.orch.deployments().instantiate(&dig).await.unwrap();
+    let ctx = w.context(&dig).await;
+    assert_eq!(ctx.clusters(APP).await.unwrap(), ["edge+c1", "edge+c2"]);
+    w.wait_object("c1", DEPLOYMENT, &ctx, |_| true).await;
+    w.wait_object("c2", DEPLOYMENT, &ctx, |_| true).await;
+    assert!(
+        w.object("c3", "apps/v1", "Deployment", "web")
+            .await
+            .is_none()
+    );
+
+    // Avoiding the label of the one cluster placed: the instantiate says why, and the group
+    // stays as it was.
+    let dig = w.dig("d2", on("c1"), &[("avoid", "no-edge")]).await;
+    let body = json!({"metadata": {"name": "no-edge"}, "spec": {"labels": ["edge"]}});
+    post_example_intent(routes.clone(), "d2", "avoid-intents", body).await;
+    let err = w.orch.deployments().instantiate(&dig).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("every cluster of app web carries a label in {\"edge\"}"),
+        "{err}"
+    );
+    assert_eq!(w.state(&dig).await, DigState::Approved);
+    // An intent naming no label is refused by its own check.
+    let answer = routes
+        .oneshot(
+            Request::post(format!(
+                "/v2/projects/{PROJECT}/composite-apps/{CA}/v1/deployment-intent-groups/d2/avoid-intents"
+            ))
+            .header("content-type", "application/json")
+            .body(Body::from(r#"{"metadata": {"name": "none"}, "spec": {"labels": []}}"#))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
     w.stop().await;
 }
 

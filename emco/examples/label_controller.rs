@@ -1,11 +1,8 @@
 //! A custom EMCO action controller: labels and annotates every Deployment of the apps its
 //! intent names. See examples/label-controller/README.md.
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use emco::controller::{ActionController, ControllerContext, Dig, IntentType, Server, set_field};
-use emco::store::etcd::EtcdBuilder;
-use emco::store::mongo::MongoBuilder;
 use emco::{Error, Metadata, Object, Result, async_trait};
 use serde::{Deserialize, Serialize};
 
@@ -67,18 +64,10 @@ impl ActionController for Labeler {
 }
 
 #[tokio::main]
-async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let appcontexts = Arc::new(EtcdBuilder::from_env().build().await?);
-    let resources = Arc::new(MongoBuilder::from_env().build().await?);
-    let rest = tokio::net::TcpListener::bind("127.0.0.1:9025").await?;
-    let routes: axum::Router = LabelIntent::routes(resources.clone());
-    tokio::spawn(async move { axum::serve(rest, routes).await });
-    let stop = async { drop(tokio::signal::ctrl_c().await) };
-    Server::builder(appcontexts)
-        .name("label")
-        .resources(resources)
-        .action(Labeler)
-        .serve("127.0.0.1:9035".parse()?, stop)
-        .await?;
-    Ok(())
+async fn main() -> emco::Result<()> {
+    let (rest, grpc) = (([127, 0, 0, 1], 9025).into(), ([127, 0, 0, 1], 9035).into());
+    Server::run_from_env("label", rest, grpc, LabelIntent::routes, |s| {
+        s.action(Labeler)
+    })
+    .await
 }

@@ -26,9 +26,9 @@
 //! # }).unwrap();
 //! ```
 //!
-//! A complete custom action controller written against this crate alone:
-//! `examples/label_controller.rs` (see `examples/label-controller/README.md` at the top of the
-//! repository).
+//! Complete custom controllers written against this crate alone: an action controller,
+//! `examples/label_controller.rs`, and a placement controller, `examples/avoid_controller.rs`
+//! (see `examples/label-controller/README.md` at the top of the repository).
 
 pub use async_trait::async_trait;
 pub use emco_appcontext as store;

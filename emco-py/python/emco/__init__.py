@@ -21,6 +21,8 @@ from ._api import (
     Orchestrator,
     PlacementController,
     Watch,
+    controller_arguments,
+    run_controller,
     serve_controller,
 )
 from ._base import DigRef, LogicalCloudRef, Principal, Target
@@ -111,5 +113,7 @@ __all__ = [
     "Watch",
     "__version__",
     "apply_file",
+    "controller_arguments",
+    "run_controller",
     "serve_controller",
 ]

@@ -2,6 +2,7 @@
 orchestrator and rsync embedded in this process). Every method is a request of EMCO's REST API;
 the answers are the same either way."""
 
+import argparse
 import asyncio
 import json
 import time
@@ -35,7 +36,7 @@ from ._base import (
     q,
 )
 from ._emco import Context, ControllerServer as _NativeServer, Transport
-from ._errors import EmcoError, NotFound, error_for
+from ._errors import AlreadyExists, EmcoError, NotFound, error_for
 from ._intents import IntentsApi
 from ._workflows import WorkflowsApi
 from ._objects import (
@@ -730,6 +731,41 @@ class ControllerServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def controller_arguments(description: Optional[str], name: str,
+                         port: int) -> argparse.ArgumentParser:
+    """The command line of a controller script, for `run_controller`: `--server` (the
+    orchestrator's REST URL, to register with), `--appcontext` (its gRPC URL), `--host`,
+    `--port` (0 takes a free one) and `--name`; add a script's own flags to it."""
+    parser = argparse.ArgumentParser(description=(description or "").strip().split("\n")[0])
+    parser.add_argument("--server", default="http://127.0.0.1:9015",
+                        help="the emco-server to register with (REST)")
+    parser.add_argument("--appcontext", default="http://127.0.0.1:9016",
+                        help="its gRPC URL, where the AppContexts are")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    parser.add_argument("--port", type=int, default=port)
+    parser.add_argument("--name", default=name, help="the name it registers as")
+    return parser
+
+
+def run_controller(controller: Controller, args: argparse.Namespace,
+                   type: str = "action") -> None:
+    """Serves `controller` as `args` (from `controller_arguments`) say, registers it with the
+    orchestrator as a `type` controller (kept when one of its name is already registered),
+    prints `controller NAME serving on HOST:PORT` and serves until Ctrl-C, then prints
+    `stopped`."""
+    with ControllerServer(controller, args.name, appcontext=args.appcontext, host=args.host,
+                          port=args.port) as server:
+        try:
+            Client(args.server).register_controller(args.name, args.host, server.port, type)
+        except AlreadyExists:
+            pass
+        print(f"controller {args.name} serving on {args.host}:{server.port}", flush=True)
+        try:
+            server.wait()
+        except KeyboardInterrupt:
+            print("stopped", flush=True)
 
 
 def serve_controller(controller: Controller, name: str, appcontext: Optional[str] = None,

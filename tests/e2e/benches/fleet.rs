@@ -1303,6 +1303,57 @@ async fn until_all_applied(rest: &Rest, names: &[String]) -> usize {
     first.unwrap_or(0)
 }
 
+/// One group's onboarding in the many-contexts run: its five onboarding calls, its instantiate
+/// call, and when the last answered.
+struct GroupTiming {
+    onboard: Duration,
+    instantiate: Duration,
+    done: Instant,
+}
+
+/// Rows for whether onboarding slows as groups accumulate: for the first 100 groups to finish,
+/// those up to the 1,000th and the last 1,000, the rate they finished at and the mean time of
+/// their onboarding calls and of their instantiate.
+fn onboarding_windows(t: &mut Table, start: Instant, timings: &[GroupTiming]) {
+    let n = timings.len();
+    let mut windows = vec![(0, n.min(100))];
+    if n > 100 {
+        windows.push((100, n.min(1000)));
+    }
+    if n > 1000 {
+        windows.push((n.saturating_sub(1000).max(1000), n));
+    }
+    for (from, to) in windows {
+        let since = if from == 0 {
+            start
+        } else {
+            timings[from - 1].done
+        };
+        let wall = (timings[to - 1].done - since).as_secs_f64();
+        let mean = |f: fn(&GroupTiming) -> Duration| {
+            timings[from..to]
+                .iter()
+                .map(f)
+                .sum::<Duration>()
+                .as_secs_f64()
+                * 1e3
+                / (to - from) as f64
+        };
+        t.row(
+            &format!(
+                "groups {}-{to} finished: rate; mean onboarding (5 calls) / instantiate call",
+                from + 1
+            ),
+            format!(
+                "{:.0} groups/s; {:.1} ms / {:.1} ms",
+                (to - from) as f64 / wall,
+                mean(|g| g.onboard),
+                mean(|g| g.instantiate)
+            ),
+        );
+    }
+}
+
 /// The many-contexts run: `p.contexts` deployment intent groups, each one single-object app on
 /// one of `p.clusters` clusters, instantiated and followed to Applied; the server killed
 /// (SIGKILL) and started again with all of them deployed (the time to ready, to the first
@@ -1361,18 +1412,30 @@ async fn contexts(p: &Params) -> String {
     // The deployed ones: onboarded and instantiated, then followed to Applied.
     let names: Vec<String> = (1..=n).map(|i| format!("d{i}")).collect();
     let start = Instant::now();
+    let timings = std::sync::Mutex::new(Vec::with_capacity(n));
     futures::stream::iter(names.iter().enumerate())
         .for_each_concurrent(REST_CONCURRENCY, |(i, name)| {
-            let rest = &rest;
+            let (rest, timings) = (&rest, &timings);
             async move {
+                let began = Instant::now();
                 onboard_group(rest, name, i % p.clusters + 1).await;
+                let onboarded = began.elapsed();
                 let dig = format!("{CA}/deployment-intent-groups/{name}");
                 rest.expect(202, "POST", &format!("{dig}/instantiate"), None)
                     .await;
+                let done = Instant::now();
+                timings.lock().unwrap().push(GroupTiming {
+                    onboard: onboarded,
+                    instantiate: done - began - onboarded,
+                    done,
+                });
             }
         })
         .await;
     let onboarded = start.elapsed();
+    let mut timings = timings.into_inner().unwrap();
+    timings.sort_by_key(|g| g.done);
+    onboarding_windows(&mut t, start, &timings);
     until_all_applied(&rest, &names).await;
     let applied = start.elapsed();
     t.row(
