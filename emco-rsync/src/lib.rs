@@ -57,8 +57,9 @@
 //!     .backoff(Backoff::default())
 //!     .build()?;
 //! rsync.start(tokio_util::sync::CancellationToken::new()).await?; // resumes active contexts
-//! rsync.instantiate(4242).await?;
-//! rsync.wait_idle(4242).await;
+//! let ctx: emco_core::ContextId = "4242".parse()?; // as an InstallApp request names it
+//! rsync.instantiate(ctx).await?;
+//! rsync.wait_idle(ctx).await;
 //! # Ok(())
 //! # }
 //! ```
