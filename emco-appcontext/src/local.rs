@@ -222,10 +222,13 @@ impl ChangeLog {
             }
             .into_error());
         }
+        // The log is in revision order: a watch starting at a recent revision (a status
+        // answer's catch-up) reads only the events after it, not the whole log.
+        let start = self.events.partition_point(|e| e.mod_revision <= after);
         Ok(self
             .events
-            .iter()
-            .filter(|e| e.mod_revision > after && e.key.starts_with(prefix))
+            .range(start..)
+            .filter(|e| e.key.starts_with(prefix))
             .cloned()
             .collect())
     }

@@ -6,7 +6,9 @@
 
 use async_trait::async_trait;
 use emco_core::Result;
-use tokio::sync::{broadcast, watch};
+use std::sync::Arc;
+
+use tokio::sync::{Notify, broadcast, watch};
 
 use super::ResourceId;
 use crate::readiness::Readiness;
@@ -53,6 +55,12 @@ pub trait ReadinessSource: std::fmt::Debug + Send + Sync {
     /// behind gets [`broadcast::error::RecvError::Lagged`] and resyncs with
     /// [`ReadinessSource::watched`].
     fn subscribe(&self) -> broadcast::Receiver<ReadinessChange>;
+
+    /// Wakes `bell` (`notify_one`: a permit waits for a bell nobody awaits yet) whenever the
+    /// readiness or drift of `id` (an id [`ReadinessSource::watch_in`] returned) changes, for
+    /// as long as the bell lives. A follower of a few objects among a cluster's many is woken
+    /// only by its own, where a [`ReadinessSource::subscribe`]r sees every change.
+    fn ring_on_change(&self, id: &ResourceId, bell: &Arc<Notify>);
 
     /// A counter bumped whenever a watch syncs or fails.
     fn health_changes(&self) -> watch::Receiver<u64>;

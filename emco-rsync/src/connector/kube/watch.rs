@@ -25,7 +25,7 @@
 //! [`ClusterWatcher::current`] or [`ClusterWatcher::watched`].
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use ::kube::api::{Api, DynamicObject, ListParams};
 use ::kube::discovery::{ApiResource, Scope as KubeScope};
@@ -34,7 +34,7 @@ use ::kube::runtime::watcher::{self, Event};
 use async_trait::async_trait;
 use emco_core::{Error, Result};
 use futures::StreamExt as _;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinHandle;
 
 use super::{Discovery, FIELD_MANAGER, KubeConnector, map_error};
@@ -69,6 +69,9 @@ struct Shared {
     health: Mutex<HashMap<WatchKey, WatchHealth>>,
     /// Bumped whenever a watch's health changes.
     health_tx: watch::Sender<u64>,
+    /// Per object, the bells of its followers ([`ReadinessSource::ring_on_change`]); dead
+    /// ones are dropped when the object changes or gains a follower.
+    bells: Mutex<HashMap<ResourceId, Vec<Weak<Notify>>>>,
 }
 
 impl Shared {
@@ -79,6 +82,25 @@ impl Shared {
         };
         if changed {
             self.health_tx.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// Hangs `bell` on `id` for as long as it lives.
+    fn hang(&self, id: &ResourceId, bell: &Arc<Notify>) {
+        let mut bells = self.bells.lock().unwrap_or_else(PoisonError::into_inner);
+        let of = bells.entry(id.clone()).or_default();
+        of.retain(|b| b.strong_count() > 0);
+        of.push(Arc::downgrade(bell));
+    }
+
+    /// Rings the live bells of `id`, forgetting the dead ones.
+    fn ring(&self, id: &ResourceId) {
+        let mut bells = self.bells.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(of) = bells.get_mut(id) {
+            of.retain(|b| b.upgrade().map(|b| b.notify_one()).is_some());
+            if of.is_empty() {
+                bells.remove(id);
+            }
         }
     }
 }
@@ -122,6 +144,7 @@ impl ClusterWatcher {
                 sets: Interner::default(),
                 health: Mutex::default(),
                 health_tx,
+                bells: Mutex::default(),
             }),
             watches: Mutex::default(),
             per_namespace: Mutex::default(),
@@ -219,6 +242,10 @@ impl ReadinessSource for ClusterWatcher {
     /// Receives every readiness change from now on.
     fn subscribe(&self) -> broadcast::Receiver<ReadinessChange> {
         self.changes.subscribe()
+    }
+
+    fn ring_on_change(&self, id: &ResourceId, bell: &Arc<Notify>) {
+        self.shared.hang(id, bell);
     }
 
     /// Changes whenever a watch syncs or fails (the value is a counter; only its changes matter).
@@ -485,7 +512,11 @@ impl Publisher {
     }
 
     fn publish(&self, id: ResourceId, deployment_id: String, readiness: Option<Readiness>) {
-        // No subscriber is not an error: the state is kept in `seen` for `current`.
+        self.shared.ring(&id);
+        if self.changes.receiver_count() == 0 {
+            // The state is kept in `seen` for `current`.
+            return;
+        }
         let _ = self.changes.send(ReadinessChange {
             cluster: self.cluster.clone(),
             deployment_id,
@@ -510,6 +541,7 @@ mod tests {
             sets: Interner::default(),
             health: Mutex::default(),
             health_tx,
+            bells: Mutex::default(),
         });
         (
             Publisher {
@@ -570,6 +602,36 @@ mod tests {
         assert!(
             rx.try_recv().is_err(),
             "kept and never-seen objects publish nothing"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_change_rings_only_the_bells_of_its_object() {
+        use futures::FutureExt;
+        let (p, _rx) = publisher();
+        let x = p.apply(&pod("x", "False", true)).unwrap();
+        let y = p.apply(&pod("y", "False", true)).unwrap();
+        let (of_x, of_y, dropped) = (Arc::default(), Arc::default(), Arc::default());
+        p.shared.hang(&x, &of_x);
+        p.shared.hang(&y, &of_y);
+        p.shared.hang(&x, &dropped);
+        drop(dropped);
+        p.apply(&pod("x", "True", true));
+        assert!(of_x.notified().now_or_never().is_some(), "x changed");
+        assert!(of_y.notified().now_or_never().is_none(), "y did not");
+        assert_eq!(
+            p.shared.bells.lock().unwrap()[&x].len(),
+            1,
+            "the dead bell is gone"
+        );
+        p.delete(&pod("y", "True", true));
+        assert!(of_y.notified().now_or_never().is_some(), "a deletion rings");
+        drop((of_x, of_y));
+        p.apply(&pod("x", "False", true));
+        p.delete(&pod("y", "True", true));
+        assert!(
+            p.shared.bells.lock().unwrap().get(&x).is_none(),
+            "no bell left on x"
         );
     }
 }

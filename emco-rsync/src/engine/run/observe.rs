@@ -1,7 +1,7 @@
 //! Readiness: waiting for resources to be ready and following them once deployed, through the
 //! connector's readiness source when it has one, else by polling.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tracing::Instrument;
@@ -9,13 +9,13 @@ use tracing::Instrument;
 use emco_appcontext::context::Registry;
 use emco_core::lifecycle::{ClusterReadiness, RsyncStatus};
 use emco_core::{ErrorKind, Result};
+use futures::FutureExt;
 use serde_json::{Map, Value, json};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::connector::{
-    Connector, Observation, ReadinessChange, ReadinessSource, Resource, ResourceId, Scope,
-    WatchHealth, Watched,
+    Connector, Observation, ReadinessSource, Resource, ResourceId, Scope, WatchHealth, Watched,
 };
 use crate::engine::Abort;
 use crate::engine::liveness::{Contact, Lease};
@@ -165,14 +165,13 @@ pub(super) struct Eyes<'a> {
 
 pub(super) struct WatchEyes {
     watcher: Arc<dyn ReadinessSource>,
-    changes: broadcast::Receiver<ReadinessChange>,
+    /// Rung by the watcher when one of the keyed objects changes (by object, not by
+    /// deployment-id label: an update leaves unchanged objects with the label of the context
+    /// that applied them).
+    bell: Arc<Notify>,
     health: watch::Receiver<u64>,
     /// Per resource, its id as the watches key it once its type is watched.
     keyed: Vec<Option<ResourceId>>,
-    /// The same ids, to pick the changes that concern them (by object, not by deployment-id
-    /// label: an update leaves unchanged objects with the label of the context that applied
-    /// them).
-    ids: HashSet<ResourceId>,
     /// Per resource, why its type could not be watched (the kind is not served, ...).
     refused: Vec<Option<Value>>,
 }
@@ -185,11 +184,9 @@ impl<'a> Eyes<'a> {
         rs: Vec<(String, ResourceId)>,
     ) -> Self {
         let watch = conn.readiness_source().map(|watcher| WatchEyes {
-            // Subscribed before the first look, so no change falls between the two.
-            changes: watcher.subscribe(),
+            bell: Arc::new(Notify::new()),
             health: watcher.health_changes(),
             keyed: vec![None; rs.len()],
-            ids: HashSet::new(),
             refused: vec![None; rs.len()],
             watcher,
         });
@@ -239,7 +236,8 @@ impl<'a> Eyes<'a> {
                     if w.keyed[i].is_none() && w.refused[i].is_none() {
                         match w.watcher.watch_in(self.scope.namespace_for(id), id).await {
                             Ok(k) => {
-                                w.ids.insert(k.clone());
+                                // Before the object is read below, so no change falls between.
+                                w.watcher.ring_on_change(&k, &w.bell);
                                 w.keyed[i] = Some(k);
                             }
                             Err(e) if e.kind() == ErrorKind::Unavailable => {
@@ -342,43 +340,28 @@ impl<'a> Eyes<'a> {
         };
         let sleep = tokio::time::sleep(tick);
         tokio::pin!(sleep);
-        loop {
-            tokio::select! {
-                got = w.changes.recv() => match got {
-                    Ok(change) if w.ids.contains(&change.id) => {
-                        // Objects of one app change in bursts (a rollout, a relist): one look
-                        // after the burst instead of one per change, which would cost
-                        // O(resources) per change.
-                        tokio::select! {
-                            () = tokio::time::sleep(COALESCE) => {}
-                            () = token.cancelled() => return false,
-                        }
-                        // The look that follows sees what the burst changed.
-                        while !matches!(
-                            w.changes.try_recv(),
-                            Err(broadcast::error::TryRecvError::Empty
-                                | broadcast::error::TryRecvError::Closed)
-                        ) {}
-                        return true;
-                    }
-                    Ok(_) => {}
-                    Err(broadcast::error::RecvError::Lagged(_)) => return true,
-                    // The watcher is gone: only the tick is left.
-                    Err(broadcast::error::RecvError::Closed) => {
-                        (&mut sleep).await;
-                        return !token.is_cancelled();
-                    }
-                },
-                r = w.health.changed() => {
-                    if r.is_err() {
-                        (&mut sleep).await;
-                    }
-                    return !token.is_cancelled();
+        tokio::select! {
+            () = w.bell.notified() => {
+                // Objects of one app change in bursts (a rollout, a relist): one look after the
+                // burst instead of one per change, which would cost O(resources) per change.
+                tokio::select! {
+                    () = tokio::time::sleep(COALESCE) => {}
+                    () = token.cancelled() => return false,
                 }
-                () = &mut contact => return true,
-                () = &mut sleep => return true,
-                () = token.cancelled() => return false,
+                // The look that follows sees what the burst changed: its rings are spent.
+                let _ = w.bell.notified().now_or_never();
+                true
             }
+            r = w.health.changed() => {
+                if r.is_err() {
+                    // The watcher is gone: only the tick is left.
+                    (&mut sleep).await;
+                }
+                !token.is_cancelled()
+            }
+            () = &mut contact => true,
+            () = &mut sleep => true,
+            () = token.cancelled() => false,
         }
     }
 }
