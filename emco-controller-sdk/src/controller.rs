@@ -320,27 +320,6 @@ impl ActionRunner {
     }
 }
 
-/// Parses a context id as sent on the wire (decimal text); empty means none.
-///
-/// # Errors
-/// `InvalidArgument` when the text is not a positive decimal number.
-pub fn parse_context_id(field: &str, text: &str) -> Result<Option<ContextId>> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(None);
-    }
-    text.parse::<ContextId>().map(Some).map_err(|e| {
-        Error::invalid(format!("{field} {text:?} is not an AppContext id"))
-            .with_field(field)
-            .with_source(e)
-    })
-}
-
-fn required_context_id(field: &str, text: &str) -> Result<ContextId> {
-    parse_context_id(field, text)?
-        .ok_or_else(|| Error::invalid(format!("{field} is required")).with_field(field))
-}
-
 /// Runs an action controller in-process: opens the context, calls the controller, commits what
 /// it staged when it succeeded.
 #[derive(Clone)]
@@ -393,8 +372,8 @@ impl ActionRunner {
         intent_name: &str,
         update_from: &str,
     ) -> Result<()> {
-        let id = required_context_id("app_context", app_context)?;
-        let from = parse_context_id("update_from_appContext", update_from)?;
+        let id = ContextId::required_from_wire("app_context", app_context)?;
+        let from = ContextId::from_wire("update_from_appContext", update_from)?;
         let mut cx = self.open(id, intent_name, from).await?;
         self.controller.update(&mut cx).await?;
         cx.handle_mut().commit().await
@@ -405,7 +384,7 @@ impl ActionRunner {
     /// # Errors
     /// `InvalidArgument` for a bad id; the controller's and the store's errors.
     pub async fn terminate(&self, app_context: &str) -> Result<()> {
-        let id = required_context_id("app_context", app_context)?;
+        let id = ContextId::required_from_wire("app_context", app_context)?;
         let mut cx = self.open(id, "", None).await?;
         self.controller.terminate(&mut cx).await?;
         cx.handle_mut().commit().await
@@ -416,7 +395,7 @@ impl ActionRunner {
     /// # Errors
     /// `InvalidArgument` for a bad id; the controller's and the store's errors.
     pub async fn before_terminate(&self, app_context: &str) -> Result<()> {
-        let id = required_context_id("app_context", app_context)?;
+        let id = ContextId::required_from_wire("app_context", app_context)?;
         let mut cx = self.open(id, "", None).await?;
         self.controller.before_terminate(&mut cx).await?;
         cx.handle_mut().commit().await
@@ -431,7 +410,7 @@ impl ActionRunner {
         app_context: &str,
         hold: &emco_core::lifecycle::hold::Hold,
     ) -> Result<()> {
-        let id = required_context_id("app_context", app_context)?;
+        let id = ContextId::required_from_wire("app_context", app_context)?;
         let mut cx = self.open(id, "", None).await?;
         self.controller.await_hold(&mut cx, hold).await
     }
@@ -441,7 +420,7 @@ impl ActionRunner {
     /// # Errors
     /// `InvalidArgument` for a bad id; the controller's and the store's errors.
     pub async fn post_event(&self, app_context: &str, event: Event) -> Result<()> {
-        let id = required_context_id("app_context", app_context)?;
+        let id = ContextId::required_from_wire("app_context", app_context)?;
         let mut cx = self.open(id, "", None).await?;
         self.controller.post_event(&mut cx, event).await?;
         cx.handle_mut().commit().await
@@ -481,7 +460,7 @@ impl PlacementRunner {
     /// # Errors
     /// `InvalidArgument` for a bad id; the controller's and the store's errors.
     pub async fn filter_clusters(&self, app_context: &str) -> Result<()> {
-        let id = required_context_id("appContext", app_context)?;
+        let id = ContextId::required_from_wire("appContext", app_context)?;
         let mut cx = open(&self.stores, id, "", None).await?;
         self.controller.filter_clusters(&mut cx).await?;
         cx.handle_mut().commit().await

@@ -45,6 +45,34 @@ impl ContextId {
     }
 }
 
+impl ContextId {
+    /// The id a request names in its field `field` (a gRPC field, as decimal text); blank
+    /// means none.
+    ///
+    /// # Errors
+    /// `InvalidArgument`, naming the field, when the text is not an id.
+    pub fn from_wire(field: &str, text: &str) -> Result<Option<Self>> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        text.parse().map(Some).map_err(|e: Error| {
+            Error::invalid(format!("{field} {text:?} is not an AppContext id"))
+                .with_field(field)
+                .with_source(e)
+        })
+    }
+
+    /// As [`ContextId::from_wire`], for a field that must name one.
+    ///
+    /// # Errors
+    /// `InvalidArgument`, naming the field, when it is blank or not an id.
+    pub fn required_from_wire(field: &str, text: &str) -> Result<Self> {
+        Self::from_wire(field, text)?
+            .ok_or_else(|| Error::invalid(format!("{field} is required")).with_field(field))
+    }
+}
+
 impl From<u64> for ContextId {
     fn from(id: u64) -> Self {
         Self(id)
@@ -258,6 +286,20 @@ mod tests {
         let stored = ContextId::from_record("x1", "the state of dig d").unwrap_err();
         assert_eq!(stored.kind(), ErrorKind::Internal);
         assert!(stored.message().contains("the state of dig d"), "{stored}");
+    }
+
+    #[test]
+    fn wire_ids_are_trimmed_and_blank_is_none() {
+        assert_eq!(
+            ContextId::from_wire("app_context", " 42\n").unwrap(),
+            Some(ContextId::new(42))
+        );
+        assert_eq!(ContextId::from_wire("update_from", "  ").unwrap(), None);
+        let bad = ContextId::from_wire("app_context", "4x").unwrap_err();
+        assert_eq!(bad.kind(), ErrorKind::InvalidArgument);
+        assert_eq!(bad.field(), Some("app_context"));
+        let blank = ContextId::required_from_wire("appContext", "").unwrap_err();
+        assert_eq!(blank.message(), "appContext is required");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::time::Duration;
 use emco_appcontext::ResourceKey;
 use emco_core::lifecycle::hold::Holds;
 use emco_core::lifecycle::{DigState, RsyncEvent, StateInfo};
-use emco_core::{ContextId, ErrorKind, Result};
+use emco_core::{ContextId, Found, Result};
 
 use crate::state::Record;
 use crate::{Orchestrator, keys};
@@ -91,7 +91,7 @@ impl Orchestrator {
                     if holds.pending().next().is_some() {
                         tracing::warn!(key = %seen.key, ctx = %context, "waiting again for the holds of a context");
                         let from = match event {
-                            RsyncEvent::Update => previous_context(&seen.info, context),
+                            RsyncEvent::Update => seen.info.previous_context(context),
                             _ => None,
                         };
                         let how = crate::lifecycle::hold::HandOver { from, waves };
@@ -108,14 +108,12 @@ impl Orchestrator {
                 }
                 tracing::warn!(key = %seen.key, ctx = %context, ?event,
                     "queuing the rsync work a crash left unqueued");
-                match (event, previous_context(&seen.info, context)) {
+                match (event, seen.info.previous_context(context)) {
                     (RsyncEvent::Update, Some(from)) => {
-                        match self.core.rsync().update(from, context).await {
+                        let updated = self.core.rsync().update(from, context).await.found()?;
+                        if updated.is_none() {
                             // The replaced context is gone: deploy the new one whole.
-                            Err(e) if e.kind() == ErrorKind::NotFound => {
-                                self.core.rsync().instantiate(context).await?;
-                            }
-                            done => done?,
+                            self.core.rsync().instantiate(context).await?;
                         }
                     }
                     _ => self.core.rsync().instantiate(context).await?,
@@ -205,15 +203,4 @@ impl Orchestrator {
             .await?
             .is_admin())
     }
-}
-
-/// The context `current` replaced: the latest other one the record names.
-pub(crate) fn previous_context(info: &StateInfo, current: ContextId) -> Option<ContextId> {
-    let current = current.to_string();
-    info.actions
-        .iter()
-        .rev()
-        .map(|a| a.instance.as_str())
-        .find(|i| !i.is_empty() && *i != current)
-        .and_then(|i| i.parse().ok())
 }

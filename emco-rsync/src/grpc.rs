@@ -68,9 +68,7 @@ fn status(e: &Error) -> Status {
 }
 
 fn context_id(field: &str, text: &str) -> Result<ContextId, Status> {
-    text.trim().parse().map_err(|_| {
-        status(&Error::invalid(format!("AppContext id {text:?} is not a number")).with_field(field))
-    })
+    ContextId::required_from_wire(field, text).map_err(|e| status(&e))
 }
 
 /// `(true, ok)` or `(false, the error)`.

@@ -393,8 +393,7 @@ async fn execute(
         Sub::Diff(a) => return diff_command(&cli, a, stdin, out, err).await,
         Sub::Template(a) => {
             let text = template(a)?;
-            out.write_all(text.as_bytes())
-                .map_err(|e| CtlError::Request(format!("cannot write the output: {e}")))?;
+            out.write_all(text.as_bytes()).map_err(CtlError::write)?;
             return Ok(EXIT_OK);
         }
         Sub::Completion { shell } => {
@@ -578,7 +577,7 @@ fn groups_of(targets: &[status::Target]) -> Result<Vec<&status::Target>> {
 /// # Errors
 /// A request error when it cannot be written.
 fn write(out: &mut dyn Write, text: &str) -> Result<()> {
-    out.write_all(text.as_bytes()).map_err(ops::write_error)
+    out.write_all(text.as_bytes()).map_err(CtlError::write)
 }
 
 async fn rollout_command(

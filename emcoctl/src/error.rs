@@ -72,6 +72,11 @@ impl CtlError {
         }
     }
 
+    /// The output could not be written (a closed pipe, a full disk).
+    pub(crate) fn write(e: std::io::Error) -> Self {
+        Self::Request(format!("cannot write the output: {e}"))
+    }
+
     /// The process exit code for this error.
     #[must_use]
     pub fn exit_code(&self) -> i32 {

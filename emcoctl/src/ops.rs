@@ -279,7 +279,7 @@ pub async fn run(
         let failed = !outcome.ok();
         let progress = opts.output == Output::Table && cmd != Command::Get;
         if progress || failed {
-            writeln!(out, "{}", outcome.line()).map_err(write_error)?;
+            writeln!(out, "{}", outcome.line()).map_err(CtlError::write)?;
         }
         outcomes.push(outcome);
         if failed && opts.stop_on_failure {
@@ -329,10 +329,6 @@ async fn wait(
     Some(waited)
 }
 
-pub(crate) fn write_error(e: std::io::Error) -> CtlError {
-    CtlError::Request(format!("cannot write the output: {e}"))
-}
-
 /// Prints the outcomes of `get` (or any command with `--output json|yaml`) to `out`.
 ///
 /// # Errors
@@ -351,7 +347,7 @@ pub fn print(
             output,
         )?,
     };
-    out.write_all(text.as_bytes()).map_err(write_error)
+    out.write_all(text.as_bytes()).map_err(CtlError::write)
 }
 
 /// The `get` table: name, status and description of each object.

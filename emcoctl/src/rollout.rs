@@ -231,8 +231,7 @@ pub async fn watch(
 }
 
 fn write_out(out: &mut dyn Write, text: &str) -> Result<()> {
-    out.write_all(text.as_bytes())
-        .map_err(|e| CtlError::Request(format!("cannot write the output: {e}")))
+    out.write_all(text.as_bytes()).map_err(CtlError::write)
 }
 
 #[cfg(test)]

@@ -244,8 +244,7 @@ pub fn print(answers: &[Answer], output: Output, out: &mut dyn Write) -> Result<
             crate::output::render(&all, output)?
         }
     };
-    out.write_all(text.as_bytes())
-        .map_err(|e| CtlError::Request(format!("cannot write the output: {e}")))
+    out.write_all(text.as_bytes()).map_err(CtlError::write)
 }
 
 /// The table of one answer: a heading, then one row per app and cluster (or per list entry).
@@ -770,7 +769,7 @@ fn progress(
         lines.push(line);
     }
     for line in lines {
-        writeln!(out, "{line}").map_err(crate::ops::write_error)?;
+        writeln!(out, "{line}").map_err(CtlError::write)?;
     }
     Ok(())
 }
@@ -811,9 +810,8 @@ fn event(output: Output, out: &mut dyn Write, line: &str, doc: Json) -> Result<(
         Output::Json => format!("{doc}\n"),
         Output::Yaml => format!("---\n{}", crate::output::render(&doc, Output::Yaml)?),
     };
-    out.write_all(text.as_bytes())
-        .map_err(crate::ops::write_error)?;
-    out.flush().map_err(crate::ops::write_error)
+    out.write_all(text.as_bytes()).map_err(CtlError::write)?;
+    out.flush().map_err(CtlError::write)
 }
 
 /// How a wait after an accepted operation ended.

@@ -357,6 +357,19 @@ impl StateInfo {
             .transpose()
     }
 
+    /// The context `current` replaced: the latest other one the record names (`None` when it
+    /// names no other, or only text that is not an id).
+    #[must_use]
+    pub fn previous_context(&self, current: ContextId) -> Option<ContextId> {
+        let current = current.to_string();
+        self.actions
+            .iter()
+            .rev()
+            .map(|a| a.instance.as_str())
+            .find(|i| !i.is_empty() && *i != current)
+            .and_then(|i| i.parse().ok())
+    }
+
     /// Every context the record names, each once, in ascending order.
     ///
     /// # Errors
@@ -521,6 +534,25 @@ mod tests {
         let by_rev = s.contexts_by_revision();
         assert_eq!(by_rev.len(), 1, "only the current deployment's revisions");
         assert_eq!(by_rev.get(&1), Some(&"c5"));
+    }
+
+    #[test]
+    fn the_previous_context_is_the_latest_other_one() {
+        let mut s = StateInfo::created("t0");
+        s.apply(DigOperation::Approve, "", "t1").unwrap();
+        s.apply(DigOperation::Instantiate, "11", "t2").unwrap();
+        assert_eq!(s.previous_context(ContextId::new(11)), None);
+        s.apply(DigOperation::Update, "12", "t3").unwrap();
+        s.apply(DigOperation::Update, "13", "t4").unwrap();
+        assert_eq!(
+            s.previous_context(ContextId::new(13)),
+            Some(ContextId::new(12))
+        );
+        assert_eq!(
+            s.previous_context(ContextId::new(12)),
+            Some(ContextId::new(13)),
+            "the latest other, whatever its order"
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ use emco_appcontext::{AppContext, ResourceKey, ResourceStore};
 use emco_core::ClusterRef;
 use emco_core::lifecycle::DigState;
 use emco_core::model::{ClusterReference, LogicalCloud};
-use emco_core::{ContextId, Error, ErrorKind, Result};
+use emco_core::{ContextId, Error, Found, Result};
 use emco_rsync::connector::kube::KubeConnector;
 use emco_rsync::connector::{Connector, ResourceId, Scope};
 use emco_rsync::engine::Backoff;
@@ -222,10 +222,10 @@ pub(crate) fn spawn_finisher(orch: &Core, project: &str, cloud: &str, ctx_id: Co
         };
         let mut attempt: u32 = 0;
         loop {
-            match finish_round(&orch, &project, &cloud, ctx_id).await {
-                Ok(true) => return,
-                Ok(false) => {}
-                Err(e) if e.kind() == ErrorKind::NotFound => return,
+            // Finished, or the cloud or its context is gone.
+            match finish_round(&orch, &project, &cloud, ctx_id).await.found() {
+                Ok(Some(true) | None) => return,
+                Ok(Some(false)) => {}
                 Err(e) => {
                     tracing::warn!(%project, %cloud, error = %e, "logical cloud credentials");
                 }
@@ -459,6 +459,6 @@ mod tests {
         assert_eq!(doc["current-context"], "alice@edge1");
         assert!(!kc.contains("secret"));
         let err = user_kubeconfig("clusters: []", "edge1", "a", "n", "C", "K").unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::FailedPrecondition);
+        assert_eq!(err.kind(), emco_core::ErrorKind::FailedPrecondition);
     }
 }

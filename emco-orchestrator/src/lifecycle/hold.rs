@@ -13,12 +13,11 @@ use emco_appcontext::{AppContext, ResourceKey};
 use emco_controller_sdk::controller::Event;
 use emco_core::lifecycle::hold::{HoldState, Holds};
 use emco_core::lifecycle::{AppContextStatus, DigState};
-use emco_core::{ContextId, ErrorKind, Result};
+use emco_core::{ContextId, ErrorKind, Found, Result};
 use tokio_util::sync::CancellationToken;
 
 use super::Deployments;
 use super::rollout::SUPERVISE;
-use crate::reconcile::previous_context;
 use crate::state::Record;
 
 /// How a released context is handed over.
@@ -94,16 +93,13 @@ impl Deployments {
             let record = Record::load(self.core.store().as_ref(), &dig).await?;
             Ok::<_, emco_core::Error>((ctx, dig, record))
         };
-        let (ctx, dig, record) = match found.await {
+        let Some((ctx, dig, record)) = found.await.found()? else {
             // The context or its group is gone: nothing to hand over.
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                AppContext::unregister(self.core.contexts().as_ref(), Registry::Held, id).await?;
-                return Ok(());
-            }
-            found => found?,
+            AppContext::unregister(self.core.contexts().as_ref(), Registry::Held, id).await?;
+            return Ok(());
         };
         let from = match record.info.current_state() {
-            DigState::Updated => previous_context(&record.info, id),
+            DigState::Updated => record.info.previous_context(id),
             _ => None,
         };
         let waves = ctx

@@ -492,9 +492,9 @@ impl Deployments {
                 Ok(ctx) => ctx.child_contexts().await,
                 Err(e) => Err(e),
             };
-            let children = match children {
-                Ok(c) => c,
-                Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            let children = match children.found() {
+                Ok(Some(c)) => c,
+                Ok(None) => continue,
                 Err(e) => {
                     tracing::warn!(%dig, %parent, error = %e, "cannot read the child contexts");
                     continue;

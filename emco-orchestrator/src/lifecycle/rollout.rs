@@ -475,10 +475,10 @@ impl Deployments {
             if token.is_cancelled() {
                 return;
             }
-            let wait = match self.step_rollout(id, &mut seen).await {
-                Ok(Step::Again) => continue,
-                Ok(Step::Wait) => TICK,
-                Ok(Step::Done) => {
+            let wait = match self.step_rollout(id, &mut seen).await.found() {
+                Ok(Some(Step::Again)) => continue,
+                Ok(Some(Step::Wait)) => TICK,
+                Ok(Some(Step::Done)) => {
                     self.followed.forget(id);
                     if let Err(e) =
                         AppContext::unregister(self.core.contexts().as_ref(), Registry::Rollout, id)
@@ -488,7 +488,7 @@ impl Deployments {
                     }
                     return;
                 }
-                Err(e) if e.kind() == ErrorKind::NotFound => {
+                Ok(None) => {
                     // The context or the group is gone: so is the rollout.
                     drop(
                         AppContext::unregister(

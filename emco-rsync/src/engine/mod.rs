@@ -499,21 +499,21 @@ impl Rsync {
             if root.is_cancelled() {
                 return;
             }
-            let ctx = match AppContext::load(Arc::clone(&self.inner.store), id).await {
-                Ok(ctx) => ctx,
-                Err(e) => {
-                    if e.kind() == emco_core::ErrorKind::NotFound {
-                        let gone = AppContext::unregister(
-                            self.inner.store.as_ref(),
-                            Registry::Deployed,
-                            id,
-                        );
-                        if let Err(e) = gone.await {
-                            tracing::warn!(ctx = %id, error = %e, "cannot unregister a deleted context");
-                        }
-                    } else {
-                        tracing::warn!(ctx = %id, error = %e, "cannot follow a deployed context");
+            let ctx = match AppContext::load(Arc::clone(&self.inner.store), id)
+                .await
+                .found()
+            {
+                Ok(Some(ctx)) => ctx,
+                Ok(None) => {
+                    let gone =
+                        AppContext::unregister(self.inner.store.as_ref(), Registry::Deployed, id);
+                    if let Err(e) = gone.await {
+                        tracing::warn!(ctx = %id, error = %e, "cannot unregister a deleted context");
                     }
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(ctx = %id, error = %e, "cannot follow a deployed context");
                     continue;
                 }
             };
