@@ -18,8 +18,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
+use crate::cluster::FleetInner;
 use crate::fault::Fault;
-use crate::fleet::{Fleet, FleetInner, summary};
+use crate::fleet::{Fleet, summary};
 
 fn respond(code: StatusCode, ct: &'static str, body: String) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from(body)));

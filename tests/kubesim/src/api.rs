@@ -13,7 +13,7 @@ use hyper::body::{Frame, Incoming};
 use serde_json::{Value, json};
 
 use crate::apply::{Part, apply, record_update, restrict};
-use crate::fleet::Cluster;
+use crate::cluster::Cluster;
 use crate::patch::{json_patch, merge_patch, strategic_merge};
 use crate::resources::{BUILTIN_TYPES, Lists, ResourceType, ScalePaths};
 use crate::schema::{self, Schema};
@@ -23,12 +23,11 @@ use crate::status::ApiError;
 use crate::store::{Event, EventType, Key, Store, type_key};
 use crate::table;
 use crate::util::{new_uid, now_rfc3339, parse_query, random_suffix};
-use crate::{controllers, discovery, invalid, protobuf, rbac};
+use crate::{discovery, invalid, protobuf, rbac};
 use emco_core::x509::CertSubject;
 
-#[path = "legacy.rs"]
+mod controllers;
 mod legacy;
-#[path = "scale.rs"]
 mod scale;
 
 /// Response body: whole documents or a watch stream.

@@ -30,7 +30,7 @@ mod admin;
 mod api;
 mod apply;
 mod certmanager;
-mod controllers;
+mod cluster;
 mod defaults;
 mod discovery;
 mod fault;

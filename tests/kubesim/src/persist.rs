@@ -9,14 +9,15 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::fleet::FleetInner;
+use crate::cluster::FleetInner;
 use crate::store::{Key, Store};
 
 fn file(dir: &Path, cluster: &str) -> std::path::PathBuf {
     dir.join(format!("{cluster}.json"))
 }
 
-/// Loads a cluster's saved objects, if a file exists. CRD types are registered again.
+/// Loads a cluster's saved objects, if a file exists (its custom types are the caller's to
+/// register again: [`crate::api::restore_custom_types`]).
 pub(crate) fn load(dir: &Path, cluster: &str, store: &mut Store) -> emco_core::Result<()> {
     let path = file(dir, cluster);
     let text = match std::fs::read_to_string(&path) {
@@ -52,7 +53,6 @@ pub(crate) fn load(dir: &Path, cluster: &str, store: &mut Store) -> emco_core::R
         }
     }
     store.load(rv, objects);
-    crate::api::restore_custom_types(store);
     Ok(())
 }
 

@@ -19,7 +19,7 @@ use http_body_util::BodyExt;
 use serde_json::{Map, Value, json};
 
 use super::{ApiResult, Req, resource};
-use crate::fleet::Cluster;
+use crate::cluster::Cluster;
 use crate::resources::{BUILTIN_TYPES, ResourceType};
 
 /// (group, legacy version, plural, storage group, storage version).

@@ -8,13 +8,16 @@
 //! single node). Controllers run on the write that changes a workload's spec, under the store
 //! lock; the ready delay then brings the Pods and their owner up together. Deleting an owner
 //! collects the children through the ordinary garbage collection of owner references.
+//!
+//! kubesim folds kube-controller-manager into its API server: the controllers run on the API's
+//! write path and write their children back through it, hence a module of [`crate::api`].
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
 use crate::api::{create_child, remove_child, update_child};
-use crate::fleet::Cluster;
+use crate::cluster::Cluster;
 use crate::resources::ResourceType;
 use crate::store::{Key, Store};
 use crate::util::random_suffix;

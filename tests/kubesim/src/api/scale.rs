@@ -15,7 +15,7 @@ use super::{
     ApiResult, Req, Target, check_namespace, crd_of, key, lists, meta_str, ok, write_existing,
 };
 use crate::apply::{Part, apply, record_update};
-use crate::fleet::Cluster;
+use crate::cluster::Cluster;
 use crate::patch::{json_patch, merge_patch, strategic_merge};
 use crate::resources::ScalePaths;
 use crate::selector::LabelSelector;
