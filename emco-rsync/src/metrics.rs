@@ -32,6 +32,12 @@ pub struct RsyncMetrics {
     pub drift_detected: Counter,
     /// `emco_rsync_drift_corrected_total{group,cluster,kind}`: drifted objects applied again.
     pub drift_corrected: Counter,
+    /// `emco_rsync_readiness_wakeups_total{reason}`: readiness followers woken, by what woke
+    /// them (`change`, `watch`, `contact`, `tick`): each wake-up is one look at its objects.
+    pub readiness_wakeups: Counter,
+    /// `emco_rsync_readiness_records_total`: collected statuses the followers wrote (one per
+    /// change of what an app's resources on a cluster show).
+    pub readiness_records: Counter,
     /// `emco_rsync_contexts{state}`: the contexts this engine ran, by their last state.
     contexts: Gauge,
     states: Mutex<HashMap<ContextId, AppContextStatus>>,
@@ -86,6 +92,16 @@ impl Default for RsyncMetrics {
                 "Drifted objects applied again by a correct drift policy, by group, cluster and kind.",
                 &["group", "cluster", "kind"],
             ),
+            readiness_wakeups: Counter::new(
+                "emco_rsync_readiness_wakeups_total",
+                "Readiness followers woken to look at their objects, by what woke them.",
+                &["reason"],
+            ),
+            readiness_records: Counter::new(
+                "emco_rsync_readiness_records_total",
+                "Collected statuses readiness followers wrote, one per change of what they see.",
+                &[],
+            ),
             contexts: Gauge::new(
                 "emco_rsync_contexts",
                 "AppContexts this engine ran, by their last state.",
@@ -118,7 +134,7 @@ impl RsyncMetrics {
     /// The families, to render.
     #[must_use]
     pub fn families(&self) -> Vec<&dyn Family> {
-        let own: [&dyn Family; 10] = [
+        let own: [&dyn Family; 12] = [
             &self.applied,
             &self.deleted,
             &self.failures,
@@ -128,6 +144,8 @@ impl RsyncMetrics {
             &self.queue_depth,
             &self.drift_detected,
             &self.drift_corrected,
+            &self.readiness_wakeups,
+            &self.readiness_records,
             &self.contexts,
         ];
         own.into_iter()

@@ -318,8 +318,9 @@ impl<'a> Eyes<'a> {
     }
 
     /// Waits for something that may change what [`Eyes::look`] sees: a readiness change of this
-    /// app or a watch's health change (watches), else `tick`; false when `token` is cancelled.
-    async fn wait_change(&mut self, token: &CancellationToken, tick: Duration) -> bool {
+    /// app or a watch's health change (watches), the cluster's contact, else `tick`; `None`
+    /// when `token` is cancelled.
+    async fn wait_change(&mut self, token: &CancellationToken, tick: Duration) -> Option<Woken> {
         let contact = async {
             let ended = match &mut self.lease {
                 Some((_, c)) => c.changed().await.is_err(),
@@ -333,9 +334,9 @@ impl<'a> Eyes<'a> {
         tokio::pin!(contact);
         let Some(w) = &mut self.watch else {
             return tokio::select! {
-                () = tokio::time::sleep(tick) => true,
-                () = &mut contact => true,
-                () = token.cancelled() => false,
+                () = tokio::time::sleep(tick) => Some(Woken::Tick),
+                () = &mut contact => Some(Woken::Contact),
+                () = token.cancelled() => None,
             };
         };
         let sleep = tokio::time::sleep(tick);
@@ -346,22 +347,47 @@ impl<'a> Eyes<'a> {
                 // burst instead of one per change, which would cost O(resources) per change.
                 tokio::select! {
                     () = tokio::time::sleep(COALESCE) => {}
-                    () = token.cancelled() => return false,
+                    () = token.cancelled() => return None,
                 }
                 // The look that follows sees what the burst changed: its rings are spent.
                 let _ = w.bell.notified().now_or_never();
-                true
+                Some(Woken::Change)
             }
             r = w.health.changed() => {
                 if r.is_err() {
                     // The watcher is gone: only the tick is left.
                     (&mut sleep).await;
                 }
-                !token.is_cancelled()
+                (!token.is_cancelled()).then_some(Woken::Health)
             }
-            () = &mut contact => true,
-            () = &mut sleep => true,
-            () = token.cancelled() => false,
+            () = &mut contact => Some(Woken::Contact),
+            () = &mut sleep => Some(Woken::Tick),
+            () = token.cancelled() => None,
+        }
+    }
+}
+
+/// What woke a readiness follower ([`Eyes::wait_change`]); the label of
+/// `emco_rsync_readiness_wakeups_total`.
+#[derive(Debug, Clone, Copy)]
+enum Woken {
+    /// One of its objects changed.
+    Change,
+    /// A watch of its cluster synced or failed.
+    Health,
+    /// The cluster's contact changed (it fell silent or answers again).
+    Contact,
+    /// Nothing did: the tick (polling, resync, a grace or drift deadline).
+    Tick,
+}
+
+impl Woken {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Change => "change",
+            Self::Health => "watch",
+            Self::Contact => "contact",
+            Self::Tick => "tick",
         }
     }
 }
@@ -402,7 +428,11 @@ impl Run {
                     .collect();
                 return Waited::Failed(late);
             }
-            if !eyes.wait_change(token, self.inner.poll.min(left)).await {
+            if eyes
+                .wait_change(token, self.inner.poll.min(left))
+                .await
+                .is_none()
+            {
                 return Waited::Cut;
             }
             if token == &self.op.token && self.ctx.stop_flag().await.unwrap_or(false) {
@@ -516,7 +546,10 @@ impl Run {
             let digest = digest(&doc);
             if recorded != Some(digest) {
                 match self.ctx.set_cluster_status(app, cluster, &doc).await {
-                    Ok(()) => recorded = Some(digest),
+                    Ok(()) => {
+                        recorded = Some(digest);
+                        self.inner.metrics.readiness_records.inc(&[]);
+                    }
                     // Recorded at the next change; readiness itself goes on.
                     Err(e) => tracing::warn!(app, cluster, error = %e, "cannot record readiness"),
                 }
@@ -552,9 +585,10 @@ impl Run {
             if let Some(due) = judged.next {
                 tick = tick.min(due);
             }
-            if !eyes.wait_change(token, tick).await {
+            let Some(woken) = eyes.wait_change(token, tick).await else {
                 return;
-            }
+            };
+            self.inner.metrics.readiness_wakeups.inc(&[woken.as_str()]);
         }
     }
 
