@@ -355,6 +355,20 @@ impl<'a> ContextKey<'a> {
     }
 }
 
+/// A new context's id: a positive int63 as EMCO's (`rand.Int63`), made of the creation time in
+/// milliseconds above 20 random bits. Ids of one length sort by time, so a new context's keys
+/// (`/context/<id>/...`) go to the end of the store's key order, where a B-tree's writes touch
+/// few pages, instead of anywhere in it: with random ids each commit dirtied pages all over a
+/// store that grows with every context, and onboarding slowed as contexts accumulated.
+fn fresh_id(now: std::time::SystemTime) -> ContextId {
+    let millis = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let random = rand::random::<u64>() & ((1 << 20) - 1);
+    // Below 2^63 for some millions of years; never 0.
+    ContextId::new((((millis << 20) | random) & (u64::MAX >> 1)).max(1))
+}
+
 /// A handle on one context in an [`AppContextStore`].
 #[derive(Debug, Clone)]
 pub struct AppContext {
@@ -364,17 +378,13 @@ pub struct AppContext {
 }
 
 impl AppContext {
-    /// Creates a context with a fresh random id, its root key and its metadata.
+    /// Creates a context with a fresh id, its root key and its metadata.
     ///
     /// # Errors
     /// The store's errors.
     pub async fn create(store: Arc<dyn AppContextStore>, meta: &CompositeAppMeta) -> Result<Self> {
         loop {
-            // A positive int63, as EMCO's rand.Int63n; ids are never 0.
-            let id = ContextId::new(rand::random::<u64>() >> 1);
-            if id.get() == 0 {
-                continue;
-            }
+            let id = fresh_id(std::time::SystemTime::now());
             let ctx = Self::handle(Arc::clone(&store), id);
             let txn = Txn::new()
                 .when(crate::kv::Compare::absent(ctx.root.clone()))
@@ -1275,6 +1285,25 @@ pub(crate) fn batches(ops: Vec<Op>) -> Vec<Vec<Op>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fresh_ids_sort_by_creation_time_as_numbers_and_as_text() {
+        let t0 = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_000_000);
+        let ids: Vec<ContextId> = (0..50)
+            .map(|ms| fresh_id(t0 + std::time::Duration::from_millis(ms)))
+            .collect();
+        for pair in ids.windows(2) {
+            assert!(pair[0] < pair[1], "{pair:?}");
+            assert!(pair[0].to_string() < pair[1].to_string(), "{pair:?}");
+        }
+        for id in &ids {
+            assert!(id.get() > 0 && id.get() < 1 << 63);
+            assert_eq!(id.to_string().len(), 19, "{id}");
+        }
+        // Within one millisecond the random bits tell ids apart.
+        let same: std::collections::HashSet<ContextId> = (0..100).map(|_| fresh_id(t0)).collect();
+        assert!(same.len() > 90);
+    }
 
     #[test]
     fn batches_respect_both_limits() {
