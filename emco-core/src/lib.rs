@@ -40,6 +40,7 @@ pub mod placement;
 pub mod preview;
 pub mod rollout;
 pub mod schemas;
+pub mod sync;
 pub mod time;
 pub mod validate;
 #[cfg(feature = "x509")]

@@ -37,6 +37,7 @@ use async_trait::async_trait;
 use emco_appcontext::context::{CompositeAppMeta, QueueElement, QueueStatus, Registry};
 use emco_appcontext::{AppContext, AppContextStore};
 use emco_core::lifecycle::{AppContextStatus, RsyncEvent, rsync_transition};
+use emco_core::sync::StripedLocks;
 use emco_core::{ContextId, Error, Found, Result};
 use tokio::sync::{Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
@@ -273,7 +274,12 @@ struct Inner {
     /// How long CRDs may take to be established and hooks to complete.
     hook_timeout: Duration,
     root: Mutex<CancellationToken>,
+    /// The running task of each context. Held only for the map itself: the store writes that
+    /// must not interleave with a task's start or end hold the context's gate instead.
     tasks: tokio::sync::Mutex<HashMap<ContextId, Arc<CtxTask>>>,
+    /// Per context (striped), orders an enqueue's writes with its task's decision to end, so
+    /// that an event is never left queued without a task; contexts do not wait for each other.
+    gates: StripedLocks,
     ready_tx: broadcast::Sender<ReadyNotification>,
     /// (ctx, app, cluster) whose resources were all seen ready.
     ready: Mutex<HashSet<(ContextId, String, String)>>,
@@ -404,6 +410,7 @@ impl RsyncBuilder {
                 hook_timeout: self.hook_timeout.unwrap_or(DEFAULT_HOOK_TIMEOUT),
                 root: Mutex::new(CancellationToken::new()),
                 tasks: tokio::sync::Mutex::new(HashMap::new()),
+                gates: StripedLocks::default(),
                 ready_tx,
                 ready: Mutex::new(HashSet::new()),
                 readiness_tokens: Mutex::new(HashMap::new()),
@@ -602,8 +609,14 @@ impl Rsync {
     pub async fn terminate(&self, ctx_id: ContextId) -> Result<()> {
         self.enqueue(ctx_id, RsyncEvent::Terminate, None, None)
             .await?;
-        let tasks = self.inner.tasks.lock().await;
-        if let Some(op) = tasks.get(&ctx_id).and_then(|t| t.op())
+        let running = self
+            .inner
+            .tasks
+            .lock()
+            .await
+            .get(&ctx_id)
+            .and_then(|t| t.op());
+        if let Some(op) = running
             && matches!(op.event, RsyncEvent::Instantiate | RsyncEvent::Update)
         {
             // As EMCO: the flag tells that the running operation gives way to a terminate.
@@ -813,7 +826,7 @@ impl Rsync {
         clusters: Option<Vec<String>>,
     ) -> Result<()> {
         let ctx = AppContext::load(Arc::clone(&self.inner.store), ctx_id).await?;
-        let mut tasks = self.inner.tasks.lock().await;
+        let _gate = self.inner.gates.lock(&ctx_id).await;
         // Claimed before the event is visible, so that no other replica takes a context that
         // its enqueuer is about to run.
         let mine = match &self.inner.owners {
@@ -838,7 +851,7 @@ impl Rsync {
         // Otherwise its owner runs it: it finds the event when its task reads the queue next,
         // or in its next round.
         if mine {
-            self.ensure_task(&mut tasks, ctx);
+            self.ensure_task(&mut *self.inner.tasks.lock().await, ctx);
         }
         Ok(())
     }
@@ -924,9 +937,10 @@ impl Rsync {
             .queue_depth
             .set(&[&context], pending.len() as f64);
         let Some(&first) = pending.first() else {
-            // Decide and deregister under the lock so that an event enqueued meanwhile is not
-            // lost: the enqueuer either sees this task gone and starts another, or is seen here.
-            let mut tasks = self.inner.tasks.lock().await;
+            // Decide and deregister under the context's gate so that an event enqueued meanwhile
+            // is not lost: the enqueuer either sees this task gone and starts another, or is
+            // seen here.
+            let _gate = self.inner.gates.lock(&ctx.id()).await;
             if ctx
                 .event_queue()
                 .await?
@@ -953,7 +967,7 @@ impl Rsync {
                     owners.release(self.inner.store.as_ref(), ctx.id()).await?;
                 }
             }
-            tasks.remove(&ctx.id());
+            self.inner.tasks.lock().await.remove(&ctx.id());
             task.finished.cancel();
             self.inner.metrics.queue_depth.remove(&[&context]);
             return Ok(false);
