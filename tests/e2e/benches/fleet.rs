@@ -1354,6 +1354,29 @@ fn onboarding_windows(t: &mut Table, start: Instant, timings: &[GroupTiming]) {
     }
 }
 
+/// What the readiness followers did, per group, from the server's `/metrics` text
+/// (`emco_rsync_readiness_wakeups_total{reason}`, `emco_rsync_readiness_records_total`).
+fn follower_work(metrics: &str, groups: usize) -> String {
+    let per = |v: f64| v / groups as f64;
+    let mut looks = Vec::new();
+    let mut records = 0.0;
+    for line in metrics.lines() {
+        let Some((name, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let value: f64 = value.parse().unwrap_or(0.0);
+        if let Some(reason) = name
+            .strip_prefix("emco_rsync_readiness_wakeups_total{reason=\"")
+            .and_then(|r| r.strip_suffix("\"}"))
+        {
+            looks.push(format!("{reason} {:.2}", per(value)));
+        } else if name == "emco_rsync_readiness_records_total" {
+            records = value;
+        }
+    }
+    format!("{}; {:.2}", looks.join(", "), per(records))
+}
+
 /// The many-contexts run: `p.contexts` deployment intent groups, each one single-object app on
 /// one of `p.clusters` clusters, instantiated and followed to Applied; the server killed
 /// (SIGKILL) and started again with all of them deployed (the time to ready, to the first
@@ -1449,6 +1472,11 @@ async fn contexts(p: &Params) -> String {
     t.row(
         &format!("all {n} Applied, from the first call"),
         format!("{:.1} s", applied.as_secs_f64()),
+    );
+    let (_, metrics) = rest.call("GET", "/metrics", None).await;
+    t.row(
+        "readiness followers, per group: looks by what woke them; statuses they wrote",
+        follower_work(&metrics, n),
     );
     let (rss, hwm) = memory(server.0.id());
     t.row(
