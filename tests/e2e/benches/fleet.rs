@@ -539,7 +539,11 @@ fn chart(dir: &Path, name: &str, p: &Params, objects: usize) -> Vec<u8> {
         .map(|k| {
             p.kind(k).yaml(
                 "{{ .Chart.Name }}",
-                &format!("{{{{ .Chart.Name }}}}-{k}"),
+                // A group's own value `group` (the many-contexts run's override) keeps the
+                // objects of groups sharing a cluster apart, as distinct releases are.
+                &format!(
+                    "{{{{ .Chart.Name }}}}-{k}{{{{ with .Values.group }}}}-{{{{ . }}}}{{{{ end }}}}"
+                ),
                 "{{ .Values.value | quote }}",
             )
         })
@@ -859,7 +863,7 @@ async fn bench(p: &Params) -> String {
     let start = Instant::now();
     create_app(&rest).await;
     let ca = CA;
-    create_group(&rest, "dig").await;
+    create_group(&rest, "dig", json!({})).await;
     let charts = work.path().join("charts");
     let v1 = profile(work.path(), "v1");
     for a in 0..p.apps {
@@ -1241,14 +1245,15 @@ async fn create_app(rest: &Rest) {
 
 /// Creates deployment intent group `name` of the composite app `ca` (profile `cp`, cloud
 /// `lc`) with its intents and its generic placement intent `gpi`; the group's path.
-async fn create_group(rest: &Rest, name: &str) -> String {
+async fn create_group(rest: &Rest, name: &str, spec: Value) -> String {
     let dig = format!("{CA}/deployment-intent-groups/{name}");
-    rest.create(
-        &format!("{CA}/deployment-intent-groups"),
-        &json!({"metadata": {"name": name},
-            "spec": {"compositeProfile": "cp", "version": "r1", "logicalCloud": "lc"}}),
-    )
-    .await;
+    let mut body = json!({"metadata": {"name": name},
+        "spec": {"compositeProfile": "cp", "version": "r1", "logicalCloud": "lc"}});
+    if let (Some(into), Value::Object(more)) = (body["spec"].as_object_mut(), spec) {
+        into.extend(more);
+    }
+    rest.create(&format!("{CA}/deployment-intent-groups"), &body)
+        .await;
     rest.create(
         &format!("{dig}/intents"),
         &json!({"metadata": {"name": "i"}, "spec": {"intent": {"genericPlacementIntent": "gpi"}}}),
@@ -1265,7 +1270,9 @@ async fn create_group(rest: &Rest, name: &str) -> String {
 /// Onboards deployment intent group `name` of the composite app `ca` (one app, `app01`) placed
 /// on cluster `cluster` alone, and approves it.
 async fn onboard_group(rest: &Rest, name: &str, cluster: usize) {
-    let dig = create_group(rest, name).await;
+    // Its own object names: groups sharing a cluster do not overwrite each other's objects.
+    let own = json!({"overrideValues": [{"app": "app01", "values": {"group": name}}]});
+    let dig = create_group(rest, name, own).await;
     rest.create(
         &format!("{dig}/generic-placement-intents/gpi/app-intents"),
         &json!({"metadata": {"name": "ai"}, "spec": {"app": "app01",
@@ -1395,7 +1402,7 @@ async fn contexts(p: &Params) -> String {
         "# Many contexts: {n} deployed, {m} active, over {} clusters\n\n\
          emco-server (release, embedded store, defaults) and kubesim (release, TLS, one shared \
          port) as separate processes with this driver on the same 2-core machine; all calls over \
-         REST, 16 at a time. Each deployment intent group places one app of one Deployment on one \
+         REST, 16 at a time. Each deployment intent group places one app of one Deployment (named for the group) on one \
          cluster, so each has its own AppContext. Command: `EMCO_FLEET_CONTEXTS={n} \
          EMCO_FLEET_ACTIVE={m} EMCO_FLEET_CLUSTERS={} bash scripts/bench-fleet.sh`.\n\n\
          | measure | value |\n|---|---|",
