@@ -10,12 +10,12 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Instant;
 
-use emco_appcontext::embedded::RedbBuilder;
-use emco_appcontext::etcd::EtcdBuilder;
-use emco_appcontext::mongo::MongoBuilder;
-use emco_appcontext::{
-    AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore, InMemoryResourceStore,
-    ResourceKey, ResourceStore,
+use emco_appcontext::{AppContext, CompositeAppMeta};
+use emco_store::embedded::RedbBuilder;
+use emco_store::etcd::EtcdBuilder;
+use emco_store::mongo::MongoBuilder;
+use emco_store::{
+    AppContextStore, InMemoryAppContextStore, InMemoryResourceStore, ResourceKey, ResourceStore,
 };
 
 const APPS: usize = 10;

@@ -42,13 +42,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::kv::{AppContextStore, Op, Txn};
+use emco_store::kv::{AppContextStore, Op, Txn};
 
-/// At most this many operations go into one transaction (etcd's default `--max-txn-ops`).
-pub const MAX_TXN_OPS: usize = 128;
-/// At most this many request bytes go into one transaction, below etcd's default
-/// `--max-request-bytes` of 1.5 MiB (1,572,864) to leave room for framing.
-pub const MAX_TXN_BYTES: usize = 1_500_000;
+pub use emco_store::kv::{MAX_TXN_BYTES, MAX_TXN_OPS};
 
 const CONTEXT_PREFIX: &str = "/context/";
 
@@ -387,7 +383,7 @@ impl AppContext {
             let id = fresh_id(std::time::SystemTime::now());
             let ctx = Self::handle(Arc::clone(&store), id);
             let txn = Txn::new()
-                .when(crate::kv::Compare::absent(ctx.root.clone()))
+                .when(emco_store::kv::Compare::absent(ctx.root.clone()))
                 .op(Op::put(ctx.root.clone(), json(&id.to_string())?))
                 .op(Op::put(ctx.key("meta/"), json(meta)?));
             // A clash with an existing id is astronomically rare; pick another.
@@ -529,7 +525,7 @@ impl AppContext {
             }
             ids.push(child);
             let txn = Txn::new()
-                .when(crate::kv::Compare::mod_revision(
+                .when(emco_store::kv::Compare::mod_revision(
                     key.clone(),
                     kv.mod_revision,
                 ))
@@ -1401,15 +1397,6 @@ mod tests {
             })
             .collect();
         assert_eq!(kept, ["-c", "a=2", "b=3"]);
-    }
-
-    #[test]
-    fn children_picks_one_level() {
-        let keys = ["/b/a/", "/b/a/x/", "/b/c/", "/b/", "/b/d/e/"].map(str::to_owned);
-        assert_eq!(
-            crate::kv::children(keys, "/b/"),
-            vec!["a".to_owned(), "c".to_owned()]
-        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use emco_core::{ClusterRef, DigRef, Error, LogicalCloudRef, Result};
 
-use crate::ResourceKey;
+use emco_store::ResourceKey;
 
 /// `/projects/{project}`.
 #[must_use]

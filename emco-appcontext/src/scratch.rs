@@ -11,8 +11,10 @@ use async_trait::async_trait;
 use emco_core::{ContextId, Error, Result};
 
 use crate::context::AppContext;
-use crate::kv::{AppContextStore, Compare, KeyValue, ListOptions, ListPage, Op, Txn, TxnResult};
-use crate::memory::InMemoryAppContextStore;
+use emco_store::kv::{
+    AppContextStore, Compare, KeyValue, ListOptions, ListPage, Op, Txn, TxnResult,
+};
+use emco_store::memory::InMemoryAppContextStore;
 
 /// See the module documentation.
 #[derive(Debug)]
@@ -142,7 +144,11 @@ impl AppContextStore for ScratchStore {
         self.scratch.txn(txn).await
     }
 
-    async fn watch(&self, prefix: &str, after_revision: u64) -> Result<crate::kv::WatchStream> {
+    async fn watch(
+        &self,
+        prefix: &str,
+        after_revision: u64,
+    ) -> Result<emco_store::kv::WatchStream> {
         if self.is_scratch(prefix) {
             self.scratch.watch(prefix, after_revision).await
         } else {

@@ -36,7 +36,7 @@ use ring::rand::{SecureRandom as _, SystemRandom};
 use serde_json::Value;
 
 use crate::keys;
-use crate::resource::{
+use emco_store::resource::{
     BlobStream, BlobVersion, Expect, Family, Filter, PutMode, ResourceKey, ResourceStore,
 };
 
@@ -341,7 +341,7 @@ impl SealedStore {
                 .await?
             {
                 let Some(state) =
-                    crate::resource::read_blob(self.inner.as_ref(), &record, keys::STATE_BLOB)
+                    emco_store::resource::read_blob(self.inner.as_ref(), &record, keys::STATE_BLOB)
                         .await?
                 else {
                     continue;
@@ -483,7 +483,7 @@ impl SealedStore {
     ) -> Result<(BlobVersion, Vec<u8>, bool)> {
         // Read again when replaced mid-read; the size cap is the writes'.
         let (data, version) =
-            crate::resource::read_whole_blob(self.inner.as_ref(), key, name).await?;
+            emco_store::resource::read_whole_blob(self.inner.as_ref(), key, name).await?;
         let place = Self::place(key, name)?;
         let Some(keyring) = &self.keyring else {
             if let Some(id) = sealed_with(&data) {
@@ -638,8 +638,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::InMemoryResourceStore;
-    use crate::resource::read_blob;
+    use emco_store::InMemoryResourceStore;
+    use emco_store::resource::read_blob;
 
     const KUBECONFIG: &[u8] = b"apiVersion: v1\nusers:\n- user: {token: s3cr3t-token}\n";
 

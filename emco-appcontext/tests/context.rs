@@ -12,8 +12,9 @@ use emco_appcontext::context::{
     AppContextStatus, AppDependency, ClusterReadiness, HookGroups, MAX_TXN_OPS, QueueElement,
     QueueStatus, RsyncEvent, RsyncStatus,
 };
-use emco_appcontext::etcd::EtcdBuilder;
-use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore};
+use emco_appcontext::{AppContext, CompositeAppMeta};
+use emco_store::etcd::EtcdBuilder;
+use emco_store::{AppContextStore, InMemoryAppContextStore};
 use serde_json::{Value, json};
 
 async fn etcd() -> Option<Arc<dyn AppContextStore>> {

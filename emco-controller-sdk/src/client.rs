@@ -12,12 +12,12 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use emco_core::metrics::{Counter, Family, Histogram, LATENCY_BUCKETS};
 use emco_core::model::{Controller, ControllerKind};
 use emco_core::{ContextId, Error, Result};
 use emco_proto::contextupdate_client::ContextupdateClient;
 use emco_proto::placement_controller_client::PlacementControllerClient;
 use emco_proto::{ContextUpdateRequest, PostEventRequest, ResourceRequest, TerminateRequest};
+use emco_runtime::metrics::{Counter, Family, Histogram, LATENCY_BUCKETS};
 use tonic::transport::{Channel, Endpoint};
 
 use crate::controller::{
@@ -610,7 +610,7 @@ mod tests {
 
     use std::sync::Arc;
 
-    use emco_appcontext::InMemoryAppContextStore;
+    use emco_store::InMemoryAppContextStore;
 
     use super::*;
 

@@ -9,9 +9,9 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use emco_appcontext::ResourceStore;
 pub use emco_appcontext::{Deployer, ObjectRef, Stores};
 use emco_core::{ContextId, Error, ErrorKind, Result};
+use emco_store::ResourceStore;
 
 use crate::groups::{Groups, GroupsLink};
 use crate::handle::ContextHandle;

@@ -9,9 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use emco_appcontext::context::{AppDependency, MAX_TXN_OPS};
-use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, Op, Txn};
+use emco_appcontext::{AppContext, CompositeAppMeta};
 use emco_core::ResourceName;
 use emco_core::{ContextId, Error, Result};
+use emco_store::{AppContextStore, Op, Txn};
 use serde_json::Value;
 
 /// `(app, cluster)`.
@@ -520,8 +521,8 @@ impl ContextHandle {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use emco_appcontext::InMemoryAppContextStore;
     use emco_core::ErrorKind;
+    use emco_store::InMemoryAppContextStore;
     use serde_json::json;
 
     use super::*;

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use emco_appcontext::collection::{Collection, Object, Wording};
 use emco_appcontext::keys::{CLUSTER_LABEL, GROUP_INTENT, KV_PAIR, Keyed};
-use emco_appcontext::{ResourceKey, ResourceStore};
 use emco_core::model::{ClusterLabel, DigIntent, KvPair};
 use emco_core::{ClusterRef, Error, ErrorKind, Result};
+use emco_store::{ResourceKey, ResourceStore};
 use serde_json::Value;
 
 use crate::controller::ControllerContext;
@@ -83,8 +83,26 @@ pub trait IntentType: Object {
     /// The REST routes (collection and item, EMCO's status codes) under `/v2`.
     #[cfg(feature = "rest")]
     fn routes<S: Clone + Send + Sync + 'static>(store: Arc<dyn ResourceStore>) -> axum::Router<S> {
-        crate::rest::Routes::<Self>::new(format!("/v2{}", Self::collection_path()), Self::PARAM)
+        emco_rest::Routes::<Self>::new(format!("/v2{}", Self::collection_path()), Self::PARAM)
             .serve(Self::collection(store))
+    }
+
+    /// The routes of a type whose objects carry files: the REST kit's `FileRoutes` over its
+    /// collection under `/v2`, with the `files` named by [`IntentType::file_names`], each at
+    /// most `max_file` bytes.
+    #[cfg(feature = "rest")]
+    fn file_routes<S: Clone + Send + Sync + 'static>(
+        store: Arc<dyn ResourceStore>,
+        max_file: u64,
+    ) -> axum::Router<S> {
+        emco_rest::FileRoutes::new(
+            format!("/v2{}", Self::collection_path()),
+            Self::PARAM,
+            Self::collection(store),
+        )
+        .max_file(max_file)
+        .extra_files(Self::file_names)
+        .serve()
     }
 
     /// The typed collection over `store`.
@@ -93,9 +111,9 @@ pub trait IntentType: Object {
         Collection::new(store, Self::PARAM).with_wording(Self::wording())
     }
 
-    /// The `files` this object refers to (blobs under their file names, see the REST kit's
-    /// `file_routes`),
-    /// which a GET with `Accept: multipart/form-data` answers as `files` parts. None by default.
+    /// The `files` this object refers to (blobs under their file names, see
+    /// [`IntentType::file_routes`]), which a GET with `Accept: multipart/form-data` answers as
+    /// `files` parts. None by default.
     #[must_use]
     fn file_names(&self) -> Vec<String> {
         Vec::new()

@@ -16,7 +16,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore};
+//! use emco_appcontext::{AppContext, CompositeAppMeta};
+//! use emco_store::{AppContextStore, InMemoryAppContextStore};
 //! use emco_controller_sdk::{ActionController, ActionRunner, ControllerContext, Stores, set_field};
 //!
 //! struct Team;
@@ -54,10 +55,10 @@
 //! # }).unwrap();
 //! ```
 //!
-//! The [`rest`] module is the REST kit shared by the server and every controller: EMCO's status
-//! codes and error bodies, the JSON body extractor, and generic collection/item routes over the
-//! resource store, so a controller's intent types get the same conventions as the orchestrator's
-//! own objects.
+//! [`rest`] is the REST kit (the crate emco-rest) the server and every controller share: EMCO's
+//! status codes and error bodies, the JSON body extractor, and generic collection/item routes
+//! over the resource store, so a controller's intent types get the same conventions as the
+//! orchestrator's own objects.
 
 pub mod client;
 pub mod controller;
@@ -66,7 +67,7 @@ pub mod handle;
 pub mod intent;
 pub mod remote;
 #[cfg(feature = "rest")]
-pub mod rest;
+pub use emco_rest as rest;
 pub mod server;
 
 pub use client::ControllerRegistry;
@@ -87,6 +88,6 @@ extern crate self as emco_controller_sdk;
 #[doc(hidden)]
 pub mod __derive {
     pub use crate::intent::IntentType;
-    pub use emco_appcontext::ResourceStore;
     pub use emco_appcontext::collection::{Collection, Wording};
+    pub use emco_store::ResourceStore;
 }

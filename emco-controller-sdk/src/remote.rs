@@ -13,10 +13,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use emco_appcontext::kv::{Compacted, EventKind, WatchEvent, WatchStream, compacted_revision};
-use emco_appcontext::{
-    AppContextStore, Compare, KeyValue, ListOptions, ListPage, Op, Txn, TxnResult,
-};
 use emco_core::{Error, Result};
 use emco_proto::app_context_store_client::AppContextStoreClient;
 use emco_proto::app_context_store_server::{
@@ -27,6 +23,8 @@ use emco_proto::{
     AcListRequest, AcListResponse, AcOp, AcPut, AcTxnRequest, AcTxnResponse, AcWatchEvent,
     AcWatchRequest, ac_compare, ac_op,
 };
+use emco_store::kv::{Compacted, EventKind, WatchEvent, WatchStream, compacted_revision};
+use emco_store::{AppContextStore, Compare, KeyValue, ListOptions, ListPage, Op, Txn, TxnResult};
 use futures::{Stream, StreamExt};
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};

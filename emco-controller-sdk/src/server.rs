@@ -9,7 +9,6 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use emco_appcontext::{AppContextStore, ResourceStore};
 use emco_core::{Error, Result};
 use emco_proto::contextupdate_server::{Contextupdate, ContextupdateServer};
 use emco_proto::placement_controller_server::{
@@ -19,6 +18,7 @@ use emco_proto::{
     ContextUpdateRequest, ContextUpdateResponse, EventType, PostEventRequest, PostEventResponse,
     ResourceRequest, ResourceResponse, TerminateRequest, TerminateResponse,
 };
+use emco_store::{AppContextStore, ResourceStore};
 use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
@@ -228,14 +228,9 @@ impl Server {
         routes: fn(Arc<dyn ResourceStore>) -> axum::Router,
         serving: impl FnOnce(ServerBuilder) -> ServerBuilder,
     ) -> Result<()> {
-        let contexts = emco_appcontext::etcd::EtcdBuilder::from_env()
-            .build()
-            .await?;
-        let resources: Arc<dyn ResourceStore> = Arc::new(
-            emco_appcontext::mongo::MongoBuilder::from_env()
-                .build()
-                .await?,
-        );
+        let contexts = emco_store::etcd::EtcdBuilder::from_env().build().await?;
+        let resources: Arc<dyn ResourceStore> =
+            Arc::new(emco_store::mongo::MongoBuilder::from_env().build().await?);
         let listener = TcpListener::bind(rest)
             .await
             .map_err(|e| Error::unavailable(format!("cannot listen on {rest}")).with_source(e))?;

@@ -16,13 +16,12 @@ use std::sync::Arc;
 use axum::body::Body;
 use common::{labels, registration, seeded, serve};
 use emco_appcontext::keys::Keyed;
-use emco_appcontext::{
-    AppContext, AppContextStore, CompositeAppMeta, InMemoryResourceStore, PutMode, ResourceStore,
-};
+use emco_appcontext::{AppContext, CompositeAppMeta};
 use emco_controller_sdk::client::ControllerRegistry;
 use emco_controller_sdk::{IntentType, Stores};
 use emco_core::DigRef;
 use emco_core::ErrorKind;
+use emco_store::{AppContextStore, InMemoryResourceStore, PutMode, ResourceStore};
 use http::{Request, StatusCode};
 use serde_json::json;
 use tower::ServiceExt;

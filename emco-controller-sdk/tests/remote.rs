@@ -7,9 +7,9 @@ mod common;
 
 use std::sync::Arc;
 
-use emco_appcontext::{AppContextStore, InMemoryAppContextStore, conformance};
 use emco_controller_sdk::remote::{AppContextService, RemoteAppContextStore};
 use emco_controller_sdk::{ActionRunner, Stores};
+use emco_store::{AppContextStore, InMemoryAppContextStore, conformance};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tonic::transport::server::TcpIncoming;

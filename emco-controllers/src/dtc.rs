@@ -20,13 +20,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use emco_appcontext::{ResourceKey, ResourceStore};
 use emco_controller_sdk::intent::{Dig, IntentType};
-use emco_controller_sdk::rest::{Collection, PutStatus, Routes, Wording};
 use emco_controller_sdk::{ActionController, ControllerContext, ControllerRegistry, resource_name};
 use emco_core::model::Controller;
 use emco_core::validate::go_name_errors;
 use emco_core::{Error, Metadata, Object, Result};
+use emco_rest::{Collection, PutStatus, Routes, Wording};
+use emco_store::{ResourceKey, ResourceStore};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 

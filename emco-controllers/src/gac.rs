@@ -25,16 +25,15 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use base64::Engine as _;
-use emco_appcontext::resource::read_blob;
-use emco_appcontext::{ResourceKey, ResourceStore};
 use emco_controller_sdk::handle::parse_resource;
 use emco_controller_sdk::intent::{Dig, IntentType};
-use emco_controller_sdk::rest::Wording;
-use emco_controller_sdk::rest::file_routes;
 use emco_controller_sdk::{ActionController, ContextHandle, ControllerContext};
 use emco_core::ResourceName;
 use emco_core::validate::{check_name, check_one_of, check_required};
 use emco_core::{Error, Metadata, Object, Result};
+use emco_rest::Wording;
+use emco_store::resource::read_blob;
+use emco_store::{ResourceKey, ResourceStore};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -320,8 +319,8 @@ pub fn routes<S: Clone + Send + Sync + 'static>(
     max_file: u64,
 ) -> axum::Router<S> {
     GenericK8sIntent::routes(Arc::clone(&store))
-        .merge(file_routes::<GacResource, S>(Arc::clone(&store), max_file))
-        .merge(file_routes::<Customization, S>(store, max_file))
+        .merge(GacResource::file_routes::<S>(Arc::clone(&store), max_file))
+        .merge(Customization::file_routes::<S>(store, max_file))
 }
 
 fn json_patch_ops(ops: &[Value]) -> Result<Vec<json_patch::PatchOperation>> {
@@ -610,7 +609,7 @@ mod tests {
     /// resource.go: gac's own checks, every missing value a line, then resource.json.
     #[test]
     fn resource_bodies_as_gac_refuses_them() {
-        use emco_controller_sdk::rest::EmcoJson;
+        use emco_rest::EmcoJson;
         let refused = |body: &str| {
             EmcoJson::<super::GacResource>::parse(body.as_bytes())
                 .unwrap_err()
@@ -634,8 +633,9 @@ mod tests {
 
     use std::sync::Arc;
 
-    use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore};
+    use emco_appcontext::{AppContext, CompositeAppMeta};
     use emco_core::ErrorKind;
+    use emco_store::{AppContextStore, InMemoryAppContextStore};
     use serde_json::json;
 
     use super::*;

@@ -20,15 +20,15 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
-use emco_appcontext::{ResourceKey, ResourceStore};
 use emco_controller_sdk::intent::Dig;
-use emco_controller_sdk::rest::{Hook, PutStatus, Wording};
 use emco_controller_sdk::{
     ActionController, ContextHandle, ControllerContext, PlacementController, set_field,
 };
 use emco_core::ResourceName;
 use emco_core::model::kv_value_text;
 use emco_core::{Error, Metadata, Object, Result};
+use emco_rest::{Hook, PutStatus, Wording};
+use emco_store::{ResourceKey, ResourceStore};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -24,12 +24,12 @@ use std::net::IpAddr;
 
 use async_trait::async_trait;
 use emco_controller_sdk::intent::{Dig, IntentType};
-use emco_controller_sdk::rest::{PutStatus, Wording};
 use emco_controller_sdk::{ActionController, ControllerContext};
 use emco_core::ResourceName;
 use emco_core::model::kv_value_text;
 use emco_core::validate::{go_list, go_name_errors};
 use emco_core::{Error, Metadata, Object, Result};
+use emco_rest::{PutStatus, Wording};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -207,7 +207,7 @@ fn wording(not_found: &'static str, exists: &'static str) -> Wording {
 struct InterfaceDefaults;
 
 #[async_trait]
-impl emco_controller_sdk::rest::Hook<WorkloadIfIntent> for InterfaceDefaults {
+impl emco_rest::Hook<WorkloadIfIntent> for InterfaceDefaults {
     fn prepare(&self, value: &mut WorkloadIfIntent) {
         if value.spec.default_gateway.is_empty() {
             "false".clone_into(&mut value.spec.default_gateway);
@@ -217,7 +217,7 @@ impl emco_controller_sdk::rest::Hook<WorkloadIfIntent> for InterfaceDefaults {
 
 /// ovnaction's REST routes over `store`: the three intent levels under a DIG.
 pub fn routes<S: Clone + Send + Sync + 'static>(
-    store: std::sync::Arc<dyn emco_appcontext::ResourceStore>,
+    store: std::sync::Arc<dyn emco_store::ResourceStore>,
 ) -> axum::Router<S> {
     NetControlIntent::routes(std::sync::Arc::clone(&store))
         .merge(WorkloadIntent::routes(std::sync::Arc::clone(&store)))

@@ -249,7 +249,7 @@ fn sfc_wording(what: &str, list_missing: &'static str) -> Wording {
 
 /// sfc's and sfcclient's REST routes over `store`.
 pub fn routes<S: Clone + Send + Sync + 'static>(
-    store: Arc<dyn emco_appcontext::ResourceStore>,
+    store: Arc<dyn emco_store::ResourceStore>,
 ) -> axum::Router<S> {
     SfcIntent::routes(Arc::clone(&store))
         .merge(SfcLinkIntent::routes(Arc::clone(&store)))
@@ -468,7 +468,7 @@ async fn label_workload(
 /// (`Error getting SFC Client Selector intents for SFC Intent: <chain>`).
 async fn parts<C: IntentType>(
     cx: &ControllerContext,
-    chain: &emco_appcontext::ResourceKey,
+    chain: &emco_store::ResourceKey,
 ) -> Result<Vec<(String, C)>> {
     let what = C::wording().not_found;
     let what = what.trim_end_matches(" Intent not found");

@@ -9,18 +9,19 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use emco_appcontext::keys::Keyed;
-use emco_appcontext::{
-    AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore, InMemoryResourceStore,
-    PutMode, ResourceKey, ResourceStore,
-};
+use emco_appcontext::{AppContext, CompositeAppMeta};
 use emco_controller_sdk::handle::parse_resource;
 use emco_controller_sdk::intent::IntentType;
-use emco_controller_sdk::rest::Collection;
 use emco_controller_sdk::{ActionRunner, Stores};
 use emco_controllers::gac::{Customization, GacResource, GenericK8sIntent, RESOURCE_FILE_BLOB};
 use emco_core::ErrorKind;
 use emco_core::model::ClusterLabel;
 use emco_core::{ClusterRef, DigRef};
+use emco_rest::Collection;
+use emco_store::{
+    AppContextStore, InMemoryAppContextStore, InMemoryResourceStore, PutMode, ResourceKey,
+    ResourceStore,
+};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 

@@ -8,12 +8,8 @@ use emco_core::ContextId;
 use std::sync::Arc;
 
 use emco_appcontext::keys::{GROUP_INTENT, Keyed};
-use emco_appcontext::{
-    AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore, InMemoryResourceStore,
-    PutMode, ResourceKey, ResourceStore,
-};
+use emco_appcontext::{AppContext, CompositeAppMeta};
 use emco_controller_sdk::intent::IntentType;
-use emco_controller_sdk::rest::Collection;
 use emco_controller_sdk::{ActionRunner, PlacementRunner, Stores};
 use emco_controllers::hpa::{
     ClusterFacts, HpaAction, HpaConsumer, HpaIntent, HpaPlacement, HpaRequirement,
@@ -22,6 +18,11 @@ use emco_controllers::hpa::{
 use emco_core::ErrorKind;
 use emco_core::model::{ClusterLabel, DigIntent, KvPair};
 use emco_core::{ClusterRef, DigRef};
+use emco_rest::Collection;
+use emco_store::{
+    AppContextStore, InMemoryAppContextStore, InMemoryResourceStore, PutMode, ResourceKey,
+    ResourceStore,
+};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 

@@ -22,8 +22,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use axum::body::Body;
 use bytes::Bytes;
+use emco_appcontext::AppContext;
 use emco_appcontext::keys::Keyed;
-use emco_appcontext::{AppContext, ResourceKey};
 use emco_controller_sdk::intent::IntentType;
 use emco_controller_sdk::remote::{AppContextService, RemoteAppContextStore};
 use emco_controller_sdk::{
@@ -43,6 +43,7 @@ use emco_core::{DigRef, Error, LogicalCloudRef, Metadata};
 use emco_orchestrator::{Orchestrator, keys, rest};
 use emco_rsync::connector::kube::KubePool;
 use emco_rsync::connector::{Connector, DEPLOYMENT_ID_LABEL, Resource, Scope};
+use emco_store::ResourceKey;
 use http::{Request, StatusCode};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -203,8 +204,8 @@ impl World {
         port: u16,
         priority: i64,
     ) -> Self {
-        use emco_controller_sdk::rest::Collection;
         use emco_controllers::dtc::{DTC_CONTROLLER, Dtc, DtcController};
+        use emco_rest::Collection;
         let w = Self::start(move |r| {
             let dtc = Dtc::new().with_sub(name, sub);
             r.with_action("dtc", Arc::new(dtc))

@@ -33,14 +33,11 @@ pub mod grpc;
 pub mod ids;
 pub mod lifecycle;
 pub mod metadata;
-pub mod metrics;
 pub mod model;
-pub mod os;
 pub mod placement;
 pub mod preview;
 pub mod rollout;
 pub mod schemas;
-pub mod sync;
 pub mod time;
 pub mod validate;
 #[cfg(feature = "x509")]

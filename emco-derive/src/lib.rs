@@ -43,7 +43,9 @@ pub fn derive_object(input: TokenStream) -> TokenStream {
 
 /// The workspace's own crates below the facade: they name emco-core and the SDK directly.
 const WORKSPACE: &[&str] = &[
+    "emco-store",
     "emco-appcontext",
+    "emco-rest",
     "emco-rsync",
     "emco-controller-sdk",
     "emco-orchestrator",

@@ -9,4 +9,4 @@
 //! Across replicas this short window remains (see issue #15's notes).
 
 /// The striped locks of deployment intent groups, by their key.
-pub(crate) type HandOverLocks = emco_core::sync::StripedLocks;
+pub(crate) type HandOverLocks = emco_runtime::sync::StripedLocks;

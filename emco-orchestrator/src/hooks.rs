@@ -4,13 +4,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
+use emco_appcontext::AppContext;
 use emco_appcontext::collection::Hook;
-use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_core::drift::DriftPolicy;
 use emco_core::lifecycle::{AppContextStatus, DigOperation, StateInfo, check_delete, transition};
 use emco_core::model::{AppDependency, ClusterQuota, DeploymentIntentGroup, LogicalCloud};
 use emco_core::rollout::RolloutPolicy;
 use emco_core::{ContextId, Error, Found, Result};
+use emco_store::{AppContextStore, ResourceKey, ResourceStore};
 
 use crate::keys;
 use crate::state::{load_state, now_rfc3339, save_state};
@@ -46,7 +47,7 @@ pub(crate) trait NewHook {
 macro_rules! stateless_hooks {
     ($($hook:ty),+) => {
         $(impl $crate::hooks::NewHook for $hook {
-            fn new_hook(_: &std::sync::Arc<dyn emco_appcontext::AppContextStore>) -> Self {
+            fn new_hook(_: &std::sync::Arc<dyn emco_store::AppContextStore>) -> Self {
                 Self
             }
         })+

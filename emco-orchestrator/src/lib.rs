@@ -17,7 +17,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use emco_appcontext::{InMemoryResourceStore, ResourceKey};
+//! use emco_store::{InMemoryResourceStore, ResourceKey};
 //! use emco_core::{Metadata, model::Project};
 //! use emco_orchestrator::Orchestrator;
 //!
@@ -53,10 +53,10 @@ mod wording;
 
 use std::sync::Arc;
 
-use emco_appcontext::{AppContextStore, ResourceKey, ResourceStore};
 use emco_controller_sdk::client::ControllerRegistry;
 use emco_core::{Error, Result};
 use emco_rsync::engine::Rsync;
+use emco_store::{AppContextStore, ResourceKey, ResourceStore};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 

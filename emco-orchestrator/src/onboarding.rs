@@ -11,7 +11,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use emco_appcontext::collection::{Collection, NoHook, Wording};
-use emco_appcontext::{AppContextStore, ResourceKey, ResourceStore, file_blob_stream};
 use emco_core::drift::DriftPolicy;
 use emco_core::model::{
     App, AppDependency, AppProfile, ClmController, Cluster, ClusterLabel, ClusterProvider,
@@ -22,6 +21,7 @@ use emco_core::model::{
 use emco_core::placement::AppPlacementIntent;
 use emco_core::rollout::RolloutPolicy;
 use emco_core::{Error, ErrorKind, Result, Validate};
+use emco_store::{AppContextStore, ResourceKey, ResourceStore, file_blob_stream};
 use serde::Serialize;
 
 use crate::upload::{self, Limits};
@@ -369,7 +369,7 @@ impl Onboarding {
         self.check_profile(cp, profile, file).await?;
         // One profile per app (src/orchestrator/pkg/module/app_profile.go CreateAppProfile);
         // a profile of the same name is the duplicate the write reports.
-        let filter = emco_appcontext::Filter::eq("spec.app", profile.spec.app.as_str());
+        let filter = emco_store::Filter::eq("spec.app", profile.spec.app.as_str());
         if self
             .app_profiles()
             .list(cp, &[filter])
@@ -433,7 +433,7 @@ impl Onboarding {
     /// # Errors
     /// NotFound when there is none.
     pub async fn profile_for_app(&self, cp: &ResourceKey, app: &str) -> Result<AppProfile> {
-        let filter = emco_appcontext::Filter::eq("spec.app", app);
+        let filter = emco_store::Filter::eq("spec.app", app);
         self.app_profiles()
             .list(cp, &[filter])
             .await?

@@ -16,10 +16,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use emco_appcontext::ResourceKey;
 use emco_core::lifecycle::hold::Holds;
 use emco_core::lifecycle::{DigState, RsyncEvent, StateInfo};
 use emco_core::{ContextId, Found, Result};
+use emco_store::ResourceKey;
 
 use crate::state::Record;
 use crate::{Orchestrator, keys};

@@ -13,10 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use emco_appcontext::AppContext;
 use emco_appcontext::context::CompositeAppMeta;
-use emco_appcontext::{
-    AppContext, AppContextStore, InMemoryAppContextStore, ResourceKey, ResourceStore,
-};
 use emco_controller_sdk::client::ControllerRegistry;
 use emco_controller_sdk::controller::Stores;
 use emco_core::lifecycle::StateInfo;
@@ -28,6 +26,7 @@ use emco_rsync::connector::Connector;
 use emco_rsync::connector::gitops::{GitOpsConfig, GitOpsConnector};
 use emco_rsync::connector::kube::KubePool;
 use emco_rsync::engine::{ClusterResolver, Rsync, RsyncBuilder};
+use emco_store::{AppContextStore, InMemoryAppContextStore, ResourceKey, ResourceStore};
 use tokio_util::sync::CancellationToken;
 
 use crate::handover::HandOverLocks;
@@ -449,7 +448,7 @@ pub fn split_cluster_id(id: &str) -> Result<(&str, &str)> {
         })
 }
 
-pub(crate) use emco_appcontext::resource::read_blob;
+pub(crate) use emco_store::resource::read_blob;
 
 /// Reads the whole blob `name` of `key` as UTF-8 text; `None` when there is none.
 pub(crate) async fn read_text_blob(

@@ -6,10 +6,11 @@
 //! loser gets `Conflict` and nothing of its own is recorded. No lock is held while an operation
 //! renders, calls controllers or hands work to rsync.
 
-use emco_appcontext::resource::read_blob_versioned;
-use emco_appcontext::{AppContext, Expect, ResourceKey, ResourceStore};
+use emco_appcontext::AppContext;
 use emco_core::lifecycle::{DigOperation, DigState, StateAction, StateInfo, transition_named};
 use emco_core::{ContextId, Error, ErrorKind, Result};
+use emco_store::resource::read_blob_versioned;
+use emco_store::{Expect, ResourceKey, ResourceStore};
 
 use crate::keys;
 
@@ -306,7 +307,7 @@ impl crate::runtime::Core {
     }
 }
 
-fn encode(info: &StateInfo) -> Result<emco_appcontext::BlobStream> {
+fn encode(info: &StateInfo) -> Result<emco_store::BlobStream> {
     let bytes = serde_json::to_vec(info)
         .map_err(|e| Error::internal("cannot serialize a state record").with_source(e))?;
     Ok(Box::pin(futures::stream::iter([Ok(bytes::Bytes::from(
@@ -383,7 +384,7 @@ pub(crate) async fn apply_operation(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use emco_appcontext::InMemoryResourceStore;
+    use emco_store::InMemoryResourceStore;
     use serde_json::json;
 
     #[tokio::test]

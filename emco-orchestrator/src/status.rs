@@ -31,10 +31,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use emco_appcontext::AppContext;
 use emco_appcontext::context::{ContextKey, ResourceStatusRecord};
 use emco_appcontext::keys::Keyed;
-use emco_appcontext::kv::{EventKind, WatchStream};
-use emco_appcontext::{AppContext, AppContextStore, ListOptions};
 use emco_core::lifecycle::{RsyncStatus, StateInfo};
 use emco_core::model::status::{
     AppStatus, AppsList, ClusterEntry, ClusterStatus, ClustersByApp, ClustersOfApp, DigStatus,
@@ -43,6 +42,8 @@ use emco_core::model::status::{
 };
 use emco_core::{ContextId, DigRef, Error, Result};
 use emco_rsync::connector::Resource;
+use emco_store::kv::{EventKind, WatchStream};
+use emco_store::{AppContextStore, ListOptions};
 use futures::{FutureExt as _, StreamExt as _};
 use serde::Deserialize;
 use serde_json::Value;
@@ -1580,7 +1581,7 @@ mod tests {
     /// statuses, the context's state and new resources; a deleted context is NotFound.
     #[tokio::test]
     async fn a_followed_snapshot_answers_as_a_fresh_read() {
-        use emco_appcontext::InMemoryAppContextStore;
+        use emco_store::InMemoryAppContextStore;
         let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
         assert!(store.watches_are_immediate());
         let root = AppContext::prefix(SEVEN);

@@ -13,10 +13,10 @@
 use std::time::Duration;
 
 use emco_appcontext::AppContext;
-use emco_appcontext::kv::WatchStream;
 use emco_core::lifecycle::StateInfo;
 use emco_core::model::status::{DigStatus, StatusMode, StatusQuery};
 use emco_core::{ContextId, DigRef, LogicalCloudRef, Result};
+use emco_store::kv::WatchStream;
 use futures::{FutureExt as _, Stream, StreamExt as _};
 
 use crate::Status;

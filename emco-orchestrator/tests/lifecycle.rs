@@ -11,7 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use axum::body::Body;
 use emco_appcontext::keys::Keyed;
-use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, ResourceKey, ResourceStore};
+use emco_appcontext::{AppContext, CompositeAppMeta};
 use emco_controller_sdk::{
     ActionController, ControllerContext, ControllerRegistry, PlacementController,
 };
@@ -28,6 +28,7 @@ use emco_helm::archive::pack_dir;
 use emco_orchestrator::{MigrateIntent, Orchestrator, keys, rest, save_state};
 use emco_rsync::connector::kube::KubePool;
 use emco_rsync::connector::{Connector, DEPLOYMENT_ID_LABEL, Resource, Scope};
+use emco_store::{AppContextStore, ResourceKey, ResourceStore};
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use kubesim::Fault;
@@ -758,7 +759,7 @@ async fn context_ids(store: &dyn AppContextStore) -> std::collections::BTreeSet<
     let page = store
         .list(
             "/context/",
-            emco_appcontext::ListOptions {
+            emco_store::ListOptions {
                 keys_only: true,
                 ..Default::default()
             },
@@ -911,16 +912,16 @@ async fn instantiate_update_terminate_on_etcd_and_mongodb() {
         );
         return;
     };
-    let contexts = emco_appcontext::etcd::EtcdBuilder::new()
+    let contexts = emco_store::etcd::EtcdBuilder::new()
         .with_endpoints([etcd])
         // Its own key space: other tests' engines on this etcd must not resume its contexts.
-        .with_prefix(emco_appcontext::conformance::unique_prefix(
+        .with_prefix(emco_store::conformance::unique_prefix(
             "/emco-rs-test/lifecycle-",
         ))
         .build()
         .await
         .unwrap();
-    let resources = emco_appcontext::mongo::MongoBuilder::new()
+    let resources = emco_store::mongo::MongoBuilder::new()
         .with_uri(mongo)
         .with_database(format!(
             "emco_lifecycle_{}_{}",

@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use emco_appcontext::{InMemoryResourceStore, ResourceStore};
 use emco_core::DigRef;
 use emco_core::lifecycle::DigState;
 use emco_orchestrator::{Limits, Orchestrator, keys};
+use emco_store::{InMemoryResourceStore, ResourceStore};
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
@@ -983,7 +983,7 @@ async fn crud_flow_in_memory() {
 #[tokio::test]
 async fn crud_flow_redb() {
     let dir = tempfile::tempdir().unwrap();
-    let db = emco_appcontext::embedded::RedbBuilder::new()
+    let db = emco_store::embedded::RedbBuilder::new()
         .with_path(dir.path().join("emco.redb"))
         .build()
         .unwrap();
@@ -997,7 +997,7 @@ async fn crud_flow_mongo() {
         return;
     };
     let database = format!("emco_rest_{}", std::process::id());
-    let store = emco_appcontext::mongo::MongoBuilder::new()
+    let store = emco_store::mongo::MongoBuilder::new()
         .with_uri(uri)
         .with_database(database)
         .build()
@@ -1112,33 +1112,33 @@ struct CountingStore {
 impl ResourceStore for CountingStore {
     async fn put(
         &self,
-        key: &emco_appcontext::ResourceKey,
+        key: &emco_store::ResourceKey,
         value: &Value,
-        mode: emco_appcontext::PutMode,
+        mode: emco_store::PutMode,
     ) -> emco_core::Result<()> {
         self.inner.put(key, value, mode).await
     }
-    async fn get(&self, key: &emco_appcontext::ResourceKey) -> emco_core::Result<Option<Value>> {
+    async fn get(&self, key: &emco_store::ResourceKey) -> emco_core::Result<Option<Value>> {
         self.inner.get(key).await
     }
     async fn list(
         &self,
-        parent: &emco_appcontext::ResourceKey,
+        parent: &emco_store::ResourceKey,
         child_type: &str,
-        filters: &[emco_appcontext::Filter],
-    ) -> emco_core::Result<Vec<(emco_appcontext::ResourceKey, Value)>> {
+        filters: &[emco_store::Filter],
+    ) -> emco_core::Result<Vec<(emco_store::ResourceKey, Value)>> {
         self.inner.list(parent, child_type, filters).await
     }
-    async fn delete(&self, key: &emco_appcontext::ResourceKey) -> emco_core::Result<()> {
+    async fn delete(&self, key: &emco_store::ResourceKey) -> emco_core::Result<()> {
         self.inner.delete(key).await
     }
     async fn put_blob_if(
         &self,
-        key: &emco_appcontext::ResourceKey,
+        key: &emco_store::ResourceKey,
         name: &str,
-        data: emco_appcontext::BlobStream,
-        expect: emco_appcontext::Expect,
-    ) -> emco_core::Result<(u64, emco_appcontext::BlobVersion)> {
+        data: emco_store::BlobStream,
+        expect: emco_store::Expect,
+    ) -> emco_core::Result<(u64, emco_store::BlobVersion)> {
         let written = self.inner.put_blob_if(key, name, data, expect).await?;
         if name == keys::STATE_BLOB {
             self.state_writes
@@ -1148,16 +1148,16 @@ impl ResourceStore for CountingStore {
     }
     async fn get_blob_versioned(
         &self,
-        key: &emco_appcontext::ResourceKey,
+        key: &emco_store::ResourceKey,
         name: &str,
-    ) -> emco_core::Result<(emco_appcontext::BlobVersion, emco_appcontext::BlobStream)> {
+    ) -> emco_core::Result<(emco_store::BlobVersion, emco_store::BlobStream)> {
         let blob = self.inner.get_blob_versioned(key, name).await;
         tokio::task::yield_now().await;
         blob
     }
     async fn delete_blob(
         &self,
-        key: &emco_appcontext::ResourceKey,
+        key: &emco_store::ResourceKey,
         name: &str,
     ) -> emco_core::Result<bool> {
         self.inner.delete_blob(key, name).await
@@ -1272,7 +1272,7 @@ async fn concurrent_operations_on_one_dig_in_memory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_operations_on_one_dig_redb() {
     let dir = tempfile::tempdir().unwrap();
-    let db = emco_appcontext::embedded::RedbBuilder::new()
+    let db = emco_store::embedded::RedbBuilder::new()
         .with_path(dir.path().join("emco.redb"))
         .build()
         .unwrap();

@@ -13,7 +13,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use emco_appcontext::keys::Keyed;
-use emco_appcontext::{AppContext, CompositeAppMeta, ResourceKey};
+use emco_appcontext::{AppContext, CompositeAppMeta};
 use emco_core::Metadata;
 use emco_core::lifecycle::{AppContextStatus, DigOperation, DigState, StateAction, StateInfo};
 use emco_core::model::status::DigStatus;
@@ -32,6 +32,7 @@ use emco_proto::{
     ClusterKey, DigKey, LcKey, StatusDeregistration, StatusNotification, StatusOutput,
     StatusRegistration, StatusValue, status_detail,
 };
+use emco_store::ResourceKey;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};

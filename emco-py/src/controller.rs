@@ -300,13 +300,13 @@ impl ControllerServer {
         let addr = format!("{host}:{port}");
         let controller = Arc::new(PyController::new(name.clone(), object));
         crate::block_on(py, move || async move {
-            let store: Arc<dyn emco_appcontext::AppContextStore> = match (appcontext, etcd) {
+            let store: Arc<dyn emco_store::AppContextStore> = match (appcontext, etcd) {
                 (Some(url), None) => Arc::new(
                     emco_controller_sdk::remote::RemoteAppContextStore::connect_lazy(&url)
                         .map_err(crate::value_error)?,
                 ),
                 (None, Some(endpoints)) => Arc::new(
-                    emco_appcontext::etcd::EtcdBuilder::new()
+                    emco_store::etcd::EtcdBuilder::new()
                         .with_endpoints(endpoints)
                         .build()
                         .await

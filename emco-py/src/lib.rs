@@ -77,11 +77,11 @@ struct Engine {
     cancel: CancellationToken,
     /// The stores, to know when the last task let go of them (the data directory's file lock
     /// goes with them).
-    resources: Weak<dyn emco_appcontext::ResourceStore>,
-    contexts: Weak<dyn emco_appcontext::AppContextStore>,
+    resources: Weak<dyn emco_store::ResourceStore>,
+    contexts: Weak<dyn emco_store::AppContextStore>,
     /// The data directory's file, which reads and commits already started keep open a little
     /// longer than the stores.
-    file: Option<emco_appcontext::embedded::FileHold>,
+    file: Option<emco_store::embedded::FileHold>,
 }
 
 impl Engine {
@@ -91,7 +91,7 @@ impl Engine {
             && self
                 .file
                 .as_ref()
-                .is_none_or(emco_appcontext::embedded::FileHold::is_released)
+                .is_none_or(emco_store::embedded::FileHold::is_released)
     }
 }
 

@@ -19,13 +19,14 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore};
+use emco_appcontext::{AppContext, CompositeAppMeta};
 use emco_core::lifecycle::AppContextStatus;
 use emco_rsync::connector::kube::KubeConnector;
 use emco_rsync::connector::{
     Batch, BatchError, Connector, Propagation, ResourceId, Scope, Warnings,
 };
 use emco_rsync::engine::{MapResolver, Rsync};
+use emco_store::{AppContextStore, InMemoryAppContextStore};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;

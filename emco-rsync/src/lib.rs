@@ -45,7 +45,7 @@
 //! retries with backoff and jitter, and restart recovery from `/activecontext/`:
 //!
 //! ```no_run
-//! # async fn demo(store: std::sync::Arc<dyn emco_appcontext::AppContextStore>) -> emco_core::Result<()> {
+//! # async fn demo(store: std::sync::Arc<dyn emco_store::AppContextStore>) -> emco_core::Result<()> {
 //! use std::sync::Arc;
 //! use emco_rsync::engine::{Backoff, MapResolver, Rsync};
 //!

@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 
 use emco_core::ContextId;
 use emco_core::lifecycle::AppContextStatus;
-use emco_core::metrics::{Counter, Family, Gauge, Histogram, LATENCY_BUCKETS};
+use emco_runtime::metrics::{Counter, Family, Gauge, Histogram, LATENCY_BUCKETS};
 
 /// rsync's metric families.
 #[derive(Debug)]

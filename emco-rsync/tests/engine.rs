@@ -12,10 +12,11 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::{AppSpec, DEPLOYMENT, Env, clusters, config_map, context, status, until};
+use emco_appcontext::AppContext;
 use emco_appcontext::context::{AppDependency, HookGroups, QueueStatus, Registry};
-use emco_appcontext::{AppContext, AppContextStore, InMemoryAppContextStore};
 use emco_core::lifecycle::{AppContextStatus, ClusterReadiness, RsyncEvent, RsyncStatus};
 use emco_rsync::engine::ContextStatusExt;
+use emco_store::{AppContextStore, InMemoryAppContextStore};
 use kubesim::Fault;
 use tokio_util::sync::CancellationToken;
 
@@ -178,10 +179,10 @@ async fn instantiate_and_terminate_on_etcd() {
         eprintln!("SKIPPED instantiate_and_terminate_on_etcd: EMCO_TEST_ETCD is not set");
         return;
     };
-    let store = emco_appcontext::etcd::EtcdBuilder::new()
+    let store = emco_store::etcd::EtcdBuilder::new()
         .with_endpoints([endpoint])
         // Its own key space: other tests' engines on this etcd must not resume its contexts.
-        .with_prefix(emco_appcontext::conformance::unique_prefix(
+        .with_prefix(emco_store::conformance::unique_prefix(
             "/emco-rs-test/engine-",
         ))
         .build()

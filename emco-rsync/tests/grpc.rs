@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{AppSpec, Env, clusters, config_map, context, status, until};
-use emco_appcontext::{AppContextStore, InMemoryAppContextStore};
 use emco_core::lifecycle::AppContextStatus;
 use emco_proto::installapp_client::InstallappClient;
 use emco_proto::ready_notify_client::ReadyNotifyClient;
@@ -17,6 +16,7 @@ use emco_proto::{
     InstallAppRequest, ReadAppContextRequest, RollbackAppRequest, Topic, UninstallAppRequest,
     UpdateAppRequest,
 };
+use emco_store::{AppContextStore, InMemoryAppContextStore};
 use tokio_util::sync::CancellationToken;
 use tonic::transport::server::TcpIncoming;
 

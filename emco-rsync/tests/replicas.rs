@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 use common::{
     Crash, Env, applied_count, assert_config_maps, clusters, config_map_app, context, status, until,
 };
+use emco_appcontext::AppContext;
 use emco_appcontext::context::QueueStatus;
-use emco_appcontext::{AppContext, AppContextStore, InMemoryAppContextStore};
 use emco_core::lifecycle::{AppContextStatus, RsyncEvent};
 use emco_rsync::engine::{ReplicaConfig, Rsync};
+use emco_store::{AppContextStore, InMemoryAppContextStore};
 use kubesim::Fault;
 use tokio_util::sync::CancellationToken;
 
@@ -411,7 +412,7 @@ async fn a_cut_off_replica_lands_nothing_after_the_takeover() {
     };
     let env = Env::start(CLUSTERS).await;
     env.fault_all(&Fault::latency(60));
-    let prefix = emco_appcontext::conformance::unique_prefix("/emco-rs-test/fencing-");
+    let prefix = emco_store::conformance::unique_prefix("/emco-rs-test/fencing-");
     let store = common::etcd(&endpoint, &prefix).await;
     let server = tokio::net::lookup_host(endpoint.trim_start_matches("http://"))
         .await

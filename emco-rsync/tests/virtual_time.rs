@@ -13,13 +13,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use emco_appcontext::{AppContextStore, InMemoryAppContextStore};
 use emco_core::lifecycle::{AppContextStatus, RsyncStatus};
 use emco_core::{Error, Result};
 use emco_rsync::connector::{
     Batch, BatchError, Connector, Observation, Propagation, ResourceId, Scope, Warnings,
 };
 use emco_rsync::engine::{Backoff, MapResolver, Rsync};
+use emco_store::{AppContextStore, InMemoryAppContextStore};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 

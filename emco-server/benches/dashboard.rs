@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
-use emco_appcontext::{InMemoryResourceStore, ResourceKey, ResourceStore};
 use emco_core::Metadata;
 use emco_core::model::{Cluster, ClusterLabel, ClusterProvider};
 use emco_orchestrator::{Orchestrator, keys};
 use emco_server::{Config, Metrics};
+use emco_store::{InMemoryResourceStore, ResourceKey, ResourceStore};
 use http::Request;
 use http_body_util::BodyExt;
 use tower::ServiceExt;

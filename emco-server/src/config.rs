@@ -351,7 +351,7 @@ impl Default for Config {
             auth_config: None,
             tls: None,
             rate_limit: None,
-            store_cache: emco_appcontext::embedded::DEFAULT_CACHE_SIZE,
+            store_cache: emco_store::embedded::DEFAULT_CACHE_SIZE,
             workflows: emco_workflows::Config::default(),
         }
     }
@@ -650,7 +650,7 @@ mod tests {
                 .unwrap()
                 .unwrap()
                 .store_cache,
-            emco_appcontext::embedded::DEFAULT_CACHE_SIZE
+            emco_store::embedded::DEFAULT_CACHE_SIZE
         );
         let c = Config::from_args(["emco-server", "--store-cache-mib", "512"]);
         assert_eq!(c.unwrap().unwrap().store_cache, 512 * 1024 * 1024);

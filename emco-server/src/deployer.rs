@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use emco_appcontext::collection::Collection;
-use emco_appcontext::{Deployer, ObjectRef, ResourceKey, ResourceStore};
+use emco_appcontext::{Deployer, ObjectRef};
 use emco_core::model::Controller;
 use emco_core::{ContextId, Error, ErrorKind, Result};
 use emco_orchestrator::{StoreClusterResolver, keys};
@@ -16,6 +16,7 @@ use emco_proto::InstallAppRequest;
 use emco_proto::installapp_client::InstallappClient;
 use emco_rsync::connector::kube::KubePool;
 use emco_rsync::engine::deployer::{live_get, live_list};
+use emco_store::{ResourceKey, ResourceStore};
 use serde_json::Value;
 
 /// The name rsync is registered under.
@@ -97,13 +98,12 @@ impl Deployer for RemoteRsync {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use emco_appcontext::{
-        AppContext, CompositeAppMeta, InMemoryAppContextStore, InMemoryResourceStore,
-    };
+    use emco_appcontext::{AppContext, CompositeAppMeta};
     use emco_core::Metadata;
     use emco_core::lifecycle::AppContextStatus;
     use emco_core::model::{Cluster, ClusterProvider, ControllerSpec};
     use emco_rsync::engine::Rsync;
+    use emco_store::{InMemoryAppContextStore, InMemoryResourceStore};
     use serde_json::json;
 
     use super::*;
@@ -113,7 +113,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn installs_through_the_registered_rsync_and_reads_clusters() {
         let store: Arc<dyn ResourceStore> = Arc::new(InMemoryResourceStore::new());
-        let contexts: Arc<dyn emco_appcontext::AppContextStore> =
+        let contexts: Arc<dyn emco_store::AppContextStore> =
             Arc::new(InMemoryAppContextStore::new());
         let orch = emco_orchestrator::Orchestrator::builder(Arc::clone(&store))
             .contexts(Arc::clone(&contexts))

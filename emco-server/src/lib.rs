@@ -50,12 +50,11 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::response::IntoResponse;
 use axum::routing::get;
+use emco_appcontext::Stores;
 use emco_appcontext::sealed::{Keyring, SealedStore};
-use emco_appcontext::{AppContextStore, ResourceStore, Stores};
 use emco_controller_sdk::client::ControllerRegistry;
 use emco_controller_sdk::intent::IntentType;
 use emco_controller_sdk::remote::AppContextService;
-use emco_controller_sdk::rest::ApiError;
 use emco_controller_sdk::{ActionController, PlacementController};
 use emco_controllers::dtc::{Dtc, Nps};
 use emco_controllers::gac::Gac;
@@ -67,7 +66,9 @@ use emco_controllers::sfc::{Sfc, SfcClient};
 use emco_controllers::swc::Swc;
 use emco_core::Error;
 use emco_orchestrator::{Limits, Orchestrator};
+use emco_rest::ApiError;
 use emco_rsync::engine::{Backoff, ReplicaConfig};
+use emco_store::{AppContextStore, ResourceStore};
 use http::{StatusCode, header};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -210,12 +211,12 @@ pub async fn serve_controller(
     server.serve(config.grpc_listen, shutdown).await
 }
 
-fn open_redb(config: &Config) -> Result<emco_appcontext::embedded::Redb, Error> {
+fn open_redb(config: &Config) -> Result<emco_store::embedded::Redb, Error> {
     std::fs::create_dir_all(&config.data_dir).map_err(|e| {
         Error::unavailable(format!("cannot create the data dir {:?}", config.data_dir))
             .with_source(e)
     })?;
-    emco_appcontext::embedded::RedbBuilder::new()
+    emco_store::embedded::RedbBuilder::new()
         .with_path(config.data_dir.join("emco.redb"))
         .with_cache_size(config.store_cache)
         .build()
@@ -242,7 +243,7 @@ pub fn secrets_keyring(config: &Config) -> Result<Option<Keyring>, Error> {
 /// older keys (or none) sealed is sealed again with the current key in the background.
 async fn resource_store(
     config: &Config,
-    redb: Option<&emco_appcontext::embedded::Redb>,
+    redb: Option<&emco_store::embedded::Redb>,
 ) -> Result<Arc<dyn ResourceStore>, Error> {
     let store = backend_store(config, redb).await?;
     // Always wrapped: without keys, a credential sealed earlier is refused by its key's name
@@ -271,10 +272,10 @@ async fn resource_store(
 
 async fn backend_store(
     config: &Config,
-    redb: Option<&emco_appcontext::embedded::Redb>,
+    redb: Option<&emco_store::embedded::Redb>,
 ) -> Result<Arc<dyn ResourceStore>, Error> {
     Ok(match config.backend {
-        Backend::Memory => Arc::new(emco_appcontext::InMemoryResourceStore::new()),
+        Backend::Memory => Arc::new(emco_store::InMemoryResourceStore::new()),
         Backend::Embedded => match redb {
             Some(db) => db.resource_store(),
             None => open_redb(config)?.resource_store(),
@@ -285,7 +286,7 @@ async fn backend_store(
                 .clone()
                 .ok_or_else(|| Error::invalid("the mongo backend needs --mongo-uri"))?;
             Arc::new(
-                emco_appcontext::mongo::MongoBuilder::new()
+                emco_store::mongo::MongoBuilder::new()
                     .with_uri(uri)
                     .with_database(config.mongo_database.clone())
                     .build()
@@ -320,7 +321,7 @@ pub async fn open_stores(config: &Config) -> Result<Stores, Error> {
 /// As [`open_stores`].
 pub async fn open_stores_held(
     config: &Config,
-) -> Result<(Stores, Option<emco_appcontext::embedded::FileHold>), Error> {
+) -> Result<(Stores, Option<emco_store::embedded::FileHold>), Error> {
     let redb = if config.backend == Backend::Embedded
         || config.context_backend == ContextBackend::Embedded
     {
@@ -330,20 +331,20 @@ pub async fn open_stores_held(
     };
     let resources = resource_store(config, redb.as_ref()).await?;
     let contexts: Arc<dyn AppContextStore> = match config.context_backend {
-        ContextBackend::Memory => Arc::new(emco_appcontext::InMemoryAppContextStore::new()),
+        ContextBackend::Memory => Arc::new(emco_store::InMemoryAppContextStore::new()),
         ContextBackend::Embedded => match &redb {
             Some(db) => db.app_context_store(),
             None => open_redb(config)?.app_context_store(),
         },
         ContextBackend::Etcd => Arc::new(
-            emco_appcontext::etcd::EtcdBuilder::from_env()
+            emco_store::etcd::EtcdBuilder::from_env()
                 .with_endpoints(config.etcd_endpoints.clone())
                 .with_prefix(config.etcd_prefix.clone())
                 .build()
                 .await?,
         ),
     };
-    let hold = redb.as_ref().map(emco_appcontext::embedded::Redb::hold);
+    let hold = redb.as_ref().map(emco_store::embedded::Redb::hold);
     Ok((Stores::new(contexts).with_resources(resources), hold))
 }
 

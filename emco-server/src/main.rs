@@ -65,8 +65,8 @@ fn main() -> ExitCode {
     };
     init_logs(config.log_format);
     // Each cluster holds descriptors (connections, watches): use all the system allows.
-    let ((soft, hard), (now, _)) = emco_core::os::raise_open_files_limit();
-    let text = emco_core::os::limit_text;
+    let ((soft, hard), (now, _)) = emco_runtime::os::raise_open_files_limit();
+    let text = emco_runtime::os::limit_text;
     if now == soft {
         tracing::info!(limit = %text(now), hard = %text(hard), "open files");
     } else {

@@ -9,7 +9,7 @@ use std::time::Instant;
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use emco_core::metrics::{Counter, Family, Gauge, Histogram, LATENCY_BUCKETS, render};
+use emco_runtime::metrics::{Counter, Family, Gauge, Histogram, LATENCY_BUCKETS, render};
 
 #[derive(Debug)]
 struct Http {

@@ -11,10 +11,10 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use emco_appcontext::AppContextStore;
-use emco_appcontext::kv::{Compare, Op, Txn};
 use emco_core::{Error, Result};
 use emco_rsync::engine::REPLICA_HEARTBEATS;
+use emco_store::AppContextStore;
+use emco_store::kv::{Compare, Op, Txn};
 use tokio_util::sync::CancellationToken;
 
 /// The heartbeat of the server without a replica id.

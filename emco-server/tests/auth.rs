@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
-use emco_appcontext::{AppContextStore, InMemoryAppContextStore, InMemoryResourceStore};
 use emco_core::Metadata;
 use emco_core::model::Cluster;
 use emco_orchestrator::Orchestrator;
 use emco_server::{Authenticator, Config, Metrics};
+use emco_store::{AppContextStore, InMemoryAppContextStore, InMemoryResourceStore};
 use http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};

@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use emco_appcontext::context::AppContextStatus;
-use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore};
+use emco_appcontext::{AppContext, CompositeAppMeta};
 use emco_controller_sdk::remote::{AppContextService, RemoteAppContextStore};
+use emco_store::{AppContextStore, InMemoryAppContextStore};
 use emco_testkit::free_addr;
 
 /// A running server, killed on drop if the test did not stop it.
@@ -806,7 +807,7 @@ async fn etcd_context_backend() {
     let dir = tempfile::tempdir().unwrap();
     let (addr, grpc) = (free_addr(), free_addr());
     // Its own key space: other tests' engines on the same etcd must not resume its contexts.
-    let prefix = emco_appcontext::conformance::unique_prefix("/emco-rs-test/server-");
+    let prefix = emco_store::conformance::unique_prefix("/emco-rs-test/server-");
     let server = Server::start_with(
         dir.path(),
         addr,
@@ -822,7 +823,7 @@ async fn etcd_context_backend() {
     );
     let ctx = remote_context(grpc).await;
     let etcd: Arc<dyn AppContextStore> = Arc::new(
-        emco_appcontext::etcd::EtcdBuilder::new()
+        emco_store::etcd::EtcdBuilder::new()
             .with_endpoints([endpoint])
             .with_prefix(prefix)
             .build()
@@ -1188,7 +1189,7 @@ impl SharedStores {
             eprintln!("SKIPPED {test}: no etcd and MongoDB");
             return None;
         };
-        let prefix = emco_appcontext::conformance::unique_prefix("/emco-rs-test/shared-");
+        let prefix = emco_store::conformance::unique_prefix("/emco-rs-test/shared-");
         let database = prefix.trim_matches('/').replace(['/', '-'], "_");
         Some(Self {
             etcd,
@@ -1199,8 +1200,8 @@ impl SharedStores {
     }
 
     /// The AppContext store in the etcd, under the test's prefix.
-    async fn etcd(&self) -> emco_appcontext::etcd::EtcdAppContextStore {
-        emco_appcontext::etcd::EtcdBuilder::new()
+    async fn etcd(&self) -> emco_store::etcd::EtcdAppContextStore {
+        emco_store::etcd::EtcdBuilder::new()
             .with_endpoints([self.etcd.clone()])
             .with_prefix(self.prefix.clone())
             .build()

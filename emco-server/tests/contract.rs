@@ -12,9 +12,9 @@
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
 use axum::body::Body;
-use emco_appcontext::InMemoryResourceStore;
 use emco_orchestrator::Orchestrator;
 use emco_server::{Config, Metrics};
+use emco_store::InMemoryResourceStore;
 use http::Request;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
@@ -3669,9 +3669,9 @@ async fn dtc_table(rec: &Recorder) {
 /// ncm (src/ncm/api/networkhandler.go, providernethandler.go, schedulerhandler.go,
 /// apierrors.go): networks and provider networks of cluster `c1` and its lifecycle refusals.
 async fn ncm_table(rec: &Recorder) {
-    use emco_appcontext::ResourceKey;
     use emco_core::Metadata;
     use emco_core::model::{Cluster, ClusterProvider};
+    use emco_store::ResourceKey;
 
     let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
     orch.onboarding()

@@ -9,9 +9,9 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use emco_appcontext::InMemoryResourceStore;
 use emco_orchestrator::Orchestrator;
 use emco_server::{Config, Metrics};
+use emco_store::InMemoryResourceStore;
 use http::Request;
 use http_body_util::BodyExt;
 use proptest::prelude::*;

@@ -10,9 +10,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use emco_appcontext::AppContextStore;
 use emco_server::Config;
 use emco_server::tls::TlsFiles;
+use emco_store::AppContextStore;
 use emco_testkit::free_addr;
 use http_body_util::BodyExt as _;
 use hyper_util::rt::TokioIo;

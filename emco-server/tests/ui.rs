@@ -7,11 +7,11 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use emco_appcontext::InMemoryResourceStore;
 use emco_core::Metadata;
 use emco_core::model::Cluster;
 use emco_orchestrator::Orchestrator;
 use emco_server::{Config, Metrics};
+use emco_store::InMemoryResourceStore;
 use http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::call;
-use emco_appcontext::InMemoryResourceStore;
 use emco_orchestrator::Orchestrator;
 use emco_server::{Config, Metrics};
+use emco_store::InMemoryResourceStore;
 use emco_testkit::temporal::{TASK_QUEUE, TemporalKit as Kit};
 use serde_json::{Value, json};
 

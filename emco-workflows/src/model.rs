@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 
 use emco_controller_sdk::intent::Dig;
-use emco_controller_sdk::rest::Wording;
 use emco_core::{Metadata, Object};
+use emco_rest::Wording;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -272,7 +272,7 @@ impl StatusQuery {
 /// workflowmgr's texts: every module error is a 500 there; we answer 404 and 409 with them.
 fn intent_wording() -> Wording {
     let mut w = Wording::new("Workflow Intent not found", "WorkflowIntent already exists");
-    w.empty_list = emco_controller_sdk::rest::EmptyList::Null;
+    w.empty_list = emco_rest::EmptyList::Null;
     w
 }
 

@@ -20,13 +20,11 @@ use axum::Router;
 use axum::extract::{Path, Query};
 use axum::routing::{get, post};
 use bytes::Bytes;
-use emco_appcontext::ResourceStore;
 use emco_appcontext::collection::Collection;
 use emco_controller_sdk::IntentType;
-use emco_controller_sdk::rest::{
-    ApiError, EmcoJson, KeyPattern, RawBody, Routes, item_key, json_response,
-};
 use emco_core::{Error, Result};
+use emco_rest::{ApiError, EmcoJson, KeyPattern, RawBody, Routes, item_key, json_response};
+use emco_store::ResourceStore;
 use http::StatusCode;
 use http_body_util::Full;
 use hyper_util::client::legacy::Client;

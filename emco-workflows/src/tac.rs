@@ -25,17 +25,17 @@ use axum::Router;
 use axum::extract::{Path, Query};
 use axum::routing::{get, post};
 use emco_appcontext::collection::Collection;
-use emco_appcontext::{ResourceKey, ResourceStore};
 use emco_controller_sdk::controller::Event;
 use emco_controller_sdk::intent::Dig;
-use emco_controller_sdk::rest::{
-    ApiError, EmcoJson, KeyPattern, PutStatus, RawBody, Routes, Wording, item_key, json_response,
-};
 use emco_controller_sdk::{ActionController, ControllerContext, IntentType};
 use emco_core::lifecycle::DigState;
 use emco_core::lifecycle::hold::Hold;
-use emco_core::metrics::{Counter, Family, Histogram};
 use emco_core::{DigRef, Error, ErrorKind, Metadata, Object, Result};
+use emco_rest::{
+    ApiError, EmcoJson, KeyPattern, PutStatus, RawBody, Routes, Wording, item_key, json_response,
+};
+use emco_runtime::metrics::{Counter, Family, Histogram};
+use emco_store::{ResourceKey, ResourceStore};
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
 
@@ -189,7 +189,7 @@ fn undecodable(_: &str) -> String {
 
 fn hook_wording(not_found: &'static str, exists: &'static str) -> Wording {
     let mut w = Wording::new(not_found, exists).with_put(PutStatus::Created);
-    w.empty_list = emco_controller_sdk::rest::EmptyList::Null;
+    w.empty_list = emco_rest::EmptyList::Null;
     w
 }
 

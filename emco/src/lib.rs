@@ -6,7 +6,8 @@
 //! | path | crate | feature |
 //! |---|---|---|
 //! | `emco::{Error, Result, Metadata, Validate, ContextId}`, `emco::model`, `emco::lifecycle`, `emco::placement`, ... | emco-core: the model and its rules | always |
-//! | `emco::store` | emco-appcontext: the resource and AppContext stores (memory, embedded, etcd, MongoDB) and the AppContext API | always |
+//! | `emco::store` | emco-store: the resource and AppContext stores, their backends (memory, embedded, etcd, MongoDB) and fencing | always |
+//! | `emco::appcontext` | emco-appcontext: the AppContext API, the key schema of objects, typed collections, sealing | always |
 //! | `emco::controller` | emco-controller-sdk: controllers, intents, the gRPC server and client | `controller` (default) |
 //! | `emco::rsync` | emco-rsync: deploys AppContexts to clusters | `rsync` |
 //! | `emco::orchestrator` | emco-orchestrator: onboarding, lifecycle, status | `orchestrator` |
@@ -31,7 +32,7 @@
 //! (see `examples/label-controller/README.md` at the top of the repository).
 
 pub use async_trait::async_trait;
-pub use emco_appcontext as store;
+pub use emco_appcontext as appcontext;
 #[cfg(feature = "controller")]
 pub use emco_controller_sdk as controller;
 pub use emco_core::*;
@@ -39,3 +40,4 @@ pub use emco_core::*;
 pub use emco_orchestrator as orchestrator;
 #[cfg(feature = "rsync")]
 pub use emco_rsync as rsync;
+pub use emco_store as store;

@@ -1051,12 +1051,10 @@ async fn test_dependency_instantiate_watch_status_delete() {
         kubeconfigs.push(path);
     }
     let values = test_dependency_values(dir.path(), [&kubeconfigs[0], &kubeconfigs[1]]);
-    let orch = Orchestrator::builder(std::sync::Arc::new(
-        emco_appcontext::InMemoryResourceStore::new(),
-    ))
-    .rsync(emco_testkit::fast_rsync)
-    .build()
-    .unwrap();
+    let orch = Orchestrator::builder(std::sync::Arc::new(emco_store::InMemoryResourceStore::new()))
+        .rsync(emco_testkit::fast_rsync)
+        .build()
+        .unwrap();
     let cancel = tokio_util::sync::CancellationToken::new();
     orch.start(cancel.clone()).await.unwrap();
     let app = emco_server::app(orch, &Config::default(), Metrics::new());

@@ -37,7 +37,7 @@ fn server() -> &'static Server {
             .enable_all()
             .build()
             .expect("a runtime");
-        let store = Arc::new(emco_appcontext::InMemoryResourceStore::new());
+        let store = Arc::new(emco_store::InMemoryResourceStore::new());
         let orch = emco_orchestrator::Orchestrator::new(store);
         let app = emco_server::app(orch, &emco_server::Config::default(), emco_server::Metrics::new());
         let server = Server { rt, app };

@@ -15,7 +15,7 @@ use emco_core::{Error, ErrorKind, Result, Validate};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::{Filter, ResourceKey, ResourceStore};
+use emco_store::{Filter, ResourceKey, ResourceStore};
 
 pub use wording::{
     EmptyList, HAS_CHILDREN, NAME_MISMATCH, PARENT_MISSING, PutStatus, REMOVE_MISSING, Wording,

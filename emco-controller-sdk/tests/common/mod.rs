@@ -9,12 +9,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta, InMemoryAppContextStore};
+use emco_appcontext::{AppContext, CompositeAppMeta};
 use emco_controller_sdk::{
     ActionController, ControllerContext, Event, PlacementController, Server,
 };
 use emco_core::model::{Controller, ControllerSpec};
 use emco_core::{Error, Metadata, Result};
+use emco_store::{AppContextStore, InMemoryAppContextStore};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;

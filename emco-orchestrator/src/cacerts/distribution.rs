@@ -18,10 +18,11 @@ use std::sync::Arc;
 
 use base64::Engine;
 use emco_appcontext::context::CompositeAppMeta;
-use emco_appcontext::{AppContext, ObjectRef, ResourceKey};
+use emco_appcontext::{AppContext, ObjectRef};
 use emco_core::lifecycle::{AppContextStatus, DigState, StateInfo};
 use emco_core::model::cacert::{CERT_MANAGER_GROUP, CaCert};
 use emco_core::{ContextId, Error, Result};
+use emco_store::ResourceKey;
 use serde_json::{Value, json};
 
 use super::enrollment::{keys_blob, request_name, resource_name};
@@ -256,7 +257,7 @@ impl CaCerts {
             return Ok(());
         };
         let enrolled = self.enrolled(&cert_key).await?;
-        let keys = emco_appcontext::resource::read_blob(
+        let keys = emco_store::resource::read_blob(
             store,
             &Lifecycle::Enrollment.record(&cert_key),
             &keys_blob(enrolled),

@@ -14,13 +14,14 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use base64::Engine;
+use emco_appcontext::AppContext;
 use emco_appcontext::context::CompositeAppMeta;
-use emco_appcontext::{AppContext, ResourceKey};
 use emco_core::ResourceName;
 use emco_core::lifecycle::{AppContextStatus, DigState, StateInfo};
 use emco_core::model::cacert::{CERT_MANAGER_GROUP, CaCert, CaCertClusterGroup};
 use emco_core::model::kv_value_text;
 use emco_core::{ContextId, Error, ErrorKind, Result};
+use emco_store::ResourceKey;
 use rsa::pkcs1::EncodeRsaPrivateKey;
 use rsa::pkcs8::EncodePrivateKey;
 use serde_json::{Value, json};

@@ -23,11 +23,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use emco_appcontext::collection::{Hook, Wording};
-use emco_appcontext::{AppContextStore, PutMode, ResourceKey, ResourceStore};
 use emco_core::ClusterRef;
 use emco_core::lifecycle::{AppContextStatus, DigState, StateInfo};
 use emco_core::model::cacert::CaCert;
 use emco_core::{ContextId, Error, ErrorKind, Result};
+use emco_store::{AppContextStore, PutMode, ResourceKey, ResourceStore};
 use serde_json::json;
 
 use crate::hooks::{NewHook, OwnedContexts};

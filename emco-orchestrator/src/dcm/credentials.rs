@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use bytes::Bytes;
-use emco_appcontext::{AppContext, ResourceKey, ResourceStore};
+use emco_appcontext::AppContext;
 use emco_core::ClusterRef;
 use emco_core::lifecycle::DigState;
 use emco_core::model::{ClusterReference, LogicalCloud};
@@ -27,6 +27,7 @@ use emco_core::{ContextId, Error, Found, Result};
 use emco_rsync::connector::kube::KubeConnector;
 use emco_rsync::connector::{Connector, ResourceId, Scope};
 use emco_rsync::engine::Backoff;
+use emco_store::{ResourceKey, ResourceStore};
 use futures::StreamExt;
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
 use serde_json::{Value, json};

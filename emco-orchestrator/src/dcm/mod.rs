@@ -31,12 +31,13 @@ mod status;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use emco_appcontext::AppContext;
 use emco_appcontext::context::{AppContextStatus, CompositeAppMeta, ContextWriter};
-use emco_appcontext::{AppContext, Filter, ResourceKey};
 use emco_core::ClusterRef;
 use emco_core::lifecycle::{DigState, StateInfo};
 use emco_core::model::{ClusterReference, LogicalCloud};
 use emco_core::{Error, Found, LogicalCloudRef, Result};
+use emco_store::{Filter, ResourceKey};
 
 pub use status::{LogicalCloudStatus, LogicalCloudStatusQuery};
 

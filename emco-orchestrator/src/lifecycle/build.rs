@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use emco_appcontext::AppContext;
 use emco_appcontext::context::{AppDependency as CtxDependency, CompositeAppMeta};
-use emco_appcontext::{AppContext, AppContextStore, ResourceKey};
 use emco_controller_sdk::{ContextHandle, ControllerRegistry};
 use emco_core::lifecycle::AppContextStatus;
 use emco_core::model::DeploymentIntentGroup;
@@ -14,6 +14,7 @@ use emco_core::placement::{
     AppPlacementIntent, ClusterRef, Inventory, Placement, finalize, resolve,
 };
 use emco_core::{ContextId, DigRef, Error, ErrorKind, Found, Result};
+use emco_store::{AppContextStore, ResourceKey};
 
 use super::Deployments;
 use super::render::{RenderInput, RenderedApp, render_app};

@@ -7,13 +7,14 @@
 
 use std::sync::Arc;
 
+use emco_appcontext::AppContext;
 use emco_appcontext::context::Registry;
 use emco_appcontext::keys::Keyed;
-use emco_appcontext::{AppContext, ResourceKey};
 use emco_controller_sdk::controller::Event;
 use emco_core::lifecycle::hold::{HoldState, Holds};
 use emco_core::lifecycle::{AppContextStatus, DigState};
 use emco_core::{ContextId, ErrorKind, Found, Result};
+use emco_store::ResourceKey;
 use tokio_util::sync::CancellationToken;
 
 use super::Deployments;

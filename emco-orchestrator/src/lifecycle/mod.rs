@@ -42,12 +42,13 @@ pub use rollout::{RolloutControl, RolloutMetrics};
 use std::sync::Arc;
 use std::time::Duration;
 
+use emco_appcontext::AppContext;
 use emco_appcontext::context::Registry;
 use emco_appcontext::keys::Keyed;
-use emco_appcontext::{AppContext, ResourceKey};
 use emco_core::lifecycle::{DigOperation, StateInfo, transition_named};
 use emco_core::model::DeploymentIntentGroup;
 use emco_core::{ContextId, DigRef, Error, ErrorKind, Found, Metadata, Result, Validate};
+use emco_store::ResourceKey;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use emco_controller_sdk::controller::Event;

@@ -14,9 +14,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use emco_appcontext::context::ContextKey;
 use emco_appcontext::keys::Keyed;
-use emco_appcontext::{
-    AppContext, AppContextStore, Deployer, KeyValue, ObjectRef, ScratchStore, Stores,
-};
+use emco_appcontext::{AppContext, Deployer, ObjectRef, ScratchStore, Stores};
 use emco_core::lifecycle::{DigOperation, transition_named};
 use emco_core::placement::{ClusterRef, Inventory, Reason, explain};
 use emco_core::preview::{
@@ -24,6 +22,7 @@ use emco_core::preview::{
     ObjectChange, PickedBy, Preview, PreviewOptions, Refusal, Summary, Unchecked,
 };
 use emco_core::{ContextId, DigRef, Error, Result};
+use emco_store::{AppContextStore, KeyValue};
 use serde_json::Value;
 
 use super::build::{self, Site};

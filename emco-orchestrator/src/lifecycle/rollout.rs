@@ -24,17 +24,18 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
+use emco_appcontext::AppContext;
 use emco_appcontext::context::Registry;
 use emco_appcontext::keys::Keyed;
-use emco_appcontext::{AppContext, ResourceKey};
 use emco_core::lifecycle::{DigOperation, DigState};
-use emco_core::metrics::{Counter, Family, Histogram};
 use emco_core::rollout::{
     ClusterHealth, CustomHealth, OnFailure, PlacedCluster, RolloutPolicy, RolloutRun, RolloutState,
     UnreachablePolicy, Verdict, WaveFailure, WaveRun, judge, plan_waves,
 };
 use emco_core::time::{parse_rfc3339, rfc3339, unix_seconds};
 use emco_core::{ContextId, DigRef, Error, ErrorKind, Found, Result};
+use emco_runtime::metrics::{Counter, Family, Histogram};
+use emco_store::ResourceKey;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 

@@ -23,14 +23,15 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use emco_appcontext::AppContext;
 use emco_appcontext::collection::Hook;
 use emco_appcontext::context::{AppContextStatus, CompositeAppMeta};
-use emco_appcontext::{AppContext, AppContextStore, ResourceKey, ResourceStore};
 use emco_core::lifecycle::{DigState, StateInfo};
 use emco_core::model::status::{ClusterNetworkStatus, StatusQuery};
 use emco_core::model::{Cluster, KvPair, Network, ProviderNetwork, kv_value_text};
 use emco_core::placement::ClusterRef;
 use emco_core::{Error, Result};
+use emco_store::{AppContextStore, ResourceKey, ResourceStore};
 use serde_json::{Value, json};
 
 use crate::dcm::manifests::Manifest;

@@ -6,9 +6,9 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use emco_controller_sdk::rest::json_response;
 use emco_core::Error;
 use emco_core::model::StatusQuery;
+use emco_rest::json_response;
 use http::StatusCode;
 use serde::Deserialize;
 

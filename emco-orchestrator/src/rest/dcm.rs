@@ -7,8 +7,8 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use emco_controller_sdk::rest::json_response;
 use emco_core::LogicalCloudRef;
+use emco_rest::json_response;
 use http::{StatusCode, header};
 use serde::Deserialize;
 

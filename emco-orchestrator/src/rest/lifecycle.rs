@@ -8,9 +8,9 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use emco_controller_sdk::rest::{EmcoJson, json_response};
 use emco_core::DigRef;
 use emco_core::model::status::StatusQuery;
+use emco_rest::{EmcoJson, json_response};
 use http::StatusCode;
 
 use super::{Answer, DIG};

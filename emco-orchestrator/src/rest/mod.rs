@@ -20,9 +20,9 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::response::Response;
 use axum::routing::get;
-use emco_appcontext::ResourceKey;
-use emco_controller_sdk::rest::{ApiError, FileRoutes, Routes};
 use emco_core::model::ClusterLabel;
+use emco_rest::{ApiError, FileRoutes, Routes};
+use emco_store::ResourceKey;
 use serde::Deserialize;
 
 use crate::auth::{Access, Scope, Target};

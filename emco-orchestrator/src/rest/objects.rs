@@ -7,15 +7,15 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
-use emco_appcontext::ResourceKey;
 use emco_appcontext::collection::Collection;
-use emco_controller_sdk::rest::multipart::{MultipartForm, UploadedFile};
-use emco_controller_sdk::rest::{
-    ApiError, EmcoJson, FormWriter, Representation, json_response, list_response, put_status,
-};
 use emco_core::Error;
 use emco_core::model::{App, AppProfile, Cluster, CompositeApp, DigIntent, KvPair};
 use emco_core::placement::AppPlacementIntent;
+use emco_rest::multipart::{MultipartForm, UploadedFile};
+use emco_rest::{
+    ApiError, EmcoJson, FormWriter, Representation, json_response, list_response, put_status,
+};
+use emco_store::ResourceKey;
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 

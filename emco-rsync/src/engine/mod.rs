@@ -34,11 +34,12 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use async_trait::async_trait;
+use emco_appcontext::AppContext;
 use emco_appcontext::context::{CompositeAppMeta, QueueElement, QueueStatus, Registry};
-use emco_appcontext::{AppContext, AppContextStore};
 use emco_core::lifecycle::{AppContextStatus, RsyncEvent, rsync_transition};
-use emco_core::sync::StripedLocks;
 use emco_core::{ContextId, Error, Found, Result};
+use emco_runtime::sync::StripedLocks;
+use emco_store::AppContextStore;
 use tokio::sync::{Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
 
@@ -1351,7 +1352,7 @@ mod tests {
     async fn builder_requires_store_and_resolver() {
         assert!(Rsync::builder().build().is_err());
         let r = Rsync::builder()
-            .store(Arc::new(emco_appcontext::InMemoryAppContextStore::new()))
+            .store(Arc::new(emco_store::InMemoryAppContextStore::new()))
             .build();
         assert!(r.is_err());
     }

@@ -19,7 +19,7 @@
 //! were in flight or that it sends once it is reachable again:
 //! - a takeover is conditioned on the dead replica's heartbeat being still the version judged
 //!   dead, so a beat that lands first keeps the context with its owner;
-//! - every write of a context's work goes through a [`FencedStore`](emco_appcontext::FencedStore)
+//! - every write of a context's work goes through a [`FencedStore`](emco_store::FencedStore)
 //!   whose token is the owner key's revision when this replica took it: after a takeover the
 //!   store refuses them, however late they arrive;
 //! - the clusters cannot check a token, so this replica holds a lease on its own clock: half the
@@ -33,8 +33,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use emco_appcontext::{AppContextStore, Compare, FencedStore, ListOptions, Op, Txn};
 use emco_core::{ContextId, Result};
+use emco_store::{AppContextStore, Compare, FencedStore, ListOptions, Op, Txn};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -443,7 +443,7 @@ async fn delete_unchanged(store: &dyn AppContextStore, key: &str, revision: u64)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use emco_appcontext::InMemoryAppContextStore;
+    use emco_store::InMemoryAppContextStore;
 
     fn replica(id: &str) -> Owners {
         Owners::new(ReplicaConfig::new(id, Duration::from_millis(300)))

@@ -7,10 +7,11 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use emco_appcontext::AppContext;
 use emco_appcontext::context::{ContextKey, MAX_TXN_OPS, ResourceStatusRecord};
-use emco_appcontext::{AppContext, Op, Txn};
 use emco_core::lifecycle::{ClusterReadiness, RsyncStatus};
 use emco_core::{Error, Result};
+use emco_store::{Op, Txn};
 
 /// Extends [`AppContext`] with the batched writes the engine needs.
 #[async_trait]

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use emco_appcontext::context::QueueStatus;
 use emco_appcontext::context::{AppDependency, HookGroups};
-use emco_appcontext::{AppContext, AppContextStore, CompositeAppMeta};
+use emco_appcontext::{AppContext, CompositeAppMeta};
 use emco_core::Result;
 use emco_core::lifecycle::{AppContextStatus, RsyncEvent};
 use emco_rsync::connector::kube::KubeConnector;
@@ -23,6 +23,7 @@ use emco_rsync::connector::{
     Warnings,
 };
 use emco_rsync::engine::{Backoff, MapResolver, Rsync, RsyncBuilder};
+use emco_store::AppContextStore;
 use kubesim::{Fleet, FleetConfig};
 use serde_json::Value;
 
@@ -467,7 +468,7 @@ pub async fn assert_config_maps(env: &Env, ctx: &AppContext, count: usize) {
 /// same etcd.
 pub async fn etcd(endpoint: &str, prefix: &str) -> Arc<dyn AppContextStore> {
     Arc::new(
-        emco_appcontext::etcd::EtcdBuilder::new()
+        emco_store::etcd::EtcdBuilder::new()
             .with_endpoints([endpoint.to_owned()])
             .with_prefix(prefix)
             .build()
@@ -498,7 +499,7 @@ impl Crash {
         env.fleet.write_kubeconfigs(dir.path()).await.unwrap();
         // Slow clusters so that the kill lands in the middle.
         env.fault_all(&kubesim::Fault::latency(100));
-        let prefix = emco_appcontext::conformance::unique_prefix(&format!("/emco-rs-test/{name}-"));
+        let prefix = emco_store::conformance::unique_prefix(&format!("/emco-rs-test/{name}-"));
         let store = etcd(endpoint, &prefix).await;
         let ctx = context(
             Arc::clone(&store),

@@ -1576,7 +1576,7 @@ fn main() {
             p.bin_dir.join(bin).display()
         );
     }
-    let (_, (soft, _)) = emco_core::os::raise_open_files_limit();
+    let (_, (soft, _)) = emco_runtime::os::raise_open_files_limit();
     eprintln!("open files limit: {soft:?}");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

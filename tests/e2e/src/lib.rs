@@ -288,7 +288,7 @@ fn server_config(stores: Backends, dir: &Path) -> Option<emco_server::Config> {
         config.backend = emco_server::Backend::Mongo;
         config.mongo_uri = Some(mongo);
         // A fresh database per environment: runs and parallel tests do not collide.
-        config.mongo_database = emco_appcontext::conformance::unique_prefix("emco_e2e_")
+        config.mongo_database = emco_store::conformance::unique_prefix("emco_e2e_")
             .replace(['/', '-'], "_")
             .trim_end_matches('_')
             .to_owned();
@@ -296,7 +296,7 @@ fn server_config(stores: Backends, dir: &Path) -> Option<emco_server::Config> {
         config.etcd_endpoints = vec![etcd];
         // Its own key space: other tests' engines on the same etcd must not resume (and so
         // race on) this environment's contexts, nor this one theirs.
-        config.etcd_prefix = emco_appcontext::conformance::unique_prefix("/emco-rs-test/e2e-");
+        config.etcd_prefix = emco_store::conformance::unique_prefix("/emco-rs-test/e2e-");
         // The credentials sealed in MongoDB, as a production setup keeps them: every scenario's
         // kubeconfigs, logical-cloud and CA keys go through the sealed store on this setup.
         let keys = dir.join("secrets.keys");
@@ -387,7 +387,7 @@ impl Env {
         let o = self.orch.onboarding();
         o.cluster_providers()
             .create(
-                &emco_appcontext::ResourceKey::root(),
+                &emco_store::ResourceKey::root(),
                 &ClusterProvider {
                     metadata: Metadata::named(provider),
                 },

@@ -1660,19 +1660,22 @@ fn dependents(store: &Store, uid: &str, blocking: bool) -> Vec<Key> {
     store
         .all()
         .filter(|(_, o)| {
-            o.pointer("/metadata/ownerReferences")
-                .and_then(Value::as_array)
-                .is_some_and(|refs| {
-                    refs.iter().any(|r| {
-                        r.get("uid").and_then(Value::as_str) == Some(uid)
-                            && (!blocking
-                                || r.get("blockOwnerDeletion").and_then(Value::as_bool)
-                                    == Some(true))
-                    })
-                })
+            refers_to(o, uid, |r| {
+                !blocking || r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
+            })
         })
         .map(|(k, _)| k.clone())
         .collect()
+}
+
+/// Whether one of `obj`'s owner references names `uid` and passes `also`.
+pub(crate) fn refers_to(obj: &Value, uid: &str, also: impl Fn(&Value) -> bool) -> bool {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| {
+            refs.iter()
+                .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid) && also(r))
+        })
 }
 
 /// Finishes the foreground deletion of the object `uid` if it waits for dependents and none

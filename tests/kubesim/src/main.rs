@@ -122,7 +122,7 @@ async fn serve(a: ServeArgs) -> emco_core::Result<()> {
     // descriptors the system allows.
     let per_cluster = if a.shared_port { 1 } else { 2 };
     let needed = per_cluster * a.clusters as u64 + 64;
-    let (_, (soft, _)) = emco_core::os::raise_open_files_limit();
+    let (_, (soft, _)) = emco_runtime::os::raise_open_files_limit();
     if let Some(limit) = soft
         && limit < needed
     {

@@ -17,14 +17,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use emco_appcontext::{
-    AppContextStore, InMemoryAppContextStore, InMemoryResourceStore, ResourceKey, ResourceStore,
-};
 use emco_controller_sdk::{ControllerRegistry, Stores};
 use emco_core::Metadata;
 use emco_core::model::{Cluster, ClusterLabel, ClusterProvider, Project};
 use emco_orchestrator::{Orchestrator, OrchestratorBuilder, keys};
 use emco_rsync::engine::{Backoff, RsyncBuilder};
+use emco_store::{
+    AppContextStore, InMemoryAppContextStore, InMemoryResourceStore, ResourceKey, ResourceStore,
+};
 use kubesim::{Fleet, FleetConfig};
 use tokio_util::sync::CancellationToken;
 

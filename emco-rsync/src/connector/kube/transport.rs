@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use ::kube::client::Body;
 use ::kube::{Client, Config};
 use bytes::Bytes;
-use emco_core::metrics::{Counter, Family, Gauge};
+use emco_runtime::metrics::{Counter, Family, Gauge};
 use http::{Request, Response, Uri};
 use hyper::body::Incoming;
 use hyper_rustls::{HttpsConnector, MaybeHttpsStream};
@@ -117,7 +117,7 @@ impl Budget {
     /// that limit before it builds any client).
     pub fn process() -> &'static Arc<Self> {
         static BUDGET: LazyLock<Arc<Budget>> =
-            LazyLock::new(|| Arc::new(Budget::for_limit(emco_core::os::open_files_limit().0)));
+            LazyLock::new(|| Arc::new(Budget::for_limit(emco_runtime::os::open_files_limit().0)));
         &BUDGET
     }
 
@@ -687,7 +687,7 @@ mod tests {
         assert_eq!(budget.waiting.get(&[]), Some(0.0));
         assert_eq!(budget.waits.get(&[]), 2);
         drop(held);
-        let text = emco_core::metrics::render(&budget.families());
+        let text = emco_runtime::metrics::render(&budget.families());
         assert!(text.contains("emco_cluster_connections 0"), "{text}");
         assert!(text.contains("emco_cluster_connections_limit 1"), "{text}");
         assert!(

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::api::{create_child, remove_child, update_child};
+use crate::api::{create_child, refers_to, remove_child, update_child};
 use crate::cluster::Cluster;
 use crate::resources::ResourceType;
 use crate::store::{Key, Store};
@@ -97,14 +97,9 @@ fn owned(store: &Store, tk: &str, owner: &Value) -> Vec<(Key, Arc<Value>)> {
     store
         .list(tk, Some(ns))
         .filter(|(_, o)| {
-            o.pointer("/metadata/ownerReferences")
-                .and_then(Value::as_array)
-                .is_some_and(|refs| {
-                    refs.iter().any(|r| {
-                        r.get("uid").and_then(Value::as_str) == Some(uid)
-                            && r.get("controller").and_then(Value::as_bool) == Some(true)
-                    })
-                })
+            refers_to(o, uid, |r| {
+                r.get("controller").and_then(Value::as_bool) == Some(true)
+            })
         })
         .map(|(k, o)| (k.clone(), o.clone()))
         .collect()

@@ -7,7 +7,7 @@ use http::StatusCode;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::ApiError;
+use crate::ApiError;
 
 /// A JSON request body, parsed with Go's `encoding/json` rules (`null` for any field reads as
 /// its zero value, field names match case-insensitively; see [`emco_go::json`]) and validated:

@@ -9,12 +9,12 @@ use axum::extract::{Path, Query};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use emco_appcontext::collection::{Collection, EmptyList, Hook, NoHook, Object, Wording};
-use emco_appcontext::{Filter, ResourceKey, ResourceStore};
 use emco_core::{Error, Result};
+use emco_store::{Filter, ResourceKey, ResourceStore};
 use http::StatusCode;
 use serde::Serialize;
 
-use super::{ApiError, EmcoJson, KeyPattern, RawBody};
+use crate::{ApiError, EmcoJson, KeyPattern, RawBody};
 
 /// Builds EMCO's five routes for one object type from its collection URL:
 ///

@@ -3,13 +3,13 @@
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use emco_appcontext::{BlobStream, ResourceKey, ResourceStore};
 use emco_core::Error;
+use emco_store::{BlobStream, ResourceKey, ResourceStore};
 use futures::StreamExt;
 use http::{HeaderMap, StatusCode, header};
 use serde::Serialize;
 
-use super::{ApiError, json_response};
+use crate::{ApiError, json_response};
 
 /// What a GET of an object with a file answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

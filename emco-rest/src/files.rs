@@ -14,15 +14,14 @@ use axum::extract::{Multipart, Path};
 use axum::routing::get;
 use emco_appcontext::collection::{Collection, Object};
 use emco_appcontext::keys::FILE_BLOB;
-use emco_appcontext::{BlobStream, ResourceKey, ResourceStore};
 use emco_core::{Error, Found, Result};
+use emco_store::{BlobStream, ResourceKey, ResourceStore};
 use http::{HeaderMap, StatusCode};
 
-use super::accept::{FilePart, multipart_response};
-use super::multipart::{MultipartForm, UploadedFile};
-use super::routes::item_key;
-use super::{ApiError, KeyPattern, Representation, json_response, list_response, put_status};
-use crate::intent::IntentType;
+use crate::accept::{FilePart, multipart_response};
+use crate::multipart::{MultipartForm, UploadedFile};
+use crate::routes::item_key;
+use crate::{ApiError, KeyPattern, Representation, json_response, list_response, put_status};
 
 /// The blob name of an uploaded part, by the rule of [`FILE_BLOB`].
 ///
@@ -290,20 +289,4 @@ pub async fn read_form(
 ) -> std::result::Result<MultipartForm, ApiError> {
     let form = form.map_err(|r| ApiError::with_status(StatusCode::BAD_REQUEST, r.body_text()))?;
     MultipartForm::read(form, max_file).await
-}
-
-/// The routes of a file intent type: [`FileRoutes`] over its collection under `/v2`, its
-/// `files` named by [`IntentType::file_names`].
-pub fn file_routes<T: IntentType, S: Clone + Send + Sync + 'static>(
-    store: Arc<dyn ResourceStore>,
-    max_file: u64,
-) -> Router<S> {
-    FileRoutes::new(
-        format!("/v2{}", T::collection_path()),
-        T::PARAM,
-        T::collection(store),
-    )
-    .max_file(max_file)
-    .extra_files(T::file_names)
-    .serve()
 }

@@ -1,7 +1,7 @@
 //! The conformance suites on the in-memory backends.
 
-use emco_appcontext::conformance;
-use emco_appcontext::{InMemoryAppContextStore, InMemoryResourceStore};
+use emco_store::conformance;
+use emco_store::{InMemoryAppContextStore, InMemoryResourceStore};
 
 #[tokio::test]
 async fn memory_app_context_store_conforms() {
@@ -26,25 +26,10 @@ async fn memory_resource_store_conforms() {
     conformance::families(&store, "run").await.unwrap();
 }
 
-/// The sealing wrapper answers as the store it wraps: blobs, lists, their order and integrity.
-#[tokio::test]
-async fn sealed_resource_store_conforms() {
-    use emco_appcontext::sealed::{Keyring, SealedStore};
-    use std::sync::Arc;
-    let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
-    let keyring = Keyring::parse(&format!("k1:{key}")).unwrap();
-    let store = SealedStore::new(
-        Arc::new(InMemoryResourceStore::new()),
-        Some(Arc::new(keyring)),
-    );
-    conformance::resource_store(&store, "run").await.unwrap();
-    conformance::families(&store, "run").await.unwrap();
-}
-
 /// The wrapper that fences a replica's writes is a store like any other while its fence holds.
 #[tokio::test]
 async fn a_fenced_store_whose_fence_holds_conforms() {
-    use emco_appcontext::{AppContextStore, FencedStore};
+    use emco_store::{AppContextStore, FencedStore};
     use std::sync::Arc;
     let inner: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
     let token = inner.put("/fence/", "me".into()).await.unwrap();

@@ -4,7 +4,7 @@
 //! `/metrics`, so two orchestrators in one process (tests, embedders) never mix their figures.
 //!
 //! ```
-//! use emco_core::metrics::{Counter, Family, render};
+//! use emco_runtime::metrics::{Counter, Family, render};
 //!
 //! let applied = Counter::new("emco_rsync_resources_applied_total", "Resources applied.", &["cluster"]);
 //! applied.inc(&["p+c1"]);

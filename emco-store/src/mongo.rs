@@ -2,7 +2,7 @@
 //!
 //! ```no_run
 //! # async fn f() -> emco_core::Result<()> {
-//! let store = emco_appcontext::mongo::MongoBuilder::new()
+//! let store = emco_store::mongo::MongoBuilder::new()
 //!     .with_uri("mongodb://127.0.0.1:27017")
 //!     .with_database("emco")
 //!     .build()

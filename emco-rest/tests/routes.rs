@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use axum::body::Body;
-use emco_appcontext::{InMemoryResourceStore, ResourceKey, ResourceStore};
-use emco_controller_sdk::rest::{Hook, KeyPattern, Routes};
 use emco_core::{Error, Metadata, Object, Result};
+use emco_rest::{Hook, KeyPattern, Routes};
+use emco_store::{InMemoryResourceStore, ResourceKey, ResourceStore};
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use serde::{Deserialize, Serialize};

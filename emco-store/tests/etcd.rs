@@ -4,8 +4,8 @@
 // Test helpers outside #[test] functions unwrap too: a failure is the test failing.
 #![allow(clippy::unwrap_used)]
 
-use emco_appcontext::conformance;
-use emco_appcontext::etcd::{EtcdAppContextStore, EtcdBuilder};
+use emco_store::conformance;
+use emco_store::etcd::{EtcdAppContextStore, EtcdBuilder};
 
 async fn store() -> Option<EtcdAppContextStore> {
     let Ok(url) = std::env::var("EMCO_TEST_ETCD") else {
@@ -31,11 +31,11 @@ async fn etcd_app_context_store_conforms() {
 
 #[tokio::test]
 async fn etcd_rejects_a_transaction_over_its_operation_limit() {
-    use emco_appcontext::{AppContextStore, Op, Txn};
+    use emco_store::{AppContextStore, Op, Txn};
     let Some(s) = store().await else { return };
     let prefix = conformance::unique_prefix("/emco-rs-test/limit-");
     let mut txn = Txn::new();
-    for i in 0..=emco_appcontext::context::MAX_TXN_OPS {
+    for i in 0..=emco_store::kv::MAX_TXN_OPS {
         txn = txn.op(Op::put(format!("{prefix}{i}"), "v"));
     }
     let err = s.txn(txn).await.unwrap_err();
@@ -45,7 +45,7 @@ async fn etcd_rejects_a_transaction_over_its_operation_limit() {
 
 #[tokio::test]
 async fn a_prefixed_store_conforms_and_is_isolated() {
-    use emco_appcontext::{AppContext, AppContextStore};
+    use emco_store::AppContextStore;
     use futures::StreamExt;
     let Some(plain) = store().await else { return };
     let root = conformance::unique_prefix("/emco-rs-test/ns-");
@@ -65,9 +65,10 @@ async fn a_prefixed_store_conforms_and_is_isolated() {
     scoped.put("/activecontext/7/", "7".into()).await.unwrap();
     let seen = events.next().await.unwrap().unwrap();
     assert_eq!(seen.key, "/activecontext/7/");
+    let listed = scoped.list_all("/activecontext/", true).await.unwrap();
     assert_eq!(
-        AppContext::active_contexts(&scoped).await.unwrap(),
-        [emco_core::ContextId::new(7)],
+        listed.iter().map(|kv| kv.key.as_str()).collect::<Vec<_>>(),
+        ["/activecontext/7/"],
         "only the scoped registry"
     );
     assert_eq!(
@@ -90,7 +91,7 @@ async fn a_prefixed_store_conforms_and_is_isolated() {
 /// store moves on to a live member and stays there, so every request of a stream is answered.
 #[tokio::test]
 async fn members_that_are_down_are_passed_over() {
-    use emco_appcontext::AppContextStore;
+    use emco_store::AppContextStore;
     let Ok(url) = std::env::var("EMCO_TEST_ETCD") else {
         eprintln!("SKIPPED: EMCO_TEST_ETCD not set");
         return;

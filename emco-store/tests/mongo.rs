@@ -2,8 +2,8 @@
 //! command starts (`EMCO_TEST_MONGO=mongodb://127.0.0.1:PORT`). In CI that server is nx-27017, a
 //! wire-compatible server, not a real mongod.
 
-use emco_appcontext::conformance;
-use emco_appcontext::mongo::MongoBuilder;
+use emco_store::conformance;
+use emco_store::mongo::MongoBuilder;
 
 #[tokio::test]
 async fn mongo_resource_store_conforms() {

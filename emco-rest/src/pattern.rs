@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use emco_appcontext::ResourceKey;
 use emco_core::Error;
+use emco_store::ResourceKey;
 
 /// How a URL pattern maps onto a [`ResourceKey`]: every `{param}` is one key segment of type
 /// `param`, except that a parameter directly following another one (`{compositeApp}/{compositeAppVersion}`)

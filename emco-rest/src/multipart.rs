@@ -9,14 +9,14 @@ use std::path::Path;
 
 use axum::extract::Multipart;
 use bytes::Bytes;
-use emco_appcontext::{BlobStream, file_blob_stream};
 use emco_core::{Error, Validate};
+use emco_store::{BlobStream, file_blob_stream};
 use http::StatusCode;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::io::AsyncWriteExt;
 
-use super::{ApiError, EmcoJson};
+use crate::{ApiError, EmcoJson};
 
 /// The largest `metadata` field accepted.
 pub const METADATA_MAX: usize = 1024 * 1024;
@@ -40,7 +40,7 @@ impl UploadedFile {
         &self.path
     }
 
-    /// The content as a blob stream for [`emco_appcontext::ResourceStore::put_blob`].
+    /// The content as a blob stream for [`emco_store::ResourceStore::put_blob`].
     ///
     /// # Errors
     /// Internal when the spooled file cannot be opened.

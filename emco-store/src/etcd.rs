@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # async fn f() -> emco_core::Result<()> {
-//! let store = emco_appcontext::etcd::EtcdBuilder::new()
+//! let store = emco_store::etcd::EtcdBuilder::new()
 //!     .with_endpoints(["http://127.0.0.1:2379"])
 //!     .build()
 //!     .await?;
@@ -12,7 +12,7 @@
 //!
 //! Revisions are etcd's: `mod_revision` per key and the header revision per response. etcd limits
 //! a transaction to 128 operations and a request to 1.5 MiB by default; larger transactions fail
-//! with `InvalidArgument` (the [`AppContext`](crate::AppContext) writer batches within them).
+//! with `InvalidArgument` (the AppContext writer batches within them).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

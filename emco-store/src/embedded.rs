@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # fn main() -> emco_core::Result<()> {
-//! let db = emco_appcontext::embedded::RedbBuilder::new().with_path("/var/lib/emco/emco.redb").build()?;
+//! let db = emco_store::embedded::RedbBuilder::new().with_path("/var/lib/emco/emco.redb").build()?;
 //! let contexts = db.app_context_store();
 //! let resources = db.resource_store();
 //! # Ok(()) }

@@ -8,6 +8,13 @@ use bytes::Bytes;
 use emco_core::{Error, Result};
 use futures::stream::BoxStream;
 
+/// At most this many operations go into one transaction (etcd's default `--max-txn-ops`): what
+/// every backend accepts, so a writer that batches within it works on all of them.
+pub const MAX_TXN_OPS: usize = 128;
+/// At most this many request bytes go into one transaction, below etcd's default
+/// `--max-request-bytes` of 1.5 MiB (1,572,864) to leave room for framing.
+pub const MAX_TXN_BYTES: usize = 1_500_000;
+
 /// One stored key with its value and etcd-style revisions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyValue {
@@ -502,5 +509,11 @@ mod tests {
         .into_error();
         assert_eq!(compacted_revision(&e), Some(5));
         assert_eq!(e.kind(), emco_core::ErrorKind::FailedPrecondition);
+    }
+
+    #[test]
+    fn children_picks_one_level() {
+        let keys = ["/b/a/", "/b/a/x/", "/b/c/", "/b/", "/b/d/e/"].map(str::to_owned);
+        assert_eq!(children(keys, "/b/"), vec!["a".to_owned(), "c".to_owned()]);
     }
 }

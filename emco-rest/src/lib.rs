@@ -1,4 +1,8 @@
-//! EMCO's REST conventions as a reusable kit: error mapping, body extraction and generic routes.
+//! # emco-rest
+//!
+//! EMCO's REST conventions as a reusable kit over axum, shared by the orchestrator's REST API,
+//! the reference server and every controller's intent routes (the controller SDK re-exports it
+//! as `emco_controller_sdk::rest`): error mapping, body extraction and generic routes.
 //!
 //! - [`ApiError`]: every error kind mapped onto EMCO's status codes, with a short plain-text body;
 //! - [`EmcoJson`]: the JSON body extractor (empty body 400, malformed JSON 422, schema 400);
@@ -11,8 +15,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use emco_appcontext::{InMemoryResourceStore, ResourceStore};
-//! use emco_controller_sdk::rest::Routes;
+//! use emco_store::{InMemoryResourceStore, ResourceStore};
+//! use emco_rest::Routes;
 //! use emco_core::model::{GenericPlacementIntent, Project};
 //!
 //! let store: Arc<dyn ResourceStore> = Arc::new(InMemoryResourceStore::new());
@@ -42,7 +46,7 @@ pub use emco_appcontext::collection::{
     Collection, EmptyList, Hook, NoHook, Object, PutStatus, Wording,
 };
 pub use error::{ApiError, ERROR_KIND_HEADER};
-pub use files::{BlobFiles, FileRoutes, FormWriter, file_routes, read_form};
+pub use files::{BlobFiles, FileRoutes, FormWriter, read_form};
 pub use json::{EmcoJson, RawBody};
 pub use pattern::KeyPattern;
 pub use routes::{

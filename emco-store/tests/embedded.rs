@@ -5,8 +5,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use bytes::Bytes;
-use emco_appcontext::embedded::RedbBuilder;
-use emco_appcontext::{AppContextStore, Op, Txn, conformance};
+use emco_store::embedded::RedbBuilder;
+use emco_store::{AppContextStore, Op, Txn, conformance};
 
 #[tokio::test]
 async fn redb_app_context_store_conforms() {
@@ -100,8 +100,8 @@ async fn the_file_hold_tells_when_the_file_can_be_opened_again() {
 /// takes nothing from the others), and every acknowledged write is there after a reopen.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writes_commit_together_and_answer_alone() {
-    use emco_appcontext::{PutMode, ResourceKey, ResourceStore};
     use emco_core::ErrorKind;
+    use emco_store::{PutMode, ResourceKey, ResourceStore};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.redb");
     let project = |n: usize| ResourceKey::root().child("project", format!("p{n}"));
@@ -169,8 +169,8 @@ async fn concurrent_writes_commit_together_and_answer_alone() {
 /// after a reopen.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_transactions_commit_together_each_at_its_own_revision() {
-    use emco_appcontext::Compare;
-    use emco_appcontext::kv::EventKind;
+    use emco_store::Compare;
+    use emco_store::kv::EventKind;
     use futures::StreamExt;
     const CALLERS: usize = 64;
     const ROUNDS: usize = 5;
