@@ -32,6 +32,7 @@
 //! ```
 
 pub mod auth;
+pub mod builder;
 pub mod cacerts;
 pub mod dcm;
 mod groups;
@@ -42,9 +43,9 @@ pub mod ncm;
 pub mod notify;
 mod onboarding;
 mod reconcile;
+mod records;
 #[cfg(feature = "rest")]
 pub mod rest;
-pub mod runtime;
 mod state;
 pub mod status;
 pub mod upload;
@@ -59,7 +60,9 @@ use emco_rsync::engine::Rsync;
 use emco_store::{AppContextStore, ResourceKey, ResourceStore};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
 
+pub use builder::{CLUSTER_SYNC_OBJECT, OrchestratorBuilder, StoreClusterResolver};
 pub use dcm::LogicalClouds;
 pub use emco_appcontext::keys;
 pub use lifecycle::{
@@ -68,7 +71,6 @@ pub use lifecycle::{
 };
 pub use ncm::ClusterNetworks;
 pub use onboarding::Onboarding;
-pub use runtime::{CLUSTER_SYNC_OBJECT, OrchestratorBuilder, StoreClusterResolver};
 pub use state::{load_state, save_state};
 pub use status::Status;
 pub use upload::Limits;
@@ -78,7 +80,11 @@ pub use watch::{StatusWatch, WatchTarget};
 /// them. Cheap to clone; clones share everything.
 #[derive(Debug, Clone)]
 pub struct Orchestrator {
-    core: runtime::Core,
+    records: records::Records,
+    controllers: Arc<ControllerRegistry>,
+    /// How long [`Orchestrator::start`] lets live hand-overs finish before it queues the ones a
+    /// crash cut short (see [`Orchestrator::reconcile`]).
+    reconcile_grace: std::time::Duration,
     deployments: Deployments,
     clouds: LogicalClouds,
     networks: ClusterNetworks,
@@ -107,13 +113,27 @@ impl Orchestrator {
         OrchestratorBuilder::new(store)
     }
 
-    pub(crate) fn from_core(core: runtime::Core, helm: emco_helm::HelmCompat) -> Self {
-        let deployments = Deployments::new(core.clone(), helm);
-        let clouds = LogicalClouds::new(core.clone());
-        let networks = ClusterNetworks::new(core.clone());
-        let ca_certs = cacerts::CaCerts::new(core.clone());
+    /// Gives each service what it uses.
+    pub(crate) fn assemble(
+        records: records::Records,
+        controllers: Arc<ControllerRegistry>,
+        any_of: Arc<dyn emco_core::placement::AnyOfStrategy>,
+        history: Option<usize>,
+        reconcile_grace: std::time::Duration,
+        helm: emco_helm::HelmCompat,
+    ) -> Self {
+        let deployments = Deployments::new(
+            records.clone(),
+            Arc::clone(&controllers),
+            any_of,
+            history,
+            helm,
+        );
+        let clouds = LogicalClouds::new(records.clone());
+        let networks = ClusterNetworks::new(records.clone());
+        let ca_certs = cacerts::CaCerts::new(records.clone());
         let status = Status::new(
-            core.clone(),
+            records.clone(),
             deployments.clone(),
             clouds.clone(),
             networks.clone(),
@@ -122,9 +142,11 @@ impl Orchestrator {
             status: status.clone(),
         });
         let linked: Arc<dyn emco_controller_sdk::Groups> = groups.clone();
-        core.controller_registry().groups().bind(&linked);
+        controllers.groups().bind(&linked);
         Self {
-            core,
+            records,
+            controllers,
+            reconcile_grace,
             deployments,
             clouds,
             networks,
@@ -134,10 +156,46 @@ impl Orchestrator {
         }
     }
 
+    /// Resumes every deployment an earlier process left running, and in the background queues
+    /// the hand-overs a crash cut short ([`Self::reconcile`]); `cancel` shuts the engine down.
+    ///
+    /// # Errors
+    /// The AppContext store's errors.
+    pub async fn start(&self, cancel: CancellationToken) -> Result<()> {
+        self.records.set_shutdown(cancel.clone());
+        self.rsync().start(cancel.clone()).await?;
+        // Credentials of standard logical clouds whose issuing an earlier process left unfinished.
+        let resumed = self.clouds().resume().await?;
+        if resumed > 0 {
+            tracing::info!(resumed, "resumed issuing logical cloud credentials");
+        }
+        // Rollouts an earlier process (or a replica that died) left running, and those started
+        // elsewhere from now on.
+        let deployments = self.deployments().clone();
+        let supervised = cancel.clone();
+        tokio::spawn(async move { deployments.supervise_rollouts(supervised).await });
+        // Likewise the held contexts' waits.
+        let deployments = self.deployments().clone();
+        let supervised = cancel.clone();
+        tokio::spawn(async move { deployments.supervise_holds(supervised).await });
+        let orch = self.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                done = orch.reconcile(orch.reconcile_grace) => match done {
+                    Ok(0) => {}
+                    Ok(queued) => tracing::info!(queued, "queued hand-overs a crash cut short"),
+                    Err(e) => tracing::warn!(error = %e, "cannot look for cut-short hand-overs"),
+                },
+            }
+        });
+        Ok(())
+    }
+
     /// Onboarding: every object of the resource store.
     #[must_use]
     pub fn onboarding(&self) -> &Onboarding {
-        &self.core.objects
+        &self.records.objects
     }
 
     /// The lifecycle of deployment intent groups.
@@ -182,25 +240,25 @@ impl Orchestrator {
     /// The resource store.
     #[must_use]
     pub fn store(&self) -> &Arc<dyn ResourceStore> {
-        self.core.objects.store()
+        self.records.objects.store()
     }
 
     /// The AppContext store.
     #[must_use]
     pub fn contexts(&self) -> &Arc<dyn AppContextStore> {
-        self.core.contexts()
+        self.records.contexts()
     }
 
     /// The rsync engine.
     #[must_use]
     pub fn rsync(&self) -> &Rsync {
-        self.core.rsync()
+        self.records.rsync()
     }
 
     /// The controller registry.
     #[must_use]
     pub fn controller_registry(&self) -> &Arc<ControllerRegistry> {
-        self.core.controller_registry()
+        &self.controllers
     }
 }
 

@@ -116,7 +116,7 @@ impl StatusNotifyService {
             .entry(id.to_owned())
             .or_insert_with(|| Client {
                 // Streams end at shutdown too, so they do not hold up a graceful stop.
-                token: self.status.core.shutdown_token().child_token(),
+                token: self.status.records.shutdown_token().child_token(),
                 streams: 0,
                 generation,
             });

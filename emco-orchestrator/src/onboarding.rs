@@ -25,7 +25,7 @@ use emco_store::{AppContextStore, ResourceKey, ResourceStore, file_blob_stream};
 use serde::Serialize;
 
 use crate::upload::{self, Limits};
-use crate::{cacerts, from_value, hooks, keys, ncm, runtime, to_value, wording};
+use crate::{builder, cacerts, from_value, hooks, keys, ncm, to_value, wording};
 use emco_core::model::cacert::{CaCert, CaCertClusterGroup, CaCertLogicalCloud};
 
 /// The onboarding service: every object of the resource store, checked as EMCO checks it.
@@ -111,7 +111,7 @@ impl Onboarding {
         cluster_labels: ClusterLabel = keys::CLUSTER_LABEL, NoHook, wording::cluster_label;
         /// GitOps cluster sync objects (parent: a cluster provider): the repository settings
         /// of GitOps clusters, as kv-pairs (see [`crate::StoreClusterResolver`]).
-        cluster_sync_objects: KvPair = runtime::CLUSTER_SYNC_OBJECT, NoHook, wording::cluster_sync_object;
+        cluster_sync_objects: KvPair = builder::CLUSTER_SYNC_OBJECT, NoHook, wording::cluster_sync_object;
         /// Kv-pairs of a cluster (parent: a cluster).
         kv_pairs: KvPair = keys::KV_PAIR, NoHook, wording::cluster_kv_pair;
         /// Logical clouds (parent: a project), with EMCO's defaults filled in.

@@ -71,14 +71,14 @@ impl Orchestrator {
 
     /// Repairs what `seen` misses if the record is still as it was seen; returns whether it did.
     async fn repair(&self, seen: &Missing) -> Result<bool> {
-        let _held = self.core.handover.lock(&seen.key).await;
+        let _held = self.records.handover.lock(&seen.key).await;
         if self.missing_at(&seen.key).await?.as_ref() != Some(seen) {
             return Ok(false);
         }
         match seen.repair {
             Repair::Queue { context, event } => {
                 let ctx =
-                    emco_appcontext::AppContext::load(Arc::clone(self.core.contexts()), context)
+                    emco_appcontext::AppContext::load(Arc::clone(self.records.contexts()), context)
                         .await?;
                 let waves = ctx
                     .rollout::<emco_core::rollout::RolloutRun>()
@@ -110,22 +110,22 @@ impl Orchestrator {
                     "queuing the rsync work a crash left unqueued");
                 match (event, seen.info.previous_context(context)) {
                     (RsyncEvent::Update, Some(from)) => {
-                        let updated = self.core.rsync().update(from, context).await.found()?;
+                        let updated = self.records.rsync().update(from, context).await.found()?;
                         if updated.is_none() {
                             // The replaced context is gone: deploy the new one whole.
-                            self.core.rsync().instantiate(context).await?;
+                            self.records.rsync().instantiate(context).await?;
                         }
                     }
-                    _ => self.core.rsync().instantiate(context).await?,
+                    _ => self.records.rsync().instantiate(context).await?,
                 }
             }
             Repair::DropClaim => {
                 tracing::warn!(key = %seen.key, "dropping a claim a crash left unfinished");
-                let record = Record::load(self.core.store().as_ref(), &seen.key).await?;
+                let record = Record::load(self.records.store().as_ref(), &seen.key).await?;
                 let mut info = record.info.clone();
                 info.actions.pop();
                 record
-                    .swap(self.core.store().as_ref(), &seen.key, info)
+                    .swap(self.records.store().as_ref(), &seen.key, info)
                     .await?;
             }
         }
@@ -134,7 +134,7 @@ impl Orchestrator {
 
     /// Every record with a missing hand-over: deployment intent groups and logical clouds.
     async fn missing_hand_overs(&self) -> Result<Vec<Missing>> {
-        let store = self.core.store().as_ref();
+        let store = self.records.store().as_ref();
         let mut found = Vec::new();
         for (project, _) in store.list(&ResourceKey::root(), keys::PROJECT, &[]).await? {
             let mut records = Vec::new();
@@ -153,7 +153,7 @@ impl Orchestrator {
 
     /// The hand-over the record at `key` misses, if any.
     async fn missing_at(&self, key: &ResourceKey) -> Result<Option<Missing>> {
-        let Some(record) = Record::read(self.core.store().as_ref(), key).await? else {
+        let Some(record) = Record::read(self.records.store().as_ref(), key).await? else {
             return Ok(None);
         };
         let event = match record.info.current_state() {
@@ -175,7 +175,7 @@ impl Orchestrator {
                 };
             return Ok(repair);
         }
-        let Some(ctx) = self.core.load_context(&record.info).await? else {
+        let Some(ctx) = self.records.load_context(&record.info).await? else {
             return Ok(None);
         };
         if !ctx.event_queue().await?.is_empty() {
@@ -196,7 +196,7 @@ impl Orchestrator {
         let parent = key.parent().unwrap_or_default();
         let name = key.name().unwrap_or_default();
         Ok(self
-            .core
+            .records
             .objects
             .logical_clouds()
             .get(&parent, name)

@@ -279,7 +279,7 @@ impl OnCurrent {
     }
 }
 
-impl crate::runtime::Core {
+impl crate::records::Records {
     /// Appends `state` at `revision` to `record` of `key`, naming the record's current context,
     /// then tells rsync `on` that context (`context`, loaded by the caller; nothing to tell when
     /// it is gone), all under the key's hand-over lock ([`crate::handover`]); the record is put

@@ -48,7 +48,7 @@ use futures::{FutureExt as _, StreamExt as _};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::runtime::Core;
+use crate::records::Records;
 use crate::{ClusterNetworks, Deployments, LogicalClouds, load_state};
 
 /// The ready status of a resource that is ready.
@@ -981,7 +981,7 @@ impl Followed {
 /// StatusNotify gRPC service). Cheap to clone; clones share everything.
 #[derive(Debug, Clone)]
 pub struct Status {
-    pub(crate) core: Core,
+    pub(crate) records: Records,
     /// The lifecycle records of the three kinds of target.
     pub(crate) deployments: Deployments,
     pub(crate) clouds: LogicalClouds,
@@ -991,13 +991,13 @@ pub struct Status {
 
 impl Status {
     pub(crate) fn new(
-        core: Core,
+        records: Records,
         deployments: Deployments,
         clouds: LogicalClouds,
         networks: ClusterNetworks,
     ) -> Self {
         Self {
-            core,
+            records,
             deployments,
             clouds,
             networks,
@@ -1015,12 +1015,12 @@ impl Status {
     pub async fn deployment(&self, dig: &DigRef, query: &StatusQuery) -> Result<StatusResponse> {
         let key = dig.key();
         let group = self
-            .core
+            .records
             .objects
             .deployment_intent_groups()
             .get(&key.parent().unwrap_or_default(), &dig.dig)
             .await?;
-        let state = load_state(self.core.store().as_ref(), &key).await?;
+        let state = load_state(self.records.store().as_ref(), &key).await?;
         let DigRef {
             project,
             composite_app,
@@ -1052,7 +1052,7 @@ impl Status {
                 (!counts_only(query)).then(|| snapshot.map(|s| s.views(query)).unwrap_or_default());
             Ok(respond(query, full, snapshot, views))
         };
-        let contexts = self.core.contexts();
+        let contexts = self.records.contexts();
         let mut out = match context {
             Some(id)
                 if query.output != StatusOutput::Detail && contexts.watches_are_immediate() =>
@@ -1070,7 +1070,7 @@ impl Status {
                 .latest_rollout_of(&full.states)
                 .await?
                 .map(|(_, run, _)| Box::new(run));
-            if let Some(ctx) = self.core.load_context(&full.states).await? {
+            if let Some(ctx) = self.records.load_context(&full.states).await? {
                 full.holds = ctx
                     .holds::<emco_core::lifecycle::hold::Holds>()
                     .await?

@@ -212,7 +212,7 @@ impl Source {
     /// A watch on context `id` from the present revision on.
     async fn open(&self, id: ContextId) -> Result<WatchStream> {
         let root = AppContext::prefix(id);
-        let store = self.status.core.contexts();
+        let store = self.status.records.contexts();
         let revision = crate::status::revision_now(store, &root).await?;
         store.watch(&root, revision).await
     }

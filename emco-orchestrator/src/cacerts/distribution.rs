@@ -181,9 +181,9 @@ impl CaCerts {
 
     /// The enrollment context distribution may read: deployed and done.
     async fn enrolled(&self, cert_key: &ResourceKey) -> Result<ContextId> {
-        let store = self.core.store().as_ref();
+        let store = self.records.store().as_ref();
         let record = Record::load_or_new(store, &Lifecycle::Enrollment.record(cert_key)).await?;
-        let status = current_status(self.core.contexts(), &record.info).await?;
+        let status = current_status(self.records.contexts(), &record.info).await?;
         match (status, record.info.current_context_id()?) {
             (Some(AppContextStatus::Instantiated | AppContextStatus::Updated), Some(id))
                 if matches!(
@@ -217,7 +217,7 @@ impl CaCerts {
             Some("default"),
             request.as_str(),
         );
-        let live = emco_appcontext::Deployer::get(self.core.rsync(), &issuer, &what)
+        let live = emco_appcontext::Deployer::get(self.records.rsync(), &issuer, &what)
             .await?
             .ok_or_else(|| {
                 Error::failed_precondition(format!(
@@ -250,9 +250,9 @@ impl CaCerts {
             return Err(Error::invalid("unsupported Issuer"));
         }
         let record_key = Lifecycle::Distribution.record(&cert_key);
-        let store = self.core.store().as_ref();
+        let store = self.records.store().as_ref();
         let record = Record::load_or_new(store, &record_key).await?;
-        let status = current_status(self.core.contexts(), &record.info).await?;
+        let status = current_status(self.records.contexts(), &record.info).await?;
         let Some(previous) = super::begin(update, status, &record.info)? else {
             return Ok(());
         };
@@ -296,7 +296,7 @@ impl CaCerts {
             level: emco_core::model::logical_cloud::LEVEL_ADMIN.to_owned(),
             ..CompositeAppMeta::default()
         };
-        let ctx = AppContext::create(Arc::clone(self.core.contexts()), &meta).await?;
+        let ctx = AppContext::create(Arc::clone(self.records.contexts()), &meta).await?;
         let default_signer = matches!(owner, CertOwner::Provider(_));
         let clusters: Vec<_> = signed
             .iter()
@@ -321,9 +321,9 @@ impl CaCerts {
         ctx: &AppContext,
         previous: Option<ContextId>,
     ) -> Result<()> {
-        let store = self.core.store().as_ref();
+        let store = self.records.store().as_ref();
         let id = ctx.id().to_string();
-        let _held = self.core.handover.lock(record_key).await;
+        let _held = self.records.handover.lock(record_key).await;
         let (state, revision) = match previous {
             Some(_) => (DigState::Updated, record.info.latest_revision() + 1),
             None => (DigState::Instantiated, 0),
@@ -331,11 +331,11 @@ impl CaCerts {
         let written = record.append(store, record_key, state, id, revision).await;
         match previous {
             Some(old) => {
-                let queued = self.core.rsync().update(old, ctx.id());
+                let queued = self.records.rsync().update(old, ctx.id());
                 deploy_fresh(store, record_key, written, record, ctx, queued).await
             }
             None => {
-                let queued = self.core.rsync().instantiate(ctx.id());
+                let queued = self.records.rsync().instantiate(ctx.id());
                 deploy_fresh(store, record_key, written, record, ctx, queued).await
             }
         }
@@ -349,7 +349,7 @@ impl CaCerts {
     pub async fn distribution_state(&self, owner: &CertOwner, name: &str) -> Result<StateInfo> {
         let (cert_key, _) = self.cert(owner, name).await?;
         let key = Lifecycle::Distribution.record(&cert_key);
-        Ok(Record::load_or_new(self.core.store().as_ref(), &key)
+        Ok(Record::load_or_new(self.records.store().as_ref(), &key)
             .await?
             .info)
     }

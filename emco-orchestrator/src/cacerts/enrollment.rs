@@ -248,7 +248,12 @@ impl CaCerts {
         name: &str,
     ) -> Result<(ResourceKey, CaCert)> {
         let key = owner.cert(name);
-        let cert = self.core.objects.ca_certs().get(&owner.key(), name).await?;
+        let cert = self
+            .records
+            .objects
+            .ca_certs()
+            .get(&owner.key(), name)
+            .await?;
         Ok((key, cert))
     }
 
@@ -256,7 +261,7 @@ impl CaCerts {
     /// pkg/module/cluster.go `getClusters`).
     async fn group_clusters(&self, group: &CaCertClusterGroup) -> Result<Vec<String>> {
         let s = &group.spec;
-        let objects = &self.core.objects;
+        let objects = &self.records.objects;
         match s.scope.to_lowercase().as_str() {
             "name" => {
                 objects
@@ -281,7 +286,7 @@ impl CaCerts {
         owner: &CertOwner,
         cert: &ResourceKey,
     ) -> Result<Vec<Target>> {
-        let objects = &self.core.objects;
+        let objects = &self.records.objects;
         let mut out: Vec<Target> = Vec::new();
         let mut push = |t: Target| {
             if !out.contains(&t) {
@@ -338,7 +343,7 @@ impl CaCerts {
     /// The `csrData` `commonName` kv-pair of the cluster, if any.
     async fn common_name_override(&self, target: &Target) -> Result<Option<String>> {
         let pairs = self
-            .core
+            .records
             .objects
             .kv_pairs()
             .list(&keys::cluster(&target.provider, &target.cluster), &[])
@@ -372,15 +377,15 @@ impl CaCerts {
     async fn enroll(&self, owner: &CertOwner, name: &str, update: bool) -> Result<()> {
         let (cert_key, cert) = self.cert(owner, name).await?;
         let record_key = super::Lifecycle::Enrollment.record(&cert_key);
-        let store = self.core.store().as_ref();
+        let store = self.records.store().as_ref();
         let record = Record::load_or_new(store, &record_key).await?;
-        let current = current_status(self.core.contexts(), &record.info).await?;
+        let current = current_status(self.records.contexts(), &record.info).await?;
         let Some(previous) = super::begin(update, current, &record.info)? else {
             return Ok(());
         };
         let targets = self.targets(owner, &cert_key).await?;
         let issuing = &cert.spec.issuing_cluster;
-        self.core
+        self.records
             .objects
             .clusters()
             .get(
@@ -401,7 +406,7 @@ impl CaCerts {
             level: emco_core::model::logical_cloud::LEVEL_ADMIN.to_owned(),
             ..CompositeAppMeta::default()
         };
-        let ctx = AppContext::create(Arc::clone(self.core.contexts()), &meta).await?;
+        let ctx = AppContext::create(Arc::clone(self.records.contexts()), &meta).await?;
         let issuer = issuing.name();
         let written = async {
             let mut requests = Vec::new();
@@ -451,7 +456,7 @@ impl CaCerts {
         let (cert_key, _) = self.cert(owner, name).await?;
         let record_key = super::Lifecycle::Enrollment.record(&cert_key);
         if let Some(id) = self.terminate(&record_key).await? {
-            let store = self.core.store().as_ref();
+            let store = self.records.store().as_ref();
             store.delete_blob(&record_key, &keys_blob(id)).await?;
         }
         Ok(())
@@ -459,9 +464,9 @@ impl CaCerts {
 
     /// Terminates the lifecycle whose record is at `record_key`; the context terminated.
     pub(crate) async fn terminate(&self, record_key: &ResourceKey) -> Result<Option<ContextId>> {
-        let store = self.core.store().as_ref();
+        let store = self.records.store().as_ref();
         let record = Record::load_or_new(store, record_key).await?;
-        let mut current = current_status(self.core.contexts(), &record.info).await?;
+        let mut current = current_status(self.records.contexts(), &record.info).await?;
         // A terminate is recorded before rsync takes it up, and the context reads as deployed
         // until then: the record says it is being terminated (EMCO reads the context alone, and
         // accepts a second terminate in that window).
@@ -478,9 +483,9 @@ impl CaCerts {
         if let Some(e) = refusal("Terminate", current) {
             return Err(e);
         }
-        let context = self.core.load_context(&record.info).await?;
+        let context = self.records.load_context(&record.info).await?;
         let id = context.as_ref().map(AppContext::id);
-        self.core
+        self.records
             .append_on_current(
                 record_key,
                 &record,
@@ -499,7 +504,7 @@ impl CaCerts {
     pub async fn enrollment_state(&self, owner: &CertOwner, name: &str) -> Result<StateInfo> {
         let (cert_key, _) = self.cert(owner, name).await?;
         let key = super::Lifecycle::Enrollment.record(&cert_key);
-        Ok(Record::load_or_new(self.core.store().as_ref(), &key)
+        Ok(Record::load_or_new(self.records.store().as_ref(), &key)
             .await?
             .info)
     }

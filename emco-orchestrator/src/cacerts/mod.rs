@@ -32,7 +32,7 @@ use serde_json::json;
 
 use crate::hooks::{NewHook, OwnedContexts};
 use crate::keys;
-use crate::runtime::Core;
+use crate::records::Records;
 use crate::state::{now_rfc3339, save_state, state_or_new};
 
 mod distribution;
@@ -109,12 +109,12 @@ impl Target {
 /// terminate, status. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct CaCerts {
-    core: Core,
+    records: Records,
 }
 
 impl CaCerts {
-    pub(crate) fn new(core: Core) -> Self {
-        Self { core }
+    pub(crate) fn new(records: Records) -> Self {
+        Self { records }
     }
 
     /// The status of `lifecycle` of certificate `name` as `query` asks: a deployment intent
@@ -131,12 +131,12 @@ impl CaCerts {
     ) -> Result<emco_core::model::status::CaCertStatus> {
         let (cert_key, _) = self.cert(owner, name).await?;
         let key = lifecycle.record(&cert_key);
-        let mut states = state_or_new(self.core.store().as_ref(), &key).await?;
+        let mut states = state_or_new(self.records.store().as_ref(), &key).await?;
         if states.actions.is_empty() {
             states = StateInfo::created("");
         }
         let full =
-            crate::status::record_answer(self.core.contexts(), name.to_owned(), states, query)
+            crate::status::record_answer(self.records.contexts(), name.to_owned(), states, query)
                 .await?;
         let mut answer = emco_core::model::status::CaCertStatus::from(full);
         match owner {

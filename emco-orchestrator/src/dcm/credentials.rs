@@ -33,8 +33,8 @@ use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
 use serde_json::{Value, json};
 
 use super::LC_APP;
-use crate::runtime::Core;
-use crate::runtime::{LOGICAL_CLOUD_KUBECONFIG_BLOB, read_text_blob};
+use crate::builder::{LOGICAL_CLOUD_KUBECONFIG_BLOB, read_text_blob};
+use crate::records::Records;
 use crate::{from_value, keys};
 
 /// The blob of a cluster reference holding the private key of a certificate request until its
@@ -209,7 +209,7 @@ pub(crate) async fn request_in(
 /// Starts completing the credentials of context `ctx_id` of logical cloud `cloud` in the
 /// background; the task ends when every cluster of the context has its kubeconfig, or when the
 /// cloud no longer runs that context (terminated, stopped, updated, deleted).
-pub(crate) fn spawn_finisher(orch: &Core, project: &str, cloud: &str, ctx_id: ContextId) {
+pub(crate) fn spawn_finisher(orch: &Records, project: &str, cloud: &str, ctx_id: ContextId) {
     let orch = orch.clone();
     let project = project.to_owned();
     let cloud = cloud.to_owned();
@@ -242,7 +242,7 @@ pub(crate) fn spawn_finisher(orch: &Core, project: &str, cloud: &str, ctx_id: Co
 }
 
 /// Whether the logical cloud at `lc` is instantiated (or updated) with context `ctx_id`.
-async fn runs(orch: &Core, lc: &ResourceKey, ctx_id: ContextId) -> Result<bool> {
+async fn runs(orch: &Records, lc: &ResourceKey, ctx_id: ContextId) -> Result<bool> {
     let state = crate::state::load_state(orch.store().as_ref(), lc).await?;
     let current = state.current_context_id()?;
     Ok(current == Some(ctx_id)
@@ -253,7 +253,12 @@ async fn runs(orch: &Core, lc: &ResourceKey, ctx_id: ContextId) -> Result<bool> 
 }
 
 /// One pass over the clusters of the context; `true` when nothing is left to do.
-async fn finish_round(orch: &Core, project: &str, cloud: &str, ctx_id: ContextId) -> Result<bool> {
+async fn finish_round(
+    orch: &Records,
+    project: &str,
+    cloud: &str,
+    ctx_id: ContextId,
+) -> Result<bool> {
     let store = orch.store().as_ref();
     let lc_key = keys::logical_cloud(project, cloud);
     if !runs(orch, &lc_key, ctx_id).await? {
@@ -295,7 +300,7 @@ async fn finish_round(orch: &Core, project: &str, cloud: &str, ctx_id: ContextId
 
 /// Completes the kubeconfig of one cluster; `false` while the certificate is not issued yet.
 async fn finish_cluster(
-    orch: &Core,
+    orch: &Records,
     project: &str,
     lc: &LogicalCloud,
     ctx: &AppContext,
@@ -312,7 +317,7 @@ async fn finish_cluster(
             "the key of the certificate request is gone; update the logical cloud");
         return Ok(true);
     };
-    let (provider, name) = crate::runtime::split_cluster_id(cluster)?;
+    let (provider, name) = crate::builder::split_cluster_id(cluster)?;
     let admin = read_text_blob(store, &keys::cluster(provider, name), keys::FILE_BLOB)
         .await?
         .ok_or_else(|| {

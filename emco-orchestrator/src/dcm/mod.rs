@@ -41,8 +41,8 @@ use emco_store::{Filter, ResourceKey};
 
 pub use status::{LogicalCloudStatus, LogicalCloudStatusQuery};
 
-use crate::runtime::Core;
-use crate::runtime::{LOGICAL_CLOUD_KUBECONFIG_BLOB, read_text_blob};
+use crate::builder::{LOGICAL_CLOUD_KUBECONFIG_BLOB, read_text_blob};
+use crate::records::Records;
 use crate::state::{OnCurrent, Record, decide_again, deploy_fresh, state_or_new};
 use crate::{Onboarding, from_value, keys};
 
@@ -220,16 +220,16 @@ pub const ADMIN_NAMESPACE: &str = "default";
 /// everything.
 #[derive(Debug, Clone)]
 pub struct LogicalClouds {
-    core: Core,
+    records: Records,
 }
 
 impl LogicalClouds {
-    pub(crate) fn new(core: Core) -> Self {
-        Self { core }
+    pub(crate) fn new(records: Records) -> Self {
+        Self { records }
     }
 
     async fn logical_cloud(&self, project: &str, name: &str) -> Result<LogicalCloud> {
-        self.core
+        self.records
             .objects
             .logical_clouds()
             .get(&keys::project(project), name)
@@ -238,7 +238,7 @@ impl LogicalClouds {
 
     /// The cluster references of a logical cloud, with their keys.
     async fn references(&self, lc: &ResourceKey) -> Result<Vec<(ResourceKey, ClusterReference)>> {
-        self.core
+        self.records
             .store()
             .list(lc, keys::CLUSTER_REFERENCE, &[])
             .await?
@@ -255,7 +255,7 @@ impl LogicalClouds {
         let (project, name) = (cloud.project.as_str(), cloud.logical_cloud.as_str());
         self.logical_cloud(project, name).await?;
         let info = state_or_new(
-            self.core.store().as_ref(),
+            self.records.store().as_ref(),
             &keys::logical_cloud(project, name),
         )
         .await?;
@@ -279,7 +279,7 @@ impl LogicalClouds {
 
     async fn instantiate_once(&self, project: &str, name: &str) -> Result<()> {
         let key = keys::logical_cloud(project, name);
-        let store = self.core.store().as_ref();
+        let store = self.records.store().as_ref();
         let lc = self.logical_cloud(project, name).await?;
         // dcm's instantiateHandler reads the cluster references before the state.
         let references = self.references(&key).await?;
@@ -303,7 +303,7 @@ impl LogicalClouds {
             }
         };
         // A terminate that took the claim meanwhile makes the fill fail: never deployed.
-        let held = self.core.handover.lock(&key).await;
+        let held = self.records.handover.lock(&key).await;
         // Again, now that no other operation of this process can queue work meanwhile.
         if let Err(e) = self.check_settled(name, &record.info).await {
             claimed.revert(store, &key, &record).await;
@@ -311,17 +311,17 @@ impl LogicalClouds {
             return Err(e);
         }
         let written = claimed.fill(store, &key, ctx.id().to_string()).await;
-        let queued = self.core.rsync().instantiate(ctx.id());
+        let queued = self.records.rsync().instantiate(ctx.id());
         deploy_fresh(store, &key, written, &record, &ctx, queued).await?;
         drop(held);
-        credentials::spawn_finisher(&self.core, project, name, ctx.id());
+        credentials::spawn_finisher(&self.records, project, name, ctx.id());
         Ok(())
     }
 
     /// Refuses to deploy cloud `name` again while rsync still works on (or has work queued for)
     /// the context its record names: the terminate of the previous deployment.
     async fn check_settled(&self, name: &str, state: &StateInfo) -> Result<()> {
-        match self.core.load_context(state).await? {
+        match self.records.load_context(state).await? {
             Some(previous) if previous.is_busy().await? => Err(Error::conflict(format!(
                 "logical cloud {name:?} is still terminating; try again when it is done"
             ))),
@@ -339,7 +339,7 @@ impl LogicalClouds {
         references: &[(ResourceKey, ClusterReference)],
     ) -> Result<Option<AppContext>> {
         let key = keys::logical_cloud(project, &lc.metadata.name);
-        credentials::clear(self.core.store().as_ref(), &key).await?;
+        credentials::clear(self.records.store().as_ref(), &key).await?;
         if !lc.is_admin() {
             return self
                 .cloud_context(project, &lc, references, None)
@@ -353,7 +353,7 @@ impl LogicalClouds {
             ADMIN_NAMESPACE.clone_into(&mut lc.spec.namespace);
             let doc = serde_json::to_value(&lc)
                 .map_err(|e| Error::internal("cannot serialize a logical cloud").with_source(e))?;
-            self.core.store().update(&key, &doc).await?;
+            self.records.store().update(&key, &doc).await?;
         }
         Ok(None)
     }
@@ -370,8 +370,18 @@ impl LogicalClouds {
         carry: Option<&AppContext>,
     ) -> Result<AppContext> {
         let key = keys::logical_cloud(project, &lc.metadata.name);
-        let permissions = self.core.objects.user_permissions().list(&key, &[]).await?;
-        let quotas = self.core.objects.cluster_quotas().list(&key, &[]).await?;
+        let permissions = self
+            .records
+            .objects
+            .user_permissions()
+            .list(&key, &[])
+            .await?;
+        let quotas = self
+            .records
+            .objects
+            .cluster_quotas()
+            .list(&key, &[])
+            .await?;
         let objects = manifests::cloud_objects(project, lc, &permissions, &quotas)?;
         let meta = CompositeAppMeta {
             project: project.to_owned(),
@@ -382,7 +392,7 @@ impl LogicalClouds {
             logical_cloud_namespace: lc.spec.namespace.clone(),
             ..CompositeAppMeta::default()
         };
-        let ctx = AppContext::create(Arc::clone(self.core.contexts()), &meta).await?;
+        let ctx = AppContext::create(Arc::clone(self.records.contexts()), &meta).await?;
         let csr_name = manifests::csr_name(project, &lc.metadata.name, ctx.id());
         let written = async {
             let mut pending = Vec::new();
@@ -419,7 +429,7 @@ impl LogicalClouds {
             w.flush().await?;
             for (ref_key, key_pem) in pending {
                 credentials::put_text_blob(
-                    self.core.store().as_ref(),
+                    self.records.store().as_ref(),
                     &ref_key,
                     credentials::PENDING_KEY_BLOB,
                     key_pem,
@@ -450,7 +460,7 @@ impl LogicalClouds {
 
     async fn terminate_once(&self, project: &str, name: &str) -> Result<()> {
         let key = keys::logical_cloud(project, name);
-        let store = self.core.store().as_ref();
+        let store = self.records.store().as_ref();
         self.logical_cloud(project, name).await?;
         // dcm's terminateHandler reads the cluster references before the state.
         if self.references(&key).await?.is_empty() {
@@ -461,9 +471,9 @@ impl LogicalClouds {
             return Ok(());
         };
         self.check_no_deployments(project, name).await?;
-        let context = self.core.load_context(&record.info).await?;
+        let context = self.records.load_context(&record.info).await?;
         let to = (to, record.info.latest_revision());
-        self.core
+        self.records
             .append_on_current(&key, &record, to, context, OnCurrent::Terminate)
             .await?;
         credentials::clear(store, &key).await
@@ -471,19 +481,20 @@ impl LogicalClouds {
 
     /// Fails with Conflict while a deployment intent group of cloud `name` is deployed.
     async fn check_no_deployments(&self, project: &str, name: &str) -> Result<()> {
-        for ca in self.core.objects.list_composite_apps(project).await? {
+        for ca in self.records.objects.list_composite_apps(project).await? {
             let ca_key =
                 keys::composite_app(project, &ca.metadata.name, &ca.spec.composite_app_version);
             let filter = Filter::eq("spec.logicalCloud", name);
             for dig in self
-                .core
+                .records
                 .objects
                 .deployment_intent_groups()
                 .list(&ca_key, &[filter])
                 .await?
             {
                 let dig_key = ca_key.child(keys::DIG, dig.metadata.name.as_str());
-                let state = crate::state::load_state(self.core.store().as_ref(), &dig_key).await?;
+                let state =
+                    crate::state::load_state(self.records.store().as_ref(), &dig_key).await?;
                 if state.current_state().is_deployed() {
                     return Err(Error::conflict(format!(
                         "deployment intent group {:?} of composite app {:?} uses logical cloud \
@@ -510,15 +521,15 @@ impl LogicalClouds {
 
     async fn stop_once(&self, project: &str, name: &str) -> Result<()> {
         let key = keys::logical_cloud(project, name);
-        let store = self.core.store().as_ref();
+        let store = self.records.store().as_ref();
         self.logical_cloud(project, name).await?;
         let record = Record::load_or_new(store, &key).await?;
         let Some(to) = next_state(record.info.current_state(), Op::Stop)? else {
             return Ok(());
         };
-        let context = self.core.load_context(&record.info).await?;
+        let context = self.records.load_context(&record.info).await?;
         let to = (to, record.info.latest_revision());
-        self.core
+        self.records
             .append_on_current(&key, &record, to, context, OnCurrent::Stop)
             .await
     }
@@ -536,7 +547,7 @@ impl LogicalClouds {
 
     async fn update_once(&self, project: &str, name: &str) -> Result<i64> {
         let key = keys::logical_cloud(project, name);
-        let store = self.core.store().as_ref();
+        let store = self.records.store().as_ref();
         let lc = self.logical_cloud(project, name).await?;
         let record = Record::load_or_new(store, &key).await?;
         let Some(to) = next_state(record.info.current_state(), Op::Update)? else {
@@ -552,7 +563,7 @@ impl LogicalClouds {
             )));
         }
         let revision = record.info.latest_revision() + 1;
-        let old = self.core.load_context(&record.info).await?;
+        let old = self.records.load_context(&record.info).await?;
         // Claimed before its side effects, as an instantiate.
         let claimed = record
             .append(store, &key, to, String::new(), revision)
@@ -575,19 +586,19 @@ impl LogicalClouds {
                 return Err(e);
             }
         };
-        let held = self.core.handover.lock(&key).await;
+        let held = self.records.handover.lock(&key).await;
         let written = claimed.fill(store, &key, ctx.id().to_string()).await;
         // Without the running context (lost with an in-memory AppContext store) the new one is
         // simply instantiated; server-side apply takes over what is already there.
         let handed = async {
             match &old {
-                Some(old) => self.core.rsync().update(old.id(), ctx.id()).await,
-                None => self.core.rsync().instantiate(ctx.id()).await,
+                Some(old) => self.records.rsync().update(old.id(), ctx.id()).await,
+                None => self.records.rsync().instantiate(ctx.id()).await,
             }
         };
         deploy_fresh(store, &key, written, &record, &ctx, handed).await?;
         drop(held);
-        credentials::spawn_finisher(&self.core, project, name, ctx.id());
+        credentials::spawn_finisher(&self.records, project, name, ctx.id());
         Ok(revision)
     }
 
@@ -601,7 +612,7 @@ impl LogicalClouds {
     pub async fn resume(&self) -> Result<usize> {
         let mut resumed = 0;
         for project in self
-            .core
+            .records
             .objects
             .projects()
             .list(&ResourceKey::root(), &[])
@@ -609,14 +620,14 @@ impl LogicalClouds {
         {
             let project = project.metadata.name;
             for lc in self
-                .core
+                .records
                 .objects
                 .logical_clouds()
                 .list(&keys::project(&project), &[])
                 .await?
             {
                 let key = keys::logical_cloud(&project, &lc.metadata.name);
-                let info = state_or_new(self.core.store().as_ref(), &key).await?;
+                let info = state_or_new(self.records.store().as_ref(), &key).await?;
                 if lc.is_admin()
                     || !matches!(
                         info.current_state(),
@@ -625,21 +636,26 @@ impl LogicalClouds {
                 {
                     continue;
                 }
-                let Some(ctx) = self.core.load_context(&info).await? else {
+                let Some(ctx) = self.records.load_context(&info).await? else {
                     continue;
                 };
                 let references =
-                    credentials::references_by_cluster(self.core.store().as_ref(), &key).await?;
+                    credentials::references_by_cluster(self.records.store().as_ref(), &key).await?;
                 let mut missing = false;
                 for cluster in ctx.clusters(LC_APP).await? {
                     if let Some((ref_key, _)) = references.get(&cluster) {
                         missing |=
-                            !credentials::has_kubeconfig(self.core.store().as_ref(), ref_key)
+                            !credentials::has_kubeconfig(self.records.store().as_ref(), ref_key)
                                 .await?;
                     }
                 }
                 if missing {
-                    credentials::spawn_finisher(&self.core, &project, &lc.metadata.name, ctx.id());
+                    credentials::spawn_finisher(
+                        &self.records,
+                        &project,
+                        &lc.metadata.name,
+                        ctx.id(),
+                    );
                     resumed += 1;
                 }
             }
@@ -662,14 +678,14 @@ impl LogicalClouds {
         let (project, name) = (cloud.project.as_str(), cloud.logical_cloud.as_str());
         let lc = self.logical_cloud(project, name).await?;
         let key = keys::logical_cloud(project, name);
-        self.core
+        self.records
             .objects
             .cluster_references()
             .get(&key, cluster_reference)
             .await?;
         // dcm's cluster.go GetClusterConfig: the status context first, then the private key an
         // admin cloud has none of.
-        let state = state_or_new(self.core.store().as_ref(), &key)
+        let state = state_or_new(self.records.store().as_ref(), &key)
             .await?
             .current_state();
         if !state.is_deployed() {
@@ -682,7 +698,7 @@ impl LogicalClouds {
         }
         let ref_key = key.child(keys::CLUSTER_REFERENCE, cluster_reference);
         read_text_blob(
-            self.core.store().as_ref(),
+            self.records.store().as_ref(),
             &ref_key,
             LOGICAL_CLOUD_KUBECONFIG_BLOB,
         )

@@ -45,7 +45,7 @@ impl crate::Status {
             .with_field("app"));
         }
         let snapshot = match context_of(&states, query.instance.as_deref())? {
-            Some(id) => Some(Snapshot::read(self.core.contexts(), id).await?),
+            Some(id) => Some(Snapshot::read(self.records.contexts(), id).await?),
             None => None,
         };
         let mut views = snapshot
@@ -53,12 +53,12 @@ impl crate::Status {
             .map(|s| s.views(query))
             .unwrap_or_default();
         let references =
-            credentials::references_by_cluster(self.core.store().as_ref(), &lc_key).await?;
+            credentials::references_by_cluster(self.records.store().as_ref(), &lc_key).await?;
         for cluster in views.iter_mut().flat_map(|a| a.clusters.iter_mut()) {
             let id = ClusterRef::new(&cluster.provider, &cluster.cluster).to_string();
             let has = match references.get(&id) {
                 Some((key, _)) => {
-                    credentials::has_kubeconfig(self.core.store().as_ref(), key).await?
+                    credentials::has_kubeconfig(self.records.store().as_ref(), key).await?
                 }
                 None => false,
             };

@@ -18,16 +18,16 @@ use emco_store::{AppContextStore, ResourceKey};
 
 use super::Deployments;
 use super::render::{RenderInput, RenderedApp, render_app};
+use crate::builder::read_blob;
 use crate::dcm::{DeployCloud, cloud_for_deployment};
 use crate::keys;
-use crate::runtime::read_blob;
 
 /// The intents of a group: controller (or `genericPlacementIntent`) -> intent name, merged over
 /// its DIG intents in name order.
 pub(crate) async fn dig_intents(orch: &Deployments, dig: &ResourceKey) -> Result<DigIntentMap> {
     let mut merged = BTreeMap::new();
     let mut placement = None;
-    for di in orch.core.objects.dig_intents().list(dig, &[]).await? {
+    for di in orch.records.objects.dig_intents().list(dig, &[]).await? {
         if placement.is_none() {
             placement = di.generic_placement_intent().map(str::to_owned);
         }
@@ -73,8 +73,8 @@ pub(crate) async fn build_context(
     update_from: Option<ContextId>,
 ) -> Result<AppContext> {
     let site = Site {
-        contexts: Arc::clone(orch.core.contexts()),
-        registry: orch.core.controller_registry(),
+        contexts: Arc::clone(orch.records.contexts()),
+        registry: &orch.controllers,
     };
     build_in(orch, key, dig, update_from, &site)
         .await
@@ -105,8 +105,12 @@ pub(crate) async fn build_in(
 ) -> Result<Built> {
     let started = std::time::Instant::now();
     let path = keys::dig_ref(key)?;
-    let cloud =
-        cloud_for_deployment(&orch.core.objects, &path.project, &dig.spec.logical_cloud).await?;
+    let cloud = cloud_for_deployment(
+        &orch.records.objects,
+        &path.project,
+        &dig.spec.logical_cloud,
+    )
+    .await?;
     let intents = dig_intents(orch, key).await?;
     let gpi = intents.placement.clone().ok_or_else(|| {
         Error::failed_precondition(format!(
@@ -115,13 +119,13 @@ pub(crate) async fn build_in(
         ))
     })?;
     let gpi_key = key.child(keys::GENERIC_PLACEMENT_INTENT, gpi.as_str());
-    if orch.core.store().get(&gpi_key).await?.is_none() {
+    if orch.records.store().get(&gpi_key).await?.is_none() {
         return Err(Error::not_found(format!(
             "generic placement intent {gpi:?} named by the DIG intents does not exist"
         )));
     }
     let app_intents: Vec<AppPlacementIntent> = orch
-        .core
+        .records
         .objects
         .app_placement_intents()
         .list(&gpi_key, &[])
@@ -142,7 +146,7 @@ pub(crate) async fn build_in(
     })?;
     let rendered = render_all(orch, &apps, dig, &cloud).await?;
     let drift = orch
-        .core
+        .records
         .objects
         .drift_policies()
         .list(key, &[])
@@ -210,7 +214,7 @@ async fn load_apps(
     gpi: &str,
 ) -> Result<Vec<AppInput>> {
     let ca = keys::composite_app(&path.project, &path.composite_app, &path.version);
-    let mut apps = orch.core.objects.apps().list(&ca, &[]).await?;
+    let mut apps = orch.records.objects.apps().list(&ca, &[]).await?;
     if apps.is_empty() {
         return Err(Error::failed_precondition(format!(
             "composite app {:?} version {:?} has no apps",
@@ -220,12 +224,12 @@ async fn load_apps(
     apps.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let cp_name = dig.spec.composite_profile.as_str();
     let cp = ca.child(keys::COMPOSITE_PROFILE, cp_name);
-    if orch.core.store().get(&cp).await?.is_none() {
+    if orch.records.store().get(&cp).await?.is_none() {
         return Err(Error::not_found(format!(
             "composite profile {cp_name:?} does not exist"
         )));
     }
-    let profiles = orch.core.objects.app_profiles().list(&cp, &[]).await?;
+    let profiles = orch.records.objects.app_profiles().list(&cp, &[]).await?;
     let mut out = Vec::with_capacity(apps.len());
     for app in apps {
         let name = app.metadata.name;
@@ -235,7 +239,7 @@ async fn load_apps(
             )));
         }
         let app_key = ca.child(keys::APP, name.as_str());
-        let chart = read_blob(orch.core.store().as_ref(), &app_key, keys::FILE_BLOB)
+        let chart = read_blob(orch.records.store().as_ref(), &app_key, keys::FILE_BLOB)
             .await?
             .ok_or_else(|| Error::not_found(format!("app {name:?} has no chart")))?;
         let profile = profiles
@@ -247,14 +251,15 @@ async fn load_apps(
                 ))
             })?;
         let profile_key = cp.child(keys::APP_PROFILE, profile.metadata.name.as_str());
-        let profile = read_blob(orch.core.store().as_ref(), &profile_key, keys::FILE_BLOB).await?;
+        let profile =
+            read_blob(orch.records.store().as_ref(), &profile_key, keys::FILE_BLOB).await?;
         let set = dig
             .override_values_for(&name)
             .into_iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         let dependencies = orch
-            .core
+            .records
             .objects
             .app_dependencies()
             .list(&app_key, &[])
@@ -302,7 +307,7 @@ async fn inventory(
     for provider in providers {
         // Placement reports a missing provider with the entry that names it.
         let Some(clusters) = orch
-            .core
+            .records
             .objects
             .clusters_with_labels(provider)
             .await
@@ -329,7 +334,7 @@ async fn render_all(
     dig: &DeploymentIntentGroup,
     cloud: &DeployCloud,
 ) -> Result<BTreeMap<String, RenderedApp>> {
-    let (max_unpacked, helm) = (orch.core.objects.limits().max_unpacked, orch.helm);
+    let (max_unpacked, helm) = (orch.records.objects.limits().max_unpacked, orch.helm);
     let tasks = apps.iter().map(|a| {
         let (name, chart, profile, set) = (
             a.name.clone(),
@@ -448,17 +453,13 @@ async fn run_controllers(
     let mut handle = ContextHandle::new(ctx.clone());
     for p in placements {
         let present: BTreeSet<String> = handle.clusters(&p.app).await?.into_iter().collect();
-        let kept = finalize(
-            p,
-            |c| present.contains(c.as_str()),
-            orch.core.any_of_strategy(),
-        )
-        .map_err(|e| {
-            Error::new(
-                e.kind(),
-                format!("after the placement controllers: {}", e.message()),
-            )
-        })?;
+        let kept =
+            finalize(p, |c| present.contains(c.as_str()), orch.any_of.as_ref()).map_err(|e| {
+                Error::new(
+                    e.kind(),
+                    format!("after the placement controllers: {}", e.message()),
+                )
+            })?;
         let kept: BTreeSet<&str> = kept.clusters.iter().map(|c| c.cluster.as_str()).collect();
         for c in &present {
             if !kept.contains(c.as_str()) {

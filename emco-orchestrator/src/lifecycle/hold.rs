@@ -48,7 +48,7 @@ impl Deployments {
             return;
         }
         let (me, dig) = (self.clone(), dig.clone());
-        let shutdown = self.core.shutdown_token();
+        let shutdown = self.records.shutdown_token();
         tokio::spawn(async move {
             tokio::select! {
                 // The next process waits again.
@@ -65,7 +65,7 @@ impl Deployments {
     /// [`SUPERVISE`] until `token` is cancelled: another replica's, also one that died.
     pub(crate) async fn supervise_holds(&self, token: CancellationToken) {
         loop {
-            match AppContext::registered(self.core.contexts().as_ref(), Registry::Held).await {
+            match AppContext::registered(self.records.contexts().as_ref(), Registry::Held).await {
                 Ok(ids) => {
                     for id in ids {
                         if let Err(e) = self.wait_registered(id).await {
@@ -89,14 +89,14 @@ impl Deployments {
             return Ok(());
         }
         let found = async {
-            let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
+            let ctx = AppContext::load(Arc::clone(self.records.contexts()), id).await?;
             let dig = ctx.meta().await?.dig().key();
-            let record = Record::load(self.core.store().as_ref(), &dig).await?;
+            let record = Record::load(self.records.store().as_ref(), &dig).await?;
             Ok::<_, emco_core::Error>((ctx, dig, record))
         };
         let Some((ctx, dig, record)) = found.await.found()? else {
             // The context or its group is gone: nothing to hand over.
-            AppContext::unregister(self.core.contexts().as_ref(), Registry::Held, id).await?;
+            AppContext::unregister(self.records.contexts().as_ref(), Registry::Held, id).await?;
             return Ok(());
         };
         let from = match record.info.current_state() {
@@ -115,7 +115,7 @@ impl Deployments {
     /// hands the context over if the group's record still deploys it and no process did yet,
     /// then posts the operation's event to the group's action controllers.
     async fn release(&self, dig: &ResourceKey, id: ContextId, how: HandOver) -> Result<()> {
-        let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
+        let ctx = AppContext::load(Arc::clone(self.records.contexts()), id).await?;
         loop {
             let Some((holds, revision)) = ctx.holds::<Holds>().await? else {
                 break;
@@ -129,7 +129,7 @@ impl Deployments {
                 break;
             };
             tracing::info!(%dig, ctx = %id, hold = %hold.description, "waiting for a hold");
-            let outcome = self.core.controller_registry().await_hold(id, &hold).await;
+            let outcome = self.controllers.await_hold(id, &hold).await;
             let mut next = holds.clone();
             match &outcome {
                 Ok(()) => next.holds[i].state = HoldState::Released,
@@ -155,8 +155,8 @@ impl Deployments {
                 return Ok(());
             }
         }
-        let _held = self.core.handover.lock(dig).await;
-        let record = Record::load(self.core.store().as_ref(), dig).await?;
+        let _held = self.records.handover.lock(dig).await;
+        let record = Record::load(self.records.store().as_ref(), dig).await?;
         let current = record.info.current_context_id()?;
         let deploys = matches!(
             record.info.current_state(),
@@ -187,9 +187,9 @@ impl Deployments {
         if how.waves {
             self.start_rollout(ctx).await
         } else if let Some(from) = how.from {
-            self.core.rsync().update(from, ctx.id()).await
+            self.records.rsync().update(from, ctx.id()).await
         } else {
-            self.core.rsync().instantiate(ctx.id()).await
+            self.records.rsync().instantiate(ctx.id()).await
         }
     }
 

@@ -51,10 +51,12 @@ use emco_core::{ContextId, DigRef, Error, ErrorKind, Found, Metadata, Result, Va
 use emco_store::ResourceKey;
 use serde::{Deserialize, Deserializer, Serialize};
 
+use emco_controller_sdk::client::ControllerRegistry;
 use emco_controller_sdk::controller::Event;
+use emco_core::placement::AnyOfStrategy;
 
 use crate::keys;
-use crate::runtime::Core;
+use crate::records::Records;
 use crate::state::{
     OnCurrent, Record, decide_again, deploy_fresh, hand_over, load_state, now_rfc3339,
 };
@@ -160,7 +162,13 @@ impl Validate for MigrateIntent {
 /// share everything.
 #[derive(Debug, Clone)]
 pub struct Deployments {
-    core: Core,
+    records: Records,
+    /// The controllers the lifecycle calls (placement, action, hooks).
+    controllers: Arc<ControllerRegistry>,
+    /// Which cluster each anyOf group keeps.
+    any_of: Arc<dyn AnyOfStrategy>,
+    /// How many revisions' contexts a group keeps for rollback; `None`: all, as EMCO.
+    history: Option<usize>,
     /// Which Helm release's rendering the apps get.
     helm: emco_helm::HelmCompat,
     /// The rollouts driven in this process.
@@ -173,9 +181,18 @@ pub struct Deployments {
 }
 
 impl Deployments {
-    pub(crate) fn new(core: Core, helm: emco_helm::HelmCompat) -> Self {
+    pub(crate) fn new(
+        records: Records,
+        controllers: Arc<ControllerRegistry>,
+        any_of: Arc<dyn AnyOfStrategy>,
+        history: Option<usize>,
+        helm: emco_helm::HelmCompat,
+    ) -> Self {
         Self {
-            core,
+            records,
+            controllers,
+            any_of,
+            history,
             helm,
             drivers: rollout::Drivers::default(),
             waiters: rollout::Drivers::default(),
@@ -203,7 +220,7 @@ impl Deployments {
     pub async fn state(&self, dig: &DigRef) -> Result<StateInfo> {
         let key = dig.key();
         self.load_dig(&key).await?;
-        load_state(self.core.store().as_ref(), &key).await
+        load_state(self.records.store().as_ref(), &key).await
     }
 
     /// Approves the deployment intent group `dig` (Created -> Approved).
@@ -213,12 +230,13 @@ impl Deployments {
     pub async fn approve(&self, dig: &DigRef) -> Result<()> {
         let key = dig.key();
         self.load_dig(&key).await?;
-        crate::state::apply_operation(self.core.store().as_ref(), &key, DigOperation::Approve).await
+        crate::state::apply_operation(self.records.store().as_ref(), &key, DigOperation::Approve)
+            .await
     }
 
     /// The deployment intent group at `dig` (NotFound naming it otherwise).
     async fn load_dig(&self, dig: &ResourceKey) -> Result<DeploymentIntentGroup> {
-        self.core
+        self.records
             .objects
             .deployment_intent_groups()
             .get(
@@ -252,7 +270,7 @@ impl Deployments {
         if !matches!(op, DigOperation::Terminate | DigOperation::Stop) {
             state.statusctxid = ctx.to_string();
         }
-        match record.swap(self.core.store().as_ref(), dig, state).await {
+        match record.swap(self.records.store().as_ref(), dig, state).await {
             Err(e) if e.kind() == ErrorKind::Conflict => Err(self.lost(dig, op, e).await),
             written => written,
         }
@@ -262,7 +280,7 @@ impl Deployments {
     /// EMCO's words (`already been instantiated` for a second instantiate), or `lost` itself
     /// when the record still allows `op`.
     async fn lost(&self, dig: &ResourceKey, op: DigOperation, lost: Error) -> Error {
-        match load_state(self.core.store().as_ref(), dig).await {
+        match load_state(self.records.store().as_ref(), dig).await {
             Ok(now) => transition_named(dig_name(dig), now.current_state(), op)
                 .err()
                 .unwrap_or(lost),
@@ -285,7 +303,7 @@ impl Deployments {
         let named = dig;
         let dig = &dig.key();
         let group = self.load_dig(dig).await?;
-        let record = Record::load(self.core.store().as_ref(), dig).await?;
+        let record = Record::load(self.records.store().as_ref(), dig).await?;
         transition_named(
             dig_name(dig),
             record.info.current_state(),
@@ -294,7 +312,7 @@ impl Deployments {
         self.check_terminated(dig, &record.info).await?;
         let ctx = build::build_context(self, dig, &group, None).await?;
         let waves = self.plan_if_rolled_out(named, None, &ctx).await?;
-        let _held = self.core.handover.lock(dig).await;
+        let _held = self.records.handover.lock(dig).await;
         // Again, now that no other operation of this process can queue work meanwhile.
         if let Err(e) = self.check_terminated(dig, &record.info).await {
             ctx.discard().await;
@@ -324,7 +342,7 @@ impl Deployments {
     ) -> Result<Record> {
         let written = self.record(dig, record, op, ctx.id()).await;
         deploy_fresh(
-            self.core.store().as_ref(),
+            self.records.store().as_ref(),
             dig,
             written,
             record,
@@ -344,7 +362,7 @@ impl Deployments {
         let Some(id) = state.current_context_id()? else {
             return Ok(());
         };
-        let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await;
+        let ctx = AppContext::load(Arc::clone(self.records.contexts()), id).await;
         let busy = match ctx.found()? {
             Some(ctx) => ctx.is_busy().await?,
             None => false,
@@ -364,7 +382,7 @@ impl Deployments {
     /// # Errors
     /// Conflict when it is still busy after [`SETTLE_TIMEOUT`].
     async fn settle(&self, id: ContextId) -> Result<()> {
-        let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
+        let ctx = AppContext::load(Arc::clone(self.records.contexts()), id).await?;
         let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
         loop {
             match ctx.status().await? {
@@ -384,7 +402,7 @@ impl Deployments {
     /// The record of `dig` checked for `op`, with the context `op` acts on (the current one).
     async fn checked(&self, dig: &ResourceKey, op: DigOperation) -> Result<(Record, ContextId)> {
         self.load_dig(dig).await?;
-        let record = Record::load(self.core.store().as_ref(), dig).await?;
+        let record = Record::load(self.records.store().as_ref(), dig).await?;
         transition_named(dig_name(dig), record.info.current_state(), op)?;
         let ctx = Self::current_context(dig, &record.info)?;
         Ok((record, ctx))
@@ -406,8 +424,7 @@ impl Deployments {
         // while the deployment is still there; a refusal keeps it.
         let (_, current) = self.checked(dig, DigOperation::Terminate).await?;
         let (controllers, intents) = self.dig_controllers(dig).await?;
-        self.core
-            .controller_registry()
+        self.controllers
             .before_terminate(&controllers, &intents, current)
             .await?;
         let ctx = self
@@ -415,14 +432,13 @@ impl Deployments {
             .await?;
         // Clusters a rollout has not changed yet still run the context it replaces.
         if let Some(replaced) = self.replaced_by_rollout(ctx).await? {
-            self.core.rsync().terminate(replaced).await?;
+            self.records.rsync().terminate(replaced).await?;
         }
         self.terminate_children(dig).await;
         // Controllers are told after the fact: the deployment is going whatever they answer,
         // and a controller that is down must not keep it on the clusters.
         if let Err(e) = self
-            .core
-            .controller_registry()
+            .controllers
             .terminate(&controllers, &intents, ctx)
             .await
         {
@@ -446,7 +462,7 @@ impl Deployments {
 
     /// The controllers registered at `/v2/controllers`, in registration order.
     async fn registered_controllers(&self) -> Result<Vec<emco_core::model::Controller>> {
-        self.core
+        self.records
             .objects
             .controllers()
             .list(&ResourceKey::root(), &[])
@@ -461,8 +477,7 @@ impl Deployments {
         tokio::spawn(async move {
             let told = async {
                 let (controllers, intents) = me.dig_controllers(&dig).await?;
-                me.core
-                    .controller_registry()
+                me.controllers
                     .post_event(&controllers, &intents, ctx, event)
                     .await
             };
@@ -477,7 +492,7 @@ impl Deployments {
     /// update leaves the replaced context's children deployed. One that fails is logged and the
     /// rest still go: the group is terminated whatever they answer.
     async fn terminate_children(&self, dig: &ResourceKey) {
-        let contexts = match load_state(self.core.store().as_ref(), dig).await {
+        let contexts = match load_state(self.records.store().as_ref(), dig).await {
             Ok(state) => state
                 .contexts_by_revision()
                 .into_values()
@@ -489,7 +504,8 @@ impl Deployments {
             }
         };
         for parent in contexts {
-            let children = match AppContext::load(Arc::clone(self.core.contexts()), parent).await {
+            let children = match AppContext::load(Arc::clone(self.records.contexts()), parent).await
+            {
                 Ok(ctx) => ctx.child_contexts().await,
                 Err(e) => Err(e),
             };
@@ -502,7 +518,7 @@ impl Deployments {
                 }
             };
             for child in children {
-                if let Err(e) = self.core.rsync().terminate(child).await {
+                if let Err(e) = self.records.rsync().terminate(child).await {
                     tracing::warn!(%dig, %parent, %child, error = %e, "cannot terminate a child context");
                 }
             }
@@ -536,11 +552,11 @@ impl Deployments {
         on: OnCurrent,
     ) -> Result<ContextId> {
         let (record, ctx) = self.checked(dig, op).await?;
-        let _held = self.core.handover.lock(dig).await;
+        let _held = self.records.handover.lock(dig).await;
         let written = self.record(dig, &record, op, ctx).await?;
-        let queued = on.send(self.core.rsync(), ctx);
+        let queued = on.send(self.records.rsync(), ctx);
         hand_over(
-            self.core.store().as_ref(),
+            self.records.store().as_ref(),
             queued,
             &[(dig, &written, &record)],
             None,
@@ -563,7 +579,7 @@ impl Deployments {
         self.refuse_during_rollout(old, "update").await?;
         let ctx = build::build_context(self, dig, &group, Some(old)).await?;
         let waves = self.plan_if_rolled_out(named, Some(old), &ctx).await?;
-        let _held = self.core.handover.lock(dig).await;
+        let _held = self.records.handover.lock(dig).await;
         let held = hold::is_held(&ctx).await?;
         let how = hold::HandOver {
             from: Some(old),
@@ -585,13 +601,13 @@ impl Deployments {
     /// later update takes those. Best effort: the update stands whatever happens here.
     /// ([`Self::rollback`] refuses a revision whose context is gone.)
     async fn prune_history(&self, dig: &ResourceKey, state: &StateInfo) {
-        let Some(keep) = self.core.runtime.history else {
+        let Some(keep) = self.history else {
             return;
         };
         let pruned = async {
             let mut deleted = 0;
             for id in state.contexts_beyond(keep)? {
-                let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await;
+                let ctx = AppContext::load(Arc::clone(self.records.contexts()), id).await;
                 let Some(ctx) = ctx.found()? else { continue };
                 // Still worked on, deployed somewhere (a wave of a rollout) or held.
                 let mut in_use = ctx.is_busy().await?;
@@ -651,25 +667,25 @@ impl Deployments {
             })?;
         let target = ContextId::from_record(&target, format_args!("the state of {dig}"))?;
         if target != current {
-            let kept = AppContext::load(Arc::clone(self.core.contexts()), target).await;
+            let kept = AppContext::load(Arc::clone(self.records.contexts()), target).await;
             if kept.found()?.is_none() {
                 return Err(Error::invalid(format!(
                     "revision {revision} is no longer kept: the server keeps the contexts of \
                      the last {} revisions (--revision-history-limit)",
-                    self.core.runtime.history.unwrap_or_default()
+                    self.history.unwrap_or_default()
                 ))
                 .with_field("spec.revision"));
             }
             self.settle(target).await?;
         }
-        let _held = self.core.handover.lock(dig).await;
+        let _held = self.records.handover.lock(dig).await;
         let written = self
             .record(dig, &record, DigOperation::Rollback, target)
             .await?;
         if target != current {
             hand_over(
-                self.core.store().as_ref(),
-                self.core.rsync().rollback(current, target),
+                self.records.store().as_ref(),
+                self.records.rsync().rollback(current, target),
                 &[(dig, &written, &record)],
                 None,
             )
@@ -705,7 +721,7 @@ impl Deployments {
         let (source_record, old) = self.checked(dig, DigOperation::Migrate).await?;
         self.refuse_during_rollout(old, "migrate").await?;
         let target_group = self.load_dig(&target).await?;
-        let target_record = Record::load(self.core.store().as_ref(), &target).await?;
+        let target_record = Record::load(self.records.store().as_ref(), &target).await?;
         transition_named(
             dig_name(&target),
             target_record.info.current_state(),
@@ -714,7 +730,7 @@ impl Deployments {
         .map_err(|e| Error::new(e.kind(), format!("migrate target: {}", e.message())))?;
         self.check_terminated(&target, &target_record.info).await?;
         let ctx = build::build_context(self, &target, &target_group, Some(old)).await?;
-        let _held = self.core.handover.lock_pair(dig, &target).await;
+        let _held = self.records.handover.lock_pair(dig, &target).await;
         if let Err(e) = self.check_terminated(&target, &target_record.info).await {
             ctx.discard().await;
             return Err(e);
@@ -736,15 +752,15 @@ impl Deployments {
             Ok(w) => w,
             Err(e) => {
                 target_written
-                    .revert(self.core.store().as_ref(), &target, &target_record)
+                    .revert(self.records.store().as_ref(), &target, &target_record)
                     .await;
                 ctx.discard().await;
                 return Err(e);
             }
         };
         hand_over(
-            self.core.store().as_ref(),
-            self.core.rsync().update(old, ctx.id()),
+            self.records.store().as_ref(),
+            self.records.rsync().update(old, ctx.id()),
             &[
                 (&target, &target_written, &target_record),
                 (dig, &source_written, &source_record),

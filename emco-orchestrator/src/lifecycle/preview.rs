@@ -67,7 +67,7 @@ impl Deployments {
     pub async fn preview(&self, dig: &DigRef, options: &PreviewOptions) -> Result<Preview> {
         let key = dig.key();
         let group = self.load_dig(&key).await?;
-        let record = Record::load(self.core.store().as_ref(), &key).await?;
+        let record = Record::load(self.records.store().as_ref(), &key).await?;
         let state = record.info.current_state();
         let name = dig_name(&key);
         let deployed = if transition_named(name, state, DigOperation::Update).is_ok() {
@@ -79,9 +79,9 @@ impl Deployments {
         };
         let intents = build::dig_intents(self, &key).await?;
         let controllers = self.registered_controllers().await?;
-        let registry = self.core.controller_registry();
+        let registry = &self.controllers;
         let written_for = registry.remote_participants(&controllers, &intents.intents);
-        let real = Arc::clone(self.core.contexts());
+        let real = Arc::clone(self.records.contexts());
         let contexts: Arc<dyn AppContextStore> = if written_for.is_empty() {
             Arc::new(ScratchStore::new(Arc::clone(&real)))
         } else {
@@ -190,7 +190,7 @@ impl Deployments {
         let meta = Arc::new(meta.clone());
         let mut calls = Vec::with_capacity(asks.len());
         for ((cluster, app), objects) in asks {
-            let (rsync, meta) = (self.core.rsync().clone(), Arc::clone(&meta));
+            let (rsync, meta) = (self.records.rsync().clone(), Arc::clone(&meta));
             let (cluster, app) = (cluster.to_owned(), app.to_owned());
             calls.push(async move {
                 let answer = rsync.dry_run(&meta, &cluster, &app, &objects).await;

@@ -205,7 +205,7 @@ impl Deployments {
     /// The rollout policy of the group at `dig`, if it has one.
     pub(super) async fn rollout_policy(&self, dig: &ResourceKey) -> Result<Option<RolloutPolicy>> {
         Ok(self
-            .core
+            .records
             .objects
             .rollout_policies()
             .list(dig, &[])
@@ -231,7 +231,7 @@ impl Deployments {
         for id in &placed {
             let labels = match emco_core::ClusterRef::split(id) {
                 Some((provider, name)) if with_labels => self
-                    .core
+                    .records
                     .objects
                     .cluster_labels()
                     .list(&keys::cluster(provider, name), &[])
@@ -246,7 +246,7 @@ impl Deployments {
         let waves = plan_waves(&policy.spec, &clusters)?;
         let leaving = match from {
             Some(old) => {
-                let old = AppContext::load(Arc::clone(self.core.contexts()), old).await?;
+                let old = AppContext::load(Arc::clone(self.records.contexts()), old).await?;
                 placed_clusters(&old)
                     .await?
                     .into_iter()
@@ -323,7 +323,7 @@ impl Deployments {
     /// # Errors
     /// Conflict naming the rollout's wave and state.
     pub(super) async fn refuse_during_rollout(&self, id: ContextId, what: &str) -> Result<()> {
-        let Some(ctx) = AppContext::load(Arc::clone(self.core.contexts()), id)
+        let Some(ctx) = AppContext::load(Arc::clone(self.records.contexts()), id)
             .await
             .found()?
         else {
@@ -365,7 +365,7 @@ impl Deployments {
     async fn latest_rollout(&self, dig: &DigRef) -> Result<(AppContext, RolloutRun, u64)> {
         let key = dig.key();
         self.load_dig(&key).await?;
-        let state = load_state(self.core.store().as_ref(), &key).await?;
+        let state = load_state(self.records.store().as_ref(), &key).await?;
         self.latest_rollout_of(&state).await?.ok_or_else(|| {
             Error::not_found(format!(
                 "deployment intent group {:?} has no rollout",
@@ -385,7 +385,7 @@ impl Deployments {
             let Ok(id) = id.parse::<ContextId>() else {
                 continue;
             };
-            let Some(ctx) = AppContext::load(Arc::clone(self.core.contexts()), id)
+            let Some(ctx) = AppContext::load(Arc::clone(self.records.contexts()), id)
                 .await
                 .found()?
             else {
@@ -440,7 +440,7 @@ impl Deployments {
             return;
         }
         let me = self.clone();
-        let token = self.core.shutdown_token();
+        let token = self.records.shutdown_token();
         let span = tracing::info_span!(parent: None, "rollout", ctx = %id);
         tokio::spawn(
             async move {
@@ -455,7 +455,8 @@ impl Deployments {
     /// `token` is cancelled: rollouts an earlier process left, or a dead replica's.
     pub(crate) async fn supervise_rollouts(&self, token: CancellationToken) {
         loop {
-            match AppContext::registered(self.core.contexts().as_ref(), Registry::Rollout).await {
+            match AppContext::registered(self.records.contexts().as_ref(), Registry::Rollout).await
+            {
                 Ok(ids) => {
                     for id in ids {
                         self.drive_rollout(id);
@@ -481,9 +482,12 @@ impl Deployments {
                 Ok(Some(Step::Wait)) => TICK,
                 Ok(Some(Step::Done)) => {
                     self.followed.forget(id);
-                    if let Err(e) =
-                        AppContext::unregister(self.core.contexts().as_ref(), Registry::Rollout, id)
-                            .await
+                    if let Err(e) = AppContext::unregister(
+                        self.records.contexts().as_ref(),
+                        Registry::Rollout,
+                        id,
+                    )
+                    .await
                     {
                         tracing::warn!(error = %e, "cannot unregister a finished rollout");
                     }
@@ -493,7 +497,7 @@ impl Deployments {
                     // The context or the group is gone: so is the rollout.
                     drop(
                         AppContext::unregister(
-                            self.core.contexts().as_ref(),
+                            self.records.contexts().as_ref(),
                             Registry::Rollout,
                             id,
                         )
@@ -515,7 +519,7 @@ impl Deployments {
 
     /// One look at the rollout of context `id`, and what it leads to.
     async fn step_rollout(&self, id: ContextId, seen: &mut Seen) -> Result<Step> {
-        let ctx = AppContext::load(Arc::clone(self.core.contexts()), id).await?;
+        let ctx = AppContext::load(Arc::clone(self.records.contexts()), id).await?;
         let Some((mut run, revision)) = ctx.rollout::<RolloutRun>().await? else {
             return Ok(Step::Done);
         };
@@ -527,7 +531,7 @@ impl Deployments {
         if run.reason.starts_with("rolling back") {
             return self.roll_back(&ctx, run, revision, &dig).await;
         }
-        let record = Record::load(self.core.store().as_ref(), &dig).await?;
+        let record = Record::load(self.records.store().as_ref(), &dig).await?;
         if !names_live(&record, id)? {
             if run.state == RolloutState::Succeeded {
                 // Clusters left out are the group's next operation's to change now.
@@ -562,7 +566,7 @@ impl Deployments {
         dig: &ResourceKey,
     ) -> Result<Step> {
         let silent = self
-            .core
+            .records
             .rsync()
             .unanswering(ctx.id(), &run.catch_up, PROBE)
             .await?;
@@ -591,15 +595,25 @@ impl Deployments {
         clusters: Vec<String>,
     ) -> Result<()> {
         match from {
-            Some(from) => self.core.rsync().update_on(from, to, Some(clusters)).await,
-            None => self.core.rsync().instantiate_on(to, Some(clusters)).await,
+            Some(from) => {
+                self.records
+                    .rsync()
+                    .update_on(from, to, Some(clusters))
+                    .await
+            }
+            None => {
+                self.records
+                    .rsync()
+                    .instantiate_on(to, Some(clusters))
+                    .await
+            }
         }
     }
 
     /// The context a rollout of context `id` replaces while some clusters still run it (the
     /// rollout has not finished, or clusters it left out wait to be changed).
     pub(super) async fn replaced_by_rollout(&self, id: ContextId) -> Result<Option<ContextId>> {
-        let Some(ctx) = AppContext::load(Arc::clone(self.core.contexts()), id)
+        let Some(ctx) = AppContext::load(Arc::clone(self.records.contexts()), id)
             .await
             .found()?
         else {
@@ -659,7 +673,7 @@ impl Deployments {
                         .cloned()
                         .collect();
                     let silent = self
-                        .core
+                        .records
                         .rsync()
                         .unanswering(ctx.id(), &asked, PROBE)
                         .await?;
@@ -854,11 +868,11 @@ impl Deployments {
         dig: &ResourceKey,
     ) -> Result<Step> {
         let changed = run.changed();
-        let rsync = self.core.rsync();
+        let rsync = self.records.rsync();
         if ctx.is_busy().await? {
             rsync.stop(ctx.id()).await?;
         }
-        let record = Record::load(self.core.store().as_ref(), dig).await?;
+        let record = Record::load(self.records.store().as_ref(), dig).await?;
         // Unless a crash came after this was done, or the group was terminated meanwhile.
         if names_live(&record, ctx.id())? {
             match run.from {
@@ -914,7 +928,7 @@ impl Deployments {
             };
             if !registered.contains_key(provider) {
                 let names = match self
-                    .core
+                    .records
                     .objects
                     .clusters()
                     .list(&keys::cluster_provider(provider), &[])
@@ -971,7 +985,12 @@ impl Deployments {
         // Custom health reads the resources of healthy clusters too.
         let mut states = self
             .followed
-            .resources_on(self.core.contexts(), ctx.id(), &wanted, !custom.is_empty())
+            .resources_on(
+                self.records.contexts(),
+                ctx.id(),
+                &wanted,
+                !custom.is_empty(),
+            )
             .await?;
         let mut out = Vec::with_capacity(wave.clusters.len());
         for c in wave.changing() {
@@ -1006,7 +1025,7 @@ impl Deployments {
             .collect();
         let Ok(states) = self
             .followed
-            .resources_on(self.core.contexts(), ctx.id(), &wanted, true)
+            .resources_on(self.records.contexts(), ctx.id(), &wanted, true)
             .await
         else {
             return failures;
@@ -1046,7 +1065,7 @@ impl Deployments {
         for (app, checks) in by_app {
             let names: Vec<String> = checks.iter().map(|(r, _)| r.key.clone()).collect();
             let live = match self
-                .core
+                .records
                 .rsync()
                 .live_objects(ctx.id(), app, cluster, &names)
                 .await

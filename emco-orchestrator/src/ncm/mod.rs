@@ -37,7 +37,7 @@ use serde_json::{Value, json};
 use crate::dcm::manifests::Manifest;
 use crate::dcm::write_only_app;
 use crate::keys;
-use crate::runtime::Core;
+use crate::records::Records;
 use crate::state::{OnCurrent, Record, decide_again, deploy_fresh, state_or_new};
 use crate::status::record_answer;
 
@@ -242,12 +242,12 @@ fn names_multus(kv_pairs: &[KvPair]) -> bool {
 /// clones share everything.
 #[derive(Debug, Clone)]
 pub struct ClusterNetworks {
-    core: Core,
+    records: Records,
 }
 
 impl ClusterNetworks {
-    pub(crate) fn new(core: Core) -> Self {
-        Self { core }
+    pub(crate) fn new(records: Records) -> Self {
+        Self { records }
     }
 
     /// The lifecycle record of the networks of cluster `cluster` of `provider` (Created when
@@ -258,7 +258,7 @@ impl ClusterNetworks {
     pub async fn state(&self, cluster: &ClusterRef) -> Result<StateInfo> {
         let (provider, cluster) = (cluster.provider(), cluster.cluster());
         let info = cluster_record(
-            self.core.store().as_ref(),
+            self.records.store().as_ref(),
             &keys::cluster(provider, cluster),
         )
         .await?
@@ -282,20 +282,20 @@ impl ClusterNetworks {
 
     async fn apply_once(&self, provider: &str, cluster: &str) -> Result<()> {
         let key = keys::cluster(provider, cluster);
-        let record = cluster_record(self.core.store().as_ref(), &key).await?;
+        let record = cluster_record(self.records.store().as_ref(), &key).await?;
         match record.info.current_state() {
             DigState::Created | DigState::Terminated | DigState::TerminateStopped => {}
             DigState::Applied | DigState::InstantiateStopped => return Ok(()),
             s => return Err(invalid_state(cluster, s)),
         }
-        let networks = self.core.objects.networks().list(&key, &[]).await?;
+        let networks = self.records.objects.networks().list(&key, &[]).await?;
         let providers = self
-            .core
+            .records
             .objects
             .provider_networks()
             .list(&key, &[])
             .await?;
-        let multus = names_multus(&self.core.objects.kv_pairs().list(&key, &[]).await?);
+        let multus = names_multus(&self.records.objects.kv_pairs().list(&key, &[]).await?);
         let manifests = network_manifests(&networks, &providers, multus)?;
         let meta = CompositeAppMeta {
             composite_app: NETWORK_APP.to_owned(),
@@ -303,7 +303,7 @@ impl ClusterNetworks {
             level: emco_core::model::logical_cloud::LEVEL_ADMIN.to_owned(),
             ..CompositeAppMeta::default()
         };
-        let ctx = AppContext::create(Arc::clone(self.core.contexts()), &meta).await?;
+        let ctx = AppContext::create(Arc::clone(self.records.contexts()), &meta).await?;
         let resources = manifests.into_iter().map(|m| (m.key, m.yaml)).collect();
         write_only_app(
             &ctx,
@@ -311,11 +311,11 @@ impl ClusterNetworks {
             &[(ClusterRef::new(provider, cluster).to_string(), resources)],
         )
         .await?;
-        let store = self.core.store().as_ref();
+        let store = self.records.store().as_ref();
         let id = ctx.id().to_string();
-        let _held = self.core.handover.lock(&key).await;
+        let _held = self.records.handover.lock(&key).await;
         let written = record.append(store, &key, DigState::Applied, id, 0).await;
-        let queued = self.core.rsync().instantiate(ctx.id());
+        let queued = self.records.rsync().instantiate(ctx.id());
         deploy_fresh(store, &key, written, &record, &ctx, queued)
             .await
             .map(drop)
@@ -333,7 +333,7 @@ impl ClusterNetworks {
 
     async fn terminate_once(&self, provider: &str, cluster: &str) -> Result<()> {
         let key = keys::cluster(provider, cluster);
-        let store = self.core.store().as_ref();
+        let store = self.records.store().as_ref();
         let record = cluster_record(store, &key).await?;
         match record.info.current_state() {
             DigState::Applied | DigState::InstantiateStopped => {}
@@ -341,9 +341,9 @@ impl ClusterNetworks {
             DigState::Created => return Err(not_applied(cluster)),
             s => return Err(invalid_state(cluster, s)),
         }
-        let context = self.core.load_context(&record.info).await?;
+        let context = self.records.load_context(&record.info).await?;
         let to = (DigState::Terminated, 0);
-        self.core
+        self.records
             .append_on_current(&key, &record, to, context, OnCurrent::Terminate)
             .await
     }
@@ -360,7 +360,7 @@ impl ClusterNetworks {
 
     async fn stop_once(&self, provider: &str, cluster: &str) -> Result<()> {
         let key = keys::cluster(provider, cluster);
-        let store = self.core.store().as_ref();
+        let store = self.records.store().as_ref();
         let record = cluster_record(store, &key).await?;
         let to = match record.info.current_state() {
             DigState::Applied => DigState::InstantiateStopped,
@@ -378,7 +378,7 @@ impl ClusterNetworks {
             DigState::Created => return Err(not_applied(cluster)),
             s => return Err(invalid_state(cluster, s)),
         };
-        let ctx = self.core.load_context(&record.info).await?;
+        let ctx = self.records.load_context(&record.info).await?;
         let running = match &ctx {
             Some(ctx) => ctx
                 .status()
@@ -391,7 +391,7 @@ impl ClusterNetworks {
                 "Cluster network intents are not instantiating or terminating:{cluster}"
             )));
         }
-        self.core
+        self.records
             .append_on_current(&key, &record, (to, 0), ctx, OnCurrent::Stop)
             .await
     }
@@ -418,7 +418,7 @@ impl crate::Status {
         }
         // ncm has only the full status, whatever list mode the query names.
         let full = record_answer(
-            self.core.contexts(),
+            self.records.contexts(),
             ClusterRef::new(provider, cluster).to_string(),
             states,
             query,

@@ -1,7 +1,6 @@
-//! What the lifecycle operations run on: the AppContext store, the rsync engine and the
-//! controller registry, built once per orchestrator and shared by its clones.
-//!
-//! [`OrchestratorBuilder`] wires them: rsync reaches clusters through a [`StoreClusterResolver`]
+//! How an orchestrator is built: [`OrchestratorBuilder`] makes the AppContext store, the rsync
+//! engine and the controller registry once per orchestrator, shared by its clones, and gives
+//! each service what it uses. It wires them: rsync reaches clusters through a [`StoreClusterResolver`]
 //! that reads each cluster's kubeconfig from the resource store (or, for contexts of a standard
 //! logical cloud, the kubeconfig dcm generated for that cloud), and in-process controllers see
 //! the same two stores as the orchestrator.
@@ -13,47 +12,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use emco_appcontext::AppContext;
 use emco_appcontext::context::CompositeAppMeta;
 use emco_controller_sdk::client::ControllerRegistry;
 use emco_controller_sdk::controller::Stores;
-use emco_core::lifecycle::StateInfo;
 use emco_core::model::{Cluster, ClusterReference, GitOpsSpec, KvPair};
 use emco_core::placement::{AnyOfStrategy, FirstLexicographic};
-use emco_core::{Error, Found, Result};
+use emco_core::{Error, Result};
 use emco_helm::HelmCompat;
 use emco_rsync::connector::Connector;
 use emco_rsync::connector::gitops::{GitOpsConfig, GitOpsConnector};
 use emco_rsync::connector::kube::KubePool;
 use emco_rsync::engine::{ClusterResolver, Rsync, RsyncBuilder};
 use emco_store::{AppContextStore, InMemoryAppContextStore, ResourceKey, ResourceStore};
-use tokio_util::sync::CancellationToken;
 
-use crate::handover::HandOverLocks;
+use crate::records::Records;
 use crate::upload::Limits;
 use crate::{Onboarding, Orchestrator, keys};
 
 /// The blob of a logical cloud's cluster reference holding the kubeconfig dcm generated for that
 /// cloud on that cluster (standard and privileged logical clouds).
 pub const LOGICAL_CLOUD_KUBECONFIG_BLOB: &str = keys::LOGICAL_CLOUD_KUBECONFIG_BLOB;
-
-/// The run-time services of an orchestrator.
-#[derive(Debug)]
-pub(crate) struct Runtime {
-    /// Cancelled when the process shuts down (the token given to [`Orchestrator::start`]);
-    /// background work of the orchestrator (credential issuing, status streams) ends with it.
-    pub(crate) shutdown: std::sync::Mutex<CancellationToken>,
-    pub(crate) contexts: Arc<dyn AppContextStore>,
-    pub(crate) rsync: Rsync,
-    pub(crate) controllers: Arc<ControllerRegistry>,
-    /// Which cluster each anyOf group keeps.
-    pub(crate) any_of: Arc<dyn AnyOfStrategy>,
-    /// How long [`Orchestrator::start`] lets live hand-overs finish before it queues the ones a
-    /// crash cut short (see [`Orchestrator::reconcile`]).
-    pub(crate) reconcile_grace: Duration,
-    /// How many revisions' contexts a group keeps for rollback; `None`: all, as EMCO.
-    pub(crate) history: Option<usize>,
-}
 
 type RegistryFn = Box<dyn FnOnce(Stores) -> ControllerRegistry + Send>;
 type RsyncFn = Box<dyn FnOnce(RsyncBuilder) -> RsyncBuilder + Send>;
@@ -217,119 +195,19 @@ impl OrchestratorBuilder {
             Some(build) => build(stores),
             None => ControllerRegistry::new(stores),
         };
-        let runtime = Arc::new(Runtime {
-            shutdown: std::sync::Mutex::new(CancellationToken::new()),
-            contexts: Arc::clone(&contexts),
+        let records = Records::new(
+            Onboarding::new(self.store, Arc::clone(&contexts), self.limits),
+            contexts,
             rsync,
-            controllers: Arc::new(controllers),
-            any_of: self.any_of.unwrap_or_else(|| Arc::new(FirstLexicographic)),
-            reconcile_grace: self.reconcile_grace,
-            history: self.history,
-        });
-        let core = Core {
-            objects: Onboarding::new(self.store, contexts, self.limits),
-            runtime,
-            handover: HandOverLocks::default(),
-        };
-        Ok(Orchestrator::from_core(core, self.helm))
-    }
-}
-
-/// What the lifecycle and status services share: the objects, the run-time services and the
-/// order of record writes and hand-overs. Cheap to clone; clones share everything.
-#[derive(Debug, Clone)]
-pub(crate) struct Core {
-    pub(crate) objects: Onboarding,
-    pub(crate) runtime: Arc<Runtime>,
-    /// Orders each record write with its hand-over to rsync (see [`crate::handover`]).
-    pub(crate) handover: HandOverLocks,
-}
-
-impl Core {
-    pub(crate) fn store(&self) -> &Arc<dyn ResourceStore> {
-        self.objects.store()
-    }
-
-    pub(crate) fn contexts(&self) -> &Arc<dyn AppContextStore> {
-        &self.runtime.contexts
-    }
-
-    pub(crate) fn rsync(&self) -> &Rsync {
-        &self.runtime.rsync
-    }
-
-    pub(crate) fn controller_registry(&self) -> &Arc<ControllerRegistry> {
-        &self.runtime.controllers
-    }
-
-    pub(crate) fn any_of_strategy(&self) -> &dyn AnyOfStrategy {
-        self.runtime.any_of.as_ref()
-    }
-
-    /// The current context of lifecycle record `state`; `None` when it names none or the
-    /// context is gone.
-    ///
-    /// # Errors
-    /// Internal for a corrupt record; the store's errors.
-    pub(crate) async fn load_context(&self, state: &StateInfo) -> Result<Option<AppContext>> {
-        let Some(id) = state.current_context_id()? else {
-            return Ok(None);
-        };
-        AppContext::load(Arc::clone(self.contexts()), id)
-            .await
-            .found()
-    }
-
-    /// The shutdown signal given to [`Orchestrator::start`] (never cancelled before it).
-    pub(crate) fn shutdown_token(&self) -> CancellationToken {
-        self.runtime
-            .shutdown
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-}
-
-impl Orchestrator {
-    /// Resumes every deployment an earlier process left running, and in the background queues
-    /// the hand-overs a crash cut short ([`Self::reconcile`]); `cancel` shuts the engine down.
-    ///
-    /// # Errors
-    /// The AppContext store's errors.
-    pub async fn start(&self, cancel: CancellationToken) -> Result<()> {
-        *self
-            .core
-            .runtime
-            .shutdown
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = cancel.clone();
-        self.rsync().start(cancel.clone()).await?;
-        // Credentials of standard logical clouds whose issuing an earlier process left unfinished.
-        let resumed = self.clouds().resume().await?;
-        if resumed > 0 {
-            tracing::info!(resumed, "resumed issuing logical cloud credentials");
-        }
-        // Rollouts an earlier process (or a replica that died) left running, and those started
-        // elsewhere from now on.
-        let deployments = self.deployments().clone();
-        let supervised = cancel.clone();
-        tokio::spawn(async move { deployments.supervise_rollouts(supervised).await });
-        // Likewise the held contexts' waits.
-        let deployments = self.deployments().clone();
-        let supervised = cancel.clone();
-        tokio::spawn(async move { deployments.supervise_holds(supervised).await });
-        let orch = self.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                () = cancel.cancelled() => {}
-                done = orch.reconcile(orch.core.runtime.reconcile_grace) => match done {
-                    Ok(0) => {}
-                    Ok(queued) => tracing::info!(queued, "queued hand-overs a crash cut short"),
-                    Err(e) => tracing::warn!(error = %e, "cannot look for cut-short hand-overs"),
-                },
-            }
-        });
-        Ok(())
+        );
+        Ok(Orchestrator::assemble(
+            records,
+            Arc::new(controllers),
+            self.any_of.unwrap_or_else(|| Arc::new(FirstLexicographic)),
+            self.history,
+            self.reconcile_grace,
+            self.helm,
+        ))
     }
 }
 
