@@ -25,7 +25,7 @@
 //! [`ClusterWatcher::current`] or [`ClusterWatcher::watched`].
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use ::kube::api::{Api, DynamicObject, ListParams};
 use ::kube::discovery::{ApiResource, Scope as KubeScope};
@@ -105,10 +105,39 @@ impl Shared {
     }
 }
 
+/// Where readiness changes are published for subscribers: the channel is made at the first
+/// subscription, since a broadcast channel allocates all its slots up front (kilobytes per
+/// cluster) and the engine's own followers listen through bells instead.
+#[derive(Debug)]
+struct Changes {
+    capacity: usize,
+    tx: OnceLock<broadcast::Sender<ReadinessChange>>,
+}
+
+impl Changes {
+    fn new(capacity: usize) -> Arc<Self> {
+        Arc::new(Self {
+            capacity: capacity.max(1),
+            tx: OnceLock::new(),
+        })
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<ReadinessChange> {
+        self.tx
+            .get_or_init(|| broadcast::channel(self.capacity).0)
+            .subscribe()
+    }
+
+    /// The channel, when someone listens.
+    fn listened(&self) -> Option<&broadcast::Sender<ReadinessChange>> {
+        self.tx.get().filter(|tx| tx.receiver_count() > 0)
+    }
+}
+
 /// The readiness watches of one cluster. Dropping it stops them.
 pub struct ClusterWatcher {
     discovery: Discovery,
-    changes: broadcast::Sender<ReadinessChange>,
+    changes: Arc<Changes>,
     shared: Arc<Shared>,
     watches: Mutex<HashMap<WatchKey, JoinHandle<()>>>,
     /// Types (`apiVersion`, kind) the credentials may not list across namespaces.
@@ -134,11 +163,10 @@ impl ClusterWatcher {
     }
 
     pub(crate) fn from_discovery(discovery: Discovery, capacity: usize) -> Self {
-        let (changes, _) = broadcast::channel(capacity.max(1));
         let (health_tx, _) = watch::channel(0);
         Self {
             discovery,
-            changes,
+            changes: Changes::new(capacity),
             shared: Arc::new(Shared {
                 seen: Mutex::default(),
                 sets: Interner::default(),
@@ -206,7 +234,7 @@ impl ClusterWatcher {
             cluster: self.discovery.cluster.clone(),
             resource: resource.clone(),
             namespace: key.2.clone(),
-            changes: self.changes.clone(),
+            changes: Arc::clone(&self.changes),
             shared: Arc::clone(&self.shared),
             key: key.clone(),
         };
@@ -413,7 +441,7 @@ struct Publisher {
     resource: ApiResource,
     /// The namespace of a per-namespace watch.
     namespace: Option<String>,
-    changes: broadcast::Sender<ReadinessChange>,
+    changes: Arc<Changes>,
     shared: Arc<Shared>,
     key: WatchKey,
 }
@@ -513,11 +541,11 @@ impl Publisher {
 
     fn publish(&self, id: ResourceId, deployment_id: String, readiness: Option<Readiness>) {
         self.shared.ring(&id);
-        if self.changes.receiver_count() == 0 {
-            // The state is kept in `seen` for `current`.
+        // Without listeners the state is only kept in `seen`, for `current`.
+        let Some(changes) = self.changes.listened() else {
             return;
-        }
-        let _ = self.changes.send(ReadinessChange {
+        };
+        let _ = changes.send(ReadinessChange {
             cluster: self.cluster.clone(),
             deployment_id,
             id,
@@ -533,7 +561,8 @@ mod tests {
     use super::*;
 
     fn publisher() -> (Publisher, broadcast::Receiver<ReadinessChange>) {
-        let (changes, rx) = broadcast::channel(16);
+        let changes = Changes::new(16);
+        let rx = changes.subscribe();
         let resource = ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&());
         let (health_tx, _) = watch::channel(0);
         let shared = Arc::new(Shared {
