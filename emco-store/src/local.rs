@@ -139,7 +139,8 @@ impl Applied {
     }
 
     /// Records the events in `log` and answers the transaction. Callers publish in the order
-    /// they committed.
+    /// they committed. (The embedded backend's: its writer thread commits outside the lock.)
+    #[cfg(feature = "redb")]
     pub(crate) fn publish(self, log: &Mutex<ChangeLog>) -> TxnResult {
         self.record_in(&mut lock(log))
     }
