@@ -1744,6 +1744,14 @@ async fn tac_hooks_hold_and_fail_the_lifecycle_on_temporal() {
     w.orch.deployments().terminate(&dig).await.unwrap();
     assert_eq!(status("drain-1").await, "Completed");
     w.wait_gone("c1", DEPLOYMENT).await;
+    // Started in the background once the terminate was handed over: it may not exist yet.
+    let started = tokio::time::timeout(Duration::from_secs(60), async {
+        while temporal.describe("cleanup-1", "").await.is_err() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(started.is_ok(), "the post-termination hook never started");
     let closed = temporal
         .wait_closed("cleanup-1", "", Duration::from_secs(60))
         .await

@@ -26,31 +26,46 @@ fn init_logs(format: LogFormat) {
     }
 }
 
-/// Resolves on SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    let ctrl_c = async {
+/// Resolves on SIGTERM or SIGINT. The signals are caught from this call on, not from the
+/// future's first poll (which comes once the server is up): a signal during the start ends the
+/// process cleanly instead of killing it. Called within the runtime.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let caught = |kind: SignalKind, name: &str| match signal(kind) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for {name}");
+                None
+            }
+        };
+        let term = caught(SignalKind::terminate(), "SIGTERM");
+        let int = caught(SignalKind::interrupt(), "SIGINT");
+        async move {
+            tokio::select! {
+                () = received(term) => {},
+                () = received(int) => {},
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    async {
         if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for SIGINT");
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
+    }
+}
+
+/// Resolves when `signal` is received; never without one.
+#[cfg(unix)]
+async fn received(signal: Option<tokio::signal::unix::Signal>) {
+    match signal {
+        Some(mut s) => {
+            s.recv().await;
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+        None => std::future::pending().await,
     }
 }
 
@@ -79,7 +94,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(emco_server::serve(config, shutdown_signal())) {
+    match runtime.block_on(async { emco_server::serve(config, shutdown_signal()).await }) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "emco-server failed");
