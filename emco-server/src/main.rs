@@ -26,46 +26,17 @@ fn init_logs(format: LogFormat) {
     }
 }
 
-/// Resolves on SIGTERM or SIGINT. The signals are caught from this call on, not from the
-/// future's first poll (which comes once the server is up): a signal during the start ends the
-/// process cleanly instead of killing it. Called within the runtime.
+/// Resolves on SIGTERM or SIGINT, caught from the call on (see [`emco_runtime::signal`]).
 fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let caught = |kind: SignalKind, name: &str| match signal(kind) {
-            Ok(s) => Some(s),
+    let caught = emco_runtime::signal::shutdown();
+    async move {
+        match caught {
+            Ok(signal) => signal.await,
             Err(e) => {
-                tracing::error!(error = %e, "cannot listen for {name}");
-                None
-            }
-        };
-        let term = caught(SignalKind::terminate(), "SIGTERM");
-        let int = caught(SignalKind::interrupt(), "SIGINT");
-        async move {
-            tokio::select! {
-                () = received(term) => {},
-                () = received(int) => {},
+                tracing::error!(error = %e, "cannot listen for SIGTERM and SIGINT");
+                std::future::pending::<()>().await;
             }
         }
-    }
-    #[cfg(not(unix))]
-    async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    }
-}
-
-/// Resolves when `signal` is received; never without one.
-#[cfg(unix)]
-async fn received(signal: Option<tokio::signal::unix::Signal>) {
-    match signal {
-        Some(mut s) => {
-            s.recv().await;
-        }
-        None => std::future::pending().await,
     }
 }
 

@@ -118,6 +118,10 @@ async fn main() -> ExitCode {
 }
 
 async fn serve(a: ServeArgs) -> emco_core::Result<()> {
+    // Caught from here on: a signal while the fleet starts ends it cleanly.
+    let stop = emco_runtime::signal::shutdown().map_err(|e| {
+        emco_core::Error::internal("cannot listen for SIGTERM and SIGINT").with_source(e)
+    })?;
     // A connection per cluster, and a listener each unless they share one: use all the
     // descriptors the system allows.
     let per_cluster = if a.shared_port { 1 } else { 2 };
@@ -158,20 +162,9 @@ async fn serve(a: ServeArgs) -> emco_core::Result<()> {
         a.kubeconfig_dir.display(),
         fleet.server_url("c1")?
     );
-    wait_for_signal().await?;
+    stop.await;
     eprintln!("kubesim: shutting down");
     fleet.shutdown(Duration::from_secs(5)).await
-}
-
-async fn wait_for_signal() -> emco_core::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())
-        .map_err(|e| emco_core::Error::internal("cannot listen for SIGTERM").with_source(e))?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
-    Ok(())
 }
 
 async fn fault(a: FaultArgs) -> emco_core::Result<()> {
