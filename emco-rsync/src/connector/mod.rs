@@ -13,7 +13,7 @@ pub mod gitops;
 pub mod kube;
 mod source;
 
-pub use source::{ReadinessChange, ReadinessSource, WatchHealth, Watched};
+pub use source::{Door, Doorbell, ReadinessChange, ReadinessSource, WatchHealth, Watched};
 
 use std::fmt;
 

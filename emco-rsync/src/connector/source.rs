@@ -6,7 +6,8 @@
 
 use async_trait::async_trait;
 use emco_core::Result;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{Notify, broadcast, watch};
 
@@ -48,6 +49,72 @@ pub enum WatchHealth {
     Failing(String),
 }
 
+/// Where the [`Doorbell`]s of the followers of one task hang: a ring wakes the task and
+/// queues the bell's number, so that the task looks only at the followers whose objects changed
+/// (one task follows every app of a cluster).
+#[derive(Debug, Default)]
+pub struct Door {
+    wake: Notify,
+    rung: Mutex<Vec<u64>>,
+}
+
+impl Door {
+    /// A door nobody rang yet.
+    #[must_use]
+    pub fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    /// A bell on this door that queues `number` when rung.
+    #[must_use]
+    pub fn bell(self: &Arc<Self>, number: u64) -> Arc<Doorbell> {
+        Arc::new(Doorbell {
+            number,
+            rung: AtomicBool::new(false),
+            door: Arc::clone(self),
+        })
+    }
+
+    /// Waits for a ring (at once when one came since the last wait).
+    pub async fn rung(&self) {
+        self.wake.notified().await;
+    }
+
+    /// The numbers of the bells rung since the last call, each once.
+    pub fn take_rung(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.rung.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// What a [`ReadinessSource`] rings when an object it watches changes
+/// ([`ReadinessSource::ring_on_change`]).
+#[derive(Debug)]
+pub struct Doorbell {
+    number: u64,
+    rung: AtomicBool,
+    door: Arc<Door>,
+}
+
+impl Doorbell {
+    /// Marks the bell rung and wakes its door's task; rings before [`Doorbell::answer`] are
+    /// one.
+    pub fn ring(&self) {
+        if !self.rung.swap(true, Ordering::AcqRel) {
+            self.door
+                .rung
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(self.number);
+            self.door.wake.notify_one();
+        }
+    }
+
+    /// Takes the ring in, before looking at what changed: a change after this rings again.
+    pub fn answer(&self) {
+        self.rung.store(false, Ordering::Release);
+    }
+}
+
 /// The readiness watches of one cluster, shared by every user of its connector.
 #[async_trait]
 pub trait ReadinessSource: std::fmt::Debug + Send + Sync {
@@ -56,11 +123,11 @@ pub trait ReadinessSource: std::fmt::Debug + Send + Sync {
     /// [`ReadinessSource::watched`].
     fn subscribe(&self) -> broadcast::Receiver<ReadinessChange>;
 
-    /// Wakes `bell` (`notify_one`: a permit waits for a bell nobody awaits yet) whenever the
-    /// readiness or drift of `id` (an id [`ReadinessSource::watch_in`] returned) changes, for
-    /// as long as the bell lives. A follower of a few objects among a cluster's many is woken
-    /// only by its own, where a [`ReadinessSource::subscribe`]r sees every change.
-    fn ring_on_change(&self, id: &ResourceId, bell: &Arc<Notify>);
+    /// Rings `bell` whenever the readiness or drift of `id` (an id
+    /// [`ReadinessSource::watch_in`] returned) changes, for as long as the bell lives. A
+    /// follower of a few objects among a cluster's many is woken only by its own, where a
+    /// [`ReadinessSource::subscribe`]r sees every change.
+    fn ring_on_change(&self, id: &ResourceId, bell: &Arc<Doorbell>);
 
     /// A counter bumped whenever a watch syncs or fails.
     fn health_changes(&self) -> watch::Receiver<u64>;
@@ -99,4 +166,29 @@ pub trait ReadinessSource: std::fmt::Debug + Send + Sync {
 
     /// What the watches know of the object `id`, from memory.
     fn watched(&self, id: &ResourceId) -> Watched;
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::FutureExt as _;
+
+    use super::*;
+
+    /// Rings before the answer are one; a ring after it queues the bell again; the door's
+    /// task is woken by the first ring.
+    #[test]
+    fn a_bell_queues_once_until_answered() {
+        let door = Door::new();
+        let (a, b) = (door.bell(7), door.bell(8));
+        a.ring();
+        a.ring();
+        b.ring();
+        assert!(door.rung().now_or_never().is_some());
+        assert_eq!(door.take_rung(), [7, 8]);
+        a.ring();
+        assert!(door.take_rung().is_empty(), "not answered yet");
+        a.answer();
+        a.ring();
+        assert_eq!(door.take_rung(), [7]);
+    }
 }

@@ -296,6 +296,8 @@ struct Inner {
     owners: Option<owner::Owners>,
     /// The lease of each cluster followed: whether it still answers.
     leases: liveness::Leases,
+    /// The readiness followers, one task per cluster.
+    flocks: run::Flocks,
     metrics: Arc<RsyncMetrics>,
 }
 
@@ -419,6 +421,7 @@ impl RsyncBuilder {
                 forgotten: Mutex::new(None),
                 owners: self.replica.map(owner::Owners::new),
                 leases: liveness::Leases::new(self.liveness, Arc::clone(&metrics)),
+                flocks: run::Flocks::default(),
                 metrics,
             }),
         })
@@ -1206,6 +1209,7 @@ impl Inner {
             .insert(key.clone(), token.clone());
         if let Some(old) = old {
             old.cancel();
+            self.flocks.sweep(Some(cluster));
         }
         self.ready
             .lock()
@@ -1227,6 +1231,9 @@ impl Inner {
                 }
                 !on(c, cluster)
             });
+        for cluster in clusters {
+            self.flocks.sweep(Some(cluster));
+        }
         self.ready
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -1243,6 +1250,7 @@ impl Inner {
             .remove(&ctx_id)
         {
             t.cancel();
+            self.flocks.sweep(None);
         }
         self.ready
             .lock()

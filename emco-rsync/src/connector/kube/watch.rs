@@ -34,12 +34,13 @@ use ::kube::runtime::watcher::{self, Event};
 use async_trait::async_trait;
 use emco_core::{Error, Result};
 use futures::StreamExt as _;
-use tokio::sync::{Notify, broadcast, watch};
+use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
 use super::{Discovery, FIELD_MANAGER, KubeConnector, map_error};
 use crate::connector::{
-    DEPLOYMENT_ID_LABEL, ReadinessChange, ReadinessSource, ResourceId, WatchHealth, Watched,
+    DEPLOYMENT_ID_LABEL, Doorbell, ReadinessChange, ReadinessSource, ResourceId, WatchHealth,
+    Watched,
 };
 use crate::drift::{Drift, Follower, Interner, Observed};
 use crate::readiness::{Readiness, readiness};
@@ -71,7 +72,7 @@ struct Shared {
     health_tx: watch::Sender<u64>,
     /// Per object, the bells of its followers ([`ReadinessSource::ring_on_change`]); dead
     /// ones are dropped when the object changes or gains a follower.
-    bells: Mutex<HashMap<ResourceId, Vec<Weak<Notify>>>>,
+    bells: Mutex<HashMap<ResourceId, Vec<Weak<Doorbell>>>>,
 }
 
 impl Shared {
@@ -86,7 +87,7 @@ impl Shared {
     }
 
     /// Hangs `bell` on `id` for as long as it lives.
-    fn hang(&self, id: &ResourceId, bell: &Arc<Notify>) {
+    fn hang(&self, id: &ResourceId, bell: &Arc<Doorbell>) {
         let mut bells = self.bells.lock().unwrap_or_else(PoisonError::into_inner);
         let of = bells.entry(id.clone()).or_default();
         of.retain(|b| b.strong_count() > 0);
@@ -97,7 +98,7 @@ impl Shared {
     fn ring(&self, id: &ResourceId) {
         let mut bells = self.bells.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(of) = bells.get_mut(id) {
-            of.retain(|b| b.upgrade().map(|b| b.notify_one()).is_some());
+            of.retain(|b| b.upgrade().map(|b| b.ring()).is_some());
             if of.is_empty() {
                 bells.remove(id);
             }
@@ -272,7 +273,7 @@ impl ReadinessSource for ClusterWatcher {
         self.changes.subscribe()
     }
 
-    fn ring_on_change(&self, id: &ResourceId, bell: &Arc<Notify>) {
+    fn ring_on_change(&self, id: &ResourceId, bell: &Arc<Doorbell>) {
         self.shared.hang(id, bell);
     }
 
@@ -634,27 +635,26 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_change_rings_only_the_bells_of_its_object() {
-        use futures::FutureExt;
+    #[test]
+    fn a_change_rings_only_the_bells_of_its_object() {
         let (p, _rx) = publisher();
         let x = p.apply(&pod("x", "False", true)).unwrap();
         let y = p.apply(&pod("y", "False", true)).unwrap();
-        let (of_x, of_y, dropped) = (Arc::default(), Arc::default(), Arc::default());
+        let door = crate::connector::Door::new();
+        let (of_x, of_y, dropped) = (door.bell(1), door.bell(2), door.bell(3));
         p.shared.hang(&x, &of_x);
         p.shared.hang(&y, &of_y);
         p.shared.hang(&x, &dropped);
         drop(dropped);
         p.apply(&pod("x", "True", true));
-        assert!(of_x.notified().now_or_never().is_some(), "x changed");
-        assert!(of_y.notified().now_or_never().is_none(), "y did not");
+        assert_eq!(door.take_rung(), [1], "x changed, y did not");
         assert_eq!(
             p.shared.bells.lock().unwrap()[&x].len(),
             1,
             "the dead bell is gone"
         );
         p.delete(&pod("y", "True", true));
-        assert!(of_y.notified().now_or_never().is_some(), "a deletion rings");
+        assert_eq!(door.take_rung(), [2], "a deletion rings");
         drop((of_x, of_y));
         p.apply(&pod("x", "False", true));
         p.delete(&pod("y", "True", true));

@@ -223,7 +223,6 @@ impl Run {
         let Some(conn) = self.connector(app, cluster, &todo).await? else {
             return Ok(true);
         };
-        let scope = self.scope(app);
         let phases = [
             (&plan.crd, true),
             (&plan.pre, true),
@@ -257,7 +256,10 @@ impl Run {
             // CRDs must be established and pre-install hooks complete before what follows.
             if *wait && !phase.done.is_empty() {
                 let token = self.op.token.clone();
-                match self.wait_ready(&conn, &scope, &phase.done, &token).await {
+                match self
+                    .wait_ready(&conn, app, cluster, &phase.done, &token)
+                    .await
+                {
                     Waited::Ready => {}
                     Waited::Failed(which) => {
                         self.fail_waited(app, cluster, &which).await?;

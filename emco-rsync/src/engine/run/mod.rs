@@ -3,6 +3,7 @@
 
 mod deploy;
 mod drift;
+mod follow;
 mod observe;
 mod plan;
 mod remove;
@@ -24,6 +25,8 @@ use tracing::Instrument;
 use crate::connector::{Batch, BatchError, Connector, Propagation, Resource, Scope, Warnings};
 use crate::engine::status::ContextStatusExt;
 use crate::engine::{Abort, Inner, OpCtl};
+
+pub(super) use follow::Flocks;
 
 tokio::task_local! {
     /// The start slot of the cluster worker this task runs ([`Run::spawn_worker`]).

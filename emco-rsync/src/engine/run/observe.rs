@@ -4,21 +4,20 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use tracing::Instrument;
 
 use emco_appcontext::context::Registry;
 use emco_core::lifecycle::{ClusterReadiness, RsyncStatus};
 use emco_core::{ErrorKind, Result};
-use futures::FutureExt;
 use serde_json::{Map, Value, json};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::connector::{
-    Connector, Observation, ReadinessSource, Resource, ResourceId, Scope, WatchHealth, Watched,
+    Connector, Door, Doorbell, Observation, ReadinessSource, Resource, ResourceId, Scope,
+    WatchHealth, Watched,
 };
 use crate::engine::Abort;
-use crate::engine::liveness::{Contact, Lease};
+use crate::engine::liveness::Contact;
 use crate::engine::status::ContextStatusExt;
 use crate::readiness::{Readiness, readiness};
 
@@ -149,9 +148,7 @@ pub(super) fn worse(a: ClusterReadiness, b: ClusterReadiness) -> ClusterReadines
 /// How a worker sees the resources of an app on one cluster: through the cluster's watches when
 /// the connector has them (no request per object: the watches were listed once and follow
 /// changes), else by asking the connector ([`Connector::observe`]) at each look.
-pub(super) struct Eyes<'a> {
-    run: &'a Run,
-    conn: &'a Arc<dyn Connector>,
+pub(super) struct Eyes {
     scope: Scope,
     /// Each resource by its EMCO name: only its identity (a follower may live as long as the
     /// deployment: its manifest is not kept).
@@ -159,8 +156,6 @@ pub(super) struct Eyes<'a> {
     watch: Option<WatchEyes>,
     /// The last entries, kept while the cluster cannot be asked.
     last: Map<String, Value>,
-    /// A follower's lease of the cluster, and its contact as last seen.
-    lease: Option<(Arc<Lease>, watch::Receiver<Contact>)>,
 }
 
 pub(super) struct WatchEyes {
@@ -168,56 +163,38 @@ pub(super) struct WatchEyes {
     /// Rung by the watcher when one of the keyed objects changes (by object, not by
     /// deployment-id label: an update leaves unchanged objects with the label of the context
     /// that applied them).
-    bell: Arc<Notify>,
-    health: watch::Receiver<u64>,
+    bell: Arc<Doorbell>,
     /// Per resource, its id as the watches key it once its type is watched.
     keyed: Vec<Option<ResourceId>>,
     /// Per resource, why its type could not be watched (the kind is not served, ...).
     refused: Vec<Option<Value>>,
 }
 
-impl<'a> Eyes<'a> {
-    fn new(
-        run: &'a Run,
-        conn: &'a Arc<dyn Connector>,
+impl Eyes {
+    /// Eyes on `rs` through `conn`; with watches, their changes ring `bell`.
+    pub(super) fn new(
+        conn: &Arc<dyn Connector>,
         scope: Scope,
         rs: Vec<(String, ResourceId)>,
+        bell: Arc<Doorbell>,
     ) -> Self {
         let watch = conn.readiness_source().map(|watcher| WatchEyes {
-            bell: Arc::new(Notify::new()),
-            health: watcher.health_changes(),
+            bell,
             keyed: vec![None; rs.len()],
             refused: vec![None; rs.len()],
             watcher,
         });
         Self {
-            run,
-            conn,
             scope,
             rs,
             watch,
             last: Map::new(),
-            lease: None,
         }
-    }
-
-    /// Eyes that hold `lease` and see its contact.
-    fn with_lease(mut self, lease: Arc<Lease>) -> Self {
-        let contact = lease.subscribe();
-        self.lease = Some((lease, contact));
-        self
-    }
-
-    /// The contact of the cluster's lease (answering without one).
-    fn contact(&self) -> Contact {
-        self.lease
-            .as_ref()
-            .map_or(Contact::Answering, |(_, c)| c.borrow().clone())
     }
 
     /// Whether the watches cover every resource (or refused its type), so that only their
     /// changes matter; false when polling.
-    fn settled(&self) -> bool {
+    pub(super) fn settled(&self) -> bool {
         self.watch.as_ref().is_some_and(|w| {
             w.keyed
                 .iter()
@@ -226,10 +203,18 @@ impl<'a> Eyes<'a> {
         })
     }
 
-    /// The entry of every resource and what they say of the cluster's connectivity.
-    async fn look(&mut self) -> (Map<String, Value>, ClusterReadiness) {
+    /// The entry of every resource and what they say of the cluster's connectivity, as `run`
+    /// sees them on `cluster` (the context's name of it) through `conn`.
+    pub(super) async fn look(
+        &mut self,
+        run: &Run,
+        conn: &Arc<dyn Connector>,
+        cluster: &str,
+    ) -> (Map<String, Value>, ClusterReadiness) {
         match &mut self.watch {
             Some(w) => {
+                // What changed from here on rings again.
+                w.bell.answer();
                 let mut entries = Map::new();
                 let mut seen = ClusterReadiness::Available;
                 for (i, (name, id)) in self.rs.iter().enumerate() {
@@ -268,8 +253,7 @@ impl<'a> Eyes<'a> {
                         if w.watcher.unverified(k) {
                             // Rare (others held its fields when first seen): read its
                             // manifest once.
-                            let (app, cluster) = (&self.scope.app, self.conn.cluster());
-                            if let Ok(Some(r)) = self.run.load(app, cluster, name).await {
+                            if let Ok(Some(r)) = run.load(&self.scope.app, cluster, name).await {
                                 w.watcher.verify(k, r.manifest());
                             }
                         }
@@ -284,8 +268,8 @@ impl<'a> Eyes<'a> {
             None => {
                 let ids: Vec<ResourceId> = self.rs.iter().map(|(_, id)| id.clone()).collect();
                 let got = {
-                    let _permits = self.run.permits(self.conn.cluster()).await;
-                    self.conn.observe(&self.scope, &ids).await
+                    let _permits = run.permits(conn.cluster()).await;
+                    conn.observe(&self.scope, &ids).await
                 };
                 let mut seen = ClusterReadiness::Available;
                 match got {
@@ -316,61 +300,11 @@ impl<'a> Eyes<'a> {
             }
         }
     }
-
-    /// Waits for something that may change what [`Eyes::look`] sees: a readiness change of this
-    /// app or a watch's health change (watches), the cluster's contact, else `tick`; `None`
-    /// when `token` is cancelled.
-    async fn wait_change(&mut self, token: &CancellationToken, tick: Duration) -> Option<Woken> {
-        let contact = async {
-            let ended = match &mut self.lease {
-                Some((_, c)) => c.changed().await.is_err(),
-                None => true,
-            };
-            // A probe that ended leaves nothing to wait for.
-            if ended {
-                std::future::pending::<()>().await;
-            }
-        };
-        tokio::pin!(contact);
-        let Some(w) = &mut self.watch else {
-            return tokio::select! {
-                () = tokio::time::sleep(tick) => Some(Woken::Tick),
-                () = &mut contact => Some(Woken::Contact),
-                () = token.cancelled() => None,
-            };
-        };
-        let sleep = tokio::time::sleep(tick);
-        tokio::pin!(sleep);
-        tokio::select! {
-            () = w.bell.notified() => {
-                // Objects of one app change in bursts (a rollout, a relist): one look after the
-                // burst instead of one per change, which would cost O(resources) per change.
-                tokio::select! {
-                    () = tokio::time::sleep(COALESCE) => {}
-                    () = token.cancelled() => return None,
-                }
-                // The look that follows sees what the burst changed: its rings are spent.
-                let _ = w.bell.notified().now_or_never();
-                Some(Woken::Change)
-            }
-            r = w.health.changed() => {
-                if r.is_err() {
-                    // The watcher is gone: only the tick is left.
-                    (&mut sleep).await;
-                }
-                (!token.is_cancelled()).then_some(Woken::Health)
-            }
-            () = &mut contact => Some(Woken::Contact),
-            () = &mut sleep => Some(Woken::Tick),
-            () = token.cancelled() => None,
-        }
-    }
 }
 
-/// What woke a readiness follower ([`Eyes::wait_change`]); the label of
-/// `emco_rsync_readiness_wakeups_total`.
-#[derive(Debug, Clone, Copy)]
-enum Woken {
+/// What woke a readiness follower; the label of `emco_rsync_readiness_wakeups_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Woken {
     /// One of its objects changed.
     Change,
     /// A watch of its cluster synced or failed.
@@ -382,7 +316,7 @@ enum Woken {
 }
 
 impl Woken {
-    fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Self::Change => "change",
             Self::Health => "watch",
@@ -392,13 +326,177 @@ impl Woken {
     }
 }
 
+/// The readiness of an app's resources on one cluster, followed as long as its deployment
+/// lives: what it recorded last, and what it needs to look again. The followers of a cluster
+/// share one task ([`super::follow::Flocks`]).
+pub(super) struct Follower {
+    run: Run,
+    app: String,
+    /// The context's name of the cluster (its connector's may be a logical cloud's).
+    cluster: String,
+    pub(super) token: CancellationToken,
+    eyes: Eyes,
+    /// What was recorded last, as a digest: the document itself, per (app, cluster), held
+    /// ~1 KiB each (110 MiB at 10,000 x 10).
+    recorded: Option<u64>,
+    /// The cluster's connectivity as recorded last.
+    connectivity: ClusterReadiness,
+    was_ready: bool,
+    keeper: Keeper,
+    /// When it looks again unless woken before.
+    pub(super) due: tokio::time::Instant,
+}
+
+impl std::fmt::Debug for Follower {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Follower")
+            .field("ctx", &self.run.ctx.id())
+            .field("app", &self.app)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Follower {
+    /// The span of its looks (inside its cluster's).
+    pub(super) fn span(&self) -> tracing::Span {
+        tracing::info_span!("follower", ctx = %self.run.ctx.id(), app = %self.app)
+    }
+
+    /// Looks at the resources once through `conn` (whose cluster's contact is `contact`, unknown
+    /// `grace` after it fell silent), records what changed, and sets when to look again;
+    /// false when the follower is done (its token cancelled).
+    pub(super) async fn step(
+        &mut self,
+        conn: &Arc<dyn Connector>,
+        contact: &Contact,
+        grace: Duration,
+    ) -> bool {
+        if self.token.is_cancelled() {
+            return false;
+        }
+        let (run, app, cluster) = (&self.run, self.app.as_str(), self.cluster.as_str());
+        let (mut entries, mut seen) = self.eyes.look(run, conn, cluster).await;
+        if self.token.is_cancelled() {
+            return false;
+        }
+        let judged = self.keeper.judge(app, &self.eyes.rs, &mut entries);
+        if !judged.new_drift.is_empty() {
+            let group = run.group_label();
+            for kind in &judged.new_drift {
+                run.inner
+                    .metrics
+                    .drift_detected
+                    .inc(&[&group, cluster, kind]);
+            }
+        }
+        if !judged.correct.is_empty() {
+            run.correct_drift(conn, app, cluster, &judged.correct).await;
+        }
+        // A silent cluster's watches still hold what they saw last: past the grace that is
+        // no longer known.
+        let unknown_from = contact.unknown_from(grace);
+        if let Contact::Silent { last, why } = contact {
+            seen = worse(seen, ClusterReadiness::Retrying);
+            if unknown_from.is_some_and(|t| SystemTime::now() >= t) {
+                for entry in entries.values_mut() {
+                    *entry = unknown_entry(entry, *last, why);
+                }
+            }
+        }
+        let ready = entries.values().all(entry_is_ready);
+        let doc = collected_status(seen, entries);
+        let digest = digest(&doc);
+        if self.recorded != Some(digest) {
+            match run.ctx.set_cluster_status(app, cluster, &doc).await {
+                Ok(()) => {
+                    self.recorded = Some(digest);
+                    run.inner.metrics.readiness_records.inc(&[]);
+                }
+                // Recorded at the next change; readiness itself goes on.
+                Err(e) => tracing::warn!(app, cluster, error = %e, "cannot record readiness"),
+            }
+        }
+        // `Unknown` (a watch still listing) says nothing new about connectivity.
+        if seen != ClusterReadiness::Unknown && seen != self.connectivity {
+            match run.ctx.set_cluster_ready_status(app, cluster, seen).await {
+                Ok(()) => self.connectivity = seen,
+                Err(e) => {
+                    tracing::warn!(app, cluster, error = %e, "cannot record connectivity")
+                }
+            }
+        }
+        if ready != self.was_ready {
+            self.was_ready = ready;
+            if ready {
+                run.inner.mark_ready(run.ctx.id(), app, cluster);
+            } else {
+                run.inner.mark_not_ready(run.ctx.id(), app, cluster);
+            }
+        }
+        let mut tick = if self.eyes.settled() {
+            RESYNC
+        } else {
+            run.inner.poll
+        };
+        // Looks again when the grace ends, to turn the entries unknown.
+        if let Some(left) = unknown_from.and_then(|t| t.duration_since(SystemTime::now()).ok()) {
+            tick = tick.min(left);
+        }
+        // And when a drift correction falls due.
+        if let Some(due) = judged.next {
+            tick = tick.min(due);
+        }
+        self.due = tokio::time::Instant::now() + tick;
+        true
+    }
+}
+
+/// Waits for a change of `rx`: true, or false when its sender is gone; for ever without one.
+pub(super) async fn changed<T>(rx: Option<&mut watch::Receiver<T>>) -> bool {
+    match rx {
+        Some(rx) => rx.changed().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}
+
+/// Waits for something that may change what a hook's or CRD's [`Eyes::look`] sees: a ring of
+/// `door`, a watch's health change, else `tick`; `None` when `token` is cancelled.
+async fn wait_change(
+    door: &Door,
+    health: Option<&mut watch::Receiver<u64>>,
+    token: &CancellationToken,
+    tick: Duration,
+) -> Option<()> {
+    let health = async {
+        if !changed(health).await {
+            // The watcher is gone: only the tick is left.
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        () = door.rung() => {
+            // Objects change in bursts: one look after the burst.
+            tokio::select! {
+                () = tokio::time::sleep(COALESCE) => {}
+                () = token.cancelled() => return None,
+            }
+            drop(door.take_rung());
+        }
+        () = health => {}
+        () = tokio::time::sleep(tick) => {}
+        () = token.cancelled() => {}
+    }
+    (!token.is_cancelled()).then_some(())
+}
+
 impl Run {
     /// Waits until every resource is ready (CRDs established, hooks complete), at most the
     /// hook timeout; a resource that failed for good (a failed Job) ends the wait at once.
     pub(super) async fn wait_ready(
         &self,
         conn: &Arc<dyn Connector>,
-        scope: &Scope,
+        app: &str,
+        cluster: &str,
         resources: &[Resource],
         token: &CancellationToken,
     ) -> Waited {
@@ -409,9 +507,11 @@ impl Run {
             .collect();
         let timeout = self.inner.hook_timeout;
         let deadline = tokio::time::Instant::now() + timeout;
-        let mut eyes = Eyes::new(self, conn, scope.clone(), rs);
+        let door = Door::new();
+        let mut eyes = Eyes::new(conn, self.scope(app), rs, door.bell(0));
+        let mut health = conn.readiness_source().map(|w| w.health_changes());
         loop {
-            let (entries, _) = eyes.look().await;
+            let (entries, _) = eyes.look(self, conn, cluster).await;
             if entries.values().all(entry_is_ready) {
                 return Waited::Ready;
             }
@@ -428,8 +528,8 @@ impl Run {
                     .collect();
                 return Waited::Failed(late);
             }
-            if eyes
-                .wait_change(token, self.inner.poll.min(left))
+            let tick = self.inner.poll.min(left);
+            if wait_change(&door, health.as_mut(), token, tick)
                 .await
                 .is_none()
             {
@@ -460,8 +560,8 @@ impl Run {
     /// context is terminated or updated away, or the app is deployed again on the cluster:
     /// records each change of what it sees in the cluster's collected status (`status/`, the
     /// shape the Read event writes) so that status queries read readiness from the AppContext,
-    /// and publishes every transition to ready (readyNotify). `resumed` as for
-    /// [`Run::follow`].
+    /// the cluster's `readystatus/` when the observed connectivity changed, and publishes every
+    /// transition to ready (readyNotify). `resumed` as for [`Run::follow`].
     pub(super) fn watch_readiness(
         &self,
         conn: Arc<dyn Connector>,
@@ -473,123 +573,30 @@ impl Run {
         let run = self.clone();
         let (app, cluster) = (app.to_owned(), cluster.to_owned());
         let token = self.inner.observer_token(self.ctx.id(), &app, &cluster);
-        // Outlives the deploy that started it (or starts after a restart): its own root span.
-        let span = tracing::info_span!(parent: None, "readiness", ctx = %self.ctx.id(), app = %app, cluster = %cluster);
-        tokio::spawn(
-            async move {
-                run.observe_ready(&conn, &app, &cluster, rs, resumed, &token)
-                    .await;
-            }
-            .instrument(span),
-        );
-    }
-
-    /// Follows `rs` until `token` is cancelled, writing the collected status of the cluster
-    /// whenever it changed (one write per change, covering all resources of the app on the
-    /// cluster), the cluster's `readystatus/` when the observed connectivity changed, and
-    /// marking the app ready or not ready on the cluster at each transition.
-    pub(super) async fn observe_ready(
-        &self,
-        conn: &Arc<dyn Connector>,
-        app: &str,
-        cluster: &str,
-        rs: Vec<(String, ResourceId)>,
-        resumed: bool,
-        token: &CancellationToken,
-    ) {
-        let ctx_id = self.ctx.id();
-        let grace = self.inner.leases.config().grace;
-        let mut eyes =
-            Eyes::new(self, conn, self.scope(app), rs).with_lease(self.inner.leases.lease(conn));
-        // What was recorded last, as a digest: a follower lives as long as its deployment, and
-        // the document itself, per (app, cluster), held ~1 KiB each (110 MiB at 10,000 x 10).
-        let mut recorded: Option<u64> = None;
-        // As the deploy left it: Available after an apply, Unknown when a resume applied nothing.
-        let mut connectivity = self
-            .ctx
-            .cluster_ready_status(app, cluster)
-            .await
-            .unwrap_or(ClusterReadiness::Unknown);
-        let mut was_ready = false;
-        let applied = if resumed { eyes.rs.len() } else { 0 };
-        let mut keeper = Keeper::new(self.drift_policy().await).applied_before(applied);
-        let group = self.group_label();
-        loop {
-            let (mut entries, mut seen) = eyes.look().await;
-            if token.is_cancelled() {
-                return;
-            }
-            let judged = keeper.judge(app, &eyes.rs, &mut entries);
-            for kind in &judged.new_drift {
-                self.inner
-                    .metrics
-                    .drift_detected
-                    .inc(&[&group, cluster, kind]);
-            }
-            if !judged.correct.is_empty() {
-                self.correct_drift(conn, app, cluster, &judged.correct)
-                    .await;
-            }
-            // A silent cluster's watches still hold what they saw last: past the grace that is
-            // no longer known.
-            let unknown_from = eyes.contact().unknown_from(grace);
-            if let Contact::Silent { last, why } = eyes.contact() {
-                seen = worse(seen, ClusterReadiness::Retrying);
-                if unknown_from.is_some_and(|t| SystemTime::now() >= t) {
-                    for entry in entries.values_mut() {
-                        *entry = unknown_entry(entry, last, &why);
-                    }
-                }
-            }
-            let ready = entries.values().all(entry_is_ready);
-            let doc = collected_status(seen, entries);
-            let digest = digest(&doc);
-            if recorded != Some(digest) {
-                match self.ctx.set_cluster_status(app, cluster, &doc).await {
-                    Ok(()) => {
-                        recorded = Some(digest);
-                        self.inner.metrics.readiness_records.inc(&[]);
-                    }
-                    // Recorded at the next change; readiness itself goes on.
-                    Err(e) => tracing::warn!(app, cluster, error = %e, "cannot record readiness"),
-                }
-            }
-            // `Unknown` (a watch still listing) says nothing new about connectivity.
-            if seen != ClusterReadiness::Unknown && seen != connectivity {
-                match self.ctx.set_cluster_ready_status(app, cluster, seen).await {
-                    Ok(()) => connectivity = seen,
-                    Err(e) => {
-                        tracing::warn!(app, cluster, error = %e, "cannot record connectivity")
-                    }
-                }
-            }
-            if ready != was_ready {
-                was_ready = ready;
-                if ready {
-                    self.inner.mark_ready(ctx_id, app, cluster);
-                } else {
-                    self.inner.mark_not_ready(ctx_id, app, cluster);
-                }
-            }
-            let mut tick = if eyes.settled() {
-                RESYNC
-            } else {
-                self.inner.poll
-            };
-            // Wakes when the grace ends, to turn the entries unknown.
-            if let Some(left) = unknown_from.and_then(|t| t.duration_since(SystemTime::now()).ok())
-            {
-                tick = tick.min(left);
-            }
-            // And when a drift correction falls due.
-            if let Some(due) = judged.next {
-                tick = tick.min(due);
-            }
-            let Some(woken) = eyes.wait_change(token, tick).await else {
-                return;
-            };
-            self.inner.metrics.readiness_wakeups.inc(&[woken.as_str()]);
-        }
+        tokio::spawn(async move {
+            // As the deploy left it: Available after an apply, Unknown when a resume applied
+            // nothing.
+            let connectivity = run
+                .ctx
+                .cluster_ready_status(&app, &cluster)
+                .await
+                .unwrap_or(ClusterReadiness::Unknown);
+            let applied = if resumed { rs.len() } else { 0 };
+            let keeper = Keeper::new(run.drift_policy().await).applied_before(applied);
+            let inner = Arc::clone(&run.inner);
+            inner.flocks.add(&inner, &conn, |bell| Follower {
+                eyes: Eyes::new(&conn, run.scope(&app), rs, bell),
+                run,
+                app,
+                cluster,
+                token,
+                recorded: None,
+                connectivity,
+                was_ready: false,
+                keeper,
+                due: tokio::time::Instant::now(),
+            });
+        });
     }
 
     /// Starts following the readiness of the resources `names` of `app` on `cluster`; those in

@@ -187,10 +187,7 @@ impl Run {
             }
             failed |= ran.failed;
             let token = self.op.token.clone();
-            match self
-                .wait_ready(conn, &self.scope(app), &ran.done, &token)
-                .await
-            {
+            match self.wait_ready(conn, app, cluster, &ran.done, &token).await {
                 Waited::Ready => {}
                 // As `helm uninstall` the terminate fails, but what the hook was to clean up
                 // before is deleted all the same: a terminate never leaves the app running.
