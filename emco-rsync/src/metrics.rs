@@ -38,6 +38,11 @@ pub struct RsyncMetrics {
     /// `emco_rsync_readiness_records_total`: collected statuses the followers wrote (one per
     /// change of what an app's resources on a cluster show).
     pub readiness_records: Counter,
+    /// `emco_rsync_readiness_followers`: (context, app, cluster) whose readiness is followed.
+    pub readiness_followers: Gauge,
+    /// `emco_rsync_readiness_clusters`: the tasks that follow them, one per cluster (per
+    /// connector: a logical cloud's credentials make their own).
+    pub readiness_clusters: Gauge,
     /// `emco_rsync_contexts{state}`: the contexts this engine ran, by their last state.
     contexts: Gauge,
     states: Mutex<HashMap<ContextId, AppContextStatus>>,
@@ -102,6 +107,16 @@ impl Default for RsyncMetrics {
                 "Collected statuses readiness followers wrote, one per change of what they see.",
                 &[],
             ),
+            readiness_followers: Gauge::new(
+                "emco_rsync_readiness_followers",
+                "Apps on clusters whose readiness is followed, per context.",
+                &[],
+            ),
+            readiness_clusters: Gauge::new(
+                "emco_rsync_readiness_clusters",
+                "Tasks following readiness, one per cluster and credentials.",
+                &[],
+            ),
             contexts: Gauge::new(
                 "emco_rsync_contexts",
                 "AppContexts this engine ran, by their last state.",
@@ -134,7 +149,7 @@ impl RsyncMetrics {
     /// The families, to render.
     #[must_use]
     pub fn families(&self) -> Vec<&dyn Family> {
-        let own: [&dyn Family; 12] = [
+        let own: [&dyn Family; 14] = [
             &self.applied,
             &self.deleted,
             &self.failures,
@@ -146,6 +161,8 @@ impl RsyncMetrics {
             &self.drift_corrected,
             &self.readiness_wakeups,
             &self.readiness_records,
+            &self.readiness_followers,
+            &self.readiness_clusters,
             &self.contexts,
         ];
         own.into_iter()

@@ -168,6 +168,47 @@ async fn instantiate_and_terminate_on(store: Arc<dyn AppContextStore>) {
     );
 }
 
+/// The readiness of every app of every context on a cluster is followed by one task of that
+/// cluster: two contexts on three clusters are six followers in three tasks; a terminated
+/// context's followers go at once, and the last one's take their tasks with them.
+#[tokio::test]
+async fn the_followers_of_a_cluster_share_one_task() {
+    let env = Env::start(3).await;
+    let store = memory();
+    let cs = clusters(3);
+    let web = context(Arc::clone(&store), &[web_app(&cs)]).await;
+    let cms = context(Arc::clone(&store), &[common::config_map_app(&cs, 2)]).await;
+    let rsync = env.engine(Arc::clone(&store));
+    rsync.start(CancellationToken::new()).await.unwrap();
+    for ctx in [&web, &cms] {
+        rsync.instantiate(ctx.id()).await.unwrap();
+        rsync.wait_idle(ctx.id()).await;
+    }
+    let m = rsync.metrics();
+    let counts = || {
+        (
+            m.readiness_followers.get(&[]).unwrap_or(0.0),
+            m.readiness_clusters.get(&[]).unwrap_or(0.0),
+        )
+    };
+    until("six followers in three tasks", || async {
+        counts() == (6.0, 3.0)
+    })
+    .await;
+    rsync.terminate(web.id()).await.unwrap();
+    rsync.wait_idle(web.id()).await;
+    until("the terminated context's followers gone", || async {
+        counts() == (3.0, 3.0)
+    })
+    .await;
+    rsync.terminate(cms.id()).await.unwrap();
+    rsync.wait_idle(cms.id()).await;
+    until("no follower and no task left", || async {
+        counts() == (0.0, 0.0)
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn instantiate_and_terminate() {
     instantiate_and_terminate_on(memory()).await;

@@ -133,7 +133,11 @@ async fn tend(inner: Arc<Inner>, flock: Arc<Flock>) {
     let grace = inner.leases.config().grace;
     let mut health = conn.readiness_source().map(|w| w.health_changes());
     let shutdown = inner.root();
+    let metrics = Arc::clone(&inner.metrics);
+    metrics.readiness_clusters.add(&[], 1.0);
     let mut followers: HashMap<u64, Follower> = HashMap::new();
+    // How many of them the gauge counts.
+    let mut counted = 0.0;
     // When each follower looks again; stale entries (a follower looked at earlier) are skipped.
     let mut dues: BinaryHeap<Reverse<(Instant, u64)>> = BinaryHeap::new();
     // Whom to look at, and what woke them (`None`: just arrived).
@@ -176,7 +180,7 @@ async fn tend(inner: Arc<Inner>, flock: Arc<Flock>) {
                 .filter_map(|(number, f)| look.get(number).map(|why| (*number, *why, f)))
                 .map(|(number, why, f)| {
                     if let Some(why) = why {
-                        inner.metrics.readiness_wakeups.inc(&[why.as_str()]);
+                        metrics.readiness_wakeups.inc(&[why.as_str()]);
                     }
                     let (conn, seen) = (&conn, &seen);
                     let span = f.span();
@@ -191,8 +195,11 @@ async fn tend(inner: Arc<Inner>, flock: Arc<Flock>) {
             }
             look.clear();
         }
+        let now_counted = followers.len() as f64;
+        metrics.readiness_followers.add(&[], now_counted - counted);
+        counted = now_counted;
         if followers.is_empty() && inner.flocks.close(&flock, false) {
-            return;
+            break;
         }
         let next = dues.peek().map(|Reverse((due, _))| *due);
         let health_changed = changed(health.as_mut());
@@ -226,6 +233,8 @@ async fn tend(inner: Arc<Inner>, flock: Arc<Flock>) {
         }
     }
     inner.flocks.close(&flock, true);
+    metrics.readiness_followers.add(&[], -counted);
+    metrics.readiness_clusters.add(&[], -1.0);
     drop(lease);
 }
 

@@ -148,7 +148,7 @@ pub(super) fn worse(a: ClusterReadiness, b: ClusterReadiness) -> ClusterReadines
 /// How a worker sees the resources of an app on one cluster: through the cluster's watches when
 /// the connector has them (no request per object: the watches were listed once and follow
 /// changes), else by asking the connector ([`Connector::observe`]) at each look.
-pub(super) struct Eyes {
+struct Eyes {
     scope: Scope,
     /// Each resource by its EMCO name: only its identity (a follower may live as long as the
     /// deployment: its manifest is not kept).
@@ -158,7 +158,7 @@ pub(super) struct Eyes {
     last: Map<String, Value>,
 }
 
-pub(super) struct WatchEyes {
+struct WatchEyes {
     watcher: Arc<dyn ReadinessSource>,
     /// Rung by the watcher when one of the keyed objects changes (by object, not by
     /// deployment-id label: an update leaves unchanged objects with the label of the context
@@ -172,7 +172,7 @@ pub(super) struct WatchEyes {
 
 impl Eyes {
     /// Eyes on `rs` through `conn`; with watches, their changes ring `bell`.
-    pub(super) fn new(
+    fn new(
         conn: &Arc<dyn Connector>,
         scope: Scope,
         rs: Vec<(String, ResourceId)>,
@@ -194,7 +194,7 @@ impl Eyes {
 
     /// Whether the watches cover every resource (or refused its type), so that only their
     /// changes matter; false when polling.
-    pub(super) fn settled(&self) -> bool {
+    fn settled(&self) -> bool {
         self.watch.as_ref().is_some_and(|w| {
             w.keyed
                 .iter()
@@ -205,7 +205,7 @@ impl Eyes {
 
     /// The entry of every resource and what they say of the cluster's connectivity, as `run`
     /// sees them on `cluster` (the context's name of it) through `conn`.
-    pub(super) async fn look(
+    async fn look(
         &mut self,
         run: &Run,
         conn: &Arc<dyn Connector>,
