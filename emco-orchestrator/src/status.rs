@@ -90,16 +90,33 @@ pub(crate) fn context_of(state: &StateInfo, instance: Option<&str>) -> Result<Op
 /// One resource of a cluster as the context holds it.
 #[derive(Debug, Default)]
 struct ResourceSnap {
-    yaml: Option<String>,
     /// The manifest's `apiVersion` when its line is plain ([`top_level_api_version`]).
-    api_version: Option<String>,
-    status: Option<String>,
+    api_version: Option<Box<str>>,
+    status: Option<Box<str>>,
+    /// What few resources have, apart: most of a large context's are applied without any
+    /// (a followed context keeps one of these per resource).
+    more: Option<Box<ResourceMore>>,
+}
+
+/// What a resource has beyond its status, when it has any.
+#[derive(Debug, Default, PartialEq)]
+struct ResourceMore {
+    /// Its manifest, when kept.
+    yaml: Option<String>,
     warnings: Vec<String>,
     /// Why it failed or retries: rsync's `Reason` and `Message`.
     why: Option<(String, String)>,
     /// While it retries: the tries so far and when the next is due.
     retry: Option<(u32, String)>,
 }
+
+/// A resource with nothing more.
+const NOTHING_MORE: &ResourceMore = &ResourceMore {
+    yaml: None,
+    warnings: Vec::new(),
+    why: None,
+    retry: None,
+};
 
 /// One cluster of an app as the context holds it.
 #[derive(Debug, Default)]
@@ -307,9 +324,10 @@ impl Snapshot {
                 resource.api_version = yaml
                     .as_deref()
                     .and_then(top_level_api_version)
-                    .map(str::to_owned);
+                    .map(Into::into);
                 // Kept when asked for, or when its apiVersion needs the YAML parser.
-                resource.yaml = yaml.filter(|_| manifests || resource.api_version.is_none());
+                let keep = manifests || resource.api_version.is_none();
+                resource.edit_more(|m| m.yaml = yaml.filter(|_| keep));
             }
             ContextKey::ResourceStatus(a, c, name) => {
                 let resource = cluster_of(&mut self.apps, a, c)
@@ -317,10 +335,12 @@ impl Snapshot {
                     .entry(name.to_owned())
                     .or_default();
                 if let Ok(doc) = serde_json::from_slice::<ResourceStatusRecord<String>>(raw) {
-                    resource.status = Some(doc.status);
-                    resource.warnings = doc.warnings;
-                    resource.why = doc.reason.zip(doc.message);
-                    resource.retry = doc.attempts.zip(doc.next_retry);
+                    resource.status = Some(doc.status.into());
+                    resource.edit_more(|m| {
+                        m.warnings = doc.warnings;
+                        m.why = doc.reason.zip(doc.message);
+                        m.retry = doc.attempts.zip(doc.next_retry);
+                    });
                 }
             }
             ContextKey::Root | ContextKey::Cluster(..) | ContextKey::Other => {}
@@ -609,6 +629,18 @@ impl ResourceSnap {
             .as_deref()
             .unwrap_or(const { RsyncStatus::Pending.as_str() })
     }
+
+    /// What it has beyond its status.
+    fn more(&self) -> &ResourceMore {
+        self.more.as_deref().unwrap_or(NOTHING_MORE)
+    }
+
+    /// Changes what it has beyond its status with `edit`, keeping none when that leaves nothing.
+    fn edit_more(&mut self, edit: impl FnOnce(&mut ResourceMore)) {
+        let mut more = self.more.take().unwrap_or_default();
+        edit(&mut more);
+        self.more = (*more != *NOTHING_MORE).then_some(more);
+    }
 }
 
 /// The ready status of a resource whose rsync status is `deployed` and whose entry in its
@@ -752,10 +784,11 @@ impl ResourceView {
         let api_version = snap
             .api_version
             .as_deref()
-            .or_else(|| snap.yaml.as_deref().and_then(top_level_api_version));
+            .or_else(|| snap.more().yaml.as_deref().and_then(top_level_api_version));
         let parsed = match api_version {
             Some(_) if !detail && !key_kind.is_empty() => None,
             _ => snap
+                .more()
                 .yaml
                 .as_deref()
                 .and_then(|y| Resource::from_yaml(y).ok()),
@@ -820,9 +853,9 @@ impl ResourceView {
             deployed: snap.deployed().to_owned(),
             ready,
             observed: observed.filter(|_| detail).cloned(),
-            warnings: snap.warnings.clone(),
-            why: snap.why.clone(),
-            retry: snap.retry.clone(),
+            warnings: snap.more().warnings.clone(),
+            why: snap.more().why.clone(),
+            retry: snap.more().retry.clone(),
             unknown,
             unseen,
         }
@@ -1415,15 +1448,32 @@ mod tests {
         assert_eq!(names(&snap).len(), 4);
     }
 
+    /// A resource keeps room for more than its status only while it has more.
+    #[test]
+    fn a_resource_with_nothing_more_keeps_none() {
+        let mut r = ResourceSnap::default();
+        r.edit_more(|m| m.why = Some(("Failed".into(), "denied".into())));
+        assert_eq!(r.more().why.as_ref().map(|w| w.0.as_str()), Some("Failed"));
+        r.edit_more(|m| m.yaml = Some("kind: X".into()));
+        r.edit_more(|m| m.why = None);
+        assert!(r.more.is_some(), "the manifest is still kept");
+        r.edit_more(|m| m.yaml = None);
+        assert!(r.more.is_none());
+        assert_eq!(r.more(), NOTHING_MORE);
+    }
+
     #[test]
     fn resource_view_from_manifest_and_observation() {
         let snap = ResourceSnap {
-            yaml: Some("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n".into()),
             api_version: None,
             status: Some("Applied".into()),
-            warnings: vec![".spec.replicas: field not declared in schema; dropped".into()],
-            why: None,
-            retry: None,
+            more: Some(Box::new(ResourceMore {
+                yaml: Some(
+                    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n".into(),
+                ),
+                warnings: vec![".spec.replicas: field not declared in schema; dropped".into()],
+                ..ResourceMore::default()
+            })),
         };
         let collected = serde_json::json!({"resources": {"web+Deployment": {"present": true, "ready": false, "reason": "0/1"}}});
         let v = ResourceView::new("web+Deployment", &snap, Some(&collected), false);
@@ -1438,12 +1488,8 @@ mod tests {
         assert_eq!((v.deployed.as_str(), v.ready), ("Applied", NOT_READY));
         assert_eq!(v.warnings.len(), 1);
         let gone = ResourceSnap {
-            yaml: None,
-            api_version: None,
             status: Some("Deleted".into()),
-            warnings: Vec::new(),
-            why: None,
-            retry: None,
+            ..ResourceSnap::default()
         };
         let v = ResourceView::new("web+Deployment", &gone, Some(&collected), false);
         assert_eq!(
@@ -1501,7 +1547,7 @@ mod tests {
                         seen.insert(name.clone(), observed[(n / 2) % 4].clone());
                     }
                     let resource = ResourceSnap {
-                        status: statuses[n % 5].map(str::to_owned),
+                        status: statuses[n % 5].map(Into::into),
                         ..ResourceSnap::default()
                     };
                     cluster.resources.insert(name, Box::new(resource));
