@@ -18,8 +18,9 @@ use crate::engine::liveness::Contact;
 
 use super::observe::{COALESCE, Follower, Woken, changed};
 
-/// The cluster tasks, by cluster: one per connector of the cluster (the contexts of logical
-/// clouds with their own credentials reach a cluster through their own).
+/// The cluster tasks, by the contexts' name of the cluster: one per connector of the cluster
+/// (the contexts of logical clouds with their own credentials reach a cluster through their
+/// own).
 #[derive(Debug, Default)]
 pub(in crate::engine) struct Flocks {
     by_cluster: Mutex<HashMap<String, Vec<Arc<Flock>>>>,
@@ -30,6 +31,8 @@ pub(in crate::engine) struct Flocks {
 /// What the task of one cluster's connector is handed.
 #[derive(Debug)]
 struct Flock {
+    /// The contexts' name of its cluster (its connector's may be a logical cloud's).
+    cluster: String,
     conn: Arc<dyn Connector>,
     door: Arc<Door>,
     /// Followers handed over and not taken in yet; `None` once the task ended.
@@ -42,10 +45,11 @@ struct Flock {
 
 impl Flocks {
     /// Hands the follower `make` builds (with the bell its objects' changes ring) to the task
-    /// of `conn`'s cluster, starting the task when there is none.
+    /// of `cluster` reached through `conn`, starting the task when there is none.
     pub(super) fn add(
         &self,
         inner: &Arc<Inner>,
+        cluster: &str,
         conn: &Arc<dyn Connector>,
         make: impl FnOnce(Arc<Doorbell>) -> Follower,
     ) {
@@ -54,7 +58,7 @@ impl Flocks {
             .by_cluster
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let flocks = by_cluster.entry(conn.cluster().to_owned()).or_default();
+        let flocks = by_cluster.entry(cluster.to_owned()).or_default();
         let open = flocks
             .iter()
             .find(|f| Arc::ptr_eq(&f.conn, conn))
@@ -62,6 +66,7 @@ impl Flocks {
             .cloned();
         let flock = open.unwrap_or_else(|| {
             let flock = Arc::new(Flock {
+                cluster: cluster.to_owned(),
                 conn: Arc::clone(conn),
                 door: Door::new(),
                 arrivals: Mutex::new(Some(Vec::new())),
@@ -69,7 +74,7 @@ impl Flocks {
                 call: Notify::new(),
             });
             flocks.push(Arc::clone(&flock));
-            let span = tracing::info_span!(parent: None, "readiness", cluster = %conn.cluster());
+            let span = tracing::info_span!(parent: None, "readiness", cluster);
             tokio::spawn(tend(Arc::clone(inner), Arc::clone(&flock)).instrument(span));
             flock
         });
@@ -108,11 +113,10 @@ impl Flocks {
             return false;
         }
         *arrivals = None;
-        let cluster = flock.conn.cluster();
-        if let Some(flocks) = by_cluster.get_mut(cluster) {
+        if let Some(flocks) = by_cluster.get_mut(&flock.cluster) {
             flocks.retain(|f| !Arc::ptr_eq(f, flock));
             if flocks.is_empty() {
-                by_cluster.remove(cluster);
+                by_cluster.remove(&flock.cluster);
             }
         }
         true

@@ -584,7 +584,8 @@ impl Run {
             let applied = if resumed { rs.len() } else { 0 };
             let keeper = Keeper::new(run.drift_policy().await).applied_before(applied);
             let inner = Arc::clone(&run.inner);
-            inner.flocks.add(&inner, &conn, |bell| Follower {
+            let on = cluster.clone();
+            inner.flocks.add(&inner, &on, &conn, |bell| Follower {
                 eyes: Eyes::new(&conn, run.scope(&app), rs, bell),
                 run,
                 app,
