@@ -135,6 +135,10 @@ impl<V> Entries<V> {
         self.0.binary_search_by(|(k, _)| k.as_ref().cmp(key))
     }
 
+    fn get(&self, key: &str) -> Option<&V> {
+        self.find(key).ok().map(|i| &self.0[i].1)
+    }
+
     /// The value of `key`, made on first sight.
     fn entry(&mut self, key: &str) -> &mut V
     where
@@ -159,8 +163,7 @@ impl<V> std::ops::Index<&str> for Entries<V> {
     /// # Panics
     /// When `key` is not there: the callers index with names the map gave.
     fn index(&self, key: &str) -> &V {
-        let i = self.find(key).unwrap_or_else(|_| panic!("no entry {key}"));
-        &self.0[i].1
+        self.get(key).unwrap_or_else(|| panic!("no entry {key}"))
     }
 }
 
@@ -183,8 +186,8 @@ struct ClusterSnap {
 /// followed context (200 MiB at 10,000 clusters x 10 apps).
 #[derive(Debug)]
 struct Collected {
-    /// (resource key, the ready status its entry says), by key.
-    seen: Box<[(Box<str>, &'static str)]>,
+    /// The ready status each resource's entry says, by resource key.
+    seen: Entries<&'static str>,
     text: Box<str>,
 }
 
@@ -202,17 +205,14 @@ impl Collected {
             .collect();
         seen.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Some(Self {
-            seen: seen.into_boxed_slice(),
+            seen: Entries(seen),
             text: std::str::from_utf8(raw).ok()?.into(),
         })
     }
 
     /// The ready status the entry of resource `key` says, if it has one.
     fn seen(&self, key: &str) -> Option<&'static str> {
-        self.seen
-            .binary_search_by(|(k, _)| k.as_ref().cmp(key))
-            .ok()
-            .map(|i| self.seen[i].1)
+        self.seen.get(key).copied()
     }
 
     /// The whole document.

@@ -16,7 +16,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
+
+use crate::sync::lock;
 
 /// Latency bucket bounds in seconds, from a millisecond to a minute.
 pub const LATENCY_BUCKETS: &[f64] = &[
@@ -85,11 +87,6 @@ fn escape(value: &str) -> String {
         .replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A poisoned lock only means a panic elsewhere mid-update; the figures stay usable.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The series of one family by label values.

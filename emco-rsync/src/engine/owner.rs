@@ -29,11 +29,12 @@
 //!   read the owner keys after the beat that renewed it, and stopped what others took meanwhile.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
 use emco_core::{ContextId, Result};
+use emco_runtime::sync::lock;
 use emco_store::{AppContextStore, Compare, FencedStore, ListOptions, Op, Txn};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -98,10 +99,6 @@ fn heartbeat_key(id: &str) -> String {
 
 fn owner_key(ctx: ContextId) -> String {
     format!("{OWNERS}{ctx}/")
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Owners {

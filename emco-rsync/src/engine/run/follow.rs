@@ -6,7 +6,9 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+
+use emco_runtime::sync::lock;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -54,10 +56,7 @@ impl Flocks {
         make: impl FnOnce(Arc<Doorbell>) -> Follower,
     ) {
         let number = self.numbers.fetch_add(1, Ordering::Relaxed);
-        let mut by_cluster = self
-            .by_cluster
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut by_cluster = lock(&self.by_cluster);
         let flocks = by_cluster.entry(cluster.to_owned()).or_default();
         let open = flocks
             .iter()
@@ -87,10 +86,7 @@ impl Flocks {
 
     /// Has the tasks of `cluster` (all when `None`) drop their cancelled followers.
     pub(in crate::engine) fn sweep(&self, cluster: Option<&str>) {
-        let by_cluster = self
-            .by_cluster
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let by_cluster = lock(&self.by_cluster);
         let flocks: Box<dyn Iterator<Item = &Vec<Arc<Flock>>>> = match cluster {
             Some(c) => Box::new(by_cluster.get(c).into_iter()),
             None => Box::new(by_cluster.values()),
@@ -104,10 +100,7 @@ impl Flocks {
     /// Forgets `flock`, unless it has arrivals and is not `ending` (under the map's lock, so
     /// that none comes in between); false when it goes on.
     fn close(&self, flock: &Arc<Flock>, ending: bool) -> bool {
-        let mut by_cluster = self
-            .by_cluster
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut by_cluster = lock(&self.by_cluster);
         let mut arrivals = lock(&flock.arrivals);
         if !ending && arrivals.as_ref().is_some_and(|a| !a.is_empty()) {
             return false;
@@ -121,10 +114,6 @@ impl Flocks {
         }
         true
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The task of one flock: looks at its followers when woken, until none is left or the engine
