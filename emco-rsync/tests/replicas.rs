@@ -2,7 +2,9 @@
 //! terminate queued through one replica stops the instantiate another runs, and when a replica
 //! is killed with SIGKILL in the middle of an instantiate of 100 clusters, another takes the
 //! context over and finishes it with every object applied exactly once; and one cut off from
-//! etcd (alive) lands nothing after another took its work over (fencing).
+//! etcd (alive) lands nothing after another took its work over (fencing). Replicas that share
+//! large operations by cluster each work on their own part, and a killed one's part is finished
+//! by the others, nothing applied twice.
 
 #![allow(clippy::unwrap_used)] // Tests fail on bad fixtures.
 
@@ -18,7 +20,7 @@ use common::{
 use emco_appcontext::AppContext;
 use emco_appcontext::context::QueueStatus;
 use emco_core::lifecycle::{AppContextStatus, RsyncEvent};
-use emco_rsync::engine::{ReplicaConfig, Rsync};
+use emco_rsync::engine::{ContextStatusExt, ReplicaConfig, Rsync};
 use emco_store::{AppContextStore, InMemoryAppContextStore};
 use kubesim::Fault;
 use tokio_util::sync::CancellationToken;
@@ -536,5 +538,247 @@ async fn a_cut_off_replica_lands_nothing_after_the_takeover() {
     }
     b.stop.cancel();
     a.stop.cancel();
+    store.delete_prefix("/").await.unwrap();
+}
+
+/// A replica of `env`'s fleet on `store` that shares operations on at least `from` clusters,
+/// with connectors and a call log of its own.
+async fn sharing_replica(
+    env: &Env,
+    store: &Arc<dyn AppContextStore>,
+    id: &str,
+    from: usize,
+) -> (Rsync, Arc<std::sync::Mutex<Vec<common::Call>>>) {
+    let (resolver, log) = env.own_resolver();
+    let rsync = env
+        .builder(Arc::clone(store))
+        .connectors(resolver)
+        .replica(ReplicaConfig::new(id, TTL).sharing_from(from))
+        .build()
+        .unwrap();
+    rsync.start(CancellationToken::new()).await.unwrap();
+    (rsync, log)
+}
+
+/// The (cluster, resource) pairs a call log applied (or deleted) successfully, with how often.
+fn done_by(
+    log: &std::sync::Mutex<Vec<common::Call>>,
+    delete: bool,
+) -> std::collections::HashMap<(String, String), usize> {
+    let mut done = std::collections::HashMap::new();
+    for call in log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|c| c.ok && c.delete == delete)
+    {
+        for name in &call.names {
+            *done
+                .entry((call.cluster.clone(), name.clone()))
+                .or_default() += 1;
+        }
+    }
+    done
+}
+
+/// What shared operations leave in the store: shard records, outcomes, shard owner keys.
+async fn shard_keys(store: &dyn AppContextStore, ctx: ContextId) -> Vec<String> {
+    let mut keys = Vec::new();
+    for prefix in [
+        "/rsyncshard/".to_owned(),
+        "/rsyncsharddone/".to_owned(),
+        format!("/rsyncowner/{ctx}."),
+    ] {
+        keys.extend(
+            store
+                .list_all(&prefix, true)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|kv| kv.key),
+        );
+    }
+    keys
+}
+
+/// An instantiate and a terminate of 30 clusters through three replicas that share operations
+/// from 10 clusters: each replica works on its own third of the clusters, every object is
+/// applied (then deleted) exactly once in all, the replica that owns the context follows the
+/// readiness of all of them, and nothing of the shards is left in the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_deployment_is_shared_by_cluster_among_the_replicas() {
+    const CLUSTERS: usize = 30;
+    const RESOURCES: usize = 3;
+    let env = Env::start(CLUSTERS).await;
+    let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
+    let mut replicas = Vec::new();
+    for id in ["a", "b", "c"] {
+        replicas.push(sharing_replica(&env, &store, id, 10).await);
+    }
+    // Every replica has seen the others beat (a round every third of the time to live).
+    tokio::time::sleep(TTL / 2).await;
+    let ctx = context(
+        Arc::clone(&store),
+        &[config_map_app(&clusters(CLUSTERS), RESOURCES)],
+    )
+    .await;
+    let mut ready = replicas[0].0.subscribe_ready(ctx.id());
+    replicas[0].0.instantiate(ctx.id()).await.unwrap();
+    until("the shared instantiate to complete", || async {
+        status(&ctx).await == AppContextStatus::Instantiated
+    })
+    .await;
+    assert_eq!(applied_count(&ctx).await, CLUSTERS * RESOURCES);
+    assert_config_maps(&env, &ctx, RESOURCES).await;
+
+    let mut all: std::collections::HashMap<(String, String), usize> =
+        std::collections::HashMap::new();
+    let mut owned: Vec<std::collections::HashSet<String>> = Vec::new();
+    for (_, log) in &replicas {
+        let applied = done_by(log, false);
+        let clusters: std::collections::HashSet<String> =
+            applied.keys().map(|(c, _)| c.clone()).collect();
+        assert_eq!(
+            clusters.len(),
+            CLUSTERS / 3,
+            "each replica applies a third of the clusters"
+        );
+        for (k, n) in applied {
+            *all.entry(k).or_default() += n;
+        }
+        owned.push(clusters);
+    }
+    assert_eq!(all.len(), CLUSTERS * RESOURCES, "every object applied");
+    assert!(
+        all.values().all(|&n| n == 1),
+        "an object applied twice: {:?}",
+        all.iter().filter(|(_, n)| **n > 1).collect::<Vec<_>>()
+    );
+    assert!(owned[0].is_disjoint(&owned[1]) && owned[1].is_disjoint(&owned[2]));
+    assert!(shard_keys(store.as_ref(), ctx.id()).await.is_empty());
+
+    // The owner follows the readiness of every cluster; the others of none once their shard
+    // ended.
+    let followers = |r: &Rsync| r.metrics().readiness_followers.get(&[]).unwrap_or(0.0);
+    until(
+        "the owner to follow every cluster, the others none",
+        || async {
+            followers(&replicas[0].0) == CLUSTERS as f64
+                && followers(&replicas[1].0) == 0.0
+                && followers(&replicas[2].0) == 0.0
+        },
+    )
+    .await;
+    let mut seen = std::collections::HashSet::new();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while seen.len() < CLUSTERS {
+            seen.insert(ready.next().await.unwrap().cluster);
+        }
+    })
+    .await
+    .expect("the owner to see every cluster ready");
+
+    // A terminate through another replica is shared too.
+    replicas[1].0.terminate(ctx.id()).await.unwrap();
+    until("the shared terminate to complete", || async {
+        status(&ctx).await == AppContextStatus::Terminated
+    })
+    .await;
+    assert_config_maps(&env, &ctx, 0).await;
+    let mut deleted = 0;
+    for (_, log) in &replicas {
+        let by = done_by(log, true);
+        assert!(!by.is_empty(), "each replica deletes its share");
+        assert!(by.values().all(|&n| n == 1));
+        deleted += by.len();
+    }
+    assert_eq!(deleted, CLUSTERS * RESOURCES);
+    assert!(shard_keys(store.as_ref(), ctx.id()).await.is_empty());
+    until("no follower left", || async {
+        replicas.iter().all(|(r, _)| followers(r) == 0.0)
+    })
+    .await;
+}
+
+/// The child side of the shared crash test: replica `a`, sharing from 10 clusters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "helper run as a child process by a_killed_replica_s_share_is_finished_by_the_others"]
+async fn child_sharing_replica_instantiates() {
+    common::child_instantiates(|b| b.replica(ReplicaConfig::new("a", TTL).sharing_from(10))).await;
+}
+
+/// Three replicas share an instantiate of 60 clusters; the one that leads it (the context's
+/// owner, in a child process) is killed with SIGKILL midway. The other two take its context and
+/// its shard over: the instantiate completes with every object applied, neither survivor applies
+/// an object twice, and none applies one the killed replica had recorded as applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replica_s_share_is_finished_by_the_others() {
+    const CLUSTERS: usize = 60;
+    const RESOURCES: usize = 4;
+    let Some(endpoint) = test_etcd("a_killed_replica_s_share_is_finished_by_the_others") else {
+        return;
+    };
+    let crash = Crash::start(&endpoint, "shared", CLUSTERS, RESOURCES).await;
+    let (env, store, ctx, total) = (&crash.env, &crash.store, &crash.ctx, crash.total);
+    // b and c beat before the child starts, so that it shares with both.
+    let (b, b_log) = sharing_replica(env, store, "b", 10).await;
+    let (c, c_log) = sharing_replica(env, store, "c", 10).await;
+    let child = crash.spawn("child_sharing_replica_instantiates");
+    until("the child to share the instantiate", || async {
+        !store
+            .list_all("/rsyncshard/", true)
+            .await
+            .unwrap()
+            .is_empty()
+    })
+    .await;
+    crash.kill_midway(child, 4).await;
+    let killed = Instant::now();
+    // What the killed replica applied: recorded as applied by the kill, not by b or c.
+    let (pre_b, pre_c) = (done_by(&b_log, false), done_by(&c_log, false));
+    let by_child: std::collections::HashSet<(String, String)> = ctx
+        .resource_statuses_listed()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|(_, s)| *s == emco_core::lifecycle::RsyncStatus::Applied)
+        .map(|((_, cluster, name), _)| (cluster, name))
+        .filter(|k| !pre_b.contains_key(k) && !pre_c.contains_key(k))
+        .collect();
+    assert!(!by_child.is_empty(), "the killed replica applied nothing");
+    until("the instantiate to complete", || async {
+        status(ctx).await == AppContextStatus::Instantiated
+    })
+    .await;
+    assert_eq!(applied_count(ctx).await, total);
+    assert_config_maps(env, ctx, RESOURCES).await;
+    let (by_b, by_c) = (done_by(&b_log, false), done_by(&c_log, false));
+    assert!(
+        !by_b.is_empty() && !by_c.is_empty(),
+        "both survivors worked"
+    );
+    for (k, n) in by_b.iter().chain(by_c.iter()) {
+        assert_eq!(*n, 1, "{k:?} applied {n} times by one survivor");
+    }
+    let both: Vec<_> = by_b.keys().filter(|k| by_c.contains_key(*k)).collect();
+    assert!(both.is_empty(), "applied by both survivors: {both:?}");
+    let again: Vec<_> = by_b
+        .keys()
+        .chain(by_c.keys())
+        .filter(|k| by_child.contains(*k))
+        .collect();
+    assert!(again.is_empty(), "applied again after the kill: {again:?}");
+    eprintln!(
+        "shared instantiate: {CLUSTERS} clusters x {RESOURCES} objects; the killed leader applied \
+         {} (recorded), b {} and c {} (each once); instantiated {:?} after the kill (ttl {TTL:?})",
+        by_child.len(),
+        by_b.len(),
+        by_c.len(),
+        killed.elapsed()
+    );
+    for r in [&b, &c] {
+        r.wait_idle(ctx.id()).await;
+    }
+    assert!(shard_keys(store.as_ref(), ctx.id()).await.is_empty());
     store.delete_prefix("/").await.unwrap();
 }

@@ -143,6 +143,11 @@ struct Cli {
     /// [default: 10].
     #[arg(long, env = "EMCO_REPLICA_TTL_SECONDS")]
     replica_ttl_seconds: Option<u64>,
+    /// Replicas share an operation (instantiate, update, terminate) on at least this many
+    /// clusters, each taking a part of its clusters; 0: each is run by one replica
+    /// [default: 1000].
+    #[arg(long, env = "EMCO_REPLICA_SHARE_CLUSTERS")]
+    replica_share_clusters: Option<usize>,
     /// Keep the AppContexts of each deployment intent group's last N revisions (at least 2)
     /// for rollback and delete older ones as updates come [default: all, as EMCO].
     #[arg(long, env = "EMCO_REVISION_HISTORY_LIMIT")]
@@ -222,6 +227,7 @@ struct FileConfig {
     helm_version: Option<String>,
     replica_id: Option<String>,
     replica_ttl_seconds: Option<u64>,
+    replica_share_clusters: Option<usize>,
     revision_history_limit: Option<usize>,
     serve_controller: Option<String>,
     secrets_key_file: Option<PathBuf>,
@@ -297,6 +303,8 @@ pub struct Config {
     pub replica_id: Option<String>,
     /// How long a replica may be silent before the others take its work over.
     pub replica_ttl: Duration,
+    /// From how many clusters an operation is shared among the replicas; `None`: never.
+    pub replica_share_from: Option<usize>,
     /// How many revisions' contexts each group keeps; `None`: all.
     pub revision_history_limit: Option<usize>,
     /// Serve only this built-in controller over gRPC instead of the whole server.
@@ -345,6 +353,7 @@ impl Default for Config {
             replica_id: None,
             serve_controller: None,
             replica_ttl: Duration::from_secs(10),
+            replica_share_from: Some(1000),
             revision_history_limit: None,
             secrets: None,
             audit_log: None,
@@ -496,6 +505,11 @@ impl Config {
             },
             replica_id,
             replica_ttl,
+            replica_share_from: match cli.replica_share_clusters.or(file.replica_share_clusters) {
+                Some(0) => None,
+                Some(n) => Some(n),
+                None => d.replica_share_from,
+            },
             revision_history_limit,
             store_cache: match cli.store_cache_mib.or(file.store_cache_mib) {
                 Some(0) => return Err(Error::invalid("--store-cache-mib must be at least 1")),
@@ -695,6 +709,11 @@ mod tests {
             .unwrap();
         assert_eq!(c.replica_id.as_deref(), Some("r1"));
         assert_eq!(c.replica_ttl, Duration::from_secs(3));
+        assert_eq!(c.replica_share_from, Some(1000));
+        let mut shared = args("mongo", "etcd", "3").to_vec();
+        shared.extend(["--replica-share-clusters", "0"]);
+        let c = Config::from_args(shared).unwrap().unwrap();
+        assert_eq!(c.replica_share_from, None, "0: never shared");
         for (backend, contexts) in [("embedded", "etcd"), ("mongo", "memory")] {
             let e = Config::from_args(args(backend, contexts, "3")).unwrap_err();
             assert_eq!(e.kind(), emco_core::ErrorKind::InvalidArgument);

@@ -379,10 +379,13 @@ pub fn orchestrator_with(
     let (global, per_cluster) = (config.rsync_concurrency, config.rsync_cluster_concurrency);
     let hook_timeout = config.rsync_hook_timeout;
     let liveness = config.cluster_liveness;
-    let replica = config
-        .replica_id
-        .as_ref()
-        .map(|id| ReplicaConfig::new(id.clone(), config.replica_ttl));
+    let replica = config.replica_id.as_ref().map(|id| {
+        let replica = ReplicaConfig::new(id.clone(), config.replica_ttl);
+        match config.replica_share_from {
+            Some(from) => replica.sharing_from(from),
+            None => replica,
+        }
+    });
     let mut builder = Orchestrator::builder(Arc::clone(stores.resources()?));
     if let Some(revisions) = config.revision_history_limit {
         builder = builder.revision_history_limit(revisions);

@@ -1527,9 +1527,26 @@ fn add_group(a: SocketAddr, name: &str, label: &str) -> String {
 /// takeover time.
 #[test]
 fn three_replicas_finish_the_work_of_a_killed_one() {
+    killed_replica("three_replicas_finish_the_work_of_a_killed_one", None);
+}
+
+/// As [`three_replicas_finish_the_work_of_a_killed_one`], with the replicas sharing operations
+/// on at least 10 clusters (`--replica-share-clusters`): the instantiate is split among the
+/// three, and the part of the killed one (which also owned the deployment) is finished by the
+/// others, as is the terminate's.
+#[test]
+fn three_replicas_share_a_deployment_and_finish_a_killed_ones_part() {
+    killed_replica(
+        "three_replicas_share_a_deployment_and_finish_a_killed_ones_part",
+        Some("10"),
+    );
+}
+
+/// The killed-replica test, sharing operations from `share` clusters when given.
+fn killed_replica(test: &str, share: Option<&str>) {
     const CLUSTERS: usize = 100;
     const TTL_SECONDS: u64 = 2;
-    let Some(shared) = SharedStores::new("three_replicas_finish_the_work_of_a_killed_one") else {
+    let Some(shared) = SharedStores::new(test) else {
         return;
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -1542,12 +1559,21 @@ fn three_replicas_finish_the_work_of_a_killed_one() {
             let mut flags = shared.flags();
             flags.extend(["--replica-id", id, "--replica-ttl-seconds", &ttl]);
             flags.extend(["--rsync-max-backoff-seconds", "1"]);
+            flags.extend(["--replica-share-clusters", share.unwrap_or("0")]);
             Server::start_with(&work.path().join(id), free_addr(), free_addr(), &flags)
         })
         .collect();
     let (a, b, c) = (replicas[0].addr, replicas[1].addr, replicas[2].addr);
+    let etcd = rt.block_on(shared.etcd());
+    let shards = || {
+        rt.block_on(etcd.list_all("/rsyncshard/", true))
+            .unwrap()
+            .len()
+    };
 
     let dig = onboard_edge_fleet(a, &fleet, work.path());
+    // Every replica has seen the others beat (a look every third of the time to live).
+    std::thread::sleep(Duration::from_secs(TTL_SECONDS));
 
     // Slow clusters, so that the kill lands in the middle of the instantiate.
     for name in fleet.cluster_names() {
@@ -1559,10 +1585,18 @@ fn three_replicas_finish_the_work_of_a_killed_one() {
     assert_eq!(status, 202, "{body}");
     let objects = 3 * CLUSTERS as u64; // a ConfigMap, a Deployment and a Service each
     let deadline = Instant::now() + Duration::from_secs(120);
+    let mut parts = 0;
     while applied(&deployed_status(b, dig)) < objects / 5 {
         assert!(Instant::now() < deadline, "replica a applied nothing");
+        parts = parts.max(shards());
         std::thread::sleep(Duration::from_millis(50));
     }
+    parts = parts.max(shards());
+    assert_eq!(
+        parts,
+        if share.is_some() { 3 } else { 0 },
+        "parts of the instantiate"
+    );
     let mut replicas = replicas.into_iter();
     let mut killed = replicas.next().unwrap();
     killed.child.kill().unwrap(); // SIGKILL
@@ -1591,9 +1625,9 @@ fn three_replicas_finish_the_work_of_a_killed_one() {
     };
     let finished = at_kill.elapsed();
     eprintln!(
-        "replicas: {CLUSTERS} clusters, {objects} objects, {before} applied by replica a before \
-         its SIGKILL; progress again {takeover:?} after the kill (ttl {TTL_SECONDS} s), all \
-         applied {finished:?} after it"
+        "replicas (parts: {parts}): {CLUSTERS} clusters, {objects} objects, {before} applied \
+         before replica a's SIGKILL; progress again {takeover:?} after the kill (ttl \
+         {TTL_SECONDS} s), all applied {finished:?} after it"
     );
     // The same answer through both survivors.
     let through_b = deployed_status(b, dig);
@@ -1622,9 +1656,10 @@ fn three_replicas_finish_the_work_of_a_killed_one() {
         std::thread::sleep(Duration::from_millis(50));
     }
     each_kind(0);
+    assert_eq!(shards(), 0, "the parts' records are left");
     drop(replicas);
     drop(killed);
-    let contexts = rt.block_on(async { shared.etcd().await.delete_prefix("/").await.unwrap() });
+    let contexts = rt.block_on(etcd.delete_prefix("/")).unwrap();
     assert!(contexts > 0);
 }
 

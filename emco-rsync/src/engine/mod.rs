@@ -25,6 +25,7 @@ mod liveness;
 mod owner;
 mod replica;
 mod run;
+mod share;
 mod status;
 
 use std::collections::{HashMap, HashSet};
@@ -298,6 +299,8 @@ struct Inner {
     leases: liveness::Leases,
     /// The readiness followers, one task per cluster.
     flocks: run::Flocks,
+    /// The shards of shared operations this replica runs (see [`share`]).
+    shards: share::Shards,
     metrics: Arc<RsyncMetrics>,
 }
 
@@ -422,6 +425,7 @@ impl RsyncBuilder {
                 owners: self.replica.map(owner::Owners::new),
                 leases: liveness::Leases::new(self.liveness, Arc::clone(&metrics)),
                 flocks: run::Flocks::default(),
+                shards: share::Shards::default(),
                 metrics,
             }),
         })
@@ -1061,7 +1065,11 @@ impl Rsync {
         let run = run::Run::new(Arc::clone(&self.inner), ctx.clone(), op.clone())
             .await
             .limited_to(element.clusters.as_deref());
-        let outcome = run.execute(element.event, other.as_ref(), resume).await;
+        let outcome = match self.shared(ctx, index, element, &run, &op, resume).await {
+            Ok(Some(failed)) => Ok(failed),
+            Ok(None) => run.execute(element.event, other.as_ref(), resume).await,
+            Err(e) => Err(e),
+        };
         task.set_op(None);
         let failed = match outcome {
             Ok(failed) => failed,
@@ -1195,6 +1203,15 @@ impl Inner {
             .entry(ctx_id)
             .or_insert_with(|| root.child_token())
             .clone()
+    }
+
+    /// Whether a readiness observer of `app` on `cluster` runs here.
+    fn is_followed(&self, ctx_id: ContextId, app: &str, cluster: &str) -> bool {
+        self.observers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&(ctx_id, app.to_owned(), cluster.to_owned()))
+            .is_some_and(|t| !t.is_cancelled())
     }
 
     /// The token of a new readiness observer of `app` on `cluster`, cancelling the one it

@@ -51,12 +51,27 @@ pub struct ReplicaConfig {
     /// How long a replica may go without renewing its heartbeat before others take over its
     /// contexts. Takeover happens between one and about one and a third of this after a crash.
     pub ttl: Duration,
+    /// An operation on at least this many clusters is shared by cluster among the live
+    /// replicas (see [`super::share`]); `None`: every operation is run by its context's owner
+    /// alone.
+    pub share_from: Option<usize>,
 }
 
 impl ReplicaConfig {
-    /// A replica named `id` with a time to live of `ttl`.
+    /// A replica named `id` with a time to live of `ttl`, running each operation alone.
     pub fn new(id: impl Into<String>, ttl: Duration) -> Self {
-        Self { id: id.into(), ttl }
+        Self {
+            id: id.into(),
+            ttl,
+            share_from: None,
+        }
+    }
+
+    /// Shares an operation on at least `clusters` clusters among the live replicas.
+    #[must_use]
+    pub fn sharing_from(mut self, clusters: usize) -> Self {
+        self.share_from = Some(clusters.max(1));
+        self
     }
 }
 
@@ -98,7 +113,13 @@ fn heartbeat_key(id: &str) -> String {
 }
 
 fn owner_key(ctx: ContextId) -> String {
-    format!("{OWNERS}{ctx}/")
+    owner_key_of(&ctx.to_string())
+}
+
+/// The owner key of work named `name`: a context (its id) or a shard of one (see
+/// [`super::share`]).
+pub(crate) fn owner_key_of(name: &str) -> String {
+    format!("{OWNERS}{name}/")
 }
 
 impl Owners {
@@ -114,6 +135,30 @@ impl Owners {
 
     pub(crate) fn id(&self) -> &str {
         &self.config.id
+    }
+
+    /// From how many clusters an operation is shared among the replicas.
+    pub(crate) fn share_from(&self) -> Option<usize> {
+        self.config.share_from
+    }
+
+    /// The replicas alive as this one last looked, itself included, by name.
+    pub(crate) fn live(&self) -> Vec<String> {
+        let seen = lock(&self.seen);
+        let mut live: Vec<String> = seen
+            .iter()
+            .filter(|(id, (_, at))| **id != self.config.id && at.elapsed() < self.config.ttl)
+            .map(|(id, _)| id.clone())
+            .collect();
+        drop(seen);
+        live.push(self.config.id.clone());
+        live.sort();
+        live
+    }
+
+    /// How long a replica may be silent before it counts as dead.
+    pub(crate) fn ttl(&self) -> Duration {
+        self.config.ttl
     }
 
     /// How often to renew the heartbeat and look at the others.
@@ -226,11 +271,31 @@ impl Owners {
         ctx: ContextId,
         token: u64,
     ) -> std::sync::Arc<dyn AppContextStore> {
-        std::sync::Arc::new(FencedStore::new(
-            std::sync::Arc::clone(store),
-            owner_key(ctx),
-            token,
-        ))
+        Self::fence_key(store, owner_key(ctx), token)
+    }
+
+    /// `store` fenced by the ownership of the work whose owner key is `key`, at `token`.
+    pub(crate) fn fence_key(
+        store: &std::sync::Arc<dyn AppContextStore>,
+        key: String,
+        token: u64,
+    ) -> std::sync::Arc<dyn AppContextStore> {
+        std::sync::Arc::new(FencedStore::new(std::sync::Arc::clone(store), key, token))
+    }
+
+    /// The holder of the owner key `key`, if any.
+    ///
+    /// # Errors
+    /// The store's errors.
+    pub(crate) async fn holder(
+        &self,
+        store: &dyn AppContextStore,
+        key: &str,
+    ) -> Result<Option<Holder>> {
+        Ok(store.get(key).await?.map(|kv| Holder {
+            replica: String::from_utf8_lossy(&kv.value).into_owned(),
+            token: kv.mod_revision,
+        }))
     }
 
     /// Removes this replica's heartbeat at a clean shutdown, so that others take over at once.
@@ -267,7 +332,7 @@ impl Owners {
 
     /// Whether replica `id` counts as alive: this one, or one whose heartbeat changed within
     /// the time to live.
-    fn alive(&self, id: &str) -> bool {
+    pub(crate) fn alive(&self, id: &str) -> bool {
         id == self.config.id
             || lock(&self.seen)
                 .get(id)
@@ -346,35 +411,46 @@ impl Owners {
         store: &dyn AppContextStore,
         ctx: ContextId,
     ) -> Result<Option<u64>> {
-        let key = owner_key(ctx);
+        let token = self.claim_key(store, &owner_key(ctx)).await?;
+        if let Some(token) = token {
+            lock(&self.tokens).insert(ctx, token);
+        }
+        Ok(token)
+    }
+
+    /// [`Self::claim`] for the owner key `key` of any work (a context or a shard).
+    ///
+    /// # Errors
+    /// The store's errors.
+    pub(crate) async fn claim_key(
+        &self,
+        store: &dyn AppContextStore,
+        key: &str,
+    ) -> Result<Option<u64>> {
         let me = Bytes::from(self.config.id.clone());
         let mut txn = Txn::new();
         let mut dead = None;
-        match store.get(&key).await? {
-            Some(kv) if kv.value == me => {
-                lock(&self.tokens).insert(ctx, kv.mod_revision);
-                return Ok(Some(kv.mod_revision));
-            }
+        match store.get(key).await? {
+            Some(kv) if kv.value == me => return Ok(Some(kv.mod_revision)),
             Some(kv) => {
                 let holder = String::from_utf8_lossy(&kv.value).into_owned();
                 let Some(beat) = self.dead_beat(store, &holder).await? else {
                     return Ok(None);
                 };
                 txn = txn
-                    .when(Compare::mod_revision(key.clone(), kv.mod_revision))
+                    .when(Compare::mod_revision(key, kv.mod_revision))
                     .when(Compare::mod_revision(heartbeat_key(&holder), beat));
                 dead = Some(holder);
             }
-            None => txn = txn.when(Compare::absent(key.clone())),
+            None => txn = txn.when(Compare::absent(key)),
         }
         let done = store.txn(txn.op(Op::put(key, me))).await?;
         if !done.succeeded {
             return Ok(None);
         }
         if let Some(dead) = dead {
-            tracing::info!(%ctx, replica = %self.config.id, from = %dead, "took over a context of a dead replica");
+            tracing::info!(work = %key, replica = %self.config.id, from = %dead, "took over the work of a dead replica");
         }
-        lock(&self.tokens).insert(ctx, done.revision);
         Ok(Some(done.revision))
     }
 
@@ -400,14 +476,21 @@ impl Owners {
     /// The store's errors.
     pub(crate) async fn release(&self, store: &dyn AppContextStore, ctx: ContextId) -> Result<()> {
         lock(&self.tokens).remove(&ctx);
-        let key = owner_key(ctx);
-        let Some(kv) = store.get(&key).await? else {
+        self.release_key(store, &owner_key(ctx)).await
+    }
+
+    /// Gives up the work whose owner key is `key`, unless another replica owns it by now.
+    ///
+    /// # Errors
+    /// The store's errors.
+    pub(crate) async fn release_key(&self, store: &dyn AppContextStore, key: &str) -> Result<()> {
+        let Some(kv) = store.get(key).await? else {
             return Ok(());
         };
         if kv.value.as_ref() != self.config.id.as_bytes() {
             return Ok(());
         }
-        delete_unchanged(store, &key, kv.mod_revision).await
+        delete_unchanged(store, key, kv.mod_revision).await
     }
 
     /// Removes the owner key of `ctx`, a context that no longer exists (deleted with its group,

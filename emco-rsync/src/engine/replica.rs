@@ -7,6 +7,7 @@
 //! - removes the owner keys of contexts that no longer exist;
 //! - claims active contexts with no live owner and runs them (a dead replica's work resumes);
 //! - claims deployed contexts with no live owner and follows their readiness;
+//! - claims the shards of shared operations it may run (see [`super::share`]);
 //! - cuts short an instantiate or update running here when a terminate for it was queued
 //!   through another replica.
 
@@ -135,7 +136,12 @@ impl Rsync {
                 }
             }
         }
-        for id in followed.iter().filter(|id| !running.contains_key(id)) {
+        // A shard running here follows its clusters until it ends.
+        let sharing = self.inner.shards.contexts();
+        for id in followed
+            .iter()
+            .filter(|id| !running.contains_key(id) && !sharing.contains(id))
+        {
             if !mine(id) {
                 self.inner.forget_readiness(*id);
             } else if !deployed.contains(id) && !active.contains(id) {
@@ -186,6 +192,8 @@ impl Rsync {
             let engine = self.clone();
             tokio::spawn(async move { engine.follow_deployed(follow).await });
         }
+
+        self.take_shards().await?;
 
         for (id, (op, _)) in running {
             let Some(op) = op.filter(|op| {

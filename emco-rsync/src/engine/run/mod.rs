@@ -156,6 +156,15 @@ impl Run {
         }
     }
 
+    /// Every cluster this operation acts on, of any app, in name order.
+    pub(super) async fn all_clusters(&self) -> Result<Vec<String>> {
+        let mut all = std::collections::BTreeSet::new();
+        for app in self.ordered_apps().await? {
+            all.extend(self.clusters_of(&app).await?);
+        }
+        Ok(all.into_iter().collect())
+    }
+
     /// Runs `event`; `Ok(true)` when some resource failed.
     pub(super) async fn execute(
         &self,

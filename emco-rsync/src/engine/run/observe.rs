@@ -626,13 +626,16 @@ impl Run {
         Ok(())
     }
 
-    /// After a restart: follows again the readiness of every app on every cluster where all of
-    /// its resources were applied, as the deploy that applied them did.
+    /// After a restart, or a shared operation: follows the readiness of every app on every
+    /// cluster where all of its resources were applied, as the deploy that applied them did,
+    /// unless it is followed here already.
     pub(in crate::engine) async fn follow_deployed(&self) -> Result<()> {
         let recorded = self.ctx.resource_statuses_listed().await?;
         for app in self.ordered_apps().await? {
-            for cluster in self.ctx.clusters(&app).await? {
-                if self.inner.was_forgotten(self.ctx.id(), &cluster) {
+            for cluster in self.clusters_of(&app).await? {
+                if self.inner.was_forgotten(self.ctx.id(), &cluster)
+                    || self.inner.is_followed(self.ctx.id(), &app, &cluster)
+                {
                     continue;
                 }
                 let every = self.plan(&app, &cluster).await?.installed();
@@ -664,7 +667,7 @@ impl Run {
 
     /// Stops following the readiness of this context (on the clusters the operation is limited
     /// to): it is being removed or replaced there.
-    pub(super) async fn forget_readiness(&self) -> Result<()> {
+    pub(in crate::engine) async fn forget_readiness(&self) -> Result<()> {
         match &self.only {
             Some(only) => {
                 self.inner.forget_readiness_on(self.ctx.id(), only);

@@ -1,0 +1,469 @@
+//! One large operation shared by the replicas, by cluster.
+//!
+//! A context's owner (its leader) runs an operation alone unless it acts on at least
+//! [`ReplicaConfig::share_from`](super::ReplicaConfig::share_from) clusters and other replicas
+//! are alive. Then it splits the clusters, in name order, into one shard per live replica and
+//! publishes each under `/rsyncshard/<ctx>.<event>.<n>/` (`event`: the operation's place in the
+//! context's queue), naming the replica meant to run it. A replica runs a shard once it holds
+//! the shard's owner key `/rsyncowner/<ctx>.<event>.<n>/`, taken by the same compare-and-set and
+//! takeover rules as a context's (see [`super::owner`]): the shards meant for it at once, another
+//! replica's when that one is dead or has left it unclaimed for a whole time to live. A shard's
+//! writes are fenced by its owner key and its outcome is recorded under
+//! `/rsyncsharddone/<ctx>.<event>.<n>/`. So each cluster is worked on by one replica at a time,
+//! and the shard of a replica that dies resumes on another as a context does: what was applied
+//! is skipped, the rest is applied once.
+//!
+//! The leader waits for every outcome, then finishes the operation as if it had run it alone
+//! (the context's status, its queue) and follows the readiness of all its clusters; the others
+//! stop following theirs when their shard ends. A leader that dies is replaced by the replica
+//! that takes its context over, which finds the shards published and waits for them. An
+//! operation cut short (a terminate, the stop flag) withdraws its shards and goes on once no
+//! live replica holds one, so that nothing of it is applied any more.
+//!
+//! Within a shard, an app waits for the apps it depends on on the shard's clusters only.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use emco_appcontext::AppContext;
+use emco_appcontext::context::QueueElement;
+use emco_core::lifecycle::RsyncEvent;
+use emco_core::{ContextId, Error, Result};
+use emco_runtime::sync::lock;
+use emco_store::{AppContextStore, Op, Txn};
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::owner::{Owners, owner_key_of};
+use super::{Abort, OpCtl, Rsync, run};
+
+const SHARDS: &str = "/rsyncshard/";
+const OUTCOMES: &str = "/rsyncsharddone/";
+
+/// One replica's part of a shared operation, as published.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Shard {
+    event: RsyncEvent,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ucid: Option<String>,
+    clusters: Vec<String>,
+    /// The replica meant to run it.
+    replica: String,
+    /// Whether the operation resumes (what was applied is skipped).
+    resume: bool,
+}
+
+/// How a shard ended.
+#[derive(Debug, Serialize, Deserialize)]
+struct Outcome {
+    failed: bool,
+    /// The replica that ran it.
+    replica: String,
+}
+
+/// The shards of this replica: those running, and since when others were seen unclaimed.
+#[derive(Debug, Default)]
+pub(super) struct Shards {
+    running: Mutex<HashMap<String, ContextId>>,
+    unclaimed: Mutex<HashMap<String, Instant>>,
+}
+
+impl Shards {
+    /// The contexts with a shard running here: their readiness is followed while it runs.
+    pub(super) fn contexts(&self) -> HashSet<ContextId> {
+        lock(&self.running).values().copied().collect()
+    }
+}
+
+/// The name prefix of the shards of the operation at `index` in the queue of `ctx`.
+fn family(ctx: ContextId, index: usize) -> String {
+    format!("{ctx}.{index}.")
+}
+
+/// The prefix of the owner keys of the shards of `family`.
+fn owners_prefix(family: &str) -> String {
+    owner_key_of(family).trim_end_matches('/').to_owned()
+}
+
+/// The context a shard named `name` belongs to.
+fn context_of(name: &str) -> Result<ContextId> {
+    let id = name.split('.').next().unwrap_or_default();
+    ContextId::from_record(id, format_args!("the shard {name}"))
+}
+
+/// `clusters` in one contiguous run per replica of `live`.
+fn split(clusters: &[String], live: &[String]) -> Vec<(String, Vec<String>)> {
+    let per = clusters.len().div_ceil(live.len().max(1)).max(1);
+    live.iter()
+        .zip(clusters.chunks(per))
+        .map(|(replica, part)| (replica.clone(), part.to_vec()))
+        .collect()
+}
+
+/// The name of `key` under `prefix`: what is between them and the trailing slash.
+fn name_under(prefix: &str, key: &str) -> Option<String> {
+    Some(key.strip_prefix(prefix)?.strip_suffix('/')?.to_owned())
+}
+
+/// The values under `prefix` by their names.
+async fn named(store: &dyn AppContextStore, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
+    Ok(store
+        .list_all(prefix, false)
+        .await?
+        .into_iter()
+        .filter_map(|kv| Some((name_under(prefix, &kv.key)?, kv.value.to_vec())))
+        .collect())
+}
+
+/// The names of the keys under `prefix`.
+async fn names(store: &dyn AppContextStore, prefix: &str) -> Result<Vec<String>> {
+    Ok(store
+        .list_all(prefix, true)
+        .await?
+        .into_iter()
+        .filter_map(|kv| name_under(prefix, &kv.key))
+        .collect())
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(name: &str, bytes: &[u8]) -> Result<T> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| Error::internal(format!("the shard record {name} cannot be read: {e}")))
+}
+
+fn encode<T: Serialize>(v: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(v).map_err(|e| Error::internal(format!("cannot encode a shard: {e}")))
+}
+
+impl Rsync {
+    /// Runs `element`, the event at `index` of `ctx`'s queue, shared among the replicas when it
+    /// is large enough (see the module): `Some(failed)`, or `None` when `run` must run it alone.
+    pub(super) async fn shared(
+        &self,
+        ctx: &AppContext,
+        index: usize,
+        element: &QueueElement,
+        run: &run::Run,
+        op: &OpCtl,
+        resume: bool,
+    ) -> Result<Option<bool>> {
+        let Some(owners) = &self.inner.owners else {
+            return Ok(None);
+        };
+        let Some(from) = owners.share_from() else {
+            return Ok(None);
+        };
+        if element.event == RsyncEvent::Read || op.token.is_cancelled() {
+            return Ok(None);
+        }
+        let family = family(ctx.id(), index);
+        // Through the context's fenced store: a leader that lost the context publishes nothing.
+        let store = ctx.store();
+        let mut shards: Vec<(String, Shard)> = Vec::new();
+        for (name, bytes) in named(store.as_ref(), &format!("{SHARDS}{family}")).await? {
+            shards.push((name.clone(), decode(&name, &bytes)?));
+        }
+        if shards.is_empty() {
+            let clusters = run.all_clusters().await?;
+            let live = owners.live();
+            if clusters.len() < from || live.len() < 2 {
+                return Ok(None);
+            }
+            let mut txn = Txn::new();
+            for (n, (replica, part)) in split(&clusters, &live).into_iter().enumerate() {
+                let shard = Shard {
+                    event: element.event,
+                    ucid: element.ucid.clone(),
+                    clusters: part,
+                    replica,
+                    resume,
+                };
+                let name = format!("{family}{n}");
+                txn = txn.op(Op::put(format!("{SHARDS}{name}/"), encode(&shard)?));
+                shards.push((name, shard));
+            }
+            store.txn(txn).await?;
+            tracing::info!(
+                clusters = clusters.len(),
+                replicas = ?live,
+                "operation shared among the replicas"
+            );
+        }
+        // The readiness of what goes is followed here, where others cannot stop it.
+        if matches!(
+            element.event,
+            RsyncEvent::Terminate | RsyncEvent::UpdateDelete
+        ) {
+            run.forget_readiness().await?;
+        }
+        let outcomes = loop {
+            if let Err(e) = self.take_shards().await {
+                tracing::warn!(error = %e, "cannot look for shards to run");
+            }
+            let outcomes = named(store.as_ref(), &format!("{OUTCOMES}{family}")).await?;
+            if outcomes.len() >= shards.len() {
+                break outcomes;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(owners.tick() / 4) => {}
+                () = op.token.cancelled() => {}
+            }
+            match op.aborted() {
+                None => {}
+                // The next owner of the context finds the shards and waits for them.
+                Some(Abort::Shutdown) => return Ok(Some(true)),
+                Some(Abort::Terminate | Abort::Stop) => {
+                    self.withdraw(store, &family).await?;
+                    return Ok(Some(true));
+                }
+            }
+        };
+        let mut failed = false;
+        for (name, bytes) in &outcomes {
+            let outcome: Outcome = decode(name, bytes)?;
+            tracing::debug!(shard = %name, replica = %outcome.replica, failed = outcome.failed, "shard outcome");
+            failed |= outcome.failed;
+        }
+        self.clear(store, &family).await?;
+        // The clusters others ran (or this replica, before it owned the context) are followed
+        // here from now on.
+        if matches!(element.event, RsyncEvent::Instantiate | RsyncEvent::Update) {
+            let follow = OpCtl::new(RsyncEvent::Read, &self.inner.root());
+            run::Run::new(Arc::clone(&self.inner), ctx.clone(), follow)
+                .await
+                .limited_to(element.clusters.as_deref())
+                .follow_deployed()
+                .await?;
+        }
+        Ok(Some(failed))
+    }
+
+    /// Withdraws the shards of `family` and waits until no live replica holds one.
+    async fn withdraw(&self, store: &Arc<dyn AppContextStore>, family: &str) -> Result<()> {
+        let Some(owners) = &self.inner.owners else {
+            return Ok(());
+        };
+        store.delete_prefix(&format!("{SHARDS}{family}")).await?;
+        let root = self.inner.root();
+        loop {
+            let held = store.list_all(&owners_prefix(family), false).await?;
+            if root.is_cancelled()
+                || held
+                    .iter()
+                    .all(|kv| !owners.alive(&String::from_utf8_lossy(&kv.value)))
+            {
+                break;
+            }
+            tokio::time::sleep(owners.tick() / 4).await;
+        }
+        self.clear(store, family).await
+    }
+
+    /// Removes what the shards of `family` left: their records, outcomes and owner keys.
+    async fn clear(&self, store: &Arc<dyn AppContextStore>, family: &str) -> Result<()> {
+        let txn = Txn::new()
+            .op(Op::delete_prefix(format!("{SHARDS}{family}")))
+            .op(Op::delete_prefix(format!("{OUTCOMES}{family}")))
+            .op(Op::delete_prefix(owners_prefix(family)));
+        store.txn(txn).await.map(drop)
+    }
+
+    /// Claims and starts the shards this replica may run (see the module).
+    pub(super) async fn take_shards(&self) -> Result<()> {
+        let Some(owners) = &self.inner.owners else {
+            return Ok(());
+        };
+        let store = self.inner.store.as_ref();
+        // Names first: a shard's record (its clusters) is read only when it may be taken.
+        let published = names(store, SHARDS).await?;
+        let done: HashSet<String> = names(store, OUTCOMES).await?.into_iter().collect();
+        lock(&self.inner.shards.unclaimed).retain(|name, _| published.contains(name));
+        for name in published {
+            if done.contains(&name) || lock(&self.inner.shards.running).contains_key(&name) {
+                continue;
+            }
+            let Some(record) = store.get(&format!("{SHARDS}{name}/")).await? else {
+                continue;
+            };
+            let shard: Shard = match decode(&name, &record.value) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "a shard left alone");
+                    continue;
+                }
+            };
+            let key = owner_key_of(&name);
+            let resume = match owners.holder(store, &key).await? {
+                // This replica's, not running: its run ended without an outcome.
+                Some(h) if h.replica == owners.id() => true,
+                Some(h) if !owners.claimable(Some(&h)) => continue,
+                Some(_) => true,
+                None => {
+                    let meant = shard.replica == owners.id();
+                    if !meant && owners.alive(&shard.replica) && !self.long_unclaimed(&name) {
+                        continue;
+                    }
+                    shard.resume || !meant
+                }
+            };
+            let Some(token) = owners.claim_key(store, &key).await? else {
+                continue;
+            };
+            let ctx = context_of(&name)?;
+            if lock(&self.inner.shards.running)
+                .insert(name.clone(), ctx)
+                .is_some()
+            {
+                continue;
+            }
+            let engine = self.clone();
+            let span = tracing::info_span!(parent: None, "shard", shard = %name);
+            tokio::spawn(
+                async move {
+                    if let Err(e) = engine.run_shard(&name, &shard, token, resume).await {
+                        tracing::warn!(error = %e, "a shard failed; another look runs it again");
+                    }
+                    lock(&engine.inner.shards.running).remove(&name);
+                }
+                .instrument(span),
+            );
+        }
+        Ok(())
+    }
+
+    /// Whether the shard `name`, unclaimed, was first seen so a whole time to live ago.
+    fn long_unclaimed(&self, name: &str) -> bool {
+        let Some(owners) = &self.inner.owners else {
+            return false;
+        };
+        let mut unclaimed = lock(&self.inner.shards.unclaimed);
+        let since = *unclaimed
+            .entry(name.to_owned())
+            .or_insert_with(Instant::now);
+        since.elapsed() >= owners.ttl()
+    }
+
+    /// Runs the shard `name` this replica holds at `token`, and records its outcome.
+    async fn run_shard(&self, name: &str, shard: &Shard, token: u64, resume: bool) -> Result<()> {
+        let Some(owners) = &self.inner.owners else {
+            return Ok(());
+        };
+        let id = context_of(name)?;
+        let key = owner_key_of(name);
+        let fenced = Owners::fence_key(&self.inner.store, key.clone(), token);
+        let ctx = AppContext::load(Arc::clone(&self.inner.store), id)
+            .await?
+            .through(Arc::clone(&fenced));
+        let op = OpCtl::new(shard.event, &self.inner.root());
+        if ctx.stop_flag().await? {
+            op.abort(Abort::Stop);
+        }
+        let other = match &shard.ucid {
+            Some(u) => Some(Self::other_context(&ctx, u).await?),
+            None => None,
+        };
+        tracing::info!(
+            event = ?shard.event,
+            clusters = shard.clusters.len(),
+            resume,
+            "running a shard of a shared operation"
+        );
+        let run = run::Run::new(Arc::clone(&self.inner), ctx, op.clone())
+            .await
+            .limited_to(Some(&shard.clusters));
+        let ended = CancellationToken::new();
+        let (outcome, ()) = tokio::join!(
+            async {
+                let outcome = run.execute(shard.event, other.as_ref(), resume).await;
+                ended.cancel();
+                outcome
+            },
+            self.watch_shard(name, &key, token, &op, &ended)
+        );
+        let failed = outcome.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "the shard's operation failed");
+            true
+        });
+        // Only the context's owner follows its readiness once the shard is done.
+        if owners.token(id).is_none() {
+            let clusters: HashSet<String> = shard.clusters.iter().cloned().collect();
+            self.inner.forget_readiness_on(id, &clusters);
+        }
+        match op.aborted() {
+            // Resumed by whoever holds it next.
+            Some(Abort::Shutdown) => return Ok(()),
+            // Withdrawn: nobody waits for it.
+            Some(Abort::Terminate) => {}
+            None | Some(Abort::Stop) => {
+                let outcome = Outcome {
+                    failed: failed || op.aborted().is_some(),
+                    replica: owners.id().to_owned(),
+                };
+                fenced
+                    .put(&format!("{OUTCOMES}{name}/"), encode(&outcome)?.into())
+                    .await?;
+                tracing::info!(failed = outcome.failed, "shard done");
+            }
+        }
+        owners.release_key(self.inner.store.as_ref(), &key).await
+    }
+
+    /// Until `ended`: cuts the shard's operation short when the shard is withdrawn
+    /// (`Terminate`) or another replica took it over (`Shutdown`: nothing more of it here).
+    async fn watch_shard(
+        &self,
+        name: &str,
+        key: &str,
+        token: u64,
+        op: &OpCtl,
+        ended: &CancellationToken,
+    ) {
+        let Some(owners) = &self.inner.owners else {
+            return;
+        };
+        let store = self.inner.store.as_ref();
+        let record = format!("{SHARDS}{name}/");
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(owners.tick() / 4) => {}
+                () = ended.cancelled() => return,
+            }
+            match (store.get(&record).await, store.get(key).await) {
+                (Ok(None), _) => return op.abort(Abort::Terminate),
+                (_, Ok(holder))
+                    if holder.as_ref().is_none_or(|kv| {
+                        kv.mod_revision != token || kv.value.as_ref() != owners.id().as_bytes()
+                    }) =>
+                {
+                    return op.abort(Abort::Shutdown);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clusters_are_split_in_one_run_per_replica() {
+        let clusters: Vec<String> = (0..7).map(|i| format!("p+c{i}")).collect();
+        let live = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
+        let parts = split(&clusters, &live);
+        let sizes: Vec<(&str, usize)> = parts.iter().map(|(r, p)| (r.as_str(), p.len())).collect();
+        assert_eq!(sizes, [("a", 3), ("b", 3), ("c", 1)]);
+        let all: Vec<String> = parts.into_iter().flat_map(|(_, p)| p).collect();
+        assert_eq!(all, clusters, "every cluster once, in order");
+        // Fewer clusters than replicas: the last replicas get none.
+        assert_eq!(split(&clusters[..2], &live).len(), 2);
+    }
+
+    #[test]
+    fn a_shard_names_its_context() {
+        assert_eq!(context_of("42.3.1").unwrap(), ContextId::new(42));
+        assert!(context_of("x.3.1").is_err());
+    }
+}
