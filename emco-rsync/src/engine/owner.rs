@@ -411,14 +411,15 @@ impl Owners {
         store: &dyn AppContextStore,
         ctx: ContextId,
     ) -> Result<Option<u64>> {
-        let token = self.claim_key(store, &owner_key(ctx)).await?;
+        let token = self.claim_key(store, &owner_key(ctx), Vec::new()).await?;
         if let Some(token) = token {
             lock(&self.tokens).insert(ctx, token);
         }
         Ok(token)
     }
 
-    /// [`Self::claim`] for the owner key `key` of any work (a context or a shard).
+    /// [`Self::claim`] for the owner key `key` of any work (a context or a shard), taken from
+    /// another only if `also` holds in the same transaction.
     ///
     /// # Errors
     /// The store's errors.
@@ -426,9 +427,10 @@ impl Owners {
         &self,
         store: &dyn AppContextStore,
         key: &str,
+        also: Vec<Compare>,
     ) -> Result<Option<u64>> {
         let me = Bytes::from(self.config.id.clone());
-        let mut txn = Txn::new();
+        let mut txn = also.into_iter().fold(Txn::new(), Txn::when);
         let mut dead = None;
         match store.get(key).await? {
             Some(kv) if kv.value == me => return Ok(Some(kv.mod_revision)),

@@ -30,7 +30,7 @@ use emco_appcontext::context::QueueElement;
 use emco_core::lifecycle::RsyncEvent;
 use emco_core::{ContextId, Error, Result};
 use emco_runtime::sync::lock;
-use emco_store::{AppContextStore, Op, Txn};
+use emco_store::{AppContextStore, Compare, Op, Txn};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -68,6 +68,9 @@ struct Outcome {
 pub(super) struct Shards {
     running: Mutex<HashMap<String, ContextId>>,
     unclaimed: Mutex<HashMap<String, Instant>>,
+    /// One look for shards at a time (the rounds' and a waiting leader's): a shard that ends
+    /// between two looks' checks is not started again.
+    looking: tokio::sync::Mutex<()>,
 }
 
 impl Shards {
@@ -274,6 +277,7 @@ impl Rsync {
         let Some(owners) = &self.inner.owners else {
             return Ok(());
         };
+        let _one = self.inner.shards.looking.lock().await;
         let store = self.inner.store.as_ref();
         // Names first: a shard's record (its clusters) is read only when it may be taken.
         let published = names(store, SHARDS).await?;
@@ -283,7 +287,9 @@ impl Rsync {
             if done.contains(&name) || lock(&self.inner.shards.running).contains_key(&name) {
                 continue;
             }
-            let Some(record) = store.get(&format!("{SHARDS}{name}/")).await? else {
+            let (record_key, outcome_key) =
+                (format!("{SHARDS}{name}/"), format!("{OUTCOMES}{name}/"));
+            let Some(record) = store.get(&record_key).await? else {
                 continue;
             };
             let shard: Shard = match decode(&name, &record.value) {
@@ -307,16 +313,22 @@ impl Rsync {
                     shard.resume || !meant
                 }
             };
-            let Some(token) = owners.claim_key(store, &key).await? else {
+            // Taken only while it is published and has no outcome: a shard that ended (its
+            // operation finished and cleared since) is never run again.
+            let still = vec![
+                Compare::mod_revision(record_key.as_str(), record.mod_revision),
+                Compare::absent(outcome_key.as_str()),
+            ];
+            let Some(token) = owners.claim_key(store, &key, still).await? else {
                 continue;
             };
-            let ctx = context_of(&name)?;
-            if lock(&self.inner.shards.running)
-                .insert(name.clone(), ctx)
-                .is_some()
-            {
+            // Held by this replica already (the claim above asked nothing): looked at again.
+            if store.get(&record_key).await?.is_none() || store.get(&outcome_key).await?.is_some() {
+                owners.release_key(store, &key).await?;
                 continue;
             }
+            let ctx = context_of(&name)?;
+            lock(&self.inner.shards.running).insert(name.clone(), ctx);
             let engine = self.clone();
             let span = tracing::info_span!(parent: None, "shard", shard = %name);
             tokio::spawn(
