@@ -4,6 +4,7 @@
 //! preview runs the same code as an instantiate without leaving a trace (the real store's
 //! revision does not move).
 
+use emco_core::poison::lock;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
@@ -46,10 +47,7 @@ impl ScratchStore {
     }
 
     fn owns(&self, id: ContextId) -> bool {
-        self.owned
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(&id)
+        lock(&self.owned).contains(&id)
     }
 
     /// Whether `key` (or a prefix) is read from the scratch side.
@@ -60,12 +58,7 @@ impl ScratchStore {
     /// The contexts created here, to read a preview's result from.
     #[must_use]
     pub fn contexts(&self) -> Vec<ContextId> {
-        self.owned
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .copied()
-            .collect()
+        lock(&self.owned).iter().copied().collect()
     }
 
     /// Takes the contexts `txn` touches for the scratch side: those created here, and new ones
@@ -102,10 +95,7 @@ impl ScratchStore {
                 )));
             }
         }
-        self.owned
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .extend(new);
+        lock(&self.owned).extend(new);
         Ok(())
     }
 }

@@ -35,6 +35,7 @@ pub mod lifecycle;
 pub mod metadata;
 pub mod model;
 pub mod placement;
+pub mod poison;
 pub mod preview;
 pub mod rollout;
 pub mod schemas;

@@ -2,6 +2,7 @@
 //! chart and its subcharts in one template set, then Helm's split into manifests and hooks,
 //! sorted in install order.
 
+use emco_core::poison::lock;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -579,11 +580,7 @@ fn template_set(digest: &str, order: &[&Renderable]) -> Result<Arc<Templates>, E
         key.push('\n');
         key.push_str(&r.name);
     }
-    let cached = CACHE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get(&key)
-        .cloned();
+    let cached = lock(&CACHE).get(&key).cloned();
     if let Some(set) = cached {
         return Ok(set);
     }
@@ -593,9 +590,7 @@ fn template_set(digest: &str, order: &[&Renderable]) -> Result<Arc<Templates>, E
             .map_err(|e| Error::invalid(cleanup_parse_error(&r.name, e.message())))?;
     }
     let set = Arc::new(set);
-    let mut cache = CACHE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut cache = lock(&CACHE);
     if cache.len() >= CACHE_ENTRIES {
         cache.clear();
     }
@@ -885,11 +880,7 @@ fn cached_head(path: &str, doc: &str) -> Result<SimpleHead, Error> {
         doc.hash(&mut h);
         h.finish()
     };
-    let lock = || {
-        HEADS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    };
+    let lock = || lock(&HEADS);
     let seen = lock().by_hash.get(&hash).and_then(|docs| {
         docs.iter()
             .find(|(p, d, _)| p == path && d == doc)

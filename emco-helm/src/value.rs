@@ -3,6 +3,7 @@
 //! Maps are shared and mutable like Go maps (Sprig's `set` changes the map every holder sees);
 //! lists are immutable and copied on change like the Sprig list functions do.
 
+use emco_core::poison::{read, write};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -164,15 +165,11 @@ impl Map {
     }
 
     fn read(&self) -> RwLockReadGuard<'_, BTreeMap<String, Value>> {
-        self.0
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        read(&self.0)
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, BTreeMap<String, Value>> {
-        self.0
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        write(&self.0)
     }
 
     /// The value at `key`.

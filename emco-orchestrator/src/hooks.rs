@@ -1,7 +1,8 @@
 //! The checks beyond parent/child integrity, as write hooks shared by the typed API and REST.
 
+use emco_core::poison::lock;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use emco_appcontext::AppContext;
@@ -129,21 +130,13 @@ impl OwnedContexts {
     /// Internal for a corrupt record.
     pub(crate) fn doom(&self, key: &ResourceKey, state: &StateInfo) -> Result<()> {
         let ids = state.context_ids()?;
-        self.doomed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key.clone(), ids);
+        lock(&self.doomed).insert(key.clone(), ids);
         Ok(())
     }
 
     /// Deletes the contexts remembered for `key`.
     pub(crate) async fn delete_doomed(&self, key: &ResourceKey) -> Result<()> {
-        let ids = self
-            .doomed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(key)
-            .unwrap_or_default();
+        let ids = lock(&self.doomed).remove(key).unwrap_or_default();
         for id in ids {
             let ctx = AppContext::load(Arc::clone(&self.contexts), id).await;
             if let Some(ctx) = ctx.found()? {

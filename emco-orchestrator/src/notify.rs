@@ -29,9 +29,10 @@
 //! status into a notification. `StatusDeregister` ends every stream of the client id; a stream
 //! whose group or cloud is deleted ends with NOT_FOUND.
 
+use emco_core::poison::lock;
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use emco_controller_sdk::remote::status_of;
 use emco_core::model::status::{DigStatus, StatusMode, StatusOutput, StatusQuery, StatusType};
@@ -95,7 +96,7 @@ struct StreamGuard {
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
-        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut clients = lock(&self.clients);
         if let Some(c) = clients.by_id.get_mut(&self.id)
             && c.generation == self.generation
         {
@@ -109,7 +110,7 @@ impl Drop for StreamGuard {
 
 impl StatusNotifyService {
     fn attach(&self, id: &str) -> (CancellationToken, StreamGuard) {
-        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut clients = lock(&self.clients);
         let generation = clients.next_generation;
         let client = clients
             .by_id
@@ -412,12 +413,7 @@ impl StatusNotify for StatusNotifyService {
         request: Request<StatusDeregistration>,
     ) -> std::result::Result<Response<StatusDeregistrationResponse>, Status> {
         let id = request.into_inner().client_id;
-        let client = self
-            .clients
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .by_id
-            .remove(&id);
+        let client = lock(&self.clients).by_id.remove(&id);
         if let Some(c) = client {
             c.token.cancel();
         }

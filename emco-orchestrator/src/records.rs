@@ -3,7 +3,8 @@
 //! Deployments alone also get the controllers, the anyOf choice and the history limit
 //! ([`crate::Deployments`]).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use emco_core::poison::lock;
+use std::sync::{Arc, Mutex};
 
 use emco_appcontext::AppContext;
 use emco_core::lifecycle::StateInfo;
@@ -73,13 +74,10 @@ impl Records {
 
     /// The shutdown signal given to [`crate::Orchestrator::start`] (never cancelled before it).
     pub(crate) fn shutdown_token(&self) -> CancellationToken {
-        self.shutdown
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        lock(&self.shutdown).clone()
     }
 
     pub(crate) fn set_shutdown(&self, token: CancellationToken) {
-        *self.shutdown.lock().unwrap_or_else(PoisonError::into_inner) = token;
+        *lock(&self.shutdown) = token;
     }
 }

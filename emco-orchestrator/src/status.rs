@@ -27,6 +27,7 @@
 //!
 //! A group never instantiated answers with its lifecycle record and nothing else, as EMCO.
 
+use emco_core::poison::lock;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -1007,10 +1008,7 @@ impl Followed {
     /// The slot of context `id`, made on first use; drops the slots idle too long and, past
     /// [`FOLLOWED`], the least recently used.
     fn slot(&self, id: ContextId) -> FollowSlot {
-        let mut map = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = lock(&self.0);
         let now = Instant::now();
         map.retain(|_, (used, _)| now.duration_since(*used) < FOLLOWED_IDLE);
         if !map.contains_key(&id)

@@ -8,6 +8,7 @@
 //! the GIL. The staged changes are committed when `update` returns; an exception aborts the
 //! orchestrator's operation with its message (and its `kind`, for an `emco.EmcoError`).
 
+use emco_core::poison::lock;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -366,11 +367,7 @@ impl ControllerServer {
     /// failed.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.cancel.cancel();
-        let served = self
-            .served
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
+        let served = lock(&self.served).take();
         let Some(served) = served else {
             return Ok(());
         };

@@ -11,8 +11,9 @@
 
 mod controller;
 
+use emco_core::poison::{read, write};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock, PoisonError, RwLock, Weak};
+use std::sync::{Arc, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use axum::body::Body as AxumBody;
@@ -124,9 +125,7 @@ impl Transport {
     }
 
     fn client(&self) -> PyResult<Client> {
-        self.client
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
+        read(&self.client)
             .clone()
             .ok_or_else(|| PyRuntimeError::new_err("the orchestrator is closed"))
     }
@@ -316,11 +315,7 @@ impl Transport {
     /// Waits (at most [`CLOSE_WAIT`]) until its tasks let go of the stores, so the same data
     /// directory can be opened again at once.
     fn close(&self, py: Python<'_>) {
-        let client = self
-            .client
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        let client = write(&self.client).take();
         drop(client);
         if let Some(engine) = &self.engine {
             engine.cancel.cancel();

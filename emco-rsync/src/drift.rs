@@ -19,8 +19,9 @@
 //! Paths are printed as `spec.replicas`, `data.index.html` or
 //! `spec.template.spec.containers[name=server].image`.
 
+use emco_core::poison::lock;
 use std::collections::{BTreeSet, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use emco_core::model::status::DriftedField;
 use serde_json::Value;
@@ -192,7 +193,7 @@ pub struct Interner(Mutex<HashSet<Arc<BTreeSet<String>>>>);
 
 impl Interner {
     fn intern(&self, set: BTreeSet<String>) -> Arc<BTreeSet<String>> {
-        let mut sets = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut sets = lock(&self.0);
         if let Some(known) = sets.get(&set) {
             return Arc::clone(known);
         }
@@ -203,10 +204,7 @@ impl Interner {
 
     /// Drops the sets no object holds any more.
     pub fn prune(&self) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|s| Arc::strong_count(s) > 1);
+        lock(&self.0).retain(|s| Arc::strong_count(s) > 1);
     }
 }
 

@@ -5,9 +5,10 @@
 //! As in EMCO, a request that cannot be queued is answered with `false` and a message rather
 //! than a gRPC error; a context id that is not a number is a gRPC `InvalidArgument`.
 
+use emco_core::poison::lock;
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use emco_core::{ContextId, Error};
 use emco_proto::installapp_server::{Installapp, InstallappServer};
@@ -175,12 +176,7 @@ impl ReadyNotify for RsyncService {
         let id = context_id("appContext", &topic.app_context)?;
         let token = CancellationToken::new();
         let key = (topic.client_name.clone(), topic.app_context.clone());
-        if let Some(old) = self
-            .subscriptions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, token.clone())
-        {
+        if let Some(old) = lock(&self.subscriptions).insert(key, token.clone()) {
             // A client subscribing again replaces its earlier stream.
             old.cancel();
         }
@@ -210,11 +206,8 @@ impl ReadyNotify for RsyncService {
         request: Request<Topic>,
     ) -> Result<Response<UnsubscribeResponse>, Status> {
         let topic = request.into_inner();
-        if let Some(token) = self
-            .subscriptions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&(topic.client_name, topic.app_context))
+        if let Some(token) =
+            lock(&self.subscriptions).remove(&(topic.client_name, topic.app_context))
         {
             token.cancel();
         }

@@ -3,8 +3,9 @@
 //! context, and how many contexts are in each state. [`Rsync::metrics`](crate::engine::Rsync)
 //! gives them; the server renders them on `/metrics`.
 
+use emco_core::poison::lock;
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use emco_core::ContextId;
 use emco_core::lifecycle::AppContextStatus;
@@ -130,7 +131,7 @@ impl Default for RsyncMetrics {
 impl RsyncMetrics {
     /// Records that context `id` is now in `state`.
     pub fn context_state(&self, id: ContextId, state: AppContextStatus) {
-        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut states = lock(&self.states);
         if let Some(old) = states.insert(id, state) {
             self.contexts.add(&[old.as_str()], -1.0);
         }

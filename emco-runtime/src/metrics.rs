@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Mutex;
 
-use crate::sync::lock;
+use emco_core::poison::lock;
 
 /// Latency bucket bounds in seconds, from a millisecond to a minute.
 pub const LATENCY_BUCKETS: &[f64] = &[

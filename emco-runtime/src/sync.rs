@@ -7,12 +7,6 @@ use std::sync::Arc;
 
 use tokio::sync::{Mutex, MutexGuard};
 
-/// Locks `m`, whether or not a holder panicked: a poisoned lock only means a panic elsewhere
-/// mid-update, and every user here keeps state that stays usable (maps, counters, queues).
-pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// How many stripes a [`StripedLocks::default`] has: objects sharing a stripe only wait for
 /// each other's short critical section.
 pub const STRIPES: usize = 256;

@@ -24,9 +24,10 @@
 //! Without the file the server is open: every caller is an anonymous platform admin (a warning
 //! at start says so).
 
+use emco_core::poison::{read, write};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::Json;
@@ -191,13 +192,7 @@ impl Loaded {
     }
 
     fn inner(&self) -> Arc<Inner> {
-        Arc::clone(
-            &self
-                .current
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .0,
-        )
+        Arc::clone(&read(&self.current).0)
     }
 }
 
@@ -285,10 +280,7 @@ impl Authenticator {
         };
         let now = {
             // A read lock for the check: every request takes one.
-            let current = loaded
-                .current
-                .read()
-                .unwrap_or_else(PoisonError::into_inner);
+            let current = read(&loaded.current);
             let now = stamps(path, &current.0);
             if current.1 == now {
                 return Ok(false);
@@ -297,10 +289,7 @@ impl Authenticator {
         };
         // Read without the lock (checks at once would read and store the same files).
         let read = read_auth_file(path);
-        let mut current = loaded
-            .current
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut current = write(&loaded.current);
         match read {
             Ok(inner) => {
                 // Stamps taken before the read: a file that changed while it was read differs

@@ -2,6 +2,7 @@
 //! on an open server), refilled at the configured rate up to twice that as a burst. A caller
 //! over its rate gets 429 with `Retry-After`; other callers are not slowed.
 
+use emco_core::poison::lock;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -43,10 +44,7 @@ impl RateLimit {
 
     /// Takes one request of `who`'s bucket at `now`; the wait until one is there when empty.
     pub fn take_at(&self, who: &str, now: Instant) -> Result<(), Duration> {
-        let mut buckets = self
-            .buckets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut buckets = lock(&self.buckets);
         if buckets.len() >= MAX_BUCKETS && !buckets.contains_key(who) {
             // A bucket refilled to the burst is the same as none.
             let (rate, burst) = (self.per_second, self.burst);

@@ -6,9 +6,10 @@
 //!
 //! Handshakes run in their own tasks: a slow or silent client holds up nobody else's accept.
 
+use emco_core::poison::{read, write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
 use emco_core::Error;
@@ -95,7 +96,7 @@ impl Reloading {
         // Taken before the read: a file that changes while it is read is read again next time.
         let stamps = (modified(&self.files.cert), modified(&self.files.key));
         let unchanged = {
-            let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
+            let current = read(&self.current);
             (current.1, current.2) == stamps
         };
         if unchanged {
@@ -103,7 +104,7 @@ impl Reloading {
         }
         // Read without the lock, which every handshake takes.
         let loaded = load_key(&self.files, &self.provider);
-        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        let mut current = write(&self.current);
         (current.1, current.2) = stamps;
         match loaded {
             Ok(key) => {
@@ -117,7 +118,7 @@ impl Reloading {
 
 impl ResolvesServerCert for Reloading {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
+        let current = read(&self.current);
         Some(Arc::clone(&current.0))
     }
 }

@@ -1,9 +1,10 @@
 //! What the in-process AppContext stores (memory, redb) share: transaction evaluation over a
 //! key-value view, the bounded change log and the watch streams fed from it.
 
+use emco_core::poison::lock;
 use std::collections::VecDeque;
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -243,13 +244,6 @@ pub(crate) type SharedLog = Arc<Mutex<ChangeLog>>;
 pub(crate) struct LocalStore<E: Engine> {
     engine: E,
     log: SharedLog,
-}
-
-fn lock(log: &Mutex<ChangeLog>) -> MutexGuard<'_, ChangeLog> {
-    // A panic while holding the lock cannot leave the log half-written in a way that matters:
-    // every mutation is a push/pop of whole events.
-    log.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl<E: Engine> LocalStore<E> {

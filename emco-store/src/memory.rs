@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use emco_core::poison::lock;
 use emco_core::{Error, Result};
 use futures::StreamExt;
 use serde_json::Value;
@@ -17,11 +18,6 @@ use crate::resource::{
     BlobStream, BlobVersion, Expect, Family, FamilyScan, Filter, PutMode, ResourceKey,
     ResourceStore, Scanned, check_put, in_creation_order, matches_all,
 };
-
-fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section below leaves the maps consistent, so a poisoned lock is usable.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// The range of map keys `>= start`.
 fn from(start: &str) -> (Bound<&str>, Bound<&str>) {
@@ -75,15 +71,15 @@ fn to_kv(key: &str, revs: &Revs, value: &Bytes) -> KeyValue {
 #[async_trait]
 impl Engine for MemEngine {
     fn revision(&self) -> Result<u64> {
-        Ok(guard(&self.0).revision)
+        Ok(lock(&self.0).revision)
     }
 
     fn get(&self, key: &str) -> Result<Option<KeyValue>> {
-        Ok(guard(&self.0).keys.get(key).map(|(r, v)| to_kv(key, r, v)))
+        Ok(lock(&self.0).keys.get(key).map(|(r, v)| to_kv(key, r, v)))
     }
 
     fn list(&self, prefix: &str, options: &ListOptions) -> Result<ListPage> {
-        let state = guard(&self.0);
+        let state = lock(&self.0);
         let iter = state
             .keys
             .range::<str, _>(from(local::list_start(prefix, options)))
@@ -93,12 +89,12 @@ impl Engine for MemEngine {
     }
 
     fn child_names(&self, base: &str) -> Result<Vec<String>> {
-        local::child_names(&*guard(&self.0), base)
+        local::child_names(&*lock(&self.0), base)
     }
 
     async fn commit(&self, txn: Txn, log: &SharedLog) -> Result<TxnResult> {
         local::commit_in_order(log, |next| {
-            let mut state = guard(&self.0);
+            let mut state = lock(&self.0);
             // Map operations cannot fail, so evaluation never stops half-way.
             let out = local::evaluate(&mut *state, &txn, next)?;
             if !out.2.is_empty() {
@@ -147,7 +143,7 @@ impl InMemoryAppContextStore {
     /// The bytes of keys and values stored.
     #[must_use]
     pub fn stored_bytes(&self) -> u64 {
-        guard(&self.0.engine().0)
+        lock(&self.0.engine().0)
             .keys
             .iter()
             .map(|(k, (_, v))| (k.len() + v.len()) as u64)
@@ -186,7 +182,7 @@ impl InMemoryResourceStore {
 impl ResourceStore for InMemoryResourceStore {
     async fn put(&self, key: &ResourceKey, value: &Value, mode: PutMode) -> Result<()> {
         let enc = key.encode()?;
-        let mut s = guard(&self.0);
+        let mut s = lock(&self.0);
         let parent_exists = match key.parent() {
             Some(p) if !p.is_root() => s.docs.contains_key(&p.encode()?),
             _ => true,
@@ -203,7 +199,7 @@ impl ResourceStore for InMemoryResourceStore {
 
     async fn get(&self, key: &ResourceKey) -> Result<Option<Value>> {
         let enc = key.encode()?;
-        Ok(guard(&self.0).docs.get(&enc).map(|(_, v)| v.clone()))
+        Ok(lock(&self.0).docs.get(&enc).map(|(_, v)| v.clone()))
     }
 
     async fn list(
@@ -213,7 +209,7 @@ impl ResourceStore for InMemoryResourceStore {
         filters: &[Filter],
     ) -> Result<Vec<(ResourceKey, Value)>> {
         let prefix = parent.children_prefix(child_type)?;
-        let s = guard(&self.0);
+        let s = lock(&self.0);
         let mut out = Vec::new();
         for (k, (created, v)) in s.docs.range::<str, _>(from(&prefix)) {
             let Some(rest) = k.strip_prefix(&prefix) else {
@@ -234,7 +230,7 @@ impl ResourceStore for InMemoryResourceStore {
         grandchild_type: &str,
     ) -> Result<Vec<Family>> {
         let mut scan = FamilyScan::new(parent, child_type, grandchild_type)?;
-        let s = guard(&self.0);
+        let s = lock(&self.0);
         for (k, (created, v)) in s.docs.range::<str, _>(from(scan.prefix())) {
             match scan.classify(k) {
                 Scanned::Done => break,
@@ -247,7 +243,7 @@ impl ResourceStore for InMemoryResourceStore {
 
     async fn delete(&self, key: &ResourceKey) -> Result<()> {
         let enc = key.encode()?;
-        let mut s = guard(&self.0);
+        let mut s = lock(&self.0);
         if !s.docs.contains_key(&enc) {
             return Err(Error::not_found(format!("{key} does not exist")));
         }
@@ -272,7 +268,7 @@ impl ResourceStore for InMemoryResourceStore {
         expect: Expect,
     ) -> Result<(u64, BlobVersion)> {
         let enc = key.encode()?;
-        if !guard(&self.0).docs.contains_key(&enc) {
+        if !lock(&self.0).docs.contains_key(&enc) {
             return Err(Error::not_found(format!("{key} does not exist")));
         }
         let mut chunks = Vec::new();
@@ -282,7 +278,7 @@ impl ResourceStore for InMemoryResourceStore {
             size += chunk.len() as u64;
             chunks.push(chunk);
         }
-        let mut s = guard(&self.0);
+        let mut s = lock(&self.0);
         // The object may have been deleted while the blob streamed in.
         if !s.docs.contains_key(&enc) {
             return Err(Error::not_found(format!("{key} does not exist")));
@@ -302,7 +298,7 @@ impl ResourceStore for InMemoryResourceStore {
         name: &str,
     ) -> Result<(BlobVersion, BlobStream)> {
         let enc = key.encode()?;
-        let (version, chunks) = guard(&self.0)
+        let (version, chunks) = lock(&self.0)
             .blobs
             .get(&(enc, name.to_owned()))
             .cloned()
@@ -313,7 +309,7 @@ impl ResourceStore for InMemoryResourceStore {
 
     async fn delete_blob(&self, key: &ResourceKey, name: &str) -> Result<bool> {
         let enc = key.encode()?;
-        Ok(guard(&self.0)
+        Ok(lock(&self.0)
             .blobs
             .remove(&(enc, name.to_owned()))
             .is_some())

@@ -7,6 +7,7 @@
 //! (`America/New_York`) are read from the system's zoneinfo files like Go's
 //! `time.LoadLocation`; a name that does not load is UTC, as Sprig makes it.
 
+use emco_core::poison::lock;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -892,9 +893,7 @@ pub(crate) fn load_location(name: &str) -> Option<std::sync::Arc<Location>> {
     if name.contains("..") || name.starts_with('/') || name.starts_with('\\') {
         return None;
     }
-    let mut cache = CACHE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut cache = lock(&CACHE);
     if let Some(found) = cache.get(name) {
         return found.clone();
     }

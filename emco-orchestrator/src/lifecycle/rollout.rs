@@ -20,8 +20,9 @@
 //! group are refused with a 409 saying so; terminate is not (the rollout ends as Failed, and
 //! the replaced context is terminated too: clusters not yet changed still run it).
 
+use emco_core::poison::lock;
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use emco_appcontext::AppContext;
@@ -128,26 +129,17 @@ pub(crate) struct Drivers(Arc<Mutex<HashSet<ContextId>>>);
 impl Drivers {
     /// Claims `id` for a task of this process; false when one has it.
     pub(crate) fn claim(&self, id: ContextId) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id)
+        lock(&self.0).insert(id)
     }
 
     /// Whether a task of this process has `id`.
     pub(crate) fn has(&self, id: ContextId) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(&id)
+        lock(&self.0).contains(&id)
     }
 
     /// Gives `id` up.
     pub(crate) fn release(&self, id: ContextId) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&id);
+        lock(&self.0).remove(&id);
     }
 }
 

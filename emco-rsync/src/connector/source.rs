@@ -6,8 +6,9 @@
 
 use async_trait::async_trait;
 use emco_core::Result;
+use emco_core::poison::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::{Notify, broadcast, watch};
 
@@ -82,7 +83,7 @@ impl Door {
 
     /// The numbers of the bells rung since the last call, each once.
     pub fn take_rung(&self) -> Vec<u64> {
-        std::mem::take(&mut *self.rung.lock().unwrap_or_else(PoisonError::into_inner))
+        std::mem::take(&mut *lock(&self.rung))
     }
 }
 
@@ -100,11 +101,7 @@ impl Doorbell {
     /// one.
     pub fn ring(&self) {
         if !self.rung.swap(true, Ordering::AcqRel) {
-            self.door
-                .rung
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(self.number);
+            lock(&self.door.rung).push(self.number);
             self.door.wake.notify_one();
         }
     }

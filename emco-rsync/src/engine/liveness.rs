@@ -9,8 +9,9 @@
 //! resources' readiness as unknown (with the last state seen and since when), as Kubernetes' node
 //! lifecycle controller does for a node whose lease is not renewed.
 
+use emco_core::poison::lock;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::{Semaphore, watch};
@@ -104,7 +105,7 @@ impl Leases {
     /// the last one to drop it stops the probe. A new lease counts as in contact: its follower
     /// starts after an apply or a restart, and the grace runs from there.
     pub(crate) fn lease(&self, conn: &Arc<dyn Connector>) -> Arc<Lease> {
-        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut held = lock(&self.held);
         if let Some(lease) = held.get(conn.cluster()).and_then(Weak::upgrade) {
             return lease;
         }

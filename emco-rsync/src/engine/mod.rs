@@ -28,9 +28,11 @@ mod run;
 mod share;
 mod status;
 
+use emco_core::poison::lock;
+use emco_core::poison::{read, write};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tracing::Instrument;
 
@@ -102,19 +104,14 @@ impl MapResolver {
 
     /// Adds or replaces the connector of `cluster`.
     pub fn insert(&self, cluster: impl Into<String>, connector: Arc<dyn Connector>) {
-        self.map
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(cluster.into(), connector);
+        write(&self.map).insert(cluster.into(), connector);
     }
 }
 
 #[async_trait]
 impl ClusterResolver for MapResolver {
     async fn connector(&self, cluster: &str) -> Result<Arc<dyn Connector>> {
-        self.map
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
+        read(&self.map)
             .get(cluster)
             .cloned()
             .ok_or_else(|| Error::not_found(format!("cluster {cluster} is not known")))
@@ -224,7 +221,7 @@ impl OpCtl {
     }
 
     fn abort(&self, why: Abort) {
-        let mut reason = self.reason.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut reason = lock(&self.reason);
         reason.get_or_insert(why);
         self.token.cancel();
     }
@@ -234,7 +231,7 @@ impl OpCtl {
         if !self.token.is_cancelled() {
             return None;
         }
-        let reason = self.reason.lock().unwrap_or_else(PoisonError::into_inner);
+        let reason = lock(&self.reason);
         Some(reason.unwrap_or(Abort::Shutdown))
     }
 }
@@ -251,14 +248,11 @@ struct CtxTask {
 
 impl CtxTask {
     fn op(&self) -> Option<OpCtl> {
-        self.op
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        lock(&self.op).clone()
     }
 
     fn set_op(&self, op: Option<OpCtl>) {
-        *self.op.lock().unwrap_or_else(PoisonError::into_inner) = op;
+        *lock(&self.op) = op;
     }
 }
 
@@ -459,11 +453,7 @@ impl Rsync {
     ///
     /// The store's errors reading the registry.
     pub async fn start(&self, cancel: CancellationToken) -> Result<()> {
-        *self
-            .inner
-            .root
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = cancel;
+        *lock(&self.inner.root) = cancel;
         if self.inner.owners.is_some() {
             return self.start_replica().await;
         }
@@ -487,19 +477,11 @@ impl Rsync {
             .filter(|id| !active.contains(id))
             .collect();
         if !idle.is_empty() {
-            *self
-                .inner
-                .forgotten
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(HashSet::new());
+            *lock(&self.inner.forgotten) = Some(HashSet::new());
             let engine = self.clone();
             tokio::spawn(async move {
                 engine.follow_deployed(idle).await;
-                *engine
-                    .inner
-                    .forgotten
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) = None;
+                *lock(&engine.inner.forgotten) = None;
             });
         }
         Ok(())
@@ -1175,17 +1157,11 @@ impl Inner {
     }
 
     fn root(&self) -> CancellationToken {
-        self.root
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        lock(&self.root).clone()
     }
 
     fn cluster_limit(&self, cluster: &str) -> Arc<Semaphore> {
-        let mut limits = self
-            .cluster_limits
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut limits = lock(&self.cluster_limits);
         Arc::clone(
             limits
                 .entry(cluster.to_owned())
@@ -1194,10 +1170,7 @@ impl Inner {
     }
 
     fn readiness_token(&self, ctx_id: ContextId) -> CancellationToken {
-        let mut tokens = self
-            .readiness_tokens
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut tokens = lock(&self.readiness_tokens);
         let root = self.root();
         tokens
             .entry(ctx_id)
@@ -1207,9 +1180,7 @@ impl Inner {
 
     /// Whether a readiness observer of `app` on `cluster` runs here.
     fn is_followed(&self, ctx_id: ContextId, app: &str, cluster: &str) -> bool {
-        self.observers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.observers)
             .get(&(ctx_id, app.to_owned(), cluster.to_owned()))
             .is_some_and(|t| !t.is_cancelled())
     }
@@ -1219,19 +1190,12 @@ impl Inner {
     fn observer_token(&self, ctx_id: ContextId, app: &str, cluster: &str) -> CancellationToken {
         let token = self.readiness_token(ctx_id).child_token();
         let key = (ctx_id, app.to_owned(), cluster.to_owned());
-        let old = self
-            .observers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key.clone(), token.clone());
+        let old = lock(&self.observers).insert(key.clone(), token.clone());
         if let Some(old) = old {
             old.cancel();
             self.flocks.sweep(Some(cluster));
         }
-        self.ready
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&key);
+        lock(&self.ready).remove(&key);
         token
     }
 
@@ -1239,54 +1203,32 @@ impl Inner {
     fn forget_readiness_on(&self, ctx_id: ContextId, clusters: &HashSet<String>) {
         self.record_forgotten(clusters.iter().map(|c| (ctx_id, Some(c.clone()))));
         let on = |c: &ContextId, cluster: &String| *c == ctx_id && clusters.contains(cluster);
-        self.observers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|(c, _, cluster), token| {
-                if on(c, cluster) {
-                    token.cancel();
-                }
-                !on(c, cluster)
-            });
+        lock(&self.observers).retain(|(c, _, cluster), token| {
+            if on(c, cluster) {
+                token.cancel();
+            }
+            !on(c, cluster)
+        });
         for cluster in clusters {
             self.flocks.sweep(Some(cluster));
         }
-        self.ready
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|(c, _, cluster)| !on(c, cluster));
+        lock(&self.ready).retain(|(c, _, cluster)| !on(c, cluster));
     }
 
     /// Stops the readiness observers of a context and forgets what they saw.
     fn forget_readiness(&self, ctx_id: ContextId) {
         self.record_forgotten([(ctx_id, None)]);
-        if let Some(t) = self
-            .readiness_tokens
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&ctx_id)
-        {
+        if let Some(t) = lock(&self.readiness_tokens).remove(&ctx_id) {
             t.cancel();
             self.flocks.sweep(None);
         }
-        self.ready
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|(c, _, _)| *c != ctx_id);
-        self.observers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|(c, _, _), _| *c != ctx_id);
+        lock(&self.ready).retain(|(c, _, _)| *c != ctx_id);
+        lock(&self.observers).retain(|(c, _, _), _| *c != ctx_id);
     }
 
     /// Records `forgotten` for the pass that follows deployed contexts again, while it runs.
     fn record_forgotten(&self, forgotten: impl IntoIterator<Item = Forgotten>) {
-        if let Some(during) = self
-            .forgotten
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-        {
+        if let Some(during) = lock(&self.forgotten).as_mut() {
             during.extend(forgotten);
         }
     }
@@ -1294,38 +1236,24 @@ impl Inner {
     /// Whether the readiness of context `ctx_id` on `cluster` was forgotten since the pass that
     /// follows deployed contexts again started.
     fn was_forgotten(&self, ctx_id: ContextId, cluster: &str) -> bool {
-        self.forgotten
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .is_some_and(|f| {
-                f.contains(&(ctx_id, None)) || f.contains(&(ctx_id, Some(cluster.to_owned())))
-            })
+        lock(&self.forgotten).as_ref().is_some_and(|f| {
+            f.contains(&(ctx_id, None)) || f.contains(&(ctx_id, Some(cluster.to_owned())))
+        })
     }
 
     fn is_ready(&self, ctx_id: ContextId, app: &str, cluster: &str) -> bool {
-        self.ready
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(&(ctx_id, app.to_owned(), cluster.to_owned()))
+        lock(&self.ready).contains(&(ctx_id, app.to_owned(), cluster.to_owned()))
     }
 
     /// Records that some resource of `app` on `cluster` is no longer ready.
     fn mark_not_ready(&self, ctx_id: ContextId, app: &str, cluster: &str) {
-        self.ready
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&(ctx_id, app.to_owned(), cluster.to_owned()));
+        lock(&self.ready).remove(&(ctx_id, app.to_owned(), cluster.to_owned()));
     }
 
     /// Records that every resource of `app` on `cluster` is ready, notifying subscribers when it
     /// was not (each transition to ready notifies once).
     fn mark_ready(&self, ctx_id: ContextId, app: &str, cluster: &str) {
-        let new = self
-            .ready
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert((ctx_id, app.to_owned(), cluster.to_owned()));
+        let new = lock(&self.ready).insert((ctx_id, app.to_owned(), cluster.to_owned()));
         if new {
             // Nobody listening is fine.
             let _ = self.ready_tx.send(ReadyNotification {

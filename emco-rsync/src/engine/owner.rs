@@ -33,8 +33,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
+use emco_core::poison::lock;
 use emco_core::{ContextId, Result};
-use emco_runtime::sync::lock;
 use emco_store::{AppContextStore, Compare, FencedStore, ListOptions, Op, Txn};
 use tokio::sync::Notify;
 use tokio::time::Instant;

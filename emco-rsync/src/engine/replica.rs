@@ -11,8 +11,9 @@
 //! - cuts short an instantiate or update running here when a terminate for it was queued
 //!   through another replica.
 
+use emco_core::poison::lock;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
 use emco_appcontext::AppContext;
 use emco_appcontext::context::{QueueStatus, Registry};
@@ -118,14 +119,7 @@ impl Rsync {
             .await?
             .into_iter()
             .collect();
-        let followed: Vec<ContextId> = self
-            .inner
-            .readiness_tokens
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .keys()
-            .copied()
-            .collect();
+        let followed: Vec<ContextId> = lock(&self.inner.readiness_tokens).keys().copied().collect();
 
         for (id, (op, fence)) in &running {
             let holder = held.get(id);

@@ -2,6 +2,7 @@
 //! fleet's clusters by name: what the API server, the simulated controllers, persistence and
 //! the admin API share, below the fleet that serves them.
 
+use emco_core::poison::lock;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -47,26 +48,18 @@ impl Cluster {
     /// Locks the store. A panic while holding the lock cannot leave it half-written in a way
     /// that matters more than losing the cluster, so a poisoned lock is taken over.
     pub(crate) fn store(&self) -> MutexGuard<'_, Store> {
-        self.store
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.store)
     }
 
     pub(crate) fn fault_state(&self) -> FaultState {
-        self.fault
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        lock(&self.fault).clone()
     }
 
     /// The cluster's CA (made now if this is its first use): what clients trust and what signs
     /// approved certificate requests. Plain-HTTP clusters have one too, for their CSRs.
     pub(crate) fn ca(&self) -> emco_core::Result<Arc<ClusterCa>> {
         // Generated under the lock: a kubeconfig handed out must name the CA that stays.
-        let mut ca = self
-            .ca
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut ca = lock(&self.ca);
         if let Some(c) = ca.as_ref() {
             return Ok(c.clone());
         }
@@ -89,10 +82,7 @@ impl Cluster {
     }
 
     pub(crate) fn set_fault(&self, fault: Fault) {
-        *self
-            .fault
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = FaultState {
+        *lock(&self.fault) = FaultState {
             fault,
             since: Instant::now(),
         };

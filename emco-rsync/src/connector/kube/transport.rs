@@ -16,11 +16,12 @@
 //!   (`emco_cluster_connection_waits_total`, `emco_cluster_connections_waiting`): clusters wait,
 //!   REST clients are never refused for lack of a descriptor.
 
+use emco_core::poison::lock;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -157,7 +158,7 @@ impl Budget {
         self.waiting.add(&[], 1.0);
         let _waiting = Waiting(&self.waiting);
         {
-            let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut warned = lock(&self.warned);
             if warned.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
                 *warned = Some(Instant::now());
                 tracing::warn!(
@@ -284,12 +285,7 @@ impl Conn {
     }
 
     fn idle_for(&self) -> Option<Duration> {
-        (self.streams.load(Ordering::Acquire) == 0).then(|| {
-            self.idle_since
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .elapsed()
-        })
+        (self.streams.load(Ordering::Acquire) == 0).then(|| lock(&self.idle_since).elapsed())
     }
 }
 
@@ -300,11 +296,7 @@ struct Slot(Arc<Conn>);
 impl Drop for Slot {
     fn drop(&mut self) {
         if self.0.streams.fetch_sub(1, Ordering::AcqRel) == 1 {
-            *self
-                .0
-                .idle_since
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+            *lock(&self.0.idle_since) = Instant::now();
         }
     }
 }
@@ -322,14 +314,11 @@ struct Host {
 impl Host {
     /// Takes `conn` off the list: it is closed or closing.
     fn forget(&self, conn: &Arc<Conn>) {
-        self.conns
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|other| !Arc::ptr_eq(other, conn));
+        lock(&self.conns).retain(|other| !Arc::ptr_eq(other, conn));
     }
 
     fn slot(&self) -> Option<Slot> {
-        let conns = self.conns.lock().unwrap_or_else(PoisonError::into_inner);
+        let conns = lock(&self.conns);
         conns.iter().find_map(Conn::slot)
     }
 }
@@ -410,7 +399,7 @@ impl Transport {
     }
 
     fn host(&self, address: &str) -> Arc<Host> {
-        let mut hosts = self.0.hosts.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut hosts = lock(&self.0.hosts);
         Arc::clone(hosts.entry(address.to_owned()).or_default())
     }
 
@@ -515,10 +504,7 @@ impl Transport {
             idle_since: Mutex::new(Instant::now()),
         });
         let slot = conn.slot();
-        host.conns
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Arc::clone(&conn));
+        lock(&host.conns).push(Arc::clone(&conn));
         tokio::spawn(reap(Arc::downgrade(host), Arc::downgrade(&conn)));
         Ok(slot)
     }
@@ -612,10 +598,7 @@ impl Transports {
 
     /// Transports shared by several clusters now.
     pub(super) fn shared(&self) -> usize {
-        self.shared
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        lock(&self.shared).len()
     }
 
     /// A client for `config`: kube's layers (base URL, credentials, headers) over a shared
@@ -628,7 +611,7 @@ impl Transports {
         }
         let transport = match TransportKey::of(&config) {
             Some(key) => {
-                let mut map = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut map = lock(&self.shared);
                 match map.get(&key) {
                     Some(t) => t.clone(),
                     None => {

@@ -24,8 +24,9 @@
 //! Subscribers that fall behind get [`broadcast::error::RecvError::Lagged`] and should resync from
 //! [`ClusterWatcher::current`] or [`ClusterWatcher::watched`].
 
+use emco_core::poison::lock;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use ::kube::api::{Api, DynamicObject, ListParams};
 use ::kube::discovery::{ApiResource, Scope as KubeScope};
@@ -78,7 +79,7 @@ struct Shared {
 impl Shared {
     fn set_health(&self, key: &WatchKey, health: WatchHealth) {
         let changed = {
-            let mut all = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut all = lock(&self.health);
             all.insert(key.clone(), health.clone()) != Some(health)
         };
         if changed {
@@ -88,7 +89,7 @@ impl Shared {
 
     /// Hangs `bell` on `id` for as long as it lives.
     fn hang(&self, id: &ResourceId, bell: &Arc<Doorbell>) {
-        let mut bells = self.bells.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut bells = lock(&self.bells);
         let of = bells.entry(id.clone()).or_default();
         of.retain(|b| b.strong_count() > 0);
         of.push(Arc::downgrade(bell));
@@ -96,7 +97,7 @@ impl Shared {
 
     /// Rings the live bells of `id`, forgetting the dead ones.
     fn ring(&self, id: &ResourceId) {
-        let mut bells = self.bells.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut bells = lock(&self.bells);
         if let Some(of) = bells.get_mut(id) {
             of.retain(|b| b.upgrade().map(|b| b.ring()).is_some());
             if of.is_empty() {
@@ -198,9 +199,7 @@ impl ClusterWatcher {
     }
 
     fn lock_per_namespace(&self) -> std::sync::MutexGuard<'_, HashSet<(String, String)>> {
-        self.per_namespace
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.per_namespace)
     }
 
     /// Whether the credentials may list `resource` across namespaces: one labelled list of at
@@ -222,7 +221,7 @@ impl ClusterWatcher {
 
     /// Starts the watch `key` unless it runs.
     fn ensure(&self, key: WatchKey, resource: &ApiResource) {
-        let mut watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut watches = lock(&self.watches);
         if watches.contains_key(&key) {
             return;
         }
@@ -333,11 +332,7 @@ impl ReadinessSource for ClusterWatcher {
     /// The health of the watch that covers `id` (as [`ClusterWatcher::watch_in`] returned it),
     /// or `None` if no watch covers it.
     fn health(&self, id: &ResourceId) -> Option<WatchHealth> {
-        let health = self
-            .shared
-            .health
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let health = lock(&self.shared.health);
         let all = (id.api_version.clone(), id.kind.clone(), None);
         health.get(&all).cloned().or_else(|| {
             let ns = id.namespace.clone()?;
@@ -353,20 +348,12 @@ impl ReadinessSource for ClusterWatcher {
     }
 
     fn unverified(&self, id: &ResourceId) -> bool {
-        let seen = self
-            .shared
-            .seen
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let seen = lock(&self.shared.seen);
         seen.get(id).is_some_and(|o| o.follower.is_unverified())
     }
 
     fn verify(&self, id: &ResourceId, manifest: &serde_json::Value) {
-        let mut seen = self
-            .shared
-            .seen
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut seen = lock(&self.shared.seen);
         if let Some(o) = seen.get_mut(id).filter(|o| o.follower.is_unverified()) {
             o.drift = o
                 .follower

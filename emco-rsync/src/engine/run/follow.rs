@@ -8,7 +8,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use emco_runtime::sync::lock;
+use emco_core::poison::lock;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;

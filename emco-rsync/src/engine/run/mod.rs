@@ -7,10 +7,11 @@ mod follow;
 mod observe;
 mod plan;
 mod remove;
+use emco_core::poison::lock;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use emco_appcontext::AppContext;
@@ -345,12 +346,7 @@ impl Run {
         cluster: &str,
         names: &[String],
     ) -> Result<Option<Arc<dyn Connector>>> {
-        let known = self
-            .connectors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(cluster)
-            .cloned();
+        let known = lock(&self.connectors).get(cluster).cloned();
         if known.is_some() {
             return Ok(known);
         }
@@ -358,10 +354,7 @@ impl Run {
         loop {
             let e = match self.inner.resolver.connector_for(cluster, &self.meta).await {
                 Ok(c) => {
-                    self.connectors
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .insert(cluster.to_owned(), Arc::clone(&c));
+                    lock(&self.connectors).insert(cluster.to_owned(), Arc::clone(&c));
                     return Ok(Some(c));
                 }
                 Err(e) if e.kind() == ErrorKind::Unavailable => {
