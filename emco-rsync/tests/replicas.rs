@@ -782,3 +782,55 @@ async fn a_killed_replica_s_share_is_finished_by_the_others() {
     assert!(shard_keys(store.as_ref(), ctx.id()).await.is_empty());
     store.delete_prefix("/").await.unwrap();
 }
+
+/// The owner of a shared instantiate stops in the middle (its parts go on elsewhere) and a
+/// terminate is queued through another replica, which takes the context over: the instantiate
+/// is skipped and its parts withdrawn before the terminate runs, so nothing of it is applied
+/// after the terminate (no object is left on the clusters) and nothing of the parts is left in
+/// the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminate_withdraws_the_parts_of_a_shared_instantiate_its_owner_left() {
+    const CLUSTERS: usize = 30;
+    const RESOURCES: usize = 3;
+    let env = Env::start(CLUSTERS).await;
+    env.fault_all(&Fault::latency(100));
+    let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
+    let stop_a = CancellationToken::new();
+    let a = env
+        .builder(Arc::clone(&store))
+        .replica(ReplicaConfig::new("a", TTL).sharing_from(10))
+        .build()
+        .unwrap();
+    a.start(stop_a.clone()).await.unwrap();
+    let (b, _) = sharing_replica(&env, &store, "b", 10).await;
+    let (_c, _) = sharing_replica(&env, &store, "c", 10).await;
+    tokio::time::sleep(TTL / 2).await;
+    let ctx = context(
+        Arc::clone(&store),
+        &[config_map_app(&clusters(CLUSTERS), RESOURCES)],
+    )
+    .await;
+    a.instantiate(ctx.id()).await.unwrap();
+    until("a part of the instantiate applied", || async {
+        applied_count(&ctx).await >= CLUSTERS * RESOURCES / 5
+    })
+    .await;
+    stop_a.cancel();
+    b.terminate(ctx.id()).await.unwrap();
+    until("the terminate to complete", || async {
+        status(&ctx).await == AppContextStatus::Terminated
+    })
+    .await;
+    assert_eq!(
+        common::queue(&ctx).await,
+        [
+            (RsyncEvent::Instantiate, QueueStatus::Skip),
+            (RsyncEvent::Terminate, QueueStatus::Done)
+        ]
+    );
+    env.fault_all(&Fault::none());
+    // Anything of the instantiate still going on would land now.
+    tokio::time::sleep(TTL).await;
+    assert_config_maps(&env, &ctx, 0).await;
+    assert!(shard_keys(store.as_ref(), ctx.id()).await.is_empty());
+}

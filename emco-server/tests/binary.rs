@@ -1648,15 +1648,29 @@ fn killed_replica(test: &str, share: Option<&str>) {
     };
     each_kind(1);
 
-    // A terminate through b.
+    // A terminate through b: shared by the two survivors.
     assert_eq!(post(b, &format!("{dig}/terminate"), "").0, 202);
     let deadline = Instant::now() + Duration::from_secs(120);
+    let mut parts = 0;
     while deployed_status(c, dig)["deployedStatus"] != "Terminated" {
         assert!(Instant::now() < deadline, "the terminate did not complete");
+        parts = parts.max(shards());
         std::thread::sleep(Duration::from_millis(50));
     }
+    assert_eq!(
+        parts,
+        if share.is_some() { 2 } else { 0 },
+        "parts of the terminate"
+    );
     each_kind(0);
-    assert_eq!(shards(), 0, "the parts' records are left");
+    // Nothing of the parts is left: records, outcomes, owner keys.
+    let left: Vec<String> = ["/rsyncshard/", "/rsyncsharddone/", "/rsyncowner/"]
+        .iter()
+        .flat_map(|p| rt.block_on(etcd.list_all(p, true)).unwrap())
+        .map(|kv| kv.key)
+        .filter(|k| !k.starts_with("/rsyncowner/") || k.contains('.'))
+        .collect();
+    assert!(left.is_empty(), "left of the parts: {left:?}");
     drop(replicas);
     drop(killed);
     let contexts = rt.block_on(etcd.delete_prefix("/")).unwrap();

@@ -926,6 +926,8 @@ impl Rsync {
             .metrics
             .queue_depth
             .set(&[&context], pending.len() as f64);
+        // Shards of any other operation (skipped, failed, left by an earlier owner) stop first.
+        self.withdraw_others(ctx, pending.first().copied()).await?;
         let Some(&first) = pending.first() else {
             // Decide and deregister under the context's gate so that an event enqueued meanwhile
             // is not lost: the enqueuer either sees this task gone and starts another, or is

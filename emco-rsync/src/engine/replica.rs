@@ -143,6 +143,8 @@ impl Rsync {
                 owners.release(store, *id).await?;
             }
         }
+        // Before a lapsed lease lets applies go on: shards taken over or withdrawn meanwhile.
+        self.check_shards().await?;
         owners.checked(beats);
 
         // Owner keys of contexts that are gone would pile up: nothing runs or follows them.

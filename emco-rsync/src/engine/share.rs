@@ -14,11 +14,14 @@
 //! is skipped, the rest is applied once.
 //!
 //! The leader waits for every outcome, then finishes the operation as if it had run it alone
-//! (the context's status, its queue) and follows the readiness of all its clusters; the others
-//! stop following theirs when their shard ends. A leader that dies is replaced by the replica
-//! that takes its context over, which finds the shards published and waits for them. An
-//! operation cut short (a terminate, the stop flag) withdraws its shards and goes on once no
-//! live replica holds one, so that nothing of it is applied any more.
+//! (the context's status, its queue) and follows the readiness of all its clusters; a shard's
+//! runner stops following its clusters when the shard ends (its followers wrote through the
+//! shard's fence). A leader that dies is replaced by the replica that takes its context over,
+//! which finds the shards published and waits for them. An operation cut short (a terminate,
+//! the stop flag), or one whose event is skipped or left behind in any way, has its shards
+//! withdrawn before the context's next step: the leader goes on once no live replica holds one,
+//! so that nothing of it is applied any more. A replica's round also stops its shards whose
+//! record is gone or whose owner key another took, before its lapsed lease lets applies go on.
 //!
 //! Within a shard, an app waits for the apps it depends on on the shard's clusters only.
 
@@ -63,10 +66,19 @@ struct Outcome {
     replica: String,
 }
 
+/// A shard running here.
+#[derive(Debug)]
+struct Running {
+    ctx: ContextId,
+    /// The owner key revision it was taken with.
+    token: u64,
+    op: OpCtl,
+}
+
 /// The shards of this replica: those running, and since when others were seen unclaimed.
 #[derive(Debug, Default)]
 pub(super) struct Shards {
-    running: Mutex<HashMap<String, ContextId>>,
+    running: Mutex<HashMap<String, Running>>,
     unclaimed: Mutex<HashMap<String, Instant>>,
     /// One look for shards at a time (the rounds' and a waiting leader's): a shard that ends
     /// between two looks' checks is not started again.
@@ -76,7 +88,7 @@ pub(super) struct Shards {
 impl Shards {
     /// The contexts with a shard running here: their readiness is followed while it runs.
     pub(super) fn contexts(&self) -> HashSet<ContextId> {
-        lock(&self.running).values().copied().collect()
+        lock(&self.running).values().map(|r| r.ctx).collect()
     }
 }
 
@@ -103,6 +115,18 @@ fn split(clusters: &[String], live: &[String]) -> Vec<(String, Vec<String>)> {
         .zip(clusters.chunks(per))
         .map(|(replica, part)| (replica.clone(), part.to_vec()))
         .collect()
+}
+
+/// Gives up the owner key of shard `name` if this replica holds it.
+async fn owners_release(engine: &Rsync, name: &str) -> Result<()> {
+    match &engine.inner.owners {
+        Some(owners) => {
+            owners
+                .release_key(engine.inner.store.as_ref(), &owner_key_of(name))
+                .await
+        }
+        None => Ok(()),
+    }
 }
 
 /// The name of `key` under `prefix`: what is between them and the trailing slash.
@@ -154,10 +178,7 @@ impl Rsync {
         let Some(owners) = &self.inner.owners else {
             return Ok(None);
         };
-        let Some(from) = owners.share_from() else {
-            return Ok(None);
-        };
-        if element.event == RsyncEvent::Read || op.token.is_cancelled() {
+        if element.event == RsyncEvent::Read {
             return Ok(None);
         }
         let family = family(ctx.id(), index);
@@ -167,6 +188,13 @@ impl Rsync {
         for (name, bytes) in named(store.as_ref(), &format!("{SHARDS}{family}")).await? {
             shards.push((name.clone(), decode(&name, &bytes)?));
         }
+        let Some(from) = owners.share_from().filter(|_| !op.token.is_cancelled()) else {
+            // Run alone (or cut short at once): nobody else may still work on it.
+            if !shards.is_empty() {
+                self.withdraw(store, &family).await?;
+            }
+            return Ok(None);
+        };
         if shards.is_empty() {
             let clusters = run.all_clusters().await?;
             let live = owners.live();
@@ -200,13 +228,26 @@ impl Rsync {
         ) {
             run.forget_readiness().await?;
         }
-        let outcomes = loop {
+        let failed = loop {
             if let Err(e) = self.take_shards().await {
                 tracing::warn!(error = %e, "cannot look for shards to run");
             }
-            let outcomes = named(store.as_ref(), &format!("{OUTCOMES}{family}")).await?;
-            if outcomes.len() >= shards.len() {
-                break outcomes;
+            // A store that fails a look is asked again: leaving would leave the shards running.
+            match named(store.as_ref(), &format!("{OUTCOMES}{family}")).await {
+                Ok(outcomes) if outcomes.len() >= shards.len() => {
+                    let mut failed = false;
+                    for (name, bytes) in &outcomes {
+                        let outcome: Outcome = decode(name, bytes)?;
+                        tracing::debug!(shard = %name, replica = %outcome.replica, failed = outcome.failed, "shard outcome");
+                        failed |= outcome.failed;
+                    }
+                    if let Err(e) = self.clear(store, &family).await {
+                        tracing::warn!(error = %e, "cannot clear the shards; the context's next step does");
+                    }
+                    break failed;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot read the shards' outcomes"),
             }
             tokio::select! {
                 () = tokio::time::sleep(owners.tick() / 4) => {}
@@ -216,21 +257,18 @@ impl Rsync {
                 None => {}
                 // The next owner of the context finds the shards and waits for them.
                 Some(Abort::Shutdown) => return Ok(Some(true)),
-                Some(Abort::Terminate | Abort::Stop) => {
+                Some(Abort::Terminate) => {
                     self.withdraw(store, &family).await?;
                     return Ok(Some(true));
                 }
+                Some(Abort::Stop) => {
+                    self.withdraw(store, &family).await?;
+                    break true;
+                }
             }
         };
-        let mut failed = false;
-        for (name, bytes) in &outcomes {
-            let outcome: Outcome = decode(name, bytes)?;
-            tracing::debug!(shard = %name, replica = %outcome.replica, failed = outcome.failed, "shard outcome");
-            failed |= outcome.failed;
-        }
-        self.clear(store, &family).await?;
-        // The clusters others ran (or this replica, before it owned the context) are followed
-        // here from now on.
+        // The clusters others ran (or this replica, through a shard's fence) are followed here
+        // from now on, as a deploy's are, failed or not.
         if matches!(element.event, RsyncEvent::Instantiate | RsyncEvent::Update) {
             let follow = OpCtl::new(RsyncEvent::Read, &self.inner.root());
             run::Run::new(Arc::clone(&self.inner), ctx.clone(), follow)
@@ -242,6 +280,42 @@ impl Rsync {
         Ok(Some(failed))
     }
 
+    /// Withdraws the shards of every operation of `ctx` but the one at `keep` in its queue:
+    /// their events were skipped, failed or left behind, and nothing of them may go on.
+    pub(super) async fn withdraw_others(
+        &self,
+        ctx: &AppContext,
+        keep: Option<usize>,
+    ) -> Result<()> {
+        if self.inner.owners.is_none() {
+            return Ok(());
+        }
+        let store = ctx.store();
+        let mine = format!("{}.", ctx.id());
+        let mut families = std::collections::BTreeSet::new();
+        for prefix in [
+            format!("{SHARDS}{mine}"),
+            format!("{OUTCOMES}{mine}"),
+            owners_prefix(&mine),
+        ] {
+            for kv in store.list_all(&prefix, true).await? {
+                let index = kv
+                    .key
+                    .strip_prefix(&prefix)
+                    .and_then(|rest| rest.split('.').next().and_then(|i| i.parse::<usize>().ok()));
+                families.extend(index.filter(|i| Some(*i) != keep));
+            }
+        }
+        for index in families {
+            tracing::info!(
+                event = index,
+                "withdrawing the shards of an operation left behind"
+            );
+            self.withdraw(store, &family(ctx.id(), index)).await?;
+        }
+        Ok(())
+    }
+
     /// Withdraws the shards of `family` and waits until no live replica holds one.
     async fn withdraw(&self, store: &Arc<dyn AppContextStore>, family: &str) -> Result<()> {
         let Some(owners) = &self.inner.owners else {
@@ -251,12 +325,15 @@ impl Rsync {
         let root = self.inner.root();
         loop {
             let held = store.list_all(&owners_prefix(family), false).await?;
-            if root.is_cancelled()
-                || held
-                    .iter()
-                    .all(|kv| !owners.alive(&String::from_utf8_lossy(&kv.value)))
+            if held
+                .iter()
+                .all(|kv| !owners.alive(&String::from_utf8_lossy(&kv.value)))
             {
                 break;
+            }
+            if root.is_cancelled() {
+                // Cleared by the next owner: a live holder may still be at work.
+                return Err(Error::unavailable("shutting down"));
             }
             tokio::time::sleep(owners.tick() / 4).await;
         }
@@ -328,13 +405,24 @@ impl Rsync {
                 continue;
             }
             let ctx = context_of(&name)?;
-            lock(&self.inner.shards.running).insert(name.clone(), ctx);
+            let op = OpCtl::new(shard.event, &self.inner.root());
+            let running = Running {
+                ctx,
+                token,
+                op: op.clone(),
+            };
+            lock(&self.inner.shards.running).insert(name.clone(), running);
             let engine = self.clone();
             let span = tracing::info_span!(parent: None, "shard", shard = %name);
             tokio::spawn(
                 async move {
-                    if let Err(e) = engine.run_shard(&name, &shard, token, resume).await {
+                    let ran = engine.run_shard(&name, &shard, token, resume, &op).await;
+                    if let Err(e) = ran {
                         tracing::warn!(error = %e, "a shard failed; another look runs it again");
+                    }
+                    // Let go on every end: a withdrawal waits for it, another look may run it.
+                    if let Err(e) = owners_release(&engine, &name).await {
+                        tracing::warn!(error = %e, "cannot let a shard go");
                     }
                     lock(&engine.inner.shards.running).remove(&name);
                 }
@@ -356,8 +444,16 @@ impl Rsync {
         since.elapsed() >= owners.ttl()
     }
 
-    /// Runs the shard `name` this replica holds at `token`, and records its outcome.
-    async fn run_shard(&self, name: &str, shard: &Shard, token: u64, resume: bool) -> Result<()> {
+    /// Runs the shard `name` this replica holds at `token` under `op`, and records its
+    /// outcome.
+    async fn run_shard(
+        &self,
+        name: &str,
+        shard: &Shard,
+        token: u64,
+        resume: bool,
+        op: &OpCtl,
+    ) -> Result<()> {
         let Some(owners) = &self.inner.owners else {
             return Ok(());
         };
@@ -367,7 +463,6 @@ impl Rsync {
         let ctx = AppContext::load(Arc::clone(&self.inner.store), id)
             .await?
             .through(Arc::clone(&fenced));
-        let op = OpCtl::new(shard.event, &self.inner.root());
         if ctx.stop_flag().await? {
             op.abort(Abort::Stop);
         }
@@ -391,22 +486,19 @@ impl Rsync {
                 ended.cancel();
                 outcome
             },
-            self.watch_shard(name, &key, token, &op, &ended)
+            self.watch_shard(name, &key, token, op, &ended)
         );
         let failed = outcome.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "the shard's operation failed");
             true
         });
-        // Only the context's owner follows its readiness once the shard is done.
-        if owners.token(id).is_none() {
-            let clusters: HashSet<String> = shard.clusters.iter().cloned().collect();
-            self.inner.forget_readiness_on(id, &clusters);
-        }
+        // Its followers write through the shard's fence, which goes with it: the context's
+        // owner follows these clusters from now on (before the outcome, which it waits for).
+        let clusters: HashSet<String> = shard.clusters.iter().cloned().collect();
+        self.inner.forget_readiness_on(id, &clusters);
         match op.aborted() {
-            // Resumed by whoever holds it next.
-            Some(Abort::Shutdown) => return Ok(()),
-            // Withdrawn: nobody waits for it.
-            Some(Abort::Terminate) => {}
+            // Resumed by whoever holds it next; withdrawn: nobody waits for it.
+            Some(Abort::Shutdown | Abort::Terminate) => Ok(()),
             None | Some(Abort::Stop) => {
                 let outcome = Outcome {
                     failed: failed || op.aborted().is_some(),
@@ -416,9 +508,35 @@ impl Rsync {
                     .put(&format!("{OUTCOMES}{name}/"), encode(&outcome)?.into())
                     .await?;
                 tracing::info!(failed = outcome.failed, "shard done");
+                Ok(())
             }
         }
-        owners.release_key(self.inner.store.as_ref(), &key).await
+    }
+
+    /// Stops the shards running here whose record is gone (`Terminate`: withdrawn) or whose
+    /// owner key another replica holds (`Shutdown`): a round calls it before a lapsed lease
+    /// lets applies go on, so a replica taken for dead does not go on with a shard.
+    pub(super) async fn check_shards(&self) -> Result<()> {
+        let Some(owners) = &self.inner.owners else {
+            return Ok(());
+        };
+        let store = self.inner.store.as_ref();
+        let running: Vec<(String, u64, OpCtl)> = lock(&self.inner.shards.running)
+            .iter()
+            .map(|(name, r)| (name.clone(), r.token, r.op.clone()))
+            .collect();
+        for (name, token, op) in running {
+            let holder = store.get(&owner_key_of(&name)).await?;
+            if holder.is_none_or(|kv| {
+                kv.mod_revision != token || kv.value.as_ref() != owners.id().as_bytes()
+            }) {
+                tracing::warn!(shard = %name, "another replica took this shard over");
+                op.abort(Abort::Shutdown);
+            } else if store.get(&format!("{SHARDS}{name}/")).await?.is_none() {
+                op.abort(Abort::Terminate);
+            }
+        }
+        Ok(())
     }
 
     /// Until `ended`: cuts the shard's operation short when the shard is withdrawn
