@@ -44,6 +44,12 @@ pub struct RsyncMetrics {
     /// `emco_rsync_readiness_clusters`: the tasks that follow them, one per cluster (per
     /// connector: a logical cloud's credentials make their own).
     pub readiness_clusters: Gauge,
+    /// `emco_rsync_shards{event}`: parts of operations shared among replicas that this one
+    /// runs now, by event.
+    pub shards: Gauge,
+    /// `emco_rsync_shards_total{event, end}`: parts this replica ran, by event and how they
+    /// ended (`done`, `failed`, `withdrawn`, `left`: to whoever holds it next).
+    pub shards_run: Counter,
     /// `emco_rsync_contexts{state}`: the contexts this engine ran, by their last state.
     contexts: Gauge,
     states: Mutex<HashMap<ContextId, AppContextStatus>>,
@@ -118,6 +124,16 @@ impl Default for RsyncMetrics {
                 "Tasks following readiness, one per cluster and credentials.",
                 &[],
             ),
+            shards: Gauge::new(
+                "emco_rsync_shards",
+                "Parts of operations shared among the replicas that this one runs now.",
+                &["event"],
+            ),
+            shards_run: Counter::new(
+                "emco_rsync_shards_total",
+                "Parts of shared operations this replica ran, by how they ended.",
+                &["event", "end"],
+            ),
             contexts: Gauge::new(
                 "emco_rsync_contexts",
                 "AppContexts this engine ran, by their last state.",
@@ -150,7 +166,7 @@ impl RsyncMetrics {
     /// The families, to render.
     #[must_use]
     pub fn families(&self) -> Vec<&dyn Family> {
-        let own: [&dyn Family; 14] = [
+        let own: [&dyn Family; 16] = [
             &self.applied,
             &self.deleted,
             &self.failures,
@@ -164,6 +180,8 @@ impl RsyncMetrics {
             &self.readiness_records,
             &self.readiness_followers,
             &self.readiness_clusters,
+            &self.shards,
+            &self.shards_run,
             &self.contexts,
         ];
         own.into_iter()

@@ -656,6 +656,15 @@ async fn a_large_deployment_is_shared_by_cluster_among_the_replicas() {
     );
     assert!(owned[0].is_disjoint(&owned[1]) && owned[1].is_disjoint(&owned[2]));
     assert!(shard_keys(store.as_ref(), ctx.id()).await.is_empty());
+    for (r, _) in &replicas {
+        let m = r.metrics();
+        assert_eq!(
+            m.shards_run.get(&["Instantiate", "done"]),
+            1,
+            "one part each"
+        );
+        assert_eq!(m.shards.get(&["Instantiate"]).unwrap_or(0.0), 0.0);
+    }
 
     // The owner follows the readiness of every cluster; the others of none once their shard
     // ended.

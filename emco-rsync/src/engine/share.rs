@@ -414,12 +414,20 @@ impl Rsync {
             lock(&self.inner.shards.running).insert(name.clone(), running);
             let engine = self.clone();
             let span = tracing::info_span!(parent: None, "shard", shard = %name);
+            let event = format!("{:?}", shard.event);
+            self.inner.metrics.shards.add(&[&event], 1.0);
             tokio::spawn(
                 async move {
-                    let ran = engine.run_shard(&name, &shard, token, resume, &op).await;
-                    if let Err(e) = ran {
-                        tracing::warn!(error = %e, "a shard failed; another look runs it again");
-                    }
+                    let end = match engine.run_shard(&name, &shard, token, resume, &op).await {
+                        Ok(end) => end,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "a shard failed; another look runs it again");
+                            "left"
+                        }
+                    };
+                    let metrics = &engine.inner.metrics;
+                    metrics.shards.add(&[&event], -1.0);
+                    metrics.shards_run.inc(&[&event, end]);
                     // Let go on every end: a withdrawal waits for it, another look may run it.
                     if let Err(e) = owners_release(&engine, &name).await {
                         tracing::warn!(error = %e, "cannot let a shard go");
@@ -445,7 +453,7 @@ impl Rsync {
     }
 
     /// Runs the shard `name` this replica holds at `token` under `op`, and records its
-    /// outcome.
+    /// outcome; how it ended: `done`, `failed`, `withdrawn` or `left` (to its next holder).
     async fn run_shard(
         &self,
         name: &str,
@@ -453,9 +461,9 @@ impl Rsync {
         token: u64,
         resume: bool,
         op: &OpCtl,
-    ) -> Result<()> {
+    ) -> Result<&'static str> {
         let Some(owners) = &self.inner.owners else {
-            return Ok(());
+            return Ok("left");
         };
         let id = context_of(name)?;
         let key = owner_key_of(name);
@@ -497,8 +505,10 @@ impl Rsync {
         let clusters: HashSet<String> = shard.clusters.iter().cloned().collect();
         self.inner.forget_readiness_on(id, &clusters);
         match op.aborted() {
-            // Resumed by whoever holds it next; withdrawn: nobody waits for it.
-            Some(Abort::Shutdown | Abort::Terminate) => Ok(()),
+            // Resumed by whoever holds it next.
+            Some(Abort::Shutdown) => Ok("left"),
+            // Nobody waits for it.
+            Some(Abort::Terminate) => Ok("withdrawn"),
             None | Some(Abort::Stop) => {
                 let outcome = Outcome {
                     failed: failed || op.aborted().is_some(),
@@ -508,7 +518,7 @@ impl Rsync {
                     .put(&format!("{OUTCOMES}{name}/"), encode(&outcome)?.into())
                     .await?;
                 tracing::info!(failed = outcome.failed, "shard done");
-                Ok(())
+                Ok(if outcome.failed { "failed" } else { "done" })
             }
         }
     }
