@@ -805,14 +805,16 @@ async fn a_terminate_withdraws_the_parts_of_a_shared_instantiate_its_owner_left(
     env.fault_all(&Fault::latency(100));
     let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
     let stop_a = CancellationToken::new();
+    let (resolver, a_log) = env.own_resolver();
     let a = env
         .builder(Arc::clone(&store))
+        .connectors(resolver)
         .replica(ReplicaConfig::new("a", TTL).sharing_from(10))
         .build()
         .unwrap();
     a.start(stop_a.clone()).await.unwrap();
-    let (b, _) = sharing_replica(&env, &store, "b", 10).await;
-    let (_c, _) = sharing_replica(&env, &store, "c", 10).await;
+    let (b, b_log) = sharing_replica(&env, &store, "b", 10).await;
+    let (_c, c_log) = sharing_replica(&env, &store, "c", 10).await;
     tokio::time::sleep(TTL / 2).await;
     let ctx = context(
         Arc::clone(&store),
@@ -820,10 +822,15 @@ async fn a_terminate_withdraws_the_parts_of_a_shared_instantiate_its_owner_left(
     )
     .await;
     a.instantiate(ctx.id()).await.unwrap();
-    until("a part of the instantiate applied", || async {
+    until("a part of the shared instantiate applied", || async {
         applied_count(&ctx).await >= CLUSTERS * RESOURCES / 5
     })
     .await;
+    assert_eq!(
+        store.list_all("/rsyncshard/", true).await.unwrap().len(),
+        3,
+        "the instantiate is shared"
+    );
     stop_a.cancel();
     b.terminate(ctx.id()).await.unwrap();
     until("the terminate to complete", || async {
@@ -841,5 +848,25 @@ async fn a_terminate_withdraws_the_parts_of_a_shared_instantiate_its_owner_left(
     // Anything of the instantiate still going on would land now.
     tokio::time::sleep(TTL).await;
     assert_config_maps(&env, &ctx, 0).await;
+    // Every apply of the instantiate ended before the terminate's first delete started.
+    let calls: Vec<common::Call> = [&a_log, &b_log, &c_log]
+        .iter()
+        .flat_map(|log| log.lock().unwrap().clone())
+        .collect();
+    let first_delete = calls
+        .iter()
+        .filter(|c| c.delete)
+        .map(|c| c.started)
+        .min()
+        .expect("the terminate deleted");
+    let late: Vec<_> = calls
+        .iter()
+        .filter(|c| !c.delete && c.at > first_delete)
+        .map(|c| (&c.cluster, &c.names))
+        .collect();
+    assert!(
+        late.is_empty(),
+        "applies after the terminate began: {late:?}"
+    );
     assert!(shard_keys(store.as_ref(), ctx.id()).await.is_empty());
 }

@@ -342,7 +342,11 @@ impl Owners {
     /// The heartbeat revision (0: none) of replica `id` when it counts as dead, read again
     /// first: a replica this one has not seen yet (it started after the last look) is alive
     /// from now, not dead.
-    async fn dead_beat(&self, store: &dyn AppContextStore, id: &str) -> Result<Option<u64>> {
+    pub(crate) async fn dead_beat(
+        &self,
+        store: &dyn AppContextStore,
+        id: &str,
+    ) -> Result<Option<u64>> {
         if id == self.config.id {
             return Ok(None);
         }

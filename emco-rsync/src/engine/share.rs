@@ -11,7 +11,8 @@
 //! writes are fenced by its owner key and its outcome is recorded under
 //! `/rsyncsharddone/<ctx>.<event>.<n>/`. So each cluster is worked on by one replica at a time,
 //! and the shard of a replica that dies resumes on another as a context does: what was applied
-//! is skipped, the rest is applied once.
+//! is skipped, the rest is applied once (every shard runs as a resumed operation: what its
+//! clusters recorded as applied is skipped).
 //!
 //! The leader waits for every outcome, then finishes the operation as if it had run it alone
 //! (the context's status, its queue) and follows the readiness of all its clusters; a shard's
@@ -54,8 +55,6 @@ struct Shard {
     clusters: Vec<String>,
     /// The replica meant to run it.
     replica: String,
-    /// Whether the operation resumes (what was applied is skipped).
-    resume: bool,
 }
 
 /// How a shard ended.
@@ -97,6 +96,9 @@ fn family(ctx: ContextId, index: usize) -> String {
     format!("{ctx}.{index}.")
 }
 
+/// Where owner keys are (see [`owner_key_of`]).
+const OWNERS_ROOT: &str = "/rsyncowner/";
+
 /// The prefix of the owner keys of the shards of `family`.
 fn owners_prefix(family: &str) -> String {
     owner_key_of(family).trim_end_matches('/').to_owned()
@@ -134,13 +136,17 @@ fn name_under(prefix: &str, key: &str) -> Option<String> {
     Some(key.strip_prefix(prefix)?.strip_suffix('/')?.to_owned())
 }
 
-/// The values under `prefix` by their names.
-async fn named(store: &dyn AppContextStore, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
+/// The shards of `family` under `base` (records or outcomes): their names and values.
+async fn named(
+    store: &dyn AppContextStore,
+    base: &str,
+    family: &str,
+) -> Result<Vec<(String, Vec<u8>)>> {
     Ok(store
-        .list_all(prefix, false)
+        .list_all(&format!("{base}{family}"), false)
         .await?
         .into_iter()
-        .filter_map(|kv| Some((name_under(prefix, &kv.key)?, kv.value.to_vec())))
+        .filter_map(|kv| Some((name_under(base, &kv.key)?, kv.value.to_vec())))
         .collect())
 }
 
@@ -173,7 +179,6 @@ impl Rsync {
         element: &QueueElement,
         run: &run::Run,
         op: &OpCtl,
-        resume: bool,
     ) -> Result<Option<bool>> {
         let Some(owners) = &self.inner.owners else {
             return Ok(None);
@@ -185,8 +190,12 @@ impl Rsync {
         // Through the context's fenced store: a leader that lost the context publishes nothing.
         let store = ctx.store();
         let mut shards: Vec<(String, Shard)> = Vec::new();
-        for (name, bytes) in named(store.as_ref(), &format!("{SHARDS}{family}")).await? {
+        for (name, bytes) in named(store.as_ref(), SHARDS, &family).await? {
             shards.push((name.clone(), decode(&name, &bytes)?));
+        }
+        if op.aborted() == Some(Abort::Shutdown) {
+            // Left as it is for the next start or owner.
+            return Ok(Some(true));
         }
         let Some(from) = owners.share_from().filter(|_| !op.token.is_cancelled()) else {
             // Run alone (or cut short at once): nobody else may still work on it.
@@ -201,6 +210,9 @@ impl Rsync {
             if clusters.len() < from || live.len() < 2 {
                 return Ok(None);
             }
+            // What a withdrawal cut short left (outcomes, owner keys) would count for the new
+            // shards of the same names.
+            self.withdraw(store, &family).await?;
             let mut txn = Txn::new();
             for (n, (replica, part)) in split(&clusters, &live).into_iter().enumerate() {
                 let shard = Shard {
@@ -208,7 +220,6 @@ impl Rsync {
                     ucid: element.ucid.clone(),
                     clusters: part,
                     replica,
-                    resume,
                 };
                 let name = format!("{family}{n}");
                 txn = txn.op(Op::put(format!("{SHARDS}{name}/"), encode(&shard)?));
@@ -233,8 +244,12 @@ impl Rsync {
                 tracing::warn!(error = %e, "cannot look for shards to run");
             }
             // A store that fails a look is asked again: leaving would leave the shards running.
-            match named(store.as_ref(), &format!("{OUTCOMES}{family}")).await {
-                Ok(outcomes) if outcomes.len() >= shards.len() => {
+            match named(store.as_ref(), OUTCOMES, &family).await {
+                Ok(outcomes)
+                    if shards
+                        .iter()
+                        .all(|(n, _)| outcomes.iter().any(|(o, _)| o == n)) =>
+                {
                     let mut failed = false;
                     for (name, bytes) in &outcomes {
                         let outcome: Outcome = decode(name, bytes)?;
@@ -249,21 +264,23 @@ impl Rsync {
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "cannot read the shards' outcomes"),
             }
-            tokio::select! {
-                () = tokio::time::sleep(owners.tick() / 4) => {}
-                () = op.token.cancelled() => {}
+            if op.token.is_cancelled() {
+                tokio::time::sleep(owners.tick() / 4).await;
+            } else {
+                tokio::select! {
+                    () = tokio::time::sleep(owners.tick() / 4) => {}
+                    () = op.token.cancelled() => {}
+                }
             }
             match op.aborted() {
-                None => {}
+                // Stopped: the shards stop by the context's stop flag, and their outcomes say
+                // failed; the operation ends with them.
+                None | Some(Abort::Stop) => {}
                 // The next owner of the context finds the shards and waits for them.
                 Some(Abort::Shutdown) => return Ok(Some(true)),
                 Some(Abort::Terminate) => {
                     self.withdraw(store, &family).await?;
                     return Ok(Some(true));
-                }
-                Some(Abort::Stop) => {
-                    self.withdraw(store, &family).await?;
-                    break true;
                 }
             }
         };
@@ -291,20 +308,16 @@ impl Rsync {
             return Ok(());
         }
         let store = ctx.store();
-        let mine = format!("{}.", ctx.id());
+        // Work goes on only while a record is published (a shard's run stops when it is gone);
+        // what a withdrawal cut short leaves besides is cleared before its names are used again.
+        let prefix = format!("{SHARDS}{}.", ctx.id());
         let mut families = std::collections::BTreeSet::new();
-        for prefix in [
-            format!("{SHARDS}{mine}"),
-            format!("{OUTCOMES}{mine}"),
-            owners_prefix(&mine),
-        ] {
-            for kv in store.list_all(&prefix, true).await? {
-                let index = kv
-                    .key
-                    .strip_prefix(&prefix)
-                    .and_then(|rest| rest.split('.').next().and_then(|i| i.parse::<usize>().ok()));
-                families.extend(index.filter(|i| Some(*i) != keep));
-            }
+        for kv in store.list_all(&prefix, true).await? {
+            let index = kv
+                .key
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.split('.').next()?.parse::<usize>().ok());
+            families.extend(index.filter(|i| Some(*i) != keep));
         }
         for index in families {
             tracing::info!(
@@ -323,12 +336,26 @@ impl Rsync {
         };
         store.delete_prefix(&format!("{SHARDS}{family}")).await?;
         let root = self.inner.root();
+        let prefix = owners_prefix(family);
         loop {
-            let held = store.list_all(&owners_prefix(family), false).await?;
-            if held
-                .iter()
-                .all(|kv| !owners.alive(&String::from_utf8_lossy(&kv.value)))
-            {
+            let mut busy = false;
+            for kv in store.list_all(&prefix, false).await? {
+                let holder = String::from_utf8_lossy(&kv.value).into_owned();
+                let name = name_under(OWNERS_ROOT, &kv.key).unwrap_or_default();
+                if holder == owners.id() {
+                    // Held here without a run (a release that failed, a restart under the same
+                    // name): let go; a run here lets go when it ends.
+                    if lock(&self.inner.shards.running).contains_key(&name) {
+                        busy = true;
+                    } else {
+                        owners.release_key(store.as_ref(), &kv.key).await?;
+                    }
+                } else if owners.dead_beat(store.as_ref(), &holder).await?.is_none() {
+                    // Alive, or not seen yet (then alive from now).
+                    busy = true;
+                }
+            }
+            if !busy {
                 break;
             }
             if root.is_cancelled() {
@@ -377,19 +404,18 @@ impl Rsync {
                 }
             };
             let key = owner_key_of(&name);
-            let resume = match owners.holder(store, &key).await? {
-                // This replica's, not running: its run ended without an outcome.
-                Some(h) if h.replica == owners.id() => true,
-                Some(h) if !owners.claimable(Some(&h)) => continue,
-                Some(_) => true,
+            match owners.holder(store, &key).await? {
+                // This replica's and not running (its run ended without an outcome), or a
+                // dead replica's.
+                Some(h) if h.replica == owners.id() || owners.claimable(Some(&h)) => {}
+                Some(_) => continue,
                 None => {
                     let meant = shard.replica == owners.id();
                     if !meant && owners.alive(&shard.replica) && !self.long_unclaimed(&name) {
                         continue;
                     }
-                    shard.resume || !meant
                 }
-            };
+            }
             // Taken only while it is published and has no outcome: a shard that ended (its
             // operation finished and cleared since) is never run again.
             let still = vec![
@@ -402,6 +428,15 @@ impl Rsync {
             // Held by this replica already (the claim above asked nothing): looked at again.
             if store.get(&record_key).await?.is_none() || store.get(&outcome_key).await?.is_some() {
                 owners.release_key(store, &key).await?;
+                continue;
+            }
+            // Still this replica's as claimed: a look that stalled past the time to live may
+            // have lost it meanwhile.
+            if owners
+                .holder(store, &key)
+                .await?
+                .is_none_or(|h| h.replica != owners.id() || h.token != token)
+            {
                 continue;
             }
             let ctx = context_of(&name)?;
@@ -418,7 +453,7 @@ impl Rsync {
             self.inner.metrics.shards.add(&[&event], 1.0);
             tokio::spawn(
                 async move {
-                    let end = match engine.run_shard(&name, &shard, token, resume, &op).await {
+                    let end = match engine.run_shard(&name, &shard, token, &op).await {
                         Ok(end) => end,
                         Err(e) => {
                             tracing::warn!(error = %e, "a shard failed; another look runs it again");
@@ -459,7 +494,6 @@ impl Rsync {
         name: &str,
         shard: &Shard,
         token: u64,
-        resume: bool,
         op: &OpCtl,
     ) -> Result<&'static str> {
         let Some(owners) = &self.inner.owners else {
@@ -481,20 +515,19 @@ impl Rsync {
         tracing::info!(
             event = ?shard.event,
             clusters = shard.clusters.len(),
-            resume,
             "running a shard of a shared operation"
         );
-        let run = run::Run::new(Arc::clone(&self.inner), ctx, op.clone())
+        let run = run::Run::new(Arc::clone(&self.inner), ctx.clone(), op.clone())
             .await
             .limited_to(Some(&shard.clusters));
         let ended = CancellationToken::new();
         let (outcome, ()) = tokio::join!(
             async {
-                let outcome = run.execute(shard.event, other.as_ref(), resume).await;
+                let outcome = run.execute(shard.event, other.as_ref(), true).await;
                 ended.cancel();
                 outcome
             },
-            self.watch_shard(name, &key, token, op, &ended)
+            self.watch_shard(name, &ctx, token, op, &ended)
         );
         let failed = outcome.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "the shard's operation failed");
@@ -530,6 +563,9 @@ impl Rsync {
         let Some(owners) = &self.inner.owners else {
             return Ok(());
         };
+        // Not while a look claims one: a claim it has not recorded as running yet is checked by
+        // the look itself.
+        let _one = self.inner.shards.looking.lock().await;
         let store = self.inner.store.as_ref();
         let running: Vec<(String, u64, OpCtl)> = lock(&self.inner.shards.running)
             .iter()
@@ -550,11 +586,12 @@ impl Rsync {
     }
 
     /// Until `ended`: cuts the shard's operation short when the shard is withdrawn
-    /// (`Terminate`) or another replica took it over (`Shutdown`: nothing more of it here).
+    /// (`Terminate`), another replica took it over (`Shutdown`: nothing more of it here) or the
+    /// context's stop flag is set (`Stop`).
     async fn watch_shard(
         &self,
         name: &str,
-        key: &str,
+        ctx: &AppContext,
         token: u64,
         op: &OpCtl,
         ended: &CancellationToken,
@@ -563,13 +600,13 @@ impl Rsync {
             return;
         };
         let store = self.inner.store.as_ref();
-        let record = format!("{SHARDS}{name}/");
+        let (record, key) = (format!("{SHARDS}{name}/"), owner_key_of(name));
         loop {
             tokio::select! {
                 () = tokio::time::sleep(owners.tick() / 4) => {}
                 () = ended.cancelled() => return,
             }
-            match (store.get(&record).await, store.get(key).await) {
+            match (store.get(&record).await, store.get(&key).await) {
                 (Ok(None), _) => return op.abort(Abort::Terminate),
                 (_, Ok(holder))
                     if holder.as_ref().is_none_or(|kv| {
@@ -579,6 +616,9 @@ impl Rsync {
                     return op.abort(Abort::Shutdown);
                 }
                 _ => {}
+            }
+            if ctx.stop_flag().await.unwrap_or(false) {
+                return op.abort(Abort::Stop);
             }
         }
     }
