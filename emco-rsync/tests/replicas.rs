@@ -656,15 +656,14 @@ async fn a_large_deployment_is_shared_by_cluster_among_the_replicas() {
     );
     assert!(owned[0].is_disjoint(&owned[1]) && owned[1].is_disjoint(&owned[2]));
     assert!(shard_keys(store.as_ref(), ctx.id()).await.is_empty());
-    for (r, _) in &replicas {
-        let m = r.metrics();
-        assert_eq!(
-            m.shards_run.get(&["Instantiate", "done"]),
-            1,
-            "one part each"
-        );
-        assert_eq!(m.shards.get(&["Instantiate"]).unwrap_or(0.0), 0.0);
-    }
+    until("one part done by each replica", || async {
+        replicas.iter().all(|(r, _)| {
+            let m = r.metrics();
+            m.shards_run.get(&["Instantiate", "done"]) == 1
+                && m.shards.get(&["Instantiate"]).unwrap_or(0.0) == 0.0
+        })
+    })
+    .await;
 
     // The owner follows the readiness of every cluster; the others of none once their shard
     // ended.
@@ -743,12 +742,11 @@ async fn a_killed_replica_s_share_is_finished_by_the_others() {
     .await;
     crash.kill_midway(child, 4).await;
     let killed = Instant::now();
-    // What the killed replica applied: recorded as applied by the kill, not by b or c.
+    // What the killed replica applied: recorded as applied by the kill, not by b or c (the
+    // statuses read first: a call is in its log before its status is recorded).
+    let recorded = ctx.resource_statuses_listed().await.unwrap();
     let (pre_b, pre_c) = (done_by(&b_log, false), done_by(&c_log, false));
-    let by_child: std::collections::HashSet<(String, String)> = ctx
-        .resource_statuses_listed()
-        .await
-        .unwrap()
+    let by_child: std::collections::HashSet<(String, String)> = recorded
         .into_iter()
         .filter(|(_, s)| *s == emco_core::lifecycle::RsyncStatus::Applied)
         .map(|((_, cluster, name), _)| (cluster, name))
@@ -800,9 +798,10 @@ async fn a_killed_replica_s_share_is_finished_by_the_others() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_terminate_withdraws_the_parts_of_a_shared_instantiate_its_owner_left() {
     const CLUSTERS: usize = 30;
-    const RESOURCES: usize = 3;
+    const RESOURCES: usize = 6;
     let env = Env::start(CLUSTERS).await;
-    env.fault_all(&Fault::latency(100));
+    // Slow enough that the parts are still at work when the terminate comes.
+    env.fault_all(&Fault::latency(300));
     let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
     let stop_a = CancellationToken::new();
     let (resolver, a_log) = env.own_resolver();
@@ -814,7 +813,7 @@ async fn a_terminate_withdraws_the_parts_of_a_shared_instantiate_its_owner_left(
         .unwrap();
     a.start(stop_a.clone()).await.unwrap();
     let (b, b_log) = sharing_replica(&env, &store, "b", 10).await;
-    let (_c, c_log) = sharing_replica(&env, &store, "c", 10).await;
+    let (c, c_log) = sharing_replica(&env, &store, "c", 10).await;
     tokio::time::sleep(TTL / 2).await;
     let ctx = context(
         Arc::clone(&store),
@@ -867,6 +866,14 @@ async fn a_terminate_withdraws_the_parts_of_a_shared_instantiate_its_owner_left(
     assert!(
         late.is_empty(),
         "applies after the terminate began: {late:?}"
+    );
+    let withdrawn: u64 = [&b, &c]
+        .iter()
+        .map(|r| r.metrics().shards_run.get(&["Instantiate", "withdrawn"]))
+        .sum();
+    assert!(
+        withdrawn >= 1,
+        "no part of the instantiate was still at work"
     );
     assert!(shard_keys(store.as_ref(), ctx.id()).await.is_empty());
 }

@@ -55,6 +55,10 @@ struct Shard {
     clusters: Vec<String>,
     /// The replica meant to run it.
     replica: String,
+    /// Withdrawn: whoever runs it stops, and nobody takes it. Kept until no live replica holds
+    /// it, so that a withdrawal cut short (an error, a new owner) is finished by the next.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    withdrawn: bool,
 }
 
 /// How a shard ended.
@@ -136,6 +140,11 @@ fn name_under(prefix: &str, key: &str) -> Option<String> {
     Some(key.strip_prefix(prefix)?.strip_suffix('/')?.to_owned())
 }
 
+/// Whether the record `value` of a shard says it is gone: absent or withdrawn.
+fn gone(value: Option<&[u8]>) -> bool {
+    value.is_none_or(|v| serde_json::from_slice::<Shard>(v).is_ok_and(|s| s.withdrawn))
+}
+
 /// The shards of `family` under `base` (records or outcomes): their names and values.
 async fn named(
     store: &dyn AppContextStore,
@@ -197,6 +206,11 @@ impl Rsync {
             // Left as it is for the next start or owner.
             return Ok(Some(true));
         }
+        if shards.iter().any(|(_, s)| s.withdrawn) {
+            // A withdrawal cut short: finished before the names are used again.
+            self.withdraw(store, &family).await?;
+            shards.clear();
+        }
         let Some(from) = owners.share_from().filter(|_| !op.token.is_cancelled()) else {
             // Run alone (or cut short at once): nobody else may still work on it.
             if !shards.is_empty() {
@@ -210,9 +224,6 @@ impl Rsync {
             if clusters.len() < from || live.len() < 2 {
                 return Ok(None);
             }
-            // What a withdrawal cut short left (outcomes, owner keys) would count for the new
-            // shards of the same names.
-            self.withdraw(store, &family).await?;
             let mut txn = Txn::new();
             for (n, (replica, part)) in split(&clusters, &live).into_iter().enumerate() {
                 let shard = Shard {
@@ -220,6 +231,7 @@ impl Rsync {
                     ucid: element.ucid.clone(),
                     clusters: part,
                     replica,
+                    withdrawn: false,
                 };
                 let name = format!("{family}{n}");
                 txn = txn.op(Op::put(format!("{SHARDS}{name}/"), encode(&shard)?));
@@ -334,7 +346,15 @@ impl Rsync {
         let Some(owners) = &self.inner.owners else {
             return Ok(());
         };
-        store.delete_prefix(&format!("{SHARDS}{family}")).await?;
+        let mut txn = Txn::new();
+        for (name, bytes) in named(store.as_ref(), SHARDS, family).await? {
+            let mut shard: Shard = decode(&name, &bytes)?;
+            if !shard.withdrawn {
+                shard.withdrawn = true;
+                txn = txn.op(Op::put(format!("{SHARDS}{name}/"), encode(&shard)?));
+            }
+        }
+        store.txn(txn).await?;
         let root = self.inner.root();
         let prefix = owners_prefix(family);
         loop {
@@ -388,7 +408,7 @@ impl Rsync {
         let done: HashSet<String> = names(store, OUTCOMES).await?.into_iter().collect();
         lock(&self.inner.shards.unclaimed).retain(|name, _| published.contains(name));
         for name in published {
-            if done.contains(&name) || lock(&self.inner.shards.running).contains_key(&name) {
+            if lock(&self.inner.shards.running).contains_key(&name) {
                 continue;
             }
             let (record_key, outcome_key) =
@@ -404,6 +424,15 @@ impl Rsync {
                 }
             };
             let key = owner_key_of(&name);
+            if shard.withdrawn {
+                // Nobody runs it any more; a key of this replica's left on it (a release that
+                // failed, a restart under the same name) would hold the withdrawal up.
+                owners.release_key(store, &key).await?;
+                continue;
+            }
+            if done.contains(&name) {
+                continue;
+            }
             match owners.holder(store, &key).await? {
                 // This replica's and not running (its run ended without an outcome), or a
                 // dead replica's.
@@ -426,7 +455,10 @@ impl Rsync {
                 continue;
             };
             // Held by this replica already (the claim above asked nothing): looked at again.
-            if store.get(&record_key).await?.is_none() || store.get(&outcome_key).await?.is_some() {
+            let record = store.get(&record_key).await?;
+            if gone(record.as_ref().map(|kv| kv.value.as_ref()))
+                || store.get(&outcome_key).await?.is_some()
+            {
                 owners.release_key(store, &key).await?;
                 continue;
             }
@@ -578,7 +610,13 @@ impl Rsync {
             }) {
                 tracing::warn!(shard = %name, "another replica took this shard over");
                 op.abort(Abort::Shutdown);
-            } else if store.get(&format!("{SHARDS}{name}/")).await?.is_none() {
+            } else if gone(
+                store
+                    .get(&format!("{SHARDS}{name}/"))
+                    .await?
+                    .as_ref()
+                    .map(|kv| kv.value.as_ref()),
+            ) {
                 op.abort(Abort::Terminate);
             }
         }
@@ -607,7 +645,9 @@ impl Rsync {
                 () = ended.cancelled() => return,
             }
             match (store.get(&record).await, store.get(&key).await) {
-                (Ok(None), _) => return op.abort(Abort::Terminate),
+                (Ok(r), _) if gone(r.as_ref().map(|kv| kv.value.as_ref())) => {
+                    return op.abort(Abort::Terminate);
+                }
                 (_, Ok(holder))
                     if holder.as_ref().is_none_or(|kv| {
                         kv.mod_revision != token || kv.value.as_ref() != owners.id().as_bytes()
