@@ -140,9 +140,16 @@ fn name_under(prefix: &str, key: &str) -> Option<String> {
     Some(key.strip_prefix(prefix)?.strip_suffix('/')?.to_owned())
 }
 
-/// Whether the record `value` of a shard says it is gone: absent or withdrawn.
+/// Whether the record `value` of a shard says it is gone: absent, withdrawn, or not a record
+/// (nobody can run it).
 fn gone(value: Option<&[u8]>) -> bool {
-    value.is_none_or(|v| serde_json::from_slice::<Shard>(v).is_ok_and(|s| s.withdrawn))
+    /// What of a record tells whether it is withdrawn.
+    #[derive(Deserialize)]
+    struct Mark {
+        #[serde(default)]
+        withdrawn: bool,
+    }
+    value.is_none_or(|v| serde_json::from_slice::<Mark>(v).map_or(true, |m| m.withdrawn))
 }
 
 /// The shards of `family` under `base` (records or outcomes): their names and values.
@@ -224,6 +231,8 @@ impl Rsync {
             if clusters.len() < from || live.len() < 2 {
                 return Ok(None);
             }
+            // Anything left under these names (outcomes, keys) must not count for the new shards.
+            self.withdraw(store, &family).await?;
             let mut txn = Txn::new();
             for (n, (replica, part)) in split(&clusters, &live).into_iter().enumerate() {
                 let shard = Shard {
@@ -348,10 +357,12 @@ impl Rsync {
         };
         let mut txn = Txn::new();
         for (name, bytes) in named(store.as_ref(), SHARDS, family).await? {
-            let mut shard: Shard = decode(&name, &bytes)?;
-            if !shard.withdrawn {
-                shard.withdrawn = true;
-                txn = txn.op(Op::put(format!("{SHARDS}{name}/"), encode(&shard)?));
+            if !gone(Some(&bytes)) {
+                // Whatever else it says (one that cannot be read is gone already).
+                let mut record: serde_json::Value = serde_json::from_slice(&bytes)
+                    .map_err(|e| Error::internal(format!("shard {name}: {e}")))?;
+                record["withdrawn"] = serde_json::Value::Bool(true);
+                txn = txn.op(Op::put(format!("{SHARDS}{name}/"), encode(&record)?));
             }
         }
         store.txn(txn).await?;
@@ -359,6 +370,9 @@ impl Rsync {
         let prefix = owners_prefix(family);
         loop {
             let mut busy = false;
+            // Not while a look is between its claim and its run: a key it holds would be let go
+            // here and the shard started there after all.
+            let looking = self.inner.shards.looking.lock().await;
             for kv in store.list_all(&prefix, false).await? {
                 let holder = String::from_utf8_lossy(&kv.value).into_owned();
                 let name = name_under(OWNERS_ROOT, &kv.key).unwrap_or_default();
@@ -375,6 +389,7 @@ impl Rsync {
                     busy = true;
                 }
             }
+            drop(looking);
             if !busy {
                 break;
             }
@@ -679,6 +694,28 @@ mod tests {
         assert_eq!(all, clusters, "every cluster once, in order");
         // Fewer clusters than replicas: the last replicas get none.
         assert_eq!(split(&clusters[..2], &live).len(), 2);
+    }
+
+    #[test]
+    fn a_record_is_gone_when_absent_withdrawn_or_unreadable() {
+        let live = Shard {
+            event: RsyncEvent::Instantiate,
+            ucid: None,
+            clusters: vec!["p+c1".into()],
+            replica: "a".into(),
+            withdrawn: false,
+        };
+        let bytes = encode(&live).unwrap();
+        assert!(!gone(Some(&bytes)));
+        assert!(!String::from_utf8_lossy(&bytes).contains("withdrawn"));
+        let withdrawn = encode(&Shard {
+            withdrawn: true,
+            ..live
+        })
+        .unwrap();
+        assert!(gone(Some(&withdrawn)));
+        assert!(gone(None));
+        assert!(gone(Some(b"not json")), "nobody can run it");
     }
 
     #[test]
