@@ -877,3 +877,44 @@ async fn a_terminate_withdraws_the_parts_of_a_shared_instantiate_its_owner_left(
     );
     assert!(shard_keys(store.as_ref(), ctx.id()).await.is_empty());
 }
+
+/// A shared instantiate of a deployment that is instantiated already (as one that failed is
+/// instantiated again) applies everything again, as it would alone: an object removed from a
+/// cluster meanwhile is there again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_instantiate_again_applies_what_is_gone() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    const CLUSTERS: usize = 12;
+    const RESOURCES: usize = 2;
+    let env = Env::start(CLUSTERS).await;
+    let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
+    let mut replicas = Vec::new();
+    for id in ["a", "b", "c"] {
+        replicas.push(sharing_replica(&env, &store, id, 10).await);
+    }
+    tokio::time::sleep(TTL / 2).await;
+    let ctx = context(
+        Arc::clone(&store),
+        &[config_map_app(&clusters(CLUSTERS), RESOURCES)],
+    )
+    .await;
+    replicas[0].0.instantiate(ctx.id()).await.unwrap();
+    until("the shared instantiate to complete", || async {
+        status(&ctx).await == AppContextStatus::Instantiated
+    })
+    .await;
+    // cm0 removed by hand from every cluster.
+    for conn in &env.direct {
+        let api: kube::Api<ConfigMap> = kube::Api::namespaced(conn.client().clone(), "default");
+        api.delete("cm0", &kube::api::DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    replicas[1].0.instantiate(ctx.id()).await.unwrap();
+    until("the second instantiate to complete", || async {
+        done(&ctx, RsyncEvent::Instantiate).await && common::queue(&ctx).await.len() == 2
+    })
+    .await;
+    assert_eq!(status(&ctx).await, AppContextStatus::Instantiated);
+    assert_config_maps(&env, &ctx, RESOURCES).await;
+}

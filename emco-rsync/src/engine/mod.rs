@@ -1049,7 +1049,7 @@ impl Rsync {
         let run = run::Run::new(Arc::clone(&self.inner), ctx.clone(), op.clone())
             .await
             .limited_to(element.clusters.as_deref());
-        let outcome = match self.shared(ctx, index, element, &run, &op).await {
+        let outcome = match self.shared(ctx, index, element, &run, &op, resume).await {
             Ok(Some(failed)) => Ok(failed),
             Ok(None) => run.execute(element.event, other.as_ref(), resume).await,
             Err(e) => Err(e),

@@ -58,6 +58,14 @@ impl Rsync {
                 tracing::warn!(replica = owners.id(), error = %e, "cannot renew the heartbeat");
             }
         }
+        // Others take this replica's work over as soon as its heartbeat is gone: not while its
+        // operations and shards still end (a request they sent may still be under way).
+        let deadline = tokio::time::Instant::now() + owners.ttl() / 2;
+        while tokio::time::Instant::now() < deadline
+            && !(self.inner.tasks.lock().await.is_empty() && self.inner.shards.is_idle())
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
         if let Err(e) = owners.leave(store).await {
             tracing::warn!(replica = owners.id(), error = %e, "cannot remove the heartbeat");
         }

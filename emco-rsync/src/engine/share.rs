@@ -11,8 +11,8 @@
 //! writes are fenced by its owner key and its outcome is recorded under
 //! `/rsyncsharddone/<ctx>.<event>.<n>/`. So each cluster is worked on by one replica at a time,
 //! and the shard of a replica that dies resumes on another as a context does: what was applied
-//! is skipped, the rest is applied once (every shard runs as a resumed operation: what its
-//! clusters recorded as applied is skipped).
+//! is skipped, the rest is applied once (a shard started before runs resumed: what its clusters
+//! recorded as applied is skipped; a fresh one runs as the operation would alone).
 //!
 //! The leader waits for every outcome, then finishes the operation as if it had run it alone
 //! (the context's status, its queue) and follows the readiness of all its clusters; a shard's
@@ -45,6 +45,8 @@ use super::{Abort, OpCtl, Rsync, run};
 
 const SHARDS: &str = "/rsyncshard/";
 const OUTCOMES: &str = "/rsyncsharddone/";
+/// A shard some replica started: whoever takes it next resumes it.
+const STARTED: &str = "/rsyncshardrun/";
 
 /// One replica's part of a shared operation, as published.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -55,6 +57,10 @@ struct Shard {
     clusters: Vec<String>,
     /// The replica meant to run it.
     replica: String,
+    /// Whether the operation resumes (what was recorded applied is skipped), as it would run
+    /// alone; a shard taken again after a start resumes anyway.
+    #[serde(default)]
+    resume: bool,
     /// Withdrawn: whoever runs it stops, and nobody takes it. Kept until no live replica holds
     /// it, so that a withdrawal cut short (an error, a new owner) is finished by the next.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -89,6 +95,11 @@ pub(super) struct Shards {
 }
 
 impl Shards {
+    /// Whether no shard runs here.
+    pub(super) fn is_idle(&self) -> bool {
+        lock(&self.running).is_empty()
+    }
+
     /// The contexts with a shard running here: their readiness is followed while it runs.
     pub(super) fn contexts(&self) -> HashSet<ContextId> {
         lock(&self.running).values().map(|r| r.ctx).collect()
@@ -195,6 +206,7 @@ impl Rsync {
         element: &QueueElement,
         run: &run::Run,
         op: &OpCtl,
+        resume: bool,
     ) -> Result<Option<bool>> {
         let Some(owners) = &self.inner.owners else {
             return Ok(None);
@@ -240,6 +252,7 @@ impl Rsync {
                     ucid: element.ucid.clone(),
                     clusters: part,
                     replica,
+                    resume,
                     withdrawn: false,
                 };
                 let name = format!("{family}{n}");
@@ -407,6 +420,7 @@ impl Rsync {
         let txn = Txn::new()
             .op(Op::delete_prefix(format!("{SHARDS}{family}")))
             .op(Op::delete_prefix(format!("{OUTCOMES}{family}")))
+            .op(Op::delete_prefix(format!("{STARTED}{family}")))
             .op(Op::delete_prefix(owners_prefix(family)));
         store.txn(txn).await.map(drop)
     }
@@ -564,13 +578,18 @@ impl Rsync {
             clusters = shard.clusters.len(),
             "running a shard of a shared operation"
         );
+        // Resumed when asked or when another run of it started before: what that one applied
+        // is skipped, not applied again.
+        let started = format!("{STARTED}{name}/");
+        let resume = shard.resume || self.inner.store.get(&started).await?.is_some();
+        fenced.put(&started, bytes::Bytes::new()).await?;
         let run = run::Run::new(Arc::clone(&self.inner), ctx.clone(), op.clone())
             .await
             .limited_to(Some(&shard.clusters));
         let ended = CancellationToken::new();
         let (outcome, ()) = tokio::join!(
             async {
-                let outcome = run.execute(shard.event, other.as_ref(), true).await;
+                let outcome = run.execute(shard.event, other.as_ref(), resume).await;
                 ended.cancel();
                 outcome
             },
@@ -703,6 +722,7 @@ mod tests {
             ucid: None,
             clusters: vec!["p+c1".into()],
             replica: "a".into(),
+            resume: false,
             withdrawn: false,
         };
         let bytes = encode(&live).unwrap();
