@@ -803,6 +803,13 @@ pub async fn serve(config: Config, shutdown: impl Future<Output = ()> + Send) ->
         Ok(result) => result?,
         Err(_) => tracing::warn!("requests still running after the drain timeout; exiting"),
     }
+    // A replica hands its work over before the process ends (the others take it at once).
+    if tokio::time::timeout(config.replica_ttl, orch.rsync().stopped())
+        .await
+        .is_err()
+    {
+        tracing::warn!("this replica's work was not handed over in time");
+    }
     // Its heartbeat removed, a server started next need not wait to see this one is gone.
     if let Some(beating) = beating
         && tokio::time::timeout(std::time::Duration::from_secs(5), beating)

@@ -295,6 +295,9 @@ struct Inner {
     flocks: run::Flocks,
     /// The shards of shared operations this replica runs (see [`share`]).
     shards: share::Shards,
+    /// The replica's heartbeat task: it ends, after a shutdown, once the work of this replica
+    /// has stopped and the heartbeat is removed ([`Rsync::stopped`]).
+    beating: Mutex<Option<tokio::task::JoinHandle<()>>>,
     metrics: Arc<RsyncMetrics>,
 }
 
@@ -420,6 +423,7 @@ impl RsyncBuilder {
                 leases: liveness::Leases::new(self.liveness, Arc::clone(&metrics)),
                 flocks: run::Flocks::default(),
                 shards: share::Shards::default(),
+                beating: Mutex::new(None),
                 metrics,
             }),
         })
@@ -485,6 +489,19 @@ impl Rsync {
             });
         }
         Ok(())
+    }
+
+    /// After the cancellation given to [`Rsync::start`]: waits until a replica has handed its
+    /// work over (its operations ended, its heartbeat removed; at most about half its time to
+    /// live), so that a process can exit without leaving the others to wait a whole time to
+    /// live. At once for an engine alone on its store.
+    pub async fn stopped(&self) {
+        let beating = lock(&self.inner.beating).take();
+        if let Some(beating) = beating
+            && let Err(e) = beating.await
+        {
+            tracing::warn!(error = %e, "the replica's heartbeat task failed");
+        }
     }
 
     /// Starts the readiness observers of deployed contexts after a restart, one context after

@@ -30,7 +30,8 @@ impl Rsync {
         };
         owners.beat(self.inner.store.as_ref()).await?;
         let engine = self.clone();
-        tokio::spawn(async move { engine.heartbeat().await });
+        let beating = tokio::spawn(async move { engine.heartbeat().await });
+        *lock(&self.inner.beating) = Some(beating);
         self.replica_round().await?;
         let engine = self.clone();
         tokio::spawn(async move { engine.replica_loop().await });
