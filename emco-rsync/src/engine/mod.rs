@@ -28,8 +28,7 @@ mod run;
 mod share;
 mod status;
 
-use emco_core::poison::lock;
-use emco_core::poison::{read, write};
+use emco_core::poison::{lock, read, write};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, RwLock};

@@ -41,7 +41,8 @@ use tokio::time::Instant;
 
 /// Where replicas keep their heartbeats, one key per replica id under it.
 pub const HEARTBEATS: &str = "/rsyncreplica/";
-const OWNERS: &str = "/rsyncowner/";
+/// Where owner keys are, one per context or shard (see [`owner_key_of`]).
+pub(crate) const OWNERS: &str = "/rsyncowner/";
 
 /// How an engine shares its store with other replicas.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,6 +107,16 @@ pub(crate) struct Holder {
     pub(crate) replica: String,
     /// The owner key's revision: the owner's fencing token.
     pub(crate) token: u64,
+}
+
+impl Holder {
+    /// The holder an owner key names.
+    fn of(kv: &emco_store::KeyValue) -> Self {
+        Self {
+            replica: String::from_utf8_lossy(&kv.value).into_owned(),
+            token: kv.mod_revision,
+        }
+    }
 }
 
 fn heartbeat_key(id: &str) -> String {
@@ -292,10 +303,7 @@ impl Owners {
         store: &dyn AppContextStore,
         key: &str,
     ) -> Result<Option<Holder>> {
-        Ok(store.get(key).await?.map(|kv| Holder {
-            replica: String::from_utf8_lossy(&kv.value).into_owned(),
-            token: kv.mod_revision,
-        }))
+        Ok(store.get(key).await?.as_ref().map(Holder::of))
     }
 
     /// Removes this replica's heartbeat at a clean shutdown, so that others take over at once.
@@ -383,11 +391,7 @@ impl Owners {
                     .strip_suffix('/')?
                     .parse()
                     .ok()?;
-                let holder = Holder {
-                    replica: String::from_utf8_lossy(&kv.value).into_owned(),
-                    token: kv.mod_revision,
-                };
-                Some((id, holder))
+                Some((id, Holder::of(&kv)))
             })
             .collect())
     }
@@ -471,7 +475,20 @@ impl Owners {
         ctx: ContextId,
         token: u64,
     ) -> Result<bool> {
-        Ok(store.get(&owner_key(ctx)).await?.is_some_and(|kv| {
+        self.holds_key(store, &owner_key(ctx), token).await
+    }
+
+    /// [`Self::holds`] for the owner key `key` of any work (a context or a shard).
+    ///
+    /// # Errors
+    /// The store's errors.
+    pub(crate) async fn holds_key(
+        &self,
+        store: &dyn AppContextStore,
+        key: &str,
+        token: u64,
+    ) -> Result<bool> {
+        Ok(store.get(key).await?.is_some_and(|kv| {
             kv.mod_revision == token && kv.value.as_ref() == self.config.id.as_bytes()
         }))
     }

@@ -40,7 +40,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::owner::{Owners, owner_key_of};
+use super::owner::{OWNERS, Owners, owner_key_of};
 use super::{Abort, OpCtl, Rsync, run};
 
 const SHARDS: &str = "/rsyncshard/";
@@ -110,9 +110,6 @@ impl Shards {
 fn family(ctx: ContextId, index: usize) -> String {
     format!("{ctx}.{index}.")
 }
-
-/// Where owner keys are (see [`owner_key_of`]).
-const OWNERS_ROOT: &str = "/rsyncowner/";
 
 /// The prefix of the owner keys of the shards of `family`.
 fn owners_prefix(family: &str) -> String {
@@ -388,7 +385,7 @@ impl Rsync {
             let looking = self.inner.shards.looking.lock().await;
             for kv in store.list_all(&prefix, false).await? {
                 let holder = String::from_utf8_lossy(&kv.value).into_owned();
-                let name = name_under(OWNERS_ROOT, &kv.key).unwrap_or_default();
+                let name = name_under(OWNERS, &kv.key).unwrap_or_default();
                 if holder == owners.id() {
                     // Held here without a run (a release that failed, a restart under the same
                     // name): let go; a run here lets go when it ends.
@@ -493,11 +490,7 @@ impl Rsync {
             }
             // Still this replica's as claimed: a look that stalled past the time to live may
             // have lost it meanwhile.
-            if owners
-                .holder(store, &key)
-                .await?
-                .is_none_or(|h| h.replica != owners.id() || h.token != token)
-            {
+            if !owners.holds_key(store, &key, token).await? {
                 continue;
             }
             let ctx = context_of(&name)?;
@@ -626,32 +619,16 @@ impl Rsync {
     /// owner key another replica holds (`Shutdown`): a round calls it before a lapsed lease
     /// lets applies go on, so a replica taken for dead does not go on with a shard.
     pub(super) async fn check_shards(&self) -> Result<()> {
-        let Some(owners) = &self.inner.owners else {
-            return Ok(());
-        };
         // Not while a look claims one: a claim it has not recorded as running yet is checked by
         // the look itself.
         let _one = self.inner.shards.looking.lock().await;
-        let store = self.inner.store.as_ref();
         let running: Vec<(String, u64, OpCtl)> = lock(&self.inner.shards.running)
             .iter()
             .map(|(name, r)| (name.clone(), r.token, r.op.clone()))
             .collect();
         for (name, token, op) in running {
-            let holder = store.get(&owner_key_of(&name)).await?;
-            if holder.is_none_or(|kv| {
-                kv.mod_revision != token || kv.value.as_ref() != owners.id().as_bytes()
-            }) {
-                tracing::warn!(shard = %name, "another replica took this shard over");
-                op.abort(Abort::Shutdown);
-            } else if gone(
-                store
-                    .get(&format!("{SHARDS}{name}/"))
-                    .await?
-                    .as_ref()
-                    .map(|kv| kv.value.as_ref()),
-            ) {
-                op.abort(Abort::Terminate);
+            if let Some(why) = self.cut_short(&name, token).await? {
+                op.abort(why);
             }
         }
         Ok(())
@@ -671,30 +648,37 @@ impl Rsync {
         let Some(owners) = &self.inner.owners else {
             return;
         };
-        let store = self.inner.store.as_ref();
-        let (record, key) = (format!("{SHARDS}{name}/"), owner_key_of(name));
         loop {
             tokio::select! {
                 () = tokio::time::sleep(owners.tick() / 4) => {}
                 () = ended.cancelled() => return,
             }
-            match (store.get(&record).await, store.get(&key).await) {
-                (Ok(r), _) if gone(r.as_ref().map(|kv| kv.value.as_ref())) => {
-                    return op.abort(Abort::Terminate);
-                }
-                (_, Ok(holder))
-                    if holder.as_ref().is_none_or(|kv| {
-                        kv.mod_revision != token || kv.value.as_ref() != owners.id().as_bytes()
-                    }) =>
-                {
-                    return op.abort(Abort::Shutdown);
-                }
-                _ => {}
+            // A look the store fails is made again at the next tick.
+            if let Ok(Some(why)) = self.cut_short(name, token).await {
+                return op.abort(why);
             }
             if ctx.stop_flag().await.unwrap_or(false) {
                 return op.abort(Abort::Stop);
             }
         }
+    }
+
+    /// Why the shard `name` run here at `token` must stop, if it must: withdrawn (`Terminate`)
+    /// or taken over by another replica (`Shutdown`: nothing more of it here).
+    async fn cut_short(&self, name: &str, token: u64) -> Result<Option<Abort>> {
+        let Some(owners) = &self.inner.owners else {
+            return Ok(None);
+        };
+        let store = self.inner.store.as_ref();
+        let record = store.get(&format!("{SHARDS}{name}/")).await?;
+        if gone(record.as_ref().map(|kv| kv.value.as_ref())) {
+            return Ok(Some(Abort::Terminate));
+        }
+        if !owners.holds_key(store, &owner_key_of(name), token).await? {
+            tracing::warn!(shard = %name, "another replica took this shard over");
+            return Ok(Some(Abort::Shutdown));
+        }
+        Ok(None)
     }
 }
 
