@@ -214,10 +214,12 @@ struct Running {
 }
 
 async fn running(builder: emco_rsync::engine::RsyncBuilder, id: &str) -> Running {
-    let rsync = builder
-        .replica(ReplicaConfig::new(id, TTL))
-        .build()
-        .unwrap();
+    running_as(builder, ReplicaConfig::new(id, TTL)).await
+}
+
+/// [`running`] as `replica` says.
+async fn running_as(builder: emco_rsync::engine::RsyncBuilder, replica: ReplicaConfig) -> Running {
+    let rsync = builder.replica(replica).build().unwrap();
     let stop = CancellationToken::new();
     rsync.start(stop.clone()).await.unwrap();
     Running { rsync, stop }
@@ -541,23 +543,38 @@ async fn a_cut_off_replica_lands_nothing_after_the_takeover() {
     store.delete_prefix("/").await.unwrap();
 }
 
-/// A replica of `env`'s fleet on `store` that shares operations on at least `from` clusters,
-/// with connectors and a call log of its own.
-async fn sharing_replica(
-    env: &Env,
-    store: &Arc<dyn AppContextStore>,
-    id: &str,
-    from: usize,
-) -> (Rsync, Arc<std::sync::Mutex<Vec<common::Call>>>) {
+/// The call log of a replica's own connectors.
+type Log = Arc<std::sync::Mutex<Vec<common::Call>>>;
+
+/// A replica of `env`'s fleet on `store` that shares operations on at least 10 clusters, with
+/// connectors and a call log of its own.
+async fn sharing_replica(env: &Env, store: &Arc<dyn AppContextStore>, id: &str) -> (Running, Log) {
     let (resolver, log) = env.own_resolver();
-    let rsync = env
-        .builder(Arc::clone(store))
-        .connectors(resolver)
-        .replica(ReplicaConfig::new(id, TTL).sharing_from(from))
-        .build()
-        .unwrap();
-    rsync.start(CancellationToken::new()).await.unwrap();
-    (rsync, log)
+    let builder = env.builder(Arc::clone(store)).connectors(resolver);
+    let replica = running_as(builder, ReplicaConfig::new(id, TTL).sharing_from(10)).await;
+    (replica, log)
+}
+
+/// Replicas a, b and c of `env`'s fleet sharing on a new store, once each has seen the others
+/// beat (a round every third of the time to live), and a context of `resources` config maps on
+/// every cluster of the fleet.
+async fn sharing_trio(
+    env: &Env,
+    resources: usize,
+) -> (Arc<dyn AppContextStore>, Vec<(Running, Log)>, AppContext) {
+    let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
+    let mut replicas = Vec::new();
+    for id in ["a", "b", "c"] {
+        replicas.push(sharing_replica(env, &store, id).await);
+    }
+    tokio::time::sleep(TTL / 2).await;
+    let count = env.fleet.cluster_names().len();
+    let ctx = context(
+        Arc::clone(&store),
+        &[config_map_app(&clusters(count), resources)],
+    )
+    .await;
+    (store, replicas, ctx)
 }
 
 /// The (cluster, resource) pairs a call log applied (or deleted) successfully, with how often.
@@ -610,20 +627,9 @@ async fn a_large_deployment_is_shared_by_cluster_among_the_replicas() {
     const CLUSTERS: usize = 30;
     const RESOURCES: usize = 3;
     let env = Env::start(CLUSTERS).await;
-    let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
-    let mut replicas = Vec::new();
-    for id in ["a", "b", "c"] {
-        replicas.push(sharing_replica(&env, &store, id, 10).await);
-    }
-    // Every replica has seen the others beat (a round every third of the time to live).
-    tokio::time::sleep(TTL / 2).await;
-    let ctx = context(
-        Arc::clone(&store),
-        &[config_map_app(&clusters(CLUSTERS), RESOURCES)],
-    )
-    .await;
-    let mut ready = replicas[0].0.subscribe_ready(ctx.id());
-    replicas[0].0.instantiate(ctx.id()).await.unwrap();
+    let (store, replicas, ctx) = sharing_trio(&env, RESOURCES).await;
+    let mut ready = replicas[0].0.rsync.subscribe_ready(ctx.id());
+    replicas[0].0.rsync.instantiate(ctx.id()).await.unwrap();
     until("the shared instantiate to complete", || async {
         status(&ctx).await == AppContextStatus::Instantiated
     })
@@ -658,7 +664,7 @@ async fn a_large_deployment_is_shared_by_cluster_among_the_replicas() {
     assert!(shard_keys(store.as_ref(), ctx.id()).await.is_empty());
     until("one part done by each replica", || async {
         replicas.iter().all(|(r, _)| {
-            let m = r.metrics();
+            let m = r.rsync.metrics();
             m.shards_run.get(&["Instantiate", "done"]) == 1
                 && m.shards.get(&["Instantiate"]).unwrap_or(0.0) == 0.0
         })
@@ -671,9 +677,9 @@ async fn a_large_deployment_is_shared_by_cluster_among_the_replicas() {
     until(
         "the owner to follow every cluster, the others none",
         || async {
-            followers(&replicas[0].0) == CLUSTERS as f64
-                && followers(&replicas[1].0) == 0.0
-                && followers(&replicas[2].0) == 0.0
+            followers(&replicas[0].0.rsync) == CLUSTERS as f64
+                && followers(&replicas[1].0.rsync) == 0.0
+                && followers(&replicas[2].0.rsync) == 0.0
         },
     )
     .await;
@@ -687,7 +693,7 @@ async fn a_large_deployment_is_shared_by_cluster_among_the_replicas() {
     .expect("the owner to see every cluster ready");
 
     // A terminate through another replica is shared too.
-    replicas[1].0.terminate(ctx.id()).await.unwrap();
+    replicas[1].0.rsync.terminate(ctx.id()).await.unwrap();
     until("the shared terminate to complete", || async {
         status(&ctx).await == AppContextStatus::Terminated
     })
@@ -703,7 +709,7 @@ async fn a_large_deployment_is_shared_by_cluster_among_the_replicas() {
     assert_eq!(deleted, CLUSTERS * RESOURCES);
     assert!(shard_keys(store.as_ref(), ctx.id()).await.is_empty());
     until("no follower left", || async {
-        replicas.iter().all(|(r, _)| followers(r) == 0.0)
+        replicas.iter().all(|(r, _)| followers(&r.rsync) == 0.0)
     })
     .await;
 }
@@ -729,8 +735,8 @@ async fn a_killed_replica_s_share_is_finished_by_the_others() {
     let crash = Crash::start(&endpoint, "shared", CLUSTERS, RESOURCES).await;
     let (env, store, ctx, total) = (&crash.env, &crash.store, &crash.ctx, crash.total);
     // b and c beat before the child starts, so that it shares with both.
-    let (b, b_log) = sharing_replica(env, store, "b", 10).await;
-    let (c, c_log) = sharing_replica(env, store, "c", 10).await;
+    let (b, b_log) = sharing_replica(env, store, "b").await;
+    let (c, c_log) = sharing_replica(env, store, "c").await;
     let child = crash.spawn("child_sharing_replica_instantiates");
     until("the child to share the instantiate", || async {
         !store
@@ -784,7 +790,7 @@ async fn a_killed_replica_s_share_is_finished_by_the_others() {
         killed.elapsed()
     );
     for r in [&b, &c] {
-        r.wait_idle(ctx.id()).await;
+        r.rsync.wait_idle(ctx.id()).await;
     }
     assert!(shard_keys(store.as_ref(), ctx.id()).await.is_empty());
     store.delete_prefix("/").await.unwrap();
@@ -802,25 +808,9 @@ async fn a_terminate_withdraws_the_parts_of_a_shared_instantiate_its_owner_left(
     let env = Env::start(CLUSTERS).await;
     // Slow enough that the parts are still at work when the terminate comes.
     env.fault_all(&Fault::latency(300));
-    let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
-    let stop_a = CancellationToken::new();
-    let (resolver, a_log) = env.own_resolver();
-    let a = env
-        .builder(Arc::clone(&store))
-        .connectors(resolver)
-        .replica(ReplicaConfig::new("a", TTL).sharing_from(10))
-        .build()
-        .unwrap();
-    a.start(stop_a.clone()).await.unwrap();
-    let (b, b_log) = sharing_replica(&env, &store, "b", 10).await;
-    let (c, c_log) = sharing_replica(&env, &store, "c", 10).await;
-    tokio::time::sleep(TTL / 2).await;
-    let ctx = context(
-        Arc::clone(&store),
-        &[config_map_app(&clusters(CLUSTERS), RESOURCES)],
-    )
-    .await;
-    a.instantiate(ctx.id()).await.unwrap();
+    let (store, replicas, ctx) = sharing_trio(&env, RESOURCES).await;
+    let [(a, a_log), (b, b_log), (c, c_log)] = <[_; 3]>::try_from(replicas).ok().unwrap();
+    a.rsync.instantiate(ctx.id()).await.unwrap();
     until("a part of the shared instantiate applied", || async {
         applied_count(&ctx).await >= CLUSTERS * RESOURCES / 5
     })
@@ -830,8 +820,8 @@ async fn a_terminate_withdraws_the_parts_of_a_shared_instantiate_its_owner_left(
         3,
         "the instantiate is shared"
     );
-    stop_a.cancel();
-    b.terminate(ctx.id()).await.unwrap();
+    a.stop.cancel();
+    b.rsync.terminate(ctx.id()).await.unwrap();
     until("the terminate to complete", || async {
         status(&ctx).await == AppContextStatus::Terminated
     })
@@ -869,7 +859,12 @@ async fn a_terminate_withdraws_the_parts_of_a_shared_instantiate_its_owner_left(
     );
     let withdrawn: u64 = [&b, &c]
         .iter()
-        .map(|r| r.metrics().shards_run.get(&["Instantiate", "withdrawn"]))
+        .map(|r| {
+            r.rsync
+                .metrics()
+                .shards_run
+                .get(&["Instantiate", "withdrawn"])
+        })
         .sum();
     assert!(
         withdrawn >= 1,
@@ -887,18 +882,8 @@ async fn a_shared_instantiate_again_applies_what_is_gone() {
     const CLUSTERS: usize = 12;
     const RESOURCES: usize = 2;
     let env = Env::start(CLUSTERS).await;
-    let store: Arc<dyn AppContextStore> = Arc::new(InMemoryAppContextStore::new());
-    let mut replicas = Vec::new();
-    for id in ["a", "b", "c"] {
-        replicas.push(sharing_replica(&env, &store, id, 10).await);
-    }
-    tokio::time::sleep(TTL / 2).await;
-    let ctx = context(
-        Arc::clone(&store),
-        &[config_map_app(&clusters(CLUSTERS), RESOURCES)],
-    )
-    .await;
-    replicas[0].0.instantiate(ctx.id()).await.unwrap();
+    let (_store, replicas, ctx) = sharing_trio(&env, RESOURCES).await;
+    replicas[0].0.rsync.instantiate(ctx.id()).await.unwrap();
     until("the shared instantiate to complete", || async {
         status(&ctx).await == AppContextStatus::Instantiated
     })
@@ -910,7 +895,7 @@ async fn a_shared_instantiate_again_applies_what_is_gone() {
             .await
             .unwrap();
     }
-    replicas[1].0.instantiate(ctx.id()).await.unwrap();
+    replicas[1].0.rsync.instantiate(ctx.id()).await.unwrap();
     until("the second instantiate to complete", || async {
         done(&ctx, RsyncEvent::Instantiate).await && common::queue(&ctx).await.len() == 2
     })
