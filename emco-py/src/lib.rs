@@ -17,8 +17,8 @@ use std::sync::{Arc, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use axum::body::Body as AxumBody;
-use emcoctl::client::{Body, Client, FilePart, LocalServer, RequestBody, Response, TlsOptions};
-use emcoctl::ops::{Command, Options};
+use emco_client::client::{Body, Client, FilePart, LocalServer, RequestBody, Response, TlsOptions};
+use emco_client::ops::{Command, Options};
 use http::Method;
 use http_body_util::BodyExt;
 use pyo3::exceptions::{PyConnectionError, PyRuntimeError, PyValueError};
@@ -165,7 +165,7 @@ fn local_server(app: axum::Router) -> LocalServer {
             Ok(Response {
                 status: parts.status.as_u16(),
                 body: body.to_vec(),
-                error_kind: emcoctl::client::error_kind(&parts.headers),
+                error_kind: emco_client::client::error_kind(&parts.headers),
             })
         })
     })
@@ -204,7 +204,7 @@ impl Transport {
         priority: u32,
         principal: Option<(String, Vec<String>)>,
     ) -> PyResult<Self> {
-        use emco_server::{Authenticator, Backend, Config, ContextBackend, Principal, Role};
+        use emco_service::{Authenticator, Backend, Config, ContextBackend, Principal, Role};
         let auth = match principal {
             None => Authenticator::open(),
             Some((subject, roles)) => {
@@ -249,7 +249,7 @@ impl Transport {
         };
         block_on(py, move || async move {
             let runtime_error = |e: emco_core::Error| PyRuntimeError::new_err(e.to_string());
-            let (stores, file) = emco_server::open_stores_held(&config)
+            let (stores, file) = emco_service::open_stores_held(&config)
                 .await
                 .map_err(runtime_error)?;
             let resources = Arc::downgrade(stores.resources().map_err(runtime_error)?);
@@ -267,15 +267,15 @@ impl Transport {
                     })
             };
             let orch =
-                emco_server::orchestrator_with(&config, stores, more).map_err(runtime_error)?;
+                emco_service::orchestrator_with(&config, stores, more).map_err(runtime_error)?;
             let cancel = CancellationToken::new();
             orch.start(cancel.clone()).await.map_err(runtime_error)?;
             // The process registers its own controllers, whoever it then acts for.
             if !registrations.is_empty() {
-                let admin = Client::local(local_server(emco_server::app_with(
+                let admin = Client::local(local_server(emco_service::app_with(
                     orch.clone(),
                     &config,
-                    emco_server::Metrics::new(),
+                    emco_service::Metrics::new(),
                     Authenticator::open(),
                 )));
                 for body in registrations {
@@ -297,7 +297,7 @@ impl Transport {
                     }
                 }
             }
-            let app = emco_server::app_with(orch, &config, emco_server::Metrics::new(), auth);
+            let app = emco_service::app_with(orch, &config, emco_service::Metrics::new(), auth);
             Ok(Self {
                 client: RwLock::new(Some(Client::local(local_server(app)))),
                 engine: Some(Engine {
@@ -397,7 +397,7 @@ impl Transport {
             .transpose()
             .map_err(|e| PyValueError::new_err(format!("values: {e}")))?
             .map(|v| emco_helm::Value::from_json(&v));
-        let docs = emcoctl::document::load(&path, values.as_ref()).map_err(value_error)?;
+        let docs = emco_client::document::load(&path, values.as_ref()).map_err(value_error)?;
         let opts = Options {
             wait: Duration::try_from_secs_f64(wait_seconds)
                 .map_err(|e| PyValueError::new_err(format!("wait_seconds: {e}")))?,
@@ -406,7 +406,7 @@ impl Transport {
         let client = self.client()?;
         let outcomes = block_on(py, move || async move {
             let mut quiet = std::io::sink();
-            emcoctl::ops::run(&client, command, &docs, &opts, &mut quiet)
+            emco_client::ops::run(&client, command, &docs, &opts, &mut quiet)
                 .await
                 .map_err(value_error)
         })?;

@@ -1,4 +1,4 @@
-"""The dashboard (`/ui/` of emco-server, emco-server/ui) in headless Chromium from Debian's
+"""The dashboard (`/ui/` of emco-server, emco-service/ui) in headless Chromium from Debian's
 packages, driven by Playwright: the deployment matrix fills live while kubesim clusters take
 an instantiate, the actions on the page take effect on the clusters, and a cluster that cannot
 be reached says why. Every page must load without a console error; a failing test leaves a

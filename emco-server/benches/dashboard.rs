@@ -15,7 +15,7 @@ use axum::body::Body;
 use emco_core::Metadata;
 use emco_core::model::{Cluster, ClusterLabel, ClusterProvider};
 use emco_orchestrator::{Orchestrator, keys};
-use emco_server::{Config, Metrics};
+use emco_service::{Config, Metrics};
 use emco_store::{InMemoryResourceStore, ResourceKey, ResourceStore};
 use http::Request;
 use http_body_util::BodyExt;
@@ -92,7 +92,7 @@ async fn time(app: &axum::Router, path: &str) -> Duration {
 async fn measure(store: Arc<dyn ResourceStore>, name: &str, n: usize, out: &mut String) {
     let orch = Orchestrator::new(store);
     let registered = register(&orch, n).await;
-    let app = emco_server::app(orch, &Config::default(), Metrics::new());
+    let app = emco_service::app(orch, &Config::default(), Metrics::new());
     writeln!(
         out,
         "{name}: {n} clusters registered in {:.1} s",
@@ -153,7 +153,7 @@ fn main() {
             data_dir: dir.path().to_owned(),
             ..Config::default()
         };
-        let store = emco_server::open_store(&config).await.unwrap();
+        let store = emco_service::open_store(&config).await.unwrap();
         measure(store, "embedded (redb)", n, &mut out).await;
         out
     });

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use emco_orchestrator::Orchestrator;
-use emco_server::{Config, Metrics};
+use emco_service::{Config, Metrics};
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
@@ -71,8 +71,8 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let table = runtime.block_on(async {
         let config = Config { data_dir: dir.path().to_owned(), ..Config::default() };
-        let store = emco_server::open_store(&config).await.unwrap();
-        let app = emco_server::app(Orchestrator::new(store), &config, Metrics::new());
+        let store = emco_service::open_store(&config).await.unwrap();
+        let app = emco_service::app(Orchestrator::new(store), &config, Metrics::new());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await });

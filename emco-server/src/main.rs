@@ -3,7 +3,7 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use emco_server::{Config, LogFormat};
+use emco_service::{Config, LogFormat};
 use tracing_subscriber::EnvFilter;
 
 /// mimalloc, not glibc's allocator: at 10,000 clusters glibc's spent about a third of the
@@ -65,7 +65,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(async { emco_server::serve(config, shutdown_signal()).await }) {
+    match runtime.block_on(async { emco_service::serve(config, shutdown_signal()).await }) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "emco-server failed");

@@ -14,7 +14,7 @@ use axum::body::Body;
 use emco_core::Metadata;
 use emco_core::model::Cluster;
 use emco_orchestrator::Orchestrator;
-use emco_server::{Authenticator, Config, Metrics};
+use emco_service::{Authenticator, Config, Metrics};
 use emco_store::{AppContextStore, InMemoryAppContextStore, InMemoryResourceStore};
 use http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
@@ -76,7 +76,7 @@ impl Server {
             ..Config::default()
         };
         let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
-        let app = emco_server::app(orch.clone(), &config, Metrics::new());
+        let app = emco_service::app(orch.clone(), &config, Metrics::new());
         Self { app, orch, dir }
     }
 
@@ -580,7 +580,7 @@ async fn the_dashboard_logs_in_with_a_cookie_and_shows_each_caller_its_projects(
 #[tokio::test]
 async fn without_an_auth_file_the_server_is_open() {
     let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
-    let app = emco_server::app(orch, &Config::default(), Metrics::new());
+    let app = emco_service::app(orch, &Config::default(), Metrics::new());
     let resp = app
         .oneshot(Request::get("/ui/api/me").body(Body::empty()).unwrap())
         .await
@@ -669,7 +669,7 @@ async fn a_changed_auth_file_is_taken_without_a_restart() {
 #[tokio::test]
 async fn an_embedder_acting_for_a_principal_gets_that_principals_rights() {
     let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
-    let admin = emco_server::app(orch.clone(), &Config::default(), Metrics::new());
+    let admin = emco_service::app(orch.clone(), &Config::default(), Metrics::new());
     for p in ["p1", "p2"] {
         let body = json!({"metadata": {"name": p}});
         let (status, _, text) =
@@ -677,10 +677,10 @@ async fn an_embedder_acting_for_a_principal_gets_that_principals_rights() {
         assert_eq!(status, StatusCode::CREATED, "{text}");
     }
     let alice =
-        emco_server::Principal::new("alice", [emco_server::Role::ProjectOwner("p1".to_owned())]);
+        emco_service::Principal::new("alice", [emco_service::Role::ProjectOwner("p1".to_owned())]);
     let auth = Authenticator::acting_as(alice);
     assert!(!auth.is_open());
-    let app = emco_server::app_with(orch, &Config::default(), Metrics::new(), auth);
+    let app = emco_service::app_with(orch, &Config::default(), Metrics::new(), auth);
     let new_ca = json!({"metadata": {"name": "ca"}, "spec": {"compositeAppVersion": "v1"}});
     // No token needed, and any token is ignored: the embedder said who calls.
     for token in [None, Some(ADMIN)] {
@@ -986,7 +986,7 @@ async fn grpc_services_need_a_platform_admins_token() {
         .contexts(Arc::new(InMemoryAppContextStore::new()))
         .build()
         .unwrap();
-    let (_health, router) = emco_server::grpc_router(&orch, auth).await;
+    let (_health, router) = emco_service::grpc_router(&orch, auth).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(router.serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)));
@@ -1033,7 +1033,7 @@ async fn each_caller_has_its_own_request_rate() {
         ..Config::default()
     };
     let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
-    let app = emco_server::app(orch, &config, Metrics::new());
+    let app = emco_service::app(orch, &config, Metrics::new());
     let get = |token: &'static str| {
         let app = app.clone();
         async move {

@@ -712,7 +712,7 @@ fn builtin_controllers_register_by_emco_names() {
     }
     let (status, list) = request(addr, "GET", "/v2/controllers", "").unwrap();
     assert_eq!(status, 200);
-    for name in emco_server::BUILTIN_CONTROLLERS.iter().chain(&["rsync"]) {
+    for name in emco_service::BUILTIN_CONTROLLERS.iter().chain(&["rsync"]) {
         assert!(list.contains(&format!("\"name\":\"{name}\"")), "{list}");
     }
 

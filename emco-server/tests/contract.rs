@@ -13,7 +13,7 @@
 
 use axum::body::Body;
 use emco_orchestrator::Orchestrator;
-use emco_server::{Config, Metrics};
+use emco_service::{Config, Metrics};
 use emco_store::InMemoryResourceStore;
 use http::Request;
 use http_body_util::BodyExt;
@@ -98,7 +98,7 @@ use Body_::{Any, Empty, Json, Text};
 
 fn app() -> axum::Router {
     let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
-    emco_server::app(orch, &Config::default(), Metrics::new())
+    emco_service::app(orch, &Config::default(), Metrics::new())
 }
 
 /// The method and path of every row sent, for [`every_route_has_a_row`].
@@ -3695,7 +3695,7 @@ async fn ncm_table(rec: &Recorder) {
         .create_cluster("edge", &c1, Some(&kubeconfig))
         .await
         .unwrap();
-    let app = emco_server::app(orch, &Config::default(), Metrics::new());
+    let app = emco_service::app(orch, &Config::default(), Metrics::new());
     let c = "/v2/cluster-providers/edge/clusters/c1";
     let nets = format!("{c}/networks");
     let pnets = format!("{c}/provider-networks");
@@ -6156,7 +6156,7 @@ async fn every_route_has_a_row() {
     tac_table(&rec).await;
     let sent = rec.0.into_inner().unwrap();
 
-    let doc = emco_go::yaml::parse(emco_server::OPENAPI).unwrap();
+    let doc = emco_go::yaml::parse(emco_service::OPENAPI).unwrap();
     let mut routes: Vec<(String, String)> = Vec::new();
     for (path, ops) in doc["paths"].as_object().unwrap() {
         if OURS.contains(&path.as_str()) {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use emco_orchestrator::Orchestrator;
-use emco_server::{Config, Metrics};
+use emco_service::{Config, Metrics};
 use emco_store::InMemoryResourceStore;
 use http::Request;
 use http_body_util::BodyExt;
@@ -180,7 +180,7 @@ fn multipart(metadata: &[u8], file: &[u8]) -> Vec<u8> {
 /// DIG d, cluster provider cp with cluster c, logical cloud lc.
 async fn world() -> axum::Router {
     let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
-    let app = emco_server::app(orch, &Config::default(), Metrics::new());
+    let app = emco_service::app(orch, &Config::default(), Metrics::new());
     let json = |v: Value| v.to_string().into_bytes();
     for (path, body) in [
         ("/v2/projects", json!({"metadata": {"name": "p"}})),

@@ -10,8 +10,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use emco_server::Config;
-use emco_server::tls::TlsFiles;
+use emco_service::Config;
+use emco_service::tls::TlsFiles;
 use emco_store::AppContextStore;
 use emco_testkit::free_addr;
 use http_body_util::BodyExt as _;
@@ -177,7 +177,7 @@ async fn rest_and_grpc_over_tls_with_client_certificates_and_a_reloaded_certific
         })
     );
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(emco_server::serve(config, async {
+    let server = tokio::spawn(emco_service::serve(config, async {
         let _ = stopped.await;
     }));
     let anonymous = client(&ca, None, b"http/1.1");

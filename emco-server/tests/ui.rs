@@ -10,7 +10,7 @@ use axum::body::Body;
 use emco_core::Metadata;
 use emco_core::model::Cluster;
 use emco_orchestrator::Orchestrator;
-use emco_server::{Config, Metrics};
+use emco_service::{Config, Metrics};
 use emco_store::InMemoryResourceStore;
 use http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
@@ -31,7 +31,7 @@ struct Ui {
 impl Ui {
     fn new() -> Self {
         let orch = Orchestrator::new(Arc::new(InMemoryResourceStore::new()));
-        let app = emco_server::app(orch.clone(), &Config::default(), Metrics::new());
+        let app = emco_service::app(orch.clone(), &Config::default(), Metrics::new());
         Self { orch, app }
     }
 

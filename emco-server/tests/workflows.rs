@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::call;
 use emco_orchestrator::Orchestrator;
-use emco_server::{Config, Metrics};
+use emco_service::{Config, Metrics};
 use emco_store::InMemoryResourceStore;
 use emco_testkit::temporal::{TASK_QUEUE, TemporalKit as Kit};
 use serde_json::{Value, json};
@@ -29,7 +29,7 @@ fn app(call_timeout: Duration, temporal_server: Option<String>) -> axum::Router 
     config.workflows.temporal.call = call_timeout;
     config.workflows.temporal.wait = Duration::from_secs(60);
     config.workflows.invoke = call_timeout;
-    emco_server::app(orch, &config, Metrics::new())
+    emco_service::app(orch, &config, Metrics::new())
 }
 
 async fn send(app: &axum::Router, method: &str, path: &str, body: Option<Value>) -> (u16, String) {

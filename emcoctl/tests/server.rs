@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use emco_orchestrator::Orchestrator;
-use emco_server::{Config, Metrics};
+use emco_service::{Config, Metrics};
 use emcoctl::cli::load_documents;
 use emcoctl::client::Client;
 use emcoctl::ops::{self, Command, Options, Outcome};
@@ -24,8 +24,8 @@ async fn serve(dir: &Path) -> String {
         data_dir: dir.join("data"),
         ..Config::default()
     };
-    let store = emco_server::open_store(&config).await.unwrap();
-    let app = emco_server::app(Orchestrator::new(store), &config, Metrics::new());
+    let store = emco_service::open_store(&config).await.unwrap();
+    let app = emco_service::app(Orchestrator::new(store), &config, Metrics::new());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -1057,7 +1057,7 @@ async fn test_dependency_instantiate_watch_status_delete() {
         .unwrap();
     let cancel = tokio_util::sync::CancellationToken::new();
     orch.start(cancel.clone()).await.unwrap();
-    let app = emco_server::app(orch, &Config::default(), Metrics::new());
+    let app = emco_service::app(orch, &Config::default(), Metrics::new());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let server = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });

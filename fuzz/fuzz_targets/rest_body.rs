@@ -39,7 +39,7 @@ fn server() -> &'static Server {
             .expect("a runtime");
         let store = Arc::new(emco_store::InMemoryResourceStore::new());
         let orch = emco_orchestrator::Orchestrator::new(store);
-        let app = emco_server::app(orch, &emco_server::Config::default(), emco_server::Metrics::new());
+        let app = emco_service::app(orch, &emco_service::Config::default(), emco_service::Metrics::new());
         let server = Server { rt, app };
         for (path, body) in [
             ("/v2/projects", r#"{"metadata":{"name":"p"}}"#),

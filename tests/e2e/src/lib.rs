@@ -259,8 +259,8 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
 
 /// The server configuration for `stores` with its data in `dir`, or `None` (after printing
 /// why) when etcd + MongoDB are not configured.
-fn server_config(stores: Backends, dir: &Path) -> Option<emco_server::Config> {
-    let mut config = emco_server::Config {
+fn server_config(stores: Backends, dir: &Path) -> Option<emco_service::Config> {
+    let mut config = emco_service::Config {
         data_dir: dir.join("data"),
         // Nothing is unreachable in these scenarios unless a test makes it so: retry soon.
         rsync_max_backoff: Duration::from_secs(1),
@@ -272,7 +272,7 @@ fn server_config(stores: Backends, dir: &Path) -> Option<emco_server::Config> {
             interval: Duration::from_millis(500),
             grace: Duration::from_secs(2),
         },
-        ..emco_server::Config::default()
+        ..emco_service::Config::default()
     };
     if stores == Backends::EtcdMongo {
         let (Ok(etcd), Ok(mongo)) = (
@@ -285,14 +285,14 @@ fn server_config(stores: Backends, dir: &Path) -> Option<emco_server::Config> {
             );
             return None;
         };
-        config.backend = emco_server::Backend::Mongo;
+        config.backend = emco_service::Backend::Mongo;
         config.mongo_uri = Some(mongo);
         // A fresh database per environment: runs and parallel tests do not collide.
         config.mongo_database = emco_store::conformance::unique_prefix("emco_e2e_")
             .replace(['/', '-'], "_")
             .trim_end_matches('_')
             .to_owned();
-        config.context_backend = emco_server::ContextBackend::Etcd;
+        config.context_backend = emco_service::ContextBackend::Etcd;
         config.etcd_endpoints = vec![etcd];
         // Its own key space: other tests' engines on the same etcd must not resume (and so
         // race on) this environment's contexts, nor this one theirs.
@@ -305,7 +305,7 @@ fn server_config(stores: Backends, dir: &Path) -> Option<emco_server::Config> {
             eprintln!("cannot write {}", keys.display());
             return None;
         }
-        config.secrets = Some(emco_server::SecretsKeys::File(keys));
+        config.secrets = Some(emco_service::SecretsKeys::File(keys));
     }
     Some(config)
 }
@@ -342,9 +342,9 @@ impl Env {
         };
         // The server's own composition: its stores, and its orchestrator with the built-in
         // controllers in-process under their EMCO names.
-        let stores = emco_server::open_stores(&server_config).await?;
-        let orch = emco_server::orchestrator(&server_config, stores)?;
-        let app = emco_server::app(orch.clone(), &server_config, emco_server::Metrics::new());
+        let stores = emco_service::open_stores(&server_config).await?;
+        let orch = emco_service::orchestrator(&server_config, stores)?;
+        let app = emco_service::app(orch.clone(), &server_config, emco_service::Metrics::new());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(io("cannot listen on loopback"))?;

@@ -1,6 +1,8 @@
-//! # emco-server
+//! # emco-service
 //!
-//! The reference EMCO server: a thin composition of `emco-orchestrator` and its run-time parts.
+//! The EMCO service as a library: a thin composition of `emco-orchestrator` and its run-time
+//! parts. The binary `emco-server` serves it; emco-py embeds it in a Python process (the same
+//! stores, controllers, routes and authorization rules, without a socket).
 //!
 //! - REST (axum, default `127.0.0.1:9015`, EMCO's orchestrator port): EMCO's REST API v2 from
 //!   `emco_orchestrator::rest::router`, the intent routes of the built-in controllers (gac's
@@ -20,16 +22,16 @@
 //!
 //! Configuration comes from a YAML file, flags and the environment (`EMCO_*`, see [`Config`]).
 //! [`serve`] runs it all until a shutdown future resolves, then drains; the binary `emco-server`
-//! calls it with SIGTERM/SIGINT.
+//! calls it with SIGTERM/SIGINT, after its logs and the open-files limit.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let config = emco_server::Config::from_args([
+//! let config = emco_service::Config::from_args([
 //!     "emco-server", "--backend", "memory", "--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0",
 //! ])?
 //! .ok_or("--help was asked")?;
 //! // Serves until the shutdown future resolves (here at once), then drains.
-//! tokio::runtime::Runtime::new()?.block_on(emco_server::serve(config, async {}))?;
+//! tokio::runtime::Runtime::new()?.block_on(emco_service::serve(config, async {}))?;
 //! # Ok(()) }
 //! ```
 

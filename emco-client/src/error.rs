@@ -73,7 +73,7 @@ impl CtlError {
     }
 
     /// The output could not be written (a closed pipe, a full disk).
-    pub(crate) fn write(e: std::io::Error) -> Self {
+    pub fn write(e: std::io::Error) -> Self {
         Self::Request(format!("cannot write the output: {e}"))
     }
 
