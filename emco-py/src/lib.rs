@@ -2,9 +2,9 @@
 //!
 //! The native half of the Python package `emco` (built with maturin; the Python half is in
 //! `python/emco`). It holds no business logic: every call is a request of EMCO's REST API,
-//! sent either over the network to an emco-server (or EMCO), or, for an orchestrator embedded in
-//! the Python process, straight to the reference server's router without a socket. Both ways
-//! give the same answers, so the Python API is one API.
+//! sent either over the network to an emco-server (or EMCO), or, for an orchestrator embedded
+//! in the Python process, straight to emco-service's app (the router emco-server serves)
+//! without a socket. Both ways give the same answers, so the Python API is one API.
 //!
 //! One tokio runtime serves every transport of the process. Blocking calls release the GIL and
 //! look for signals every [`SIGNAL_POLL`], so Ctrl-C interrupts them.
@@ -151,7 +151,7 @@ fn method(name: &str) -> PyResult<Method> {
         .map_err(|_| PyValueError::new_err(format!("not an HTTP method: {name:?}")))
 }
 
-/// The reference server's router as a server in this process.
+/// emco-service's app as a server in this process.
 fn local_server(app: axum::Router) -> LocalServer {
     Arc::new(move |req: http::Request<RequestBody>| {
         let app = app.clone();

@@ -169,6 +169,27 @@ def test_an_unreachable_server_is_unavailable() -> None:
         emco.Client("ftp://nowhere")
 
 
+def test_routes_are_the_openapi_document_s_and_every_method_reaches_its_operation() -> None:
+    from emco._base import route
+    from emco._operations import OPERATIONS
+
+    dig = emco.DigRef("p 1", "ca/x", "v1", "d?1")
+    # Each parameter is one quoted segment, in the route's order; a query goes after it.
+    assert route("getDeploymentIntentGroupStatus", *dig.params, query=[("app", "a"),
+                                                                      ("app", "b")]) == (
+        "GET", "/v2/projects/p%201/composite-apps/ca%2Fx/v1/deployment-intent-groups/d%3F1"
+        "/status?app=a&app=b")
+    assert dig.path == route("getDeploymentIntentGroup", *dig.params)[1]
+    with pytest.raises(TypeError, match="takes 2 path parameters"):
+        route("getCluster", "provider")
+    # The document served is the one the routes were generated from.
+    with emco.Orchestrator.in_memory() as orch:
+        served = orch.request("GET", "/v2/openapi.yaml")
+    for op, (method, path) in OPERATIONS.items():
+        assert f"operationId: {op}\n" in served
+        assert f"  {path}:\n" in served, (op, method)
+
+
 def test_an_embedded_orchestrator_keeps_its_objects_in_its_data_dir(tmp_path: Path) -> None:
     with emco.Orchestrator.embedded(tmp_path / "data") as orch:
         assert orch.is_embedded

@@ -6,8 +6,9 @@
 //! input with a 500, or silently writes another object than the URL names; we keep a 4xx.
 //!
 //! Each service's table is an `async fn *_table` run by its own test; `every_route_has_a_row`
-//! runs them all and fails for any route and method served (`openapi.yaml` and the routes it
-//! leaves out) that no row sends.
+//! runs them all and fails for any route and method of `openapi.yaml` that no row sends; the
+//! document names every route served (a route it left out would be missing from emco-py too,
+//! whose client is generated from it: `python_client_is_generated_from_the_document`).
 
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
@@ -5474,200 +5475,153 @@ async fn sfc() {
     sfc_table(&Recorder::default()).await;
 }
 
-/// Routes served outside `openapi.yaml`: dtc's and ovnaction's intents, clm's sync objects,
-/// ca-certs' objects.
-const UNDOCUMENTED: &[(&str, &str)] = &[
-    ("POST", "/v2/cluster-providers/{clusterProvider}/ca-certs"),
-    ("GET", "/v2/cluster-providers/{clusterProvider}/ca-certs"),
-    (
-        "GET",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}",
-    ),
-    (
-        "PUT",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}",
-    ),
-    (
-        "DELETE",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}",
-    ),
-    (
-        "POST",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/clusters",
-    ),
-    (
-        "GET",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/clusters",
-    ),
-    (
-        "GET",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/clusters/{cluster}",
-    ),
-    (
-        "PUT",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/clusters/{cluster}",
-    ),
-    (
-        "DELETE",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/clusters/{cluster}",
-    ),
-    ("POST", "/v2/projects/{project}/ca-certs"),
-    ("GET", "/v2/projects/{project}/ca-certs"),
-    ("GET", "/v2/projects/{project}/ca-certs/{caCert}"),
-    ("PUT", "/v2/projects/{project}/ca-certs/{caCert}"),
-    ("DELETE", "/v2/projects/{project}/ca-certs/{caCert}"),
-    (
-        "POST",
-        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds",
-    ),
-    (
-        "GET",
-        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds",
-    ),
-    (
-        "GET",
-        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}",
-    ),
-    (
-        "PUT",
-        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}",
-    ),
-    (
-        "DELETE",
-        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}",
-    ),
-    (
-        "POST",
-        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}/clusters",
-    ),
-    (
-        "GET",
-        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}/clusters",
-    ),
-    (
-        "GET",
-        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}/clusters/{cluster}",
-    ),
-    (
-        "POST",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/enrollment/instantiate",
-    ),
-    (
-        "POST",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/enrollment/terminate",
-    ),
-    (
-        "POST",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/enrollment/update",
-    ),
-    (
-        "GET",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/enrollment/status",
-    ),
-    (
-        "POST",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/distribution/instantiate",
-    ),
-    (
-        "POST",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/distribution/terminate",
-    ),
-    (
-        "POST",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/distribution/update",
-    ),
-    (
-        "GET",
-        "/v2/cluster-providers/{clusterProvider}/ca-certs/{caCert}/distribution/status",
-    ),
-    (
-        "POST",
-        "/v2/projects/{project}/ca-certs/{caCert}/enrollment/instantiate",
-    ),
-    (
-        "POST",
-        "/v2/projects/{project}/ca-certs/{caCert}/enrollment/terminate",
-    ),
-    (
-        "POST",
-        "/v2/projects/{project}/ca-certs/{caCert}/enrollment/update",
-    ),
-    (
-        "GET",
-        "/v2/projects/{project}/ca-certs/{caCert}/enrollment/status",
-    ),
-    (
-        "POST",
-        "/v2/projects/{project}/ca-certs/{caCert}/distribution/instantiate",
-    ),
-    (
-        "POST",
-        "/v2/projects/{project}/ca-certs/{caCert}/distribution/terminate",
-    ),
-    (
-        "POST",
-        "/v2/projects/{project}/ca-certs/{caCert}/distribution/update",
-    ),
-    (
-        "GET",
-        "/v2/projects/{project}/ca-certs/{caCert}/distribution/status",
-    ),
-    (
-        "PUT",
-        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}/clusters/{cluster}",
-    ),
-    (
-        "DELETE",
-        "/v2/projects/{project}/ca-certs/{caCert}/logical-clouds/{lc}/clusters/{cluster}",
-    ),
-    ("POST", "/v2/dtc-controllers"),
-    ("GET", "/v2/dtc-controllers"),
-    ("GET", "/v2/dtc-controllers/{dtcController}"),
-    ("PUT", "/v2/dtc-controllers/{dtcController}"),
-    ("DELETE", "/v2/dtc-controllers/{dtcController}"),
-    (
-        "POST",
-        "/v2/cluster-providers/{clusterProvider}/cluster-sync-objects",
-    ),
-    (
-        "GET",
-        "/v2/cluster-providers/{clusterProvider}/cluster-sync-objects",
-    ),
-    (
-        "GET",
-        "/v2/cluster-providers/{clusterProvider}/cluster-sync-objects/{cso}",
-    ),
-    (
-        "PUT",
-        "/v2/cluster-providers/{clusterProvider}/cluster-sync-objects/{cso}",
-    ),
-    (
-        "DELETE",
-        "/v2/cluster-providers/{clusterProvider}/cluster-sync-objects/{cso}",
-    ),
-];
+// ---- ours, not EMCO's: rollouts in waves, drift policies, preview ----
+// emco-core/src/rollout.rs, drift.rs, preview.rs; emco-orchestrator/src/rest/lifecycle.rs. Each
+// policy is a DIG's object like EMCO's intents (same codes); the rollout of a group never
+// instantiated is missing; a preview of a group without apps says what is missing.
+async fn ours_table(rec: &Recorder) {
+    let app = app();
+    run(&app, rec, group_rows()).await;
+    let policy = json!({"metadata": {"name": "waves"}, "spec": {"waves": [{"name": "canary", "count": 1}, {}]}});
+    let drift = json!({"metadata": {"name": "correct"}, "spec": {"action": "correct"}});
+    let mut rows = Vec::new();
+    for (collection, body) in [("rollout-policies", policy), ("drift-policies", drift)] {
+        let c = format!("{DIG}/{collection}");
+        let name = body["metadata"]["name"].as_str().unwrap().to_owned();
+        let item = format!("{c}/{name}");
+        rows.extend([
+            row("POST", &c, Some(body.clone()), 201, Any, "ours: create"),
+            row("POST", &c, Some(body.clone()), 409, Any, "ours: duplicate"),
+            row("GET", &c, None, 200, Any, "ours: list"),
+            row("GET", &item, None, 200, Any, "ours: get"),
+            row(
+                "PUT",
+                &item,
+                Some(body),
+                201,
+                Any,
+                "ours: replace (201, as EMCO's orchestrator answers every PUT)",
+            ),
+            row("DELETE", &item, None, 204, Empty, "ours: delete"),
+            row("GET", &item, None, 404, Any, "ours: gone"),
+        ]);
+    }
+    rows.extend([
+        row(
+            "GET",
+            format!("{DIG}/preview"),
+            None,
+            409,
+            Any,
+            "ours: preview of a group without apps",
+        ),
+        row(
+            "GET",
+            format!("{DIG}/preview?detail=nope"),
+            None,
+            400,
+            Any,
+            "ours: bad preview option",
+        ),
+        row(
+            "GET",
+            format!("{DIG}/rollout"),
+            None,
+            404,
+            Any,
+            "ours: never rolled out",
+        ),
+        row(
+            "POST",
+            format!("{DIG}/rollout/approve"),
+            None,
+            404,
+            Any,
+            "ours: no rollout to approve",
+        ),
+        row(
+            "POST",
+            format!("{DIG}/rollout/pause"),
+            None,
+            404,
+            Any,
+            "ours: no rollout to pause",
+        ),
+        row(
+            "POST",
+            format!("{DIG}/rollout/resume"),
+            None,
+            404,
+            Any,
+            "ours: no rollout to resume",
+        ),
+        row(
+            "POST",
+            format!("{DIG}/rollout/abort"),
+            None,
+            404,
+            Any,
+            "ours: no rollout to abort",
+        ),
+    ]);
+    run(&app, rec, rows).await;
+}
 
-/// The intent levels under a DIG served outside `openapi.yaml`, each a collection segment and
-/// its item parameter, nested in order.
-const UNDOCUMENTED_UNDER_DIG: &[&[(&str, &str)]] = &[
-    &[
-        ("traffic-group-intents", "tgi"),
-        ("inbound-intents", "isi"),
-        ("clients", "ici"),
-        ("access-points", "ap"),
-    ],
-    &[
-        ("network-controller-intent", "nci"),
-        ("workload-intents", "wi"),
-        ("interfaces", "if"),
-    ],
-    &[("network-chains", "sfc"), ("links", "l")],
-    &[("network-chains", "sfc"), ("client-selectors", "cs")],
-    &[("network-chains", "sfc"), ("provider-networks", "pn")],
-    &[("sfc-clients", "c")],
-];
+#[tokio::test]
+async fn ours() {
+    ours_table(&Recorder::default()).await;
+}
 
-/// Routes of ours, not EMCO's: no contract row.
+/// emco-py's client (`emco-py/python/emco/_operations.py`) is the document's operations: the
+/// method and route of each operationId, and the ids as a type mypy checks every call against.
+/// `EMCO_BLESS=1 cargo test -p emco-server --test contract python_client` writes it after a
+/// change of the document.
+#[test]
+fn python_client_is_generated_from_the_document() {
+    let doc = emco_go::yaml::parse(emco_service::OPENAPI).unwrap();
+    let mut ops = std::collections::BTreeMap::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if !["get", "post", "put", "delete"].contains(&method.as_str()) {
+                continue;
+            }
+            let id = op["operationId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            let before = ops.insert(id.to_owned(), (method.to_uppercase(), path.clone()));
+            assert!(before.is_none(), "operationId {id} is given twice");
+        }
+    }
+    let mut text = String::from(
+        "\"\"\"The operations of EMCO's REST API: the method and route of each operationId of the\n\
+         OpenAPI document emco-server serves at /v2/openapi.yaml (emco-service/openapi.yaml).\n\
+         Generated by emco-server/tests/contract.rs (python_client_is_generated_from_the_document);\n\
+         do not edit.\"\"\"\n\nfrom typing import Dict, Literal, Tuple\n\nOperationId = Literal[\n",
+    );
+    for id in ops.keys() {
+        text.push_str(&format!("    \"{id}\",\n"));
+    }
+    text.push_str("]\n\nOPERATIONS: Dict[str, Tuple[str, str]] = {\n");
+    for (id, (method, path)) in &ops {
+        text.push_str(&format!("    \"{id}\": (\"{method}\", \"{path}\"),\n"));
+    }
+    text.push_str("}\n");
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../emco-py/python/emco/_operations.py");
+    if std::env::var_os("EMCO_BLESS").is_some() {
+        std::fs::write(&file, &text).unwrap();
+    }
+    let written = std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(
+        written == text,
+        "{} is not the document's operations: EMCO_BLESS=1 cargo test -p emco-server --test \
+         contract python_client",
+        file.display()
+    );
+}
+
+/// Routes outside the REST API (health, readiness, metrics, the document itself): no contract
+/// row.
 const OURS: &[&str] = &["/healthz", "/readyz", "/metrics", "/v2/openapi.yaml"];
 
 /// Whether the path `path` (a query ignored) is an instance of the route template `template`
@@ -6137,8 +6091,7 @@ async fn tac() {
     tac_table(&Recorder::default()).await;
 }
 
-/// Every route and method served (those of `openapi.yaml` and [`UNDOCUMENTED`]) has at least
-/// one contract row.
+/// Every route and method of `openapi.yaml` has at least one contract row.
 #[tokio::test]
 async fn every_route_has_a_row() {
     let rec = Recorder::default();
@@ -6154,6 +6107,7 @@ async fn every_route_has_a_row() {
     ca_certs_table(&rec).await;
     workflowmgr_table(&rec).await;
     tac_table(&rec).await;
+    ours_table(&rec).await;
     let sent = rec.0.into_inner().unwrap();
 
     let doc = emco_go::yaml::parse(emco_service::OPENAPI).unwrap();
@@ -6166,27 +6120,6 @@ async fn every_route_has_a_row() {
             if ["get", "post", "put", "delete"].contains(&method.as_str()) {
                 routes.push((method.to_uppercase(), path.clone()));
             }
-        }
-    }
-    for (method, path) in UNDOCUMENTED {
-        routes.push(((*method).to_owned(), (*path).to_owned()));
-    }
-    let dig = "/v2/projects/{project}/composite-apps/{compositeApp}/{compositeAppVersion}/deployment-intent-groups/{deploymentIntentGroup}";
-    for levels in UNDOCUMENTED_UNDER_DIG {
-        let mut parent = dig.to_owned();
-        for (segment, param) in *levels {
-            let collection = format!("{parent}/{segment}");
-            let item = format!("{collection}/{{{param}}}");
-            for (method, path) in [
-                ("POST", &collection),
-                ("GET", &collection),
-                ("GET", &item),
-                ("PUT", &item),
-                ("DELETE", &item),
-            ] {
-                routes.push((method.to_owned(), path.clone()));
-            }
-            parent = item;
         }
     }
     assert!(routes.len() > 200, "{} routes", routes.len());

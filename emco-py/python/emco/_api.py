@@ -1,6 +1,7 @@
 """One API over two ways in: `Client` (an emco-server or EMCO over REST) and `Orchestrator` (the
-orchestrator and rsync embedded in this process). Every method is a request of EMCO's REST API;
-the answers are the same either way."""
+orchestrator and rsync embedded in this process). Every method is an operation of EMCO's REST
+API, named by its operationId in the OpenAPI document (routes in `_operations`, generated from
+it); the answers are the same either way."""
 
 import argparse
 import asyncio
@@ -20,7 +21,6 @@ from typing import (
     Tuple,
     Union,
 )
-from urllib.parse import urlencode
 
 from ._base import (
     DigRef,
@@ -28,12 +28,11 @@ from ._base import (
     LogicalCloudRef,
     PathLike,
     Principal,
+    Query,
     Target,
     as_file,
     as_tgz,
-    ca_path,
     meta,
-    q,
 )
 from ._emco import Context, ControllerServer as _NativeServer, Transport
 from ._errors import AlreadyExists, EmcoError, NotFound, error_for
@@ -80,30 +79,30 @@ class _Api(IntentsApi, WorkflowsApi):
 
     def create_project(self, name: str, description: str = "") -> Project:
         return Project.from_json(
-            self._call("POST", "/v2/projects", {"metadata": meta(name, description)}))
+            self._op("createProject", body={"metadata": meta(name, description)}))
 
     def get_project(self, name: str) -> Project:
-        return Project.from_json(self._call("GET", f"/v2/projects/{q(name)}"))
+        return Project.from_json(self._op("getProject", name))
 
     def list_projects(self) -> List[Project]:
-        return Project.list_from_json(self._call("GET", "/v2/projects"))
+        return Project.list_from_json(self._op("listProjects"))
 
     def delete_project(self, name: str) -> None:
-        self._call("DELETE", f"/v2/projects/{q(name)}")
+        self._op("deleteProject", name)
 
     def create_cluster_provider(self, name: str, description: str = "") -> ClusterProvider:
         return ClusterProvider.from_json(
-            self._call("POST", "/v2/cluster-providers", {"metadata": meta(name, description)}))
+            self._op("createClusterProvider", body={"metadata": meta(name, description)}))
 
     def get_cluster_provider(self, name: str) -> ClusterProvider:
         return ClusterProvider.from_json(
-            self._call("GET", f"/v2/cluster-providers/{q(name)}"))
+            self._op("getClusterProvider", name))
 
     def list_cluster_providers(self) -> List[ClusterProvider]:
-        return ClusterProvider.list_from_json(self._call("GET", "/v2/cluster-providers"))
+        return ClusterProvider.list_from_json(self._op("listClusterProviders"))
 
     def delete_cluster_provider(self, name: str) -> None:
-        self._call("DELETE", f"/v2/cluster-providers/{q(name)}")
+        self._op("deleteClusterProvider", name)
 
     def create_cluster(
         self,
@@ -115,60 +114,51 @@ class _Api(IntentsApi, WorkflowsApi):
     ) -> Cluster:
         """Registers cluster `name` with its kubeconfig (a path to the file, or its text) and
         its `labels`."""
-        path = f"/v2/cluster-providers/{q(provider)}/clusters"
         metadata = {"metadata": meta(name, description)}
         with as_file(kubeconfig, "kubeconfig") as file:
-            cluster = Cluster.from_json(self._upload("POST", path, metadata, [("file", file)]))
+            cluster = Cluster.from_json(self._op_upload("createCluster", provider,
+                                                        metadata=metadata,
+                                                        files=[("file", file)]))
         for label in labels:
             self.add_cluster_label(provider, name, label)
         return cluster
 
     def get_cluster(self, provider: str, name: str) -> Cluster:
-        path = f"/v2/cluster-providers/{q(provider)}/clusters/{q(name)}"
-        return Cluster.from_json(self._call("GET", path))
+        return Cluster.from_json(self._op("getCluster", provider, name))
 
     def list_clusters(self, provider: str) -> List[Cluster]:
         """The clusters of `provider`."""
-        path = f"/v2/cluster-providers/{q(provider)}/clusters"
-        return Cluster.list_from_json(self._call("GET", path))
+        return Cluster.list_from_json(self._op("listClusters", provider))
 
     def clusters_with_label(self, provider: str, label: str) -> List[str]:
         """The names of the clusters of `provider` that have `label`."""
-        path = f"/v2/cluster-providers/{q(provider)}/clusters?{urlencode({'label': label})}"
-        return list(self._call("GET", path) or [])
+        return list(self._op("listClusters", provider, query={"label": label}) or [])
 
     def delete_cluster(self, provider: str, name: str) -> None:
-        self._call("DELETE", f"/v2/cluster-providers/{q(provider)}/clusters/{q(name)}")
+        self._op("deleteCluster", provider, name)
 
     def add_cluster_label(self, provider: str, cluster: str, label: str) -> None:
-        path = f"/v2/cluster-providers/{q(provider)}/clusters/{q(cluster)}/labels"
-        self._call("POST", path, {"clusterLabel": label})
+        self._op("createClusterLabel", provider, cluster, body={"clusterLabel": label})
 
     def list_cluster_labels(self, provider: str, cluster: str) -> List[str]:
-        path = f"/v2/cluster-providers/{q(provider)}/clusters/{q(cluster)}/labels"
-        return [str(label.get("clusterLabel", "")) for label in self._call("GET", path) or []]
+        return [str(label.get("clusterLabel", ""))
+                for label in self._op("listClusterLabels", provider, cluster) or []]
 
     def delete_cluster_label(self, provider: str, cluster: str, label: str) -> None:
-        path = f"/v2/cluster-providers/{q(provider)}/clusters/{q(cluster)}/labels/{q(label)}"
-        self._call("DELETE", path)
+        self._op("deleteClusterLabel", provider, cluster, label)
 
     def create_cluster_kv_pairs(self, provider: str, cluster: str, name: str,
                                 kv: Mapping[str, Any], description: str = "") -> KvPairs:
         """Key-value pairs of a cluster (its ingress gateway for its, multus for ncm, ...)."""
-        path = f"/v2/cluster-providers/{q(provider)}/clusters/{q(cluster)}/kv-pairs"
         body = {"metadata": meta(name, description),
                 "spec": {"kv": [{k: v} for k, v in kv.items()]}}
-        return KvPairs.from_json(self._call("POST", path, body))
+        return KvPairs.from_json(self._op("createClusterKvPair", provider, cluster, body=body))
 
     def get_cluster_kv_pairs(self, provider: str, cluster: str, name: str) -> KvPairs:
-        path = (f"/v2/cluster-providers/{q(provider)}/clusters/{q(cluster)}/kv-pairs/"
-                f"{q(name)}")
-        return KvPairs.from_json(self._call("GET", path))
+        return KvPairs.from_json(self._op("getClusterKvPair", provider, cluster, name))
 
     def delete_cluster_kv_pairs(self, provider: str, cluster: str, name: str) -> None:
-        path = (f"/v2/cluster-providers/{q(provider)}/clusters/{q(cluster)}/kv-pairs/"
-                f"{q(name)}")
-        self._call("DELETE", path)
+        self._op("deleteClusterKvPair", provider, cluster, name)
 
     # ---- controllers ------------------------------------------------------------------------
 
@@ -178,13 +168,13 @@ class _Api(IntentsApi, WorkflowsApi):
         (its deployment intent groups name it in their intents) or `placement`."""
         body = {"metadata": meta(name),
                 "spec": {"host": host, "port": port, "type": type, "priority": priority}}
-        return ControllerRegistration.from_json(self._call("POST", "/v2/controllers", body))
+        return ControllerRegistration.from_json(self._op("createController", body=body))
 
     def list_controllers(self) -> List[ControllerRegistration]:
-        return ControllerRegistration.list_from_json(self._call("GET", "/v2/controllers"))
+        return ControllerRegistration.list_from_json(self._op("listControllers"))
 
     def delete_controller(self, name: str) -> None:
-        self._call("DELETE", f"/v2/controllers/{q(name)}")
+        self._op("deleteController", name)
 
     # ---- logical clouds --------------------------------------------------------------------
 
@@ -206,8 +196,7 @@ class _Api(IntentsApi, WorkflowsApi):
         if user:
             spec["user"] = {"userName": user, "type": "certificate"}
         lc = LogicalCloudRef(project, name)
-        self._call("POST", f"/v2/projects/{q(project)}/logical-clouds",
-                   {"metadata": meta(name), "spec": spec})
+        self._op("createLogicalCloud", project, body={"metadata": meta(name), "spec": spec})
         for provider, cluster in clusters:
             self.add_cluster_reference(lc, provider, cluster)
         return lc
@@ -216,7 +205,7 @@ class _Api(IntentsApi, WorkflowsApi):
         """Adds `(provider, cluster)` to a logical cloud (an instantiated one gets it with its
         next `update`); returns the reference's name, `<provider>-<cluster>`."""
         name = f"{provider}-{cluster}"
-        self._call("POST", f"{lc.path}/cluster-references", {
+        self._op("createClusterReference", *lc.params, body={
             "metadata": meta(name),
             "spec": {"clusterProvider": provider, "cluster": cluster,
                      "loadBalancerIP": "0.0.0.0"},
@@ -224,89 +213,86 @@ class _Api(IntentsApi, WorkflowsApi):
         return name
 
     def delete_cluster_reference(self, lc: LogicalCloudRef, reference: str) -> None:
-        self._call("DELETE", f"{lc.path}/cluster-references/{q(reference)}")
+        self._op("deleteClusterReference", *lc.params, reference)
 
     def logical_cloud_kubeconfig(self, lc: LogicalCloudRef, reference: str) -> str:
         """The kubeconfig a standard logical cloud's user has for the cluster of `reference`."""
-        return str(self._call("GET", f"{lc.path}/cluster-references/{q(reference)}/kubeconfig"))
+        return str(self._op("getClusterReferenceKubeconfig", *lc.params, reference))
 
     def get_logical_cloud(self, lc: LogicalCloudRef) -> LogicalCloud:
-        return LogicalCloud.from_json(self._call("GET", lc.path))
+        return LogicalCloud.from_json(self._op("getLogicalCloud", *lc.params))
 
     def list_logical_clouds(self, project: str) -> List[LogicalCloud]:
-        path = f"/v2/projects/{q(project)}/logical-clouds"
-        return LogicalCloud.list_from_json(self._call("GET", path))
+        return LogicalCloud.list_from_json(self._op("listLogicalClouds", project))
 
     def delete_logical_cloud(self, lc: LogicalCloudRef) -> None:
         """Deletes a (terminated) logical cloud and its cluster references."""
-        for ref in self._call("GET", f"{lc.path}/cluster-references") or []:
+        for ref in self._op("listClusterReferences", *lc.params) or []:
             self.delete_cluster_reference(lc, (ref.get("metadata") or {}).get("name", ""))
-        self._call("DELETE", lc.path)
+        self._op("deleteLogicalCloud", *lc.params)
 
     # ---- composite apps ---------------------------------------------------------------------
 
     def create_composite_app(self, project: str, name: str, version: str,
                              description: str = "") -> CompositeApp:
-        return CompositeApp.from_json(self._call(
-            "POST", f"/v2/projects/{q(project)}/composite-apps",
-            {"metadata": meta(name, description), "spec": {"compositeAppVersion": version}}))
+        return CompositeApp.from_json(self._op("createCompositeApp", project, body={
+            "metadata": meta(name, description), "spec": {"compositeAppVersion": version}}))
 
     def get_composite_app(self, project: str, name: str, version: str) -> CompositeApp:
-        return CompositeApp.from_json(self._call("GET", ca_path(project, name, version)))
+        return CompositeApp.from_json(self._op("getCompositeApp", project, name, version))
 
     def list_composite_apps(self, project: str) -> List[CompositeApp]:
-        path = f"/v2/projects/{q(project)}/composite-apps"
-        return CompositeApp.list_from_json(self._call("GET", path))
+        return CompositeApp.list_from_json(self._op("listCompositeApps", project))
 
     def delete_composite_app(self, project: str, name: str, version: str) -> None:
-        self._call("DELETE", ca_path(project, name, version))
+        self._op("deleteCompositeApp", project, name, version)
 
     def create_app(self, project: str, composite_app: str, version: str, name: str,
                    chart: PathLike, description: str = "") -> App:
         """Adds app `name` with its Helm chart: a chart directory or a `.tgz`."""
-        path = f"{ca_path(project, composite_app, version)}/apps"
         with as_tgz(chart) as file:
-            return App.from_json(self._upload(
-                "POST", path, {"metadata": meta(name, description)}, [("file", file)]))
+            return App.from_json(self._op_upload(
+                "createApp", project, composite_app, version,
+                metadata={"metadata": meta(name, description)}, files=[("file", file)]))
 
     def replace_app(self, project: str, composite_app: str, version: str, name: str,
                     chart: PathLike, description: str = "") -> App:
         """Replaces app `name`'s Helm chart (a new version of it); an `update` of a group
         deploys it."""
-        path = f"{ca_path(project, composite_app, version)}/apps/{q(name)}"
         with as_tgz(chart) as file:
-            return App.from_json(self._upload(
-                "PUT", path, {"metadata": meta(name, description)}, [("file", file)]))
+            return App.from_json(self._op_upload(
+                "replaceApp", project, composite_app, version, name,
+                metadata={"metadata": meta(name, description)}, files=[("file", file)]))
 
     def list_apps(self, project: str, composite_app: str, version: str) -> List[App]:
-        path = f"{ca_path(project, composite_app, version)}/apps"
-        return App.list_from_json(self._call("GET", path))
+        return App.list_from_json(self._op("listApps", project, composite_app, version))
 
     def delete_app(self, project: str, composite_app: str, version: str, name: str) -> None:
-        self._call("DELETE", f"{ca_path(project, composite_app, version)}/apps/{q(name)}")
+        self._op("deleteApp", project, composite_app, version, name)
 
     def create_composite_profile(self, project: str, composite_app: str, version: str,
                                  name: str) -> CompositeProfile:
-        path = f"{ca_path(project, composite_app, version)}/composite-profiles"
-        return CompositeProfile.from_json(self._call("POST", path, {"metadata": meta(name)}))
+        return CompositeProfile.from_json(self._op(
+            "createCompositeProfile", project, composite_app, version,
+            body={"metadata": meta(name)}))
 
     def create_app_profile(self, project: str, composite_app: str, version: str,
                            composite_profile: str, name: str, app: str,
                            profile: PathLike) -> None:
         """Adds the profile of `app` (a directory with `manifest.yaml`, or its `.tgz`)."""
-        path = (f"{ca_path(project, composite_app, version)}/composite-profiles/"
-                f"{q(composite_profile)}/profiles")
         with as_tgz(profile, top_dir=False) as file:
-            self._upload("POST", path, {"metadata": meta(name), "spec": {"app": app}},
-                         [("file", file)])
+            self._op_upload("createAppProfile", project, composite_app, version,
+                            composite_profile,
+                            metadata={"metadata": meta(name), "spec": {"app": app}},
+                            files=[("file", file)])
 
     def delete_composite_profile(self, project: str, composite_app: str, version: str,
                                  name: str) -> None:
         """Deletes a composite profile with its app profiles."""
-        path = f"{ca_path(project, composite_app, version)}/composite-profiles/{q(name)}"
-        for profile in self._call("GET", f"{path}/profiles") or []:
-            self._call("DELETE", f"{path}/profiles/{q(profile['metadata']['name'])}")
-        self._call("DELETE", path)
+        profile_of = (project, composite_app, version, name)
+        for profile in self._op("listAppProfiles", *profile_of) or []:
+            self._op("deleteAppProfile", *profile_of, profile["metadata"]["name"])
+        self._op("deleteCompositeProfile", *profile_of)
 
     # ---- deployment intent groups -----------------------------------------------------------
 
@@ -328,21 +314,20 @@ class _Api(IntentsApi, WorkflowsApi):
         all of them), and its intents (`genericPlacementIntent` plus `intents`, e.g.
         `{"gac": "my-gac-intent"}`)."""
         dig = DigRef(project, composite_app, version, name)
-        parent = f"{ca_path(project, composite_app, version)}/deployment-intent-groups"
         spec: Json = {"compositeProfile": composite_profile, "version": release,
                       "logicalCloud": logical_cloud}
         if override_values:
             spec["overrideValues"] = [{"app": app, "values": dict(values)}
                                       for app, values in override_values.items()]
-        self._call("POST", parent, {"metadata": meta(name), "spec": spec})
-        self._call("POST", f"{dig.path}/generic-placement-intents",
-                   {"metadata": meta("placement"), "spec": {"logicalCloud": logical_cloud}})
+        self._op("createDeploymentIntentGroup", project, composite_app, version,
+                 body={"metadata": meta(name), "spec": spec})
+        self._op("createGenericPlacementIntent", *dig.params, body={
+            "metadata": meta("placement"), "spec": {"logicalCloud": logical_cloud}})
         for app, all_of in (placement or {}).items():
-            self._call("POST", f"{dig.path}/generic-placement-intents/placement/app-intents",
-                       _app_intent(app, all_of))
+            self._op("createAppIntent", *dig.params, "placement", body=_app_intent(app, all_of))
         intent = {"genericPlacementIntent": "placement", **dict(intents or {})}
-        self._call("POST", f"{dig.path}/intents",
-                   {"metadata": meta("intents"), "spec": {"intent": intent}})
+        self._op("createGroupIntent", *dig.params,
+                 body={"metadata": meta("intents"), "spec": {"intent": intent}})
         return dig
 
     def set_placement(self, dig: DigRef, app: str,
@@ -350,66 +335,76 @@ class _Api(IntentsApi, WorkflowsApi):
         """Replaces where `app` goes (`[{"clusterProvider": p, "cluster": c} or {...,
         "clusterLabel": l}]`, all of them) in the placement intent
         `create_deployment_intent_group` wrote; an `update` deploys it."""
-        self._call("PUT", f"{dig.path}/generic-placement-intents/placement/app-intents/"
-                          f"{q(app)}-placement", _app_intent(app, all_of))
+        self._op("replaceAppIntent", *dig.params, "placement", f"{app}-placement",
+                 body=_app_intent(app, all_of))
 
     def get_deployment_intent_group(self, dig: DigRef) -> DeploymentIntentGroup:
-        return DeploymentIntentGroup.from_json(self._call("GET", dig.path))
+        return DeploymentIntentGroup.from_json(self._op("getDeploymentIntentGroup", *dig.params))
 
     def list_deployment_intent_groups(self, project: str, composite_app: str,
                                       version: str) -> List[DeploymentIntentGroup]:
-        path = f"{ca_path(project, composite_app, version)}/deployment-intent-groups"
-        return DeploymentIntentGroup.list_from_json(self._call("GET", path))
+        return DeploymentIntentGroup.list_from_json(
+            self._op("listDeploymentIntentGroups", project, composite_app, version))
 
     def delete_deployment_intent_group(self, dig: DigRef) -> None:
         """Deletes a (terminated) group with what `create_deployment_intent_group` made: its
         intents and its generic placement intent. Other intents (gac, dtc, ...) go first, as
         EMCO refuses to delete a parent of anything."""
-        placement = f"{dig.path}/generic-placement-intents/placement"
-        children = [f"{dig.path}/intents/intents"]
-        if self._exists(placement):
-            children += [f"{placement}/app-intents/{q(a['metadata']['name'])}"
-                         for a in self._call("GET", f"{placement}/app-intents") or []]
-            children.append(placement)
-        for path in children:
-            if self._exists(path):
-                self._call("DELETE", path)
-        self._call("DELETE", dig.path)
+        if self._exists("getGroupIntent", *dig.params, "intents"):
+            self._op("deleteGroupIntent", *dig.params, "intents")
+        placement = (*dig.params, "placement")
+        if self._exists("getGenericPlacementIntent", *placement):
+            for a in self._op("listAppIntents", *placement) or []:
+                self._op("deleteAppIntent", *placement, a["metadata"]["name"])
+            self._op("deleteGenericPlacementIntent", *placement)
+        self._op("deleteDeploymentIntentGroup", *dig.params)
 
     def set_intents(self, dig: DigRef, intents: Mapping[str, str],
                     name: str = "intents") -> None:
         """Replaces the group's intents (`{controller: intent}`, `genericPlacementIntent`
         among them) as `create_deployment_intent_group` wrote them; an `update` deploys them."""
-        self._call("PUT", f"{dig.path}/intents/{q(name)}",
-                   {"metadata": meta(name), "spec": {"intent": dict(intents)}})
+        self._op("replaceGroupIntent", *dig.params, name,
+                 body={"metadata": meta(name), "spec": {"intent": dict(intents)}})
 
     # ---- lifecycle ----------------------------------------------------------------------------
 
     def approve(self, dig: DigRef) -> None:
-        self._call("POST", f"{dig.path}/approve")
+        self._op("approveDeploymentIntentGroup", *dig.params)
 
     def instantiate(self, target: Target) -> None:
         """Instantiates a deployment intent group or a logical cloud; returns once rsync has the
         work (follow it with `watch` or `wait`)."""
-        self._call("POST", f"{target.path}/instantiate")
+        if isinstance(target, DigRef):
+            self._op("instantiateDeploymentIntentGroup", *target.params)
+        else:
+            self._op("instantiateLogicalCloud", *target.params)
 
     def terminate(self, target: Target) -> None:
-        self._call("POST", f"{target.path}/terminate")
+        if isinstance(target, DigRef):
+            self._op("terminateDeploymentIntentGroup", *target.params)
+        else:
+            self._op("terminateLogicalCloud", *target.params)
 
     def stop(self, target: Target) -> None:
-        self._call("POST", f"{target.path}/stop")
+        if isinstance(target, DigRef):
+            self._op("stopDeploymentIntentGroup", *target.params)
+        else:
+            self._op("stopLogicalCloud", *target.params)
 
     def update(self, target: Target) -> Optional[int]:
         """Deploys the current intents as a new revision; returns it (a group's)."""
-        answer = self._call("POST", f"{target.path}/update")
+        if isinstance(target, DigRef):
+            answer = self._op("updateDeploymentIntentGroup", *target.params)
+        else:
+            answer = self._op("updateLogicalCloud", *target.params)
         return answer if isinstance(answer, int) else None
 
     def rollback(self, dig: DigRef, revision: int) -> None:
-        self._call("POST", f"{dig.path}/rollback",
-                   {"metadata": {}, "spec": {"revision": str(revision)}})
+        self._op("rollbackDeploymentIntentGroup", *dig.params,
+                 body={"metadata": {}, "spec": {"revision": str(revision)}})
 
     def migrate(self, dig: DigRef, target_version: str, target_group: str) -> None:
-        self._call("POST", f"{dig.path}/migrate", {"metadata": {}, "spec": {
+        self._op("migrateDeploymentIntentGroup", *dig.params, body={"metadata": {}, "spec": {
             "targetCompositeAppVersion": target_version,
             "targetDeploymentIntentGroup": target_group}})
 
@@ -427,7 +422,8 @@ class _Api(IntentsApi, WorkflowsApi):
             query += [("detail", "clusters"), ("offset", str(offset)), ("limit", str(limit))]
         if dry_run:
             query.append(("dryRun", "true"))
-        answer: Dict[str, Any] = self._call("GET", f"{dig.path}/preview?{urlencode(query)}")
+        answer: Dict[str, Any] = self._op("previewDeploymentIntentGroup", *dig.params,
+                                          query=query)
         return answer
 
     # ---- rollouts in waves (emco-rs's own) --------------------------------------------------
@@ -439,37 +435,36 @@ class _Api(IntentsApi, WorkflowsApi):
         {"count": n} | {"percent": p} | {}], "gates": {"progressDeadline", "bakeTime",
         "maxFailures", "approval", "customHealth"}, "onFailure": "pause" | "rollback",
         "unreachable": "wait" | "skip" | "fail"}`; examples/emcoctl/rollout-policy.yaml)."""
-        path = f"{dig.path}/rollout-policies"
         body = {"metadata": meta(name), "spec": dict(spec)}
-        if self._exists(f"{path}/{q(name)}"):
-            self._call("PUT", f"{path}/{q(name)}", body)
+        if self._exists("getRolloutPolicy", *dig.params, name):
+            self._op("replaceRolloutPolicy", *dig.params, name, body=body)
         else:
-            self._call("POST", path, body)
+            self._op("createRolloutPolicy", *dig.params, body=body)
 
     def delete_rollout_policy(self, dig: DigRef, name: str = "rollout") -> None:
         """Deletes the group's rollout policy: it deploys to every cluster at once again."""
-        self._call("DELETE", f"{dig.path}/rollout-policies/{q(name)}")
+        self._op("deleteRolloutPolicy", *dig.params, name)
 
     def rollout(self, dig: DigRef) -> Dict[str, Any]:
         """The group's latest rollout: `state`, `waves` (each with `name`, `clusters`,
         `state`, `started`, `finished`, `failures`), `current`, `reason`."""
-        answer: Dict[str, Any] = self._call("GET", f"{dig.path}/rollout")
+        answer: Dict[str, Any] = self._op("getDeploymentIntentGroupRollout", *dig.params)
         return answer
 
     def approve_wave(self, dig: DigRef) -> None:
         """Lets the wave that waits for approval go."""
-        self._call("POST", f"{dig.path}/rollout/approve")
+        self._op("approveDeploymentIntentGroupRollout", *dig.params)
 
     def pause_rollout(self, dig: DigRef) -> None:
-        self._call("POST", f"{dig.path}/rollout/pause")
+        self._op("pauseDeploymentIntentGroupRollout", *dig.params)
 
     def resume_rollout(self, dig: DigRef) -> None:
         """Goes on from a pause; a failed wave is tried again."""
-        self._call("POST", f"{dig.path}/rollout/resume")
+        self._op("resumeDeploymentIntentGroupRollout", *dig.params)
 
     def abort_rollout(self, dig: DigRef) -> None:
         """Rolls every changed cluster back and ends the rollout."""
-        self._call("POST", f"{dig.path}/rollout/abort")
+        self._op("abortDeploymentIntentGroupRollout", *dig.params)
 
     def wait_rollout(self, dig: DigRef, states: Sequence[str] = ("Succeeded", "RolledBack",
                                                                   "Failed"),
@@ -500,12 +495,17 @@ class _Api(IntentsApi, WorkflowsApi):
         query += [("resource", r) for r in resources]
         if instance is not None:
             query.append(("instance", instance))
-        return parse_status(self._call("GET", f"{target.path}/status?{urlencode(query)}"))
+        return parse_status(self._status(target, query))
 
     def query_status(self, target: Target, **params: str) -> Any:
         """The status route with any of EMCO's query parameters (`type`, `output`, `apps`,
         `clusters`, `resources`, ...), answered as the server's JSON."""
-        return self._call("GET", f"{target.path}/status?{urlencode(params)}")
+        return self._status(target, params)
+
+    def _status(self, target: Target, query: Query) -> Any:
+        if isinstance(target, DigRef):
+            return self._op("getDeploymentIntentGroupStatus", *target.params, query=query)
+        return self._op("getLogicalCloudStatus", *target.params, query=query)
 
     def watch(self, target: Target, ready: bool = True, interval: float = 0.5,
               timeout: Optional[float] = None) -> "Watch":

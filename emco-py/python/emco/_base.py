@@ -1,16 +1,37 @@
-"""What the two ways in share beneath the API: references to deployments, the requests and
-their answers (errors raised as the exception of their kind), and files for uploads."""
+"""What the two ways in share beneath the API: references to deployments, the requests of the
+REST API's operations (their routes are the OpenAPI document's, `_operations`) and their
+answers (errors raised as the exception of their kind), and files for uploads."""
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
-from urllib.parse import quote
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from urllib.parse import quote, urlencode
 
 from ._emco import Transport, pack_dir
 from ._errors import NotFound, Unavailable, error_for
+from ._operations import OPERATIONS, OperationId
+
+Query = Union[Mapping[str, str], Sequence[Tuple[str, str]]]
+_PARAM = re.compile(r"\{[^}]+\}")
+
+
+def route(op: OperationId, *params: str, query: Optional[Query] = None) -> Tuple[str, str]:
+    """The method and path of operation `op`, its path parameters `params` in the route's
+    order (each quoted as one segment), and `query` after them."""
+    method, template = OPERATIONS[op]
+    names = _PARAM.findall(template)
+    if len(names) != len(params):
+        raise TypeError(f"{op} takes {len(names)} path parameters ({', '.join(names)}), "
+                        f"not {len(params)}")
+    values = iter(params)
+    path = _PARAM.sub(lambda _: q(next(values)), template)
+    if query:
+        path += "?" + urlencode(query)
+    return method, path
 
 PathLike = Union[str, "os.PathLike[str]"]
 Json = Dict[str, Any]
@@ -26,9 +47,13 @@ class DigRef:
     name: str
 
     @property
+    def params(self) -> Tuple[str, str, str, str]:
+        """The path parameters of the group's routes, in order."""
+        return (self.project, self.composite_app, self.version, self.name)
+
+    @property
     def path(self) -> str:
-        return (f"{ca_path(self.project, self.composite_app, self.version)}/"
-                f"deployment-intent-groups/{q(self.name)}")
+        return route("getDeploymentIntentGroup", *self.params)[1]
 
 
 @dataclass(frozen=True)
@@ -39,8 +64,13 @@ class LogicalCloudRef:
     name: str
 
     @property
+    def params(self) -> Tuple[str, str]:
+        """The path parameters of the logical cloud's routes, in order."""
+        return (self.project, self.name)
+
+    @property
     def path(self) -> str:
-        return f"/v2/projects/{q(self.project)}/logical-clouds/{q(self.name)}"
+        return route("getLogicalCloud", *self.params)[1]
 
 
 Target = Union[DigRef, LogicalCloudRef]
@@ -58,10 +88,6 @@ class Principal:
 
 def q(segment: str) -> str:
     return quote(segment, safe="")
-
-
-def ca_path(project: str, composite_app: str, version: str) -> str:
-    return f"/v2/projects/{q(project)}/composite-apps/{q(composite_app)}/{q(version)}"
 
 
 def meta(name: str, description: str = "") -> Json:
@@ -110,9 +136,22 @@ class Base:
             raise Unavailable(str(e)) from e
         return self._answer(method, path, answer)
 
-    def _exists(self, path: str) -> bool:
+    def _op(self, op: OperationId, *params: str, body: Optional[Any] = None,
+            query: Optional[Query] = None) -> Any:
+        """Operation `op` of the REST API with its path parameters `params`."""
+        method, path = route(op, *params, query=query)
+        return self._call(method, path, body)
+
+    def _op_upload(self, op: OperationId, *params: str, metadata: Json,
+                   files: Sequence[Tuple[str, Path]] = ()) -> Any:
+        """Operation `op` as a multipart request (see `_upload`)."""
+        method, path = route(op, *params)
+        return self._upload(method, path, metadata, files)
+
+    def _exists(self, op: OperationId, *params: str) -> bool:
+        """Whether the GET operation `op` finds its object."""
         try:
-            self._call("GET", path)
+            self._op(op, *params)
         except NotFound:
             return False
         return True

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ._base import Base, DigRef, Json, PathLike, as_file, meta, q
+from ._base import Base, DigRef, Json, PathLike, as_file, meta
 from ._objects import ControllerRegistration, Intent, Network
 from ._status import Status, parse_status
 
@@ -23,10 +23,6 @@ def _object_text(obj: ObjectFile) -> Union[PathLike, str]:
     return obj
 
 
-def _cluster_path(provider: str, cluster: str) -> str:
-    return f"/v2/cluster-providers/{q(provider)}/clusters/{q(cluster)}"
-
-
 class IntentsApi(Base):
     """The controllers' intents; shared by `Client` and `Orchestrator`."""
 
@@ -34,8 +30,8 @@ class IntentsApi(Base):
 
     def create_gac_intent(self, dig: DigRef, name: str, description: str = "") -> Intent:
         """A generic-k8s intent: the group's intents name it as `{"gac": name}`."""
-        return Intent.from_json(self._call("POST", f"{dig.path}/generic-k8s-intents",
-                                           {"metadata": meta(name, description)}))
+        return Intent.from_json(self._op("createGenericK8sIntent", *dig.params,
+                                         body={"metadata": meta(name, description)}))
 
     def add_gac_resource(self, dig: DigRef, intent: str, name: str, app: str, kind: str,
                          resource_name: str, api_version: str = "v1",
@@ -43,14 +39,15 @@ class IntentsApi(Base):
         """A resource of a gac intent: `new_object` (a dict, a YAML file or text) is added to
         `app`'s clusters; without it, the app's own `kind`/`resource_name` is the one the
         resource's customizations change."""
-        path = f"{dig.path}/generic-k8s-intents/{q(intent)}/resources"
         body = {"metadata": meta(name), "spec": {
             "app": app, "newObject": "false" if new_object is None else "true",
             "resourceGVK": {"apiVersion": api_version, "kind": kind, "name": resource_name}}}
+        of = (*dig.params, intent)
         if new_object is None:
-            return Intent.from_json(self._upload("POST", path, body, []))
+            return Intent.from_json(self._op_upload("createGenericResource", *of, metadata=body))
         with as_file(_object_text(new_object), f"{resource_name}.yaml") as file:
-            return Intent.from_json(self._upload("POST", path, body, [("file", file)]))
+            return Intent.from_json(self._op_upload("createGenericResource", *of, metadata=body,
+                                                    files=[("file", file)]))
 
     def add_gac_customization(
         self,
@@ -71,8 +68,6 @@ class IntentsApi(Base):
         operations) or a merge patch; on every cluster, or only on `cluster` (by name) or the
         clusters with `cluster_label` of `provider` (`mode` allow or deny). For a ConfigMap or
         Secret, `files` become its data, each `(file name, key)` of `data_keys` naming a key."""
-        path = (f"{dig.path}/generic-k8s-intents/{q(intent)}/resources/{q(resource)}/"
-                "customizations")
         specific = cluster is not None or cluster_label is not None
         info: Json = {"scope": "name" if cluster is not None else "label",
                       "clusterProvider": provider, "cluster": cluster or "",
@@ -88,8 +83,9 @@ class IntentsApi(Base):
             spec["configMapOptions"] = {"dataKeyOptions": [
                 {"fileName": f, "keyName": k} for f, k in data_keys]}
         parts = [("files", Path(f)) for f in files]
-        return Intent.from_json(self._upload("POST", path, {"metadata": meta(name),
-                                                             "spec": spec}, parts))
+        return Intent.from_json(self._op_upload(
+            "createCustomization", *dig.params, intent, resource,
+            metadata={"metadata": meta(name), "spec": spec}, files=parts))
 
     # ---- hpa: hardware platform aware placement -------------------------------------------------
 
@@ -98,16 +94,16 @@ class IntentsApi(Base):
         name}` (placement) and `{"hpa-action-controller": name}` (action), with the names the
         controllers are registered under (the reference server's: `hpa-placement-controller-1`
         and `hpa-action-controller-1`)."""
-        return Intent.from_json(self._call("POST", f"{dig.path}/hpa-intents",
-                                           {"metadata": meta(name), "spec": {"app": app}}))
+        return Intent.from_json(self._op("createHpaIntent", *dig.params,
+                                         body={"metadata": meta(name), "spec": {"app": app}}))
 
     def add_hpa_consumer(self, dig: DigRef, intent: str, name: str, kind: str,
                          resource_name: str, container: str, api_version: str = "apps/v1",
                          replicas: int = 1) -> Intent:
         """The workload (`kind`/`resource_name`, its `container`) whose needs an hpa intent
         places."""
-        path = f"{dig.path}/hpa-intents/{q(intent)}/hpa-resource-consumers"
-        return Intent.from_json(self._call("POST", path, {"metadata": meta(name), "spec": {
+        return Intent.from_json(self._op("createHpaResourceConsumer", *dig.params, intent,
+                                         body={"metadata": meta(name), "spec": {
             "apiVersion": api_version, "kind": kind, "replicas": replicas,
             "name": resource_name, "container": container}}))
 
@@ -116,9 +112,8 @@ class IntentsApi(Base):
                             mandatory: bool = True, weight: int = 1) -> Intent:
         """A need of an hpa consumer: allocatable (`{"name": "cpu", "requests": 1, "limits":
         1}`) or not (`{"key": "<node label>", "value": "<its value>"}`)."""
-        path = (f"{dig.path}/hpa-intents/{q(intent)}/hpa-resource-consumers/{q(consumer)}/"
-                "resource-requirements")
-        return Intent.from_json(self._call("POST", path, {"metadata": meta(name), "spec": {
+        return Intent.from_json(self._op("createResourceRequirement", *dig.params, intent,
+                                         consumer, body={"metadata": meta(name), "spec": {
             "allocatable": allocatable, "mandatory": mandatory, "weight": weight,
             "resource": dict(resource)}}))
 
@@ -130,13 +125,13 @@ class IntentsApi(Base):
         body = {"metadata": meta(name),
                 "spec": {"host": host, "port": port, "type": type, "priority": priority}}
         return ControllerRegistration.from_json(
-            self._call("POST", "/v2/dtc-controllers", body))
+            self._op("createDtcController", body=body))
 
     def create_traffic_group_intent(self, dig: DigRef, name: str,
                                     description: str = "") -> Intent:
         """A traffic group intent: the group's intents name it as `{"dtc": name}`."""
-        return Intent.from_json(self._call("POST", f"{dig.path}/traffic-group-intents",
-                                           {"metadata": meta(name, description)}))
+        return Intent.from_json(self._op("createTrafficGroupIntent", *dig.params,
+                                         body={"metadata": meta(name, description)}))
 
     def add_inbound_intent(self, dig: DigRef, group: str, name: str, app: str,
                            app_label: str, service_name: str, port: int,
@@ -144,8 +139,8 @@ class IntentsApi(Base):
         """What `app` serves (`app_label` selects its pods, e.g. `app=http-server`) to the
         clients `add_inbound_client` names; more of EMCO's fields (`externalName`,
         `serviceMesh`, `management`, ...) as keyword arguments."""
-        path = f"{dig.path}/traffic-group-intents/{q(group)}/inbound-intents"
-        return Intent.from_json(self._call("POST", path, {"metadata": meta(name), "spec": {
+        return Intent.from_json(self._op("createInboundServerIntent", *dig.params, group,
+                                         body={"metadata": meta(name), "spec": {
             "app": app, "appLabel": app_label, "serviceName": service_name, "port": port,
             "protocol": protocol, **spec}}))
 
@@ -154,9 +149,8 @@ class IntentsApi(Base):
                            namespaces: Sequence[str] = (),
                            cidrs: Sequence[str] = ()) -> Intent:
         """A client app allowed to reach an inbound intent's service."""
-        path = (f"{dig.path}/traffic-group-intents/{q(group)}/inbound-intents/{q(inbound)}/"
-                "clients")
-        return Intent.from_json(self._call("POST", path, {"metadata": meta(name), "spec": {
+        return Intent.from_json(self._op("createInboundClientsIntent", *dig.params, group,
+                                         inbound, body={"metadata": meta(name), "spec": {
             "app": app, "appLabel": app_label, "serviceName": service_name,
             "namespaces": list(namespaces), "cidrs": list(cidrs)}}))
 
@@ -164,23 +158,22 @@ class IntentsApi(Base):
 
     def create_network_controller_intent(self, dig: DigRef, name: str) -> Intent:
         """An ovnaction intent: the group's intents name it as `{"ovnaction": name}`."""
-        return Intent.from_json(self._call("POST", f"{dig.path}/network-controller-intent",
-                                           {"metadata": meta(name)}))
+        return Intent.from_json(self._op("createNetControllerIntent", *dig.params,
+                                         body={"metadata": meta(name)}))
 
     def add_workload_intent(self, dig: DigRef, intent: str, name: str, app: str,
                             workload_resource: str, type: str = "Deployment") -> Intent:
         """The workload of `app` whose pods get interfaces."""
-        path = f"{dig.path}/network-controller-intent/{q(intent)}/workload-intents"
-        return Intent.from_json(self._call("POST", path, {"metadata": meta(name), "spec": {
+        return Intent.from_json(self._op("createWorkloadIntent", *dig.params, intent,
+                                         body={"metadata": meta(name), "spec": {
             "app": app, "workloadResource": workload_resource, "type": type}}))
 
     def add_interface(self, dig: DigRef, intent: str, workload: str, name: str,
                       network: str, interface: str, ip_address: str = "",
                       mac_address: str = "", default_gateway: bool = False) -> Intent:
         """An interface `interface` on `network` for a workload's pods."""
-        path = (f"{dig.path}/network-controller-intent/{q(intent)}/workload-intents/"
-                f"{q(workload)}/interfaces")
-        return Intent.from_json(self._call("POST", path, {"metadata": meta(name), "spec": {
+        return Intent.from_json(self._op("createInterfaceIntent", *dig.params, intent, workload,
+                                         body={"metadata": meta(name), "spec": {
             "interface": interface, "name": network, "ipAddress": ip_address,
             "macAddress": mac_address,
             "defaultGateway": "true" if default_gateway else "false"}}))
@@ -193,26 +186,26 @@ class IntentsApi(Base):
         """A virtual network of a cluster (subnets as `{"name", "subnet", "gateway",
         "excludeIps"}`), or a provider network with its `provider_network` fields
         (`providerNetType`, `vlan`)."""
-        kind = "networks" if provider_network is None else "provider-networks"
         spec: Json = {"cniType": cni_type, "ipv4Subnets": [dict(s) for s in ipv4_subnets],
                       **dict(provider_network or {})}
-        path = f"{_cluster_path(provider, cluster)}/{kind}"
-        return Network.from_json(self._call("POST", path, {"metadata": meta(name),
-                                                           "spec": spec}))
+        body = {"metadata": meta(name), "spec": spec}
+        if provider_network is None:
+            return Network.from_json(self._op("createNetwork", provider, cluster, body=body))
+        return Network.from_json(self._op("createProviderNetwork", provider, cluster, body=body))
 
     def list_networks(self, provider: str, cluster: str,
                       provider_networks: bool = False) -> List[Network]:
-        kind = "provider-networks" if provider_networks else "networks"
-        return Network.list_from_json(
-            self._call("GET", f"{_cluster_path(provider, cluster)}/{kind}"))
+        if provider_networks:
+            return Network.list_from_json(self._op("listProviderNetworks", provider, cluster))
+        return Network.list_from_json(self._op("listNetworks", provider, cluster))
 
     def apply_networks(self, provider: str, cluster: str) -> None:
         """Deploys the cluster's networks (ncm's `apply`)."""
-        self._call("POST", f"{_cluster_path(provider, cluster)}/apply")
+        self._op("applyCluster", provider, cluster)
 
     def terminate_networks(self, provider: str, cluster: str) -> None:
-        self._call("POST", f"{_cluster_path(provider, cluster)}/terminate")
+        self._op("terminateCluster", provider, cluster)
 
     def network_status(self, provider: str, cluster: str) -> Status:
         """The status of the cluster's networks, as a deployment's."""
-        return parse_status(self._call("GET", f"{_cluster_path(provider, cluster)}/status"))
+        return parse_status(self._op("getClusterStatus", provider, cluster))

@@ -3,9 +3,8 @@ through the user's workflow client, followed and stopped on a Temporal server) a
 workflow hooks (run at a point of the group's lifecycle)."""
 
 from typing import Any, List, Mapping, Optional
-from urllib.parse import urlencode
 
-from ._base import Base, DigRef, Json, meta, q
+from ._base import Base, DigRef, Json, meta
 from ._objects import Intent
 
 HOOK_TYPES = ("pre-install", "post-install", "pre-update", "post-update", "pre-termination",
@@ -58,20 +57,19 @@ class WorkflowsApi(Base):
         body = {"metadata": meta(name),
                 "spec": _workflow_spec(client_host, client_port, client_name, workflow_id,
                                        task_queue, params, start_options)}
-        return Intent.from_json(self._call("POST", f"{dig.path}/temporal-workflow-intents",
-                                           body))
+        return Intent.from_json(self._op("createWorkflowIntent", *dig.params, body=body))
 
     def workflow_intents(self, dig: DigRef) -> List[Intent]:
         """The group's workflow intents."""
-        return Intent.list_from_json(self._call("GET", f"{dig.path}/temporal-workflow-intents"))
+        return Intent.list_from_json(self._op("listWorkflowIntents", *dig.params))
 
     def delete_workflow_intent(self, dig: DigRef, name: str) -> None:
         """Deletes a workflow intent (its workflow, if running, goes on)."""
-        self._call("DELETE", f"{dig.path}/temporal-workflow-intents/{q(name)}")
+        self._op("deleteWorkflowIntent", *dig.params, name)
 
     def start_workflow(self, dig: DigRef, name: str) -> None:
         """Has the intent's workflow client start its workflow."""
-        self._call("POST", f"{dig.path}/temporal-workflow-intents/{q(name)}/start")
+        self._op("startWorkflowIntent", *dig.params, name)
 
     def workflow_status(self, dig: DigRef, name: str, temporal_server: str,
                         workflow_id: Optional[str] = None, run_id: Optional[str] = None,
@@ -89,16 +87,15 @@ class WorkflowsApi(Base):
             query["runID"] = run_id
         if query_type:
             query["queryType"] = query_type
-        path = f"{dig.path}/temporal-workflow-intents/{q(name)}/status?{urlencode(query)}"
-        answer: Json = self._call("GET", path)
+        answer: Json = self._op("getWorkflowIntentStatus", *dig.params, name, query=query)
         return answer
 
     def cancel_workflow(self, dig: DigRef, name: str, temporal_server: str,
                         terminate: bool = False, reason: str = "",
                         workflow_id: Optional[str] = None, run_id: Optional[str] = None) -> None:
         """Asks the intent's workflow to cancel, or terminates it (`terminate`, with `reason`)."""
-        self._call("POST", f"{dig.path}/temporal-workflow-intents/{q(name)}/cancel",
-                   _cancel_body(temporal_server, terminate, reason, workflow_id, run_id))
+        self._op("cancelWorkflowIntent", *dig.params, name,
+                 body=_cancel_body(temporal_server, terminate, reason, workflow_id, run_id))
 
     # ---- tac: workflow hooks of the group's lifecycle -----------------------------------------
 
@@ -115,18 +112,16 @@ class WorkflowsApi(Base):
         spec["hookType"] = hook_type
         if temporal_server:
             spec["temporalServer"] = temporal_server
-        return Intent.from_json(self._call(
-            "POST", f"{dig.path}/temporal-action-controller", {"metadata": meta(name),
-                                                                "spec": spec}))
+        return Intent.from_json(self._op("createTacIntent", *dig.params,
+                                         body={"metadata": meta(name), "spec": spec}))
 
     def workflow_hooks(self, dig: DigRef) -> List[Intent]:
         """The group's tac hooks."""
-        return Intent.list_from_json(self._call("GET",
-                                                f"{dig.path}/temporal-action-controller"))
+        return Intent.list_from_json(self._op("listTacIntents", *dig.params))
 
     def delete_workflow_hook(self, dig: DigRef, name: str) -> None:
         """Deletes a tac hook."""
-        self._call("DELETE", f"{dig.path}/temporal-action-controller/{q(name)}")
+        self._op("deleteTacIntent", *dig.params, name)
 
     def workflow_hook_status(self, dig: DigRef, name: str, temporal_server: str,
                              describe: bool = True, history: bool = False,
@@ -134,12 +129,11 @@ class WorkflowsApi(Base):
         """What the Temporal server says of the hook's workflow (as `workflow_status`)."""
         body = {"temporalServer": temporal_server, "runDescribeWfExec": describe,
                 "getWfHistory": history, "waitForResult": wait}
-        answer: Json = self._call("GET", f"{dig.path}/temporal-action-controller/{q(name)}/status",
-                                  body)
+        answer: Json = self._op("getTacIntentStatus", *dig.params, name, body=body)
         return answer
 
     def cancel_workflow_hook(self, dig: DigRef, name: str, temporal_server: str,
                              terminate: bool = False, reason: str = "") -> None:
         """Cancels or terminates the hook's workflow."""
-        self._call("POST", f"{dig.path}/temporal-action-controller/{q(name)}/cancel",
-                   _cancel_body(temporal_server, terminate, reason, None, None))
+        self._op("cancelTacIntent", *dig.params, name,
+                 body=_cancel_body(temporal_server, terminate, reason, None, None))
