@@ -641,7 +641,6 @@ impl Deployments {
             });
         };
         let gates = run.policy.gates.clone();
-        let last = run.current + 1 == run.waves.len();
         match wave.state {
             RolloutState::Pending if run.current > 0 && gates.approval && !wave.approved => {
                 let w = &mut run.waves[run.current];
@@ -680,18 +679,21 @@ impl Deployments {
                 w.failures.clear();
                 w.skipped = skipped;
                 w.left = left;
-                let mut clusters: Vec<String> = w.changing().cloned().collect();
-                if last {
-                    clusters.extend(run.leaving.iter().cloned());
-                }
+                let started = w.started.clone();
+                let clusters = changed_by_wave(&run);
                 // Recorded first: a driver that dies here changes the clusters again after
-                // the restart, which applies nothing new.
+                // the restart (the first look of a driver at a progressing wave), which applies
+                // nothing new.
                 ctx.put_rollout(&run, revision).await?;
                 self.rollout_metrics.waves_started.inc(&[]);
                 tracing::info!(%dig, wave = %wave.name, clusters = clusters.len(), "wave starts");
                 if !clusters.is_empty() {
                     self.change(ctx.id(), run.from, clusters).await?;
                 }
+                *seen = Seen {
+                    wave: Some((run.current, started)),
+                    ..Seen::default()
+                };
                 Ok(Step::Again)
             }
             RolloutState::Progressing => {
@@ -699,6 +701,16 @@ impl Deployments {
                 let late = seconds_since(&wave.started)
                     .is_some_and(|s| s >= i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX));
                 let this = Some((run.current, wave.started.clone()));
+                if seen.wave != this {
+                    // This driver did not start the wave: the one that did may have died
+                    // between recording it and asking rsync. Asked again, rsync applies only
+                    // what is missing.
+                    let clusters = changed_by_wave(&run);
+                    if !clusters.is_empty() {
+                        tracing::info!(%dig, wave = %wave.name, "wave in progress: its clusters asked again");
+                        self.change(ctx.id(), run.from, clusters).await?;
+                    }
+                }
                 if seen.wave != this || seen.full.is_none_or(|t| t.elapsed() >= FULL_LOOK) {
                     *seen = Seen {
                         wave: this,
@@ -1095,6 +1107,16 @@ fn names_live(record: &Record, id: ContextId) -> Result<bool> {
 }
 
 /// Marks the current wave of `run` passed and moves on.
+/// The clusters the current wave of `run` changes: its own but those skipped or left out, and
+/// for the last wave also those the group leaves.
+fn changed_by_wave(run: &RolloutRun) -> Vec<String> {
+    let mut clusters: Vec<String> = run.waves[run.current].changing().cloned().collect();
+    if run.current + 1 == run.waves.len() {
+        clusters.extend(run.leaving.iter().cloned());
+    }
+    clusters
+}
+
 fn pass_wave(run: &mut RolloutRun) {
     let w = &mut run.waves[run.current];
     w.state = RolloutState::Succeeded;

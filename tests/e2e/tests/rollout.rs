@@ -525,6 +525,65 @@ async fn skipped_clusters_custom_health_and_a_crash_while_baking() {
     env.remove(&phases).await.unwrap();
 }
 
+/// A wave recorded as started whose clusters rsync was never asked to change (its driver was
+/// killed between the two, or the ask failed): a driver that did not start the wave asks again
+/// at its first look, and the wave passes instead of failing at its deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wave_recorded_but_never_asked_for_is_asked_for_again() {
+    const N: usize = 4;
+    let (env, _values, phases) = setup(N, Duration::ZERO).await;
+    let policy = json!({"metadata": {"name": "w"}, "spec": {
+        "waves": [{"clusters": ["c1"]}, {}],
+        "gates": {"progressDeadline": "20s", "approval": true}, "onFailure": "pause"}});
+    let (code, body) = send(
+        &env,
+        Method::POST,
+        &format!("{DIG}/rollout-policies"),
+        Some(policy),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    instantiate(&env, &phases).await;
+    let run = wait_rollout(&env, "waiting for approval", |r| {
+        r["state"] == "WaitingForApproval"
+    })
+    .await;
+    assert_eq!(images(&env, N).await[1..], [None, None, None], "{run}");
+    // As a driver that recorded the second wave's start and died before asking rsync leaves it
+    // (the driver running here did not start it either).
+    let id = emco_core::ContextId::new(run["to"].as_u64().unwrap());
+    let ctx = emco_appcontext::AppContext::load(std::sync::Arc::clone(env.orch.contexts()), id)
+        .await
+        .unwrap();
+    let (mut record, revision) = ctx
+        .rollout::<emco_core::rollout::RolloutRun>()
+        .await
+        .unwrap()
+        .unwrap();
+    record.current = 1;
+    record.state = emco_core::rollout::RolloutState::Progressing;
+    let wave = &mut record.waves[1];
+    wave.state = emco_core::rollout::RolloutState::Progressing;
+    wave.approved = true;
+    wave.started = emco_core::time::rfc3339(std::time::SystemTime::now());
+    ctx.put_rollout(&record, revision).await.unwrap();
+    let run = wait_rollout(&env, "ended", |r| {
+        r["state"] == "Succeeded" || r["state"] == "Paused"
+    })
+    .await;
+    assert_eq!(run["state"], "Succeeded", "{run}");
+    ready_on(&env, &phases, N, GOOD).await;
+    let (code, body) = send(
+        &env,
+        Method::DELETE,
+        &format!("{DIG}/rollout-policies/w"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 204, "{body}");
+    env.remove(&phases).await.unwrap();
+}
+
 /// Clusters that do not answer during their wave, under `unreachable: fail` (they count as
 /// failures: the rollout rolls back) and `wait` (the wave waits for them, then passes), and a
 /// rollout whose changed clusters answer again once a cluster is back.
