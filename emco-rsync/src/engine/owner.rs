@@ -43,6 +43,10 @@ use tokio::time::Instant;
 pub const HEARTBEATS: &str = "/rsyncreplica/";
 /// Where owner keys are, one per context or shard (see [`owner_key_of`]).
 pub(crate) const OWNERS: &str = "/rsyncowner/";
+/// A heartbeat unchanged this many times the time to live is a replica gone for good (crashed,
+/// or its pod replaced by one of another name): it is removed, so that such keys do not pile up
+/// and a replica started later does not count it alive for its first time to live.
+const FORGOTTEN_AFTER_TTLS: u32 = 3;
 
 /// How an engine shares its store with other replicas.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -314,27 +318,41 @@ impl Owners {
             .map(drop)
     }
 
-    /// Reads the other replicas' heartbeats; a changed one counts from now.
+    /// Reads the other replicas' heartbeats; a changed one counts from now. Removes the
+    /// heartbeats this replica saw unchanged [`FORGOTTEN_AFTER_TTLS`] times the time to live.
     pub(crate) async fn observe(&self, store: &dyn AppContextStore) -> Result<()> {
         let page = store.list(HEARTBEATS, ListOptions::default()).await?;
         let now = Instant::now();
-        let mut seen = lock(&self.seen);
-        let mut live = HashMap::with_capacity(page.kvs.len());
-        for kv in page.kvs {
-            let Some(id) = kv
-                .key
-                .strip_prefix(HEARTBEATS)
-                .and_then(|k| k.strip_suffix('/'))
-            else {
-                continue;
-            };
-            let since = match seen.get(id) {
-                Some(&(revision, at)) if revision == kv.mod_revision => at,
-                _ => now,
-            };
-            live.insert(id.to_owned(), (kv.mod_revision, since));
+        let forgotten = self.config.ttl * FORGOTTEN_AFTER_TTLS;
+        let gone: Vec<(String, u64)> = {
+            let mut seen = lock(&self.seen);
+            let mut live = HashMap::with_capacity(page.kvs.len());
+            for kv in page.kvs {
+                let Some(id) = kv
+                    .key
+                    .strip_prefix(HEARTBEATS)
+                    .and_then(|k| k.strip_suffix('/'))
+                else {
+                    continue;
+                };
+                let since = match seen.get(id) {
+                    Some(&(revision, at)) if revision == kv.mod_revision => at,
+                    _ => now,
+                };
+                live.insert(id.to_owned(), (kv.mod_revision, since));
+            }
+            *seen = live;
+            seen.iter()
+                .filter(|(id, (_, at))| **id != self.config.id && at.elapsed() >= forgotten)
+                .map(|(id, (revision, _))| (id.clone(), *revision))
+                .collect()
+        };
+        for (id, revision) in gone {
+            // Unless it beat again meanwhile; either way the next look sees what is there.
+            delete_unchanged(store, &heartbeat_key(&id), revision).await?;
+            lock(&self.seen).remove(&id);
+            tracing::info!(replica = %id, "removed the heartbeat of a replica gone for good");
         }
-        *seen = live;
         Ok(())
     }
 
@@ -596,6 +614,47 @@ mod tests {
         assert!(b.holds(&store, ContextId::new(7), taken).await.unwrap());
         b.release(&store, ContextId::new(7)).await.unwrap();
         assert!(!b.holds(&store, ContextId::new(7), taken).await.unwrap());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_heartbeat_of_a_replica_gone_for_good_is_removed() {
+        let store = InMemoryAppContextStore::new();
+        let (a, b, gone) = (replica("a"), replica("b"), replica("gone"));
+        for r in [&a, &b, &gone] {
+            r.beat(&store).await.unwrap();
+        }
+        let beats = || async {
+            let page = store
+                .list(HEARTBEATS, ListOptions::default())
+                .await
+                .unwrap();
+            page.kvs.into_iter().map(|kv| kv.key).collect::<Vec<_>>()
+        };
+        // a and b go on beating, `gone` stops; b looks every tick.
+        for _ in 0..9 {
+            tokio::time::advance(Duration::from_millis(100)).await;
+            a.beat(&store).await.unwrap();
+            b.beat(&store).await.unwrap();
+            b.observe(&store).await.unwrap();
+        }
+        assert_eq!(
+            beats().await.len(),
+            3,
+            "removed before three times the time to live"
+        );
+        tokio::time::advance(Duration::from_millis(100)).await;
+        b.observe(&store).await.unwrap();
+        assert_eq!(beats().await, [heartbeat_key("a"), heartbeat_key("b")]);
+        assert!(!b.alive("gone") && b.alive("a"));
+        assert_eq!(b.dead_beat(&store, "gone").await.unwrap(), Some(0));
+        // A replica starting now sees only the live ones.
+        let c = replica("c");
+        c.observe(&store).await.unwrap();
+        assert_eq!(c.live(), ["a", "b", "c"]);
+        // One that beats again after all is back.
+        gone.beat(&store).await.unwrap();
+        b.observe(&store).await.unwrap();
+        assert!(b.alive("gone"));
     }
 
     #[tokio::test(start_paused = true)]
