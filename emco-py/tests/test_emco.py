@@ -169,7 +169,7 @@ def test_an_unreachable_server_is_unavailable() -> None:
         emco.Client("ftp://nowhere")
 
 
-def test_routes_are_the_openapi_document_s_and_every_method_reaches_its_operation() -> None:
+def test_routes_are_the_operations_of_the_openapi_document_served() -> None:
     from emco._base import route
     from emco._operations import OPERATIONS
 

@@ -7,8 +7,9 @@
 //!
 //! Each service's table is an `async fn *_table` run by its own test; `every_route_has_a_row`
 //! runs them all and fails for any route and method of `openapi.yaml` that no row sends; the
-//! document names every route served (a route it left out would be missing from emco-py too,
-//! whose client is generated from it: `python_client_is_generated_from_the_document`).
+//! document names every route of the REST API (the dashboard's `/ui` aside; a route it left out
+//! would be missing from emco-py too, whose client is generated from it:
+//! `python_client_is_generated_from_the_document`).
 
 #![allow(clippy::unwrap_used)] // Test helpers fail the test on bad fixtures.
 
@@ -1194,6 +1195,31 @@ async fn orchestrator_table(rec: &Recorder) {
             200,
             Any,
             "putAppIntentHandler: 200 when it existed",
+        ),
+        row(
+            "GET",
+            format!("{DIG}/generic-placement-intents/g/app-intents/?app=x&app-name=web"),
+            None,
+            200,
+            Json(json!({"app": "web",
+                "intent": {"allOf": [{"clusterProvider": "edge", "cluster": "c2"}]}})),
+            "getAllIntentsByAppHandler: the route needs app, the handler reads app-name",
+        ),
+        row(
+            "GET",
+            format!("{DIG}/generic-placement-intents/g/app-intents/?app=x&app-name=db"),
+            None,
+            200,
+            Json(json!({"intent": {}})),
+            "getAllIntentsByAppHandler: an empty spec when no intent places the app",
+        ),
+        row(
+            "GET",
+            format!("{DIG}/generic-placement-intents/g/app-intents/?app=x"),
+            None,
+            400,
+            Text("Missing appName in GET request\n"),
+            "getAllIntentsByAppHandler",
         ),
         row(
             "DELETE",

@@ -5,9 +5,11 @@
 //! stores, controllers, routes and authorization rules, without a socket).
 //!
 //! - REST (axum, default `127.0.0.1:9015`, EMCO's orchestrator port): EMCO's REST API v2 from
-//!   `emco_orchestrator::rest::router`, the intent routes of the built-in controllers (gac's
-//!   `generic-k8s-intents`, hpa's `hpa-intents`), `/healthz`, `/readyz`, Prometheus `/metrics`,
-//!   the OpenAPI document at `/v2/openapi.yaml` and the dashboard at `/ui/` (its page embedded).
+//!   `emco_orchestrator::rest::router`, the intent routes of the built-in controllers (gac, hpa,
+//!   dtc, ovnaction, sfc) and of the workflow services, `/healthz`, `/readyz`, Prometheus
+//!   `/metrics`, the OpenAPI document at `/v2/openapi.yaml` ([`OPENAPI`]: every route of the
+//!   REST API, each operation with an operationId) and the dashboard at `/ui/` (its page
+//!   embedded).
 //! - gRPC (tonic, default `127.0.0.1:9016`): the AppContext store service of the controller SDK
 //!   (so a controller in another process reaches AppContexts kept in the embedded store), rsync's
 //!   EMCO services (`installapp`, `updateapp`, `readyNotify`), the orchestrator's `StatusNotify`
