@@ -208,6 +208,11 @@ pub struct QueueElement {
     pub clusters: Option<Vec<String>>,
     /// Pending, Done, Error or Skip.
     pub status: QueueStatus,
+    /// What asked for it, when an ask must be queued once however often it is made (a
+    /// rollout's wave, asked again by a driver that cannot know whether the one before asked);
+    /// ours, not EMCO's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -947,6 +952,19 @@ impl AppContext {
         self.update_queue(|q| {
             q.push(element.clone());
             Ok(q.len() - 1)
+        })
+        .await
+    }
+
+    /// Appends an event unless one of the same `origin` was ever queued (in one
+    /// compare-and-set with the look); returns whether it was appended.
+    pub async fn enqueue_event_once(&self, element: QueueElement) -> Result<bool> {
+        self.update_queue(|q| {
+            let queued = element.origin.is_some() && q.iter().any(|e| e.origin == element.origin);
+            if !queued {
+                q.push(element.clone());
+            }
+            Ok(!queued)
         })
         .await
     }

@@ -105,6 +105,7 @@ async fn exact_layout(store: Arc<dyn AppContextStore>) {
         event: RsyncEvent::Instantiate,
         ucid: None,
         status: QueueStatus::Pending,
+        origin: None,
     })
     .await
     .unwrap();
@@ -294,6 +295,7 @@ async fn exact_layout(store: Arc<dyn AppContextStore>) {
             event: RsyncEvent::Update,
             ucid: Some("42".into()),
             status: QueueStatus::Pending,
+            origin: None,
         })
         .await
         .unwrap();
@@ -304,6 +306,20 @@ async fn exact_layout(store: Arc<dyn AppContextStore>) {
     assert_eq!(q.len(), 2);
     assert_eq!(q[0].status, QueueStatus::Done);
     assert_eq!(q[1].ucid.as_deref(), Some("42"));
+    // An ask of one origin is queued once, however often it is made, also once it ran.
+    let wave = |clusters: &[&str]| QueueElement {
+        clusters: Some(clusters.iter().map(|c| (*c).to_owned()).collect()),
+        event: RsyncEvent::Instantiate,
+        ucid: None,
+        status: QueueStatus::Pending,
+        origin: Some("rollout wave 0".into()),
+    };
+    assert!(ctx.enqueue_event_once(wave(&["p+c1"])).await.unwrap());
+    ctx.set_event_status(2, QueueStatus::Done).await.unwrap();
+    assert!(!ctx.enqueue_event_once(wave(&["p+c1"])).await.unwrap());
+    let q = ctx.event_queue().await.unwrap();
+    assert_eq!(q.len(), 3);
+    assert_eq!(q[2].origin.as_deref(), Some("rollout wave 0"));
     assert!(
         AppContext::active_contexts(store.as_ref())
             .await

@@ -745,6 +745,11 @@ pub struct WaveRun {
     /// The clusters that failed its gate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<WaveFailure>,
+    /// What asked rsync to change its clusters when it started: rsync queues one ask per
+    /// origin, so a driver that cannot know whether the one before it asked asks again with
+    /// it. A resume keeps it; a wave tried again gets another.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub origin: String,
 }
 
 /// A rollout of one revision of a deployment intent group, as recorded beside the AppContext it

@@ -573,32 +573,29 @@ impl Deployments {
             return Ok(Step::Wait);
         }
         run.catch_up.retain(|c| !back.contains(c));
-        ctx.put_rollout(&run, revision).await?;
         tracing::info!(%dig, clusters = ?back, "clusters left out answer again: changed now");
-        self.change(ctx.id(), run.from, back).await?;
+        // Asked before it is recorded, once per record revision: a driver that dies in between
+        // (or loses the record to another) leaves the record as it was, and the next look asks
+        // again with the same origin, which rsync has queued already.
+        let origin = format!("rollout catch-up at {revision}");
+        self.change(ctx.id(), run.from, back, &origin).await?;
+        ctx.put_rollout(&run, revision).await?;
         Ok(Step::Again)
     }
 
-    /// Asks rsync to change `clusters` to context `to` (from `from`, for an update).
+    /// Asks rsync to change `clusters` to context `to` (from `from`, for an update), once per
+    /// `origin`.
     async fn change(
         &self,
         to: ContextId,
         from: Option<ContextId>,
         clusters: Vec<String>,
+        origin: &str,
     ) -> Result<()> {
+        let rsync = self.records.rsync();
         match from {
-            Some(from) => {
-                self.records
-                    .rsync()
-                    .update_on(from, to, Some(clusters))
-                    .await
-            }
-            None => {
-                self.records
-                    .rsync()
-                    .instantiate_on(to, Some(clusters))
-                    .await
-            }
+            Some(from) => rsync.update_on_once(from, to, clusters, origin).await,
+            None => rsync.instantiate_on_once(to, clusters, origin).await,
         }
     }
 
@@ -679,16 +676,16 @@ impl Deployments {
                 w.failures.clear();
                 w.skipped = skipped;
                 w.left = left;
-                let started = w.started.clone();
+                w.origin = format!("rollout wave {} started {}", run.current, w.started);
+                let (started, origin) = (w.started.clone(), w.origin.clone());
                 let clusters = changed_by_wave(&run);
-                // Recorded first: a driver that dies here changes the clusters again after
-                // the restart (the first look of a driver at a progressing wave), which applies
-                // nothing new.
+                // Recorded first: a driver that dies here asks at the first look of the driver
+                // after it (see Progressing), and rsync queues the wave's ask once.
                 ctx.put_rollout(&run, revision).await?;
                 self.rollout_metrics.waves_started.inc(&[]);
                 tracing::info!(%dig, wave = %wave.name, clusters = clusters.len(), "wave starts");
                 if !clusters.is_empty() {
-                    self.change(ctx.id(), run.from, clusters).await?;
+                    self.change(ctx.id(), run.from, clusters, &origin).await?;
                 }
                 *seen = Seen {
                     wave: Some((run.current, started)),
@@ -701,14 +698,14 @@ impl Deployments {
                 let late = seconds_since(&wave.started)
                     .is_some_and(|s| s >= i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX));
                 let this = Some((run.current, wave.started.clone()));
-                if seen.wave != this {
+                if seen.wave != this && !wave.origin.is_empty() {
                     // This driver did not start the wave: the one that did may have died
-                    // between recording it and asking rsync. Asked again, rsync applies only
-                    // what is missing.
+                    // between recording it and asking rsync (or be another replica's). The ask
+                    // is queued once per origin, so asking again adds nothing when it was.
                     let clusters = changed_by_wave(&run);
                     if !clusters.is_empty() {
-                        tracing::info!(%dig, wave = %wave.name, "wave in progress: its clusters asked again");
-                        self.change(ctx.id(), run.from, clusters).await?;
+                        self.change(ctx.id(), run.from, clusters, &wave.origin)
+                            .await?;
                     }
                 }
                 if seen.wave != this || seen.full.is_none_or(|t| t.elapsed() >= FULL_LOOK) {
@@ -1106,7 +1103,6 @@ fn names_live(record: &Record, id: ContextId) -> Result<bool> {
         ))
 }
 
-/// Marks the current wave of `run` passed and moves on.
 /// The clusters the current wave of `run` changes: its own but those skipped or left out, and
 /// for the last wave also those the group leaves.
 fn changed_by_wave(run: &RolloutRun) -> Vec<String> {
@@ -1117,6 +1113,7 @@ fn changed_by_wave(run: &RolloutRun) -> Vec<String> {
     clusters
 }
 
+/// Marks the current wave of `run` passed and moves on.
 fn pass_wave(run: &mut RolloutRun) {
     let w = &mut run.waves[run.current];
     w.state = RolloutState::Succeeded;

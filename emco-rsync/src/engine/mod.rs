@@ -602,8 +602,32 @@ impl Rsync {
         ctx_id: ContextId,
         clusters: Option<Vec<String>>,
     ) -> Result<()> {
-        self.enqueue(ctx_id, RsyncEvent::Instantiate, None, clusters)
+        self.enqueue(ctx_id, RsyncEvent::Instantiate, None, clusters, None)
             .await
+    }
+
+    /// [`Rsync::instantiate_on`] queued once per `origin`: asked again with the same origin
+    /// (by a process that cannot know whether the one before it asked), it does nothing, also
+    /// when the first has run.
+    ///
+    /// # Errors
+    ///
+    /// As [`Rsync::instantiate`].
+    pub async fn instantiate_on_once(
+        &self,
+        ctx_id: ContextId,
+        clusters: Vec<String>,
+        origin: &str,
+    ) -> Result<()> {
+        let origin = Some(origin.to_owned());
+        self.enqueue(
+            ctx_id,
+            RsyncEvent::Instantiate,
+            None,
+            Some(clusters),
+            origin,
+        )
+        .await
     }
 
     /// Queues a terminate of context `ctx_id`; a running instantiate or update is cancelled and
@@ -613,7 +637,7 @@ impl Rsync {
     ///
     /// `NotFound` for an unknown context; the store's errors.
     pub async fn terminate(&self, ctx_id: ContextId) -> Result<()> {
-        self.enqueue(ctx_id, RsyncEvent::Terminate, None, None)
+        self.enqueue(ctx_id, RsyncEvent::Terminate, None, None, None)
             .await?;
         let running = self
             .inner
@@ -643,7 +667,7 @@ impl Rsync {
     ///
     /// As [`Rsync::terminate`].
     pub async fn terminate_on(&self, ctx_id: ContextId, clusters: Vec<String>) -> Result<()> {
-        self.enqueue(ctx_id, RsyncEvent::Terminate, None, Some(clusters))
+        self.enqueue(ctx_id, RsyncEvent::Terminate, None, Some(clusters), None)
             .await
     }
 
@@ -670,7 +694,25 @@ impl Rsync {
         clusters: Option<Vec<String>>,
     ) -> Result<()> {
         AppContext::load(Arc::clone(&self.inner.store), from).await?;
-        self.enqueue(to, RsyncEvent::Update, Some(from), clusters)
+        self.enqueue(to, RsyncEvent::Update, Some(from), clusters, None)
+            .await
+    }
+
+    /// [`Rsync::update_on`] queued once per `origin` (see [`Rsync::instantiate_on_once`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Rsync::update`].
+    pub async fn update_on_once(
+        &self,
+        from: ContextId,
+        to: ContextId,
+        clusters: Vec<String>,
+        origin: &str,
+    ) -> Result<()> {
+        AppContext::load(Arc::clone(&self.inner.store), from).await?;
+        let origin = Some(origin.to_owned());
+        self.enqueue(to, RsyncEvent::Update, Some(from), Some(clusters), origin)
             .await
     }
 
@@ -714,7 +756,7 @@ impl Rsync {
                 )));
             }
         }
-        self.enqueue(to, RsyncEvent::Update, Some(from), clusters)
+        self.enqueue(to, RsyncEvent::Update, Some(from), clusters, None)
             .await
     }
 
@@ -725,7 +767,8 @@ impl Rsync {
     ///
     /// `NotFound` for an unknown context; the store's errors.
     pub async fn read(&self, ctx_id: ContextId) -> Result<()> {
-        self.enqueue(ctx_id, RsyncEvent::Read, None, None).await
+        self.enqueue(ctx_id, RsyncEvent::Read, None, None, None)
+            .await
     }
 
     /// Sets the stop flag of `ctx_id`: the running operation ends its waiting and retrying and
@@ -830,9 +873,14 @@ impl Rsync {
         event: RsyncEvent,
         ucid: Option<ContextId>,
         clusters: Option<Vec<String>>,
+        origin: Option<String>,
     ) -> Result<()> {
         let ctx = AppContext::load(Arc::clone(&self.inner.store), ctx_id).await?;
         let _gate = self.inner.gates.lock(&ctx_id).await;
+        // Asked before: nothing to do, not even clearing a stop set since (a rollback's).
+        if origin.is_some() && ctx.event_queue().await?.iter().any(|e| e.origin == origin) {
+            return Ok(());
+        }
         // Claimed before the event is visible, so that no other replica takes a context that
         // its enqueuer is about to run.
         let mine = match &self.inner.owners {
@@ -846,11 +894,13 @@ impl Rsync {
             // A new operation is not stopped by an earlier stop.
             ctx.set_stop_flag(false).await?;
         }
-        ctx.enqueue_event(QueueElement {
+        // Once per origin also when two processes ask at the same moment.
+        ctx.enqueue_event_once(QueueElement {
             event,
             ucid: ucid.map(|u| u.to_string()),
             clusters,
             status: QueueStatus::Pending,
+            origin,
         })
         .await?;
         ctx.mark_active().await?;
@@ -1125,6 +1175,7 @@ impl Rsync {
                         RsyncEvent::UpdateDelete,
                         Some(ctx.id()),
                         element.clusters.clone(),
+                        None,
                     )
                     .await?;
                 }

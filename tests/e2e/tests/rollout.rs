@@ -566,6 +566,8 @@ async fn a_wave_recorded_but_never_asked_for_is_asked_for_again() {
     wave.state = emco_core::rollout::RolloutState::Progressing;
     wave.approved = true;
     wave.started = emco_core::time::rfc3339(std::time::SystemTime::now());
+    wave.origin = format!("rollout wave 1 started {}", wave.started);
+    let origin = wave.origin.clone();
     ctx.put_rollout(&record, revision).await.unwrap();
     let run = wait_rollout(&env, "ended", |r| {
         r["state"] == "Succeeded" || r["state"] == "Paused"
@@ -573,6 +575,22 @@ async fn a_wave_recorded_but_never_asked_for_is_asked_for_again() {
     .await;
     assert_eq!(run["state"], "Succeeded", "{run}");
     ready_on(&env, &phases, N, GOOD).await;
+    // Each wave's ask is queued once, however often drivers ask.
+    let queue = ctx.event_queue().await.unwrap();
+    let asked = |origin: &str| {
+        queue
+            .iter()
+            .filter(|e| e.origin.as_deref() == Some(origin))
+            .count()
+    };
+    let first = run["waves"][0]["origin"].as_str().unwrap().to_owned();
+    assert_eq!((asked(&first), asked(&origin)), (1, 1), "{queue:?}");
+    env.orch
+        .rsync()
+        .instantiate_on_once(id, vec!["kubesim+c2".into()], &origin)
+        .await
+        .unwrap();
+    assert_eq!(ctx.event_queue().await.unwrap().len(), queue.len());
     let (code, body) = send(
         &env,
         Method::DELETE,
