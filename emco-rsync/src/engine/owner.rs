@@ -348,10 +348,22 @@ impl Owners {
                 .collect()
         };
         for (id, revision) in gone {
-            // Unless it beat again meanwhile; either way the next look sees what is there.
-            delete_unchanged(store, &heartbeat_key(&id), revision).await?;
-            lock(&self.seen).remove(&id);
-            tracing::info!(replica = %id, "removed the heartbeat of a replica gone for good");
+            // Unless it beat again meanwhile (then the next look sees it alive). A failure
+            // leaves the key for a later round: the round itself goes on.
+            match delete_unchanged(store, &heartbeat_key(&id), revision).await {
+                Ok(true) => {
+                    let mut seen = lock(&self.seen);
+                    if seen.get(&id).is_some_and(|(r, _)| *r == revision) {
+                        seen.remove(&id);
+                    }
+                    drop(seen);
+                    tracing::info!(replica = %id, "removed the heartbeat of a replica gone for good");
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(replica = %id, error = %e, "cannot remove a stale heartbeat");
+                }
+            }
         }
         Ok(())
     }
@@ -531,7 +543,9 @@ impl Owners {
         if kv.value.as_ref() != self.config.id.as_bytes() {
             return Ok(());
         }
-        delete_unchanged(store, key, kv.mod_revision).await
+        delete_unchanged(store, key, kv.mod_revision)
+            .await
+            .map(drop)
     }
 
     /// Removes the owner key of `ctx`, a context that no longer exists (deleted with its group,
@@ -543,22 +557,20 @@ impl Owners {
         lock(&self.tokens).remove(&ctx);
         let key = owner_key(ctx);
         match store.get(&key).await? {
-            Some(kv) => delete_unchanged(store, &key, kv.mod_revision).await,
+            Some(kv) => delete_unchanged(store, &key, kv.mod_revision)
+                .await
+                .map(drop),
             None => Ok(()),
         }
     }
 }
 
-/// Deletes `key` if it is still at `revision`.
-async fn delete_unchanged(store: &dyn AppContextStore, key: &str, revision: u64) -> Result<()> {
-    store
-        .txn(
-            Txn::new()
-                .when(Compare::mod_revision(key, revision))
-                .op(Op::delete(key)),
-        )
-        .await
-        .map(drop)
+/// Deletes `key` if it is still at `revision`; whether it was.
+async fn delete_unchanged(store: &dyn AppContextStore, key: &str, revision: u64) -> Result<bool> {
+    let txn = Txn::new()
+        .when(Compare::mod_revision(key, revision))
+        .op(Op::delete(key));
+    Ok(store.txn(txn).await?.succeeded)
 }
 
 #[cfg(test)]
