@@ -7,13 +7,13 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use emco_core::model::status::StatusQuery;
 
-use crate::client::{Client, TlsOptions};
-use crate::document::{
+use emco_client::client::{Client, TlsOptions};
+use emco_client::document::{
     Document, STDIN, expand_paths, load, load_text, load_values, load_values_files,
 };
-use crate::error::{CtlError, EXIT_BAD_INPUT, EXIT_OK, EXIT_REQUEST_FAILED, Result};
-use crate::ops::{self, Command, Options, Output};
-use crate::status::{self, Ending, WatchOptions};
+use emco_client::error::{CtlError, EXIT_BAD_INPUT, EXIT_OK, EXIT_REQUEST_FAILED, Result};
+use emco_client::ops::{self, Command, Options, Output};
+use emco_client::status::{self, Ending, WatchOptions};
 
 const EXAMPLES: &str = "\
 Examples:

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use emco_helm::Value;
 
-use crate::error::{CtlError, Result};
+use emco_client::error::{CtlError, Result};
 
 /// The address used when nothing else names one.
 pub const DEFAULT_SERVER: &str = "http://127.0.0.1:9015";
@@ -57,7 +57,7 @@ pub fn server(
     if !explicit && !file.exists() {
         return Ok(DEFAULT_SERVER.to_owned());
     }
-    let config = crate::document::load_values(file)?;
+    let config = emco_client::document::load_values(file)?;
     Ok(from_config(&config)
         .map_err(|m| CtlError::input(file, None, None, m))?
         .unwrap_or_else(|| DEFAULT_SERVER.to_owned()))

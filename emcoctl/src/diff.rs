@@ -5,9 +5,9 @@
 
 use emco_core::preview::{Change, Preview};
 
-use crate::client::Client;
-use crate::error::Result;
-use crate::status::Target;
+use emco_client::client::Client;
+use emco_client::error::Result;
+use emco_client::status::Target;
 
 /// Exit code when nothing would change.
 pub const EXIT_SAME: i32 = 0;

@@ -10,10 +10,10 @@ use emco_core::rollout::{RolloutRun, RolloutState};
 use http::Method;
 use tokio::time::Instant;
 
-use crate::client::{Body, Client};
-use crate::error::{CtlError, Result};
-use crate::output::{Output, format_table, render};
-use crate::status::Target;
+use emco_client::client::{Body, Client};
+use emco_client::error::{CtlError, Result};
+use emco_client::output::{Output, format_table, render};
+use emco_client::status::Target;
 
 /// What `rollout` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
