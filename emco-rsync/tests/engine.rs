@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::{AppSpec, DEPLOYMENT, Env, clusters, config_map, context, status, until};
 use emco_appcontext::AppContext;
-use emco_appcontext::context::{AppDependency, HookGroups, QueueStatus, Registry};
+use emco_appcontext::context::{AppDependency, HookGroups, QueueElement, QueueStatus, Registry};
 use emco_core::lifecycle::{AppContextStatus, ClusterReadiness, RsyncEvent, RsyncStatus};
 use emco_rsync::engine::ContextStatusExt;
 use emco_store::{AppContextStore, InMemoryAppContextStore};
@@ -1665,6 +1665,63 @@ async fn unanswering_clusters_are_found_together() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), emco_core::ErrorKind::NotFound, "{err}");
+}
+
+/// An ask made once per origin (a rollout's wave, asked again by drivers that cannot know
+/// whether the one before asked): queued and run once, however often it is made; and one that
+/// was queued by an asker that died before marking the context active is run when asked again.
+#[tokio::test]
+async fn an_ask_of_one_origin_is_queued_and_run_once() {
+    let env = Env::start(2).await;
+    let store = memory();
+    let cs = clusters(2);
+    let a = config_map("a", "1");
+    let ctx = context(
+        Arc::clone(&store),
+        &[AppSpec::new("app", &cs, &[("a+ConfigMap", &a)])],
+    )
+    .await;
+    let rsync = env.engine(Arc::clone(&store));
+    rsync.start(CancellationToken::new()).await.unwrap();
+    let id = ctx.id();
+    for _ in 0..3 {
+        rsync
+            .instantiate_on_once(id, vec![cs[0].clone()], "wave 0")
+            .await
+            .unwrap();
+    }
+    rsync.wait_idle(id).await;
+    rsync
+        .instantiate_on_once(id, vec![cs[0].clone()], "wave 0")
+        .await
+        .unwrap();
+    let queue = ctx.event_queue().await.unwrap();
+    assert_eq!(queue.len(), 1, "{queue:?}");
+    assert_eq!(queue[0].status, QueueStatus::Done);
+    assert!(env.get(0, id, "app", &a).await.is_some());
+    assert!(env.get(1, id, "app", &a).await.is_none());
+    // Queued by an asker that died before the context was marked active: nothing runs it...
+    ctx.enqueue_event_once(QueueElement {
+        event: RsyncEvent::Instantiate,
+        ucid: None,
+        clusters: Some(vec![cs[1].clone()]),
+        status: QueueStatus::Pending,
+        origin: Some("wave 1".into()),
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(env.get(1, id, "app", &a).await.is_none());
+    // ...until it is asked again: run, not queued twice.
+    rsync
+        .instantiate_on_once(id, vec![cs[1].clone()], "wave 1")
+        .await
+        .unwrap();
+    rsync.wait_idle(id).await;
+    assert!(env.get(1, id, "app", &a).await.is_some());
+    let queue = ctx.event_queue().await.unwrap();
+    assert_eq!(queue.len(), 2, "{queue:?}");
+    assert_eq!(queue[1].status, QueueStatus::Done);
 }
 
 /// Operations limited to some clusters, the waves of a rollout, touch those clusters only: a

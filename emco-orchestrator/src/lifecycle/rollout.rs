@@ -574,10 +574,11 @@ impl Deployments {
         }
         run.catch_up.retain(|c| !back.contains(c));
         tracing::info!(%dig, clusters = ?back, "clusters left out answer again: changed now");
-        // Asked before it is recorded, once per record revision: a driver that dies in between
-        // (or loses the record to another) leaves the record as it was, and the next look asks
-        // again with the same origin, which rsync has queued already.
-        let origin = format!("rollout catch-up at {revision}");
+        // Asked before it is recorded, once per record revision and clusters: a driver that
+        // dies in between (or loses the record to another) leaves the record as it was, and
+        // the next look asking for the same clusters asks with the same origin, which rsync
+        // has queued already; another set of clusters is another ask.
+        let origin = format!("rollout catch-up at {revision}: {}", back.join(","));
         self.change(ctx.id(), run.from, back, &origin).await?;
         ctx.put_rollout(&run, revision).await?;
         Ok(Step::Again)
@@ -676,7 +677,8 @@ impl Deployments {
                 w.failures.clear();
                 w.skipped = skipped;
                 w.left = left;
-                w.origin = format!("rollout wave {} started {}", run.current, w.started);
+                // Unique by the record's compare-and-set, whatever the clocks say.
+                w.origin = format!("rollout wave {} at {revision}", run.current);
                 let (started, origin) = (w.started.clone(), w.origin.clone());
                 let clusters = changed_by_wave(&run);
                 // Recorded first: a driver that dies here asks at the first look of the driver

@@ -877,8 +877,17 @@ impl Rsync {
     ) -> Result<()> {
         let ctx = AppContext::load(Arc::clone(&self.inner.store), ctx_id).await?;
         let _gate = self.inner.gates.lock(&ctx_id).await;
-        // Asked before: nothing to do, not even clearing a stop set since (a rollback's).
-        if origin.is_some() && ctx.event_queue().await?.iter().any(|e| e.origin == origin) {
+        // Asked before with this origin: whether that ask is still to run.
+        let asked = match &origin {
+            Some(_) => ctx
+                .event_queue()
+                .await?
+                .iter()
+                .find(|e| e.origin == origin)
+                .map(|e| e.status == QueueStatus::Pending),
+            None => None,
+        };
+        if asked == Some(false) {
             return Ok(());
         }
         // Claimed before the event is visible, so that no other replica takes a context that
@@ -890,19 +899,23 @@ impl Rsync {
                 .is_some(),
             None => true,
         };
-        if event != RsyncEvent::Read {
-            // A new operation is not stopped by an earlier stop.
-            ctx.set_stop_flag(false).await?;
+        // Queued already: not queued again, nor a stop set since (a rollback's) cleared; but
+        // marked active and run below, as the asker before may have died before it could.
+        if asked.is_none() {
+            if event != RsyncEvent::Read {
+                // A new operation is not stopped by an earlier stop.
+                ctx.set_stop_flag(false).await?;
+            }
+            // Once per origin also when two processes ask at the same moment.
+            ctx.enqueue_event_once(QueueElement {
+                event,
+                ucid: ucid.map(|u| u.to_string()),
+                clusters,
+                status: QueueStatus::Pending,
+                origin,
+            })
+            .await?;
         }
-        // Once per origin also when two processes ask at the same moment.
-        ctx.enqueue_event_once(QueueElement {
-            event,
-            ucid: ucid.map(|u| u.to_string()),
-            clusters,
-            status: QueueStatus::Pending,
-            origin,
-        })
-        .await?;
         ctx.mark_active().await?;
         // Otherwise its owner runs it: it finds the event when its task reads the queue next,
         // or in its next round.
