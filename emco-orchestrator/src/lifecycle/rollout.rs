@@ -150,7 +150,7 @@ impl Drivers {
 /// turns bad after it was healthy fails the wave as soon as before.
 #[derive(Debug, Default)]
 struct Seen {
-    /// The wave this is about: its index and start.
+    /// The wave this is about: its index and origin (a resume keeps it).
     wave: Option<(usize, String)>,
     healthy: HashSet<String>,
     /// When every cluster was last looked at.
@@ -679,7 +679,7 @@ impl Deployments {
                 w.left = left;
                 // Unique by the record's compare-and-set, whatever the clocks say.
                 w.origin = format!("rollout wave {} at {revision}", run.current);
-                let (started, origin) = (w.started.clone(), w.origin.clone());
+                let origin = w.origin.clone();
                 let clusters = changed_by_wave(&run);
                 // Recorded first: a driver that dies here asks at the first look of the driver
                 // after it (see Progressing), and rsync queues the wave's ask once.
@@ -690,7 +690,7 @@ impl Deployments {
                     self.change(ctx.id(), run.from, clusters, &origin).await?;
                 }
                 *seen = Seen {
-                    wave: Some((run.current, started)),
+                    wave: Some((run.current, origin)),
                     ..Seen::default()
                 };
                 Ok(Step::Again)
@@ -699,7 +699,7 @@ impl Deployments {
                 let deadline = gates.progress_deadline()?;
                 let late = seconds_since(&wave.started)
                     .is_some_and(|s| s >= i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX));
-                let this = Some((run.current, wave.started.clone()));
+                let this = Some((run.current, wave.origin.clone()));
                 if seen.wave != this && !wave.origin.is_empty() {
                     // This driver did not start the wave: the one that did may have died
                     // between recording it and asking rsync (or be another replica's). The ask

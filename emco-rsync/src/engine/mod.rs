@@ -607,8 +607,9 @@ impl Rsync {
     }
 
     /// [`Rsync::instantiate_on`] queued once per `origin`: asked again with the same origin
-    /// (by a process that cannot know whether the one before it asked), it does nothing, also
-    /// when the first has run.
+    /// (by a process that cannot know whether the one before it asked), it queues nothing; an
+    /// ask still pending is marked active and run here if this replica owns the context (its
+    /// asker may have died before), one that ran is left as it ended.
     ///
     /// # Errors
     ///

@@ -566,7 +566,7 @@ async fn a_wave_recorded_but_never_asked_for_is_asked_for_again() {
     wave.state = emco_core::rollout::RolloutState::Progressing;
     wave.approved = true;
     wave.started = emco_core::time::rfc3339(std::time::SystemTime::now());
-    wave.origin = format!("rollout wave 1 started {}", wave.started);
+    wave.origin = format!("rollout wave 1 at {revision}");
     let origin = wave.origin.clone();
     ctx.put_rollout(&record, revision).await.unwrap();
     let run = wait_rollout(&env, "ended", |r| {
