@@ -1,4 +1,4 @@
-//! The errors of emcoctl and the exit codes they map to.
+//! The errors of the client (and of emcoctl) and the exit codes emcoctl maps them to.
 
 use std::path::PathBuf;
 
@@ -35,7 +35,7 @@ impl std::fmt::Display for Position {
     }
 }
 
-/// An emcoctl error.
+/// An error of the client: bad input (nothing sent) or a failed request.
 #[derive(Debug, thiserror::Error)]
 pub enum CtlError {
     /// An input or values file is unreadable or invalid.
@@ -105,5 +105,5 @@ impl HasKind for CtlError {
     }
 }
 
-/// The result type of emcoctl.
+/// The result type of the client.
 pub type Result<T, E = CtlError> = std::result::Result<T, E>;

@@ -1,4 +1,4 @@
-//! How emcoctl prints: tables, pretty JSON and YAML.
+//! How answers are printed (emcoctl's `-o`): tables, pretty JSON and YAML.
 
 use serde_json::Value as Json;
 

@@ -1,14 +1,15 @@
 //! # emco-e2e
 //!
 //! The shared harness of the end-to-end tests and the instantiate benchmark: EMCO's example
-//! scenarios (`../shared/testdata/emco-examples`), applied unchanged with emcoctl's library over
-//! HTTP to an in-process emco-server whose clusters are an in-process kubesim fleet.
+//! scenarios (`../shared/testdata/emco-examples`), applied unchanged with emcoctl (emco-client's
+//! documents and requests) over HTTP to an in-process server whose clusters are an in-process
+//! kubesim fleet.
 //!
 //! [`Env::start`] brings up one such world in a temporary directory: `N` kubesim clusters
-//! (`c1` .. `cN`, kubeconfigs written beside the other files) and emco-server's own composition
-//! (`open_stores`, `orchestrator` with the built-in controllers, `app`) on a loopback port, on
-//! the stores [`Backends`] names: the embedded redb file, or etcd + MongoDB from `EMCO_TEST_ETCD`
-//! and `EMCO_TEST_MONGO` (skipped loudly when they are unset).
+//! (`c1` .. `cN`, kubeconfigs written beside the other files) and emco-service's composition, as
+//! emco-server serves it (`open_stores`, `orchestrator` with the built-in controllers, `app`) on
+//! a loopback port, on the stores [`Backends`] names: the embedded redb file, or etcd + MongoDB
+//! from `EMCO_TEST_ETCD` and `EMCO_TEST_MONGO` (skipped loudly when they are unset).
 //!
 //! A scenario loads its emcoctl files with a generated values file ([`load`], [`set_values`],
 //! [`Env::write_values`]), leaves out what needs a controller we do not run ([`without`]),
