@@ -50,6 +50,7 @@ from ._objects import (
     LogicalCloud,
     Project,
 )
+from ._operations import OperationId
 from ._status import Status, parse_status
 
 class ActionController(Protocol):
@@ -70,6 +71,11 @@ class PlacementController(Protocol):
 
 
 Controller = Union[ActionController, PlacementController]
+
+
+def _of(target: Target, dig_op: OperationId, cloud_op: OperationId) -> OperationId:
+    """The operation of `target`'s kind: a deployment intent group's or a logical cloud's."""
+    return dig_op if isinstance(target, DigRef) else cloud_op
 
 
 class _Api(IntentsApi, WorkflowsApi):
@@ -374,29 +380,20 @@ class _Api(IntentsApi, WorkflowsApi):
     def instantiate(self, target: Target) -> None:
         """Instantiates a deployment intent group or a logical cloud; returns once rsync has the
         work (follow it with `watch` or `wait`)."""
-        if isinstance(target, DigRef):
-            self._op("instantiateDeploymentIntentGroup", *target.params)
-        else:
-            self._op("instantiateLogicalCloud", *target.params)
+        self._op(_of(target, "instantiateDeploymentIntentGroup", "instantiateLogicalCloud"),
+                 *target.params)
 
     def terminate(self, target: Target) -> None:
-        if isinstance(target, DigRef):
-            self._op("terminateDeploymentIntentGroup", *target.params)
-        else:
-            self._op("terminateLogicalCloud", *target.params)
+        self._op(_of(target, "terminateDeploymentIntentGroup", "terminateLogicalCloud"),
+                 *target.params)
 
     def stop(self, target: Target) -> None:
-        if isinstance(target, DigRef):
-            self._op("stopDeploymentIntentGroup", *target.params)
-        else:
-            self._op("stopLogicalCloud", *target.params)
+        self._op(_of(target, "stopDeploymentIntentGroup", "stopLogicalCloud"), *target.params)
 
     def update(self, target: Target) -> Optional[int]:
         """Deploys the current intents as a new revision; returns it (a group's)."""
-        if isinstance(target, DigRef):
-            answer = self._op("updateDeploymentIntentGroup", *target.params)
-        else:
-            answer = self._op("updateLogicalCloud", *target.params)
+        answer = self._op(_of(target, "updateDeploymentIntentGroup", "updateLogicalCloud"),
+                          *target.params)
         return answer if isinstance(answer, int) else None
 
     def rollback(self, dig: DigRef, revision: int) -> None:
@@ -503,9 +500,8 @@ class _Api(IntentsApi, WorkflowsApi):
         return self._status(target, params)
 
     def _status(self, target: Target, query: Query) -> Any:
-        if isinstance(target, DigRef):
-            return self._op("getDeploymentIntentGroupStatus", *target.params, query=query)
-        return self._op("getLogicalCloudStatus", *target.params, query=query)
+        op = _of(target, "getDeploymentIntentGroupStatus", "getLogicalCloudStatus")
+        return self._op(op, *target.params, query=query)
 
     def watch(self, target: Target, ready: bool = True, interval: float = 0.5,
               timeout: Optional[float] = None) -> "Watch":
